@@ -1,0 +1,1 @@
+"""pycdr command line (imported as pycdr.cli)."""

@@ -1,0 +1,1 @@
+"""GIOP conformance suite (imported as pycdr.conformance)."""

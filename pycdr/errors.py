@@ -1,0 +1,87 @@
+"""One error hierarchy for all of pycdr.
+
+Decoding errors carry the byte offset (absolute, in the buffer handed to the
+decoder) and the path of the value being decoded (``args[0].items[3].name``).
+The path is built while the exception unwinds: each compound decoder prepends
+its own segment, so the hot path pays nothing for it.
+"""
+
+from __future__ import annotations
+
+
+class PycdrError(Exception):
+    """Base of every error pycdr raises on purpose."""
+
+
+class NotSupportedError(PycdrError):
+    """A legal construct that pycdr does not handle (named in the message)."""
+
+
+class BadTypeCodeError(PycdrError):
+    """A TypeCode built in code is inconsistent (duplicate labels, bad bounds...)."""
+
+
+class CDRError(PycdrError):
+    """Base of marshaling errors (CORBA's MARSHAL)."""
+
+    def __init__(self, message: str, offset: int | None = None, path: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.path = path
+
+    def add_path(self, segment: str) -> None:
+        """Prepend a path segment: ``.name`` or ``[3]``."""
+        if self.path and not self.path.startswith(("[", ".")):
+            self.path = "." + self.path
+        self.path = segment + self.path
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.offset is not None:
+            text += f" at offset {self.offset}"
+        if self.path:
+            path = self.path[1:] if self.path.startswith(".") else self.path
+            text += f" (in {path})"
+        return text
+
+
+class EncodeError(CDRError):
+    """A value does not fit its TypeCode (wrong type, out of range, over bound)."""
+
+
+class DecodeError(CDRError):
+    """Bytes that are not a valid CDR encoding of the TypeCode."""
+
+
+class TruncatedError(DecodeError):
+    """The data ends before the value does (or a length claims more than is left)."""
+
+
+class InvalidValueError(DecodeError):
+    """A field holds a value its type does not allow (boolean 2, enum out of range, ...)."""
+
+
+class BoundExceededError(DecodeError):
+    """A bounded string or sequence is longer than its bound."""
+
+
+class InvalidTypeCodeError(DecodeError):
+    """An encoded TypeCode is malformed: unknown kind, bad indirection, bad parameters."""
+
+
+class CodeSetError(CDRError):
+    """Text that cannot be converted in the negotiated transmission code set,
+    or wide characters where the GIOP version has none (GIOP 1.0)."""
+
+
+class CodeSetDecodeError(CodeSetError, DecodeError):
+    pass
+
+
+class CodeSetEncodeError(CodeSetError, EncodeError):
+    pass
+
+
+class RecursionLimitError(DecodeError):
+    """Nesting deeper than the decoder allows (a hostile TypeCode or value)."""
