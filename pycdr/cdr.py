@@ -415,7 +415,7 @@ class CDRReader:
         return sub
 
     def sub_reader(self, start: int, end: int) -> "CDRReader":
-        sub = CDRReader.__new__(CDRReader)
+        sub = type(self).__new__(type(self))   # subclasses (tracing readers) nest too
         sub.buf = self.buf
         sub.pos = start
         sub.end = end

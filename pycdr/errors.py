@@ -85,3 +85,18 @@ class CodeSetEncodeError(CodeSetError, EncodeError):
 
 class RecursionLimitError(DecodeError):
     """Nesting deeper than the decoder allows (a hostile TypeCode or value)."""
+
+
+class GIOPError(DecodeError):
+    """A GIOP message or stream that breaks the protocol: bad magic, a header
+    that does not fit, a message type that may not be fragmented, ..."""
+
+
+class UnsupportedVersionError(GIOPError):
+    """A GIOP version other than 1.0-1.3.  The spec's answer: a MessageError at
+    the highest version the receiver supports, then close the connection."""
+
+
+class ObjectURLError(DecodeError):
+    """A stringified object reference (``IOR:``, ``corbaloc:``, ``corbaname:``)
+    that cannot be parsed; ``offset`` is the index of the bad character."""

@@ -338,8 +338,9 @@ class RecursiveTypeCode(TypeCode):
 
     def __repr__(self) -> str:
         target = object.__getattribute__(self, "_target")
-        rid = object.__getattribute__(self, "_id")
-        return f"<TypeCode recursive {rid}{'' if target is not None else ' (unresolved)'}>"
+        if target is not None:
+            return f"<TypeCode recursive -> {describe(target)}>"
+        return f"<TypeCode recursive {object.__getattribute__(self, '_id')!r} (unresolved)>"
 
 
 def resolve(tc: TypeCode) -> TypeCode:

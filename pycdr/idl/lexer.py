@@ -1,0 +1,209 @@
+"""Tokens of preprocessed IDL.
+
+Besides the IDL tokens the lexer yields two kinds of *meta* tokens that the
+parser keeps in declaration order: ``pragma`` (the text after ``#pragma``)
+and ``file`` (entering an included file, value ``"enter"``, or going back to
+the including one, ``"leave"``) -- repository id prefixes are scoped by file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .diagnostics import Position, Reporter
+
+KEYWORDS = frozenset("""
+abstract any attribute boolean case char component const consumes context custom
+default double emits enum eventtype exception factory FALSE finder fixed float
+getraises home import in inout interface local long module multiple native Object
+octet oneway out primarykey private provides public publishes raises readonly
+sequence setraises short string struct supports switch TRUE truncatable typedef
+typeid typeprefix unsigned union uses ValueBase valuetype void wchar wstring
+""".split())
+_KEYWORDS_LOWER = {k.lower(): k for k in KEYWORDS}
+
+PUNCTUATION = ("::", "<<", ">>", ";", "{", "}", ":", ",", "=", "+", "-", "(", ")",
+               "<", ">", "[", "]", "'", '"', "\\", "|", "^", "&", "*", "/", "%", "~")
+
+
+@dataclass
+class Token:
+    kind: str      # ident keyword int float fixed char wchar string wstring punct pragma file eof
+    value: object
+    pos: Position
+    text: str = ""
+
+    def __repr__(self):
+        return f"Token({self.kind}, {self.value!r}, {self.pos})"
+
+
+_TOKEN_RE = re.compile(r"""
+  (?P<ws>[ \t\r\f\v]+)
+| (?P<newline>\n)
+| (?P<linecomment>//[^\n]*)
+| (?P<blockcomment>/\*.*?\*/)
+| (?P<directive>\#[^\n]*)
+| (?P<fixed>(?:\d+\.?\d*|\.\d+)[dD])
+| (?P<float>(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
+| (?P<int>0[xX][0-9a-fA-F]+|\d+)
+| (?P<wchar>L'(?:\\.|[^'\\\n])(?:[^'\\\n]|\\.)*')
+| (?P<wstring>L"(?:[^"\\\n]|\\.)*")
+| (?P<char>'(?:[^'\\\n]|\\.)(?:[^'\\\n]|\\.)*')
+| (?P<string>"(?:[^"\\\n]|\\.)*")
+| (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
+| (?P<punct>::|<<|>>|[;{}:,=+\-()<>\[\]|^&*/%~])
+""", re.VERBOSE | re.DOTALL | re.MULTILINE)
+
+_LINE_RE = re.compile(r'^[ \t]*#[ \t]*(?:line[ \t]+)?(\d+)(?:[ \t]+"([^"]*)")?')
+_PRAGMA_RE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(.*)$")
+
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "v": "\v", "b": "\b", "r": "\r", "f": "\f",
+                   "a": "\a", "\\": "\\", "?": "?", "'": "'", '"': '"'}
+
+
+def unescape(body: str, wide: bool) -> str:
+    """The characters of a char/string literal body (IDL escapes as in C++)."""
+    out = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        i += 1
+        e = body[i]
+        if e in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[e])
+            i += 1
+        elif e in "01234567":
+            m = re.match(r"[0-7]{1,3}", body[i:])
+            out.append(chr(int(m.group(), 8)))
+            i += len(m.group())
+        elif e == "x":
+            m = re.match(r"[0-9a-fA-F]{1,2}", body[i + 1:])
+            if not m:
+                raise ValueError("\\x needs hex digits")
+            out.append(chr(int(m.group(), 16)))
+            i += 1 + len(m.group())
+        elif e == "u" and wide:
+            m = re.match(r"[0-9a-fA-F]{1,4}", body[i + 1:])
+            if not m:
+                raise ValueError("\\u needs hex digits")
+            out.append(chr(int(m.group(), 16)))
+            i += 1 + len(m.group())
+        else:
+            raise ValueError(f"unknown escape \\{e}")
+    return "".join(out)
+
+
+def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>") -> list[Token]:
+    tokens: list[Token] = []
+    file = first_file
+    file_stack: list[str] = []
+    line = 1
+    line_start = 0
+    pos = 0
+    end = len(text)
+    while pos < end:
+        m = _TOKEN_RE.match(text, pos)
+        col = pos - line_start + 1
+        where = Position(file, line, col)
+        if m is None:
+            reporter.error(where, f"unexpected character {text[pos]!r}")
+            pos += 1
+            continue
+        kind = m.lastgroup
+        value = m.group()
+        pos = m.end()
+        if kind == "newline":
+            line += 1
+            line_start = pos
+            continue
+        if kind in ("ws", "linecomment"):
+            continue
+        if kind == "blockcomment":
+            line += value.count("\n")
+            if "\n" in value:
+                line_start = m.start() + value.rindex("\n") + 1
+            continue
+        if kind == "directive":
+            if text[line_start:m.start()].strip():
+                reporter.error(where, "'#' must start a line")
+                continue
+            pragma = _PRAGMA_RE.match(value)
+            if pragma:
+                tokens.append(Token("pragma", pragma.group(1).strip(), where))
+                continue
+            marker = _LINE_RE.match(value)
+            if marker:
+                new_file = marker.group(2)
+                if new_file is not None and new_file != file:
+                    if not tokens and not file_stack:
+                        pass  # the main file's own first marker
+                    elif new_file in file_stack:
+                        while file_stack and file_stack[-1] != new_file:
+                            file_stack.pop()
+                            tokens.append(Token("file", "leave", where))
+                        if file_stack:
+                            file_stack.pop()
+                        tokens.append(Token("file", "leave", where))
+                    else:
+                        file_stack.append(file)
+                        tokens.append(Token("file", "enter", Position(new_file, 1, 1), new_file))
+                    file = new_file
+                # The marker names the number of the *next* line.
+                line = int(marker.group(1)) - 1
+                continue
+            reporter.error(where, f"unknown preprocessor directive {value.strip()!r}")
+            continue
+        if kind == "ident":
+            low = value.lower()
+            if value in KEYWORDS:
+                tokens.append(Token("keyword", value, where, value))
+            elif low in _KEYWORDS_LOWER:
+                reporter.error(where, f"identifier {value!r} collides with keyword "
+                                      f"{_KEYWORDS_LOWER[low]!r}")
+                tokens.append(Token("ident", value, where, value))
+            elif value.startswith("_"):
+                tokens.append(Token("ident", value[1:], where, value))  # escaped identifier
+            else:
+                tokens.append(Token("ident", value, where, value))
+        elif kind == "int":
+            try:
+                number = int(value, 16) if value[:2] in ("0x", "0X") else \
+                    int(value, 8) if len(value) > 1 and value[0] == "0" else int(value)
+            except ValueError:
+                reporter.error(where, f"bad octal number {value}")
+                number = 0
+            tokens.append(Token("int", number, where, value))
+        elif kind in ("float", "fixed"):
+            tokens.append(Token(kind, value, where, value))
+        elif kind in ("char", "wchar", "string", "wstring"):
+            wide = kind.startswith("w")
+            body = value[2:-1] if wide else value[1:-1]
+            try:
+                chars = unescape(body, wide)
+            except ValueError as exc:
+                reporter.error(where, f"bad literal {value}: {exc}")
+                chars = "?"
+            if kind in ("char", "wchar") and len(chars) != 1:
+                reporter.error(where, f"character literal {value} must hold one character")
+                chars = chars[:1] or "?"
+            if kind == "char" and ord(chars) > 255:
+                reporter.error(where, f"character literal {value} does not fit a char")
+            # Adjacent string literals concatenate.
+            if kind in ("string", "wstring") and tokens and tokens[-1].kind == kind:
+                tokens[-1].value += chars
+                continue
+            if kind == "string" and "\0" in chars:
+                reporter.error(where, "a string literal cannot contain a nul character")
+            tokens.append(Token(kind, chars, where, value))
+        else:
+            tokens.append(Token("punct", value, where, value))
+    while file_stack:
+        file_stack.pop()
+        tokens.append(Token("file", "leave", Position(file, line, 1)))
+    tokens.append(Token("eof", None, Position(file, line, 1)))
+    return tokens

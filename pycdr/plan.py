@@ -1,0 +1,1213 @@
+"""Marshal plans: a TypeCode compiled once into a tree of nodes that encode and
+decode values (the seed papers' "precompute" and "specialize" principles; the
+msgspec way of compiling a type description once).
+
+Every node has ``read(reader) -> value`` and ``write(writer, value)``.  The
+tree is data as much as code: each node has an ``op`` name and plain
+parameters, so the C extension runs the same plans.
+
+Specialisations, chosen at compile time:
+- sequences and arrays of octet become ``bytes``, of char ``str``, of numbers
+  one bulk unpack (array module plus byte swap) instead of a loop;
+- structs made only of fixed-size members are read and written with one
+  ``struct.Struct`` per starting alignment phase and byte order, and a
+  converter generated for the struct's shape; a sequence of them whose size is
+  a multiple of its alignment is unpacked with ``iter_unpack``.
+Anything unusual (lenient mode, a bad boolean, a non-default char code set, a
+value that does not fit) drops to the member-by-member path, which gives the
+precise error or warning with offset and path.
+"""
+
+from __future__ import annotations
+
+import array
+import struct
+import sys
+from decimal import Decimal, InvalidOperation
+from operator import attrgetter
+
+from . import codesets
+from .cdr import BE, LE, CDRReader, CDRWriter
+from .errors import (BoundExceededError, CDRError, DecodeError, EncodeError,
+                     InvalidValueError, NotSupportedError, RecursionLimitError,
+                     TruncatedError)
+from .typecode import (DEFAULT, INTEGER_RANGES, TCKind, TypeCode,
+                       RecursiveTypeCode, resolve)
+from . import values as V
+
+K = TCKind
+MAX_DEPTH = 200           # nesting of recursive types / anys / values in one decode
+_NATIVE_LITTLE = sys.byteorder == "little"
+
+
+class _FallBack(Exception):
+    """Internal: the fast path met something only the slow path may judge."""
+
+
+def _fallback(*_args):
+    raise _FallBack
+
+
+# --------------------------------------------------------------------------
+# Primitive layout facts
+# --------------------------------------------------------------------------
+# kind -> (size, struct code, array typecode, Formats attribute)
+_NUMERIC = {
+    K.tk_short: (2, "h", "h", "short"),
+    K.tk_ushort: (2, "H", "H", "ushort"),
+    K.tk_long: (4, "i", "i", "long"),
+    K.tk_ulong: (4, "I", "I", "ulong"),
+    K.tk_longlong: (8, "q", "q", "longlong"),
+    K.tk_ulonglong: (8, "Q", "Q", "ulonglong"),
+    K.tk_float: (4, "f", "f", "float"),
+    K.tk_double: (8, "d", "d", "double"),
+}
+for _k, (_size, _code, _acode, _n) in _NUMERIC.items():
+    assert array.array(_acode).itemsize == _size, "platform array sizes differ from CDR"
+del _k, _size, _code, _acode, _n
+
+
+class Node:
+    """Base of plan nodes."""
+    op = "node"
+    fixed_size = None      # bytes on the wire if the same for every value, else None
+    align = 1              # alignment of the first primitive
+    min_wire = 1           # fewest bytes a value can take (bounds counts before allocating)
+
+    def read(self, r: CDRReader):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def write(self, w: CDRWriter, value):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class NullNode(Node):
+    """tk_null / tk_void: no octets."""
+    op = "null"
+    fixed_size = 0
+
+    def read(self, r):
+        return None
+
+    def write(self, w, value):
+        if value is not None:
+            raise EncodeError(f"null/void takes None, not {type(value).__name__}")
+
+
+class NumberNode(Node):
+    op = "number"
+
+    def __init__(self, kind: TCKind):
+        self.kind = kind
+        size, code, acode, attr = _NUMERIC[kind]
+        self.size = self.fixed_size = self.align = size
+        self.code = code
+        self.acode = acode
+        self.be = getattr(BE, attr)
+        self.le = getattr(LE, attr)
+        self.what = kind.name[3:]
+        self.is_float = kind in (K.tk_float, K.tk_double)
+        self.range = INTEGER_RANGES.get(kind)
+
+    def read(self, r):
+        return r._read(self.size, self.le if r.little else self.be, self.what)
+
+    def write(self, w, v):
+        if self.is_float:
+            if type(v) is not float:
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    try:
+                        v = float(v)
+                    except (TypeError, ValueError):
+                        raise EncodeError(f"{self.what}: expected a number, not "
+                                          f"{type(v).__name__}") from None
+        elif type(v) is not int:
+            if isinstance(v, bool) or not isinstance(v, int):
+                if isinstance(v, bool) or not hasattr(v, "__index__"):
+                    raise EncodeError(f"{self.what}: expected an integer, not {type(v).__name__}")
+                v = v.__index__()
+        w._write(self.size, self.le if w.little else self.be, v, self.what)
+
+
+class BooleanNode(Node):
+    op = "boolean"
+    fixed_size = 1
+
+    def read(self, r):
+        return r.read_boolean()
+
+    def write(self, w, v):
+        w.write_boolean(v)
+
+
+class OctetNode(Node):
+    op = "octet"
+    fixed_size = 1
+
+    def read(self, r):
+        return r.read_octet()
+
+    def write(self, w, v):
+        w.write_octet(v)
+
+
+class CharNode(Node):
+    op = "char"
+    fixed_size = 1
+
+    def read(self, r):
+        return r.read_char()
+
+    def write(self, w, v):
+        w.write_char(v)
+
+
+class WCharNode(Node):
+    op = "wchar"
+
+    def read(self, r):
+        return r.read_wchar()
+
+    def write(self, w, v):
+        w.write_wchar(v)
+
+
+class StringNode(Node):
+    op = "string"
+    align = 4
+    min_wire = 4
+
+    def __init__(self, bound: int):
+        self.bound = bound
+
+    def read(self, r):
+        return r.read_string(self.bound)
+
+    def write(self, w, v):
+        w.write_string(v, self.bound)
+
+
+class WStringNode(StringNode):
+    op = "wstring"
+
+    def read(self, r):
+        return r.read_wstring(self.bound)
+
+    def write(self, w, v):
+        w.write_wstring(v, self.bound)
+
+
+class LongDoubleNode(Node):
+    op = "longdouble"
+    fixed_size = 16
+    align = 8
+
+    def read(self, r):
+        return V.LongDouble.from_bytes(r.read_longdouble_bytes())
+
+    def write(self, w, v):
+        if isinstance(v, V.LongDouble):
+            ld = v
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            ld = V.LongDouble.from_float(float(v)) if isinstance(v, float) or \
+                abs(v) < 2**53 else V.LongDouble.from_fraction_or_special(v)
+        elif isinstance(v, Decimal):
+            ld = V.LongDouble.from_fraction_or_special(v)
+        else:
+            raise EncodeError(f"long double: expected a number or LongDouble, not {type(v).__name__}")
+        w.write_longdouble_bytes(ld.to_bytes())
+
+
+class FixedNode(Node):
+    """fixed<digits,scale>: packed BCD, two digits an octet, the last half-octet
+    the sign (0xC positive, 0xD negative); no alignment."""
+    op = "fixed"
+
+    def __init__(self, digits: int, scale: int):
+        self.digits = digits
+        self.scale = scale
+        self.fixed_size = (digits + 2) // 2
+
+    def read(self, r):
+        start = r.pos
+        raw = r.read_raw(self.fixed_size, "fixed")
+        nibbles = []
+        for b in raw:
+            nibbles.append(b >> 4)
+            nibbles.append(b & 15)
+        sign = nibbles.pop()
+        # An even digit count leaves a leading zero half-octet.
+        if len(nibbles) > self.digits:
+            lead = nibbles.pop(0)
+            if lead:
+                r.violation(InvalidValueError, "bad-fixed",
+                            f"fixed<{self.digits},{self.scale}> has a non-zero pad digit", start)
+        for i, d in enumerate(nibbles):
+            if d > 9:
+                r.violation(InvalidValueError, "bad-fixed", f"fixed digit nibble {d:#x} is not 0-9",
+                            start + (i + 1) // 2)
+                nibbles[i] = 0
+        if sign == 0xD:
+            neg = 1
+        elif sign == 0xC:
+            neg = 0
+        else:
+            # 0xF (unsigned) and 0xA/0xE occur in the wild; CORBA allows only C and D.
+            r.violation(InvalidValueError, "bad-fixed-sign",
+                        f"fixed sign nibble {sign:#x} is not 0xc or 0xd", start + len(raw) - 1)
+            neg = 1 if sign in (0xB, 0xD) else 0
+        return Decimal((neg, tuple(nibbles) or (0,), -self.scale))
+
+    def write(self, w, v):
+        if isinstance(v, (int, str)) and not isinstance(v, bool):
+            try:
+                v = Decimal(v)
+            except InvalidOperation:
+                raise EncodeError(f"fixed: {v!r} is not a number") from None
+        if not isinstance(v, Decimal) or not v.is_finite():
+            raise EncodeError(f"fixed<{self.digits},{self.scale}>: expected a finite Decimal, "
+                              f"not {v!r}")
+        try:
+            q = v.quantize(Decimal(1).scaleb(-self.scale))
+        except InvalidOperation:
+            raise EncodeError(f"fixed<{self.digits},{self.scale}>: {v} does not fit") from None
+        if q != v:
+            raise EncodeError(f"fixed<{self.digits},{self.scale}>: {v} has more than "
+                              f"{self.scale} fractional digits")
+        sign, digits, _exp = q.as_tuple()
+        digits = list(digits)
+        if digits == [0]:
+            digits = []
+        if len(digits) > self.digits:
+            raise EncodeError(f"fixed<{self.digits},{self.scale}>: {v} has too many digits")
+        digits = [0] * (self.digits - len(digits)) + digits
+        nibbles = digits + [0xD if sign else 0xC]
+        if len(nibbles) % 2:
+            nibbles.insert(0, 0)
+        w.buf += bytes((nibbles[i] << 4) | nibbles[i + 1] for i in range(0, len(nibbles), 2))
+
+
+class EnumNode(Node):
+    op = "enum"
+    fixed_size = 4
+    align = 4
+
+    def __init__(self, tc: TypeCode):
+        self.tc = tc
+        self.cls = V.class_for(tc)
+        self.items = self.cls._items
+        self.count = len(self.items)
+        self.by_name = {item._name: item for item in self.items}
+
+    def read(self, r):
+        start = r.pos
+        n = r._read(4, r.fmt.ulong, "enum")
+        if n >= self.count:
+            r.violation(InvalidValueError, "enum-range",
+                        f"enum {self.tc._name} value {n} out of range 0..{self.count - 1}",
+                        start + ((r.origin - start) & 3))
+            return n
+        return self.items[n]
+
+    def write(self, w, v):
+        w._write(4, w.fmt.ulong, self.ordinal(v), "enum")
+
+    def ordinal(self, v) -> int:
+        if isinstance(v, str):
+            item = self.by_name.get(v)
+            if item is None:
+                raise EncodeError(f"{v!r} is not an enumerator of {self.tc._name}")
+            return int(item)
+        if isinstance(v, V.EnumItem) and v._parent._tc is not None and \
+                v._parent._tc._id != self.tc._id and v._parent._tc._id and self.tc._id:
+            raise EncodeError(f"{v!r} is not an enumerator of {self.tc._name}")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < self.count:
+            raise EncodeError(f"{v!r} is not an enumerator of {self.tc._name} "
+                              f"(0..{self.count - 1})")
+        return int(v)
+
+
+class AliasNode(Node):
+    """Only used where an alias must stay visible; normally aliases compile to
+    their content's node directly."""
+
+
+# --------------------------------------------------------------------------
+# Fixed-size flattening (structs, arrays of fixed-size types)
+# --------------------------------------------------------------------------
+class _Flat:
+    """The flat layout of a fixed-size type: a list of slots
+    (struct code, size, align) and expression builders for decode and encode."""
+
+    def __init__(self):
+        self.slots = []        # (code, size, align)
+        self.max_align = 1
+        self.env = {}          # names used by generated code
+        self.needs_latin1 = False
+
+    def add(self, code, size, align):
+        self.slots.append((code, size, align))
+        self.max_align = max(self.max_align, align)
+        return len(self.slots) - 1
+
+    def name(self, obj, prefix):
+        key = f"{prefix}{len(self.env)}"
+        self.env[key] = obj
+        return key
+
+
+def _flatten(tc: TypeCode, flat: _Flat, src: str, depth: int = 0):
+    """Add tc's slots; return (decode expression over tuple t, list of encode
+    expressions over source expression src). None if tc is not flattenable."""
+    tc = resolve(tc).unalias()
+    k = tc._kind
+    if depth > 8:
+        return None
+    if k in _NUMERIC:
+        size, code, _a, _n = _NUMERIC[k]
+        i = flat.add(code, size, size)
+        if k in (K.tk_float, K.tk_double):
+            return f"t[{i}]", [f"_float({src})"]
+        return f"t[{i}]", [f"_int({src})"]
+    if k == K.tk_octet:
+        i = flat.add("B", 1, 1)
+        return f"t[{i}]", [f"_int({src})"]
+    if k == K.tk_boolean:
+        i = flat.add("B", 1, 1)
+        return f"(t[{i}] == 1 if t[{i}] < 2 else _fallback())", [f"_benc({src})"]
+    if k == K.tk_char:
+        flat.needs_latin1 = True
+        i = flat.add("B", 1, 1)
+        return f"_chr(t[{i}])", [f"_ord({src})"]
+    if k == K.tk_enum:
+        node = EnumNode(tc)
+        items = flat.name(node.items, "items")
+        enc = flat.name(node.ordinal, "ord")
+        i = flat.add("I", 4, 4)
+        return (f"({items}[t[{i}]] if t[{i}] < {node.count} else _fallback())",
+                [f"{enc}({src})"])
+    if k == K.tk_array:
+        content = resolve(tc._content).unalias()
+        n = tc._length
+        if content._kind in (K.tk_octet, K.tk_char):
+            i = flat.add(f"{n}s", n, 1)
+            lname = flat.name(n, "n")
+            if content._kind == K.tk_char:
+                flat.needs_latin1 = True
+                return f"t[{i}].decode('latin-1')", [f"_chars({src}, {lname})"]
+            return f"t[{i}]", [f"_octets({src}, {lname})"]
+        if n > 64:
+            return None
+        exprs, encs = [], []
+        tmp = f"_a{depth}"
+        for j in range(n):
+            sub = _flatten(content, flat, f"{tmp}[{j}]", depth + 1)
+            if sub is None:
+                return None
+            exprs.append(sub[0])
+            encs.extend(sub[1])
+        lname = flat.name(n, "n")
+        # Bind the array once: (lambda _a: (...))(_seq(src, n)) would cost a call;
+        # instead each element indexes a checked list built by _seq.
+        encs = [e.replace(f"{tmp}[", f"_seq({src}, {lname})[") for e in encs]
+        return "[" + ", ".join(exprs) + "]", encs
+    if k == K.tk_struct:
+        cls = V.class_for(tc)
+        cname = flat.name(cls, "C")
+        exprs, encs = [], []
+        for mname, mtype in zip(tc._member_names, tc._member_types):
+            sub = _flatten(mtype, flat, f"{src}.{V.py_name(mname)}", depth + 1)
+            if sub is None:
+                return None
+            exprs.append(sub[0])
+            encs.extend(sub[1])
+        return f"{cname}(" + ", ".join(exprs) + ")", encs
+    return None
+
+
+def _chr(b):
+    return chr(b)
+
+
+def _ord(c):
+    if type(c) is str and len(c) == 1:
+        o = ord(c)
+        if o < 256:
+            return o
+    raise _FallBack
+
+
+def _benc(v):
+    if v is True:
+        return 1
+    if v is False:
+        return 0
+    raise _FallBack
+
+
+def _int(v):
+    if type(v) is int:
+        return v
+    raise _FallBack
+
+
+def _float(v):
+    if type(v) is float:
+        return v
+    if type(v) is int:
+        return float(v)
+    raise _FallBack
+
+
+def _octets(v, n):
+    if type(v) is bytes and len(v) == n:
+        return v
+    raise _FallBack
+
+
+def _chars(v, n):
+    if type(v) is str and len(v) == n and v.isascii():
+        return v.encode("ascii")
+    raise _FallBack
+
+
+def _seq(v, n):
+    if type(v) is list and len(v) == n:
+        return v
+    raise _FallBack
+
+
+_GEN_ENV = {"_chr": _chr, "_ord": _ord, "_benc": _benc, "_int": _int, "_float": _float,
+            "_octets": _octets, "_chars": _chars, "_seq": _seq, "_fallback": _fallback}
+
+
+class FlatCodec:
+    """One fixed-size type, compiled: a converter from the unpacked tuple to the
+    value, a flattener from the value to the pack arguments, and the Struct for
+    each (byte order, starting phase)."""
+
+    def __init__(self, tc: TypeCode):
+        flat = _Flat()
+        res = _flatten(tc, flat, "v")
+        if res is None:
+            raise ValueError("not flat")
+        dec_expr, enc_exprs = res
+        self.slots = flat.slots
+        self.max_align = flat.max_align
+        self.needs_latin1 = flat.needs_latin1
+        env = dict(_GEN_ENV)
+        env.update(flat.env)
+        code = (f"def convert(t):\n    return {dec_expr}\n"
+                f"def flatten(v):\n    return ({', '.join(enc_exprs)},)\n")
+        exec(compile(code, f"<pycdr plan {describe_short(tc)}>", "exec"), env)
+        self.convert = env["convert"]
+        self.flatten = env["flatten"]
+        self._structs = {}
+
+    def struct_at(self, little: bool, phase: int) -> struct.Struct:
+        """The Struct for this layout starting at ``phase`` (offset mod 8)."""
+        key = (little, phase)
+        st = self._structs.get(key)
+        if st is None:
+            fmt = ["<" if little else ">"]
+            pos = phase
+            for code, size, align in self.slots:
+                pad = (-pos) & (align - 1)
+                if pad:
+                    fmt.append(f"{pad}x")
+                fmt.append(code)
+                pos += pad + size
+            st = struct.Struct("".join(fmt))
+            self._structs[key] = st
+        return st
+
+
+def describe_short(tc):
+    from .typecode import describe
+    return describe(tc)
+
+
+# --------------------------------------------------------------------------
+# Constructed types
+# --------------------------------------------------------------------------
+class StructNode(Node):
+    op = "struct"
+
+    def __init__(self, tc: TypeCode):
+        self.tc = tc
+        self.cls = None
+        self.members = ()          # (python name, idl name, node)
+        self.flat = None
+        self.getter = None
+        self.names = ()
+        self.is_exception = tc._kind == K.tk_except
+
+    def finish(self, members):
+        self.members = tuple(members)
+        self.names = tuple(m[0] for m in self.members)
+        self.min_wire = max(sum(m[2].fixed_size or m[2].min_wire for m in self.members), 1)
+        self.cls = V.class_for(self.tc)
+        if self.names:
+            self.getter = attrgetter(*self.names) if len(self.names) > 1 else \
+                (lambda o, _g=attrgetter(self.names[0]): (_g(o),))
+        if not self.is_exception:
+            try:
+                self.flat = FlatCodec(self.tc)
+            except ValueError:
+                self.flat = None
+            if self.flat is not None:
+                self.fixed_size = sum(s[1] for s in self.flat.slots)  # unpadded size
+
+    def read(self, r):
+        flat = self.flat
+        if flat is not None and not r.lenient and (not flat.needs_latin1 or
+                                                   r.tcs_c == codesets.ISO_8859_1):
+            pos = r.pos
+            st = flat.struct_at(r.little, (pos - r.origin) & 7)
+            if pos + st.size <= r.end:
+                try:
+                    value = flat.convert(st.unpack_from(r.buf, pos))
+                except _FallBack:
+                    pass
+                else:
+                    r.pos = pos + st.size
+                    return value
+        return self.read_members(r)
+
+    def read_members(self, r):
+        cls = self.cls
+        obj = cls.__new__(cls)
+        if self.is_exception:
+            Exception.__init__(obj)
+        for pyname, idlname, node in self.members:
+            try:
+                setattr(obj, pyname, node.read(r))
+            except CDRError as e:
+                e.add_path("." + idlname)
+                raise
+        return obj
+
+    def write(self, w, v):
+        flat = self.flat
+        if flat is not None and (not flat.needs_latin1 or w.tcs_c == codesets.ISO_8859_1):
+            try:
+                args = flat.flatten(v)
+            except (_FallBack, AttributeError, TypeError, IndexError):
+                pass
+            else:
+                st = flat.struct_at(w.little, (len(w.buf) - w.origin) & 7)
+                try:
+                    w.buf += st.pack(*args)
+                    return
+                except struct.error:
+                    pass
+        self.write_members(w, v)
+
+    def write_members(self, w, v):
+        if isinstance(v, dict):
+            get = v.__getitem__
+            missing = [m[1] for m in self.members if m[0] not in v and m[1] not in v]
+            if missing:
+                raise EncodeError(f"{self.tc._name}: missing members {missing}")
+            for pyname, idlname, node in self.members:
+                try:
+                    node.write(w, get(pyname) if pyname in v else get(idlname))
+                except CDRError as e:
+                    e.add_path("." + idlname)
+                    raise
+            return
+        for pyname, idlname, node in self.members:
+            try:
+                value = getattr(v, pyname)
+            except AttributeError:
+                raise EncodeError(f"{self.tc._name or 'struct'} value {type(v).__name__} has "
+                                  f"no member {idlname!r}") from None
+            try:
+                node.write(w, value)
+            except CDRError as e:
+                e.add_path("." + idlname)
+                raise
+
+
+class UnionNode(Node):
+    op = "union"
+
+    def __init__(self, tc: TypeCode):
+        self.tc = tc
+
+    def finish(self, disc_node, branches):
+        """branches: list of (label, idl name, node) in TypeCode order."""
+        self.disc = disc_node
+        self.cls = V.class_for(self.tc)
+        self.by_label = {}
+        self.default = None
+        for label, name, node in branches:
+            if label is DEFAULT:
+                self.default = (name, node)
+            else:
+                self.by_label[label] = (name, node)
+        self.disc_is_enum = isinstance(disc_node, EnumNode)
+
+    def read(self, r):
+        start = r.pos
+        try:
+            d = self.disc.read(r)
+        except CDRError as e:
+            e.add_path("._d")
+            raise
+        branch = self.by_label.get(d, self.default)
+        if self.disc_is_enum and not isinstance(d, V.EnumItem):
+            branch = None  # lenient: an out-of-range discriminator selects nothing
+            r.violation(InvalidValueError, "union-discriminator",
+                        f"union {self.tc._name} discriminator {d} is not an enumerator", start)
+        obj = self.cls.__new__(self.cls)
+        obj._d = d
+        if branch is None:
+            obj._v = None
+            return obj
+        name, node = branch
+        try:
+            obj._v = node.read(r)
+        except CDRError as e:
+            e.add_path("." + name)
+            raise
+        return obj
+
+    def write(self, w, v):
+        if isinstance(v, V.Union):
+            d, value = v._d, v._v
+        elif isinstance(v, tuple) and len(v) == 2:
+            d, value = v
+        else:
+            raise EncodeError(f"union {self.tc._name}: expected a union instance or a "
+                              f"(discriminator, value) pair, not {type(v).__name__}")
+        if self.disc_is_enum:
+            d = self.disc.items[self.disc.ordinal(d)]
+        try:
+            self.disc.write(w, d)
+        except CDRError as e:
+            e.add_path("._d")
+            raise
+        try:
+            branch = self.by_label.get(d, self.default)
+        except TypeError:
+            raise EncodeError(f"union {self.tc._name}: bad discriminator {d!r}") from None
+        if branch is None:
+            if value is not None:
+                raise EncodeError(f"union {self.tc._name}: discriminator {d!r} selects no "
+                                  "member, so the value must be None")
+            return
+        name, node = branch
+        try:
+            node.write(w, value)
+        except CDRError as e:
+            e.add_path("." + name)
+            raise
+
+
+class SequenceNode(Node):
+    """sequence<T> (``bound`` 0 = unbounded) or T[length] (``is_array``)."""
+    op = "sequence"
+
+    def __init__(self, tc: TypeCode, is_array: bool):
+        self.tc = tc
+        self.is_array = is_array
+        self.bound = tc._length
+        self.align = 4
+        self.min_wire = 4
+
+    def finish(self, elem: Node):
+        self.elem = elem
+        # Never below 1: a count of zero-size elements must not allocate 4 billion.
+        self.min_size = max(elem.fixed_size or elem.min_wire, 1)
+        if isinstance(elem, StructNode) and elem.flat is not None:
+            self.flat = elem.flat
+        else:
+            self.flat = None
+        if self.is_array:
+            self.align = elem.align
+            self.min_wire = self.min_size * self.bound
+            if elem.fixed_size is not None and not isinstance(elem, StructNode):
+                self.fixed_size = elem.fixed_size * self.bound
+
+    def _count(self, r):
+        if self.is_array:
+            return self.bound
+        start = r.pos
+        n = r.read_count(self.min_size, "sequence")
+        if self.bound and n > self.bound:
+            r.violation(BoundExceededError, "bound-exceeded",
+                        f"sequence length {n} exceeds bound {self.bound}", start)
+        return n
+
+    def read(self, r):
+        n = self._count(r)
+        if n == 0:
+            return []
+        flat = self.flat
+        if flat is not None and not r.lenient and (not flat.needs_latin1 or
+                                                   r.tcs_c == codesets.ISO_8859_1):
+            out = self._read_flat(r, n, flat)
+            if out is not None:
+                return out
+        read = self.elem.read
+        out = []
+        append = out.append
+        if r.depth > MAX_DEPTH:
+            raise RecursionLimitError("values nested too deeply", r.pos)
+        r.depth += 1
+        i = 0
+        try:
+            for i in range(n):
+                append(read(r))
+        except CDRError as e:
+            e.add_path(f"[{i}]")
+            raise
+        finally:
+            r.depth -= 1
+        return out
+
+    def _read_flat(self, r, n, flat):
+        pos = r.pos
+        phase = (pos - r.origin) & 7
+        st = flat.struct_at(r.little, phase)
+        size = st.size
+        if size % flat.max_align == 0 or n == 1:
+            end = pos + size * n
+            if end > r.end:
+                return None  # the member-by-member path reports where it ends
+            try:
+                if n == 1:
+                    out = [flat.convert(st.unpack_from(r.buf, pos))]
+                else:
+                    out = list(map(flat.convert, st.iter_unpack(r.buf[pos:end])))
+            except _FallBack:
+                return None
+            r.pos = end
+            return out
+        return None
+
+    def write(self, w, v):
+        if not isinstance(v, (list, tuple)):
+            raise EncodeError(f"sequence: expected a list, not {type(v).__name__}")
+        n = len(v)
+        if self.is_array:
+            if n != self.bound:
+                raise EncodeError(f"array needs exactly {self.bound} elements, not {n}")
+        else:
+            if self.bound and n > self.bound:
+                raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
+            w.write_ulong(n)
+        flat = self.flat
+        if flat is not None and n and (not flat.needs_latin1 or w.tcs_c == codesets.ISO_8859_1):
+            st = flat.struct_at(w.little, (len(w.buf) - w.origin) & 7)
+            if st.size % flat.max_align == 0:
+                try:
+                    pack = st.pack
+                    flatten = flat.flatten
+                    w.buf += b"".join([pack(*flatten(x)) for x in v])
+                    return
+                except (_FallBack, AttributeError, TypeError, IndexError, struct.error):
+                    pass
+        write = self.elem.write
+        i = 0
+        try:
+            for i, x in enumerate(v):
+                write(w, x)
+        except CDRError as e:
+            e.add_path(f"[{i}]")
+            raise
+
+
+class OctetSeqNode(SequenceNode):
+    """sequence<octet> and octet[N]: bytes, no per-element work."""
+    op = "octet_seq"
+
+    def read(self, r):
+        n = self._count(r)
+        return r.read_raw(n, "octet sequence")
+
+    def write(self, w, v):
+        if not isinstance(v, (bytes, bytearray, memoryview)):
+            if isinstance(v, (list, tuple)):
+                try:
+                    v = bytes(v)
+                except (ValueError, TypeError):
+                    raise EncodeError("octet sequence: elements must be integers 0..255") from None
+            else:
+                raise EncodeError(f"octet sequence: expected bytes, not {type(v).__name__}")
+        n = len(v)
+        if self.is_array:
+            if n != self.bound:
+                raise EncodeError(f"octet[{self.bound}] needs exactly {self.bound} octets, not {n}")
+        else:
+            if self.bound and n > self.bound:
+                raise EncodeError(f"sequence<octet> of {n} exceeds bound {self.bound}")
+            w.write_ulong(n)
+        w.buf += v
+
+
+class CharSeqNode(SequenceNode):
+    """sequence<char> and char[N]: str (omniORBpy's mapping)."""
+    op = "char_seq"
+
+    def read(self, r):
+        n = self._count(r)
+        pos = r.pos
+        raw = r.read_raw(n, "char sequence")
+        if r.tcs_c == codesets.ISO_8859_1:
+            return raw.decode("latin-1")
+        return r.decode_chars(raw, pos)
+
+    def write(self, w, v):
+        if not isinstance(v, str):
+            raise EncodeError(f"char sequence: expected str, not {type(v).__name__}")
+        raw = w.encode_chars(v)
+        if len(raw) != len(v):
+            raise EncodeError("char sequence: every char must be one octet in the char code set")
+        n = len(raw)
+        if self.is_array:
+            if n != self.bound:
+                raise EncodeError(f"char[{self.bound}] needs exactly {self.bound} chars, not {n}")
+        else:
+            if self.bound and n > self.bound:
+                raise EncodeError(f"sequence<char> of {n} exceeds bound {self.bound}")
+            w.write_ulong(n)
+        w.buf += raw
+
+
+class NumberSeqNode(SequenceNode):
+    """Sequences/arrays of short..double: one bulk copy plus a byte swap."""
+    op = "number_seq"
+
+    def finish(self, elem: NumberNode):
+        super().finish(elem)
+        self.size = elem.size
+        self.acode = elem.acode
+        self.what = elem.what
+        self.range = elem.range
+        self.is_float = elem.is_float
+
+    def read(self, r):
+        n = self._count(r)
+        if n == 0:
+            return []
+        size = self.size
+        r.align(size)
+        pos = r.pos
+        end = pos + n * size
+        if end > r.end:
+            r.truncated(n * size, pos, f"sequence<{self.what}>")
+        a = array.array(self.acode)
+        a.frombytes(r.buf[pos:end])
+        if r.little != _NATIVE_LITTLE:
+            a.byteswap()
+        r.pos = end
+        if r.context is not None and r.context.get("numeric_arrays"):
+            return a
+        return a.tolist()
+
+    def write(self, w, v):
+        if isinstance(v, array.array) and v.typecode == self.acode:
+            a = v
+        else:
+            if not isinstance(v, (list, tuple)):
+                raise EncodeError(f"sequence<{self.what}>: expected a list, not {type(v).__name__}")
+            try:
+                a = array.array(self.acode, v)
+            except (OverflowError, TypeError):
+                return SequenceNode.write(self, w, v)   # finds the element and reports it
+            if not self.is_float and any(type(x) is bool for x in v):
+                return SequenceNode.write(self, w, v)
+        n = len(a)
+        if self.is_array:
+            if n != self.bound:
+                raise EncodeError(f"array needs exactly {self.bound} elements, not {n}")
+        else:
+            if self.bound and n > self.bound:
+                raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
+            w.write_ulong(n)
+        if not n:
+            return
+        w.align(self.size)
+        if w.little != _NATIVE_LITTLE:
+            a = array.array(self.acode, a)
+            a.byteswap()
+        w.buf += a.tobytes()
+
+
+class BooleanSeqNode(SequenceNode):
+    op = "boolean_seq"
+
+    def read(self, r):
+        n = self._count(r)
+        pos = r.pos
+        raw = r.read_raw(n, "boolean sequence")
+        if raw and max(raw) > 1:
+            for i, b in enumerate(raw):
+                if b > 1:
+                    r.violation(InvalidValueError, "bad-boolean",
+                                f"boolean octet is {b}, not 0 or 1", pos + i)
+        return [b != 0 for b in raw]
+
+    def write(self, w, v):
+        if not isinstance(v, (list, tuple)):
+            raise EncodeError(f"sequence<boolean>: expected a list, not {type(v).__name__}")
+        out = bytearray(len(v))
+        for i, b in enumerate(v):
+            if b is True or (type(b) is int and b == 1):
+                out[i] = 1
+            elif not (b is False or (type(b) is int and b == 0)):
+                e = EncodeError(f"boolean: {b!r} is not True or False")
+                e.add_path(f"[{i}]")
+                raise e
+        n = len(out)
+        if self.is_array:
+            if n != self.bound:
+                raise EncodeError(f"array needs exactly {self.bound} elements, not {n}")
+        else:
+            if self.bound and n > self.bound:
+                raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
+            w.write_ulong(n)
+        w.buf += out
+
+
+class AnyNode(Node):
+    op = "any"
+    min_wire = 4
+
+    def read(self, r):
+        from .tcmarshal import read_typecode
+        if r.depth > MAX_DEPTH:
+            raise RecursionLimitError("anys nested too deeply", r.pos)
+        tc = read_typecode(r)
+        r.depth += 1
+        try:
+            value = plan_for(tc).read(r)
+        except CDRError as e:
+            e.add_path(".value")
+            raise
+        finally:
+            r.depth -= 1
+        return V.Any(tc, value)
+
+    def write(self, w, v):
+        from .tcmarshal import write_typecode
+        if not isinstance(v, V.Any):
+            raise EncodeError(f"any: expected pycdr.Any(tc, value), not {type(v).__name__}")
+        write_typecode(w, v.tc)
+        try:
+            plan_for(v.tc).write(w, v.value)
+        except CDRError as e:
+            e.add_path(".value")
+            raise
+
+
+class TypeCodeNode(Node):
+    op = "typecode"
+    min_wire = 4
+
+    def read(self, r):
+        from .tcmarshal import read_typecode
+        return read_typecode(r)
+
+    def write(self, w, v):
+        from .tcmarshal import write_typecode
+        if not isinstance(v, TypeCode):
+            raise EncodeError(f"TypeCode: expected a TypeCode, not {type(v).__name__}")
+        write_typecode(w, v)
+
+
+class ObjRefNode(Node):
+    op = "objref"
+    align = 4
+    min_wire = 8
+
+    def __init__(self, tc: TypeCode):
+        self.tc = tc
+
+    def read(self, r):
+        from .ior import read_ior
+        ior = read_ior(r)
+        return None if ior.is_nil else ior
+
+    def write(self, w, v):
+        from .ior import IOR, NIL, write_ior
+        if v is None:
+            ior = NIL
+        elif isinstance(v, IOR):
+            ior = v
+        elif isinstance(getattr(v, "_ior", None), IOR):
+            ior = v._ior          # an ORB object reference
+        else:
+            raise EncodeError(f"object reference: expected an IOR, a reference or None, "
+                              f"not {type(v).__name__}")
+        write_ior(w, ior)
+
+
+class AbstractInterfaceNode(Node):
+    """abstract interface: a boolean union, TRUE an object reference, FALSE a value."""
+    op = "abstract_interface"
+
+    def __init__(self, tc: TypeCode):
+        self.tc = tc
+        self.objref = ObjRefNode(tc)
+
+    def read(self, r):
+        from .valuetype import read_value_instance
+        if r.read_boolean():
+            return self.objref.read(r)
+        return read_value_instance(r, None)
+
+    def write(self, w, v):
+        from .ior import IOR
+        from .valuetype import write_value_instance
+        if v is None or isinstance(v, IOR) or hasattr(v, "_ior"):
+            w.write_boolean(True)
+            self.objref.write(w, v)
+        else:
+            w.write_boolean(False)
+            write_value_instance(w, None, v)
+
+
+class ValueNode(Node):
+    op = "value"
+    align = 4
+    min_wire = 4
+
+    def __init__(self, tc: TypeCode):
+        self.tc = tc
+
+    def read(self, r):
+        from .valuetype import read_value_instance
+        return read_value_instance(r, self.tc)
+
+    def write(self, w, v):
+        from .valuetype import write_value_instance
+        write_value_instance(w, self.tc, v)
+
+
+class NativeNode(Node):
+    op = "native"
+
+    def __init__(self, tc):
+        self.tc = tc
+
+    def read(self, r):
+        raise NotSupportedError(f"native type {self.tc._name} has no CDR encoding")
+
+    def write(self, w, v):
+        raise NotSupportedError(f"native type {self.tc._name} has no CDR encoding")
+
+
+class RecursionGuard(Node):
+    """Wraps the node a recursive reference points at, bounding nesting depth."""
+    op = "recursive"
+
+    def __init__(self, target: Node):
+        self.target = target
+
+    def read(self, r):
+        if r.depth > MAX_DEPTH:
+            raise RecursionLimitError("recursive value nested too deeply", r.pos)
+        r.depth += 1
+        try:
+            return self.target.read(r)
+        finally:
+            r.depth -= 1
+
+    def write(self, w, v):
+        self.target.write(w, v)
+
+
+# --------------------------------------------------------------------------
+# Compilation
+# --------------------------------------------------------------------------
+_SIMPLE = {
+    K.tk_null: NullNode, K.tk_void: NullNode, K.tk_boolean: BooleanNode,
+    K.tk_octet: OctetNode, K.tk_char: CharNode, K.tk_wchar: WCharNode,
+    K.tk_longdouble: LongDoubleNode, K.tk_any: AnyNode, K.tk_TypeCode: TypeCodeNode,
+}
+
+
+def plan_for(tc: TypeCode) -> Node:
+    """The compiled plan of a TypeCode (compiled on first use, then cached)."""
+    real = resolve(tc)
+    node = real._plans
+    if node is None:
+        node = _compile(real, {})
+    return node
+
+
+def _compile(tc: TypeCode, memo: dict) -> Node:
+    if type(tc) is RecursiveTypeCode:
+        target = tc.resolved
+        node = memo.get(id(target))
+        if node is not None:
+            return RecursionGuard(node)
+        return _compile(target, memo)
+    if tc._plans is not None:
+        return tc._plans
+    if id(tc) in memo:
+        return RecursionGuard(memo[id(tc)])
+    k = tc._kind
+    node = None
+    if k in _NUMERIC:
+        node = NumberNode(k)
+    elif k in _SIMPLE:
+        node = _SIMPLE[k]()
+    elif k == K.tk_string:
+        node = StringNode(tc._length)
+    elif k == K.tk_wstring:
+        node = WStringNode(tc._length)
+    elif k == K.tk_fixed:
+        node = FixedNode(tc._digits, tc._scale)
+    elif k == K.tk_enum:
+        node = EnumNode(tc)
+    elif k == K.tk_alias:
+        node = _compile(tc._content, memo)
+    elif k in (K.tk_struct, K.tk_except):
+        node = StructNode(tc)
+        memo[id(tc)] = node
+        members = []
+        for name, mtype in zip(tc._member_names, tc._member_types):
+            members.append((V.py_name(name), name, _compile(mtype, memo)))
+        node.finish(members)
+    elif k == K.tk_union:
+        node = UnionNode(tc)
+        memo[id(tc)] = node
+        disc = _compile(tc._disc, memo)
+        branches = [(label, name, _compile(mtype, memo))
+                    for label, name, mtype in zip(tc._labels, tc._member_names, tc._member_types)]
+        node.finish(disc, branches)
+    elif k in (K.tk_sequence, K.tk_array):
+        content = resolve(tc._content).unalias()
+        ck = content._kind
+        is_array = k == K.tk_array
+        if ck == K.tk_octet:
+            node = OctetSeqNode(tc, is_array)
+        elif ck == K.tk_char:
+            node = CharSeqNode(tc, is_array)
+        elif ck in _NUMERIC:
+            node = NumberSeqNode(tc, is_array)
+        elif ck == K.tk_boolean:
+            node = BooleanSeqNode(tc, is_array)
+        else:
+            node = SequenceNode(tc, is_array)
+        memo[id(tc)] = node
+        node.finish(_compile(tc._content, memo))
+    elif k == K.tk_Principal:
+        node = OctetSeqNode(TypeCode(K.tk_sequence, content=TypeCode(K.tk_octet)), False)
+        node.finish(OctetNode())
+    elif k in (K.tk_objref, K.tk_local_interface, K.tk_component, K.tk_home):
+        node = ObjRefNode(tc)
+    elif k == K.tk_abstract_interface:
+        node = AbstractInterfaceNode(tc)
+    elif k in (K.tk_value, K.tk_event, K.tk_value_box):
+        node = ValueNode(tc)
+    elif k == K.tk_native:
+        node = NativeNode(tc)
+    if node is None:  # pragma: no cover - every TCKind is handled above
+        raise NotSupportedError(f"no plan for {k!r}")
+    tc._plans = node
+    return node

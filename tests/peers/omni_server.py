@@ -1,0 +1,79 @@
+"""omniORBpy echo server, run as a subprocess by tests/peers/omni.py.
+
+    python omni_server.py --idl FILE --interface Module::Interface --object-id ID -- ORB options...
+
+Serves one object of the interface under a fixed object key (the omniINSPOA object id, so the
+key is the id itself and corbaloc works). Each operation echoes its in arguments: with one
+result value it returns the single argument, with several (result + out/inout values) it returns
+the arguments as a tuple in order; oneway and void operations return nothing. An operation whose
+in and out counts differ otherwise raises NO_IMPLEMENT.
+
+Prints "IOR:...", "KEY <hex object key>", "READY" on stdout, then serves until stdin closes.
+"""
+
+import argparse
+import os
+import sys
+import threading
+
+from omniORB import CORBA, PortableServer  # noqa: F401 (PortableServer registers the POA types)
+
+import omni_idl
+
+
+def echo_method(in_count, out_count):
+    def echo(self, *args):
+        if out_count == 0:
+            return None
+        if out_count != in_count:
+            raise CORBA.NO_IMPLEMENT(0, CORBA.COMPLETED_NO)
+        return args[0] if in_count == 1 else args
+    return echo
+
+
+def make_echo_servant_class(skeleton_class):
+    """A servant class for `skeleton_class` whose every operation echoes (see module docstring)."""
+    methods = {}
+    for operation, (in_types, out_types, _exceptions) in skeleton_class._omni_op_d.items():
+        out_count = 0 if out_types is None else len(out_types)  # None marks a oneway operation
+        methods[operation] = echo_method(len(in_types), out_count)
+    return type("Echo_" + skeleton_class.__name__, (skeleton_class,), methods)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--idl", required=True)
+    parser.add_argument("--interface", required=True, help="scoped name, e.g. PycdrTest::Echo")
+    parser.add_argument("--object-id", default="Echo")
+    parser.add_argument("orb_args", nargs="*", help="ORB options, after --")
+    options = parser.parse_args()
+
+    orb = CORBA.ORB_init([sys.argv[0]] + options.orb_args, CORBA.ORB_ID)
+    omni_idl.import_idl(options.idl)
+    *module_path, interface_name = options.interface.split("::")
+    # omniORBpy puts the skeletons of IDL module A::B in Python module A__POA.B, and those of
+    # global-scope interfaces in _GlobalIDL__POA.
+    top_module = module_path[0] if module_path else "_GlobalIDL"
+    skeleton_module = sys.modules[".".join([top_module + "__POA"] + module_path[1:])]
+    skeleton_class = getattr(skeleton_module, interface_name)
+
+    ins_poa = orb.resolve_initial_references("omniINSPOA")
+    object_id = options.object_id.encode("ascii")
+    ins_poa.activate_object_with_id(object_id, make_echo_servant_class(skeleton_class)())
+    ins_poa._get_the_POAManager().activate()
+    reference = ins_poa.id_to_reference(object_id)
+
+    print(orb.object_to_string(reference))
+    print("KEY " + object_id.hex())
+    print("READY", flush=True)
+
+    def shut_down_when_stdin_closes():
+        sys.stdin.buffer.read()
+        orb.shutdown(False)
+    threading.Thread(target=shut_down_when_stdin_closes, daemon=True).start()
+    orb.run()
+    orb.destroy()
+
+
+if __name__ == "__main__":
+    main()
