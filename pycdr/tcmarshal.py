@@ -106,7 +106,7 @@ def _write_params(w, tc, positions, open_, repeated):
         disc_plan = plan_for(tc._disc)
         for label, name, mtype in zip(tc._labels, tc._member_names, tc._member_types):
             if label is DEFAULT:
-                w.write_octet(0)   # the default label is a zero octet
+                _write_default_label(w, tc._disc, tc)
             else:
                 disc_plan.write(w, label)
             w.write_string(name)
@@ -139,6 +139,45 @@ def _write_params(w, tc, positions, open_, repeated):
             w.write_short(vis)
     else:  # pragma: no cover
         raise EncodeError(f"cannot encode TypeCode kind {k!r}")
+
+
+def _write_default_label(w: CDRWriter, disc: TypeCode, union: TypeCode) -> None:
+    """The default member's label is a value of the discriminator type that
+    receivers ignore (they use default_index). Write what omniORB writes, -1
+    converted to the discriminator type, so the bytes match the oracle."""
+    disc = resolve(disc).unalias()
+    k = disc._kind
+    if k == K.tk_enum:
+        # -1 is no enumerator, and receivers (omniORB) check labels: use the
+        # first enumerator no explicit label takes.
+        w.write_ulong(union_default_ordinal(union))
+    elif k in (K.tk_boolean, K.tk_char):
+        w.buf.append(1 if k == K.tk_boolean else 0xFF)
+    elif k == K.tk_wchar:
+        w.write_wchar("\uffff")
+    else:
+        size = {K.tk_short: 2, K.tk_ushort: 2, K.tk_longlong: 8, K.tk_ulonglong: 8}.get(k, 4)
+        w.align(size)
+        w.buf += b"\xff" * size
+
+
+def union_default_ordinal(union: TypeCode) -> int:
+    from .values import implicit_default_label
+    value = implicit_default_label(union)
+    return 0 if value is None else int(value)
+
+
+def _skip_default_label(r: CDRReader, disc: TypeCode) -> None:
+    """Read past the default member's label without judging its value."""
+    k = resolve(disc).unalias()._kind
+    if k in (K.tk_boolean, K.tk_char):
+        r.read_octet()
+    elif k == K.tk_wchar:
+        r.read_wchar()
+    else:
+        size = {K.tk_short: 2, K.tk_ushort: 2, K.tk_longlong: 8, K.tk_ulonglong: 8}.get(k, 4)
+        r.align(size)
+        r.skip(size)
 
 
 def encode_typecode_encapsulation(tc: TypeCode, little: bool = False) -> bytes:
@@ -263,7 +302,7 @@ def _read_params(r: CDRReader, k: TCKind, table: _TCTable, pos: int) -> TypeCode
         members = []
         for i in range(n):
             if i == default_index:
-                r.read_octet()
+                _skip_default_label(r, disc)
                 label = DEFAULT
             else:
                 label = disc_plan.read(r)

@@ -131,7 +131,7 @@ class TypeCode:
     __slots__ = ("_kind", "_id", "_name", "_member_names", "_member_types",
                  "_labels", "_disc", "_default_index", "_length", "_content",
                  "_digits", "_scale", "_modifier", "_base", "_visibilities",
-                 "_hash", "__weakref__", "_plans")
+                 "_hash", "__weakref__", "_plans", "_pyclass")
 
     def __init__(self, kind: TCKind, *, id: str = "", name: str = "",
                  member_names: Sequence[str] = (),
@@ -158,11 +158,12 @@ class TypeCode:
         self._base = base
         self._visibilities = tuple(visibilities)
         self._hash = None
+        self._pyclass = None  # the Python class of its values (pycdr.values), a cache
         self._plans = None  # marshal plans, filled by pycdr.plan (a cache, not state)
 
     def __setattr__(self, name, value):
         # Immutable after construction, except for the caches.
-        if name not in ("_hash", "_plans") and hasattr(self, "_plans"):
+        if name not in ("_hash", "_plans", "_pyclass") and hasattr(self, "_plans"):
             raise AttributeError("TypeCode objects are immutable")
         object.__setattr__(self, name, value)
 
@@ -322,7 +323,8 @@ class RecursiveTypeCode(TypeCode):
 
     def __getattribute__(self, name):
         # Forward the interface (and the internal fields) to the resolved TypeCode.
-        if name.startswith("__") or name in ("_target", "resolved", "_plans", "_hash"):
+        if name.startswith("__") or name in ("_target", "resolved", "_plans", "_hash",
+                                             "_pyclass"):
             return object.__getattribute__(self, name)
         target = object.__getattribute__(self, "_target")
         if target is None:

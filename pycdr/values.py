@@ -62,6 +62,15 @@ def py_name(idl_name: str) -> str:
     return "_" + idl_name if keyword.iskeyword(idl_name) else idl_name
 
 
+def _same_type(a, b, base) -> bool:
+    """Values compare equal across classes made for equivalent TypeCodes (the
+    same type from IDL and from a TypeCode received in an any, say)."""
+    if type(a) is type(b):
+        return True
+    return isinstance(b, base) and a._tc is not None and b._tc is not None and \
+        a._tc.equivalent(b._tc)
+
+
 # --------------------------------------------------------------------------
 class Struct:
     """Base of IDL struct classes: mutable, with attribute access, equality and repr."""
@@ -85,7 +94,7 @@ class Struct:
             raise TypeError(f"{type(self).__name__} missing members {missing}")
 
     def __eq__(self, other):
-        if type(other) is not type(self):
+        if not _same_type(self, other, Struct):
             return NotImplemented
         return all(getattr(self, f) == getattr(other, f) for f in self._fields)
 
@@ -121,7 +130,7 @@ class UserException(Exception):
             raise TypeError(f"{type(self).__name__} missing members {missing}")
 
     def __eq__(self, other):
-        if type(other) is not type(self):
+        if not _same_type(self, other, UserException):
             return NotImplemented
         return all(getattr(self, f) == getattr(other, f) for f in self._fields)
 
@@ -254,7 +263,7 @@ class Union:
         return label
 
     def __eq__(self, other):
-        if type(other) is not type(self):
+        if not _same_type(self, other, Union):
             return NotImplemented
         return self._d == other._d and self._v == other._v
 
@@ -479,7 +488,7 @@ class ValueBase:
         return self._tc._id
 
     def __eq__(self, other):
-        if type(other) is not type(self):
+        if not _same_type(self, other, ValueBase):
             return NotImplemented
         return all(getattr(self, f, None) == getattr(other, f, None) for f in self._fields)
 
@@ -508,10 +517,13 @@ def class_for(tc: TypeCode):
     """The class values of a struct/exception/union/enum/value TypeCode decode to:
     the registered one for its repository id, else one made from the TypeCode."""
     tc = resolve(tc)
+    if tc._pyclass is not None:
+        return tc._pyclass
     cls = _registry.get(tc._id) if tc._id else None
     if cls is not None and getattr(cls, "_tc", None) is not None and \
             cls._tc._kind == tc._kind and len(getattr(cls._tc, "_member_names", ())) == \
             len(tc._member_names):
+        tc._pyclass = cls
         return cls
     k = tc._kind
     if k in (K.tk_struct, K.tk_except):
@@ -525,5 +537,6 @@ def class_for(tc: TypeCode):
     else:
         raise TypeError(f"no value class for {tc!r}")
     # Not registered: ids decoded from a peer must not grow a global table.
-    # Plans cache the class per TypeCode instead.
+    # The TypeCode caches its class instead.
+    tc._pyclass = cls
     return cls
