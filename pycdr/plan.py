@@ -415,8 +415,8 @@ def _flatten(tc: TypeCode, flat: _Flat, src: str, depth: int = 0):
         cls = V.class_for(tc)
         cname = flat.name(cls, "C")
         exprs, encs = [], []
-        for mname, mtype in zip(tc._member_names, tc._member_types):
-            sub = _flatten(mtype, flat, f"{src}.{V.py_name(mname)}", depth + 1)
+        for attr, mtype in zip(V.field_names(tc._member_names), tc._member_types):
+            sub = _flatten(mtype, flat, f"{src}.{attr}", depth + 1)
             if sub is None:
                 return None
             exprs.append(sub[0])
@@ -1170,8 +1170,9 @@ def _compile(tc: TypeCode, memo: dict) -> Node:
         node = StructNode(tc)
         memo[id(tc)] = node
         members = []
-        for name, mtype in zip(tc._member_names, tc._member_types):
-            members.append((V.py_name(name), name, _compile(mtype, memo)))
+        for attr, name, mtype in zip(V.field_names(tc._member_names), tc._member_names,
+                                     tc._member_types):
+            members.append((attr, name, _compile(mtype, memo)))
         node.finish(members)
     elif k == K.tk_union:
         node = UnionNode(tc)

@@ -56,10 +56,26 @@ def registered(repo_id: str):
     return _registry.get(repo_id)
 
 
-def py_name(idl_name: str) -> str:
-    """The attribute name for an IDL identifier (Python keywords get a leading _,
-    as omniORBpy does)."""
-    return "_" + idl_name if keyword.iskeyword(idl_name) else idl_name
+def py_name(idl_name: str, index: int = 0) -> str:
+    """The attribute name for an IDL identifier: Python keywords get a leading _
+    (as omniORBpy does); names that are no identifier at all (empty in compact
+    TypeCodes, or anything a peer sends) become ``_m<index>``."""
+    if idl_name.isidentifier() and not idl_name.startswith("_"):
+        return "_" + idl_name if keyword.iskeyword(idl_name) else idl_name
+    return f"_m{index}"
+
+
+def field_names(idl_names) -> tuple:
+    """Attribute names for a member list: safe and distinct."""
+    out = []
+    seen = set()
+    for i, name in enumerate(idl_names):
+        attr = py_name(name, i)
+        if attr in seen:
+            attr = f"_m{i}"
+        seen.add(attr)
+        out.append(attr)
+    return tuple(out)
 
 
 def _same_type(a, b, base) -> bool:
@@ -147,8 +163,10 @@ class UserException(Exception):
 def make_struct_class(tc: TypeCode, name: str | None = None, module: str | None = None):
     """A Struct (or UserException) subclass for a struct/exception TypeCode."""
     tc = resolve(tc)
-    fields = tuple(py_name(n) for n in tc._member_names)
+    fields = field_names(tc._member_names)
     cls_name = name or tc._name or "anonymous"
+    if not cls_name.isidentifier():
+        cls_name = "anonymous"
     if tc._kind == K.tk_except:
         ns = {"_tc": tc, "_fields": fields, "_NP_RepositoryId": tc._id}
         cls = type(cls_name, (UserException,), ns)
@@ -217,11 +235,15 @@ class Enum:
 
 def make_enum_class(tc: TypeCode, name: str | None = None, module: str | None = None):
     tc = resolve(tc)
-    cls = type(name or tc._name or "anonymous", (Enum,), {"_tc": tc, "_NP_RepositoryId": tc._id})
+    cls_name = name or tc._name or "anonymous"
+    cls = type(cls_name if cls_name.isidentifier() else "anonymous", (Enum,),
+               {"_tc": tc, "_NP_RepositoryId": tc._id})
     items = tuple(EnumItem(cls, label, i) for i, label in enumerate(tc._member_names))
     cls._items = items
     for item in items:
-        setattr(cls, py_name(item._name), item)
+        attr = py_name(item._name)
+        if not attr.startswith("_m"):
+            setattr(cls, attr, item)
     if module:
         cls.__module__ = module
     return cls
@@ -289,10 +311,15 @@ def _branch_property(branch: str, labels: list):
 def make_union_class(tc: TypeCode, name: str | None = None, module: str | None = None):
     tc = resolve(tc)
     branches: dict = {}
+    # A member with several labels repeats its name: one attribute per distinct name.
+    distinct = list(dict.fromkeys(tc._member_names))
+    attr_of = dict(zip(distinct, field_names(distinct)))
     for label, mname in zip(tc._labels, tc._member_names):
-        branches.setdefault(py_name(mname), []).append(label)
-    label_map = {lbl: py_name(n) for lbl, n in zip(tc._labels, tc._member_names) if lbl is not DEFAULT}
-    default_branch = py_name(tc._member_names[tc._default_index]) if tc._default_index >= 0 else None
+        branches.setdefault(attr_of[mname], []).append(label)
+    label_map = {lbl: attr_of[n] for lbl, n in zip(tc._labels, tc._member_names)
+                 if lbl is not DEFAULT}
+    default_branch = attr_of[tc._member_names[tc._default_index]] \
+        if tc._default_index >= 0 else None
     disc = tc._disc.unalias()
     default_d = implicit_default_label(tc)
     if disc._kind == K.tk_enum and default_d is not None:
@@ -305,7 +332,8 @@ def make_union_class(tc: TypeCode, name: str | None = None, module: str | None =
           "_tc_branch": _tc_branch, "_NP_RepositoryId": tc._id}
     for branch, labels in branches.items():
         ns[branch] = _branch_property(branch, labels)
-    cls = type(name or tc._name or "anonymous", (Union,), ns)
+    cls_name = name or tc._name or "anonymous"
+    cls = type(cls_name if cls_name.isidentifier() else "anonymous", (Union,), ns)
     if module:
         cls.__module__ = module
     return cls
@@ -502,12 +530,14 @@ class ValueBase:
 def make_value_class(tc: TypeCode, name: str | None = None, module: str | None = None,
                      base: type | None = None):
     tc = resolve(tc)
-    fields = tuple(py_name(n) for n, _ in value_members(tc))
+    fields = field_names([n for n, _ in value_members(tc)])
     if base is None:
         base = ValueBase
         if tc._base is not None:
             base = class_for(tc._base)
-    cls = type(name or tc._name or "anonymous", (base,), {"_tc": tc, "_fields": fields})
+    cls_name = name or tc._name or "anonymous"
+    cls = type(cls_name if cls_name.isidentifier() else "anonymous", (base,),
+               {"_tc": tc, "_fields": fields})
     if module:
         cls.__module__ = module
     return cls

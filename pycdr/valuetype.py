@@ -151,8 +151,8 @@ def write_value_instance(w: CDRWriter, formal: TypeCode | None, v) -> None:
         if boxed:
             plan_for(tc._content).write(w, v)
         else:
-            for name, mtype in value_members(tc):
-                pyname = V.py_name(name)
+            members = value_members(tc)
+            for pyname, (name, mtype) in zip(V.field_names([m[0] for m in members]), members):
                 try:
                     value = getattr(v, pyname)
                 except AttributeError:
@@ -336,8 +336,9 @@ def read_value_instance(r: CDRReader, formal: TypeCode | None):
             vc.values[tag_pos] = obj            # before the state: cycles point here
             if codebase is not None:
                 obj._codebase = codebase
-            for name, mtype in value_members(tc):
-                setattr(obj, V.py_name(name), _read_member(r, vc, plan_for(mtype), chunked, name))
+            members = value_members(tc)
+            for attr, (name, mtype) in zip(V.field_names([m[0] for m in members]), members):
+                setattr(obj, attr, _read_member(r, vc, plan_for(mtype), chunked, name))
             result = obj
         if tc._kind == K.tk_value_box:
             vc.values[tag_pos] = result
