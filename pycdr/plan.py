@@ -23,7 +23,7 @@ from __future__ import annotations
 import array
 import struct
 import sys
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from operator import attrgetter
 
 from . import codesets
@@ -268,7 +268,10 @@ class FixedNode(Node):
             raise EncodeError(f"fixed<{self.digits},{self.scale}>: expected a finite Decimal, "
                               f"not {v!r}")
         try:
-            q = v.quantize(Decimal(1).scaleb(-self.scale))
+            # fixed has up to 31 digits; the default context holds only 28.
+            with localcontext() as ctx:
+                ctx.prec = 64
+                q = v.quantize(Decimal(1).scaleb(-self.scale))
         except InvalidOperation:
             raise EncodeError(f"fixed<{self.digits},{self.scale}>: {v} does not fit") from None
         if q != v:

@@ -365,10 +365,14 @@ def _read_null_or_indirection(r, vc):
 
 def _read_member(r, vc, node, chunked, name):
     from .plan import ValueNode, AbstractInterfaceNode
-    if chunked and vc.chunk_end is None and not isinstance(node, (ValueNode, AbstractInterfaceNode)):
-        # Between chunks (after a nested value): the state continues in a new chunk.
-        if not _enter_chunk(r, vc):
-            raise DecodeError("value state continues but no chunk follows", r.pos)
+    if chunked and not isinstance(node, (ValueNode, AbstractInterfaceNode)):
+        if vc.chunk_end is not None and r.pos == vc.chunk_end:
+            _leave_chunk(r, vc)          # a chunk may end between two members
+        if vc.chunk_end is None:
+            # Between chunks (after a nested value or a chunk's end): the state
+            # continues in a new chunk.
+            if not _enter_chunk(r, vc):
+                raise DecodeError("value state continues but no chunk follows", r.pos)
     try:
         return node.read(r)
     except TruncatedError as e:
@@ -405,7 +409,13 @@ def _finish_chunked(r: CDRReader, vc: _ValueContext, level: int, truncated: bool
         r.align(4)
         pos = r.pos
         t = r.read_long()
-        if t < 0 and t != INDIRECTION_TAG:
+        if t == INDIRECTION_TAG and truncated and _is_value_indirection(r, vc):
+            # In skipped state a -1 may also be an indirection to a nested value.
+            r.skip(4)
+            continue
+        if t < 0:
+            # After a chunk, a negative long is an end tag; the outermost value's
+            # is -1 (CORBA 3.x 9.3.4.5), the same bits as an indirection marker.
             closes = -t
             if closes > level:
                 raise DecodeError(f"end tag {t} inside a value at nesting level {level}", pos)
@@ -418,11 +428,19 @@ def _finish_chunked(r: CDRReader, vc: _ValueContext, level: int, truncated: bool
         # Skipping the unknown part of a truncated value.
         if 0 < t < MIN_VALUE_TAG:
             r.skip(t)
-        elif MIN_VALUE_TAG <= t <= MAX_VALUE_TAG or t in (NULL_TAG, INDIRECTION_TAG):
+        elif MIN_VALUE_TAG <= t <= MAX_VALUE_TAG or t == NULL_TAG:
             r.pos = pos
             _skip_value(r, vc)
         else:
             raise DecodeError(f"unexpected {t:#x} in a truncated value's state", pos)
+
+
+def _is_value_indirection(r: CDRReader, vc: _ValueContext) -> bool:
+    """Whether the long after a -1 is an offset back to a value read before."""
+    if r.pos + 4 > r.end:
+        return False
+    offset = r.fmt.long.unpack_from(r.buf, r.pos)[0]
+    return offset < 0 and (r.pos + offset) in vc.values
 
 
 def _skip_value(r: CDRReader, vc: _ValueContext) -> None:
