@@ -121,7 +121,8 @@ def values_for(t, depth=0):
         return st.text(chars, max_size=t.length() or 8)
     if k == K.tk_fixed:
         d, s = t.fixed_digits(), t.fixed_scale()
-        return st.integers(-(10 ** d - 1), 10 ** d - 1).map(lambda i: Decimal(i).scaleb(-s))
+        # From a string: exact (scaleb would round to the 28-digit default context).
+        return st.integers(-(10 ** d - 1), 10 ** d - 1).map(lambda i: Decimal(f"{i}E-{s}"))
     if k == K.tk_enum:
         cls = class_for(t)
         return st.sampled_from(cls._items)

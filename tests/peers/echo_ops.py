@@ -7,6 +7,7 @@ long as decimal, double as the 16 hex digits of its IEEE-754 bits, string/wstrin
 of their UTF-8 bytes, octets as hex.
 """
 
+import json
 import struct
 
 # operation name -> kind of its single parameter (and result)
@@ -51,3 +52,20 @@ def from_text(operation, text):
     if kind in ("string", "wstring", "wchar"):
         return bytes.fromhex(text).decode("utf-8", "surrogatepass")
     return bytes.fromhex(text)
+
+
+def call_arguments(calls):
+    """Command-line words "operation=text" for a client program, from (operation, value) pairs."""
+    return [f"{operation}={to_text(operation, value)}" for operation, value in calls]
+
+
+def parse_client_output(lines):
+    """The JSON lines a client program printed, with each "result" turned back into its Python
+    value. Exception entries ("exception", "minor", "completed") are passed on as they are."""
+    results = []
+    for line in lines:
+        entry = json.loads(line)
+        if "result" in entry:
+            entry["result"] = from_text(entry["op"], entry["result"])
+        results.append(entry)
+    return results

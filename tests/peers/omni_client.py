@@ -1,6 +1,6 @@
 """omniORBpy echo client, run as a subprocess by tests/peers/omni.py.
 
-    python omni_client.py --idl FILE IOR operation=text ... -- ORB options...
+    python omni_client.py --idl FILE --interface Module::Interface IOR operation=text ... [-- ORB options...]
 
 Calls each operation of the Echo interface (tests/peers/echo.idl) with the argument given in the
 text form of echo_ops.py and prints one JSON object per call on stdout:
@@ -33,17 +33,23 @@ def call(target, operation, text):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--idl", required=True)
+    parser.add_argument("--interface", required=True, help="scoped name, e.g. PycdrTest::Echo")
     parser.add_argument("ior")
     parser.add_argument("calls", nargs="*", help="operation=text")
-    arguments = sys.argv[1:]
-    # ORB options follow "--"; split them off first, as they start with "-" too.
-    orb_args = arguments[arguments.index("--") + 1:] if "--" in arguments else []
-    options = parser.parse_args(arguments[:len(arguments) - len(orb_args)] if orb_args else arguments)
+    # ORB options follow "--"; split them off first, or argparse would count them as calls.
+    arguments, orb_args = sys.argv[1:], []
+    if "--" in arguments:
+        separator = arguments.index("--")
+        arguments, orb_args = arguments[:separator], arguments[separator + 1:]
+    options = parser.parse_args(arguments)
 
     orb = CORBA.ORB_init([sys.argv[0]] + orb_args, CORBA.ORB_ID)
     omni_idl.import_idl(options.idl)
-    # With the stubs loaded, omniORBpy returns a typed Echo reference for the IOR's type id.
-    target = orb.string_to_object(options.ior)
+    interface_class, _skeleton_class = omni_idl.interface_classes(options.interface)
+    # Narrowing is local when the IOR names the interface; a corbaloc reference costs an _is_a call.
+    target = orb.string_to_object(options.ior)._narrow(interface_class)
+    if target is None:
+        sys.exit(f"{options.ior} is not a {options.interface}")
     for call_spec in options.calls:
         operation, _, text = call_spec.partition("=")
         print(json.dumps(call(target, operation, text)), flush=True)

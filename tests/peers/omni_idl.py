@@ -30,7 +30,23 @@ def import_idl(idl_path):
             # Import everything now: the directory is deleted when this block ends.
             for name in module_names:
                 importlib.import_module(name)
-                importlib.import_module(name + "__POA")
+                importlib.import_module(skeleton_module_name(name))
         finally:
             sys.path.remove(stub_dir)
     return module_names
+
+
+def skeleton_module_name(stub_module_name):
+    """omniORBpy puts the skeletons of Python module A.B (IDL module A::B) in A__POA.B."""
+    top_module, *inner_modules = stub_module_name.split(".")
+    return ".".join([top_module + "__POA", *inner_modules])
+
+
+def interface_classes(scoped_name):
+    """(stub class, skeleton class) of an imported IDL interface named like "PycdrTest::Echo".
+    Definitions at global scope live in omniORBpy's module _GlobalIDL."""
+    *module_path, interface_name = scoped_name.split("::")
+    stub_module_name = ".".join(module_path or ["_GlobalIDL"])
+    stub_module = sys.modules[stub_module_name]
+    skeleton_module = sys.modules[skeleton_module_name(stub_module_name)]
+    return getattr(stub_module, interface_name), getattr(skeleton_module, interface_name)

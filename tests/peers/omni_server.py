@@ -12,11 +12,10 @@ Prints "IOR:...", "KEY <hex object key>", "READY" on stdout, then serves until s
 """
 
 import argparse
-import os
 import sys
 import threading
 
-from omniORB import CORBA, PortableServer  # noqa: F401 (PortableServer registers the POA types)
+from omniORB import CORBA
 
 import omni_idl
 
@@ -50,12 +49,7 @@ def main():
 
     orb = CORBA.ORB_init([sys.argv[0]] + options.orb_args, CORBA.ORB_ID)
     omni_idl.import_idl(options.idl)
-    *module_path, interface_name = options.interface.split("::")
-    # omniORBpy puts the skeletons of IDL module A::B in Python module A__POA.B, and those of
-    # global-scope interfaces in _GlobalIDL__POA.
-    top_module = module_path[0] if module_path else "_GlobalIDL"
-    skeleton_module = sys.modules[".".join([top_module + "__POA"] + module_path[1:])]
-    skeleton_class = getattr(skeleton_module, interface_name)
+    _stub_class, skeleton_class = omni_idl.interface_classes(options.interface)
 
     ins_poa = orb.resolve_initial_references("omniINSPOA")
     object_id = options.object_id.encode("ascii")

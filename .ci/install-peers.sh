@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Installs the real peer ORBs and tools the tests use, as root on Debian (CI=true or by hand):
+#   - from Debian: a JDK and Maven (if `java`/`javac`/`mvn` are missing), omniORB's utilities
+#     (`catior`), omniORB's IDL files, tshark;
+#   - from Maven Central: JacORB 3.9 and the jars it needs, into .peers/jacorb/lib (gitignored);
+#   - compiles the JacORB test programs (tests/peers/jacorb/src) into .peers/jacorb/classes.
+# omniORBpy and omniNames come from the Python test extra (salome-omniorb), not from here.
+# Idempotent: every step is skipped when its result is already there and up to date.
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+peer_sources="$repo_root/tests/peers/jacorb"
+jacorb_home="$repo_root/.peers/jacorb"
+
+# --- Debian packages -------------------------------------------------------------------------
+missing_packages=()
+{ command -v java && command -v javac; } >/dev/null || missing_packages+=(default-jdk-headless)
+command -v mvn >/dev/null || missing_packages+=(maven)
+command -v catior >/dev/null || missing_packages+=(omniorb)
+[ -d /usr/share/idl/omniORB ] || missing_packages+=(omniorb-idl)
+command -v tshark >/dev/null || missing_packages+=(tshark)
+
+if [ ${#missing_packages[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "install-peers: need root to install: ${missing_packages[*]}" >&2
+        exit 1
+    fi
+    echo "install-peers: apt-get install ${missing_packages[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    # tshark's wireshark-common otherwise asks whether non-root users may capture.
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing_packages[@]}" >/dev/null
+fi
+
+# --- JacORB jars ------------------------------------------------------------------------------
+# The stamp holds the hash of the pom the jars were copied for; a changed pom fetches them anew.
+pom_hash="$(sha256sum "$peer_sources/pom.xml" | cut -d' ' -f1)"
+if [ "$(cat "$jacorb_home/lib.stamp" 2>/dev/null)" != "$pom_hash" ]; then
+    echo "install-peers: fetching JacORB jars with Maven"
+    rm -rf "$jacorb_home/lib" "$jacorb_home/lib.stamp"
+    mkdir -p "$jacorb_home"
+    maven_log="$(mktemp)"
+    if ! mvn -B -f "$peer_sources/pom.xml" \
+            org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+            -DoutputDirectory="$jacorb_home/lib" >"$maven_log" 2>&1; then
+        cat "$maven_log" >&2
+        rm -f "$maven_log"
+        exit 1
+    fi
+    rm -f "$maven_log"
+    echo "$pom_hash" > "$jacorb_home/lib.stamp"
+fi
+
+# --- JacORB test programs ---------------------------------------------------------------------
+# Plain javac (no Maven build): quick, and the pom only lists jars.
+sources_hash="$(cd "$peer_sources" && find src -name '*.java' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)"
+build_hash="$pom_hash $sources_hash"
+if [ "$(cat "$jacorb_home/classes.stamp" 2>/dev/null)" != "$build_hash" ]; then
+    echo "install-peers: compiling JacORB test programs"
+    rm -rf "$jacorb_home/classes" "$jacorb_home/classes.stamp"
+    mkdir -p "$jacorb_home/classes"
+    find "$peer_sources/src" -name '*.java' -print0 \
+        | xargs -0 javac -encoding UTF-8 -nowarn -d "$jacorb_home/classes" -cp "$jacorb_home/lib/*"
+    echo "$build_hash" > "$jacorb_home/classes.stamp"
+else
+    # Up to date by content; renew the time too, as tests/peers/jacorb.py compares mtimes.
+    touch "$jacorb_home/classes.stamp"
+fi
+
+echo "install-peers: ready (JacORB in ${jacorb_home#"$repo_root"/})"

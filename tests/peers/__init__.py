@@ -1,0 +1,9 @@
+"""Real peer ORBs for tests, run as subprocesses on 127.0.0.1 and stopped by the test.
+
+- peers.omni: omniORBpy (PyPI salome-omniorb) echo server and client, omniNames.
+- peers.jacorb: JacORB 3.9 echo server and client (Java; built by .ci/install-peers.sh).
+- peers.fixtures: pytest fixtures (import the ones a test module uses).
+- peers.echo_ops: the echo operations (echo.idl) and their text form between processes.
+- peers.process: RunningPeer (.ior .host .port .object_key .corbaloc .pid .stop(), a context
+  manager), PeerError / PeerNotInstalled, free_port(), corbaloc().
+"""
