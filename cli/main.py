@@ -26,6 +26,9 @@ def main() -> None:
 
 def _register() -> None:
     # Each subcommand lives in its own module and is added here, one line each.
+    from pycdr.cli.decode import cmd as decode_cmd; main.add_command(decode_cmd)  # noqa: E702
+    from pycdr.cli.ior import cmd as ior_cmd; main.add_command(ior_cmd)  # noqa: E702
+    from pycdr.cli.idl import cmd as idl_cmd; main.add_command(idl_cmd)  # noqa: E702
     pass
 
 

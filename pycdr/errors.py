@@ -100,3 +100,8 @@ class UnsupportedVersionError(GIOPError):
 class ObjectURLError(DecodeError):
     """A stringified object reference (``IOR:``, ``corbaloc:``, ``corbaname:``)
     that cannot be parsed; ``offset`` is the index of the bad character."""
+
+
+class LocalProtocolError(PycdrError):
+    """This side was asked to do something GIOP forbids (send a Reply to a
+    request it never received, reuse an outstanding request id, ...)."""

@@ -1,8 +1,10 @@
-"""Interoperable Object References: the CDR structure.
+"""Interoperable Object References: the CDR structure and ``IOR:`` strings.
 
 ``struct IOR { string type_id; sequence<TaggedProfile> profiles; }`` with
 ``struct TaggedProfile { ProfileId tag; sequence<octet> profile_data; }``.
 A nil reference has an empty type_id and no profiles; it maps to ``None``.
+A stringified IOR is ``IOR:`` and the hex of an encapsulation of the IOR.
+Profile bodies and components are decoded by :mod:`pycdr.iiop`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .cdr import CDRReader, CDRWriter
+from .errors import ObjectURLError
 
 TAG_INTERNET_IOP = 0
 TAG_MULTIPLE_COMPONENTS = 1
@@ -52,3 +55,38 @@ def write_ior(w: CDRWriter, ior: IOR) -> None:
 
 
 NIL = IOR("", ())
+
+
+def ior_from_string(text: str, *, lenient: bool = False, warnings: list | None = None) -> IOR:
+    """Parse ``IOR:<hex>`` (prefix and hex digits in any case; surrounding
+    whitespace ignored).  Bad hex or an odd digit count raise ObjectURLError
+    with the index of the offending character."""
+    text = text.strip()
+    if text[:4].upper() != "IOR:":
+        raise ObjectURLError("a stringified IOR starts with 'IOR:'", 0)
+    digits = text[4:]
+    for i, ch in enumerate(digits):
+        if ch not in "0123456789abcdefABCDEF":
+            raise ObjectURLError(f"{ch!r} is not a hex digit", 4 + i)
+    if len(digits) % 2:
+        raise ObjectURLError(f"odd number of hex digits ({len(digits)})", len(text))
+    data = bytes.fromhex(digits)
+    r = CDRReader(data, lenient=lenient, warnings=warnings)
+    if not data:
+        raise ObjectURLError("empty IOR (no byte-order octet)", 4)
+    r.read_encapsulation_byte_order()
+    ior = read_ior(r)
+    if r.pos != r.end:
+        r.note("ior-trailing-bytes", f"{r.end - r.pos} bytes after the IOR", r.pos)
+    return ior
+
+
+def ior_to_string(ior: IOR, *, little: bool = False) -> str:
+    w = CDRWriter(little=little).encapsulation_writer()
+    write_ior(w, ior)
+    return "IOR:" + w.getvalue().hex()
+
+
+def printable_key(key: bytes) -> str:
+    """An object key as catior shows it: printable ASCII as is, other octets as \\xNN."""
+    return "".join(chr(b) if 32 <= b <= 126 else f"\\x{b:02x}" for b in key)

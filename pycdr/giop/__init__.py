@@ -7,3 +7,6 @@ from .messages import (AddressingDisposition, CancelRequest, CloseConnection,  #
                        Message, MessageError, ProfileAddr, ReferenceAddr, Reply,
                        ReplyStatus, Request, decode_message, encode_message,
                        fragment_message, split_messages)
+from .connection import GiopConnection, Role  # noqa: F401,E402
+from .events import (NEED_DATA, Answer, ConnectionClosed, MessageReceived,  # noqa: F401,E402
+                     ProtocolViolation)

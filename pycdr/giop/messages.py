@@ -31,7 +31,7 @@ from typing import ClassVar
 from ..cdr import CDRReader, CDRWriter, DecodeWarning
 from ..errors import (DecodeError, EncodeError, GIOPError, InvalidValueError,
                       TruncatedError)
-from ..ior import IOR, TaggedProfile, read_ior, write_ior
+from ..ior import IOR, TaggedProfile, printable_key, read_ior, write_ior
 from . import service_contexts as sc
 from .header import (FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, FLAG_ZIOP_ENABLED,
                      FLAG_ZIOP_SUPPORTED, HEADER_SIZE, GiopHeader, MsgType, ZiopInfo,
@@ -80,7 +80,7 @@ class KeyAddr:
 
     def to_json(self):
         return {"disposition": "KeyAddr", "object_key": self.object_key.hex(),
-                "object_key_text": _printable(self.object_key)}
+                "object_key_text": printable_key(self.object_key)}
 
 
 @dataclass(frozen=True)
@@ -101,11 +101,6 @@ class ReferenceAddr:
         return {"disposition": "ReferenceAddr",
                 "selected_profile_index": self.selected_profile_index,
                 "ior_type_id": self.ior.type_id, "profiles": len(self.ior.profiles)}
-
-
-def _printable(key: bytes) -> str:
-    """The object key as catior shows it: printable ASCII, \\xNN otherwise."""
-    return "".join(chr(b) if 32 <= b <= 126 else f"\\x{b:02x}" for b in key)
 
 
 # ----------------------------------------------------------------------------
@@ -602,7 +597,6 @@ def _decode_user_exception(msg: Reply, r: CDRReader, user_exceptions) -> None:
     if tc is None:
         return
     from ..marshal import read_value   # the marshaler imports ior; import late
-    br.pos = msg.body_offset
     msg.user_exception = read_value(br, tc)
 
 

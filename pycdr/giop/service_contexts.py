@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .. import codesets
 from ..cdr import CDRReader, CDRWriter
-from ..errors import DecodeError, InvalidValueError
+from ..iiop import decode_encapsulated, read_policy_values, write_policy_values
 from ..ior import IOR, read_ior, write_ior
 
 # IOP::ServiceId values (CORBA 3.x Part 2, 7.7.1) and JacORB's padding context.
@@ -40,8 +40,9 @@ class ServiceContext:
     # Byte order of the encapsulation (kept so a decoded context re-encodes alike).
     little: bool = field(default=False, compare=False, repr=False, kw_only=True)
 
-    def encode_data(self) -> bytes:
-        w = CDRWriter(little=self.little).encapsulation_writer()
+    def encode_data(self, version=(1, 2)) -> bytes:
+        # wstrings inside follow the message's GIOP version (1.0 has none: use 1.2's).
+        w = CDRWriter(little=self.little, version=max(version, (1, 1))).encapsulation_writer()
         self.write_fields(w)
         return w.getvalue()
 
@@ -66,7 +67,7 @@ class RawServiceContext(ServiceContext):
     def context_id(self) -> int:    # type: ignore[override]
         return self.id
 
-    def encode_data(self) -> bytes:
+    def encode_data(self, version=(1, 2)) -> bytes:
         return self.data
 
     def fields_json(self) -> dict:
@@ -139,14 +140,10 @@ class InvocationPolicies(ServiceContext):
 
     @classmethod
     def read_fields(cls, r):
-        n = r.read_count(8, "policy value list")
-        return {"policies": [(r.read_ulong(), r.read_octet_sequence()) for _ in range(n)]}
+        return {"policies": list(read_policy_values(r))}
 
     def write_fields(self, w):
-        w.write_ulong(len(self.policies))
-        for ptype, pvalue in self.policies:
-            w.write_ulong(ptype)
-            w.write_octet_sequence(pvalue)
+        write_policy_values(w, self.policies)
 
     def fields_json(self):
         return {"policies": [{"ptype": t, "pvalue": v.hex()} for t, v in self.policies]}
@@ -267,28 +264,16 @@ def decode_context(context_id: int, data: bytes, offset: int, parent: CDRReader)
     cls = TYPED.get(context_id)
     if cls is None:
         return RawServiceContext(id=context_id, data=data)
-    # The encapsulation is read in place so offsets stay absolute.
-    r = parent.sub_reader(offset, offset + len(data))
-    if cls is ExceptionDetailMessage and r.version == (1, 0):
-        r.version = (1, 2)      # a wstring needs a 1.1+ layout; 1.0 ORBs send 1.2's
-    try:
-        if not data:
-            raise DecodeError(f"{context_name(context_id)} context has no data", offset)
-        r.read_encapsulation_byte_order()
+    # A wstring (ExceptionDetailMessage) needs a 1.1+ layout; 1.0 ORBs send 1.2's.
+    version = (1, 2) if parent.version == (1, 0) else None
+
+    def read(r):
         values = cls.read_fields(r)
-        consumed = values.pop("_consumed", r.pos)
-        if consumed != r.end:
-            r.note("context-trailing-bytes",
-                   f"{r.end - consumed} bytes after the {context_name(context_id)} context",
-                   consumed)
-    except DecodeError as e:
-        if not parent.lenient:
-            raise
-        parent.violation(InvalidValueError, "bad-service-context",
-                         f"malformed {context_name(context_id)} context ({e.message}); kept raw",
-                         e.offset if e.offset is not None else offset)
-        return RawServiceContext(id=context_id, data=data)
-    return cls(**values, little=r.little)
+        r.pos = values.pop("_consumed", r.pos)
+        return cls(**values, little=r.little)
+    context = decode_encapsulated(read, data, offset, parent,
+                                  f"{context_name(context_id)} context", version)
+    return RawServiceContext(id=context_id, data=data) if context is None else context
 
 
 def read_service_contexts(r: CDRReader) -> list:
@@ -306,4 +291,4 @@ def write_service_contexts(w: CDRWriter, contexts) -> None:
     w.write_ulong(len(contexts))
     for c in contexts:
         w.write_ulong(c.context_id)
-        w.write_octet_sequence(c.encode_data())
+        w.write_octet_sequence(c.encode_data(w.version))

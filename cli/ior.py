@@ -1,0 +1,168 @@
+"""`pycdr ior`: what is in an IOR, corbaloc or corbaname (catior and more)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from pycdr import codesets
+from pycdr.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
+from pycdr.errors import PycdrError
+from pycdr.iiop import (PROFILE_NAMES, AlternateIIOPAddress, CodeSetsComponent,
+                        CSISecMechList, IIOPProfile, JavaCodebase, MultipleComponentsProfile,
+                        ORBTypeComponent, PoliciesComponent, SSLSecTrans, TaggedComponent,
+                        TLSSecTrans, component_name, decode_profile)
+from pycdr.ior import IOR, printable_key
+
+from .main import EXIT_BAD_INPUT
+
+
+def describe_component(c) -> list[str]:
+    if isinstance(c, ORBTypeComponent):
+        return [f"TAG_ORB_TYPE {c.vendor or '(unknown)'} (0x{c.orb_type:08x} "
+                f"\"{printable_key(c.orb_type.to_bytes(4, 'big'))}\")"]
+    if isinstance(c, CodeSetsComponent):
+        n = codesets.name
+        return ["TAG_CODE_SETS char native code set:       " + n(c.char_native),
+                "              char conversion code sets:  "
+                + ", ".join(n(x) for x in c.char_conversion),
+                "              wchar native code set:      " + n(c.wchar_native),
+                "              wchar conversion code sets: "
+                + ", ".join(n(x) for x in c.wchar_conversion)]
+    if isinstance(c, AlternateIIOPAddress):
+        return [f"TAG_ALTERNATE_IIOP_ADDRESS {c.host} {c.port}"]
+    if isinstance(c, SSLSecTrans):
+        return [f"TAG_SSL_SEC_TRANS port = {c.port} supports 0x{c.target_supports:x} "
+                f"requires 0x{c.target_requires:x}"]
+    if isinstance(c, TLSSecTrans):
+        return [f"TAG_TLS_SEC_TRANS supports 0x{c.target_supports:x} requires "
+                f"0x{c.target_requires:x} addresses "
+                + ", ".join(f"{h}:{p}" for h, p in c.addresses)]
+    if isinstance(c, CSISecMechList):
+        lines = [f"TAG_CSI_SEC_MECH_LIST stateful={c.stateful}, "
+                 f"{len(c.mechanisms)} mechanism(s)"]
+        for m in c.mechanisms:
+            lines.append(f"  requires 0x{m.target_requires:x}; transport: "
+                         + "; ".join(describe_component(m.transport_mech)))
+        return lines
+    if isinstance(c, PoliciesComponent):
+        return ["TAG_POLICIES " + ", ".join(f"type {t} ({len(v)} bytes)" for t, v in c.policies)]
+    if isinstance(c, JavaCodebase):
+        return [f"TAG_JAVA_CODEBASE {c.codebase}"]
+    assert isinstance(c, TaggedComponent)
+    return [f"{component_name(c.tag)} {c.data.hex()}"]
+
+
+def describe_ior(ior: IOR, warnings: list) -> list[str]:
+    if ior.is_nil:
+        return ["IOR is a nil object reference."]
+    lines = [f'Type ID: "{ior.type_id}"', "Profiles:"]
+    for i, tp in enumerate(ior.profiles, 1):
+        p = decode_profile(tp, lenient=True, warnings=warnings)
+        if isinstance(p, IIOPProfile):
+            lines.append(f'{i}. IIOP {p.version[0]}.{p.version[1]} {p.host} {p.port} '
+                         f'"{printable_key(p.object_key)}"')
+            lines.append(f"      object key (hex): {p.object_key.hex()}")
+            components = p.components
+        elif isinstance(p, MultipleComponentsProfile):
+            lines.append(f"{i}. Multiple Component Profile")
+            components = p.components
+        else:
+            lines.append(f"{i}. {PROFILE_NAMES.get(p.tag, 'Unrecognised profile tag')} "
+                         f"0x{p.tag:x}: {p.data.hex()}")
+            components = ()
+        for c in components:
+            lines += ["      " + line for line in describe_component(c)]
+    addresses = all_addresses(ior, warnings)
+    lines.append("Addresses: " + (", ".join(f"{h}:{p}" for h, p in addresses) or "none"))
+    vendors = {c.vendor or f"0x{c.orb_type:08x}" for p in _decoded(ior, warnings)
+               for c in getattr(p, "components", ()) if isinstance(c, ORBTypeComponent)}
+    lines.append("ORB: " + (", ".join(sorted(vendors)) or "not stated"))
+    return lines
+
+
+def _decoded(ior: IOR, warnings):
+    return [decode_profile(tp, lenient=True, warnings=warnings) for tp in ior.profiles]
+
+
+def all_addresses(ior: IOR, warnings) -> list:
+    seen = []
+    for p in _decoded(ior, warnings):
+        if isinstance(p, IIOPProfile):
+            for a in p.addresses:
+                if a not in seen:
+                    seen.append(a)
+        for c in getattr(p, "components", ()):
+            if isinstance(c, TLSSecTrans):
+                seen += [a for a in c.addresses if a not in seen]
+            if isinstance(c, CSISecMechList):
+                for m in c.mechanisms:
+                    if isinstance(m.transport_mech, TLSSecTrans):
+                        seen += [a for a in m.transport_mech.addresses if a not in seen]
+    return seen
+
+
+def ior_json(ior: IOR, warnings) -> dict:
+    profiles = []
+    for p in _decoded(ior, warnings):
+        if isinstance(p, (IIOPProfile, MultipleComponentsProfile)):
+            profiles.append(p.to_json())
+        else:
+            profiles.append({"tag": p.tag, "data": p.data.hex()})
+    return {"kind": "IOR", "type_id": ior.type_id, "nil": ior.is_nil, "profiles": profiles,
+            "addresses": [{"host": h, "port": p} for h, p in all_addresses(ior, warnings)]}
+
+
+def corbaloc_json(loc: Corbaloc) -> dict:
+    return {"addresses": [
+        {"protocol": "iiop", "host": a.host, "port": a.port,
+         "version": f"{a.version[0]}.{a.version[1]}"} if isinstance(a, IIOPAddress)
+        else {"protocol": a.to_url().split(":", 1)[0], "address": a.to_url()}
+        for a in loc.addresses], "key": loc.key.hex(), "key_text": printable_key(loc.key)}
+
+
+def describe_corbaloc(loc: Corbaloc) -> list[str]:
+    lines = []
+    for a in loc.addresses:
+        if isinstance(a, IIOPAddress):
+            lines.append(f"  IIOP {a.version[0]}.{a.version[1]} {a.host} {a.port}")
+        else:
+            lines.append(f"  {a.to_url()}")
+    lines.append(f'Key: "{printable_key(loc.key)}" (hex {loc.key.hex()})')
+    return lines
+
+
+@click.command("ior")
+@click.argument("reference", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def cmd(reference, as_json):
+    """Show what an IOR:, corbaloc: or corbaname: reference holds (from stdin
+    if REFERENCE is omitted or '-')."""
+    if reference is None or reference == "-":
+        reference = sys.stdin.read()
+    warnings: list = []
+    try:
+        obj = parse_object_url(reference)
+        if isinstance(obj, IOR):
+            out = ior_json(obj, warnings) if as_json else describe_ior(obj, warnings)
+        elif isinstance(obj, Corbaloc):
+            out = {"kind": "corbaloc", **corbaloc_json(obj)} if as_json else \
+                ["corbaloc, addresses:"] + describe_corbaloc(obj)
+        else:
+            assert isinstance(obj, Corbaname)
+            out = {"kind": "corbaname", **corbaloc_json(obj.corbaloc),
+                   "name": [{"id": i, "kind": k} for i, k in obj.name]} if as_json else \
+                ["corbaname, naming service at:"] + describe_corbaloc(obj.corbaloc) + \
+                ["Name: " + ("/".join(f"{i}.{k}" if k else i for i, k in obj.name)
+                             or "(the naming context itself)")]
+    except PycdrError as e:
+        click.echo(f"error: {type(e).__name__}: {e}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    if as_json:
+        out["warnings"] = [w.to_json() for w in warnings]
+        click.echo(json.dumps(out, indent=2))
+    else:
+        out += [f"{w.severity}: [{w.code}] {w}" for w in warnings]
+        click.echo("\n".join(out))

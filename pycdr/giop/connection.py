@@ -1,0 +1,413 @@
+"""A sans-I/O GIOP connection: bytes in, events out; messages in, bytes out.
+
+    conn = GiopConnection(Role.CLIENT)
+    sock.sendall(conn.send(Request(request_id=conn.next_request_id(), ...)))
+    conn.receive_data(sock.recv(65536))          # b"" means end of stream
+    while (event := conn.next_event()) is not NEED_DATA:
+        ...
+
+It frames the byte stream into messages (any chunking, several messages per
+chunk), reassembles fragments (GIOP 1.1 by stream order, 1.2 by request_id,
+fragments of different requests interleaved), keeps request-id books for its
+role, and turns every protocol violation into a :class:`ProtocolViolation`
+event that says what to answer.  Memory is bounded by ``max_message_size``,
+``max_reassembly_size`` and ``max_pending_fragmented``; a header that claims
+more than the limit is refused before its body is buffered.
+
+A reassembled message is the first message's header and body followed by the
+fragments' data.  GIOP 1.2 fragments keep the message's alignment (16-byte
+fragment headers, 8-multiple fragment sizes).  GIOP 1.1 fragment data is
+aligned relative to its own fragment; the concatenation keeps 4-byte alignment
+but an 8-byte value after a 1.1 fragment boundary can be misplaced unless the
+preceding part ended at 4 mod 8: not corrected here.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+
+from ..cdr import CDRReader, DecodeWarning
+from ..errors import (DecodeError, GIOPError, LocalProtocolError, PycdrError,
+                      UnsupportedVersionError)
+from . import service_contexts as sc
+from .events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
+from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, GiopHeader, MsgType,
+                     encode_header, message_error_bytes, may_fragment, parse_header)
+from .messages import (CloseConnection, Message, MessageError, decode_message, encode_message, fragment_message)
+
+__all__ = ["GiopConnection", "Role", "NEED_DATA"]
+
+
+class Role(enum.Enum):
+    CLIENT = "client"
+    SERVER = "server"
+
+
+# Who may send what (without bidirectional GIOP).
+_CLIENT_SENDS = frozenset({MsgType.Request, MsgType.CancelRequest, MsgType.LocateRequest,
+                           MsgType.MessageError, MsgType.Fragment})
+_SERVER_SENDS = frozenset({MsgType.Reply, MsgType.LocateReply, MsgType.CloseConnection,
+                           MsgType.MessageError, MsgType.Fragment})
+
+
+class _Reassembly:
+    """The parts of one fragmented message."""
+
+    def __init__(self, header: GiopHeader, first: bytes, offset: int):
+        self.header = header
+        self.parts = [first[HEADER_SIZE:]]
+        self.size = len(first) - HEADER_SIZE
+        self.offset = offset
+        self.count = 1
+        self.warnings: list = []
+
+
+class GiopConnection:
+    def __init__(self, role: Role, *, version: tuple[int, int] = (1, 2),
+                 lenient: bool = False, bidirectional: bool = False,
+                 check_request_ids: bool = True, max_message_size: int = 16 << 20, max_reassembly_size: int = 64 << 20,
+                 max_pending_fragmented: int = 64):
+        self.role = role
+        self.version = version          # the highest version this side speaks
+        self.lenient = lenient
+        self.bidirectional = bidirectional
+        # A passive observer of one direction (capture analysis) has no books
+        # to check replies against: it turns this off.
+        self.check_request_ids = check_request_ids
+        self.max_message_size = max_message_size
+        self.max_reassembly_size = max_reassembly_size
+        self.max_pending_fragmented = max_pending_fragmented
+        self._buf = bytearray()
+        self._stream_offset = 0         # stream offset of _buf[0]
+        self._eof = False
+        self._closed: ConnectionClosed | None = None
+        # Fragment reassembly: 1.2+ by request_id, 1.1 one message at a time.
+        self._fragmented: dict[int, _Reassembly] = {}
+        self._fragmented_11: _Reassembly | None = None
+        self._dropped_fragment_ids: set[int] = set()   # cancelled or over a limit
+        # Request-id books.  Client: requests sent that await a reply.
+        # Server: requests received that await our reply.
+        self.outstanding: set[int] = set()
+        self.outstanding_locates: set[int] = set()
+        self._ids = itertools.count(1)
+
+    @property
+    def has_partial_message(self) -> bool:
+        """Whether part of a message is buffered: an incomplete message or the
+        fragments of one (an ORB times these out)."""
+        return bool(self._buf) or bool(self._fragmented) or self._fragmented_11 is not None
+
+    # --- receiving ---------------------------------------------------------------
+    def receive_data(self, data: bytes) -> None:
+        """Feed bytes from the peer; ``b""`` means the peer closed the stream."""
+        if not data:
+            self._eof = True
+            return
+        if self._closed is None:
+            self._buf += data
+
+    def next_event(self):
+        """The next event, or NEED_DATA."""
+        while True:
+            if self._closed is not None:
+                return self._closed
+            if len(self._buf) < HEADER_SIZE:
+                return self._at_end_of_data()
+            try:
+                header = parse_header(self._buf)
+            except PycdrError as e:
+                # No framing without a header: answer and close (the spec's
+                # answer for an unsupported version too).
+                return self._fatal(e, Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
+            if header.version > self.version:
+                return self._fatal(UnsupportedVersionError(
+                    f"GIOP {header.version[0]}.{header.version[1]} is above this connection's "
+                    f"{self.version[0]}.{self.version[1]}", self._stream_offset + 4),
+                    Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
+            if header.size > self.max_message_size:
+                return self._fatal(GIOPError(
+                    f"message of {header.size} bytes exceeds the limit of "
+                    f"{self.max_message_size}", self._stream_offset + 8),
+                    Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
+            if len(self._buf) < header.total_size:
+                return self._at_end_of_data()
+            raw = bytes(self._buf[:header.total_size])
+            offset = self._stream_offset
+            del self._buf[:header.total_size]
+            self._stream_offset += header.total_size
+            event = self._handle(header, raw, offset)
+            if event is not None:
+                return event
+
+    def _at_end_of_data(self):
+        if not self._eof:
+            return NEED_DATA
+        if self._buf:
+            n = len(self._buf)
+            self._buf.clear()
+            return self._fatal(GIOPError(f"stream ends inside a message ({n} bytes)",
+                                         self._stream_offset), Answer.CLOSE)
+        self._closed = ConnectionClosed("end of stream", True, self._pending())
+        return self._closed
+
+    def _pending(self) -> tuple:
+        return tuple(sorted(self.outstanding | self.outstanding_locates))
+
+    def _fatal(self, error: PycdrError, answer: Answer) -> ProtocolViolation:
+        self._closed = ConnectionClosed(f"protocol violation: {error}", False, self._pending())
+        reply = message_error_bytes(self._answer_version()) \
+            if answer is Answer.SEND_MESSAGE_ERROR_AND_CLOSE else b""
+        return ProtocolViolation(error, answer, reply, None, self._stream_offset)
+
+    def _answer_version(self, version=None) -> tuple[int, int]:
+        # Answer in the peer's version when we speak it, else our highest.
+        if version is not None and version <= self.version:
+            return version
+        return self.version
+
+    def _violation(self, error: PycdrError, header: GiopHeader, offset: int,
+                   request_id=None, answer=Answer.SEND_MESSAGE_ERROR) -> ProtocolViolation:
+        reply = message_error_bytes(self._answer_version(header.version)) \
+            if answer is Answer.SEND_MESSAGE_ERROR else b""
+        return ProtocolViolation(error, answer, reply, request_id, offset)
+
+    def _handle(self, header: GiopHeader, raw: bytes, offset: int):
+        if header.msg_type == MsgType.Fragment:
+            return self._handle_fragment(header, raw, offset)
+        if self._fragmented_11 is not None and header.msg_type in (MsgType.Request, MsgType.Reply):
+            pending = self._fragmented_11
+            self._fragmented_11 = None
+            return self._violation(GIOPError(
+                f"a {MsgType(header.msg_type).name} arrived before the last fragment of "
+                f"the GIOP 1.1 message at offset {pending.offset}", offset), header, offset)
+        if header.more_fragments and not header.is_ziop:
+            if not may_fragment(header.version, header.msg_type):
+                return self._violation(GIOPError(
+                    f"more-fragments bit on a GIOP {header.version[0]}.{header.version[1]} "
+                    f"{_type_name(header.msg_type)}, which may not be fragmented", offset + 6),
+                    header, offset)
+            return self._start_reassembly(header, raw, offset)
+        return self._deliver(raw, offset, 1, [])
+
+    def _start_reassembly(self, header: GiopHeader, raw: bytes, offset: int):
+        entry = _Reassembly(header, raw, offset)
+        if header.version == (1, 1):
+            self._fragmented_11 = entry
+            return None
+        if header.size < 4:
+            return self._violation(GIOPError("fragmented message too short for its "
+                                             "request_id", offset + 8), header, offset)
+        request_id = CDRReader(raw, start=HEADER_SIZE, little=header.little).read_ulong()
+        if request_id in self._fragmented:
+            del self._fragmented[request_id]
+            return self._violation(GIOPError(
+                f"request {request_id} starts again while its fragments are pending",
+                offset), header, offset, request_id)
+        if len(self._fragmented) >= self.max_pending_fragmented:
+            self._dropped_fragment_ids.add(request_id)
+            return self._violation(GIOPError(
+                f"more than {self.max_pending_fragmented} fragmented messages pending",
+                offset), header, offset, request_id)
+        self._dropped_fragment_ids.discard(request_id)
+        self._fragmented[request_id] = entry
+        return None
+
+    def _handle_fragment(self, header: GiopHeader, raw: bytes, offset: int):
+        if header.version == (1, 0):
+            return self._violation(GIOPError("GIOP 1.0 has no Fragment message", offset + 7),
+                                   header, offset)
+        if header.version == (1, 1):
+            entry = self._fragmented_11
+            data = raw[HEADER_SIZE:]
+            request_id = None
+            if entry is None:
+                return self._violation(GIOPError(
+                    "GIOP 1.1 Fragment without a fragmented message before it", offset),
+                    header, offset)
+        else:
+            if header.size < 4:
+                return self._violation(GIOPError("GIOP 1.2 Fragment without its "
+                                                 "request_id", offset + 8), header, offset)
+            request_id = CDRReader(raw, start=HEADER_SIZE, little=header.little).read_ulong()
+            data = raw[HEADER_SIZE + 4:]
+            entry = self._fragmented.get(request_id)
+            if entry is None:
+                if request_id in self._dropped_fragment_ids:
+                    # Cancelled or refused earlier: the spec says drop quietly.
+                    if not header.more_fragments:
+                        self._dropped_fragment_ids.discard(request_id)
+                    return None
+                return self._violation(GIOPError(
+                    f"Fragment for request {request_id}, which has no fragmented "
+                    "message pending", offset), header, offset, request_id)
+            if len(raw) % 8 and header.more_fragments:
+                entry.warnings.append(DecodeWarning(
+                    "fragment-not-multiple-of-8",
+                    f"GIOP 1.2 fragment of {len(raw)} bytes is not a multiple of 8", offset))
+        first = entry.header
+        if header.version != first.version:
+            self._drop(entry, request_id)
+            return self._violation(GIOPError(
+                f"Fragment version {header.version[0]}.{header.version[1]} differs from "
+                f"its message's {first.version[0]}.{first.version[1]}", offset + 4),
+                header, offset, request_id)
+        if header.little != first.little:
+            entry.warnings.append(DecodeWarning(
+                "fragment-byte-order", "a fragment's byte order differs from its message's; "
+                "its data is read in the message's byte order", offset + 6))
+        entry.size += len(data)
+        entry.count += 1
+        if entry.size > self.max_reassembly_size:
+            self._drop(entry, request_id)
+            if request_id is not None and header.more_fragments:
+                self._dropped_fragment_ids.add(request_id)
+            return self._violation(GIOPError(
+                f"fragmented message exceeds {self.max_reassembly_size} bytes", offset),
+                header, offset, request_id)
+        entry.parts.append(data)
+        if header.more_fragments:
+            return None
+        self._drop(entry, request_id)
+        body = b"".join(entry.parts)
+        first_flags = first.flags & ~FLAG_MORE_FRAGMENTS
+        whole = encode_header(first.version, first.little, first.msg_type, len(body),
+                              extra_flags=first_flags & ~1, magic=first.magic) + body
+        return self._deliver(whole, entry.offset, entry.count, entry.warnings)
+
+    def _drop(self, entry: _Reassembly, request_id) -> None:
+        if entry is self._fragmented_11:
+            self._fragmented_11 = None
+        elif request_id is not None:
+            self._fragmented.pop(request_id, None)
+
+    def _deliver(self, raw: bytes, offset: int, fragments: int, extra_warnings: list):
+        header = parse_header(raw)
+        try:
+            msg, warnings = decode_message(raw, lenient=self.lenient)
+        except DecodeError as e:
+            if e.offset is not None:
+                e.offset += offset if fragments == 1 else 0
+            return self._violation(e, header, offset, _request_id_of(raw, header))
+        except PycdrError as e:
+            return self._violation(e, header, offset, _request_id_of(raw, header))
+        warnings.extend(extra_warnings)
+        problem = self._check_received(msg)
+        if problem is not None:
+            error, answer = problem
+            return self._violation(error, header, offset, getattr(msg, "request_id", None),
+                                   answer)
+        return MessageReceived(msg, raw, fragments, offset)
+
+    def _check_received(self, msg: Message):
+        """Role and request-id rules; None if the message is fine."""
+        t = msg.msg_type
+        allowed = _SERVER_SENDS if self.role is Role.CLIENT else _CLIENT_SENDS
+        if t not in allowed and not self.bidirectional and t != MsgType.CloseConnection:
+            return (GIOPError(f"a {self.role.value} does not receive {t.name} messages "
+                              "(bidirectional GIOP is off)"), Answer.SEND_MESSAGE_ERROR)
+        if t == MsgType.CloseConnection:
+            self._closed = ConnectionClosed("peer sent CloseConnection", True, self._pending())
+            return None
+        rid = getattr(msg, "request_id", None)
+        if not self.check_request_ids:
+            return None
+        if self.role is Role.CLIENT:
+            if t == MsgType.Reply:
+                if rid not in self.outstanding:
+                    return (GIOPError(f"Reply for request {rid}, which is not outstanding"),
+                            Answer.DISCARD)
+                self.outstanding.discard(rid)
+            elif t == MsgType.LocateReply:
+                if rid not in self.outstanding_locates:
+                    return (GIOPError(f"LocateReply for request {rid}, which is not "
+                                      "outstanding"), Answer.DISCARD)
+                self.outstanding_locates.discard(rid)
+        else:
+            if t == MsgType.Request and msg.response_expected:
+                if rid in self.outstanding:
+                    return (GIOPError(f"request id {rid} reused while that request is "
+                                      "outstanding"), Answer.SEND_MESSAGE_ERROR)
+                self.outstanding.add(rid)
+            elif t == MsgType.LocateRequest:
+                self.outstanding_locates.add(rid)
+            elif t == MsgType.CancelRequest:
+                self.outstanding.discard(rid)
+                pending = self._fragmented.pop(rid, None)
+                if pending is not None:
+                    self._dropped_fragment_ids.add(rid)
+                elif self._fragmented_11 is not None and \
+                        _request_id_of(bytes(self._fragmented_11.parts[0]),
+                                       self._fragmented_11.header, body_only=True) == rid:
+                    self._fragmented_11 = None
+        return None
+
+    # --- sending -----------------------------------------------------------------
+    def next_request_id(self) -> int:
+        """A request id not outstanding on this connection."""
+        while True:
+            rid = next(self._ids) & 0xFFFFFFFF
+            if rid not in self.outstanding and rid not in self.outstanding_locates:
+                return rid
+
+    def send(self, msg: Message, *, write_body=None, fragment_size: int | None = None) -> bytes:
+        """The bytes to send for ``msg`` (fragments concatenated when
+        ``fragment_size`` is given), after checking it against the books."""
+        if self._closed is not None and not isinstance(msg, (MessageError, CloseConnection)):
+            raise LocalProtocolError(f"connection is closed ({self._closed.reason})")
+        if msg.version > self.version:
+            raise LocalProtocolError(f"GIOP {msg.version[0]}.{msg.version[1]} is above this "
+                                     f"connection's {self.version[0]}.{self.version[1]}")
+        t = msg.msg_type
+        allowed = _CLIENT_SENDS if self.role is Role.CLIENT else _SERVER_SENDS
+        if t not in allowed and not self.bidirectional:
+            raise LocalProtocolError(f"a {self.role.value} does not send {t.name} messages")
+        data = encode_message(msg, write_body=write_body)
+        rid = getattr(msg, "request_id", None)
+        if t == MsgType.Request and msg.response_expected:
+            if rid in self.outstanding:
+                raise LocalProtocolError(f"request id {rid} is already outstanding")
+            self.outstanding.add(rid)
+        elif t == MsgType.LocateRequest:
+            if rid in self.outstanding_locates:
+                raise LocalProtocolError(f"locate request id {rid} is already outstanding")
+            self.outstanding_locates.add(rid)
+        elif t == MsgType.CancelRequest:
+            self.outstanding.discard(rid)
+        elif t == MsgType.Reply:
+            if rid not in self.outstanding:
+                raise LocalProtocolError(f"no request {rid} awaits a reply")
+            self.outstanding.discard(rid)
+        elif t == MsgType.LocateReply:
+            if rid not in self.outstanding_locates:
+                raise LocalProtocolError(f"no locate request {rid} awaits a reply")
+            self.outstanding_locates.discard(rid)
+        elif t == MsgType.CloseConnection:
+            self._closed = ConnectionClosed("we sent CloseConnection", True, self._pending())
+        if fragment_size is not None and len(data) > fragment_size:
+            return b"".join(fragment_message(data, fragment_size))
+        return data
+
+
+def _type_name(msg_type: int) -> str:
+    return MsgType(msg_type).name if msg_type in MsgType._value2member_map_ else str(msg_type)
+
+
+def _request_id_of(raw: bytes, header: GiopHeader, body_only: bool = False) -> int | None:
+    """The request id of a (possibly partial or malformed) message, if it can
+    be read: 1.2 puts it first; 1.0/1.1 Request/Reply after the service contexts."""
+    start = 0 if body_only else HEADER_SIZE
+    origin = -HEADER_SIZE if body_only else 0
+    r = CDRReader(raw, start=start, origin=origin, little=header.little, version=header.version)
+    try:
+        if header.version >= (1, 2) or header.msg_type in (
+                MsgType.CancelRequest, MsgType.LocateRequest, MsgType.LocateReply,
+                MsgType.Fragment):
+            return r.read_ulong()
+        if header.msg_type in (MsgType.Request, MsgType.Reply):
+            sc.read_service_contexts(r)
+            return r.read_ulong()
+    except PycdrError:
+        return None
+    return None
+

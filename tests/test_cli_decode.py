@@ -1,0 +1,116 @@
+"""`pycdr decode` and `pycdr ior`."""
+
+import json
+
+from click.testing import CliRunner
+
+from pycdr.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, main
+from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
+from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, IIOPProfile, ORBTypeComponent,
+                        make_ior)
+from pycdr.ior import NIL, ior_to_string
+
+PROBE = "47494f50010200030000001700000002000000000000000b4e616d6553657276696365"
+
+
+def run(*args, stdin=None):
+    return CliRunner().invoke(main, list(args), input=stdin)
+
+
+def test_decode_probe_tree():
+    r = run("decode", PROBE)
+    assert r.exit_code == EXIT_OK, r.output
+    assert "GIOP 1.2 LocateRequest, big-endian" in r.output
+    assert "request_id: 2  @12" in r.output
+    assert "object_key_text: NameService" in r.output
+    assert "padding @18: 2 bytes 0000" in r.output
+
+
+def test_decode_json_stream_from_stdin_with_spaces():
+    stream = encode_message(Request(request_id=1, operation="op", target=KeyAddr(b"k"),
+                                    body=b"\x01")) + encode_message(Reply(request_id=1,
+                                                                          little=True))
+    spaced = " ".join(stream[i:i + 4].hex() for i in range(0, len(stream), 4))
+    r = run("decode", "--json", stdin=spaced + "\n")
+    assert r.exit_code == EXIT_OK, r.output
+    out = json.loads(r.output)
+    assert [m["type"] for m in out] == ["Request", "Reply"]
+    assert out[1]["stream_offset"] == len(stream) - 24
+    assert out[0]["offsets"]["body"] == 48 and out[0]["body"] == "01"
+
+
+def test_decode_binary_file_and_warnings(tmp_path):
+    data = bytearray(encode_message(Request(request_id=1, operation="ab", target=KeyAddr(b"k"),
+                                            body=b"\x01")))
+    data[-2] = 0x55                                     # a non-zero pad byte
+    path = tmp_path / "msg.bin"
+    path.write_bytes(bytes(data))
+    r = run("decode", "--file", str(path))
+    assert r.exit_code == EXIT_OK, r.output
+    assert "note @" in r.output and "[nonzero-padding]" in r.output
+    r = run("decode", "--json", "-f", str(path))
+    assert json.loads(r.output)[0]["warnings"][0]["code"] == "nonzero-padding"
+
+
+def test_decode_errors_are_one_line_with_offset():
+    r = run("decode", "47494f50010200030000001700000002")        # header claims more
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert r.output.strip().splitlines()[-1].startswith("error: ")
+    assert "offset" in r.output
+    r = run("decode", "--strict", PROBE + "00")
+    assert r.exit_code == EXIT_BAD_INPUT and "at offset 35" in r.output
+    r = run("decode", "4749zz")
+    assert r.exit_code == EXIT_BAD_INPUT and "'z' is not a hex digit at offset 4" in r.output
+    r = run("decode", "474")
+    assert r.exit_code == EXIT_BAD_INPUT and "odd number" in r.output
+    r = run("decode", "47494f50020000000000000000")
+    assert r.exit_code == EXIT_BAD_INPUT and "version 2.0" in r.output
+    r = run("decode", "--bogus")
+    assert r.exit_code == EXIT_USAGE
+
+
+def test_decode_second_message_error_offset_is_absolute():
+    bad = PROBE + "47494f5001090000" + "00000000"
+    r = run("decode", bad)
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert "LocateRequest" in r.output and "at offset 39" in r.output
+
+
+IOR = ior_to_string(make_ior("IDL:Test/Echo:1.0", [IIOPProfile(
+    (1, 2), "127.0.0.1", 4242, b"\xffkey",
+    (ORBTypeComponent(0x41545400), CodeSetsComponent(0x05010001, (0x00010001,), 0x00010109, ()),
+     AlternateIIOPAddress("10.0.0.9", 4243)))]))
+
+
+def test_ior_text_and_json():
+    r = run("ior", IOR)
+    assert r.exit_code == EXIT_OK, r.output
+    assert 'Type ID: "IDL:Test/Echo:1.0"' in r.output
+    assert '1. IIOP 1.2 127.0.0.1 4242 "\\xffkey"' in r.output
+    assert "TAG_ORB_TYPE omniORB" in r.output and "UTF-8" in r.output
+    assert "Addresses: 127.0.0.1:4242, 10.0.0.9:4243" in r.output
+    assert "ORB: omniORB" in r.output
+    j = json.loads(run("ior", "--json", IOR).output)
+    assert j["profiles"][0]["components"][0]["vendor"] == "omniORB"
+    assert j["addresses"] == [{"host": "127.0.0.1", "port": 4242},
+                              {"host": "10.0.0.9", "port": 4243}]
+    assert "nil object reference" in run("ior", ior_to_string(NIL)).output
+    assert run("ior", stdin=IOR + "\n").exit_code == EXIT_OK
+
+
+def test_ior_corbaloc_and_corbaname():
+    r = run("ior", "corbaloc:iiop:1.2@[::1]:2000,:h/Na%20me")
+    assert r.exit_code == EXIT_OK
+    assert "IIOP 1.2 ::1 2000" in r.output and "IIOP 1.0 h 2809" in r.output
+    j = json.loads(run("ior", "--json", "corbaname::ns#a.k/b").output)
+    assert j["kind"] == "corbaname" and j["name"] == [{"id": "a", "kind": "k"},
+                                                       {"id": "b", "kind": ""}]
+
+
+def test_ior_errors():
+    r = run("ior", IOR + "0")
+    assert r.exit_code == EXIT_BAD_INPUT and "odd number of hex digits" in r.output
+    r = run("ior", "corbaloc::h:70000/k")
+    assert r.exit_code == EXIT_BAD_INPUT and "at offset 12" in r.output
+    r = run("ior", "IOR:00000000ff")
+    assert r.exit_code == EXIT_BAD_INPUT and r.output.count("\n") == 1
