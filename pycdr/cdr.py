@@ -661,10 +661,8 @@ class CDRWriter:
 def _int(v, what):
     if type(v) is int:
         return v
-    if isinstance(v, int) and not isinstance(v, bool):
+    if isinstance(v, int):
         return int(v)
-    if isinstance(v, bool):
-        raise EncodeError(f"{what}: expected an integer, not a bool")
     try:
         return v.__index__()
     except AttributeError:
@@ -674,9 +672,7 @@ def _int(v, what):
 def _float(v, what):
     if type(v) is float:
         return v
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return float(v)
     try:
-        return float(v)
-    except (TypeError, ValueError):
+        return v.__float__()      # not float(v): that would parse strings
+    except AttributeError:
         raise EncodeError(f"{what}: expected a number, not {type(v).__name__}") from None

@@ -24,6 +24,7 @@ import array
 import struct
 import sys
 from decimal import Decimal, InvalidOperation, localcontext
+from itertools import starmap
 from operator import attrgetter
 
 from . import codesets
@@ -113,19 +114,19 @@ class NumberNode(Node):
         return r._read(self.size, self.le if r.little else self.be, self.what)
 
     def write(self, w, v):
+        # Anything Python treats as a number of the kind is accepted (bool is an
+        # int), as struct.pack does in the sequence fast paths.
         if self.is_float:
             if type(v) is not float:
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    try:
-                        v = float(v)
-                    except (TypeError, ValueError):
-                        raise EncodeError(f"{self.what}: expected a number, not "
-                                          f"{type(v).__name__}") from None
+                try:
+                    v = v.__float__()      # not float(v): that would parse strings
+                except AttributeError:
+                    raise EncodeError(f"{self.what}: expected a number, not "
+                                      f"{type(v).__name__}") from None
         elif type(v) is not int:
-            if isinstance(v, bool) or not isinstance(v, int):
-                if isinstance(v, bool) or not hasattr(v, "__index__"):
-                    raise EncodeError(f"{self.what}: expected an integer, not {type(v).__name__}")
-                v = v.__index__()
+            if not hasattr(v, "__index__"):
+                raise EncodeError(f"{self.what}: expected an integer, not {type(v).__name__}")
+            v = v.__index__()
         w._write(self.size, self.le if w.little else self.be, v, self.what)
 
 
@@ -721,6 +722,7 @@ class SequenceNode(Node):
 
     def finish(self, elem: Node):
         self.elem = elem
+        self.strings = type(elem) is StringNode
         # Never below 1: a count of zero-size elements must not allocate 4 billion.
         self.min_size = max(elem.fixed_size or elem.min_wire, 1)
         if isinstance(elem, StructNode) and elem.flat is not None:
@@ -747,6 +749,10 @@ class SequenceNode(Node):
         n = self._count(r)
         if n == 0:
             return []
+        if self.strings and not r.lenient and r.tcs_c == codesets.ISO_8859_1:
+            out = self._read_strings(r, n)
+            if out is not None:
+                return out
         flat = self.flat
         if flat is not None and not r.lenient and (not flat.needs_latin1 or
                                                    r.tcs_c == codesets.ISO_8859_1):
@@ -770,25 +776,50 @@ class SequenceNode(Node):
             r.depth -= 1
         return out
 
-    def _read_flat(self, r, n, flat):
-        pos = r.pos
-        phase = (pos - r.origin) & 7
-        st = flat.struct_at(r.little, phase)
-        size = st.size
-        if size % flat.max_align == 0 or n == 1:
-            end = pos + size * n
-            if end > r.end:
-                return None  # the member-by-member path reports where it ends
-            try:
-                if n == 1:
-                    out = [flat.convert(st.unpack_from(r.buf, pos))]
-                else:
-                    out = list(map(flat.convert, st.iter_unpack(r.buf[pos:end])))
-            except _FallBack:
+    def _read_strings(self, r, n):
+        """sequence<string> in one loop, without a call per field. Anything odd
+        returns None and the general path decodes (and reports) from the start."""
+        buf, pos, end, origin = r.buf, r.pos, r.end, r.origin
+        unpack = (LE if r.little else BE).ulong.unpack_from
+        bound = self.elem.bound
+        out = []
+        append = out.append
+        for _ in range(n):
+            pos += (origin - pos) & 3
+            if pos + 4 > end:
                 return None
-            r.pos = end
-            return out
-        return None
+            length = unpack(buf, pos)[0]
+            pos += 4
+            stop = pos + length
+            if length == 0 or stop > end or buf[stop - 1] != 0 or (bound and length - 1 > bound):
+                return None
+            append(str(buf[pos:stop - 1], "latin-1"))
+            pos = stop
+        r.pos = pos
+        return out
+
+    def _read_flat(self, r, n, flat):
+        """Decode n fixed-size structs in (at most) two passes: the first element
+        at the phase it starts at, the rest with iter_unpack once their phase is
+        steady (element size a multiple of the struct's alignment)."""
+        pos = r.pos
+        buf = r.buf
+        st0 = flat.struct_at(r.little, (pos - r.origin) & 7)
+        st = flat.struct_at(r.little, (pos + st0.size - r.origin) & 7)
+        if n > 1 and st.size % flat.max_align:
+            return None     # the layout keeps changing: member-by-member path
+        end = pos + st0.size + st.size * (n - 1)
+        if end > r.end:
+            return None     # the member-by-member path reports where it ends
+        convert = flat.convert
+        try:
+            out = [convert(st0.unpack_from(buf, pos))]
+            if n > 1:
+                out += map(convert, st.iter_unpack(buf[pos + st0.size:end]))
+        except _FallBack:
+            return None
+        r.pos = end
+        return out
 
     def write(self, w, v):
         if not isinstance(v, (list, tuple)):
@@ -803,15 +834,22 @@ class SequenceNode(Node):
             w.write_ulong(n)
         flat = self.flat
         if flat is not None and n and (not flat.needs_latin1 or w.tcs_c == codesets.ISO_8859_1):
-            st = flat.struct_at(w.little, (len(w.buf) - w.origin) & 7)
-            if st.size % flat.max_align == 0:
+            pos = len(w.buf) - w.origin
+            st0 = flat.struct_at(w.little, pos & 7)
+            st = flat.struct_at(w.little, (pos + st0.size) & 7)
+            if n == 1 or st.size % flat.max_align == 0:
                 try:
-                    pack = st.pack
                     flatten = flat.flatten
-                    w.buf += b"".join([pack(*flatten(x)) for x in v])
-                    return
+                    first = st0.pack(*flatten(v[0]))
+                    rest = b"".join(starmap(st.pack, map(flatten, v[1:]))) if n > 1 else b""
                 except (_FallBack, AttributeError, TypeError, IndexError, struct.error):
                     pass
+                else:
+                    w.buf += first
+                    w.buf += rest
+                    return
+        if self.strings and w.tcs_c == codesets.ISO_8859_1 and self._write_strings(w, v):
+            return
         write = self.elem.write
         i = 0
         try:
@@ -820,6 +858,31 @@ class SequenceNode(Node):
         except CDRError as e:
             e.add_path(f"[{i}]")
             raise
+
+
+    def _write_strings(self, w, v) -> bool:
+        """sequence<string> of plain ASCII text in one loop; False (nothing
+        written) for anything the general path must judge."""
+        pack = (LE if w.little else BE).ulong.pack
+        bound = self.elem.bound
+        parts = []
+        pos = len(w.buf) - w.origin
+        for x in v:
+            if type(x) is not str or not x.isascii() or "\0" in x or (bound and len(x) > bound):
+                return False
+            pad = (-pos) & 3
+            if pad:
+                parts.append(_ZERO_PADS[pad])
+            raw = x.encode("ascii")
+            parts.append(pack(len(raw) + 1))
+            parts.append(raw)
+            parts.append(b"\0")
+            pos += pad + 5 + len(raw)
+        w.buf += b"".join(parts)
+        return True
+
+
+_ZERO_PADS = [bytes(n) for n in range(8)]
 
 
 class OctetSeqNode(SequenceNode):
@@ -886,6 +949,7 @@ class NumberSeqNode(SequenceNode):
     def finish(self, elem: NumberNode):
         super().finish(elem)
         self.size = elem.size
+        self.code = elem.code
         self.acode = elem.acode
         self.what = elem.what
         self.range = elem.range
@@ -911,32 +975,34 @@ class NumberSeqNode(SequenceNode):
         return a.tolist()
 
     def write(self, w, v):
-        if isinstance(v, array.array) and v.typecode == self.acode:
-            a = v
-        else:
-            if not isinstance(v, (list, tuple)):
-                raise EncodeError(f"sequence<{self.what}>: expected a list, not {type(v).__name__}")
-            try:
-                a = array.array(self.acode, v)
-            except (OverflowError, TypeError):
-                return SequenceNode.write(self, w, v)   # finds the element and reports it
-            if not self.is_float and any(type(x) is bool for x in v):
-                return SequenceNode.write(self, w, v)
-        n = len(a)
+        n = len(v) if isinstance(v, (list, tuple, array.array)) else -1
+        if n < 0:
+            raise EncodeError(f"sequence<{self.what}>: expected a list, not {type(v).__name__}")
         if self.is_array:
             if n != self.bound:
                 raise EncodeError(f"array needs exactly {self.bound} elements, not {n}")
         else:
             if self.bound and n > self.bound:
                 raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
-            w.write_ulong(n)
-        if not n:
+        if n == 0:
+            if not self.is_array:
+                w.write_ulong(0)
             return
+        if isinstance(v, array.array) and v.typecode == self.acode:
+            if w.little != _NATIVE_LITTLE:
+                v = array.array(self.acode, v)
+                v.byteswap()
+            data = v.tobytes()
+        else:
+            try:
+                # One pack for the whole sequence: range checks and byte order in C.
+                data = struct.pack(f"{'<' if w.little else '>'}{n}{self.code}", *v)
+            except (struct.error, TypeError):
+                return SequenceNode.write(self, w, v)   # finds the element and reports it
+        if not self.is_array:
+            w.write_ulong(n)
         w.align(self.size)
-        if w.little != _NATIVE_LITTLE:
-            a = array.array(self.acode, a)
-            a.byteswap()
-        w.buf += a.tobytes()
+        w.buf += data
 
 
 class BooleanSeqNode(SequenceNode):

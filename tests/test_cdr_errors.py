@@ -373,13 +373,19 @@ def test_errors_are_one_hierarchy():
     (tc.short, 2**15), (tc.short, "1"), (tc.ushort, -1), (tc.long, 2**31), (tc.ulong, -1),
     (tc.longlong, 2**63), (tc.ulonglong, 2**64), (tc.octet, 256), (tc.octet, -1),
     (tc.boolean, 2), (tc.boolean, "yes"), (tc.char, "ab"), (tc.char, "\u20ac"),
-    (tc.string, "a\0b"), (tc.string, b"bytes"), (tc.double, "x"), (tc.long, True),
+    (tc.string, "a\0b"), (tc.string, b"bytes"), (tc.double, "x"), (tc.double, "1.5"),
     (Color, "purple"), (Color, 3), (tc.sequence(tc.long), 5), (tc.any, 5),
     (tc.TypeCode, "long"), (tc.fixed(3, 1), "abc"), (tc.fixed(3, 1), 1.5),
 ])
 def test_encode_errors(typecode, value):
     with pytest.raises(EncodeError):
         pycdr.encode(typecode, value)
+
+
+def test_bool_is_accepted_where_an_integer_is_expected():
+    # bool is an int in Python; the struct-based fast paths accept it, so all paths do.
+    assert pycdr.encode(tc.long, True) == bytes.fromhex("00000001")
+    assert pycdr.encode(tc.sequence(tc.short), [True, 2]) == bytes.fromhex("0000000200010002")
 
 
 def test_encode_error_carries_path():
