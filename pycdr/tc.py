@@ -40,7 +40,7 @@ Principal = primitive(_K.tk_Principal)
 string = string_tc(0)
 wstring = wstring_tc(0)
 Object = objref_tc("IDL:omg.org/CORBA/Object:1.0", "Object")
-ValueBase = value_tc("IDL:omg.org/CORBA/ValueBase:1.0", "ValueBase", VM_ABSTRACT)
+ValueBase = value_tc("IDL:omg.org/CORBA/ValueBase:1.0", "ValueBase", VM_NONE)
 AbstractBase = objref_tc("IDL:omg.org/CORBA/AbstractBase:1.0", "AbstractBase",
                          _K.tk_abstract_interface)
 globals()["float"] = primitive(_K.tk_float)   # `float` without shadowing it above

@@ -143,28 +143,32 @@ def _write_params(w, tc, positions, open_, repeated):
 
 def _write_default_label(w: CDRWriter, disc: TypeCode, union: TypeCode) -> None:
     """The default member's label is a value of the discriminator type that
-    receivers ignore (they use default_index). Write what omniORB writes, -1
-    converted to the discriminator type, so the bytes match the oracle."""
-    disc = resolve(disc).unalias()
+    receivers ignore (they use default_index). Write the value omniidl gives
+    it, so the bytes equal the oracle's: for signed types the lowest value no
+    label uses, for unsigned types the highest, for char 0xff downwards, for
+    boolean TRUE unless taken, for enums the first unused enumerator."""
+    from .plan import plan_for
+    plan_for(disc).write(w, default_label_value(union))
+
+
+def default_label_value(union: TypeCode):
+    from .typecode import INTEGER_RANGES
+    from .values import EnumItem
+    disc = resolve(union._disc).unalias()
     k = disc._kind
+    used = {lbl for lbl in union._labels if lbl is not DEFAULT}
+    if k == K.tk_boolean:
+        return False if True in used else True
     if k == K.tk_enum:
-        # -1 is no enumerator, and receivers (omniORB) check labels: use the
-        # first enumerator no explicit label takes.
-        w.write_ulong(union_default_ordinal(union))
-    elif k in (K.tk_boolean, K.tk_char):
-        w.buf.append(1 if k == K.tk_boolean else 0xFF)
-    elif k == K.tk_wchar:
-        w.write_wchar("\uffff")
-    else:
-        size = {K.tk_short: 2, K.tk_ushort: 2, K.tk_longlong: 8, K.tk_ulonglong: 8}.get(k, 4)
-        w.align(size)
-        w.buf += b"\xff" * size
-
-
-def union_default_ordinal(union: TypeCode) -> int:
-    from .values import implicit_default_label
-    value = implicit_default_label(union)
-    return 0 if value is None else int(value)
+        return next((i for i in range(len(disc._member_names)) if i not in used), 0)
+    if k in (K.tk_char, K.tk_wchar):
+        top = 0xFF if k == K.tk_char else 0xFFFF
+        return next((chr(c) for c in range(top, -1, -1) if chr(c) not in used
+                     and not 0xD800 <= c <= 0xDFFF), chr(top))
+    lo, hi = INTEGER_RANGES[k]
+    if lo < 0:
+        return next(v for v in range(lo, hi + 1) if v not in used)
+    return next(v for v in range(hi, lo - 1, -1) if v not in used)
 
 
 def _skip_default_label(r: CDRReader, disc: TypeCode) -> None:

@@ -29,8 +29,8 @@ import sys
 
 def preprocess(path, include_dirs, defines):
     import _omniidl
-    cmd = ["cpp", "-x", "c++", "-undef", "-nostdinc", f"-D__OMNIIDL__={_omniidl.version}"]
-    cmd += [f"-D{d}" for d in defines] + [f"-I{d}" for d in include_dirs] + [path]
+    cmd = ["cpp", "-x", "c++", "-undef", "-nostdinc"]
+    cmd += [f"-D{d}" for d in defines or [f"__OMNIIDL__={_omniidl.version}"]] + [f"-I{d}" for d in include_dirs] + [path]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     # gcc's markers for its built-in pseudo files ("# 0 ...") confuse omniidl.
     lines = [line for line in proc.stdout.splitlines()
@@ -120,6 +120,7 @@ class _TypeCodeWalker:
         effective = kind
         if kind in (19, 20):
             p, _ = self.typecode(p, ebase, little)
+            _, p = self.ulong(p, ebase, little)     # bound / length
         else:
             p = self.string(p, ebase, little)     # id
             p = self.string(p, ebase, little)     # name
@@ -157,6 +158,20 @@ class _TypeCodeWalker:
         return end, effective
 
 
+def local_interface_ids(tree):
+    from omniidl import idlast
+    ids = []
+
+    def visit(node):
+        if isinstance(node, (idlast.Interface, idlast.Forward)) and node.local():
+            ids.append(node.repoId())
+        for child in getattr(node, "declarations", getattr(node, "definitions", lambda: []))():
+            visit(child)
+
+    visit(tree)
+    return ids
+
+
 def marshal_typecode(tc):
     import omniORB
     from omniORB import CORBA
@@ -167,9 +182,20 @@ def marshal_typecode(tc):
 
 
 def load_stubs(tree):
-    """What omniORB.importIDL does, from the tree already compiled."""
+    """What omniORB.importIDL does, from the tree already compiled.
+
+    omniORBpy describes CORBA::Object with an empty repository id (its
+    ``CORBA.Object._NP_RepositoryId`` is ''); CORBA (and omniORB's C++
+    ``CORBA::_tc_Object``) use "IDL:omg.org/CORBA/Object:1.0": that is put
+    right first, so the oracle gives CORBA's encoding.  (omniORBpy also
+    describes local interfaces as tk_objref, and its marshaller knows no
+    tk_local_interface: the test allows for that, see test_idl_oracle.py.)
+    """
     import omniORB
+    from omniORB import tcInternal
     from omniidl_be import python as python_be
+    object_id = "IDL:omg.org/CORBA/Object:1.0"
+    omniORB.typeMapping[object_id] = (tcInternal.tv_objref, object_id, "Object")
     saved = sys.stdout
     sys.stdout = io.StringIO()
     try:
@@ -189,7 +215,8 @@ def load_stubs(tree):
                 del omniORB._partialModules[m]
 
 
-_ERROR_RE = re.compile(r"^(.*?):(\d+): (?:Error|error)[^:]*: ?(.*)$")
+# omniidl writes "file:line: message" for errors, "file:line: Warning: ..." for warnings.
+_ERROR_RE = re.compile(r"^(.*?):(\d+): (?!Warning:)(.*)$")
 TYPE_CLASSES = {"Interface", "Forward", "Struct", "Exception", "Union", "Enum", "Typedef",
                 "Native", "Value", "ValueAbs", "ValueBox", "ValueForward",
                 "StructForward", "UnionForward"}
@@ -207,7 +234,10 @@ def main(argv):
     rc, text, cpp_errors = preprocess(path, include_dirs, defines)
     result = {"ok": False, "errors": [], "decls": [], "typecodes": {}}
     if rc != 0:
-        result["errors"] = [[path, 0, cpp_errors.strip()]]
+        for line in cpp_errors.splitlines():
+            m = re.match(r"^(.*?):(\d+):\d+: (?:fatal )?error: (.*)$", line)
+            if m:
+                result["errors"].append([m.group(1), int(m.group(2)), m.group(3)])
         print(json.dumps(result))
         return
     import _omniidl
@@ -238,6 +268,7 @@ def main(argv):
     from omniORB import CORBA
     import omniORB
     CORBA.ORB_init(["-ORBendPoint", "giop:tcp:127.0.0.1:"], CORBA.ORB_ID)
+    result["local_interfaces"] = local_interface_ids(tree)
     load_stubs(tree)
     for name, repo_id, cls, _file, _line in result["decls"]:
         if cls in TYPE_CLASSES:

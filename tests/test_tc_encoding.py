@@ -85,7 +85,8 @@ def test_enum():
 def test_union_default_label():
     # 9.3.5.1 table 9-2: every label is a value of the discriminator type; the
     # default member's label value is ignored (default_used says which member
-    # is the default). pycdr writes -1 in the discriminator type, as omniORB does.
+    # is the default). pycdr writes what omniidl gives it: for a signed
+    # discriminator the lowest value no label uses (here -2**31).
     Shape = tc.union("IDL:Shape:1.0", "Shape", tc.long, [
         (1, "radius", tc.double), (2, "side", tc.short), (tc.DEFAULT, "name", tc.string)])
     check_tc(Shape,
@@ -93,12 +94,12 @@ def test_union_default_label():
              "|00000006|536861706500|.0000|00000003|00000002|00000003"
              "|00000001|00000007|72616469757300|.00|00000007"
              "|00000002|00000005|7369646500|.000000|00000002"
-             "|ffffffff|00000005|6e616d6500|.000000|00000012|00000000",
+             "|80000000|00000005|6e616d6500|.000000|00000012|00000000",
              "10000000|70000000|01|.000000|0e000000|49444c3a53686170653a312e3000|.0000"
              "|06000000|536861706500|.0000|03000000|02000000|03000000"
              "|01000000|07000000|72616469757300|.00|07000000"
              "|02000000|05000000|7369646500|.000000|02000000"
-             "|ffffffff|05000000|6e616d6500|.000000|12000000|00000000")
+             "|00000080|05000000|6e616d6500|.000000|12000000|00000000")
     # a receiver ignores the default member's label value
     decoded = pycdr.decode(tc.TypeCode, h(
         "00000010|00000070|00|.000000|0000000e|49444c3a53686170653a312e3000|.0000"

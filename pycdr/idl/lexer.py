@@ -8,6 +8,7 @@ the including one, ``"leave"``) -- repository id prefixes are scoped by file.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -22,6 +23,10 @@ sequence setraises short string struct supports switch TRUE truncatable typedef
 typeid typeprefix unsigned union uses ValueBase valuetype void wchar wstring
 """.split())
 _KEYWORDS_LOWER = {k.lower(): k for k in KEYWORDS}
+# Keywords new in CORBA 3: an identifier that differs from one only in case
+# is accepted (omniidl warns), as IDL written for CORBA 2 uses them.
+CORBA3_KEYWORDS = frozenset("""component consumes emits eventtype finder getraises home
+import multiple primarykey provides publishes setraises typeid typeprefix uses""".split())
 
 PUNCTUATION = ("::", "<<", ">>", ";", "{", "}", ":", ",", "=", "+", "-", "(", ")",
                "<", ">", "[", "]", "'", '"', "\\", "|", "^", "&", "*", "/", "%", "~")
@@ -98,7 +103,14 @@ def unescape(body: str, wide: bool) -> str:
     return "".join(out)
 
 
-def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>") -> list[Token]:
+def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>",
+             keyword_clashes: dict | None = None) -> list[Token]:
+    """The tokens of ``text``. Unescaped identifiers that collide with a CORBA 2
+    keyword (case aside) are entered in ``keyword_clashes`` (position -> keyword):
+    declaring one is an error, referring to one (an escaped declaration) is not."""
+    if keyword_clashes is None:
+        keyword_clashes = {}
+    main_file = os.path.abspath(first_file)
     tokens: list[Token] = []
     file = first_file
     file_stack: list[str] = []
@@ -139,6 +151,8 @@ def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>") -> list[T
             marker = _LINE_RE.match(value)
             if marker:
                 new_file = marker.group(2)
+                if new_file is not None and os.path.abspath(new_file) == main_file:
+                    new_file = first_file   # the main file as the caller named it
                 if new_file is not None and new_file != file:
                     if not tokens and not file_stack:
                         pass  # the main file's own first marker
@@ -163,8 +177,8 @@ def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>") -> list[T
             if value in KEYWORDS:
                 tokens.append(Token("keyword", value, where, value))
             elif low in _KEYWORDS_LOWER:
-                reporter.error(where, f"identifier {value!r} collides with keyword "
-                                      f"{_KEYWORDS_LOWER[low]!r}")
+                if low not in CORBA3_KEYWORDS:
+                    keyword_clashes[where] = _KEYWORDS_LOWER[low]
                 tokens.append(Token("ident", value, where, value))
             elif value.startswith("_"):
                 tokens.append(Token("ident", value[1:], where, value))  # escaped identifier

@@ -26,6 +26,8 @@ class Parser:
         self.index = 0
         self.reporter = reporter
         self.pending_meta: list = []
+        self.attempted = 0     # definitions tried (an empty module is an error, a broken one
+                               # has been reported already)
 
     # --- token access --------------------------------------------------------
     def peek(self, ahead: int = 0) -> Token:
@@ -118,11 +120,12 @@ class Parser:
             if self.peek().kind == "eof":
                 break
             self.definition_into(body, self.definition)
-        if not any(not isinstance(d, (ast.Pragma, ast.FileMarker)) for d in body):
+        if self.attempted == 0:
             self.reporter.error(self.peek().pos, "the specification has no definitions")
         return body
 
     def definition_into(self, body: list, parse_one) -> None:
+        self.attempted += 1
         try:
             result = parse_one()
             if isinstance(result, list):
@@ -216,18 +219,19 @@ class Parser:
         return ast.Import(tok.pos, what)
 
     def module(self):
-        tok = self.expect("module")
+        self.expect("module")
+        tok = self.peek()
         name = self.identifier()
         self.expect("{")
+        attempted = self.attempted
         body = self.body_until_brace(self.definition)
-        if not any(not isinstance(d, (ast.Pragma, ast.FileMarker)) for d in body):
+        if self.attempted == attempted:
             self.reporter.error(tok.pos, f"module {name} is empty")
         self.expect(";")
         return ast.Module(tok.pos, name, body)
 
     # --- interfaces ----------------------------------------------------------
     def interface(self):
-        start = self.peek()
         kind = ""
         if self.at("abstract") or self.at("local"):
             kind = self.next().value
@@ -244,11 +248,9 @@ class Parser:
         self.expect("{")
         body = self.body_until_brace(self.export_definition)
         self.expect(";")
-        del start
         return ast.Interface(name_tok.pos, name, kind, bases, body)
 
     def attribute(self):
-        start = self.peek()
         readonly = self.accept("readonly")
         self.expect("attribute")
         atype = self.param_type_spec()
@@ -269,7 +271,6 @@ class Parser:
                 names.append((tok.pos, self.identifier()))
         for pos, name in names:
             attrs.append(ast.Attribute(pos, readonly, atype, name, getraises, setraises))
-        del start
         return attrs
 
     def raises_clause(self, word: str) -> list:

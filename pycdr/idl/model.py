@@ -1,0 +1,114 @@
+"""What the front end gives its users: interfaces with their operations, and
+the :class:`IdlModule` that holds every type, interface and constant of a file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..typecode import TypeCode
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    mode: str              # "in", "out" or "inout"
+    type: TypeCode
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str              # the GIOP operation name (_get_x / _set_x for attributes)
+    params: tuple          # Param
+    result: TypeCode
+    raises: tuple          # exception TypeCodes
+    oneway: bool = False
+    contexts: tuple = ()
+    attribute: str | None = None   # the attribute an accessor belongs to
+
+    @property
+    def in_params(self) -> tuple:
+        return tuple(p for p in self.params if p.mode in ("in", "inout"))
+
+    @property
+    def out_params(self) -> tuple:
+        return tuple(p for p in self.params if p.mode in ("out", "inout"))
+
+
+@dataclass(frozen=True)
+class Attribute:
+    name: str
+    type: TypeCode
+    readonly: bool
+    getraises: tuple
+    setraises: tuple
+
+
+@dataclass
+class Interface:
+    name: str
+    scoped_name: str
+    repo_id: str
+    kind: str              # "" (unconstrained), "abstract" or "local"
+    bases: tuple           # scoped names of the direct bases
+    operations: list = field(default_factory=list)   # own operations, attribute accessors included
+    attributes: list = field(default_factory=list)
+    type: TypeCode | None = None
+    _module: "IdlModule | None" = field(default=None, repr=False)
+
+    def all_operations(self) -> dict:
+        """Every operation the interface supports, inherited ones included, by name."""
+        ops: dict = {}
+        for base in self.bases:
+            ops.update(self._module.interfaces[base].all_operations())
+        for op in self.operations:
+            ops[op.name] = op
+        return ops
+
+    def operation(self, name: str) -> Operation:
+        return self.all_operations()[name]
+
+    def is_a(self, repo_id: str) -> bool:
+        if repo_id in (self.repo_id, "IDL:omg.org/CORBA/Object:1.0"):
+            return True
+        return any(self._module.interfaces[b].is_a(repo_id) for b in self.bases)
+
+
+@dataclass
+class Declaration:
+    """One named entity of the IDL: for listings (`pycdr idl show`)."""
+    scoped_name: str
+    kind: str
+    repo_id: str
+    file: str
+    line: int
+
+
+@dataclass
+class IdlModule:
+    path: str
+    types: dict = field(default_factory=dict)        # scoped name -> TypeCode
+    interfaces: dict = field(default_factory=dict)   # scoped name -> Interface
+    constants: dict = field(default_factory=dict)    # scoped name -> Python value
+    repo_ids: dict = field(default_factory=dict)     # scoped name -> repository id
+    declarations: list = field(default_factory=list)
+    classes: dict = field(default_factory=dict)      # scoped name -> Python class
+
+    def type_by_id(self, repo_id: str) -> TypeCode | None:
+        for t in self.types.values():
+            if t.id() == repo_id:
+                return t
+        return None
+
+    def interface_by_id(self, repo_id: str) -> Interface | None:
+        for i in self.interfaces.values():
+            if i.repo_id == repo_id:
+                return i
+        return None
+
+    def __getitem__(self, scoped_name: str):
+        """The Python class (struct, union, enum, exception, value) or constant of a name."""
+        if scoped_name in self.classes:
+            return self.classes[scoped_name]
+        if scoped_name in self.constants:
+            return self.constants[scoped_name]
+        raise KeyError(scoped_name)
