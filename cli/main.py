@@ -24,12 +24,18 @@ def main() -> None:
     """pycdr: CORBA CDR/GIOP/IIOP analyzer, conformance suite and reference ORB."""
 
 
+# (module under pycdr.cli, attribute) of every subcommand, in --help order.
+SUBCOMMANDS = (
+    ("decode", "cmd"), ("ior", "cmd"), ("idl", "cmd"), ("pcap", "cmd"),
+    ("dissector", "cmd"), ("dissector", "capture"), ("serve", "cmd"), ("call", "cmd"),
+    ("probe", "cmd"), ("conformance", "conformance_cmd"),
+)
+
+
 def _register() -> None:
-    # Each subcommand lives in its own module and is added here, one line each.
-    from pycdr.cli.decode import cmd as decode_cmd; main.add_command(decode_cmd)  # noqa: E702
-    from pycdr.cli.ior import cmd as ior_cmd; main.add_command(ior_cmd)  # noqa: E702
-    from pycdr.cli.idl import cmd as idl_cmd; main.add_command(idl_cmd)  # noqa: E702
-    pass
+    import importlib
+    for module, attribute in SUBCOMMANDS:
+        main.add_command(getattr(importlib.import_module(f"pycdr.cli.{module}"), attribute))
 
 
 _register()

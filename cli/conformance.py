@@ -1,0 +1,71 @@
+"""`pycdr conformance [TARGET]`: the conformance suite against an endpoint, or
+against the reference ORB started in-process when no target is given."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
+
+
+@click.command("conformance")
+@click.argument("target", required=False)
+@click.option("--json", "json_file", type=click.Path(dir_okay=False),
+              help="Write every verdict with the bytes sent and received as JSON.")
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False),
+              help="Write a JUnit XML report.")
+@click.option("--group", "groups", multiple=True,
+              help="Only these groups (locate, request, version, fragment, malformed, echo, "
+                   "align); repeatable.")
+@click.option("--no-wide", is_flag=True,
+              help="Do not send wchar/wstring (some ORBs abort the process on them).")
+@click.option("--list", "list_only", is_flag=True, help="List the cases and exit.")
+def conformance_cmd(target, json_file, junit_file, groups, no_wide, list_only):
+    """Run the GIOP conformance suite against TARGET (an IOR, a corbaloc URL or
+    host:port). Without TARGET, against the built-in reference ORB.
+
+    Exit status: 0 when no case failed, 1 when some did, 3 when the target
+    cannot be reached."""
+    from pycdr.conformance import report
+    from pycdr.conformance.runner import FAIL
+    from pycdr.conformance.suite import Suite, target_or_reference
+    from pycdr.conformance.target import TargetError
+    from pycdr.errors import PycdrError
+    try:
+        from rich.progress import Progress
+    except ImportError:  # pragma: no cover - rich is a dependency
+        Progress = None
+    with target_or_reference(target) as endpoint:
+        try:
+            suite = Suite(endpoint, wide_chars=not no_wide, groups=set(groups) or None)
+        except (TargetError, PycdrError, OSError) as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_UNREACHABLE)
+        if list_only:
+            for case in suite.cases:
+                click.echo(f"{case.id}  {case.title}  [{case.spec}]")
+            sys.exit(EXIT_OK)
+        if Progress is not None and sys.stderr.isatty():
+            with Progress(transient=True) as progress:
+                task = progress.add_task("conformance", total=len(suite.cases))
+                for case in suite.cases:
+                    suite.run_case(case)
+                    progress.advance(task)
+                    progress.update(task, description=case.id[:48])
+            suite.run.elapsed = sum(r.elapsed for r in suite.run.results)
+        else:
+            suite.run_all()
+    run = suite.run
+    for line in report.summary_lines(run):
+        click.echo(line)
+    click.echo(f"{len(run.results)} cases in {run.elapsed:.1f} s")
+    if json_file:
+        with open(json_file, "w") as f:
+            json.dump(report.to_json(run), f, indent=1)
+    if junit_file:
+        with open(junit_file, "w") as f:
+            f.write(report.to_junit(run))
+    sys.exit(EXIT_BAD_INPUT if run.counts.get(FAIL) else EXIT_OK)

@@ -1,0 +1,735 @@
+"""The case catalog.  Every case is data: which messages to send (a template
+with version, byte order, addressing, service contexts, body, and byte-level
+mutations), how to deliver them (whole, split at every offset, byte by
+byte), the outcomes the specification allows, the deviations real ORBs show
+that are tolerated (with the reason), and the section of CORBA 3.x Part 2
+(chapter 9, "General Inter-ORB Protocol") the case rests on.  The bytes are
+rendered from the template and the target, so a case can be replayed,
+printed and exported as a pcap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pycdr import codesets
+from pycdr.cdr import CDRWriter
+from pycdr.giop.header import FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType, encode_header
+from pycdr.giop.messages import (CancelRequest, Fragment, KeyAddr, LocateRequest, Message,
+                                 ProfileAddr, ReferenceAddr, Request, encode_message,
+                                 fragment_message)
+from pycdr.giop.service_contexts import CodeSetsContext, RawServiceContext
+from pycdr.iiop import IIOPProfile, encode_profile, make_ior
+from pycdr.marshal import write_value
+from pycdr import tc
+
+VERSIONS = ((1, 0), (1, 1), (1, 2), (1, 3))
+ORDERS = (False, True)     # big-endian, little-endian
+UNKNOWN_KEY = b"pycdr-no-such-object-\xff"
+NOT_A_TYPE = "IDL:pycdr/NoSuchInterface:1.0"
+OBJECT_ID = "IDL:omg.org/CORBA/Object:1.0"
+
+
+# --------------------------------------------------------------------------
+# What may come back
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Expect:
+    """An outcome: its kind and details that must match (a detail given as a
+    tuple matches any of its values)."""
+    kind: str
+    details: tuple = ()           # ((name, value), ...)
+
+    def matches(self, outcome) -> bool:
+        if outcome.kind != self.kind:
+            return False
+        for name, value in self.details:
+            got = outcome.details.get(name)
+            if isinstance(value, tuple):
+                if got not in value:
+                    return False
+            elif got != value:
+                return False
+        return True
+
+    def __str__(self) -> str:
+        inner = ", ".join(f"{k}={v}" for k, v in self.details)
+        return f"{self.kind}({inner})" if inner else self.kind
+
+
+def E(kind: str, **details) -> Expect:
+    return Expect(kind, tuple(sorted(details.items())))
+
+
+REFUSED = (E("message_error"), E("closed"))          # the two ways to reject bad framing
+MARSHAL_OR_REFUSED = (E("system_exception", name=("MARSHAL", "BAD_PARAM")),) + REFUSED
+
+
+# --------------------------------------------------------------------------
+# What is sent
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Msg:
+    """A message template. ``kind``: request, locate, cancel, close,
+    message_error, or raw (``raw`` holds the bytes)."""
+    kind: str
+    operation: str = "_non_existent"
+    key: str = "target"                 # target | unknown | empty
+    address: str = "key"                # key | profile | reference | reference-bad-index
+    response_flags: int = 3
+    contexts: tuple = ()                # names, see _contexts()
+    body: tuple = ()                    # ("is_a", repo_id) | ("echo", op, value) | ("raw", bytes)
+    request_id: int = 0                 # 0: the next id; else fixed
+    mutate: tuple = ()                  # ((name, arg), ...), see _mutate()
+    raw: bytes = b""
+    fragment: int = 0                   # split into Fragments of this size (1.1+: see _fragments)
+    version: tuple | None = None        # override the case's version for this message
+    little: bool | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    spec: str
+    version: tuple
+    little: bool
+    send: tuple                          # Msg templates, sent in order
+    expect: tuple                        # Expect: outcomes that pass
+    tolerate: tuple = ()                 # (Expect, reason): deviations real ORBs show
+    want: int = 1                        # messages to wait for (0: expect silence)
+    delivery: str = "whole"              # whole | split-every-offset | bytewise
+    timeout: float = 2.0
+    linger: float = 0.0                  # keep reading after the answer (to see a close)
+    risky: bool = False                  # check the endpoint is alive afterwards
+    needs: str = ""                      # "" | "echo" (the conformance Echo interface)
+    group: str = ""
+    check: str = ""                      # a result check by name (see runner.CHECKS)
+    special: str = ""                    # bytes made by a named renderer (SPECIAL), not `send`
+
+    @property
+    def variant(self) -> str:
+        return f"{self.version[0]}.{self.version[1]}-{'LE' if self.little else 'BE'}"
+
+
+# --------------------------------------------------------------------------
+# Rendering templates into bytes
+# --------------------------------------------------------------------------
+class RenderContext:
+    """Target facts a template needs, and request ids."""
+
+    def __init__(self, target, echo_interface=None):
+        self.target = target
+        self.echo = echo_interface
+        self._next_id = 0x100
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def key(self, name: str) -> bytes:
+        return {"target": self.target.object_key, "unknown": UNKNOWN_KEY, "empty": b""}[name]
+
+    def profile(self, key: bytes, little: bool):
+        t = self.target
+        return encode_profile(IIOPProfile((1, 2), t.host, t.port, key, (), little))
+
+
+def _address(ctx: RenderContext, m: Msg, version, little):
+    key = ctx.key(m.key)
+    if m.address == "key" or version < (1, 2):
+        return KeyAddr(key)
+    profile = ctx.profile(key, not little if "other-order" in m.address else little)
+    if m.address.startswith("profile"):
+        return ProfileAddr(profile)
+    ior = make_ior(ctx.target.type_id or OBJECT_ID, [])
+    ior = type(ior)(ior.type_id, (profile,))
+    index = 7 if m.address == "reference-bad-index" else 0
+    return ReferenceAddr(index, ior)
+
+
+def _contexts(names, little):
+    out = []
+    for name in names:
+        if name == "codesets":
+            out.append(CodeSetsContext(codesets.ISO_8859_1, codesets.UTF_16, little=little))
+        elif name == "codesets-other-order":
+            out.append(CodeSetsContext(codesets.ISO_8859_1, codesets.UTF_16, little=not little))
+        elif name == "codesets-utf8":
+            out.append(CodeSetsContext(codesets.UTF_8, codesets.UTF_16, little=little))
+        elif name == "unknown":
+            out.append(RawServiceContext(id=0x50594344, data=b"\x00\x01\x02\x03pycdr"))
+        elif name.startswith("pad:"):
+            out.append(RawServiceContext(id=0x50594345, data=b"\x00" * int(name[4:])))
+        else:  # pragma: no cover - catalog typo
+            raise ValueError(f"unknown context template {name!r}")
+    return out
+
+
+def _write_body(ctx: RenderContext, m: Msg, version):
+    if not m.body:
+        return None
+    what = m.body[0]
+    if what == "is_a":
+        repo_id = m.body[1] if m.body[1] != "$target" else (ctx.target.type_id or OBJECT_ID)
+        return lambda w: w.write_string(repo_id)
+    if what == "echo":
+        op = ctx.echo.operation(m.body[1])
+        values = m.body[2]
+
+        def write(w):
+            for param, value in zip(op.in_params, values):
+                write_value(w, param.type, value)
+        return write
+    if what == "raw":
+        data = m.body[1]
+        return lambda w: w.write_raw(data)
+    if what == "raw-aligned":     # the bytes, 8-aligned as a 1.2 body would be
+        data = m.body[1]
+
+        def write(w):
+            w.align(8)
+            w.write_raw(data)
+        return write
+    raise ValueError(f"unknown body template {what!r}")  # pragma: no cover
+
+
+def render(case: Case, ctx: RenderContext) -> list[bytes]:
+    """The byte strings to send, one per GIOP message (after mutations and
+    fragmentation), with the request ids they use."""
+    out = []
+    last_id = None
+    for m in case.send:
+        version = m.version or case.version
+        little = case.little if m.little is None else m.little
+        rid = m.request_id or (last_id if m.kind in ("cancel",) and last_id else ctx.next_id())
+        if m.kind == "raw":
+            out.append(_mutate(m.raw, m.mutate, little))
+            continue
+        if m.kind == "request":
+            last_id = rid
+            msg: Message = Request(version=version, little=little, request_id=rid,
+                                   response_flags=m.response_flags,
+                                   target=_address(ctx, m, version, little),
+                                   operation=m.operation,
+                                   service_contexts=_contexts(m.contexts, little))
+        elif m.kind == "locate":
+            last_id = rid
+            msg = LocateRequest(version=version, little=little, request_id=rid,
+                                target=_address(ctx, m, version, little))
+        elif m.kind == "cancel":
+            msg = CancelRequest(version=version, little=little, request_id=rid)
+        elif m.kind in ("close", "message_error"):
+            data = encode_header(version, little,
+                                 MsgType.CloseConnection if m.kind == "close"
+                                 else MsgType.MessageError, 0)
+            out.append(_mutate(data, m.mutate, little))
+            continue
+        else:  # pragma: no cover
+            raise ValueError(f"unknown message template {m.kind!r}")
+        data = encode_message(msg, write_body=_write_body(ctx, m, version))
+        if ("nonzero_padding", None) in m.mutate:
+            # The gap between the header and the 8-aligned body.
+            header_end = len(encode_message(msg))
+            gap = (-header_end) & 7
+            data = data[:header_end] + b"\xa5" * gap + data[header_end + gap:]
+        if m.fragment:
+            out.extend(_mutate(d, m.mutate, little) for d in _fragments(data, m.fragment))
+        else:
+            out.append(_mutate(data, m.mutate, little))
+    return out
+
+
+def _fragments(data: bytes, size: int) -> list[bytes]:
+    """Split an encoded message into Fragments of ``size`` bytes of data each.
+    GIOP 1.2+: the library's fragmenter (sizes multiple of 8 as the spec
+    wants, or exactly ``size`` when a case wants to break that rule).  GIOP
+    1.1: cut where no primitive is split (the cases use bodies made of octets
+    and strings after the header, which a cut at a multiple of 8 keeps whole)."""
+    version = (data[4], data[5])
+    little = bool(data[6] & 1)
+    if version >= (1, 2) and size % 8 == 0:
+        return fragment_message(data, size + 16)    # 16: GIOP + fragment header
+    body = data[HEADER_SIZE:]
+    pieces = [body[i:i + size] for i in range(0, len(body), size)]
+    first = encode_header(version, little, data[7], len(pieces[0]),
+                          more_fragments=len(pieces) > 1) + pieces[0]
+    out = [first]
+    rid = data[HEADER_SIZE:HEADER_SIZE + 4] if version >= (1, 2) else b""
+    for i, piece in enumerate(pieces[1:], 1):
+        payload = rid + piece
+        out.append(encode_header(version, little, MsgType.Fragment, len(payload),
+                                 more_fragments=i < len(pieces) - 1) + payload)
+    return out
+
+
+def _mutate(data: bytes, mutations, little: bool) -> bytes:
+    """Byte-level damage applied after encoding."""
+    b = bytearray(data)
+    for name, arg in mutations:
+        if name == "magic":
+            b[0:4] = arg
+        elif name == "version":
+            b[4], b[5] = arg
+        elif name == "flags_or":
+            b[6] |= arg
+        elif name == "msg_type":
+            b[7] = arg
+        elif name == "size":
+            b[8:12] = arg.to_bytes(4, "little" if little else "big")
+        elif name == "size_delta":
+            size = int.from_bytes(b[8:12], "little" if little else "big") + arg
+            b[8:12] = size.to_bytes(4, "little" if little else "big")
+        elif name == "truncate":
+            del b[arg:]
+        elif name == "append":
+            b += arg
+        elif name == "poke":                 # (offset from the end if negative, value)
+            offset, value = arg
+            b[offset] = value
+        elif name == "pad_empty_body":       # 1.2: pad an empty body to 8 anyway
+            pad = (-len(b)) & 7
+            b += bytes(pad)
+            size = len(b) - HEADER_SIZE
+            b[8:12] = size.to_bytes(4, "little" if little else "big")
+        elif name == "nonzero_padding":      # applied in render(), which knows the gap
+            pass
+        else:  # pragma: no cover
+            raise ValueError(f"unknown mutation {name!r}")
+    return bytes(b)
+
+
+# --------------------------------------------------------------------------
+# The catalog
+# --------------------------------------------------------------------------
+S_HEADER = "9.4.1 GIOP Message Header"
+S_REQUEST = "9.4.2 Request Message"
+S_REPLY = "9.4.3 Reply Message"
+S_CANCEL = "9.4.4 CancelRequest Message"
+S_LOCATE = "9.4.5 LocateRequest Message"
+S_LOCATE_REPLY = "9.4.6 LocateReply Message"
+S_MESSAGE_ERROR = "9.4.8 MessageError Message"
+S_FRAGMENT = "9.4.9 Fragment Message"
+S_VERSION = "9.4.1 GIOP Message Header (version negotiation)"
+S_CDR = "9.3 CDR Transfer Syntax"
+S_ALIGN = "9.3.1.1 Alignment; 9.4.2.3 Request Body (GIOP 1.2 8-octet alignment)"
+S_CODESETS = "13.10.2.5 Code Set Negotiation (CodeSets service context)"
+S_CONTEXTS = "13.7 Service Context"
+S_ENCAPS = "9.3.3 Encapsulation"
+S_CLOSE = "9.4.7 CloseConnection Message; 9.5.1 connection management"
+
+LOCATE_HERE = E("locate_reply", status="OBJECT_HERE")
+REPLY = E("reply")
+LAX_BOOLEAN = "lax boolean decoding: any non-zero octet is TRUE (omniORB does this by design)"
+
+
+def _variants(versions=VERSIONS, orders=ORDERS):
+    for v in versions:
+        for little in orders:
+            yield v, little
+
+
+def _case(cid, title, spec, v, little, send, expect, **kw):
+    return Case(id=f"{cid}[{v[0]}.{v[1]}-{'LE' if little else 'BE'}]", title=title, spec=spec,
+                version=v, little=little, send=tuple(send), expect=tuple(expect),
+                group=cid.split(".")[0], **kw)
+
+
+def catalog(target_version=(1, 2)) -> list[Case]:
+    cases: list[Case] = []
+    add = cases.append
+    # ---- Locate -----------------------------------------------------------
+    for v, le in _variants():
+        add(_case("locate.existing-key", "LocateRequest for the target's key", S_LOCATE, v, le,
+                  [Msg("locate")], [LOCATE_HERE]))
+        add(_case("locate.unknown-key", "LocateRequest for a key nobody serves", S_LOCATE, v, le,
+                  [Msg("locate", key="unknown")], [E("locate_reply", status="UNKNOWN_OBJECT")],
+                  tolerate=[(E("locate_reply", status="LOC_SYSTEM_EXCEPTION"),
+                             "answers with an OBJECT_NOT_EXIST system exception instead")]))
+    for v, le in _variants(((1, 2), (1, 3))):
+        add(_case("locate.profile-addr", "LocateRequest addressed by an IIOP profile (ProfileAddr)",
+                  S_LOCATE + "; 9.4.2.1 TargetAddress", v, le,
+                  [Msg("locate", address="profile")], [LOCATE_HERE],
+                  tolerate=[(E("locate_reply", status="LOC_NEEDS_ADDRESSING_MODE"),
+                             "asks for KeyAddr instead (allowed by NEEDS_ADDRESSING_MODE)")],
+                  risky=True))
+        add(_case("locate.profile-addr-other-order",
+                  "ProfileAddr whose profile encapsulation has the other byte order",
+                  S_ENCAPS, v, le, [Msg("locate", address="profile-other-order")], [LOCATE_HERE],
+                  tolerate=[(E("locate_reply", status="LOC_NEEDS_ADDRESSING_MODE"),
+                             "asks for KeyAddr instead")], risky=True))
+        add(_case("locate.reference-addr", "LocateRequest addressed by an IOR (ReferenceAddr)",
+                  S_LOCATE + "; 9.4.2.1 TargetAddress", v, le,
+                  [Msg("locate", address="reference")], [LOCATE_HERE],
+                  tolerate=[(E("locate_reply", status="LOC_NEEDS_ADDRESSING_MODE"),
+                             "asks for KeyAddr instead")], risky=True))
+        add(_case("locate.reference-bad-index",
+                  "ReferenceAddr whose selected_profile_index points past the profiles",
+                  S_LOCATE + "; 9.4.2.1 TargetAddress", v, le,
+                  [Msg("locate", address="reference-bad-index")],
+                  [E("locate_reply", status=("UNKNOWN_OBJECT", "LOC_SYSTEM_EXCEPTION")),
+                   *REFUSED], risky=True))
+        add(_case("locate.reply-alignment", "LocateReply 1.2 body (OBJECT_HERE has none; "
+                  "the status and request id sit unpadded after the header)",
+                  S_LOCATE_REPLY, v, le, [Msg("locate")], [LOCATE_HERE],
+                  check="locate_reply_unpadded"))
+
+    # ---- Requests on any endpoint -------------------------------------------
+    for v, le in _variants():
+        add(_case("request.non-existent", "_non_existent on the target", S_REQUEST, v, le,
+                  [Msg("request", operation="_non_existent")], [REPLY], check="boolean_false"))
+        add(_case("request.is-a-true", "_is_a for CORBA::Object (every object is one)",
+                  S_REQUEST, v, le, [Msg("request", operation="_is_a",
+                                         body=("is_a", OBJECT_ID))], [REPLY],
+                  check="boolean_true"))
+        add(_case("request.is-a-false", "_is_a for an interface nobody implements", S_REQUEST,
+                  v, le, [Msg("request", operation="_is_a", body=("is_a", NOT_A_TYPE))], [REPLY],
+                  check="boolean_false"))
+        add(_case("request.unknown-operation", "an operation the object does not have",
+                  S_REQUEST, v, le, [Msg("request", operation="pycdr_no_such_operation")],
+                  [E("system_exception", name="BAD_OPERATION", completed="COMPLETED_NO")],
+                  tolerate=[(E("system_exception", name="BAD_OPERATION"),
+                             "BAD_OPERATION with another completion status")]))
+        add(_case("request.unknown-key", "a request to a key nobody serves", S_REQUEST, v, le,
+                  [Msg("request", key="unknown")],
+                  [E("system_exception", name="OBJECT_NOT_EXIST", completed="COMPLETED_NO")],
+                  tolerate=[(E("system_exception", name="OBJECT_NOT_EXIST"),
+                             "OBJECT_NOT_EXIST with another completion status"),
+                            (E("system_exception", name="OBJ_ADAPTER"),
+                             "OBJ_ADAPTER: no adapter for the key")]))
+        add(_case("request.oneway", "a oneway request (no response expected) gets no reply",
+                  S_REQUEST, v, le, [Msg("request", response_flags=0)], [E("silent")], want=0,
+                  timeout=0.5))
+        add(_case("request.unknown-context", "an unknown service context is ignored",
+                  S_CONTEXTS, v, le, [Msg("request", contexts=("unknown",))], [REPLY]))
+        add(_case("request.repeated-context", "the same unknown service context twice",
+                  S_CONTEXTS, v, le, [Msg("request", contexts=("unknown", "unknown"))], [REPLY]))
+        if v != (1, 0):
+            add(_case("request.codesets-first", "a CodeSets context on the first request",
+                      S_CODESETS, v, le, [Msg("request", contexts=("codesets",))], [REPLY]))
+            add(_case("request.codesets-later", "a CodeSets context only on a later request",
+                      S_CODESETS, v, le, [Msg("request"), Msg("request", contexts=("codesets",))],
+                      [REPLY], want=2))
+            add(_case("request.codesets-conflicting",
+                      "a second, different CodeSets context on the same connection",
+                      S_CODESETS, v, le,
+                      [Msg("request", contexts=("codesets",)),
+                       Msg("request", contexts=("codesets-utf8",))], [REPLY], want=2,
+                      tolerate=[(E("system_exception", name=("BAD_PARAM", "CODESET_INCOMPATIBLE",
+                                                             "MARSHAL")),
+                                 "rejects the change of code sets")]))
+            add(_case("request.codesets-other-order",
+                      "a CodeSets context encapsulated in the other byte order",
+                      S_ENCAPS, v, le, [Msg("request", contexts=("codesets-other-order",))],
+                      [REPLY]))
+        add(_case("request.byte-by-byte", "a LocateRequest sent one byte at a time",
+                  S_HEADER, v, le, [Msg("locate")], [LOCATE_HERE], delivery="bytewise",
+                  timeout=5.0))
+        add(_case("request.split-every-offset",
+                  "a _non_existent request split into two TCP segments at every byte offset",
+                  S_HEADER, v, le, [Msg("request")], [REPLY], delivery="split-every-offset",
+                  timeout=5.0))
+    for v, le in _variants(((1, 2), (1, 3))):
+        add(_case("request.response-flags-1", "response_flags 1 (SYNC_WITH_SERVER)",
+                  S_REQUEST, v, le, [Msg("request", response_flags=1)], [REPLY],
+                  tolerate=[(E("silent"), "treats SYNC_WITH_SERVER as no response expected")],
+                  timeout=1.0))
+        add(_case("request.response-flags-3", "response_flags 3 (SYNC_WITH_TARGET)",
+                  S_REQUEST, v, le, [Msg("request", response_flags=3)], [REPLY]))
+        add(_case("request.response-flags-2", "response_flags 2 (reserved combination)",
+                  S_REQUEST, v, le, [Msg("request", response_flags=2)],
+                  [E("system_exception", name=("BAD_PARAM", "MARSHAL", "INV_FLAG")), *REFUSED],
+                  tolerate=[(REPLY, "treats the invalid value 2 as a response-expected flag"),
+                            (E("silent"), "treats the invalid value 2 as no response expected")],
+                  timeout=1.0, risky=True))
+        add(_case("request.empty-body-unpadded",
+                  "a 1.2 request with no arguments ends right after its header (no padding)",
+                  S_ALIGN, v, le, [Msg("request")], [REPLY]))
+        add(_case("request.empty-body-padded",
+                  "a 1.2 request with no arguments but padding to 8 after the header",
+                  S_ALIGN, v, le, [Msg("request", mutate=(("pad_empty_body", None),))],
+                  [REPLY, E("system_exception", name="MARSHAL")], risky=True))
+
+    # ---- Version negotiation ------------------------------------------------
+    above = (target_version[0], target_version[1] + 1)
+    for le in ORDERS:
+        add(_case("version.above-advertised", f"a request in GIOP {above[0]}.{above[1]}, one "
+                  "minor version above the endpoint's IOR", S_VERSION, above, le,
+                  [Msg("request")], [E("message_error", version_le_target=True,
+                                       then_closed=True)],
+                  tolerate=[(REPLY, "answers a version its IOR does not advertise"),
+                            (E("message_error"), "a MessageError, but the connection stays "
+                             "open or carries another version"),
+                            (E("closed"), "closes without the MessageError the spec asks for")],
+                  linger=0.5, risky=True))
+    for le in ORDERS:
+        for bad in ((1, 9), (2, 0)):
+            add(_case(f"version.minor-{bad[0]}-{bad[1]}",
+                      f"a GIOP {bad[0]}.{bad[1]} LocateRequest", S_VERSION, (1, 2), le,
+                      [Msg("locate", mutate=(("version", bad),))],
+                      [E("message_error", version_le_target=True, then_closed=True)],
+                      tolerate=[(E("message_error"), "a MessageError, but the connection stays "
+                                 "open or carries another version"),
+                                (E("closed"), "closes without the MessageError the spec asks "
+                                 "for")], linger=0.5, risky=True))
+
+    # ---- Fragmentation ------------------------------------------------------
+    big_is_a = ("is_a", NOT_A_TYPE)
+    for v, le in _variants(((1, 2), (1, 3))):
+        add(_case("fragment.request-8", "a Request in Fragments of 8-multiple size", S_FRAGMENT,
+                  v, le, [Msg("request", operation="_is_a", body=big_is_a, fragment=16)],
+                  [REPLY], check="boolean_false"))
+        add(_case("fragment.request-odd", "a Request in Fragments whose size is not a multiple "
+                  "of 8 (1.2 wants multiples of 8)", S_FRAGMENT, v, le,
+                  [Msg("request", operation="_is_a", body=big_is_a, fragment=13)],
+                  [E("message_error"), E("closed"), E("system_exception", name="MARSHAL")],
+                  tolerate=[(REPLY, "accepts fragments that are not a multiple of 8")],
+                  risky=True))
+        add(_case("fragment.interleaved", "Fragments of two requests interleaved", S_FRAGMENT,
+                  v, le, [], [REPLY], want=2, special="interleaved", check="boolean_false"))
+        add(_case("fragment.cancel", "CancelRequest before the last Fragment of a request",
+                  S_FRAGMENT + "; " + S_CANCEL, v, le, [], [E("silent")],
+                  want=0, timeout=0.7, special="cancel_fragmented",
+                  tolerate=[(REPLY, "answers the cancelled request anyway (allowed: a reply "
+                             "may cross the CancelRequest)")]))
+        add(_case("fragment.more-on-cancel", "the more-fragments bit on a CancelRequest",
+                  S_FRAGMENT, v, le, [Msg("cancel", mutate=(("flags_or", FLAG_MORE_FRAGMENTS),))],
+                  [E("message_error")], tolerate=[(E("silent"), "ignores the flag"),
+                                                  (E("closed"), "closes without MessageError")],
+                  timeout=0.7, risky=True))
+        add(_case("fragment.split-every-offset",
+                  "a fragmented request split at every byte offset (inside both headers)",
+                  S_FRAGMENT, v, le, [Msg("request", operation="_is_a", body=big_is_a,
+                                          fragment=16)], [REPLY],
+                  delivery="split-every-offset", timeout=8.0))
+    for le in ORDERS:
+        v = (1, 1)
+        add(_case("fragment.request-11", "a GIOP 1.1 Request in Fragments (no request_id)",
+                  S_FRAGMENT, v, le, [Msg("request", operation="_is_a", body=big_is_a,
+                                          fragment=24)], [REPLY], check="boolean_false"))
+        add(_case("fragment.more-on-locate-11",
+                  "the more-fragments bit on a GIOP 1.1 LocateRequest (1.1 may not fragment it)",
+                  S_FRAGMENT, v, le, [Msg("locate", mutate=(("flags_or", FLAG_MORE_FRAGMENTS),))],
+                  [E("message_error"), E("closed")],
+                  tolerate=[(LOCATE_HERE, "ignores the flag and answers"),
+                            (E("silent"), "waits for a Fragment that may not come")],
+                  timeout=0.7, risky=True))
+        add(_case("fragment.giop-1-0", "a Fragment message in GIOP 1.0 (which has none)",
+                  S_FRAGMENT, (1, 0), le,
+                  [Msg("raw", raw=encode_header((1, 0), le, MsgType.Fragment, 4) + b"\0\0\0\1")],
+                  [E("message_error")],
+                  tolerate=[(E("closed"), "closes without MessageError"),
+                            (E("silent"), "ignores it")], timeout=0.7, risky=True))
+
+    # ---- Malformed input ----------------------------------------------------
+    for le in ORDERS:
+        v = (1, 2)
+        add(_case("malformed.bad-magic", "a header whose magic is GIOX", S_HEADER, v, le,
+                  [Msg("locate", mutate=(("magic", b"GIOX"),))], REFUSED, linger=0.3,
+                  tolerate=[(E("silent"), "ignores the bytes (the spec asks for MessageError)")],
+                  timeout=1.0, risky=True))
+        add(_case("malformed.message-type", "message type 8 (only 0-7 exist)", S_HEADER, v, le,
+                  [Msg("locate", mutate=(("msg_type", 8),))], REFUSED, linger=0.3,
+                  tolerate=[(E("silent"), "ignores the message")], timeout=1.0, risky=True))
+        add(_case("malformed.size-larger", "message_size claims 64 more bytes than are sent",
+                  S_HEADER, v, le, [Msg("locate", mutate=(("size_delta", 64),))],
+                  [E("silent"), E("closed"), E("message_error")], timeout=1.0, want=0,
+                  risky=True))
+        add(_case("malformed.size-smaller", "message_size 4 bytes short: the tail of the body "
+                  "reads as the next header", S_HEADER, v, le,
+                  [Msg("locate", mutate=(("size_delta", -4),))],
+                  [*REFUSED, E("locate_reply"), E("silent")], timeout=1.0, linger=0.3,
+                  risky=True))
+        add(_case("malformed.trailing-garbage", "a valid LocateRequest followed by garbage",
+                  S_HEADER, v, le, [Msg("locate", mutate=(("append", b"\xde\xad\xbe\xef" * 4),))],
+                  [LOCATE_HERE, *REFUSED], linger=0.3, risky=True))
+        add(_case("malformed.truncated-header", "six bytes of a header, then nothing", S_HEADER,
+                  v, le, [Msg("locate", mutate=(("truncate", 6),))],
+                  [E("silent"), E("closed")], want=0, timeout=0.7, risky=True))
+        add(_case("malformed.size-4gib", "message_size 0xfffffff0 (4 GiB)", S_HEADER, v, le,
+                  [Msg("locate", mutate=(("size", 0xFFFFFFF0),))],
+                  [E("message_error"), E("closed")],
+                  tolerate=[(E("silent"), "waits for 4 GiB (whether it allocates them cannot be "
+                             "seen from here)")], timeout=1.0, linger=0.3, risky=True))
+        add(_case("malformed.operation-length", "an operation name whose length is 0x7fffffff",
+                  S_CDR, v, le, [], [*MARSHAL_OR_REFUSED],
+                  tolerate=[(E("silent"), "waits for the 2 GiB the length claims")],
+                  timeout=1.0, linger=0.3, risky=True, special="operation_length"))
+        add(_case("malformed.operation-no-nul", "an operation name without its NUL", S_CDR,
+                  v, le, [], [*MARSHAL_OR_REFUSED, E("system_exception", name="BAD_OPERATION")],
+                  tolerate=[(REPLY, "reads the name by its length and ignores the missing NUL")],
+                  linger=0.3, risky=True, special="operation_no_nul"))
+        add(_case("malformed.key-length", "an object key whose length runs past the message",
+                  S_CDR, v, le, [], [*MARSHAL_OR_REFUSED],
+                  tolerate=[(E("silent"), "waits for the bytes the length claims")],
+                  timeout=1.0, linger=0.3, risky=True, special="key_length"))
+    for le in ORDERS:
+        for value in (2, 255):
+            add(_case(f"malformed.boolean-{value}", f"GIOP 1.0 response_expected = {value}",
+                      S_CDR + " (boolean)", (1, 0), le, [], [*MARSHAL_OR_REFUSED],
+                      tolerate=[(REPLY, LAX_BOOLEAN)], linger=0.3, risky=True,
+                      special=f"boolean:{value}"))
+    return cases
+
+
+def echo_catalog(module, interface) -> list[Case]:
+    """Cases for the conformance Echo interface (every IDL type, padding, wide
+    characters, big payloads). ``module``/``interface``: its pycdr.idl objects."""
+    from .echo import WIDE_OPERATIONS, echo_values
+    operations = interface.all_operations()
+    cases = []
+    for v, le in _variants():
+        for op_name, args, note in echo_values(module):
+            if op_name not in operations:
+                continue
+            wide = op_name in WIDE_OPERATIONS
+            if wide and v == (1, 0):
+                if note:
+                    continue        # one refusal case per operation is enough
+                cases.append(_case(f"echo.{op_name}", f"{op_name} in GIOP 1.0 (which has "
+                                   "no wchar): MARSHAL", S_CODESETS, v, le, [],
+                                   [E("system_exception", name="MARSHAL")],
+                                   tolerate=[(E("system_exception", name=("BAD_PARAM",
+                                                                          "DATA_CONVERSION",
+                                                                          "INV_OBJREF")),
+                                              "refuses wide characters with another "
+                                              "exception")],
+                                   needs="echo-wide", risky=True,
+                                   special=f"wide_1_0:{op_name}"))
+                continue
+            cases.append(_case(f"echo.{op_name}{note}", f"{op_name} round trip", S_CDR, v, le,
+                               [Msg("request", operation=op_name, body=("echo", op_name, args),
+                                    contexts=("codesets",) if wide and v > (1, 0) else ())],
+                               [E("reply", echo_ok=True)],
+                               needs="echo-wide" if wide else "echo",
+                               check="echo", timeout=5.0))
+    for v, le in _variants(((1, 2), (1, 3))):
+        # Service contexts of 0..7 data bytes make the header end at every
+        # offset mod 8, so 0..7 padding bytes precede the 8-aligned body.
+        for n in range(8):
+            cases.append(_case(f"align.body-after-{n}-context-bytes",
+                               "echo_longlong after a header that needs padding before the body",
+                               S_ALIGN, v, le,
+                               [Msg("request", operation="echo_longlong",
+                                    body=("echo", "echo_longlong", (-2**62 - 3,)),
+                                    contexts=(f"pad:{n}",))],
+                               [E("reply", echo_ok=True)], needs="echo",
+                               check="echo"))
+        cases.append(_case("align.nonzero-padding", "padding bytes that are not zero "
+                           "(their value is undefined)", S_ALIGN, v, le,
+                           [Msg("request", operation="echo_longlong",
+                                body=("echo", "echo_longlong", (7,)), contexts=("pad:3",),
+                                mutate=(("nonzero_padding", None),))],
+                           [E("reply", echo_ok=True)], needs="echo",
+                           check="echo"))
+    return cases
+    return cases
+
+
+# --------------------------------------------------------------------------
+# Cases whose bytes no template describes
+# --------------------------------------------------------------------------
+def _request_bytes(ctx, case, **fields) -> bytes:
+    msg = Request(version=case.version, little=case.little, request_id=ctx.next_id(),
+                  target=KeyAddr(ctx.target.object_key), **fields)
+    return encode_message(msg)
+
+
+def _header_with(case, body: bytes, msg_type=MsgType.Request) -> bytes:
+    return encode_header(case.version, case.little, msg_type, len(body)) + body
+
+
+def _special_interleaved(case, ctx):
+    """Two fragmented requests; their fragments alternate on the wire."""
+    a = Msg("request", operation="_is_a", body=("is_a", NOT_A_TYPE), fragment=16)
+    first = render(replace(case, send=(a,), special=""), ctx)
+    second = render(replace(case, send=(a,), special=""), ctx)
+    out = []
+    for i in range(max(len(first), len(second))):
+        out.extend(x[i] for x in (first, second) if i < len(x))
+    return out
+
+
+def _special_cancel_fragmented(case, ctx):
+    """The first fragments of a request, a CancelRequest, and no last fragment."""
+    a = Msg("request", operation="_is_a", body=("is_a", NOT_A_TYPE), fragment=16)
+    parts = render(replace(case, send=(a,), special=""), ctx)
+    rid = ctx._next_id
+    cancel = encode_message(CancelRequest(version=case.version, little=case.little,
+                                          request_id=rid))
+    return parts[:-1] + [cancel]
+
+
+def _special_operation_length(case, ctx):
+    w = CDRWriter(little=case.little, version=case.version, offset=HEADER_SIZE)
+    w.write_ulong(ctx.next_id())
+    w.write_octet(3)
+    w.write_raw(b"\0\0\0")
+    w.write_short(0)
+    w.write_octet_sequence(ctx.target.object_key)
+    w.write_ulong(0x7FFFFFFF)             # the operation's length
+    w.write_raw(b"_non_existent\0")
+    return [_header_with(case, w.getvalue())]
+
+
+def _special_operation_no_nul(case, ctx):
+    data = bytearray(_request_bytes(ctx, case, operation="_non_existent"))
+    # The operation string is the last thing of a 1.2 header without contexts
+    # but for the empty service-context count: ..."_non_existent\0" + count.
+    at = data.rindex(b"_non_existent\0") + len("_non_existent")
+    data[at] = ord("!")
+    return [bytes(data)]
+
+
+def _special_key_length(case, ctx):
+    w = CDRWriter(little=case.little, version=case.version, offset=HEADER_SIZE)
+    w.write_ulong(ctx.next_id())
+    w.write_octet(3)
+    w.write_raw(b"\0\0\0")
+    w.write_short(0)
+    w.write_ulong(0x00FFFFF0)             # the key's length, far past the message
+    w.write_raw(ctx.target.object_key)
+    return [_header_with(case, w.getvalue())]
+
+
+def _special_boolean(case, ctx, value: int):
+    """GIOP 1.0 Request: service contexts (count 0), request_id, then the
+    response_expected boolean at offset 20."""
+    data = bytearray(_request_bytes(ctx, case, operation="_non_existent"))
+    assert data[20] == 1
+    data[20] = value
+    return [bytes(data)]
+
+
+def _special_wide_1_0(case, ctx, op_name: str):
+    """A wide-character argument in GIOP 1.0, marshaled as GIOP 1.1 would."""
+    op = ctx.echo.operation(op_name)
+    value = "\u20ac" if op_name == "echo_wchar" else "wide \u20ac"
+
+    def write(w):
+        w.version = (1, 1)        # 1.0 has no wchar encoding; borrow 1.1's
+        write_value(w, op.in_params[0].type, value)
+    msg = Request(version=case.version, little=case.little, request_id=ctx.next_id(),
+                  target=KeyAddr(ctx.target.object_key), operation=op_name)
+    return [encode_message(msg, write_body=write)]
+
+
+def render_case(case: Case, ctx: RenderContext) -> list[bytes]:
+    if not case.special:
+        return render(case, ctx)
+    name, _, arg = case.special.partition(":")
+    if name == "interleaved":
+        return _special_interleaved(case, ctx)
+    if name == "cancel_fragmented":
+        return _special_cancel_fragmented(case, ctx)
+    if name == "operation_length":
+        return _special_operation_length(case, ctx)
+    if name == "operation_no_nul":
+        return _special_operation_no_nul(case, ctx)
+    if name == "key_length":
+        return _special_key_length(case, ctx)
+    if name == "boolean":
+        return _special_boolean(case, ctx, int(arg))
+    if name == "wide_1_0":
+        return _special_wide_1_0(case, ctx, arg.split(":")[0])
+    raise ValueError(f"unknown special renderer {case.special!r}")  # pragma: no cover

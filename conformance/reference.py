@@ -1,0 +1,24 @@
+"""The default endpoint: the reference ORB, in-process, serving the
+conformance Echo interface."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from .echo import ECHO_INTERFACE, load_echo_module
+
+
+@contextmanager
+def reference_endpoint():
+    """Start the reference ORB on 127.0.0.1 (a free port) with an Echo servant
+    under the persistent key ``Echo``; yield its IOR; stop it after."""
+    import logging
+    from pycdr.orb import EchoServant
+    from pycdr.orb.sync import SyncORB
+    # The suite provokes protocol violations on purpose; the ORB's log of each
+    # one is noise here (the verdicts say what happened).
+    logging.getLogger("pycdr.orb").setLevel(logging.ERROR)
+    module = load_echo_module()
+    with SyncORB() as orb:
+        server = orb.serve(EchoServant(module.interfaces[ECHO_INTERFACE]), "Echo")
+        yield server.ior

@@ -1,0 +1,126 @@
+"""Reports of a conformance run: JSON, JUnit XML, a text summary, and the
+Markdown results matrix across endpoints (docs/CONFORMANCE.md)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import OrderedDict
+
+from .runner import FAIL, NOT_RUN, PASS, TOLERATED
+
+VERDICT_ORDER = (PASS, TOLERATED, FAIL, NOT_RUN)
+
+
+def to_json(run) -> dict:
+    t = run.target
+    return {"target": {"host": t.host, "port": t.port, "object_key": t.object_key.hex(),
+                       "version": f"{t.version[0]}.{t.version[1]}", "echo": t.echo,
+                       "label": t.describe()},
+            "elapsed": round(run.elapsed, 3), "counts": run.counts,
+            "results": [r.to_json() for r in run.results]}
+
+
+def to_junit(run, name: str = "pycdr-conformance") -> str:
+    suite = ET.Element("testsuite", name=name, tests=str(len(run.results)),
+                       failures=str(run.counts.get(FAIL, 0)),
+                       skipped=str(run.counts.get(NOT_RUN, 0)), time=f"{run.elapsed:.3f}")
+    for r in run.results:
+        case = ET.SubElement(suite, "testcase", classname=f"conformance.{r.case.group}",
+                             name=r.case.id, time=f"{r.elapsed:.4f}")
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="spec", value=r.case.spec)
+        ET.SubElement(props, "property", name="outcome", value=str(r.outcome))
+        if r.verdict == FAIL:
+            failure = ET.SubElement(case, "failure", message=r.reason)
+            failure.text = f"sent: {' '.join(b.hex() for b in r.sent)}\n" \
+                           f"received: {r.received.hex()}"
+        elif r.verdict == NOT_RUN:
+            ET.SubElement(case, "skipped", message=r.reason)
+        elif r.verdict == TOLERATED:
+            ET.SubElement(case, "system-out").text = f"tolerated deviation: {r.reason}"
+    return ET.tostring(suite, encoding="unicode")
+
+
+def summary_lines(run) -> list[str]:
+    lines = [f"target: {run.target.describe()} (GIOP {run.target.version[0]}."
+             f"{run.target.version[1]}{', echo' if run.target.echo else ''})"]
+    groups: dict = OrderedDict()
+    for r in run.results:
+        g = groups.setdefault(r.case.group, {v: 0 for v in VERDICT_ORDER})
+        g[r.verdict] += 1
+    lines.append(f"{'group':<12}" + "".join(f"{v:>11}" for v in VERDICT_ORDER))
+    for name, counts in groups.items():
+        lines.append(f"{name:<12}" + "".join(f"{counts[v]:>11}" for v in VERDICT_ORDER))
+    total = run.counts
+    lines.append(f"{'total':<12}" + "".join(f"{total.get(v, 0):>11}" for v in VERDICT_ORDER))
+    for r in run.results:
+        if r.verdict == FAIL:
+            lines.append(f"FAIL {r.case.id}: {r.outcome} - {r.reason} [{r.case.spec}]")
+    for r in run.results:
+        if r.verdict == TOLERATED:
+            lines.append(f"tolerated {r.case.id}: {r.outcome} - {r.reason}")
+    return lines
+
+
+def _base_id(case_id: str) -> str:
+    return case_id.split("[", 1)[0]
+
+
+def matrix_markdown(runs: "OrderedDict[str, object]", intro: str = "") -> str:
+    """Cases down, endpoints across. A cell counts verdicts over the case's
+    variants (GIOP versions x byte orders): 'pass 8', 'tolerated 2 / pass 6',
+    'FAIL 2 / pass 6', 'not run 8'."""
+    names = list(runs)
+    rows: dict = OrderedDict()
+    for name, run in runs.items():
+        for r in run.results:
+            key = _base_id(r.case.id)
+            rows.setdefault(key, {"title": r.case.title, "spec": r.case.spec, "cells": {}})
+            cell = rows[key]["cells"].setdefault(name, {v: 0 for v in VERDICT_ORDER})
+            cell[r.verdict] += 1
+    out = []
+    if intro:
+        out.append(intro.rstrip() + "\n")
+    out.append("| case | spec | " + " | ".join(names) + " |")
+    out.append("|---|---|" + "---|" * len(names))
+    for key, row in rows.items():
+        cells = []
+        for name in names:
+            counts = row["cells"].get(name)
+            if not counts:
+                cells.append("—")
+                continue
+            parts = [f"{'FAIL' if v == FAIL else v} {counts[v]}" for v in
+                     (FAIL, TOLERATED, PASS, NOT_RUN) if counts[v]]
+            cells.append(" / ".join(parts))
+        out.append(f"| `{key}` | {row['spec'].split(' ', 1)[0]} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("## Summary")
+    out.append("")
+    out.append("| endpoint | " + " | ".join(VERDICT_ORDER) + " | time |")
+    out.append("|---|" + "---|" * (len(VERDICT_ORDER) + 1))
+    for name, run in runs.items():
+        out.append(f"| {name} | " + " | ".join(str(run.counts.get(v, 0)) for v in VERDICT_ORDER)
+                   + f" | {run.elapsed:.1f} s |")
+    out.append("")
+    out.append("## Failures and tolerated deviations")
+    for name, run in runs.items():
+        out.append("")
+        out.append(f"### {name}")
+        out.append("")
+        seen = set()
+        listed = False
+        for r in run.results:
+            if r.verdict not in (FAIL, TOLERATED):
+                continue
+            key = (_base_id(r.case.id), r.verdict, str(r.outcome.kind if r.outcome else None),
+                   r.reason)
+            if key in seen:
+                continue
+            seen.add(key)
+            listed = True
+            label = "FAIL" if r.verdict == FAIL else "tolerated"
+            out.append(f"- {label} `{r.case.id}`: got {r.outcome}; {r.reason}")
+        if not listed:
+            out.append("- none")
+    return "\n".join(out) + "\n"
