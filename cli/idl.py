@@ -114,3 +114,21 @@ def padding(file, include_dirs, defines, as_json):
         how = "best" if r.best_order_exhaustive else "sorted by alignment"
         click.echo(f"  {how} member order: {', '.join(r.best_order)} "
                    f"(padding {r.best_padding:g}, saves {r.saved_bytes:g} bytes)")
+
+
+@cmd.command("lua")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("-I", "include_dirs", multiple=True, metavar="DIR",
+              help="Folder searched for #include files (repeatable).")
+@click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]",
+              help="Preprocessor macro (repeatable).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: stdout).")
+def lua(file, include_dirs, defines, output):
+    """A type table for the Wireshark dissector (dissector/pycdr_giop.lua)."""
+    from pycdr.lua_types import type_table
+    text = type_table([_load(file, include_dirs, defines)])
+    if output:
+        with open(output, "w") as f:
+            f.write(text)
+    else:
+        click.echo(text, nl=False)

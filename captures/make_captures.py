@@ -1,0 +1,433 @@
+"""Regenerate the capture corpus: synthetic pcaps written with scapy and the
+expected decoding of each (pycdr's Python decoder, ``pycdr.pcap``).
+
+    .venv/bin/python captures/make_captures.py            # synthetic + expected JSON
+    .venv/bin/python captures/make_captures.py --real     # also record omniORBpy sessions
+    .venv/bin/python captures/make_captures.py --expected # only rewrite the JSON files
+
+Synthetic sessions get TCP/IP headers made up here (a three-way handshake,
+sequence numbers, 1 ms between packets); every session has its own client port
+so that captures can be merged into one file without two sessions mixing.
+Messages are encoded by pycdr (``pycdr.giop.messages``, arguments by
+``pycdr.marshal`` from ``capture_test.idl``); the malformed ones are written
+byte by byte, each in a session of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import itertools
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from scapy.layers.inet import IP, TCP            # noqa: E402
+from scapy.layers.l2 import Ether                # noqa: E402
+from scapy.packet import Raw                     # noqa: E402
+from scapy.utils import wrpcap                   # noqa: E402
+
+from pycdr import idl                            # noqa: E402
+from pycdr.cdr import CDRWriter                  # noqa: E402
+from pycdr.giop import service_contexts as sc    # noqa: E402
+from pycdr.giop import sysexc                    # noqa: E402
+from pycdr.giop.header import MsgType, encode_header   # noqa: E402
+from pycdr.giop.messages import (CancelRequest, CloseConnection, Fragment, KeyAddr,  # noqa: E402
+                                 LocateReply, LocateRequest, MessageError, ProfileAddr,
+                                 ReferenceAddr, Reply, Request, encode_message,
+                                 fragment_message)
+from pycdr.iiop import CodeSetsComponent, IIOPProfile, ORBTypeComponent, make_ior  # noqa: E402
+from pycdr.marshal import write_value            # noqa: E402
+from pycdr.pcap import IdlBodyDecoder, decode_capture   # noqa: E402
+from pycdr.scapy_giop import GIOP                # noqa: E402
+
+IDL_FILES = [os.path.join(HERE, "capture_test.idl"), os.path.join(ROOT, "tests", "peers", "echo.idl")]
+CLIENT_IP, SERVER_IP = "10.0.0.1", "10.0.0.2"
+VERSIONS = [(1, 0), (1, 1), (1, 2), (1, 3)]
+_client_ports = itertools.count(40000)
+
+
+def load_modules():
+    return [idl.load(path, register=False) for path in IDL_FILES]
+
+
+def body_decoder():
+    return IdlBodyDecoder(load_modules())
+
+
+# ----------------------------------------------------------------------------
+class Session:
+    """One TCP connection's packets, with made-up but consistent TCP headers."""
+
+    def __init__(self, packets: list, server_port: int = 2809, start: float = 1.7e9):
+        self.packets = packets
+        self.client = (CLIENT_IP, next(_client_ports))
+        self.server = (SERVER_IP, server_port)
+        self.time = start if not packets else float(packets[-1].time) + 0.01
+        self.seq = {True: 1000, False: 5000}
+        self._segment(True, b"", "S")
+        self._segment(False, b"", "SA")
+        self._segment(True, b"", "A")
+
+    def _segment(self, from_client: bool, payload: bytes, flags: str = "PA") -> None:
+        src, dst = (self.client, self.server) if from_client else (self.server, self.client)
+        tcp = TCP(sport=src[1], dport=dst[1], flags=flags, seq=self.seq[from_client],
+                  ack=self.seq[not from_client])
+        is_giop = payload[:4] == b"GIOP" and len(payload) >= 12
+        layer = GIOP(payload) if is_giop else Raw(payload) if payload else None
+        pkt = Ether() / IP(src=src[0], dst=dst[0]) / (tcp / layer if layer is not None else tcp)
+        self.time += 0.001
+        pkt.time = self.time
+        self.packets.append(pkt)
+        self.seq[from_client] = (self.seq[from_client] + len(payload) + ("S" in flags)) & 0xFFFFFFFF
+
+    def send(self, from_client: bool, data: bytes, cuts=()) -> None:
+        """Send ``data`` in segments cut at the given offsets."""
+        bounds = [0, *cuts, len(data)]
+        for a, b in zip(bounds, bounds[1:]):
+            self._segment(from_client, data[a:b])
+
+    def client_sends(self, *messages, cuts=()):
+        self.send(True, b"".join(messages), cuts)
+
+    def server_sends(self, *messages, cuts=()):
+        self.send(False, b"".join(messages), cuts)
+
+
+# ----------------------------------------------------------------------------
+class Builder:
+    """Messages of the capture interface, encoded by pycdr."""
+
+    def __init__(self, modules):
+        self.m = modules[0]
+        self.demo = self.m.interfaces["CaptureTest::Demo"]
+
+    def op(self, name):
+        return self.demo.operation(name)
+
+    def request(self, v, little, rid, op, args, contexts=(), response=3, target=None):
+        params = self.op(op).in_params if op in self.demo.all_operations() else ()
+
+        def write(w):
+            for p, value in zip(params, args):
+                write_value(w, p.type, value)
+        msg = Request(version=v, little=little, request_id=rid, response_flags=response,
+                      target=target or KeyAddr(b"DemoPOA\x00demo"), operation=op,
+                      service_contexts=list(contexts))
+        return encode_message(msg, write_body=write if params else None)
+
+    def reply(self, v, little, rid, op, values, contexts=()):
+        o = self.op(op)
+        types = ([] if o.result.kind() == 1 else [o.result]) + [p.type for p in o.out_params]
+
+        def write(w):
+            for t, value in zip(types, values):
+                write_value(w, t, value)
+        msg = Reply(version=v, little=little, request_id=rid, service_contexts=list(contexts))
+        return encode_message(msg, write_body=write if types else None)
+
+    def user_exception(self, v, little, rid, reason, code):
+        exc = self.m.types["CaptureTest::Failure"]
+
+        def write(w):
+            w.write_string(exc.id())
+            write_value(w, exc, self.m["CaptureTest::Failure"](reason, code))
+        return encode_message(Reply(version=v, little=little, request_id=rid, reply_status=1),
+                              write_body=write)
+
+    def point(self, x, y, label):
+        return self.m["CaptureTest::Point"](x, y, label)
+
+    def color(self, name):
+        return getattr(self.m["CaptureTest::Color"], name)
+
+    def shape(self, **branch):
+        return self.m["CaptureTest::Shape"](**branch)
+
+
+def sample_ior(port=2809, host="demo.example", key=b"DemoPOA\x00other"):
+    profile = IIOPProfile((1, 2), host, port, key,
+                          (ORBTypeComponent(0x41545400), CodeSetsComponent(
+                              0x00010001, (0x05010001,), 0x00010109, ())))
+    return make_ior("IDL:CaptureTest/Demo:1.0", [profile])
+
+
+CODESETS = sc.CodeSetsContext(char_data=0x05010001, wchar_data=0x00010109)
+VENDOR_CONTEXT = sc.RawServiceContext(id=0x41545401, data=b"\x00\x01\x02\x03")   # omniORB "AT\x54" VSCID
+
+
+def messages_session(packets, b: Builder, v, little, port):
+    s = Session(packets, port)
+    rid = itertools.count(1)
+    is12 = v >= (1, 2)
+    contexts = [CODESETS, VENDOR_CONTEXT] + ([sc.RTCorbaPriority(priority=7)] if is12 else [])
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "add", [2, 40], contexts))
+    s.server_sends(b.reply(v, little, r, "add", [42]))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "greet", ["world"]))
+    s.server_sends(b.reply(v, little, r, "greet", ["hello world", 1]))
+    r = next(rid)
+    pts = [b.point(1, 2, "a"), b.point(-3, 4, "bb")]
+    s.client_sends(b.request(v, little, r, "mirror", [pts, b.color("green")]))
+    s.server_sends(b.reply(v, little, r, "mirror", [pts[::-1], b.color("blue")]))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "reshape", [b.shape(corner=b.point(5, 6, "c"))]))
+    s.server_sends(b.reply(v, little, r, "reshape", [b.shape(radius=9)]))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "find", ["other"]))
+    s.server_sends(b.reply(v, little, r, "find", [sample_ior()]))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "fail", ["no reason"]))
+    s.server_sends(b.user_exception(v, little, r, "no reason", -7))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "big", [-2, 65535, -(2 ** 40), 1.5, True, "z", 255,
+                                                     b"\x00\x01\xfe"]))
+    s.server_sends(b.reply(v, little, r, "big", [2 ** 64 - 1]))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "notify", [0.1, False], response=0))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "_non_existent", []))
+    detail = [sc.ExceptionDetailMessage(message="no such object")] if v != (1, 0) else []
+    s.server_sends(encode_message(Reply(
+        version=v, little=little, request_id=r, reply_status=2, service_contexts=detail,
+        system_exception=sysexc.OBJECT_NOT_EXIST(0x4F4D0002, 1))))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "add", [1, 1]))
+    s.server_sends(encode_message(Reply(version=v, little=little, request_id=r, reply_status=3,
+                                        forward=sample_ior(2810))))
+    r = next(rid)
+    s.client_sends(encode_message(LocateRequest(version=v, little=little, request_id=r,
+                                                target=KeyAddr(b"NameService"))))
+    s.server_sends(encode_message(LocateReply(version=v, little=little, request_id=r,
+                                              locate_status=1)))
+    r = next(rid)
+    s.client_sends(encode_message(LocateRequest(version=v, little=little, request_id=r,
+                                                target=KeyAddr(b"DemoPOA\x00demo"))))
+    s.server_sends(encode_message(LocateReply(version=v, little=little, request_id=r,
+                                              locate_status=2, forward=sample_ior(2811))))
+    if is12:
+        ior = sample_ior()
+        r = next(rid)
+        s.client_sends(b.request(v, little, r, "add", [3, 4], target=ProfileAddr(ior.profiles[0])))
+        s.server_sends(encode_message(Reply(version=v, little=little, request_id=r,
+                                            reply_status=5, addressing_disposition=2)))
+        r = next(rid)
+        s.client_sends(b.request(v, little, r, "add", [5, 6], target=ReferenceAddr(0, ior)))
+        s.server_sends(b.reply(v, little, r, "add", [11]))
+        r = next(rid)
+        s.client_sends(encode_message(LocateRequest(version=v, little=little, request_id=r,
+                                                    target=ProfileAddr(ior.profiles[0]))))
+        s.server_sends(encode_message(LocateReply(
+            version=v, little=little, request_id=r, locate_status=4,
+            system_exception=sysexc.TRANSIENT(0x41540002, 2))))
+        r = next(rid)
+        s.client_sends(encode_message(LocateRequest(version=v, little=little, request_id=r,
+                                                    target=KeyAddr(b"x"))))
+        s.server_sends(encode_message(LocateReply(version=v, little=little, request_id=r,
+                                                  locate_status=5, addressing_disposition=1)))
+    r = next(rid)
+    s.client_sends(b.request(v, little, r, "add", [7, 8]))
+    s.client_sends(encode_message(CancelRequest(version=v, little=little, request_id=r)))
+    s.client_sends(encode_message(MessageError(version=v, little=little)))
+    s.server_sends(encode_message(CloseConnection(version=v, little=little)))
+
+
+def fragment_11(data: bytes, body_cuts) -> list[bytes]:
+    """A GIOP 1.1 message cut into a first part and Fragment messages (1.1
+    fragments have no request_id; cut points are body offsets)."""
+    little = bool(data[6] & 1)
+    body = data[12:]
+    bounds = [0, *body_cuts, len(body)]
+    parts = []
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        more = b < len(body)
+        t = data[7] if i == 0 else MsgType.Fragment
+        parts.append(encode_header((1, 1), little, t, b - a, more_fragments=more) + body[a:b])
+    return parts
+
+
+def fragments_sessions(packets, b: Builder, little):
+    s = Session(packets)
+    pts = [b.point(i, -i, "p" * i) for i in range(12)]
+    req = b.request((1, 1), little, 1, "mirror", [pts, b.color("red")])
+    for part in fragment_11(req, [64, 128]):
+        s.client_sends(part)
+    s.server_sends(*fragment_11(b.reply((1, 1), little, 1, "mirror", [pts, b.color("red")]), [96]))
+    # GIOP 1.2 and 1.3: two requests' fragments interleaved on one connection.
+    for v in ((1, 2), (1, 3)):
+        s = Session(packets)
+        a = fragment_message(b.request(v, little, 10, "mirror", [pts, b.color("red")]), 64)
+        c = fragment_message(b.request(v, little, 11, "greet", ["x" * 150]), 72)
+        for part in itertools.chain.from_iterable(itertools.zip_longest(a, c)):
+            if part is not None:
+                s.client_sends(part)
+        s.server_sends(*fragment_message(b.reply(v, little, 11, "greet", ["y" * 100, 3]), 48))
+        s.server_sends(b.reply(v, little, 10, "mirror", [pts[:1], b.color("green")]))
+
+
+def segments_sessions(packets, b: Builder, little):
+    s = Session(packets)
+    m1 = b.request((1, 2), little, 1, "greet", ["split across segments"])
+    s.client_sends(m1, cuts=[5, 30])                  # cut inside the 12-byte header
+    m2 = b.reply((1, 2), little, 1, "greet", ["r", 5])
+    m3 = encode_message(LocateReply(version=(1, 2), little=little, request_id=9))
+    s.server_sends(m2, m3, m2, cuts=[len(m2) + 3])     # 3 messages, the 2nd cut in two
+    m4 = b.request((1, 0), little, 2, "add", [1, 2])
+    s.client_sends(m4 + m4[:20], cuts=[len(m4) - 1])
+    s.client_sends(m4[20:])
+
+
+def malformed_sessions(packets, b: Builder):
+    """One session per violation; bytes written by hand around pycdr's encoding."""
+    def session(*messages, from_client=True, port=2809):
+        s = Session(packets, port)
+        for m in messages:
+            s.send(from_client, m)
+
+    def patched(data: bytes, offset: int, new: bytes) -> bytes:
+        return data[:offset] + new + data[offset + len(new):]
+
+    req10 = b.request((1, 0), False, 1, "add", [1, 2])
+    # GIOP 1.0 Request: service contexts (4) + request_id (4) at 12, response_expected at 20.
+    session(patched(req10, 20, b"\x02"))                                  # bad-boolean
+    req12 = b.request((1, 2), False, 2, "greet", ["abc"])
+    op_at = 12 + 4 + 4 + 2 + 2 + 4 + len(b"DemoPOA\x00demo")             # operation length
+    op_at = (op_at + 3) & ~3
+    session(patched(req12, op_at + 4 + 5, b"x"))                          # string-no-nul
+    session(encode_message(Reply(version=(1, 2), request_id=3, reply_status=9)),
+            from_client=False)                                            # bad-status
+    lr = encode_message(LocateRequest(version=(1, 2), request_id=4, target=KeyAddr(b"k")))
+    session(lr[:8] + struct.pack(">I", len(lr) - 12 + 4) + lr[12:] + b"\0\0\0\0")   # trailing-bytes
+    cancel = encode_message(CancelRequest(version=(1, 2), request_id=5))
+    session(patched(cancel, 6, b"\x02"))                                  # may-not-fragment
+    session(encode_header((1, 0), False, MsgType.Fragment, 4) + b"\0\0\0\1")   # fragment-in-1.0
+    session(patched(encode_message(CloseConnection()), 6, b"\x10"), from_client=False)  # reserved-flags
+    session(encode_header((1, 2), False, 8, 4) + b"\0\0\0\1")             # unknown message type
+    session(req12[:8] + struct.pack(">I", op_at - 12 + 6) + req12[12:op_at + 6])   # truncated
+    lr_here = encode_message(LocateReply(version=(1, 2), request_id=6, locate_status=1))
+    session(lr_here[:8] + struct.pack(">I", 12) + lr_here[12:] + b"\0\0\0\0",
+            from_client=False)                                            # unexpected-body
+    sysrep = encode_message(Reply(version=(1, 2), request_id=7, reply_status=2,
+                                  system_exception=sysexc.MARSHAL(0, 1)))
+    session(sysrep[:-4] + b"\0\0\0\7", from_client=False)                 # bad-completion-status
+    w = Request(version=(1, 2), request_id=8, target=KeyAddr(b"k1"), operation="add")
+    raw = encode_message(w, write_body=lambda wr: (wr.write_long(1), wr.write_long(2)))
+    # The header ends at 44 (after the empty service context list): 4 pad bytes to 48.
+    session(patched(raw, 44, b"\xaa"))                                    # nonzero-padding
+    session(encode_message(Fragment(version=(1, 2), request_id=99, data=b"\0" * 8)))   # fragment-misuse
+    session(encode_header((1, 1), False, MsgType.Fragment, 8) + b"\0" * 8)             # fragment-misuse
+    session(patched(req10, 6, b"\x02"))                                   # bad-byte-order
+    short = encode_message(Request(version=(1, 2), request_id=9, target=KeyAddr(b"k1"),
+                                   operation="add"))
+    session(short[:8] + struct.pack(">I", len(short) - 12 + 2) + short[12:] + b"\0\0")  # short-body-padding
+    session(b"GIOX" + req12[4:], port=2809)                               # bad magic
+    session(patched(req12, 4, b"\x01\x04"))                               # unsupported version
+    ior = sample_ior()
+    session(b.request((1, 2), False, 10, "add", [1, 2], target=ReferenceAddr(3, ior)))  # bad-profile-index
+    huge = encode_header((1, 2), False, MsgType.Request, 0xFFFFFF00)
+    session(huge + b"\0" * 8)                                             # size far over the data
+
+
+def known_faults(b: Builder) -> dict:
+    """Captures of the built-in GIOP dissector's known faults (issue 8)."""
+    out = {}
+    p: list = []
+    s = Session(p)
+    pts = [b.point(i, i, "q") for i in range(8)]
+    # Two fragmented 1.1 requests in a row: 1.1 fragments carry no request_id.
+    for rid in (21, 22):
+        for part in fragment_11(b.request((1, 1), False, rid, "mirror", [pts, b.color("red")]),
+                                [40, 80]):
+            s.client_sends(part)
+    for rid in (21, 22):
+        s.server_sends(b.reply((1, 1), False, rid, "mirror", [pts[:2], b.color("blue")]))
+    out["wsfault-giop11-fragments"] = p
+    p = []
+    s = Session(p)
+    s.client_sends(b.request((1, 2), False, 1, "add", [1, 2], [
+        VENDOR_CONTEXT, sc.RawServiceContext(id=0x4A414301, data=b"\0" * 4), CODESETS]))
+    s.server_sends(b.reply((1, 2), False, 1, "add", [3]))
+    out["wsfault-vendor-context-id"] = p
+    p = []
+    s = Session(p)
+    for little in (False, True):
+        s.client_sends(b.request((1, 3), little, 5 + little, "greet", ["thirteen"]))
+        s.server_sends(b.reply((1, 3), little, 5 + little, "greet", ["ok", 13]))
+    out["wsfault-giop13"] = p
+    p = []
+    s = Session(p)
+    s.client_sends(encode_message(LocateRequest(version=(1, 2), request_id=2,
+                                                target=KeyAddr(b"NameService"))))
+    # request_id + status end at 20: the IOR starts there, unpadded (TAO, omniORB, WebLogic).
+    s.server_sends(encode_message(LocateReply(version=(1, 2), request_id=2, locate_status=2,
+                                              forward=sample_ior(900, "ns.example"))))
+    out["wsfault-locatereply12-unpadded"] = p
+    p = []
+    s = Session(p)
+    s.client_sends(b.request((1, 2), True, 3, "find", ["other"]))
+    s.server_sends(b.reply((1, 2), True, 3, "find", [sample_ior(4242, "found.example")]))
+    out["wsfault-ior-result"] = p
+    p = []
+    s = Session(p)
+    s.client_sends(b.request((1, 2), False, 4, "fail", ["because"]))
+    s.server_sends(b.user_exception((1, 2), False, 4, "because", 99))
+    out["wsfault-user-exception"] = p
+    return out
+
+
+def synthetic_captures() -> dict:
+    b = Builder(load_modules())
+    captures = {}
+    p: list = []
+    ports = itertools.cycle([2809, 683, 9999])     # 9999: found by the heuristic only
+    for v in VERSIONS:
+        for little in (False, True):
+            messages_session(p, b, v, little, next(ports))
+    captures["messages"] = p
+    p = []
+    for little in (False, True):
+        fragments_sessions(p, b, little)
+    captures["fragments"] = p
+    p = []
+    for little in (False, True):
+        segments_sessions(p, b, little)
+    captures["segments"] = p
+    p = []
+    malformed_sessions(p, b)
+    captures["malformed"] = p
+    captures.update(known_faults(b))
+    return captures
+
+
+def write_expected(pcap_path: str, decoder=None) -> None:
+    entries = decode_capture(pcap_path, decode_body=decoder or body_decoder())
+    with open(pcap_path[:-len(".pcap")] + ".json", "w") as f:
+        json.dump(entries, f, indent=1)
+        f.write("\n")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--real", action="store_true", help="also record omniORBpy sessions")
+    ap.add_argument("--expected", action="store_true", help="only rewrite the JSON files")
+    args = ap.parse_args(argv)
+    if not args.expected:
+        for name, packets in synthetic_captures().items():
+            wrpcap(os.path.join(HERE, name + ".pcap"), packets)
+        if args.real:
+            from record_omniorb import record_all
+            record_all(HERE)
+    decoder = body_decoder()
+    for path in sorted(glob.glob(os.path.join(HERE, "*.pcap"))):
+        write_expected(path, decoder)
+        print("wrote", os.path.relpath(path[:-5] + ".json", ROOT))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Lua tables for the Wireshark dissector (dissector/pycdr_giop.lua).
+
+* :func:`type_table` -- ``pycdr idl lua FILE.idl -o types.lua``: the
+  operations of an IDL file's interfaces and the TypeCodes of their
+  parameters, results and exceptions, as a Lua table the dissector decodes
+  arguments with.
+* :func:`names_table` -- ``dissector/pycdr_names.lua``: pycdr's name tables
+  (service contexts, code sets, VMCIDs, IOR profiles and components), so the
+  dissector names things as pycdr does without a second copy of the facts.
+
+Type table layout::
+
+    return {
+      types = { [1] = {kind="struct", name="Point", id="IDL:...", members={{"x", 2}, ...}},
+                [2] = {kind="long"}, ... },          -- TypeCodes, referenced by index
+      operations = { add = {params={{name="a", mode="in", type=2}, ...}, result=2}, ... },
+      exceptions = { ["IDL:Demo/Failure:1.0"] = 5 },
+    }
+
+A recursive TypeCode is simply an index that refers back.  Kinds the Lua
+decoder does not handle (any, TypeCode, valuetypes, fixed, long double, wchar)
+are written with their kind name; the dissector stops decoding there and says so.
+"""
+
+from __future__ import annotations
+
+from .typecode import TCKind, TypeCode
+
+_KIND_NAMES = {
+    TCKind.tk_short: "short", TCKind.tk_long: "long", TCKind.tk_ushort: "ushort",
+    TCKind.tk_ulong: "ulong", TCKind.tk_float: "float", TCKind.tk_double: "double",
+    TCKind.tk_boolean: "boolean", TCKind.tk_char: "char", TCKind.tk_octet: "octet",
+    TCKind.tk_longlong: "longlong", TCKind.tk_ulonglong: "ulonglong",
+    TCKind.tk_string: "string", TCKind.tk_wstring: "wstring", TCKind.tk_enum: "enum",
+    TCKind.tk_struct: "struct", TCKind.tk_except: "except", TCKind.tk_union: "union",
+    TCKind.tk_sequence: "sequence", TCKind.tk_array: "array", TCKind.tk_alias: "alias",
+    TCKind.tk_objref: "objref", TCKind.tk_void: "void",
+}
+
+
+def lua_string(s: str) -> str:
+    """A Lua string literal (bytes escaped as decimal, so any text is safe)."""
+    out = []
+    for b in s.encode("utf-8"):
+        ch = chr(b)
+        if ch in "\\\"" or b < 32 or b > 126:
+            out.append(f"\\{b:03d}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _min_size(tc: TypeCode) -> int:
+    """The fewest octets an element of this type takes (for sequence counts)."""
+    sizes = {TCKind.tk_short: 2, TCKind.tk_ushort: 2, TCKind.tk_long: 4, TCKind.tk_ulong: 4,
+             TCKind.tk_float: 4, TCKind.tk_double: 8, TCKind.tk_longlong: 8,
+             TCKind.tk_ulonglong: 8, TCKind.tk_enum: 4, TCKind.tk_string: 4,
+             TCKind.tk_objref: 8}
+    while tc.kind() == TCKind.tk_alias:
+        tc = tc.content_type()
+    return sizes.get(tc.kind(), 1)
+
+
+class _TypeTable:
+    def __init__(self):
+        self.index: dict[int, int] = {}    # id(TypeCode) -> table index
+        self.entries: list[str] = []
+
+    def ref(self, tc: TypeCode) -> int:
+        key = id(tc)
+        if key in self.index:
+            return self.index[key]
+        i = len(self.entries) + 1
+        self.index[key] = i
+        self.entries.append("")            # reserve the slot: recursion refers back to it
+        self.entries[i - 1] = self._describe(tc)
+        return i
+
+    def _describe(self, tc: TypeCode) -> str:
+        kind = tc.kind()
+        name = _KIND_NAMES.get(kind)
+        if name is None:
+            return f'{{kind={lua_string(str(kind.name if hasattr(kind, "name") else kind))}}}'
+        parts = [f"kind={lua_string(name)}"]
+        if kind in (TCKind.tk_struct, TCKind.tk_except, TCKind.tk_union, TCKind.tk_enum,
+                    TCKind.tk_alias, TCKind.tk_objref):
+            parts.append(f"name={lua_string(tc.name())}, id={lua_string(tc.id())}")
+        if kind in (TCKind.tk_struct, TCKind.tk_except):
+            members = ", ".join(f"{{{lua_string(tc.member_name(i))}, {self.ref(tc.member_type(i))}}}"
+                                for i in range(tc.member_count()))
+            parts.append(f"members={{{members}}}")
+        elif kind == TCKind.tk_enum:
+            members = ", ".join(lua_string(tc.member_name(i)) for i in range(tc.member_count()))
+            parts.append(f"members={{{members}}}")
+        elif kind == TCKind.tk_union:
+            parts.append(f"disc={self.ref(tc.discriminator_type())}, default={tc.default_index()}")
+            members = []
+            for i in range(tc.member_count()):
+                if tc.default_index() == i:
+                    label = "nil"
+                else:
+                    label = tc.member_label(i)
+                    label = ord(label) if isinstance(label, str) else int(label)
+                members.append(f"{{{lua_string(tc.member_name(i))}, {self.ref(tc.member_type(i))}, "
+                               f"{label}}}")
+            parts.append(f"members={{{', '.join(members)}}}")
+        elif kind in (TCKind.tk_sequence, TCKind.tk_array):
+            parts.append(f"type={self.ref(tc.content_type())}, min_size={_min_size(tc.content_type())}")
+            parts.append(f"{'bound' if kind == TCKind.tk_sequence else 'length'}={tc.length()}")
+        elif kind == TCKind.tk_alias:
+            parts.append(f"type={self.ref(tc.content_type())}")
+        elif kind in (TCKind.tk_string, TCKind.tk_wstring):
+            parts.append(f"bound={tc.length()}")
+        return "{" + ", ".join(parts) + "}"
+
+
+def type_table(modules) -> str:
+    """The Lua type table of the interfaces of IDL modules (``pycdr.idl.load``)."""
+    table = _TypeTable()
+    ops: dict = {}
+    exceptions: dict = {}
+    for m in modules:
+        for iface in m.interfaces.values():
+            for name, op in sorted(iface.all_operations().items()):
+                if name in ops:
+                    continue
+                params = ", ".join(
+                    f"{{name={lua_string(p.name)}, mode={lua_string(p.mode)}, type={table.ref(p.type)}}}"
+                    for p in op.params)
+                result = "" if op.result.kind() == TCKind.tk_void else f", result={table.ref(op.result)}"
+                ops[name] = f"[{lua_string(name)}] = {{params={{{params}}}{result}, " \
+                            f"oneway={'true' if op.oneway else 'false'}}}"
+                for exc in op.raises:
+                    exceptions.setdefault(exc.id(), table.ref(exc))
+    lines = ["-- Generated by `pycdr idl lua` from pycdr's IDL front end; do not edit.", "return {",
+             "  types = {"]
+    lines += [f"    [{i}] = {entry}," for i, entry in enumerate(table.entries, 1)]
+    lines += ["  },", "  operations = {"]
+    lines += [f"    {text}," for _, text in sorted(ops.items())]
+    lines += ["  },", "  exceptions = {"]
+    lines += [f"    [{lua_string(k)}] = {v}," for k, v in sorted(exceptions.items())]
+    lines += ["  },", "}", ""]
+    return "\n".join(lines)
+
+
+def names_table() -> str:
+    """dissector/pycdr_names.lua: pycdr's name tables as Lua."""
+    from . import codesets, iiop
+    from .giop import service_contexts, sysexc
+
+    def table(name, mapping):
+        items = ", ".join(f"[{k}] = {lua_string(v)}" for k, v in sorted(mapping.items()))
+        return f"  {name} = {{{items}}},"
+    return "\n".join([
+        "-- Generated by pycdr.lua_types.names_table() from pycdr's tables; do not edit.",
+        "return {",
+        table("context", service_contexts.CONTEXT_NAMES),
+        table("codeset", codesets.NAMES),
+        table("vmcid", sysexc.VENDOR_VMCIDS),
+        table("profile", iiop.PROFILE_NAMES),
+        table("component", iiop.COMPONENT_NAMES),
+        table("orb_vendor", iiop.ORB_VENDORS),
+        "}", ""])

@@ -1,0 +1,752 @@
+"""The reference ORB's client (asyncio).
+
+    orb = ORB()
+    echo = await orb.string_to_object("corbaloc::127.0.0.1:2809/Echo",
+                                      interface=module.interfaces["Demo::Echo"])
+    await echo.echo_long(5)                    # in/inout args in; result, outs back
+    await echo.with_options(version=(1, 0), little=True).echo_long(5)
+    pending = await echo.send_deferred("echo_long", 5); await pending.result()
+    await echo.invoke_dynamic("op", [("x", "in", tc.long)], tc.long, [5])   # DII
+    raw = await orb.raw_connection("127.0.0.1", 2809)    # pre-built bytes
+    await orb.close()
+
+Connections are cached per (host, port, GIOP version) and shared by every
+reference to that address; each request carries its reference's byte order.
+The first request of a GIOP 1.1+ connection carries the CodeSets context.
+LOCATION_FORWARD(_PERM) replies are followed up to ``max_forward_hops``; a
+CloseConnection before the reply makes the request retry on a new connection
+(the server did not process it, CORBA 3.x Part 2, 9.3.6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+
+from .. import tc, values
+from ..corbaloc import Corbaloc, Corbaname, parse_object_url
+from ..errors import EncodeError, ObjectURLError, PycdrError
+from ..giop.connection import GiopConnection, Role
+from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.header import HEADER_SIZE, parse_header
+from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest, Reply,
+                             ReplyStatus, Request)
+from ..giop.service_contexts import CodeSetsContext
+from ..giop.sysexc import (BAD_PARAM, COMM_FAILURE, INV_OBJREF, MARSHAL, OMG_VMCID, TIMEOUT,
+                           TRANSIENT, CompletionStatus)
+from ..idl.model import Interface, Operation, Param
+from ..iiop import CodeSetsComponent, IIOPProfile, decode_profile
+from ..ior import IOR
+from ..marshal import read_value
+from . import codesets as orb_codesets
+from .invocation import (IS_A, NON_EXISTENT, UnknownUserException, dynamic_operation,
+                         read_results, values_to_results, write_arguments)
+
+log = logging.getLogger("pycdr.orb.client")
+
+_NO = CompletionStatus.COMPLETED_NO
+_MAYBE = CompletionStatus.COMPLETED_MAYBE
+CLIENT_GIOP_VERSION = (1, 2)      # the highest version this client sends
+
+
+@dataclass
+class ClientOptions:
+    version: tuple = CLIENT_GIOP_VERSION   # cap; a reference uses min(cap, its profile's)
+    little: bool = False                   # byte order of requests
+    timeout: float | None = 30.0           # per invocation, seconds
+    connect_timeout: float = 5.0
+    max_forward_hops: int = 8
+    fragment_size: int | None = None       # fragment GIOP 1.2 requests longer than this
+    max_message_size: int = 64 << 20
+
+
+class _PeerClosed(Exception):
+    """The server sent CloseConnection before replying: safe to retry."""
+
+
+class ORB:
+    def __init__(self, options: ClientOptions | None = None, **overrides):
+        self.options = options or ClientOptions()
+        for name, value in overrides.items():
+            setattr(self.options, name, value)
+        self._connections: dict[tuple, ClientConnection] = {}
+        self._connecting: dict[tuple, asyncio.Future] = {}
+        self._raw: set[RawConnection] = set()
+
+    # --- references ----------------------------------------------------------------
+    async def string_to_object(self, text: str, interface: Interface | None = None,
+                               **options) -> "ObjectRef":
+        """A reference from ``IOR:...``, ``corbaloc:...`` or ``corbaname:...``
+        (resolved through the NameService it names)."""
+        parsed = parse_object_url(text)
+        if isinstance(parsed, Corbaname):
+            return await self.resolve_name(parsed, interface, **options)
+        if isinstance(parsed, Corbaloc):
+            if parsed.is_rir:
+                raise ObjectURLError("corbaloc:rir: needs initial references this ORB does "
+                                     "not have", 9)
+            ior = parsed.to_ior(interface.repo_id if interface is not None else "")
+            return ObjectRef(self, ior, interface, **options)
+        return ObjectRef(self, parsed, interface, **options)
+
+    def object(self, ior: IOR, interface: Interface | None = None, **options) -> "ObjectRef":
+        return ObjectRef(self, ior, interface, **options)
+
+    async def resolve_name(self, url: Corbaname, interface=None, **options) -> "ObjectRef":
+        naming = ObjectRef(self, url.corbaloc.to_ior(NAMING_CONTEXT_ID), **options)
+        if not url.string_name:
+            return naming if interface is None else naming.with_options(interface=interface)
+        ior = await naming.invoke(RESOLVE, make_name(url.name))
+        if ior is None:
+            raise INV_OBJREF(0, CompletionStatus.COMPLETED_YES)
+        return ObjectRef(self, ior, interface, **options)
+
+    # --- connections ---------------------------------------------------------------
+    async def connection(self, host: str, port: int, version: tuple) -> "ClientConnection":
+        key = (host, port, version)
+        conn = self._connections.get(key)
+        if conn is not None and conn.usable:
+            return conn
+        waiting = self._connecting.get(key)
+        if waiting is not None:
+            return await asyncio.shield(waiting)
+        future = asyncio.get_running_loop().create_future()
+        self._connecting[key] = future
+        try:
+            conn = ClientConnection(self, host, port, version)
+            await conn.open(self.options.connect_timeout)
+            self._connections[key] = conn
+            future.set_result(conn)
+            return conn
+        except BaseException as e:
+            future.set_exception(e)
+            future.exception()     # retrieved: no "never retrieved" warning
+            raise
+        finally:
+            del self._connecting[key]
+
+    def _forget(self, conn: "ClientConnection") -> None:
+        key = (conn.host, conn.port, conn.version)
+        if self._connections.get(key) is conn:
+            del self._connections[key]
+
+    async def raw_connection(self, host: str, port: int,
+                             timeout: float | None = None) -> "RawConnection":
+        """A managed connection for pre-built messages (closed by close())."""
+        raw = RawConnection(self, host, port)
+        await raw.open(timeout if timeout is not None else self.options.connect_timeout)
+        self._raw.add(raw)
+        return raw
+
+    async def close(self) -> None:
+        for conn in list(self._connections.values()):
+            await conn.close()
+        self._connections.clear()
+        for raw in list(self._raw):
+            await raw.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc_info):
+        await self.close()
+
+
+def iiop_profiles(ior: IOR):
+    """The IIOP profiles of an IOR that decode (leniently), in order."""
+    for profile in ior.profiles:
+        try:
+            decoded = decode_profile(profile, lenient=True)
+        except PycdrError:
+            continue
+        if isinstance(decoded, IIOPProfile):
+            yield decoded
+
+
+def first_iiop_profile(ior: IOR) -> IIOPProfile:
+    for profile in iiop_profiles(ior):
+        return profile
+    raise INV_OBJREF(OMG_VMCID | 1, _NO)
+
+
+class ObjectRef:
+    """An object reference: an IOR, optionally an interface description, and
+    per-reference GIOP version, byte order and timeout."""
+
+    def __init__(self, orb: ORB, ior: IOR, interface: Interface | None = None, *,
+                 version: tuple | None = None, little: bool | None = None,
+                 timeout: float | None = -1):
+        self._orb = orb
+        self._ior = ior            # the name ObjRef marshaling looks for
+        self._interface = interface
+        self._requested_version = version
+        self._little = orb.options.little if little is None else little
+        self._timeout = orb.options.timeout if timeout == -1 else timeout
+        self._forward: IOR | None = None   # a LOCATION_FORWARD target, until it fails
+        self._operations = interface.all_operations() if interface is not None else {}
+
+    # --- options -------------------------------------------------------------------
+    def with_options(self, **options) -> "ObjectRef":
+        merged = {"version": self._requested_version, "little": self._little,
+                  "timeout": self._timeout, "interface": self._interface}
+        merged.update(options)
+        interface = merged.pop("interface")
+        return ObjectRef(self._orb, self._ior, interface, **merged)
+
+    @property
+    def ior(self) -> IOR:
+        return self._ior
+
+    @property
+    def profile(self) -> IIOPProfile:
+        return first_iiop_profile(self._forward or self._ior)
+
+    def giop_version(self, profile: IIOPProfile | None = None) -> tuple:
+        """The version requests use: the lowest of the profile's, the ORB's cap
+        and the one this reference asked for."""
+        profile = profile or self.profile
+        cap = min(self._orb.options.version, self._requested_version or CLIENT_GIOP_VERSION)
+        return min(tuple(profile.version), cap)
+
+    def __repr__(self):
+        p = self.profile
+        return f"<ObjectRef {self._ior.type_id or '?'} at {p.host}:{p.port}>"
+
+    # --- invocation ----------------------------------------------------------------
+    def __getattr__(self, name: str):
+        ops = self.__dict__.get("_operations") or {}
+        op = ops.get(name)
+        if op is None:
+            raise AttributeError(name)
+
+        async def call(*args, timeout: float | None = -1):
+            return await self.invoke(op, *args, timeout=timeout)
+        call.__name__ = name
+        return call
+
+    def operation(self, name: str) -> Operation:
+        try:
+            return self._operations[name]
+        except KeyError:
+            raise AttributeError(f"{name} is not an operation of "
+                                 f"{self._interface.scoped_name if self._interface else '?'}") \
+                from None
+
+    async def invoke(self, op: Operation | str, *args, timeout: float | None = -1):
+        """Invoke ``op`` with its in/inout values; returns as invocation says."""
+        if isinstance(op, str):
+            op = self.operation(op)
+        pending = await self._send(op, args, timeout)
+        return await pending.result()
+
+    async def invoke_dynamic(self, name: str, params, result=tc.void, args=(), raises=(),
+                             oneway: bool = False, timeout: float | None = -1):
+        """DII: an operation described at run time (``params`` as
+        ``(name, mode, TypeCode)``)."""
+        op = dynamic_operation(name, params, result, raises, oneway)
+        return await self.invoke(op, *args, timeout=timeout)
+
+    async def send_deferred(self, op: Operation | str, *args,
+                            timeout: float | None = -1) -> "DeferredRequest":
+        """Deferred synchronous: send now, collect with ``await d.result()``."""
+        if isinstance(op, str):
+            op = self.operation(op)
+        return await self._send(op, args, timeout)
+
+    async def send_oneway(self, op: Operation | str, *args) -> None:
+        if isinstance(op, str):
+            op = self.operation(op)
+        await self._send(op, args, None, oneway=True)
+
+    async def is_a(self, repo_id: str, timeout: float | None = -1) -> bool:
+        return await self.invoke(IS_A, repo_id, timeout=timeout)
+
+    async def non_existent(self, timeout: float | None = -1) -> bool:
+        """_non_existent; OBJECT_NOT_EXIST counts as true."""
+        from ..giop.sysexc import OBJECT_NOT_EXIST
+        try:
+            return await self.invoke(NON_EXISTENT, timeout=timeout)
+        except OBJECT_NOT_EXIST:
+            return True
+
+    async def locate(self, timeout: float | None = -1) -> LocateReply:
+        """A LocateRequest for this reference's key; the LocateReply."""
+        profile = self.profile
+        version = self.giop_version(profile)
+        conn = await self._orb.connection(profile.host, profile.port, version)
+        return await conn.locate(version, self._little, profile.object_key,
+                                 self._timeout if timeout == -1 else timeout)
+
+    async def _send(self, op: Operation, args, timeout, oneway: bool | None = None):
+        timeout = self._timeout if timeout == -1 else timeout
+        deferred = DeferredRequest(self, op, tuple(args), timeout,
+                                   op.oneway if oneway is None else oneway)
+        await deferred.send()
+        return deferred
+
+    def _follow(self, reply: Reply) -> None:
+        if reply.reply_status == ReplyStatus.LOCATION_FORWARD_PERM:
+            self._ior = reply.forward
+            self._forward = None
+        else:
+            self._forward = reply.forward
+
+
+class DeferredRequest:
+    """One invocation in flight (the DII's deferred synchronous request)."""
+
+    def __init__(self, ref: ObjectRef, op: Operation, args: tuple, timeout, oneway: bool):
+        self.ref = ref
+        self.op = op
+        self.args = args
+        self.timeout = timeout
+        self.oneway = oneway
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._waiter = None
+        self._retries = 0
+        self._hops = 0
+
+    async def send(self) -> None:
+        ref = self.ref
+        profile = ref.profile
+        version = ref.giop_version(profile)
+        for attempt in range(3):
+            conn = await ref._orb.connection(profile.host, profile.port, version)
+            if conn.code_sets is None:
+                conn.code_sets = orb_codesets.choose(profile.component(CodeSetsComponent))
+            try:
+                self._waiter = await conn.send_request(version, ref._little,
+                                                       profile.object_key, self.op,
+                                                       self.args, not self.oneway)
+                return
+            except _PeerClosed:
+                continue      # a cached connection the server closed: use a new one
+        raise TRANSIENT(OMG_VMCID | 0, _NO)
+
+    def poll(self) -> bool:
+        """Whether the reply is there (result() will not wait)."""
+        return self._waiter is None or self._waiter.done()
+
+    async def result(self):
+        while True:
+            if self.oneway:
+                return None
+            try:
+                reply, conn = await asyncio.wait_for(asyncio.shield(self._waiter.future),
+                                                     self._remaining())
+            except asyncio.TimeoutError:
+                self._waiter.cancel_request()
+                raise TIMEOUT(OMG_VMCID | 0, _MAYBE) from None
+            except _PeerClosed:
+                self._retries += 1
+                if self._retries > 2:
+                    raise TRANSIENT(OMG_VMCID | 0, _NO) from None
+                await self.send()
+                continue
+            status = reply.reply_status
+            if status in (ReplyStatus.LOCATION_FORWARD, ReplyStatus.LOCATION_FORWARD_PERM):
+                self._hops += 1
+                if self._hops > self.ref._orb.options.max_forward_hops:
+                    raise TRANSIENT(OMG_VMCID | 0, _NO)
+                if reply.forward is None or reply.forward.is_nil:
+                    raise INV_OBJREF(0, _NO)
+                self.ref._follow(reply)
+                await self.send()
+                continue
+            return self._outcome(reply, conn)
+
+    def _remaining(self):
+        if self._deadline is None:
+            return None
+        return max(0.0, self._deadline - time.monotonic())
+
+    def _outcome(self, reply: Reply, conn: "ClientConnection"):
+        status = reply.reply_status
+        kwargs = conn.reader_kwargs()
+        if status == ReplyStatus.NO_EXCEPTION:
+            try:
+                values_read = read_results(reply.body_reader(**kwargs), self.op)
+            except PycdrError as e:
+                raise MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_YES) from e
+            return values_to_results(self.op, values_read)
+        if status == ReplyStatus.SYSTEM_EXCEPTION:
+            raise reply.system_exception
+        if status == ReplyStatus.USER_EXCEPTION:
+            raise _user_exception(reply, self.op, kwargs)
+        # NEEDS_ADDRESSING_MODE: this client only sends KeyAddr, which every
+        # server must accept.
+        raise MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_NO)
+
+
+def _user_exception(reply: Reply, op: Operation, reader_kwargs: dict) -> Exception:
+    try:
+        r = reply.body_reader(**reader_kwargs)
+        exception_id = r.read_string()
+        for exc_tc in op.raises:
+            if exc_tc.id() == exception_id:
+                return read_value(r, exc_tc)
+    except PycdrError:
+        return MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_YES)
+    return UnknownUserException(exception_id, reply.body)
+
+
+class _Waiter:
+    """The future of one request plus what is needed to cancel it."""
+
+    def __init__(self, conn: "ClientConnection", request_id: int, version, little):
+        self.conn = conn
+        self.request_id = request_id
+        self.version = version
+        self.little = little
+        self.future = asyncio.get_running_loop().create_future()
+
+    def __await__(self):
+        return self.future.__await__()
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def cancel_request(self) -> None:
+        self.conn.cancel(self)
+
+
+class ClientConnection:
+    def __init__(self, orb: ORB, host: str, port: int, version: tuple):
+        self.orb = orb
+        self.host = host
+        self.port = port
+        self.version = version
+        self.giop = GiopConnection(Role.CLIENT, version=CLIENT_GIOP_VERSION,
+                                   max_message_size=orb.options.max_message_size)
+        self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
+        self._code_sets_sent = False
+        self._pending: dict[int, _Waiter] = {}
+        self._pending_locates: dict[int, asyncio.Future] = {}
+        self._reader_task: asyncio.Task | None = None
+        self.reader = self.writer = None
+        self.closed = False
+
+    @property
+    def usable(self) -> bool:
+        return not self.closed
+
+    async def open(self, timeout: float) -> None:
+        try:
+            self.reader, self.writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), timeout)
+        except (OSError, asyncio.TimeoutError) as e:
+            raise TRANSIENT(OMG_VMCID | 2, _NO) from e
+        self._reader_task = asyncio.create_task(self._read_loop())
+
+    def reader_kwargs(self) -> dict:
+        if self.code_sets is None:
+            return {}
+        return {"tcs_c": self.code_sets[0], "tcs_w": self.code_sets[1]}
+
+    async def send_request(self, version, little, key, op: Operation, args,
+                           response_expected: bool) -> _Waiter | None:
+        if self.closed:
+            raise _PeerClosed()
+        contexts = []
+        if version >= (1, 1) and not self._code_sets_sent:
+            tcs_c, tcs_w = self.code_sets or orb_codesets.choose(None)
+            contexts.append(CodeSetsContext(char_data=tcs_c, wchar_data=tcs_w))
+        rid = self.giop.next_request_id()
+        msg = Request(version=version, little=little, request_id=rid,
+                      response_flags=3 if response_expected else 0, target=KeyAddr(key),
+                      operation=op.name, service_contexts=contexts)
+        tcs = self.reader_kwargs()
+
+        def write_body(w):
+            for name, value in tcs.items():
+                setattr(w, name, value)
+            write_arguments(w, op, args)
+        fragment_size = self.orb.options.fragment_size if version >= (1, 2) else None
+        try:
+            data = self.giop.send(msg, write_body=write_body, fragment_size=fragment_size)
+        except (EncodeError, TypeError, ValueError, AttributeError) as e:
+            raise BAD_PARAM(OMG_VMCID | 0, _NO) from e
+        if contexts:
+            self._code_sets_sent = True
+        waiter = None
+        if response_expected:
+            waiter = _Waiter(self, rid, version, little)
+            self._pending[rid] = waiter
+        self.writer.write(data)
+        try:
+            await self.writer.drain()
+        except (ConnectionError, OSError) as e:
+            self._pending.pop(rid, None)
+            self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+            raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+        return waiter
+
+    async def locate(self, version, little, key, timeout) -> LocateReply:
+        if self.closed:
+            raise TRANSIENT(OMG_VMCID | 0, _NO)
+        rid = self.giop.next_request_id()
+        data = self.giop.send(LocateRequest(version=version, little=little, request_id=rid,
+                                            target=KeyAddr(key)))
+        future = asyncio.get_running_loop().create_future()
+        self._pending_locates[rid] = future
+        self.writer.write(data)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            self._pending_locates.pop(rid, None)
+            raise TIMEOUT(OMG_VMCID | 0, _NO) from None
+
+    def cancel(self, waiter: _Waiter) -> None:
+        if self._pending.pop(waiter.request_id, None) is None or self.closed:
+            return
+        try:
+            self.writer.write(self.giop.send(CancelRequest(
+                version=waiter.version, little=waiter.little, request_id=waiter.request_id)))
+        except PycdrError:
+            pass
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                try:
+                    data = await self.reader.read(65536)
+                except (ConnectionError, OSError):
+                    data = b""
+                self.giop.receive_data(data)
+                while (event := self.giop.next_event()) is not NEED_DATA:
+                    if isinstance(event, MessageReceived):
+                        self._deliver(event.message)
+                    elif isinstance(event, ProtocolViolation):
+                        log.warning("%s:%d: %s", self.host, self.port, event)
+                        if event.reply:
+                            self.writer.write(event.reply)
+                    elif isinstance(event, ConnectionClosed):
+                        by_peer = event.reason == "peer sent CloseConnection"
+                        self._fail(_PeerClosed() if by_peer
+                                   else COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+                        return
+                if not data:
+                    self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+                    return
+        finally:
+            self._close_transport()
+
+    def _deliver(self, msg) -> None:
+        if isinstance(msg, Reply):
+            waiter = self._pending.pop(msg.request_id, None)
+            if waiter is not None and not waiter.future.done():
+                waiter.future.set_result((msg, self))
+        elif isinstance(msg, LocateReply):
+            future = self._pending_locates.pop(msg.request_id, None)
+            if future is not None and not future.done():
+                future.set_result(msg)
+
+    def _fail(self, error: BaseException) -> None:
+        self.closed = True
+        self.orb._forget(self)
+        for waiter in self._pending.values():
+            if not waiter.future.done():
+                waiter.future.set_exception(error if isinstance(error, _PeerClosed)
+                                            else type(error)(error.minor, error.completed))
+        for future in self._pending_locates.values():
+            if not future.done():
+                future.set_exception(TRANSIENT(OMG_VMCID | 0, _NO)
+                                     if isinstance(error, _PeerClosed) else error)
+        self._pending.clear()
+        self._pending_locates.clear()
+
+    def _close_transport(self) -> None:
+        self.closed = True
+        self.orb._forget(self)
+        if self.writer is not None:
+            self.writer.close()
+
+    async def close(self) -> None:
+        self._fail(COMM_FAILURE(OMG_VMCID | 0, _NO))
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            try:
+                await self._reader_task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._close_transport()
+
+
+# ----------------------------------------------------------------------------
+# Raw connections: pre-built bytes out, bounded reads in.
+@dataclass
+class RawRead:
+    """What a bounded read got."""
+    data: bytes                      # every byte read
+    messages: list = field(default_factory=list)   # complete GIOP messages framed from data
+    closed: bool = False             # the peer closed (EOF or reset)
+    timed_out: bool = False          # the time bound ran out first
+    overflow: bool = False           # the byte bound ran out first
+    not_giop: bool = False           # the bytes do not frame as GIOP (bad header)
+    elapsed: float = 0.0
+
+
+class RawConnection:
+    """A TCP connection for hand-made messages.  Every read is bounded in
+    bytes and time, so a flood or a silent peer cannot hang the caller."""
+
+    def __init__(self, orb: ORB | None, host: str, port: int):
+        self.orb = orb
+        self.host = host
+        self.port = port
+        self.reader = self.writer = None
+        self._buffer = bytearray()     # read but not yet handed out as a message
+        self.eof = False
+
+    async def open(self, timeout: float = 5.0) -> "RawConnection":
+        self.reader, self.writer = await asyncio.wait_for(
+            asyncio.open_connection(self.host, self.port), timeout)
+        return self
+
+    async def send(self, data: bytes) -> bool:
+        """Send ``data``; False if the peer has closed or reset the connection
+        (an outcome to report, not an error of the caller)."""
+        if self.writer.transport.is_closing():
+            return False
+        self.writer.write(data)
+        try:
+            await self.writer.drain()
+        except (ConnectionError, OSError):
+            return False
+        return True
+
+    async def send_in_pieces(self, pieces, delay: float = 0.0) -> bool:
+        """Send ``pieces`` one write each (a message split at chosen offsets)."""
+        for piece in pieces:
+            if not await self.send(piece):
+                return False
+            if delay:
+                await asyncio.sleep(delay)
+        return True
+
+    async def read_messages(self, count: int = 1, *, timeout: float = 2.0,
+                            max_bytes: int = 1 << 20) -> RawRead:
+        """Read until ``count`` complete GIOP messages, EOF, ``timeout`` seconds
+        or ``max_bytes`` bytes, whichever comes first.  Bytes after the last
+        whole message stay buffered for the next read."""
+        return await self._read(lambda: _complete_messages(self._buffer) >= count,
+                                timeout, max_bytes, count)
+
+    async def read_until_closed(self, *, timeout: float = 2.0,
+                                max_bytes: int = 1 << 20) -> RawRead:
+        """Everything until the peer closes (bounded)."""
+        return await self._read(lambda: False, timeout, max_bytes, None)
+
+    async def _read(self, enough, timeout, max_bytes, count) -> RawRead:
+        start = time.monotonic()
+        deadline = start + timeout
+        result = RawRead(b"")
+        got = 0
+        while not enough():
+            if self.eof:
+                result.closed = True
+                break
+            if got >= max_bytes:
+                result.overflow = True
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                result.timed_out = True
+                break
+            try:
+                chunk = await asyncio.wait_for(self.reader.read(min(65536, max_bytes - got)),
+                                               remaining)
+            except asyncio.TimeoutError:
+                result.timed_out = True
+                break
+            except (ConnectionError, OSError):
+                chunk = b""
+            if not chunk:
+                self.eof = True
+                continue
+            got += len(chunk)
+            self._buffer += chunk
+        result.elapsed = time.monotonic() - start
+        messages, used, not_giop = _frame(self._buffer, count)
+        result.messages = messages
+        result.not_giop = not_giop
+        if not_giop or result.closed or result.overflow or result.timed_out and count is None:
+            used = len(self._buffer)
+        result.data = bytes(self._buffer[:used])
+        del self._buffer[:used]
+        return result
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            try:
+                await self.writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+            self.writer = None
+        if self.orb is not None:
+            self.orb._raw.discard(self)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc_info):
+        await self.close()
+
+
+def _complete_messages(buf) -> int:
+    return len(_frame(buf, None)[0])
+
+
+def _frame(buf, limit) -> tuple[list, int, bool]:
+    """Complete messages at the start of ``buf`` (at most ``limit``), the
+    bytes they use, and whether a header failed to parse."""
+    messages, pos = [], 0
+    while len(buf) - pos >= HEADER_SIZE and (limit is None or len(messages) < limit):
+        try:
+            header = parse_header(buf, pos)
+        except PycdrError:
+            return messages, pos, True
+        if len(buf) - pos < header.total_size:
+            break
+        messages.append(bytes(buf[pos:pos + header.total_size]))
+        pos += header.total_size
+    return messages, pos, False
+
+
+# ----------------------------------------------------------------------------
+# CosNaming, for corbaname: (the operations this client needs).
+NAMING_CONTEXT_ID = "IDL:omg.org/CosNaming/NamingContext:1.0"
+NAME_COMPONENT = tc.struct("IDL:omg.org/CosNaming/NameComponent:1.0", "NameComponent",
+                           [("id", tc.string), ("kind", tc.string)])
+NAME = tc.alias("IDL:omg.org/CosNaming/Name:1.0", "Name", tc.sequence(NAME_COMPONENT))
+NameComponent = values.make_struct_class(NAME_COMPONENT, "NameComponent", "CosNaming")
+_NOT_FOUND_REASON = tc.enum("IDL:omg.org/CosNaming/NamingContext/NotFoundReason:1.0",
+                            "NotFoundReason", ["missing_node", "not_context", "not_object"])
+NOT_FOUND = tc.exception("IDL:omg.org/CosNaming/NamingContext/NotFound:1.0", "NotFound",
+                         [("why", _NOT_FOUND_REASON), ("rest_of_name", NAME)])
+CANNOT_PROCEED = tc.exception("IDL:omg.org/CosNaming/NamingContext/CannotProceed:1.0",
+                              "CannotProceed", [("cxt", tc.objref(NAMING_CONTEXT_ID,
+                                                                  "NamingContext")),
+                                                ("rest_of_name", NAME)])
+INVALID_NAME = tc.exception("IDL:omg.org/CosNaming/NamingContext/InvalidName:1.0",
+                            "InvalidName", [])
+ALREADY_BOUND = tc.exception("IDL:omg.org/CosNaming/NamingContext/AlreadyBound:1.0",
+                             "AlreadyBound", [])
+_NAMING_RAISES = (NOT_FOUND, CANNOT_PROCEED, INVALID_NAME)
+RESOLVE = Operation("resolve", (Param("n", "in", NAME),), tc.Object, _NAMING_RAISES)
+BIND = Operation("bind", (Param("n", "in", NAME), Param("obj", "in", tc.Object)), tc.void,
+                 _NAMING_RAISES + (ALREADY_BOUND,))
+REBIND = Operation("rebind", (Param("n", "in", NAME), Param("obj", "in", tc.Object)), tc.void,
+                   _NAMING_RAISES)
+
+
+def make_name(components) -> list:
+    """A CosNaming Name from [(id, kind), ...] (what Corbaname.name gives)."""
+    return [NameComponent(id=i, kind=k) for i, k in components]
+
+
+__all__ = ["ORB", "ClientOptions", "ObjectRef", "DeferredRequest", "RawConnection", "RawRead",
+           "UnknownUserException", "make_name", "RESOLVE", "BIND", "REBIND"]

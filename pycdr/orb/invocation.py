@@ -1,0 +1,107 @@
+"""Marshaling of operation arguments and results by an interface description
+(:class:`pycdr.idl.model.Operation`), shared by the server and the client.
+
+Python convention (the omniORBpy one): a caller passes the ``in`` and
+``inout`` values in parameter order; an operation returns nothing (``None``)
+when it has no result and no ``out``/``inout`` parameters, the single value
+when there is exactly one, else a tuple ``(result, out1, out2, ...)`` (the
+result first when it is not void).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import tc
+from ..cdr import CDRReader, CDRWriter
+from ..idl.model import Operation, Param
+from ..marshal import read_value, write_value
+from ..typecode import TCKind
+
+
+def is_void(type_code) -> bool:
+    return type_code.kind() == TCKind.tk_void
+
+
+def result_types(op: Operation) -> list:
+    """The TypeCodes of what an operation returns, in the order of its return tuple."""
+    types = [] if is_void(op.result) else [op.result]
+    return types + [p.type for p in op.out_params]
+
+
+def write_arguments(w: CDRWriter, op: Operation, args) -> None:
+    params = op.in_params
+    if len(args) != len(params):
+        raise TypeError(f"{op.name} takes {len(params)} in/inout arguments, not {len(args)}")
+    for param, value in zip(params, args):
+        write_value(w, param.type, value)
+
+
+def read_arguments(r: CDRReader, op: Operation) -> list:
+    return [read_value(r, p.type) for p in op.in_params]
+
+
+def results_to_values(op: Operation, returned) -> list:
+    """The list of values, one per result_types(op), from what a servant returned."""
+    n = len(result_types(op))
+    if n == 0:
+        return []
+    if n == 1:
+        return [returned]
+    if not isinstance(returned, (tuple, list)) or len(returned) != n:
+        raise TypeError(f"{op.name} must return a tuple of {n} values "
+                        "(result and out/inout values)")
+    return list(returned)
+
+
+def values_to_results(op: Operation, values: list):
+    """What a caller gets back: None, the single value, or a tuple."""
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return tuple(values)
+
+
+def write_results(w: CDRWriter, op: Operation, values: list) -> None:
+    for type_code, value in zip(result_types(op), values):
+        write_value(w, type_code, value)
+
+
+def read_results(r: CDRReader, op: Operation) -> list:
+    return [read_value(r, t) for t in result_types(op)]
+
+
+def dynamic_operation(name: str, params=(), result=tc.void, raises=(), oneway=False) -> Operation:
+    """An operation built at run time (DII): ``params`` are Param objects or
+    ``(name, mode, TypeCode)`` triples."""
+    built = tuple(p if isinstance(p, Param) else Param(*p) for p in params)
+    for p in built:
+        if p.mode not in ("in", "out", "inout"):
+            raise ValueError(f"parameter {p.name}: mode {p.mode!r} is not in, out or inout")
+    return Operation(name=name, params=built, result=result, raises=tuple(raises),
+                     oneway=oneway)
+
+
+# The operations every CORBA object has (CORBA 3.x Part 2, 7.4.1 and 9.4).
+_BOOLEAN_OF_STRING = Operation("_is_a", (Param("logical_type_id", "in", tc.string),),
+                               tc.boolean, ())
+IS_A = _BOOLEAN_OF_STRING
+NON_EXISTENT = Operation("_non_existent", (), tc.boolean, ())
+# GIOP 1.0-era ORBs spell it without the second "e".
+NOT_EXISTENT = Operation("_not_existent", (), tc.boolean, ())
+REPOSITORY_ID = Operation("_repository_id", (), tc.string, ())
+INTERFACE = Operation("_interface", (), tc.Object, ())
+GET_INTERFACE = Operation("_get_interface", (), tc.Object, ())
+OBJECT_OPERATIONS = {op.name: op for op in (IS_A, NON_EXISTENT, NOT_EXISTENT, REPOSITORY_ID,
+                                           INTERFACE, GET_INTERFACE)}
+
+
+@dataclass(frozen=True)
+class UnknownUserException(Exception):
+    """A USER_EXCEPTION reply whose exception the caller's description does not list."""
+    exception_id: str
+    body: bytes
+
+    def __str__(self):
+        return f"user exception {self.exception_id} (not in the operation's raises clause)"

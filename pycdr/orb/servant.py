@@ -1,0 +1,115 @@
+"""Servants: what the object adapter hands a request to.
+
+* :class:`DynamicServant` (DSI style): one callable ``handler(operation_name,
+  args)`` receives every operation with its decoded in/inout values and
+  returns per the convention of :mod:`pycdr.orb.invocation` (or raises a
+  user exception or a system exception).  It may be a coroutine function.
+* :class:`ClassServant`: a Python object implementing the interface by method
+  name (plain or ``async def``); attributes map to ``_get_x``/``_set_x``
+  methods if defined, else to the object's attribute ``x``.
+* :class:`EchoServant`: a DynamicServant answering in/inout values as the out
+  values and result where the types allow (``pycdr serve``, the tests).
+
+``_is_a``, ``_non_existent`` and ``_interface`` are answered by the server
+from the servant's interface, not by the servant.
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+
+from ..giop.sysexc import NO_IMPLEMENT, OMG_VMCID, CompletionStatus
+from ..idl.model import Interface, Operation
+from .invocation import result_types, values_to_results
+
+
+class Servant(abc.ABC):
+    """Base: a servant implements one IDL interface."""
+
+    def __init__(self, interface: Interface):
+        self.interface = interface
+        # Built once: dispatch looks operations up by name in O(1).
+        self.operations: dict[str, Operation] = interface.all_operations()
+
+    @property
+    def repo_id(self) -> str:
+        return self.interface.repo_id
+
+    def is_a(self, repo_id: str) -> bool:
+        return self.interface.is_a(repo_id)
+
+    def non_existent(self) -> bool:
+        return False
+
+    @abc.abstractmethod
+    async def invoke(self, op: Operation, args: list):
+        """Run ``op``; returns what the operation returns (see invocation)."""
+
+
+async def _call(function, *args):
+    value = function(*args)
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+class DynamicServant(Servant):
+    def __init__(self, interface: Interface, handler):
+        super().__init__(interface)
+        self.handler = handler
+
+    async def invoke(self, op: Operation, args: list):
+        return await _call(self.handler, op.name, args)
+
+
+class ClassServant(Servant):
+    def __init__(self, interface: Interface, implementation):
+        super().__init__(interface)
+        self.implementation = implementation
+
+    async def invoke(self, op: Operation, args: list):
+        impl = self.implementation
+        method = getattr(impl, op.name, None)
+        if method is not None:
+            return await _call(method, *args)
+        if op.attribute is not None:
+            if op.name.startswith("_set_"):
+                setattr(impl, op.attribute, args[0])
+                return None
+            if hasattr(impl, op.attribute):
+                return getattr(impl, op.attribute)
+        # The interface has the operation but the implementation lacks it.
+        raise NO_IMPLEMENT(OMG_VMCID | 1, CompletionStatus.COMPLETED_NO)
+
+
+def echo_handler(interface: Interface):
+    """A DSI handler that returns the in/inout values as result and out values,
+    matched by position (oneway and void-without-outs operations return
+    nothing); an operation whose shape does not allow it raises NO_IMPLEMENT."""
+    operations = interface.all_operations()
+    attributes: dict = {}
+
+    def handle(name: str, args: list):
+        op = operations[name]
+        if op.attribute is not None:
+            if name.startswith("_set_"):
+                attributes[op.attribute] = args[0]
+                return None
+            if op.attribute in attributes:
+                return attributes[op.attribute]
+            raise NO_IMPLEMENT(OMG_VMCID | 1, CompletionStatus.COMPLETED_NO)
+        wanted = result_types(op)
+        if op.oneway or not wanted:
+            return None
+        if len(wanted) != len(args) or any(not t.equivalent(p.type)
+                                           for t, p in zip(wanted, op.in_params)):
+            raise NO_IMPLEMENT(OMG_VMCID | 1, CompletionStatus.COMPLETED_NO)
+        return values_to_results(op, list(args))
+
+    return handle
+
+
+class EchoServant(DynamicServant):
+    def __init__(self, interface: Interface):
+        super().__init__(interface, echo_handler(interface))

@@ -1,0 +1,490 @@
+"""The reference ORB's server: an asyncio IIOP listener serving GIOP 1.0, 1.1
+and 1.2 on one port.
+
+    server = Server(host="127.0.0.1", port=0)
+    key = server.activate(EchoServant(module.interfaces["Demo::Echo"]), "Echo")
+    await server.start()
+    print(server.ior_string(key), server.corbaloc(key))
+    ...
+    await server.stop()          # CloseConnection on every connection
+
+One task per connection feeds a sans-I/O :class:`GiopConnection`; each
+Request runs in its own task, so async servants serve requests of one
+connection concurrently and replies go out as they are ready (out of order
+when they finish out of order).  Replies use the request's GIOP version and
+byte order.  Limits (:class:`ServerLimits`) bound message size, connections,
+in-flight requests, idle connections and incomplete messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from ..corbaloc import escape_key
+from ..errors import EncodeError, PycdrError
+from ..giop.connection import GiopConnection, Role
+from ..giop.events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateReply,
+                             LocateRequest, LocateStatus, MessageError, ProfileAddr,
+                             ReferenceAddr, Reply, ReplyStatus, Request)
+from ..giop.service_contexts import CodeSetsContext
+from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, MARSHAL, NO_IMPLEMENT,
+                           OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
+                           SystemException)
+from ..iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
+from ..ior import IOR, ior_to_string
+from ..values import UserException
+from . import codesets as orb_codesets
+from .adapter import ObjectAdapter
+from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
+from .servant import Servant
+
+log = logging.getLogger("pycdr.orb.server")
+
+# ORB_TYPE of this ORB's IORs: "PYC\0" (not an OMG-assigned vendor tag).
+PYCDR_ORB_TYPE = 0x50594300
+SERVER_GIOP_VERSION = (1, 2)      # the highest version served
+_NO = CompletionStatus.COMPLETED_NO
+_YES = CompletionStatus.COMPLETED_YES
+_MAYBE = CompletionStatus.COMPLETED_MAYBE
+
+
+@dataclass
+class ServerLimits:
+    max_message_size: int = 16 << 20        # bytes, header included in the check
+    max_connections: int = 1024
+    max_requests_in_flight: int = 256       # per connection; reading pauses beyond it
+    idle_timeout: float | None = 300.0      # seconds without messages and requests
+    incomplete_message_timeout: float = 10.0   # a started message must complete in this
+    fragment_size: int | None = None        # fragment GIOP 1.2 replies longer than this
+    shutdown_grace: float = 2.0             # seconds in-flight requests get at stop()
+
+
+class Server:
+    def __init__(self, adapter: ObjectAdapter | None = None, *, host: str = "127.0.0.1",
+                 port: int = 0, limits: ServerLimits | None = None,
+                 advertised_host: str | None = None):
+        self.adapter = adapter if adapter is not None else ObjectAdapter()
+        self.host = host
+        self.port = port
+        self.advertised_host = advertised_host or host
+        self.limits = limits or ServerLimits()
+        self.connections: set[_ServerConnection] = set()
+        self._listener: asyncio.base_events.Server | None = None
+        self.requests_served = 0
+
+    # --- objects -------------------------------------------------------------------
+    def activate(self, servant: Servant, name: str | bytes | None = None) -> bytes:
+        return self.adapter.activate(servant, name)
+
+    def ior(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> IOR:
+        """An IOR for ``key``: one IIOP profile of ``version`` (ORB_TYPE and
+        CODE_SETS components from 1.1 on)."""
+        servant = self.adapter.servant(key)
+        type_id = servant.repo_id if servant is not None else ""
+        components = (ORBTypeComponent(PYCDR_ORB_TYPE), orb_codesets.SERVER_CODE_SETS) \
+            if version >= (1, 1) else ()
+        return make_ior(type_id, [IIOPProfile(version, self.advertised_host, self.port, key,
+                                              components)])
+
+    def ior_string(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> str:
+        return ior_to_string(self.ior(key, version=version))
+
+    def corbaloc(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> str:
+        return (f"corbaloc:iiop:{version[0]}.{version[1]}@{self.advertised_host}:{self.port}/"
+                f"{escape_key(key)}")
+
+    # --- running -------------------------------------------------------------------
+    async def start(self) -> "Server":
+        self._listener = await asyncio.start_server(self._accept, self.host, self.port)
+        self.port = self._listener.sockets[0].getsockname()[1]
+        log.info("listening on %s:%d", self.host, self.port)
+        return self
+
+    async def serve_forever(self) -> None:
+        if self._listener is None:
+            await self.start()
+        await self._listener.serve_forever()
+
+    async def stop(self) -> None:
+        """Stop accepting, let in-flight requests finish (up to
+        ``shutdown_grace``), send CloseConnection on every connection, close."""
+        if self._listener is not None:
+            self._listener.close()
+        await asyncio.gather(*(c.shut_down(self.limits.shutdown_grace)
+                               for c in list(self.connections)), return_exceptions=True)
+        if self._listener is not None:
+            await self._listener.wait_closed()
+            self._listener = None
+
+    async def __aenter__(self):
+        return await self.start()
+
+    async def __aexit__(self, *exc_info):
+        await self.stop()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        if len(self.connections) >= self.limits.max_connections:
+            log.warning("connection refused: %d connections open (the limit)",
+                        len(self.connections))
+            writer.close()
+            return
+        connection = _ServerConnection(self, reader, writer)
+        self.connections.add(connection)
+        try:
+            await connection.run()
+        finally:
+            self.connections.discard(connection)
+
+
+def target_object_key(target) -> bytes | None:
+    """The object key a TargetAddress designates (None if it names no IIOP profile)."""
+    if isinstance(target, KeyAddr):
+        return target.object_key
+    if isinstance(target, ProfileAddr):
+        profile = target.profile
+    elif isinstance(target, ReferenceAddr):
+        if target.selected_profile_index >= len(target.ior.profiles):
+            return None
+        profile = target.ior.profiles[target.selected_profile_index]
+    else:
+        return None
+    try:
+        decoded = decode_profile(profile)
+    except PycdrError:
+        return None
+    return decoded.object_key if isinstance(decoded, IIOPProfile) else None
+
+
+class _Outcome:
+    """What to answer a request with: a reply status and how to write its body."""
+    __slots__ = ("status", "write_body", "system_exception", "forward")
+
+    def __init__(self, status, write_body=None, system_exception=None, forward=None):
+        self.status = status
+        self.write_body = write_body
+        self.system_exception = system_exception
+        self.forward = forward
+
+
+def _system(exc: SystemException) -> _Outcome:
+    return _Outcome(ReplyStatus.SYSTEM_EXCEPTION, system_exception=exc)
+
+
+class _ServerConnection:
+    def __init__(self, server: Server, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter):
+        self.server = server
+        self.adapter = server.adapter
+        self.limits = server.limits
+        self.reader = reader
+        self.writer = writer
+        self.peer = writer.get_extra_info("peername")
+        self.giop = GiopConnection(Role.SERVER, version=SERVER_GIOP_VERSION,
+                                   max_message_size=self.limits.max_message_size)
+        self.twoway_tasks: dict[int, asyncio.Task] = {}
+        self.tasks: set[asyncio.Task] = set()
+        self.in_flight = asyncio.Semaphore(self.limits.max_requests_in_flight)
+        self.code_sets: tuple[int, int] | None = None     # (TCS-C, TCS-W) once negotiated
+        self.last_version = (1, 0)     # of the last message received: for CloseConnection
+        self.closed = False
+        self._reading: asyncio.Task | None = None
+        self._last_activity = time.monotonic()
+        self._partial_since: float | None = None
+
+    # --- reading -------------------------------------------------------------------
+    async def run(self) -> None:
+        self._reading = asyncio.current_task()
+        try:
+            await self._read_loop()
+        except asyncio.CancelledError:
+            pass      # shut_down() stopped the reading
+        except Exception:
+            log.exception("connection from %s failed", self.peer)
+        finally:
+            if self._reading is asyncio.current_task():
+                self._reading = None
+            self._close()
+
+    async def _read_loop(self) -> None:
+        while True:
+            try:
+                data = await asyncio.wait_for(self.reader.read(65536), self._read_timeout())
+            except asyncio.TimeoutError:
+                if self._partial_since is not None:
+                    log.warning("%s: message incomplete after %.1f s: closing", self.peer,
+                                self.limits.incomplete_message_timeout)
+                    return
+                if not self.tasks and self._idle_for() >= (self.limits.idle_timeout or 0):
+                    log.info("%s: idle for %.1f s: CloseConnection", self.peer,
+                             self._idle_for())
+                    self._send_close_connection()
+                    return
+                continue
+            except (ConnectionError, OSError):
+                data = b""
+            self.giop.receive_data(data)
+            if not await self._process_events():
+                return
+            if not data:
+                return
+            if self.giop.has_partial_message:
+                if self._partial_since is None:
+                    self._partial_since = time.monotonic()
+            else:
+                self._partial_since = None
+
+    def _read_timeout(self) -> float | None:
+        now = time.monotonic()
+        if self._partial_since is not None:
+            return max(0.0, self._partial_since + self.limits.incomplete_message_timeout - now)
+        if self.limits.idle_timeout is None:
+            return None
+        return max(0.05, self._last_activity + self.limits.idle_timeout - now)
+
+    def _idle_for(self) -> float:
+        return time.monotonic() - self._last_activity
+
+    async def _process_events(self) -> bool:
+        """Handle every complete message; False when the connection must close."""
+        while True:
+            event = self.giop.next_event()
+            if event is NEED_DATA:
+                return True
+            if isinstance(event, MessageReceived):
+                self._last_activity = time.monotonic()
+                if not await self._on_message(event.message):
+                    return False
+            elif isinstance(event, ProtocolViolation):
+                log.warning("%s: %s", self.peer, event)
+                if event.reply:
+                    self._write(event.reply)
+                if event.answer in (Answer.SEND_MESSAGE_ERROR_AND_CLOSE, Answer.CLOSE):
+                    await self._drain()
+                    return False
+            elif isinstance(event, ConnectionClosed):
+                return False
+
+    async def _on_message(self, msg) -> bool:
+        self.last_version = msg.version
+        if isinstance(msg, Request):
+            await self._start_request(msg)
+        elif isinstance(msg, LocateRequest):
+            self._send(self._locate_reply(msg))
+        elif isinstance(msg, CancelRequest):
+            task = self.twoway_tasks.pop(msg.request_id, None)
+            if task is not None:
+                task.cancel()     # no reply: the client no longer waits for one
+        elif isinstance(msg, MessageError):
+            log.warning("%s sent MessageError: it did not understand a message of ours",
+                        self.peer)
+        elif isinstance(msg, CloseConnection):
+            return False
+        return True
+
+    # --- requests ------------------------------------------------------------------
+    async def _start_request(self, req: Request) -> None:
+        refused = self._negotiate_code_sets(req)
+        await self.in_flight.acquire()
+        task = asyncio.create_task(self._serve(req, refused))
+        self.tasks.add(task)
+        if req.response_expected:
+            self.twoway_tasks[req.request_id] = task
+        task.add_done_callback(self._request_done)
+
+    def _request_done(self, task: asyncio.Task) -> None:
+        self.tasks.discard(task)
+        self.in_flight.release()
+        self._last_activity = time.monotonic()
+
+    def _negotiate_code_sets(self, req: Request) -> SystemException | None:
+        """The first CodeSets context on a connection fixes its code sets;
+        later ones are ignored (CORBA 3.x Part 2, 7.10.2.6)."""
+        if self.code_sets is not None or req.version < (1, 1):
+            return None
+        for context in req.service_contexts:
+            if isinstance(context, CodeSetsContext):
+                if not orb_codesets.acceptable(context.char_data, context.wchar_data):
+                    log.warning("%s: CodeSets context %s refused", self.peer, context)
+                    return CODESET_INCOMPATIBLE(OMG_VMCID | 1, _NO)
+                self.code_sets = (context.char_data, context.wchar_data or None)
+                return None
+        return None
+
+    async def _serve(self, req: Request, refused: SystemException | None) -> None:
+        if req.response_flags == 1:
+            # SYNC_WITH_SERVER: the reply only says the request arrived; send it first.
+            self._send_reply(req, _Outcome(ReplyStatus.NO_EXCEPTION))
+        try:
+            outcome = _system(refused) if refused is not None else await self._execute(req)
+        except asyncio.CancelledError:
+            return          # CancelRequest or shutdown: no reply
+        self.server.requests_served += 1
+        if req.response_expected and req.response_flags != 1:
+            self._send_reply(req, outcome)
+            await self._drain()
+        self.twoway_tasks.pop(req.request_id, None)
+
+    async def _execute(self, req: Request) -> _Outcome:
+        key = target_object_key(req.target)
+        if key is not None:
+            forward = self.adapter.forwarded(key)
+            if forward is not None:
+                permanent = forward.permanent and req.version >= (1, 2)
+                return _Outcome(ReplyStatus.LOCATION_FORWARD_PERM if permanent
+                                else ReplyStatus.LOCATION_FORWARD, forward=forward.ior)
+        servant = self.adapter.servant(key) if key is not None else None
+        if servant is None:
+            return _system(OBJECT_NOT_EXIST(OMG_VMCID | 2, _NO))
+        op = servant.operations.get(req.operation) or OBJECT_OPERATIONS.get(req.operation)
+        if op is None:
+            return _system(BAD_OPERATION(OMG_VMCID | 2, _NO))
+        tcs_c, tcs_w = self.code_sets or (None, None)
+        try:
+            reader = req.body_reader(**_tcs_kwargs(tcs_c, tcs_w))
+            args = read_arguments(reader, op)
+        except PycdrError as e:
+            log.info("%s: %s arguments undecodable: %s", self.peer, req.operation, e)
+            return _system(MARSHAL(OMG_VMCID | 0, _NO))
+        if op is OBJECT_OPERATIONS.get(op.name):
+            return self._object_operation(servant, op, args)
+        try:
+            returned = await servant.invoke(op, args)
+        except asyncio.CancelledError:
+            raise
+        except SystemException as e:
+            return _system(e)
+        except UserException as e:
+            exc_tc = type(e)._tc
+            if exc_tc is None or not any(exc_tc.id() == t.id() for t in op.raises):
+                log.error("servant raised %r, which %s does not declare", e, op.name)
+                return _system(UNKNOWN(OMG_VMCID | 1, _YES))
+            return _Outcome(ReplyStatus.USER_EXCEPTION,
+                            write_body=_user_exception_writer(exc_tc, e, tcs_c, tcs_w))
+        except Exception:
+            log.exception("servant error in %s", op.name)
+            return _system(UNKNOWN(OMG_VMCID | 0, _MAYBE))
+        try:
+            values = results_to_values(op, returned)
+        except TypeError as e:
+            log.error("servant result of %s: %s", op.name, e)
+            return _system(MARSHAL(OMG_VMCID | 0, _YES))
+        return _Outcome(ReplyStatus.NO_EXCEPTION,
+                        write_body=_results_writer(op, values, tcs_c, tcs_w))
+
+    def _object_operation(self, servant: Servant, op, args) -> _Outcome:
+        if op.name == "_is_a":
+            values = [servant.is_a(args[0])]
+        elif op.name in ("_non_existent", "_not_existent"):
+            values = [servant.non_existent()]
+        elif op.name == "_repository_id":
+            values = [servant.repo_id]
+        else:   # _interface / _get_interface: no Interface Repository here
+            return _system(NO_IMPLEMENT(OMG_VMCID | 3, _NO))
+        return _Outcome(ReplyStatus.NO_EXCEPTION, write_body=_results_writer(op, values))
+
+    def _locate_reply(self, msg: LocateRequest) -> LocateReply:
+        key = target_object_key(msg.target)
+        reply = LocateReply(version=msg.version, little=msg.little, request_id=msg.request_id,
+                            locate_status=LocateStatus.UNKNOWN_OBJECT)
+        if key is None:
+            return reply
+        forward = self.adapter.forwarded(key)
+        if forward is not None:
+            reply.locate_status = LocateStatus.OBJECT_FORWARD_PERM \
+                if forward.permanent and msg.version >= (1, 2) else LocateStatus.OBJECT_FORWARD
+            reply.forward = forward.ior
+        elif self.adapter.servant(key) is not None:
+            reply.locate_status = LocateStatus.OBJECT_HERE
+        return reply
+
+    # --- writing -------------------------------------------------------------------
+    def _send_reply(self, req: Request, outcome: _Outcome) -> None:
+        reply = Reply(version=req.version, little=req.little, request_id=req.request_id,
+                      reply_status=outcome.status, system_exception=outcome.system_exception,
+                      forward=outcome.forward)
+        try:
+            self._send(reply, outcome.write_body)
+        except (EncodeError, TypeError, ValueError, AttributeError) as e:
+            # The servant's values do not fit the types: MARSHAL instead.
+            log.error("cannot encode the reply to %s: %s", req.operation, e)
+            reply.reply_status = ReplyStatus.SYSTEM_EXCEPTION
+            reply.system_exception = MARSHAL(OMG_VMCID | 0, _YES)
+            self._send(reply)
+
+    def _send(self, msg, write_body=None) -> None:
+        if self.closed:
+            return
+        fragment_size = self.limits.fragment_size if msg.version >= (1, 2) else None
+        self._write(self.giop.send(msg, write_body=write_body, fragment_size=fragment_size))
+
+    def _write(self, data: bytes) -> None:
+        if not self.closed:
+            self.writer.write(data)
+
+    async def _drain(self) -> None:
+        if self.closed:
+            return
+        try:
+            await self.writer.drain()
+        except (ConnectionError, OSError):
+            self._close()
+
+    def _send_close_connection(self) -> None:
+        if not self.closed:
+            self._write(self.giop.send(CloseConnection(version=self.last_version)))
+
+    async def shut_down(self, grace: float) -> None:
+        """Orderly shutdown: stop reading, give in-flight requests ``grace``
+        seconds, then CloseConnection and close."""
+        if self._reading is not None:
+            self._reading.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=grace)
+        for task in list(self.tasks):
+            task.cancel()
+        self._send_close_connection()
+        await self._drain()
+        self._close()
+
+    def _close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+
+
+def _tcs_kwargs(tcs_c, tcs_w) -> dict:
+    out = {}
+    if tcs_c is not None:
+        out["tcs_c"] = tcs_c
+    if tcs_w is not None:
+        out["tcs_w"] = tcs_w
+    return out
+
+
+def _set_code_sets(w, tcs_c, tcs_w) -> None:
+    # The message encoder makes the writer; the negotiated code sets go into it here.
+    if tcs_c is not None:
+        w.tcs_c = tcs_c
+    if tcs_w is not None:
+        w.tcs_w = tcs_w
+
+
+def _results_writer(op, values, tcs_c=None, tcs_w=None):
+    def write(w):
+        _set_code_sets(w, tcs_c, tcs_w)
+        write_results(w, op, values)
+    return write
+
+
+def _user_exception_writer(exc_tc, exc, tcs_c, tcs_w):
+    from ..marshal import write_value
+
+    def write(w):
+        _set_code_sets(w, tcs_c, tcs_w)
+        w.write_string(exc_tc.id())
+        write_value(w, exc_tc, exc)
+    return write

@@ -1,0 +1,145 @@
+"""A synchronous facade for scripts: the asyncio ORB runs in a background
+thread's event loop; these objects block until its answer.
+
+    with SyncORB() as orb:
+        server = orb.serve(EchoServant(module.interfaces["Demo::Echo"]), "Echo")
+        echo = orb.string_to_object(server.ior, module.interfaces["Demo::Echo"])
+        echo.echo_long(5)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from .client import ORB, ClientOptions, ObjectRef, RawConnection, RawRead
+from .server import Server, ServerLimits
+from .servant import Servant
+
+
+class SyncORB:
+    def __init__(self, options: ClientOptions | None = None, **overrides):
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="pycdr-orb",
+                                        daemon=True)
+        self._thread.start()
+        self.orb: ORB = self.run(self._make_orb(options, overrides))
+        self.servers: list[SyncServer] = []
+
+    @staticmethod
+    async def _make_orb(options, overrides):
+        return ORB(options, **overrides)
+
+    def run(self, coroutine, timeout: float | None = None):
+        """Run a coroutine on the ORB's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def string_to_object(self, text: str, interface=None, **options) -> "SyncObjectRef":
+        return SyncObjectRef(self, self.run(self.orb.string_to_object(text, interface,
+                                                                      **options)))
+
+    def raw_connection(self, host: str, port: int, timeout: float | None = None):
+        return SyncRawConnection(self, self.run(self.orb.raw_connection(host, port, timeout)))
+
+    def serve(self, servant: Servant | None = None, name: str | bytes | None = None, *,
+              host: str = "127.0.0.1", port: int = 0,
+              limits: ServerLimits | None = None) -> "SyncServer":
+        """Start a Server on the ORB's loop, with ``servant`` activated under
+        ``name`` if given."""
+        server = Server(host=host, port=port, limits=limits)
+        key = server.activate(servant, name) if servant is not None else None
+        self.run(server.start())
+        running = SyncServer(self, server, key)
+        self.servers.append(running)
+        return running
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        for server in self.servers:
+            server.stop()
+        self.run(self.orb.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+class SyncServer:
+    def __init__(self, orb: SyncORB, server: Server, key: bytes | None):
+        self._orb = orb
+        self.server = server
+        self.key = key
+        self._stopped = False
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def ior(self) -> str:
+        return self.server.ior_string(self.key)
+
+    @property
+    def corbaloc(self) -> str:
+        return self.server.corbaloc(self.key)
+
+    def activate(self, servant: Servant, name=None) -> bytes:
+        return self._orb.run(_call_in_loop(self.server.activate, servant, name))
+
+    def stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            self._orb.run(self.server.stop())
+
+
+async def _call_in_loop(function, *args):
+    return function(*args)
+
+
+class SyncObjectRef:
+    def __init__(self, orb: SyncORB, ref: ObjectRef):
+        self._orb = orb
+        self.ref = ref
+
+    def __getattr__(self, name: str):
+        async_call = getattr(self.ref, name)
+        if not callable(async_call):
+            return async_call
+
+        def call(*args, **kwargs):
+            result = async_call(*args, **kwargs)
+            return self._orb.run(result) if asyncio.iscoroutine(result) else result
+        call.__name__ = name
+        return call
+
+    def with_options(self, **options) -> "SyncObjectRef":
+        return SyncObjectRef(self._orb, self.ref.with_options(**options))
+
+
+class SyncRawConnection:
+    def __init__(self, orb: SyncORB, raw: RawConnection):
+        self._orb = orb
+        self.raw = raw
+
+    def send(self, data: bytes) -> bool:
+        return self._orb.run(self.raw.send(data))
+
+    def send_in_pieces(self, pieces, delay: float = 0.0) -> bool:
+        return self._orb.run(self.raw.send_in_pieces(pieces, delay))
+
+    def read_messages(self, count: int = 1, *, timeout: float = 2.0,
+                      max_bytes: int = 1 << 20) -> RawRead:
+        return self._orb.run(self.raw.read_messages(count, timeout=timeout,
+                                                    max_bytes=max_bytes))
+
+    def read_until_closed(self, *, timeout: float = 2.0, max_bytes: int = 1 << 20) -> RawRead:
+        return self._orb.run(self.raw.read_until_closed(timeout=timeout, max_bytes=max_bytes))
+
+    def close(self) -> None:
+        self._orb.run(self.raw.close())

@@ -1,0 +1,94 @@
+"""The reference ORB with omniORBpy (PyPI salome-omniorb), over GIOP 1.0, 1.1 and 1.2, for every
+type of tests/idl/echo_all.idl but wchar/wstring (the salome omniORBpy aborts on them; JacORB
+covers them in test_orb_jacorb.py): pycdr client -> omniORBpy server, omniORBpy client -> pycdr
+server (values checked on both sides), and corbaname through omniNames."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from orb_echo_values import (ECHO_ALL_IDL, ECHO_INTERFACE, ECHO_REPO_ID, WIDE_OPERATIONS,
+                             echo_cases, expected_result, load_echo_module)
+from peers.fixtures import omni_names, start_peer  # noqa: F401 (pytest fixtures)
+from peers.omni import giop_orb_args, start_omni_echo_server
+from peers.process import run_client_process
+from pycdr.ior import ior_from_string
+from pycdr.orb import DynamicServant
+from pycdr.orb.client import BIND, make_name
+from pycdr.orb.servant import echo_handler
+from pycdr.orb.sync import SyncORB
+
+MODULE = load_echo_module()
+ECHO = MODULE.interfaces[ECHO_INTERFACE]
+VERSIONS = [(1, 0), (1, 1), (1, 2)]
+OMNI_CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "orb_omni_echo_client.py")
+
+
+def narrow_cases(object_ior):
+    return [(op, args) for op, args in echo_cases(MODULE, object_ior)
+            if op not in WIDE_OPERATIONS]
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop{v[0]}.{v[1]}")
+def test_pycdr_client_to_omniorbpy_server(version, start_peer):
+    peer = start_peer(start_omni_echo_server, giop=version, idl=ECHO_ALL_IDL,
+                      interface=ECHO_INTERFACE)
+    with SyncORB() as orb:
+        for little in (False, True):     # omniORB answers in its own byte order either way
+            echo = orb.string_to_object(peer.ior, ECHO, little=little)
+            assert echo.giop_version() == version
+            for op, args in narrow_cases(ior_from_string(peer.ior)):
+                assert echo.invoke(op, *args) == expected_result(args), (op, little)
+            echo.note("oneway to omniORB")
+            assert echo.is_a(ECHO_REPO_ID) and not echo.non_existent()
+        # The same object through its corbaloc URL, at this GIOP version.
+        by_url = orb.string_to_object(peer.corbaloc.replace("1.2@", f"{version[0]}.{version[1]}@"),
+                                      ECHO)
+        assert by_url.echo_long(12345) == 12345
+
+
+class Recorder:
+    """An echo servant that remembers what it received, to check omniORB's encoding against
+    pycdr's values (the client side checks the way back)."""
+
+    def __init__(self):
+        self.received = []
+        self.echo = echo_handler(ECHO)
+
+    def __call__(self, name, args):
+        self.received.append((name, tuple(args)))
+        return self.echo(name, args)
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop{v[0]}.{v[1]}")
+def test_omniorbpy_client_to_pycdr_server(version):
+    recorder = Recorder()
+    with SyncORB() as orb:
+        server = orb.serve(DynamicServant(ECHO, recorder), "Echo")
+        ior = server.server.ior_string(server.key, version=version)
+        argv = [sys.executable, OMNI_CLIENT, ior, "--", *giop_orb_args(version)]
+        lines = run_client_process("omniORBpy", argv, timeout=60)
+        results = [json.loads(line) for line in lines]
+        failures = [r for r in results if not r.get("ok")]
+        assert not failures, failures
+        own_ior = server.server.ior(server.key, version=version)
+        expected = narrow_cases(own_ior) + [("note", ("oneway from omniORBpy",))]
+        received = [entry for entry in recorder.received if entry[0] != "_is_a"]
+        assert [op for op, _ in received] == [op for op, _ in expected]
+        for (op, got), (_, want) in zip(received, expected):
+            if op == "echo_object":
+                assert got[0].profiles == own_ior.profiles
+            else:
+                assert got == want, op
+
+
+def test_corbaname_through_omninames(omni_names):
+    with SyncORB() as orb:
+        server = orb.serve(DynamicServant(ECHO, echo_handler(ECHO)), "Echo")
+        naming = orb.string_to_object(omni_names.corbaloc)
+        naming.invoke(BIND, make_name([("pycdr", "test")]), server.server.ior(server.key))
+        echo = orb.string_to_object(omni_names.corbaname("pycdr.test"), ECHO)
+        assert echo.echo_string("via omniNames") == "via omniNames"
+        assert echo.ior == server.server.ior(server.key)
