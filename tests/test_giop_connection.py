@@ -194,18 +194,35 @@ def test_limits():
     ev = drain(conn)[0]
     assert isinstance(ev, ProtocolViolation) and "exceeds the limit" in str(ev.error)
     # Reassembly size: the request is refused and its later fragments dropped.
-    conn = GiopConnection(Role.SERVER, max_reassembly_size=40)
+    # (lenient: these fragments are not multiples of 8, which is another test's subject)
+    conn = GiopConnection(Role.SERVER, max_reassembly_size=40, lenient=True)
     conn.receive_data(first_part(1, body=b"x" * 8) + frag12(1, b"y" * 40, True) +
                       frag12(1, b"z", False) + encode_message(request(2)))
     events = drain(conn)
     assert isinstance(events[0], ProtocolViolation) and "exceeds 40" in str(events[0].error)
     assert [e.message.request_id for e in events[1:]] == [2]
     # Count of pending fragmented messages.
-    conn = GiopConnection(Role.SERVER, max_pending_fragmented=2)
+    conn = GiopConnection(Role.SERVER, max_pending_fragmented=2, lenient=True)
     conn.receive_data(first_part(1) + first_part(2) + first_part(3) + frag12(3, b"", False))
     events = drain(conn)
     assert len(events) == 1 and isinstance(events[0], ProtocolViolation)
     assert events[0].request_id == 3
+
+
+def test_12_fragment_not_multiple_of_8():
+    # Every 1.2 fragment but the last is a multiple of 8 bytes (9.4.9): strict
+    # refuses the message (and drops its later fragments quietly), lenient warns.
+    data = first_part(1, body=b"x" * 5) + frag12(1, b"y", False) + encode_message(request(2))
+    conn = GiopConnection(Role.SERVER)
+    conn.receive_data(data)
+    events = drain(conn)
+    assert isinstance(events[0], ProtocolViolation) and "multiple of 8" in str(events[0].error)
+    assert events[0].reply and [e.message.request_id for e in events[1:]] == [2]
+    conn = GiopConnection(Role.SERVER, lenient=True)
+    conn.receive_data(data)
+    events = drain(conn)
+    assert [e.message.request_id for e in events] == [1, 2]
+    assert any(w.code == "fragment-not-multiple-of-8" for w in events[0].warnings)
 
 
 def test_eof_inside_a_message():

@@ -211,7 +211,21 @@ class GiopConnection:
                 offset), header, offset, request_id)
         self._dropped_fragment_ids.discard(request_id)
         self._fragmented[request_id] = entry
+        if len(raw) % 8:
+            return self._fragment_size_problem(entry, raw, header, offset, request_id)
         return None
+
+    def _fragment_size_problem(self, entry, raw, header, offset, request_id):
+        """GIOP 1.2+: every fragment but the last is a multiple of 8 bytes long,
+        so the next one continues the body's alignment (CORBA 3.x Part 2, 9.4.9).
+        Lenient: a warning; strict: MessageError and the message is dropped."""
+        text = f"GIOP 1.2 fragment of {len(raw)} bytes is not a multiple of 8"
+        if self.lenient:
+            entry.warnings.append(DecodeWarning("fragment-not-multiple-of-8", text, offset))
+            return None
+        self._drop(entry, request_id)
+        self._dropped_fragment_ids.add(request_id)
+        return self._violation(GIOPError(text, offset + 8), header, offset, request_id)
 
     def _handle_fragment(self, header: GiopHeader, raw: bytes, offset: int):
         if header.version == (1, 0):
@@ -242,9 +256,9 @@ class GiopConnection:
                     f"Fragment for request {request_id}, which has no fragmented "
                     "message pending", offset), header, offset, request_id)
             if len(raw) % 8 and header.more_fragments:
-                entry.warnings.append(DecodeWarning(
-                    "fragment-not-multiple-of-8",
-                    f"GIOP 1.2 fragment of {len(raw)} bytes is not a multiple of 8", offset))
+                problem = self._fragment_size_problem(entry, raw, header, offset, request_id)
+                if problem is not None:
+                    return problem
         first = entry.header
         if header.version != first.version:
             self._drop(entry, request_id)

@@ -31,8 +31,8 @@ from ..giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateRepl
                              LocateRequest, LocateStatus, MessageError, ProfileAddr,
                              ReferenceAddr, Reply, ReplyStatus, Request)
 from ..giop.service_contexts import CodeSetsContext
-from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, MARSHAL, NO_IMPLEMENT,
-                           OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
+from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHAL,
+                           NO_IMPLEMENT, OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
                            SystemException)
 from ..iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
 from ..ior import IOR, ior_to_string
@@ -47,6 +47,7 @@ log = logging.getLogger("pycdr.orb.server")
 # ORB_TYPE of this ORB's IORs: "PYC\0" (not an OMG-assigned vendor tag).
 PYCDR_ORB_TYPE = 0x50594300
 SERVER_GIOP_VERSION = (1, 2)      # the highest version served
+VALID_RESPONSE_FLAGS = (0, 1, 3)  # SYNC_NONE/WITH_TRANSPORT, SYNC_WITH_SERVER, SYNC_WITH_TARGET
 _NO = CompletionStatus.COMPLETED_NO
 _YES = CompletionStatus.COMPLETED_YES
 _MAYBE = CompletionStatus.COMPLETED_MAYBE
@@ -315,6 +316,12 @@ class _ServerConnection:
         return None
 
     async def _serve(self, req: Request, refused: SystemException | None) -> None:
+        if req.version >= (1, 2) and req.response_flags not in VALID_RESPONSE_FLAGS:
+            # 0, 1 and 3 are the defined values; anything else is refused without
+            # running the request (CORBA 3.x Part 2, 9.4.2.1).
+            self._send_reply(req, _system(INV_FLAG(OMG_VMCID | 0, _NO)))
+            await self._drain()
+            return
         if req.response_flags == 1:
             # SYNC_WITH_SERVER: the reply only says the request arrived; send it first.
             self._send_reply(req, _Outcome(ReplyStatus.NO_EXCEPTION))

@@ -1,0 +1,47 @@
+"""The pytest plugin (registered as the ``pytest11`` entry point ``pycdr``):
+
+    pytest --pyargs pycdr.conformance --target IOR|corbaloc|host:port
+
+Without ``--target`` the reference ORB is started in-process.  Each case is
+one test: a failure fails it, a tolerated deviation passes with its reason in
+the report, a case that does not apply to the endpoint is skipped with why.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("pycdr-conformance", "pycdr GIOP conformance suite")
+    group.addoption("--target", default=None,
+                    help="endpoint under test: an IOR, a corbaloc URL or host:port "
+                         "(default: the reference ORB, started in-process)")
+    group.addoption("--no-wide", action="store_true", default=False,
+                    help="do not send wchar/wstring (some ORBs abort on them)")
+    group.addoption("--conformance-json", default=None,
+                    help="write every verdict, with the bytes sent and received, as JSON")
+
+
+def conformance_suite_for(config):
+    """The session's Suite (resolved once, at collection)."""
+    suite = getattr(config, "_pycdr_conformance_suite", None)
+    if suite is None:
+        from .suite import Suite, target_or_reference
+        context = target_or_reference(config.getoption("--target"))
+        endpoint = context.__enter__()
+        config.add_cleanup(lambda: context.__exit__(None, None, None))
+        suite = Suite(endpoint, wide_chars=not config.getoption("--no-wide"))
+        config._pycdr_conformance_suite = suite
+    return suite
+
+
+def pytest_unconfigure(config):
+    suite = getattr(config, "_pycdr_conformance_suite", None)
+    path = config.getoption("--conformance-json", None)
+    if suite is not None and path:
+        from .report import to_json
+        with open(path, "w") as f:
+            json.dump(to_json(suite.run), f, indent=1)
