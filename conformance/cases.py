@@ -442,6 +442,14 @@ def catalog(target_version=(1, 2)) -> list[Case]:
                   tolerate=[(REPLY, "treats the invalid value 2 as a response-expected flag"),
                             (E("silent"), "treats the invalid value 2 as no response expected")],
                   timeout=1.0, risky=True))
+        for address in ("profile", "reference"):
+            add(_case(f"request.{address}-addr", f"_non_existent addressed by "
+                      f"{'an IIOP profile (ProfileAddr)' if address == 'profile' else 'an IOR (ReferenceAddr)'}",
+                      S_REQUEST + "; 9.4.2.1 TargetAddress", v, le,
+                      [Msg("request", address=address)], [REPLY],
+                      tolerate=[(E("needs_addressing_mode"),
+                                 "asks for KeyAddr instead (allowed by NEEDS_ADDRESSING_MODE)")],
+                      check="boolean_false", risky=True))
         add(_case("request.empty-body-unpadded",
                   "a 1.2 request with no arguments ends right after its header (no padding)",
                   S_ALIGN, v, le, [Msg("request")], [REPLY]))

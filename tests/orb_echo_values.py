@@ -1,4 +1,4 @@
-"""Values for every operation of tests/idl/echo_all.idl in pycdr's Python mapping,
+"""Values for every operation of conformance/echo.idl in pycdr's Python mapping,
 shared by the reference ORB's tests. tests/orb_omni_echo_client.py sends the same values
 in omniORBpy's mapping, in the same order (keep the two lists in step)."""
 
@@ -9,7 +9,8 @@ from decimal import Decimal
 from pycdr import idl, tc
 from pycdr.values import Any
 
-ECHO_ALL_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idl", "echo_all.idl")
+# One Echo IDL for the ORB's interop tests and the conformance suite.
+from pycdr.conformance.echo import ECHO_IDL as ECHO_ALL_IDL  # noqa: E402
 ECHO_INTERFACE = "EchoAll::Echo"
 ECHO_REPO_ID = "IDL:EchoAll/Echo:1.0"
 # What the salome-omniorb omniORBpy cannot take (it aborts on wchar data).

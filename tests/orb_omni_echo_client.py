@@ -1,4 +1,4 @@
-"""omniORBpy client for tests/idl/echo_all.idl, run as a subprocess by tests/test_orb_omni.py.
+"""omniORBpy client for conformance/echo.idl, run as a subprocess by tests/test_orb_omni.py.
 
     python orb_omni_echo_client.py IOR [-- ORB options...]
 
@@ -20,7 +20,8 @@ from omniORB import CORBA  # noqa: E402
 
 import omni_idl  # noqa: E402
 
-IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idl", "echo_all.idl")
+IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "conformance",
+                   "echo.idl")
 
 
 def same(a, b):

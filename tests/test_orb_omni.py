@@ -1,5 +1,5 @@
 """The reference ORB with omniORBpy (PyPI salome-omniorb), over GIOP 1.0, 1.1 and 1.2, for every
-type of tests/idl/echo_all.idl but wchar/wstring (the salome omniORBpy aborts on them; JacORB
+type of conformance/echo.idl but wchar/wstring (the salome omniORBpy aborts on them; JacORB
 covers them in test_orb_jacorb.py): pycdr client -> omniORBpy server, omniORBpy client -> pycdr
 server (values checked on both sides), and corbaname through omniNames."""
 

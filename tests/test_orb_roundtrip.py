@@ -1,5 +1,5 @@
 """The reference ORB against itself: pycdr client -> pycdr server for every type of
-tests/idl/echo_all.idl over GIOP 1.0/1.1/1.2 in both byte orders, the system exceptions the
+conformance/echo.idl over GIOP 1.0/1.1/1.2 in both byte orders, the system exceptions the
 server must raise, oneway, deferred and dynamic invocation, attributes, forwarding and
 cancellation."""
 
@@ -260,7 +260,7 @@ def test_servant_error_is_logged(caplog):
 
 
 def test_long_double_and_dii():
-    """long double (not in echo_all.idl: omniORBpy has no mapping) through a run-time
+    """long double (not in conformance/echo.idl: omniORBpy has no mapping) through a run-time
     interface, invoked with the DII."""
     from pycdr import idl
     module = idl.load_string("interface LD { long double echo_ld(in long double v); };",
