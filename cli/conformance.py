@@ -22,8 +22,11 @@ from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
                    "align); repeatable.")
 @click.option("--no-wide", is_flag=True,
               help="Do not send wchar/wstring (some ORBs abort the process on them).")
-@click.option("--list", "list_only", is_flag=True, help="List the cases and exit.")
-def conformance_cmd(target, json_file, junit_file, groups, no_wide, list_only):
+@click.option("--pcap", "pcap_dir", type=click.Path(file_okay=False),
+              help="Write one pcap a case (bytes sent and received) into this folder.")
+@click.option("--list", "list_only", is_flag=True,
+              help="List the cases (with the bytes each sends) and exit.")
+def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, list_only):
     """Run the GIOP conformance suite against TARGET (an IOR, a corbaloc URL or
     host:port). Without TARGET, against the built-in reference ORB.
 
@@ -45,8 +48,12 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, list_only):
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_UNREACHABLE)
         if list_only:
+            from pycdr.conformance.cases import render_case
             for case in suite.cases:
                 click.echo(f"{case.id}  {case.title}  [{case.spec}]")
+                if not suite.runner.applicable(case):
+                    for data in render_case(case, suite.runner.ctx):
+                        click.echo(f"    {data.hex()}")
             sys.exit(EXIT_OK)
         if Progress is not None and sys.stderr.isatty():
             with Progress(transient=True) as progress:
@@ -68,4 +75,7 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, list_only):
     if junit_file:
         with open(junit_file, "w") as f:
             f.write(report.to_junit(run))
+    if pcap_dir:
+        paths = report.export_pcaps(run, pcap_dir)
+        click.echo(f"{len(paths)} pcaps written to {pcap_dir}")
     sys.exit(EXIT_BAD_INPUT if run.counts.get(FAIL) else EXIT_OK)

@@ -62,6 +62,30 @@ def summary_lines(run) -> list[str]:
     return lines
 
 
+def export_pcaps(run, folder: str) -> list[str]:
+    """One pcap a case: what was sent and what came back, as a TCP session to
+    the target's port (so Wireshark and ``pycdr pcap`` dissect it as GIOP)."""
+    import os
+    import re
+    from pycdr.pcapwrite import TcpSession, write_pcap
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    for r in run.results:
+        if r.verdict == NOT_RUN:
+            continue
+        packets: list = []
+        session = TcpSession(packets, server_port=run.target.port)
+        session.client_sends(*r.sent)
+        if r.received:
+            session.server_sends(r.received)
+        session.close()
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", r.case.id).strip("_") + ".pcap"
+        path = os.path.join(folder, name)
+        write_pcap(path, packets)
+        paths.append(path)
+    return paths
+
+
 def _base_id(case_id: str) -> str:
     return case_id.split("[", 1)[0]
 
