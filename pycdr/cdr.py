@@ -415,7 +415,8 @@ class CDRReader:
         return sub
 
     def sub_reader(self, start: int, end: int) -> "CDRReader":
-        sub = type(self).__new__(type(self))   # subclasses (tracing readers) nest too
+        cls = self._sub_reader_class()
+        sub = cls.__new__(cls)
         sub.buf = self.buf
         sub.pos = start
         sub.end = end
@@ -432,6 +433,9 @@ class CDRReader:
         sub.context = self.context
         return sub
 
+    def _sub_reader_class(self):
+        return type(self)          # subclasses (tracing readers) nest too
+
     def read_encapsulation_byte_order(self) -> None:
         pos = self.pos
         if pos >= self.end:
@@ -442,6 +446,113 @@ class CDRReader:
             self.violation(InvalidValueError, "bad-byte-order",
                            f"encapsulation byte-order octet is {b}, not 0 or 1", pos)
         self.set_byte_order(bool(b & 1))
+
+
+class SegmentedReader(CDRReader):
+    """A reader over a message reassembled from GIOP 1.1 fragments.
+
+    In GIOP 1.1 a fragment's data is aligned relative to the fragment's own
+    start (CORBA 3.x Part 2, 9.4.9), so each fragment's data is a segment
+    with its own alignment origin.  ``segments`` lists ``(start, origin)``
+    in buffer positions, the first covering ``start``.  ``end`` stops at the
+    current segment's end; a read that begins exactly there moves to the next
+    segment.  Primitives never span fragments; a read that would (a sender's
+    error, or an array of primitives cut between its elements, which pycdr
+    does not join) is a DecodeError naming the boundary.
+    """
+
+    __slots__ = ("segments", "final_end")
+
+    def __init__(self, buf, segments, **kwargs):
+        super().__init__(buf, **kwargs)
+        self.final_end = self.end
+        self.segments = tuple(segments)
+        self._enter_segment()
+
+    def _enter_segment(self) -> None:
+        pos = self.pos
+        start, origin = self.segments[0]
+        nxt = self.final_end
+        for i, (s, o) in enumerate(self.segments):
+            if s <= pos:
+                start, origin = s, o
+                nxt = self.segments[i + 1][0] if i + 1 < len(self.segments) else self.final_end
+        self.origin = origin
+        self.end = min(nxt, self.final_end)
+
+    def _sync(self) -> None:
+        if self.pos >= self.end and self.end < self.final_end:
+            self._enter_segment()
+
+    def _sync_aligned(self, n: int) -> None:
+        """Before an n-aligned read: padding that reaches the fragment's end
+        means the value starts in the next fragment (aligned from its origin)."""
+        pos = self.pos
+        if pos < self.end < self.final_end:
+            pad = (self.origin - pos) & (n - 1)
+            if pad and pos + pad >= self.end:
+                self.pos = self.end
+        self._sync()
+
+    @property
+    def remaining(self) -> int:
+        return self.final_end - self.pos
+
+    def truncated(self, need: int, pos: int, what: str = "value"):
+        if self.end < self.final_end:
+            raise DecodeError(f"{what} crosses the GIOP 1.1 fragment boundary at offset "
+                              f"{self.end} (a primitive split between fragments, or an array "
+                              f"of primitives cut between elements, which is not joined)", pos)
+        super().truncated(need, pos, what)
+
+    def _sub_reader_class(self):
+        return CDRReader           # an encapsulation lies within one fragment
+
+    def align(self, n):
+        self._sync_aligned(n)
+        super().align(n)
+
+    def _read(self, size, st, what):
+        self._sync_aligned(size)
+        return super()._read(size, st, what)
+
+    def read_octet(self):
+        self._sync()
+        return super().read_octet()
+
+    def read_boolean(self):
+        self._sync()
+        return super().read_boolean()
+
+    def read_char(self):
+        self._sync()
+        return super().read_char()
+
+    def read_raw(self, n, what="octets"):
+        # Octets have no alignment: a run of them may continue in the next
+        # fragment (senders cut long octet sequences anywhere).
+        self._sync()
+        pos = self.pos
+        if n < 0 or pos + n > self.final_end:
+            super().truncated(n, pos, what)
+        self.pos = pos + n
+        if self.pos > self.end:
+            self._enter_segment()
+        return bytes(self.buf[pos:pos + n])
+
+    def read_count(self, min_element_size, what="sequence"):
+        # Counted against the whole message: the elements may be in later fragments.
+        self._sync_aligned(4)
+        n = super()._read(4, self.fmt.ulong, "unsigned long")
+        if n and n * min_element_size > self.final_end - self.pos:
+            raise TruncatedError(
+                f"{what} length {n} needs at least {n * min_element_size} bytes "
+                f"but only {self.final_end - self.pos} remain", self.pos - 4)
+        return n
+
+    def skip(self, n):
+        self._sync()
+        super().skip(n)
 
 
 class CDRWriter:

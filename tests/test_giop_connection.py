@@ -292,3 +292,32 @@ def test_fragment_byte_order_change_is_reported():
     conn.receive_data(first_part(1, body=b"12345678") + frag12(1, b"tail", False, little=True))
     (ev,) = drain(conn)
     assert [w.code for w in ev.warnings] == ["fragment-byte-order"]
+
+
+@pytest.mark.parametrize("little", [False, True])
+def test_11_fragment_data_is_aligned_from_its_own_fragment(little):
+    # GIOP 1.1 (9.4.9): "the data in a fragment is marshaled with alignment
+    # relative to its position in the fragment". Arguments: octet 7, double 2.5,
+    # octet 9, long long -3, built by hand across three messages.
+    import struct
+    from pycdr import tc
+    from pycdr.marshal import read_value
+    end = "<" if little else ">"
+    first = encode_message(request(5, version=(1, 1), little=little, body=b"\x07",
+                                   more_fragments=True))
+    # Fragment 1: data starts at 12; the double is 8-aligned from this fragment's
+    # start (4 pad bytes), then the octet; the fragment ends there.
+    f1 = encode_header((1, 1), little, 7, 13, more_fragments=True) + \
+        b"\xaa" * 4 + struct.pack(end + "d", 2.5) + b"\x09"
+    # Fragment 2: the long long at 16 (4 pad bytes after the 12-byte header).
+    f2 = encode_header((1, 1), little, 7, 12) + bytes(4) + struct.pack(end + "q", -3)
+    for chunks in ([first + f1 + f2], [first, f1, f2]):
+        conn = GiopConnection(Role.SERVER)
+        for c in chunks:
+            conn.receive_data(c)
+        (event,) = drain(conn)
+        assert event.fragments == 3
+        r = event.message.body_reader()
+        assert [read_value(r, t) for t in (tc.octet, tc.double, tc.octet, tc.longlong)] == \
+            [7, 2.5, 9, -3]
+        assert r.pos == len(event.message.body)

@@ -17,9 +17,9 @@ more than the limit is refused before its body is buffered.
 A reassembled message is the first message's header and body followed by the
 fragments' data.  GIOP 1.2 fragments keep the message's alignment (16-byte
 fragment headers, 8-multiple fragment sizes).  GIOP 1.1 fragment data is
-aligned relative to its own fragment; the concatenation keeps 4-byte alignment
-but an 8-byte value after a 1.1 fragment boundary can be misplaced unless the
-preceding part ended at 4 mod 8: not corrected here.
+aligned relative to its own fragment: the message remembers where each
+fragment's data starts (``segments``) and is read with a
+:class:`pycdr.cdr.SegmentedReader`, which aligns each part from its own origin.
 """
 
 from __future__ import annotations
@@ -287,7 +287,15 @@ class GiopConnection:
         first_flags = first.flags & ~FLAG_MORE_FRAGMENTS
         whole = encode_header(first.version, first.little, first.msg_type, len(body),
                               extra_flags=first_flags & ~1, magic=first.magic) + body
-        return self._deliver(whole, entry.offset, entry.count, entry.warnings)
+        segments = None
+        if first.version == (1, 1):
+            # 1.1 fragment data is aligned relative to its own fragment: each part
+            # keeps its origin (its data starts 12 bytes after it).
+            segments, pos = [(0, 0)], HEADER_SIZE + len(entry.parts[0])
+            for part in entry.parts[1:]:
+                segments.append((pos, pos - HEADER_SIZE))
+                pos += len(part)
+        return self._deliver(whole, entry.offset, entry.count, entry.warnings, segments)
 
     def _drop(self, entry: _Reassembly, request_id) -> None:
         if entry is self._fragmented_11:
@@ -295,10 +303,11 @@ class GiopConnection:
         elif request_id is not None:
             self._fragmented.pop(request_id, None)
 
-    def _deliver(self, raw: bytes, offset: int, fragments: int, extra_warnings: list):
+    def _deliver(self, raw: bytes, offset: int, fragments: int, extra_warnings: list,
+                 segments=None):
         header = parse_header(raw)
         try:
-            msg, warnings = decode_message(raw, lenient=self.lenient)
+            msg, warnings = decode_message(raw, lenient=self.lenient, segments=segments)
         except DecodeError as e:
             if e.offset is not None:
                 e.offset += offset if fragments == 1 else 0

@@ -28,7 +28,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..cdr import CDRReader, CDRWriter, DecodeWarning
+from ..cdr import CDRReader, CDRWriter, DecodeWarning, SegmentedReader
 from ..errors import (DecodeError, EncodeError, GIOPError, InvalidValueError,
                       TruncatedError)
 from ..ior import IOR, TaggedProfile, printable_key, read_ior, write_ior
@@ -183,8 +183,9 @@ class _FieldReader:
                 self.align(8)
         self.offsets["body"] = r.pos
         start = r.pos
-        data = bytes(r.buf[start:r.end])
-        r.pos = r.end
+        end = getattr(r, "final_end", r.end)     # a SegmentedReader's end is its segment's
+        data = bytes(r.buf[start:end])
+        r.pos = end
         return data, start
 
 
@@ -205,6 +206,8 @@ class Message:
     warnings: list = field(default_factory=list, compare=False, repr=False)
     message_size: int | None = field(default=None, compare=False, repr=False)
     ziop: ZiopInfo | None = field(default=None, compare=False, repr=False)
+    # GIOP 1.1 reassembly: (start, origin) of each fragment's data in the message.
+    segments: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def type_name(self) -> str:
@@ -250,6 +253,13 @@ class _HasBody:
                 raise ValueError("body_offset is unknown for a GIOP 1.0/1.1 message "
                                  "that was not decoded")
             offset = 0
+        if self.segments:
+            # Fragment data after the body's start, in body positions.
+            segs = [(max(start - offset, 0), origin - offset) for start, origin in self.segments]
+            segs = [seg for i, seg in enumerate(segs)
+                    if i + 1 == len(segs) or segs[i + 1][0] > 0]
+            return SegmentedReader(self.body, segs, little=self.little,
+                                   version=self.version, **kwargs)
         return CDRReader(self.body, origin=-offset, little=self.little,
                          version=self.version, **kwargs)
 
@@ -419,14 +429,16 @@ def _typed_body_json(msg, out: dict) -> None:
 # ----------------------------------------------------------------------------
 # Decoding
 def decode_message(data, *, lenient: bool = False, user_exceptions=None,
-                   max_ziop_size: int = 64 << 20) -> tuple[Message, list]:
+                   max_ziop_size: int = 64 << 20, segments=None) -> tuple[Message, list]:
     """Decode one complete GIOP (or ZIOP) message from the start of ``data``.
 
     Returns ``(message, warnings)``; the warnings are also in
     ``message.warnings``.  Strict mode raises a :class:`pycdr.errors.DecodeError`
     subclass on the first violation; lenient mode records it and carries on.
     ``user_exceptions`` (TypeCodes, or a mapping repository id -> TypeCode) lets
-    USER_EXCEPTION replies decode their exception.
+    USER_EXCEPTION replies decode their exception.  ``segments``: for a message
+    reassembled from GIOP 1.1 fragments, ``(start, origin)`` of each fragment's
+    data (see :class:`pycdr.cdr.SegmentedReader`).
     """
     warnings: list = []
     header = parse_header(data)
@@ -448,8 +460,9 @@ def decode_message(data, *, lenient: bool = False, user_exceptions=None,
         data, ziop = decompress_ziop(bytes(data[:end]), header, warnings, max_size=max_ziop_size)
         header = parse_header(data)
         end = len(data)
-    r = CDRReader(data, start=HEADER_SIZE, end=end, origin=0, little=header.little,
-                  version=header.version, lenient=lenient, warnings=warnings)
+    options = dict(start=HEADER_SIZE, end=end, origin=0, little=header.little,
+                   version=header.version, lenient=lenient, warnings=warnings)
+    r = SegmentedReader(data, segments, **options) if segments else CDRReader(data, **options)
     _check_header(header, r)
     cls = MESSAGE_CLASSES.get(header.msg_type)
     if cls is None:
@@ -461,9 +474,9 @@ def decode_message(data, *, lenient: bool = False, user_exceptions=None,
         if header.version != (1, 0) else 0
     msg = cls(version=header.version, little=header.little,
               more_fragments=header.more_fragments, extra_flags=extra, **fields)
-    if r.pos != r.end:
+    if r.pos != end:
         r.violation(GIOPError, "trailing-bytes",
-                    f"{r.end - r.pos} bytes after the {cls.msg_type.name} header", r.pos)
+                    f"{end - r.pos} bytes after the {cls.msg_type.name} header", r.pos)
     if isinstance(msg, Reply) and msg.reply_status == ReplyStatus.USER_EXCEPTION:
         _decode_user_exception(msg, r, user_exceptions)
     msg.offsets = fr.offsets
@@ -471,6 +484,7 @@ def decode_message(data, *, lenient: bool = False, user_exceptions=None,
     msg.warnings = warnings
     msg.message_size = header.size
     msg.ziop = ziop
+    msg.segments = tuple(segments) if segments else None
     return msg, warnings
 
 
