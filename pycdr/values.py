@@ -87,6 +87,22 @@ def _same_type(a, b, base) -> bool:
         a._tc.equivalent(b._tc)
 
 
+def _set_members(obj, args, kwargs) -> None:
+    """Members from positional and keyword values; every member must be given."""
+    fields = obj._fields
+    if len(args) > len(fields):
+        raise TypeError(f"{type(obj).__name__} takes at most {len(fields)} values")
+    for name, value in zip(fields, args):
+        setattr(obj, name, value)
+    for name, value in kwargs.items():
+        if name not in fields:
+            raise TypeError(f"{type(obj).__name__} has no member {name!r}")
+        setattr(obj, name, value)
+    missing = [f for f in fields[len(args):] if f not in kwargs]
+    if missing:
+        raise TypeError(f"{type(obj).__name__} missing members {missing}")
+
+
 # --------------------------------------------------------------------------
 class Struct:
     """Base of IDL struct classes: mutable, with attribute access, equality and repr."""
@@ -96,18 +112,7 @@ class Struct:
     _fields: tuple = ()
 
     def __init__(self, *args, **kwargs):
-        fields = self._fields
-        if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__} takes at most {len(fields)} values")
-        for name, value in zip(fields, args):
-            setattr(self, name, value)
-        for name, value in kwargs.items():
-            if name not in fields:
-                raise TypeError(f"{type(self).__name__} has no member {name!r}")
-            setattr(self, name, value)
-        missing = [f for f in fields[len(args):] if f not in kwargs]
-        if missing:
-            raise TypeError(f"{type(self).__name__} missing members {missing}")
+        _set_members(self, args, kwargs)
 
     def __eq__(self, other):
         if not _same_type(self, other, Struct):
@@ -132,18 +137,7 @@ class UserException(Exception):
 
     def __init__(self, *args, **kwargs):
         Exception.__init__(self, *args)
-        fields = self._fields
-        if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__} takes at most {len(fields)} values")
-        for name, value in zip(fields, args):
-            setattr(self, name, value)
-        for name, value in kwargs.items():
-            if name not in fields:
-                raise TypeError(f"{type(self).__name__} has no member {name!r}")
-            setattr(self, name, value)
-        missing = [f for f in fields[len(args):] if f not in kwargs]
-        if missing:
-            raise TypeError(f"{type(self).__name__} missing members {missing}")
+        _set_members(self, args, kwargs)
 
     def __eq__(self, other):
         if not _same_type(self, other, UserException):
