@@ -420,9 +420,7 @@ class IdlBodyDecoder:
         result = {"operation": op.name, "kind": kind, "values": out}
         r = msg.body_reader(lenient=True)
         try:
-            if kind == "exception":
-                r.read_string()                      # the repository id
-            for name, tc in items:
+            for name, tc in items:                   # (an exception starts with its id)
                 flatten_value(tc, read_value(r, tc), name, out)
         except PycdrError as e:
             result["error"] = _error_json(e)

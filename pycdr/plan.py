@@ -549,7 +549,8 @@ class StructNode(Node):
     def finish(self, members):
         self.members = tuple(members)
         self.names = tuple(m[0] for m in self.members)
-        self.min_wire = max(sum(m[2].fixed_size or m[2].min_wire for m in self.members), 1)
+        self.min_wire = max(sum(m[2].fixed_size or m[2].min_wire for m in self.members), 1) + \
+            (5 if self.is_exception else 0)
         self.cls = V.class_for(self.tc)
         if self.names:
             self.getter = attrgetter(*self.names) if len(self.names) > 1 else \
@@ -582,7 +583,14 @@ class StructNode(Node):
         cls = self.cls
         obj = cls.__new__(cls)
         if self.is_exception:
+            # An exception is its repository id, then its members (CORBA 3.x
+            # Part 2, 9.3.2.7), as in a USER_EXCEPTION reply body.
             Exception.__init__(obj)
+            start = r.pos
+            rid = r.read_string()
+            if rid != self.tc._id and self.tc._id:
+                r.violation(InvalidValueError, "exception-id",
+                            f"exception id {rid!r} where {self.tc._id!r} was expected", start)
         for pyname, idlname, node in self.members:
             try:
                 setattr(obj, pyname, node.read(r))
@@ -608,6 +616,8 @@ class StructNode(Node):
         self.write_members(w, v)
 
     def write_members(self, w, v):
+        if self.is_exception:
+            w.write_string(self.tc._id)
         if isinstance(v, dict):
             get = v.__getitem__
             missing = [m[1] for m in self.members if m[0] not in v and m[1] not in v]

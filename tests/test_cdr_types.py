@@ -14,6 +14,8 @@ from decimal import Decimal
 
 import pytest
 
+from pycdr.errors import InvalidValueError
+
 import pycdr
 from pycdr import tc
 from pycdr.errors import CodeSetError, EncodeError
@@ -460,14 +462,25 @@ def test_alias_encodes_as_its_type():
     check(tc.alias("IDL:C2:1.0", "C2", Count), 6, "00000006", "06000000")
 
 
-def test_exception_members_like_a_struct():
+def test_exception_is_its_repository_id_then_its_members():
+    # 9.3.2.7: "Exceptions are encoded as a string followed by exception members,
+    # if any. The string contains the RepositoryId for the exception."
     E = tc.exception("IDL:Oops:1.0", "Oops", [("code", tc.short), ("why", tc.string)])
     cls = class_for(E)
     value = cls(3, "no")
     assert isinstance(value, Exception)
-    check(E, value, "0003|.0000|00000003|6e6f|00", "0300|.0000|03000000|6e6f|00")
-    check(tc.exception("IDL:Empty:1.0", "Empty"), class_for(tc.exception("IDL:Empty:1.0",
-                                                                          "Empty"))(), "", "")
+    check(E, value, "0000000d|49444c3a4f6f70733a312e3000|.00|0003|00000003|6e6f|00",
+          "0d000000|49444c3a4f6f70733a312e3000|.00|0300|03000000|6e6f|00")
+    empty = tc.exception("IDL:Empty:1.0", "Empty")
+    check(empty, class_for(empty)(), "0000000e|49444c3a456d7074793a312e3000",
+          "0e000000|49444c3a456d7074793a312e3000")
+    # Another exception's id where this one was expected is a violation.
+    other = bytes.fromhex("0000000e") + b"IDL:Other:1.0\0"
+    with pytest.raises(InvalidValueError):
+        pycdr.decode(empty, other)
+    warnings = []
+    assert pycdr.decode(empty, other, lenient=True, warnings=warnings) == class_for(empty)()
+    assert [w.code for w in warnings] == ["exception-id"]
 
 
 # --------------------------------------------------------------------------

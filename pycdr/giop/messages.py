@@ -598,6 +598,7 @@ def _decode_user_exception(msg: Reply, r: CDRReader, user_exceptions) -> None:
     br.origin = 0
     try:
         msg.exception_id = br.read_string()
+        br.pos = msg.body_offset          # the exception's encoding starts with the id
     except DecodeError as e:
         r.violation(type(e), "bad-exception-id", f"user exception id: {e.message}",
                     e.offset if e.offset is not None else msg.body_offset)

@@ -185,6 +185,8 @@ class ObjectRef:
         self._little = orb.options.little if little is None else little
         self._timeout = orb.options.timeout if timeout == -1 else timeout
         self._forward: IOR | None = None   # a LOCATION_FORWARD target, until it fails
+        self._profile_of: IOR | None = None    # the IOR self._profile was decoded from
+        self._profile: IIOPProfile | None = None
         self._operations = interface.all_operations() if interface is not None else {}
 
     # --- options -------------------------------------------------------------------
@@ -201,7 +203,13 @@ class ObjectRef:
 
     @property
     def profile(self) -> IIOPProfile:
-        return first_iiop_profile(self._forward or self._ior)
+        # Decoded once per target IOR, not on every invocation (it cost more than
+        # marshaling a 64 KB sequence).
+        target = self._forward or self._ior
+        if self._profile_of is not target:
+            self._profile = first_iiop_profile(target)
+            self._profile_of = target
+        return self._profile
 
     def giop_version(self, profile: IIOPProfile | None = None) -> tuple:
         """The version requests use: the lowest of the profile's, the ORB's cap
@@ -383,7 +391,9 @@ class DeferredRequest:
 def _user_exception(reply: Reply, op: Operation, reader_kwargs: dict) -> Exception:
     try:
         r = reply.body_reader(**reader_kwargs)
+        start = r.pos
         exception_id = r.read_string()
+        r.pos = start                     # the exception's encoding starts with the id
         for exc_tc in op.raises:
             if exc_tc.id() == exception_id:
                 return read_value(r, exc_tc)

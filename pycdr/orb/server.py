@@ -352,6 +352,8 @@ class _ServerConnection:
         tcs_c, tcs_w = self.code_sets or (None, None)
         try:
             reader = req.body_reader(**_tcs_kwargs(tcs_c, tcs_w))
+            if servant.numeric_arrays:
+                reader.context = {"numeric_arrays": True}
             args = read_arguments(reader, op)
         except PycdrError as e:
             log.info("%s: %s arguments undecodable: %s", self.peer, req.operation, e)
@@ -492,6 +494,5 @@ def _user_exception_writer(exc_tc, exc, tcs_c, tcs_w):
 
     def write(w):
         _set_code_sets(w, tcs_c, tcs_w)
-        w.write_string(exc_tc.id())
-        write_value(w, exc_tc, exc)
+        write_value(w, exc_tc, exc)        # the repository id, then the members
     return write

@@ -1,9 +1,12 @@
 """Real peer ORBs for tests, run as subprocesses on 127.0.0.1 and stopped by the test.
 
 - peers.omni: omniORBpy (PyPI salome-omniorb) echo server and client, omniNames.
-- peers.jacorb: JacORB 3.9 echo server and client (Java; built by .ci/install-peers.sh).
+- peers.jacorb: JacORB 3.9 echo server and client (Java; built by .ci/install-peers.sh) for any
+  IDL interface, through the DSI/DII.
+- peers.jacorb_interface: the interface description (TypeCodes in CDR) and the CDR values that
+  pass between pycdr and the JacORB programs.
 - peers.fixtures: pytest fixtures (import the ones a test module uses).
-- peers.echo_ops: the echo operations (echo.idl) and their text form between processes.
+- peers.echo_ops: the echo operations (echo.idl) and their text form for the omniORBpy client.
 - peers.process: RunningPeer (.ior .host .port .object_key .corbaloc .pid .stop(), a context
   manager), PeerError / PeerNotInstalled, free_port(), corbaloc().
 """

@@ -1,8 +1,8 @@
 """The echo operations of tests/peers/echo.idl and the text form their values take between a test
-and a peer client process (command-line arguments in, JSON lines out).
+and the omniORBpy client process (command-line arguments in, JSON lines out; the JacORB client
+takes CDR instead, see jacorb_interface.py).
 
-The text form carries every value exactly whatever the locale, and the Java client
-(jacorb/src/pycdrpeers/EchoTypes.java) uses the same one:
+The text form carries every value exactly whatever the locale:
 long as decimal, double as the 16 hex digits of its IEEE-754 bits, string/wstring/wchar as the hex
 of their UTF-8 bytes, octets as hex.
 """

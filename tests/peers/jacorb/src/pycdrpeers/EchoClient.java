@@ -1,68 +1,128 @@
 package pycdrpeers;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
 import org.omg.CORBA.Any;
+import org.omg.CORBA.NVList;
 import org.omg.CORBA.ORB;
 import org.omg.CORBA.Request;
 import org.omg.CORBA.SystemException;
 import org.omg.CORBA.TypeCode;
+import org.omg.CORBA.UnknownUserException;
 
 /**
- * JacORB echo client for tests, using the DII so no IDL compiler is needed.
- * Usage: EchoClient IOR [name=value JacORB property ...] -- operation=text ...
+ * JacORB client for tests: calls operations of any IDL interface through the DII, from the
+ * description pycdr wrote for it (InterfaceDescription), so no IDL compiler is needed.
+ * Usage: EchoClient DESCRIPTION_FILE IOR_OR_CORBALOC CALLS_FILE [name=value JacORB property ...]
+ * CALLS_FILE has one call a line: "<operation> <hex of a CDR encapsulation of the in/inout values>".
  * For each call it prints one JSON object on a line:
- *   {"op": "echo_long", "result": "42"}            (text form as in EchoTypes)
+ *   {"op": "echo_long", "reply": "<hex of an encapsulation: result unless void, then out/inout values>"}
+ *   {"op": "note", "reply": ""}                          (oneway: sent, nothing comes back)
+ *   {"op": "echo_raise", "user_exception": "IDL:EchoAll/Oops:1.0", "body": "<hex encapsulation of the exception>"}
  *   {"op": "echo_x", "exception": "IDL:omg.org/CORBA/BAD_OPERATION:1.0", "minor": 0, "completed": 1}
  */
 public final class EchoClient {
-    public static void main(String[] args) {
-        int separator = java.util.Arrays.asList(args).indexOf("--");
-        if (args.length < 2 || separator < 1) {
-            System.err.println("usage: EchoClient IOR [name=value ...] -- operation=text ...");
+    public static void main(String[] args) throws Exception {
+        if (args.length < 3) {
+            System.err.println("usage: EchoClient DESCRIPTION_FILE IOR CALLS_FILE [name=value ...]");
             System.exit(2);
         }
-        String ior = args[0];
-        String[] orbArgs = java.util.Arrays.copyOfRange(args, 1, separator);
-        String[] calls = java.util.Arrays.copyOfRange(args, separator + 1, args.length);
-
-        ORB orb = ORB.init(new String[0], EchoTypes.orbProperties(orbArgs));
-        org.omg.CORBA.Object target = orb.string_to_object(ior);
-        for (String call : calls) {
-            int eq = call.indexOf('=');
-            String operation = eq < 0 ? call : call.substring(0, eq);
-            String text = eq < 0 ? "" : call.substring(eq + 1);
-            System.out.println(invoke(orb, target, operation, text));
+        ORB orb = ORB.init(new String[0], PeerSupport.orbProperties(Arrays.copyOfRange(args, 3, args.length)));
+        InterfaceDescription description = InterfaceDescription.read(orb, args[0]);
+        org.omg.CORBA.Object target = orb.string_to_object(args[1]);
+        for (String line : Files.readAllLines(Paths.get(args[2]), StandardCharsets.US_ASCII)) {
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] fields = line.split(" ", -1);
+            if (fields.length != 2) {
+                throw new IllegalArgumentException("expected '<operation> <hex>', got " + line);
+            }
+            InterfaceDescription.Operation operation = description.operations.get(fields[0]);
+            if (operation == null) {
+                throw new IllegalArgumentException("the description has no operation " + fields[0]);
+            }
+            System.out.println(invoke(orb, target, operation, fields[1]));
             System.out.flush();
         }
         orb.shutdown(true);
     }
 
-    private static String invoke(ORB orb, org.omg.CORBA.Object target, String operation, String text) {
-        TypeCode type = EchoTypes.typeOf(orb, operation);
-        if (type == null) {
-            throw new IllegalArgumentException("unknown echo operation " + operation);
+    private static String invoke(ORB orb, org.omg.CORBA.Object target, InterfaceDescription.Operation operation,
+                                 String argumentsHex) {
+        Any[] argumentValues = InterfaceDescription.readValues(orb, operation.argumentTypes(), argumentsHex);
+        Request request = target._request(operation.name);
+        int next = 0;
+        for (InterfaceDescription.Parameter parameter : operation.parameters) {
+            Any value;
+            if (parameter.mode == org.omg.CORBA.ARG_IN.value) {
+                value = request.add_in_arg();
+            } else if (parameter.mode == org.omg.CORBA.ARG_INOUT.value) {
+                value = request.add_inout_arg();
+            } else {
+                request.add_out_arg().type(parameter.type);
+                continue;
+            }
+            Any given = argumentValues[next++];
+            value.read_value(given.create_input_stream(), given.type());
         }
-        Request request = target._request(operation);
-        EchoTypes.insert(orb, operation, request.add_in_arg(), text);
-        request.set_return_type(type);
+        request.set_return_type(operation.result);
+        for (TypeCode exception : operation.exceptions) {
+            request.exceptions().add(exception);
+        }
+        String start = "{\"op\": \"" + operation.name + "\", ";
         try {
+            if (operation.call.equals("oneway")) {
+                request.send_oneway();
+                return start + "\"reply\": \"\"}";
+            }
             request.invoke();
         } catch (SystemException e) {
-            return exceptionJson(operation, e);
+            return start + systemExceptionJson(e);
         }
         Exception raised = request.env().exception();
         if (raised instanceof SystemException) {
-            return exceptionJson(operation, (SystemException) raised);
+            return start + systemExceptionJson((SystemException) raised);
+        }
+        if (raised instanceof UnknownUserException) {
+            Any exception = ((UnknownUserException) raised).except;
+            String repositoryId;
+            try {
+                repositoryId = exception.type().id();
+            } catch (org.omg.CORBA.TypeCodePackage.BadKind e) {
+                throw new IllegalStateException("a user exception's TypeCode has no id", e);
+            }
+            return start + "\"user_exception\": \"" + repositoryId + "\", \"body\": \""
+                    + InterfaceDescription.writeValues(orb, InterfaceDescription.list(exception)) + "\"}";
         }
         if (raised != null) {
-            return "{\"op\": \"" + operation + "\", \"exception\": \"" + raised.getClass().getName() + "\"}";
+            throw new IllegalStateException("unexpected exception from the DII", raised);
         }
-        Any result = request.return_value();
-        return "{\"op\": \"" + operation + "\", \"result\": \"" + EchoTypes.extract(operation, result) + "\"}";
+        List<Any> reply = new ArrayList<>();
+        if (operation.hasResult()) {
+            reply.add(request.return_value());
+        }
+        NVList arguments = request.arguments();
+        for (int i = 0; i < operation.parameters.size(); i++) {
+            if (operation.parameters.get(i).sentBack()) {
+                try {
+                    reply.add(arguments.item(i).value());
+                } catch (org.omg.CORBA.Bounds e) {
+                    throw new IllegalStateException("the DII request lost an argument", e);
+                }
+            }
+        }
+        return start + "\"reply\": \"" + InterfaceDescription.writeValues(orb, reply) + "\"}";
     }
 
-    private static String exceptionJson(String operation, SystemException e) {
+    private static String systemExceptionJson(SystemException e) {
         String repositoryId = "IDL:omg.org/CORBA/" + e.getClass().getSimpleName() + ":1.0";
-        return "{\"op\": \"" + operation + "\", \"exception\": \"" + repositoryId + "\", \"minor\": "
-                + Integer.toUnsignedString(e.minor) + ", \"completed\": " + e.completed.value() + "}";
+        return "\"exception\": \"" + repositoryId + "\", \"minor\": " + Integer.toUnsignedString(e.minor)
+                + ", \"completed\": " + e.completed.value() + "}";
     }
 }
