@@ -44,7 +44,7 @@ import timeit
 SIZES_KB = (1, 8, 64, 128)
 TYPES = ("short", "long", "double", "octet", "char", "string", "BinStruct", "CharLongLong")
 STRING_LENGTH = 128             # characters in each element of sequence<string>
-IMPLS = ("pycdr", "omniORBpy", "pycdr2", "copy")
+IMPLS = ("pycdr", "pycdr-py", "omniORBpy", "pycdr2", "copy")
 
 
 # --------------------------------------------------------------------------
@@ -247,10 +247,20 @@ def measure_case(case, size_kb: int, little: bool, *, repeat: int, min_time: flo
     def timed(impl, op, fn):
         timings[impl, op] = best_seconds_per_call(fn, repeat=repeat, min_time=min_time)
 
+    encode, decode = pycdr.encode, pycdr.decode
     if "pycdr" in impls:
-        encode, decode = pycdr.encode, pycdr.decode
         timed("pycdr", "encode", lambda: encode(tc, value, little=little))
         timed("pycdr", "decode", lambda: decode(tc, data, little=little))
+    if "pycdr-py" in impls and pycdr_path() == "c":
+        # The same calls with the C path switched off: pycdr-Python in the same run.
+        from pycdr import _cmarshal
+        _cmarshal.enabled = False
+        try:
+            _check("pycdr-py", pycdr.decode(tc, data, little=little), value)
+            timed("pycdr-py", "encode", lambda: encode(tc, value, little=little))
+            timed("pycdr-py", "decode", lambda: decode(tc, data, little=little))
+        finally:
+            _cmarshal.enabled = True
     if "omniORBpy" in impls and omni() is not None:
         omniORB = omni()
         otc = omni_typecode(tc)
@@ -339,20 +349,28 @@ def format_tables(results: dict) -> str:
     lines = [f"MB/s (payload bytes / best time); {label} = pycdr "
              f"({meta['pycdr']} path), Python {meta['python']}, {meta['machine']}, "
              f"best of {meta['repeat']}, pycdr2 {meta['pycdr2']}"]
-    header = (f"{'size':>6} {'order':>5} {'op':>6} {label:>9} {'omniORBpy':>9} "
-              f"{'pycdr2':>8} {'copy':>8} {'/omniORB':>9} {'/pycdr2':>8}")
+    # pycdr-Py (the Python path measured in the same run) only appears when pycdr runs C.
+    impls = [impl for impl in IMPLS if impl != "pycdr-py" or
+             any(row["impl"] == "pycdr-py" for row in results["results"])]
+    names = {"pycdr": label, "pycdr-py": "pycdr-Py"}
+    ratio_to = [impl for impl in ("pycdr-py", "omniORBpy", "pycdr2") if impl in impls]
+    ratio_names = {"pycdr-py": "/Py", "omniORBpy": "/omniORB", "pycdr2": "/pycdr2"}
+    header = (f"{'size':>6} {'order':>5} {'op':>6} "
+              + " ".join(f"{names.get(impl, impl):>9}" for impl in impls) + " "
+              + " ".join(f"{ratio_names[impl]:>9}" for impl in ratio_to))
     seen_types = list(dict.fromkeys(row["type"] for row in results["results"]))
     keys = list(dict.fromkeys((r["size_kb"], r["order"], r["op"]) for r in results["results"]))
     for name in seen_types:
         lines += ["", f"sequence<{name}>", header, "-" * len(header)]
         for size_kb, order, op in keys:
-            got = [mbps.get((name, size_kb, order, op, impl)) for impl in IMPLS]
-            if got[0] is None:
+            got = {impl: mbps.get((name, size_kb, order, op, impl)) for impl in impls}
+            if got["pycdr"] is None:
                 continue
-            cells = [f"{v:9.1f}" if v is not None else f"{'-':>9}" for v in got]
-            lines.append(f"{str(size_kb) + ' KB':>6} {order:>5} {op:>6} {cells[0]} {cells[1]} "
-                         f"{cells[2][1:]} {cells[3][1:]} {_ratio(got[0], got[1]):>9} "
-                         f"{_ratio(got[0], got[2]):>8}")
+            cells = [f"{got[impl]:9.1f}" if got[impl] is not None else f"{'-':>9}"
+                     for impl in impls]
+            ratios = [f"{_ratio(got['pycdr'], got[impl]):>9}" for impl in ratio_to]
+            lines.append(f"{str(size_kb) + ' KB':>6} {order:>5} {op:>6} " + " ".join(cells)
+                         + " " + " ".join(ratios))
     return "\n".join(lines)
 
 

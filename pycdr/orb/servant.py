@@ -27,6 +27,10 @@ from .invocation import result_types, values_to_results
 class Servant(abc.ABC):
     """Base: a servant implements one IDL interface."""
 
+    # True: in/inout sequences of short..double arrive as array.array, not lists
+    # (pycdr.marshal.decode's numeric_arrays mapping, for servants moving bulk data).
+    numeric_arrays = False
+
     def __init__(self, interface: Interface):
         self.interface = interface
         # Built once: dispatch looks operations up by name in O(1).

@@ -1,0 +1,217 @@
+"""Param_Test twoway calls per second (seed paper 001; DII vs static, seeds 002 and 003;
+issue 7 "Benchmarks" 3): the reference ORB and omniORBpy as clients and as servers, all
+measured in one run.
+
+    python benchmarks/bench_param.py                 # full run
+    python benchmarks/bench_param.py --quick         # smoke run in seconds
+
+param/param.idl: ``T test_<T>(in T s1, inout T s2, out T s3)`` for short, string, fixed
+struct, variable struct, nested struct, sequence of strings and sequence of structs; both
+servers answer (s1, s1, s1). Clients (each in its own process, pinned to another CPU than
+the server where the machine has two):
+- pycdr:      the reference ORB with the IDL front end's operation descriptions (static);
+- pycdr-DII:  the reference ORB's DII, a request described at run time on every call;
+- omniORBpy:  omniORBpy's compiled stubs (the peer measure).
+Servers: the reference ORB (DynamicServant) and omniORBpy. Each cell is the best of
+``--repeat`` timings of ``--seconds`` each, calls per second of back-to-back twoway calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+PARAM_DIR = os.path.join(BENCH_DIR, "param")
+for _folder in (BENCH_DIR, PARAM_DIR):
+    if _folder not in sys.path:
+        sys.path.insert(0, _folder)
+
+import benchprocs  # noqa: E402
+import param_common  # noqa: E402
+
+OPERATIONS = param_common.OPERATIONS
+SERVERS = ("pycdr", "omniORBpy")
+CLIENTS = ("pycdr", "pycdr-DII", "omniORBpy")
+QUICK = {"seconds": 0.05, "repeat": 1}
+
+
+class BenchmarkError(Exception):
+    """A client got back other values than it sent: its numbers would be meaningless."""
+
+
+def _script(name: str) -> str:
+    return os.path.join(PARAM_DIR, name)
+
+
+def _server_argv(server: str) -> list:
+    script = "pycdr_server.py" if server == "pycdr" else "omni_server.py"
+    return [sys.executable, _script(script)]
+
+
+def _client_argv(client: str) -> list:
+    if client == "omniORBpy":
+        return [sys.executable, _script("omni_client.py")]
+    style = "dii" if client == "pycdr-DII" else "static"
+    return [sys.executable, _script("pycdr_client.py"), "--style", style]
+
+
+def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: float = 1.0,
+        repeat: int = 3, quick: bool = False, pure: bool | None = None, pin: bool = True,
+        progress=None) -> dict:
+    """Measure every (server, client, operation) and return::
+
+        {"meta": {"pycdr", "python", "machine", "seconds", "repeat", "pinned", "cpus"},
+         "results": [{"server", "client", "operation", "calls_per_s": [...], "best",
+                      "min", "max"}, ...]}
+
+    ``quick``: 0.05 s timings, one repetition. omniORBpy is left out when not installed.
+    Raises BenchmarkError when a client's answers differ from what it sent.
+    """
+    if quick:
+        seconds = QUICK["seconds"] if seconds == 1.0 else seconds
+        repeat = QUICK["repeat"] if repeat == 3 else repeat
+    unknown = [o for o in operations if o not in OPERATIONS]
+    if unknown:
+        raise ValueError(f"unknown operations {unknown}; known: {', '.join(OPERATIONS)}")
+    has_omni = benchprocs.omni_available()
+    if not has_omni:
+        servers = [s for s in servers if s != "omniORBpy"]
+        clients = [c for c in clients if c != "omniORBpy"]
+    client_cpu, server_cpu = cpus = benchprocs.cpu_plan() if pin else (None, None)
+    env = benchprocs.python_env(pure)
+    rows, implementation, pinned = [], None, False
+    for server_name in servers:
+        server = benchprocs.start_server(f"param-{server_name}-server",
+                                         _server_argv(server_name), server_cpu, env=env)
+        try:
+            for client in clients:
+                if progress:
+                    progress(f"{client} -> {server_name}")
+                argv = [*_client_argv(client), "--ior", server.ior, "--operations",
+                        ",".join(operations), "--seconds", str(seconds),
+                        "--repeat", str(repeat)]
+                if env is not None:
+                    argv = ["env", *(["PYCDR_PURE=1"] if pure else ["-u", "PYCDR_PURE"]),
+                            *argv]
+                output = benchprocs.run_client(
+                    f"param-{client}", argv, client_cpu,
+                    timeout=120 + 2 * seconds * repeat * len(operations))
+                pinned = pinned or output["pinned"]
+                if client != "omniORBpy":
+                    implementation = output["implementation"]
+                for result in output["results"]:
+                    if not result["correct"]:
+                        raise BenchmarkError(f"{client} -> {server_name} "
+                                             f"{result['operation']}: wrong answer")
+                    rates = result["calls_per_s"]
+                    rows.append({"server": server_name, "client": client,
+                                 "operation": result["operation"], "calls_per_s": rates,
+                                 "best": max(rates), "min": min(rates), "max": max(rates)})
+        finally:
+            server.stop()
+    meta = {"pycdr": implementation, "python": platform.python_version(),
+            "machine": f"{platform.machine()} {os.cpu_count()} CPUs", "seconds": seconds,
+            "repeat": repeat, "pinned": pinned, "cpus": list(cpus), "omniORBpy": has_omni}
+    return {"meta": meta, "results": rows}
+
+
+# --------------------------------------------------------------------------
+# Tables and plots
+# --------------------------------------------------------------------------
+def _ratio(a, b) -> str:
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+def client_label(meta: dict, client: str) -> str:
+    if client.startswith("pycdr"):
+        return client.replace("pycdr", "pycdr-C" if meta.get("pycdr") == "c" else "pycdr-Py")
+    return client
+
+
+def format_tables(results: dict) -> str:
+    """Calls/s per operation for each client -> server pair, and the ratios: the reference
+    ORB end to end against omniORBpy end to end, each ORB's client against omniORBpy's on
+    the same server, and DII against static invocation."""
+    meta = results["meta"]
+    best = {(r["client"], r["server"], r["operation"]): r["best"] for r in results["results"]}
+    pairs = list(dict.fromkeys((r["client"], r["server"]) for r in results["results"]))
+    short = {"pycdr": "py", "pycdr-DII": "dii", "omniORBpy": "omni"}
+    ratios = [("py/omni", ("pycdr", "pycdr"), ("omniORBpy", "omniORBpy"),
+               "reference ORB end to end / omniORBpy end to end"),
+              ("cli@omni", ("pycdr", "omniORBpy"), ("omniORBpy", "omniORBpy"),
+               "reference ORB client / omniORBpy client, omniORBpy server"),
+              ("srv@omni", ("omniORBpy", "pycdr"), ("omniORBpy", "omniORBpy"),
+               "reference ORB server / omniORBpy server, omniORBpy client"),
+              ("dii/stat", ("pycdr-DII", "pycdr"), ("pycdr", "pycdr"),
+               "DII / static invocation, reference ORB both ends")]
+    ratios = [r for r in ratios if r[1] in pairs and r[2] in pairs]
+    pinned = (f"client on CPU {meta['cpus'][0]}, server on CPU {meta['cpus'][1]}"
+              if meta["pinned"] else "not pinned")
+    lines = [f"Param_Test twoway calls/s (best of {meta['repeat']} x {meta['seconds']:g} s); "
+             f"client->server, py = {client_label(meta, 'pycdr')}, Python {meta['python']}, "
+             f"{meta['machine']}, {pinned}", ""]
+    header = (f"{'operation':<22}"
+              + "".join(f"{short[c] + '->' + short[s]:>11}" for c, s in pairs)
+              + "".join(f"{r[0]:>10}" for r in ratios))
+    lines += [header, "-" * len(header)]
+    for operation in dict.fromkeys(r["operation"] for r in results["results"]):
+        cells = [best.get((c, s, operation)) for c, s in pairs]
+        lines.append(f"{operation:<22}"
+                     + "".join(f"{v:11.0f}" if v else f"{'-':>11}" for v in cells)
+                     + "".join(f"{_ratio(best.get((*a, operation)), best.get((*b, operation))):>10}"
+                               for _, a, b, _ in ratios))
+    lines += [""] + [f"{name}: {meaning}" for name, _, _, meaning in ratios]
+    return "\n".join(lines)
+
+
+def plot(results: dict, directory: str) -> list[str]:
+    """One PNG: calls/s per operation, a bar per client -> server pair."""
+    from benchplot import bar_panels
+    meta = results["meta"]
+    series: dict = {}
+    for row in results["results"]:
+        name = f"{client_label(meta, row['client'])} -> {row['server']}"
+        series.setdefault(name, {})[row["operation"].replace("test_", "")] = row["best"]
+    if not series:
+        return []
+    return [bar_panels(os.path.join(directory, "param_test.png"),
+                       "Param_Test twoway calls/s", {"calls per second": series},
+                       ylabel="calls/s")]
+
+
+# --------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------
+def comma_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--operations", type=comma_list, default=list(OPERATIONS),
+                        help=f"subset of {','.join(OPERATIONS)}")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="seconds per timing (default 1; quick 0.05)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="timings per cell, best kept (default 3; quick 1)")
+    parser.add_argument("--impl", choices=("auto", "python", "c"), default="auto",
+                        help="pycdr path in the peer processes (python: PYCDR_PURE=1)")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    parser.add_argument("--quick", action="store_true", help="a smoke run in seconds")
+
+
+def run_from_arguments(args, progress=None) -> dict:
+    return run(operations=args.operations,
+               seconds=args.seconds if args.seconds is not None else 1.0,
+               repeat=args.repeat if args.repeat is not None else 3, quick=args.quick,
+               pure={"auto": None, "python": True, "c": False}[args.impl],
+               pin=not args.no_pin, progress=progress)
+
+
+def main(argv=None) -> int:
+    return benchprocs.bench_main(sys.modules[__name__], "bench_param", argv)
+
+if __name__ == "__main__":
+    sys.exit(main())

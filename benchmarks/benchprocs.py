@@ -1,0 +1,202 @@
+"""The processes of the network benchmarks (bench_ttcp.py, bench_param.py).
+
+Each server and each client runs in a process of its own, so that a client and its server
+never share a GIL, and where the machine has two CPUs or more the client is pinned to one and
+the server to another (on a small VM a wake-up that crosses CPUs costs more than a small call;
+pinning makes runs comparable). Starting, banner reading and stopping reuse the test peers'
+process handling (tests/peers/process.py): servers print "IOR:...", "KEY <hex>", "READY" and
+exit when their stdin closes; clients print one JSON document on stdout.
+
+Both sides import this module: the orchestrators for start_server/run_client, the peer
+scripts (benchmarks/ttcp/*.py, benchmarks/param/*.py) for pin_to_cpu/print_banner/
+stop_when_stdin_closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(BENCH_DIR)
+TESTS_DIR = os.path.join(REPO_ROOT, "tests")
+if TESTS_DIR not in sys.path:
+    sys.path.insert(0, TESTS_DIR)     # for `peers` (the test peers' process handling)
+
+from peers.process import (LOOPBACK, PeerError, PeerProcess, RunningPeer,  # noqa: E402
+                           read_echo_server_banner, run_client_process,
+                           start_server_with_retries)
+
+__all__ = ["LOOPBACK", "PeerError", "cpu_plan", "pin_to_cpu", "start_server", "run_client",
+           "print_banner", "stop_when_stdin_closes", "omni_available"]
+
+
+# --------------------------------------------------------------------------
+# CPUs
+# --------------------------------------------------------------------------
+def cpu_plan() -> tuple[int | None, int | None]:
+    """(client CPU, server CPU): two different CPUs of this process's affinity set, or
+    (None, None) when there are fewer than two or affinity cannot be set here."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None, None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None, None
+    return cpus[0], cpus[1]
+
+
+def pin_to_cpu(cpu: int | None) -> bool:
+    """Pin this process (and the threads it starts from now on) to ``cpu``; False if it
+    could not be done (no such call, or the CPU is not allowed)."""
+    if cpu is None or not hasattr(os, "sched_setaffinity"):
+        return False
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        return False
+    return True
+
+
+def cpu_args(cpu: int | None) -> list:
+    return [] if cpu is None else ["--cpu", str(cpu)]
+
+
+# --------------------------------------------------------------------------
+# Orchestrator side
+# --------------------------------------------------------------------------
+def omni_available() -> bool:
+    try:
+        import omniORB  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def start_server(name: str, argv: list, cpu: int | None, *, env=None,
+                 timeout: float = 60) -> RunningPeer:
+    """Start a peer server script (``argv`` without --port/--cpu) on a free loopback port."""
+    def start_once(port):
+        process = PeerProcess(name, [*argv, "--port", str(port), *cpu_args(cpu)], env=env)
+        ior, key = read_echo_server_banner(process, timeout)
+        return RunningPeer(process, ior=ior, host=LOOPBACK, port=port, object_key=key)
+    return start_server_with_retries(start_once, None)
+
+
+def run_client(name: str, argv: list, cpu: int | None, *, timeout: float) -> dict:
+    """Run a peer client script to its end; the JSON document it prints."""
+    lines = run_client_process(name, [*argv, *cpu_args(cpu)], timeout)
+    try:
+        return json.loads("\n".join(lines))
+    except ValueError:
+        raise PeerError(f"{name} client printed no JSON:\n" + "\n".join(lines[-20:])) from None
+
+
+def python_env(pure: bool | None) -> dict | None:
+    """The environment for peer scripts: PYCDR_PURE=1 forces pycdr's Python path there."""
+    if pure is None:
+        return None
+    env = dict(os.environ)
+    if pure:
+        env["PYCDR_PURE"] = "1"
+    else:
+        env.pop("PYCDR_PURE", None)
+    return env
+
+
+# --------------------------------------------------------------------------
+# Peer script side
+# --------------------------------------------------------------------------
+def print_banner(ior: str, key: bytes) -> None:
+    print(ior)
+    print("KEY " + key.hex())
+    print("READY", flush=True)
+
+
+def stop_when_stdin_closes(stop) -> None:
+    """Call ``stop()`` (from a daemon thread) once stdin reaches EOF."""
+    def wait():
+        sys.stdin.buffer.read()
+        stop()
+    threading.Thread(target=wait, daemon=True).start()
+
+
+def import_omni_idl(idl_path: str):
+    """Compile and import omniORBpy stubs for ``idl_path`` (tests/peers/omni_idl.py)."""
+    from peers import omni_idl
+    omni_idl.import_idl(idl_path)
+    return omni_idl
+
+
+def serve_pycdr(servant, key: bytes, port: int) -> None:
+    """Serve ``servant`` (a pycdr.orb Servant) under ``key`` on 127.0.0.1:``port`` with the
+    reference ORB; print the banner; return once stdin closes."""
+    import asyncio
+
+    from pycdr.orb import Server
+
+    async def serve():
+        server = Server(host=LOOPBACK, port=port)
+        server.activate(servant, key)
+        await server.start()
+        print_banner(server.ior_string(key), key)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        stop_when_stdin_closes(lambda: loop.call_soon_threadsafe(stop.set))
+        await stop.wait()
+        await server.stop()
+    asyncio.run(serve())
+
+
+def serve_omni(idl_path: str, interface: str, make_servant, key: bytes, port: int) -> None:
+    """Serve ``make_servant(skeleton class)`` under ``key`` on 127.0.0.1:``port`` with
+    omniORBpy (the stubs compiled from ``idl_path``); print the banner; return once stdin
+    closes. Pin the process before calling: omniORB's threads inherit the affinity."""
+    from omniORB import CORBA
+    orb = CORBA.ORB_init([sys.argv[0], "-ORBendPoint", f"giop:tcp:{LOOPBACK}:{port}"],
+                         CORBA.ORB_ID)
+    omni_idl = import_omni_idl(idl_path)
+    _stub, skeleton = omni_idl.interface_classes(interface)
+    poa = orb.resolve_initial_references("omniINSPOA")
+    poa.activate_object_with_id(key, make_servant(skeleton))
+    poa._get_the_POAManager().activate()
+    print_banner(orb.object_to_string(poa.id_to_reference(key)), key)
+    stop_when_stdin_closes(lambda: orb.shutdown(False))
+    orb.run()
+    orb.destroy()
+
+
+def omni_client(idl_path: str, interface: str, ior: str):
+    """(orb, narrowed object reference) of an omniORBpy client for ``ior``."""
+    from omniORB import CORBA
+    orb = CORBA.ORB_init([sys.argv[0]], CORBA.ORB_ID)
+    omni_idl = import_omni_idl(idl_path)
+    stub_class, _skeleton = omni_idl.interface_classes(interface)
+    return orb, orb.string_to_object(ior)._narrow(stub_class)
+
+
+def bench_main(module, name: str, argv=None) -> int:
+    """The command line of bench_ttcp.py / bench_param.py: ``module``'s add_arguments,
+    run_from_arguments, format_tables and plot, plus --json and --plot."""
+    import argparse
+    parser = argparse.ArgumentParser(description=module.__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    module.add_arguments(parser)
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--plot", metavar="DIR", help="also write PNG plots there")
+    args = parser.parse_args(argv)
+    try:
+        results = module.run_from_arguments(
+            args, progress=lambda text: print(f"  {text}", file=sys.stderr))
+    except (ValueError, module.BenchmarkError, PeerError) as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 1
+    print(module.format_tables(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    if args.plot:
+        for path in module.plot(results, args.plot):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0

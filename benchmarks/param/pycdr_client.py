@@ -1,0 +1,89 @@
+"""The reference ORB's Param_Test client: twoway calls per second of each operation.
+
+    python pycdr_client.py --ior IOR --style static|dii [--seconds S] [--repeat N]
+                           [--operations a,b] [--cpu N]
+
+static: the operation as the IDL front end describes it (``ref.invoke(op, s1, s2)``, the
+description looked up once, as compiled stubs do); dii: the Dynamic Invocation Interface,
+a request built at run time on every call (``ref.invoke_dynamic(name, params, result,
+args)``), as a DII client creates a Request per call.
+"""
+
+import argparse
+import asyncio
+import json
+import time
+
+import param_common as common
+from benchprocs import pin_to_cpu
+
+from pycdr import idl
+from pycdr.marshal import IMPLEMENTATION
+from pycdr.orb import ORB
+
+
+async def calls_per_second(call, seconds: float, repeat: int) -> list:
+    """The async form of param_common.calls_per_second."""
+    rates = []
+    for _ in range(repeat):
+        calls = 0
+        started = time.perf_counter()
+        deadline = started + seconds
+        while True:
+            for _ in range(10):
+                await call()
+            calls += 10
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+        rates.append(calls / (now - started))
+    return rates
+
+
+async def measure(ref, module, name: str, style: str, seconds: float, repeat: int) -> dict:
+    classes = {n: module[f"ParamTest::{n}"]
+               for n in ("Fixed_Struct", "Var_Struct", "Nested_Struct")}
+    value = common.make_value(name, classes)
+    op = ref.operation(name)
+    if style == "static":
+        def call():
+            return ref.invoke(op, value, value)
+    else:
+        params = [(p.name, p.mode, p.type) for p in op.params]    # what a DII client knows
+
+        def call():
+            return ref.invoke_dynamic(name, params, op.result, (value, value))
+    answer = await call()
+    correct = common.members(list(answer)) == common.members([value, value, value])
+    rates = await calls_per_second(call, seconds, repeat)
+    return {"operation": name, "calls_per_s": rates, "correct": correct}
+
+
+async def run(ior: str, style: str, operations, seconds: float, repeat: int) -> list:
+    module = idl.load(common.IDL_PATH)
+    orb = ORB()
+    try:
+        ref = await orb.string_to_object(ior, module.interfaces[common.INTERFACE])
+        return [await measure(ref, module, name, style, seconds, repeat)
+                for name in operations]
+    finally:
+        await orb.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ior", required=True)
+    parser.add_argument("--style", choices=("static", "dii"), default="static")
+    parser.add_argument("--operations", default=",".join(common.OPERATIONS))
+    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cpu", type=int, default=None)
+    args = parser.parse_args()
+    pinned = pin_to_cpu(args.cpu)
+    results = asyncio.run(run(args.ior, args.style, args.operations.split(","), args.seconds,
+                              args.repeat))
+    print(json.dumps({"implementation": IMPLEMENTATION, "pinned": pinned, "results": results}))
+
+
+if __name__ == "__main__":
+    main()

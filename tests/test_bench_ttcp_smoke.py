@@ -1,0 +1,104 @@
+"""Smoke tests of the network benchmarks (benchmarks/bench_ttcp.py, bench_param.py) and of
+`pycdr bench`: each runs in its quickest mode against the real peers (omniORBpy from the
+test extra) and produces positive numbers for every point, and the servers count exactly
+the elements the clients sent. No timing assertions: the numbers themselves are not tested.
+"""
+
+import importlib.util
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from pycdr.cli.main import main
+
+BENCH_DIR = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks")
+
+pytest.importorskip("omniORB", reason="the omniORBpy peer (salome-omniorb) is not installed")
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH_DIR, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def ttcp():
+    return load("bench_ttcp")
+
+
+@pytest.fixture(scope="module")
+def param():
+    return load("bench_param")
+
+
+def test_ttcp_quick_run_moves_every_byte_through_every_transport(ttcp):
+    results = ttcp.run(quick=True, sizes_kb=(1, 4), megabytes=0.05,
+                       transports=("pycdr", "arrays", "omniORBpy", "socket"))
+    rows = results["results"]
+    got = {(r["transport"], r["type"], r["size_kb"], r["mode"]) for r in rows}
+    for transport in ("pycdr", "omniORBpy", "socket"):
+        for type_name in ttcp.TYPES:
+            for mode in ttcp.MODES:
+                assert {(transport, type_name, 1, mode), (transport, type_name, 4, mode)} <= got
+    # The array mapping runs for the numeric sequences only.
+    assert {r["type"] for r in rows if r["transport"] == "arrays"} == {"short", "long", "double"}
+    for row in rows:
+        assert row["received"] == row["expected"] == row["calls"] * row["payload_bytes"] \
+            // {"short": 2, "long": 4, "double": 8, "char": 1, "octet": 1, "BinStruct": 32}[
+                row["type"]]
+        assert row["calls"] >= 1 and row["best"] > 0 and row["min"] > 0
+    assert results["meta"]["pycdr"] in ("c", "python")
+    table = ttcp.format_tables(results)
+    assert "oneway sequence<BinStruct>" in table and "/omniORB" in table and "/socket" in table
+
+
+def test_ttcp_points_move_the_requested_megabytes(ttcp):
+    for point in ttcp.plan_points("pycdr", ["double", "BinStruct"], [1, 128], ["oneway"], 64):
+        moved = point["calls"] * (point["size_bytes"] // {"double": 8, "BinStruct": 32}[
+            point["type"]]) * {"double": 8, "BinStruct": 32}[point["type"]]
+        assert abs(moved - (64 << 20)) <= point["size_bytes"]
+
+
+def test_param_quick_run_measures_every_pair_and_checks_answers(param):
+    results = param.run(quick=True, seconds=0.02)
+    rows = results["results"]
+    pairs = {(r["client"], r["server"]) for r in rows}
+    assert pairs == {(c, s) for c in param.CLIENTS for s in param.SERVERS}
+    for row in rows:
+        assert row["best"] > 0
+    assert {r["operation"] for r in rows} == set(param.OPERATIONS)
+    table = param.format_tables(results)
+    assert "py/omni" in table and "dii/stat" in table
+
+
+def test_cli_bench_ttcp_writes_tables_json_and_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    json_file = tmp_path / "ttcp.json"
+    result = CliRunner().invoke(main, [
+        "bench", "ttcp", "--quick", "--json", str(json_file), "--plot", str(tmp_path / "plots"),
+        "--types", "double,BinStruct", "--sizes", "1", "--mb", "0.05", "--modes", "oneway"])
+    assert result.exit_code == 0, result.output
+    assert "oneway sequence<double>" in result.output
+    rows = json.loads(json_file.read_text())["results"]
+    assert {r["transport"] for r in rows} == {"pycdr", "omniORBpy", "socket"}
+    assert (tmp_path / "plots" / "ttcp_oneway.png").stat().st_size > 0
+
+
+def test_cli_bench_param_and_marshal_run(tmp_path):
+    result = CliRunner().invoke(main, ["bench", "param", "--quick", "--operations",
+                                       "test_short", "--seconds", "0.02"])
+    assert result.exit_code == 0, result.output
+    assert "test_short" in result.output
+    result = CliRunner().invoke(main, ["bench", "marshal", "--quick", "--types", "octet",
+                                       "--orders", "BE"])
+    assert result.exit_code == 0, result.output
+    assert "sequence<octet>" in result.output
+
+
+def test_cli_bench_rejects_unknown_options():
+    result = CliRunner().invoke(main, ["bench", "ttcp", "--no-such-option"])
+    assert result.exit_code == 2
