@@ -10,6 +10,8 @@ in their first octet, as ``omniORB.cdrMarshal`` produces.
 
 from __future__ import annotations
 
+import os
+
 from . import codesets
 from .cdr import DEFAULT_VERSION, CDRReader, CDRWriter
 from .errors import DecodeError
@@ -89,3 +91,21 @@ def decode_encapsulation(tc: TypeCode, data, *, version=DEFAULT_VERSION,
     value = plan_for(tc).read(r)
     _check_trailing(r, allow_trailing)
     return value
+
+
+# --------------------------------------------------------------------------
+# The C fast path (issue 7): pycdr._speedups runs the same plans unless
+# PYCDR_PURE=1; it hands anything it does not take back to the functions
+# above (see pycdr/_cmarshal.py).  IMPLEMENTATION says which path is in use.
+# --------------------------------------------------------------------------
+IMPLEMENTATION = "python"
+if os.environ.get("PYCDR_PURE") != "1":
+    try:
+        from . import _cmarshal
+    except ImportError:          # extension not built: pure Python
+        pass
+    else:
+        IMPLEMENTATION = "c"
+        (read_value, write_value, encode, decode, encode_encapsulation,
+         decode_encapsulation) = _cmarshal.wrap(read_value, write_value, encode, decode,
+                                                encode_encapsulation, decode_encapsulation)

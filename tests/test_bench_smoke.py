@@ -27,6 +27,8 @@ def test_quick_run_reports_positive_rates_for_every_case(bench):
     results = bench.run(quick=True, sizes=[1])
     rows = results["results"]
     impls = {"pycdr", "copy"}
+    if bench.pycdr_path() == "c":
+        impls.add("pycdr-py")        # the Python path, measured in the same run
     if results["meta"]["omniORBpy"]:
         impls.add("omniORBpy")
     if results["meta"]["pycdr2"]:

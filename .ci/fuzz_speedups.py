@@ -1,0 +1,178 @@
+"""Fuzz harness for the C decoder (pycdr._speedups), run by .ci/sanitize.sh under
+AddressSanitizer/UBSan.
+
+Each input picks a TypeCode (one of a fixed set, or one decoded from the input
+itself, so the C plan compiler meets arbitrary plans), a byte order and an
+alignment offset, and decodes the rest of the input:
+- with the public decode (C path on) and with the pure-Python decode: the
+  outcomes must be identical (value, or error type/message/offset/path);
+- with the C runner alone: if it succeeds, Python must succeed with the same
+  value and end position;
+- a value that decodes is encoded again by both paths: identical bytes.
+Any difference raises, which the fuzzer reports as a crash; the sanitizers
+report memory errors and undefined behaviour.
+
+    python .ci/fuzz_speedups.py -max_total_time=60        # atheris (libFuzzer flags)
+    python .ci/fuzz_speedups.py --plain 60                # no atheris: random inputs
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+from pycdr import marshal, tc  # noqa: E402
+from pycdr.cdr import CDRReader  # noqa: E402
+from pycdr.errors import CDRError, PycdrError  # noqa: E402
+from pycdr.plan import plan_for  # noqa: E402
+from pycdr.tcmarshal import encode_typecode_encapsulation, read_typecode  # noqa: E402
+
+if marshal.IMPLEMENTATION != "c":
+    sys.exit("fuzz_speedups: pycdr._speedups is not in use (not built, or PYCDR_PURE=1)")
+
+from pycdr import _speedups  # noqa: E402
+
+PY_DECODE = marshal.decode.__wrapped__
+PY_ENCODE = marshal.encode.__wrapped__
+
+_BIN = tc.struct("IDL:fz/Bin:1.0", "Bin", [
+    ("s", tc.short), ("c", tc.char), ("l", tc.long), ("o", tc.octet), ("d", tc.double),
+    ("pad", tc.array(tc.octet, 8))])
+_COLOR = tc.enum("IDL:fz/Color:1.0", "Color", ["red", "green", "blue"])
+_NODE = tc.struct("IDL:fz/Node:1.0", "Node", [
+    ("v", tc.long), ("kids", tc.sequence(tc.recursive("IDL:fz/Node:1.0")))])
+FIXED_TCS = [
+    tc.sequence(tc.double), tc.sequence(tc.short), tc.sequence(tc.ulonglong),
+    tc.sequence(tc.float), tc.sequence(tc.boolean), tc.sequence(tc.octet),
+    tc.sequence(tc.char), tc.sequence(tc.string), tc.bounded_string(5), tc.sequence(_BIN),
+    _NODE, tc.sequence(_COLOR),
+    tc.union("IDL:fz/U:1.0", "U", _COLOR, [(0, "a", tc.long), (1, "b", tc.string),
+                                          (tc.DEFAULT, "c", tc.sequence(_BIN))]),
+    tc.union("IDL:fz/V:1.0", "V", tc.char, [("x", "a", tc.wstring), ("y", "b", tc.boolean)]),
+    tc.exception("IDL:fz/E:1.0", "E", [("why", tc.string), ("n", tc.array(tc.long, 2))]),
+    tc.struct("IDL:fz/M:1.0", "M", [("f", tc.fixed(5, 2)), ("w", tc.wchar),
+                                    ("a", tc.any), ("s", tc.sequence(tc.longlong, 3))]),
+]
+SEEDS = [encode_typecode_encapsulation(t)[1:] for t in FIXED_TCS]
+
+
+def outcome(fn, *args, **kwargs):
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except CDRError as e:
+        return ("error", type(e), str(e), e.offset, e.path)
+    except (PycdrError, ValueError, TypeError, OverflowError, RecursionError) as e:
+        return ("error", type(e), str(e))
+
+
+def same(a, b) -> bool:
+    """Same type and same repr: exact for floats (NaN included), bools vs ints,
+    lists vs arrays, and the struct/union classes (their repr shows every member)."""
+    return type(a) is type(b) and repr(a) == repr(b)
+
+
+def check(t, body: bytes, little: bool, offset: int) -> None:
+    try:
+        plan = plan_for(t)
+    except PycdrError:
+        return
+    c = outcome(marshal.decode, t, body, little=little, offset=offset)
+    py = outcome(PY_DECODE, t, body, little=little, offset=offset)
+    if c[0] != py[0] or (c[0] == "error" and c != py) or (c[0] == "ok" and not same(c[1], py[1])):
+        raise AssertionError(f"C and Python differ for {t!r}: {c!r} vs {py!r}")
+    try:
+        value, end = _speedups.read(plan, body, 0, len(body), -offset, little, False, None)
+    except (_speedups.Fallback, CDRError):
+        pass
+    else:
+        r = CDRReader(body, origin=-offset, little=little)
+        r.context = {"numeric_arrays": False}
+        expect = plan.read(r)
+        if not same(value, expect) or r.pos != end:
+            raise AssertionError(f"C runner accepted what Python reads otherwise: {t!r}")
+    if py[0] == "ok":
+        c_bytes = outcome(marshal.encode, t, py[1], little=little, offset=offset)
+        py_bytes = outcome(PY_ENCODE, t, py[1], little=little, offset=offset)
+        if c_bytes[0] != py_bytes[0] or (c_bytes[0] == "ok" and c_bytes[1] != py_bytes[1]) or \
+                (c_bytes[0] == "error" and c_bytes != py_bytes):
+            raise AssertionError(f"encode differs for {t!r}: {c_bytes!r} vs {py_bytes!r}")
+
+
+def one_input(data: bytes) -> None:
+    if len(data) < 2:
+        return
+    head, data = data[0], data[1:]
+    little = bool(head & 1)
+    offset = (head >> 1) & 7
+    choice = head >> 4
+    if choice < 15:
+        t = FIXED_TCS[choice % len(FIXED_TCS)]
+    else:
+        # a TypeCode from the input: its length in the next two octets
+        n = int.from_bytes(data[:2], "little")
+        tc_bytes, data = data[2:2 + n], data[2 + n:]
+        try:
+            t = read_typecode(CDRReader(tc_bytes, little=little))
+        except (PycdrError, RecursionError):
+            return
+    check(t, bytes(data), little, offset)
+
+
+def plain(seconds: float) -> int:
+    """Random and mutated inputs for `seconds` (when atheris is not available)."""
+    rng = random.Random(0)
+    deadline = time.monotonic() + seconds
+    runs = 0
+    while time.monotonic() < deadline:
+        choice = rng.randrange(16)      # 15: a TypeCode taken from the input
+        head = bytes([(choice << 4) | rng.randrange(16)])
+        if choice < 15 and rng.random() < 0.7:
+            t = FIXED_TCS[choice % len(FIXED_TCS)]
+            try:
+                body = bytearray(PY_ENCODE(t, _sample_value(rng, t)))
+            except PycdrError:
+                body = bytearray()
+        else:
+            body = bytearray(rng.randbytes(rng.randrange(64)))
+        if choice == 15:
+            seed = rng.choice(SEEDS)
+            body = bytearray(len(seed).to_bytes(2, "little")) + seed + body
+        for _ in range(rng.randrange(4)):
+            if body:
+                body[rng.randrange(len(body))] = rng.randrange(256)
+        if body and rng.random() < 0.3:
+            del body[rng.randrange(len(body)):]
+        one_input(head + bytes(body))
+        runs += 1
+    return runs
+
+
+def _sample_value(rng, t):
+    """Some value of t: whatever random bytes decode to (zeros if they do not)."""
+    data = rng.randbytes(rng.randrange(200))
+    try:
+        return PY_DECODE(t, data, allow_trailing=True)
+    except PycdrError:
+        return PY_DECODE(t, b"\0" * 64, allow_trailing=True)
+
+
+def main() -> None:
+    if len(sys.argv) >= 2 and sys.argv[1] == "--plain":
+        seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60
+        runs = plain(seconds)
+        print(f"fuzz_speedups: {runs} inputs in {seconds:.0f} s, no difference, no crash")
+        return
+    import atheris
+    # Coverage feedback comes from the Python side (plans, readers, error paths):
+    # the C code is built by gcc here, without libFuzzer's instrumentation.
+    atheris.instrument_all()
+    atheris.Setup(sys.argv, one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1734 @@
+/* pycdr._speedups: the marshal plans of pycdr/plan.py, run in C.
+ *
+ * The Python plan compiler (pycdr/plan.py) turns a TypeCode into a tree of
+ * nodes, each with an `op` name and plain parameters.  This module compiles
+ * such a tree once more, into C structs (cached on each node as a capsule in
+ * its `_c` attribute), and runs them over a reader state (buffer, position,
+ * end, alignment origin, byte order) or into a writer (a bytearray with
+ * amortized growth).  Layout after msgspec's _core.c: hot paths inline with
+ * likely/unlikely, error paths out of line.
+ *
+ * Division of labour with Python (pycdr/_cmarshal.py):
+ * - Node kinds this module does not run (wchar, wstring, fixed, long double,
+ *   any, TypeCode, object references, values, abstract interfaces, native) are
+ *   handed back to Python per node: the CDRReader/CDRWriter is synced to the C
+ *   position, the node's own read()/write() runs, and the position comes back.
+ * - Errors are the cold path.  Whenever the C code meets anything the Python
+ *   path would reject, warn about or treat specially (truncation, a bad
+ *   boolean, an enum out of range, a value of an unusual type, a depth limit)
+ *   it raises the internal `Fallback` exception, and the caller re-runs the
+ *   whole top-level call in Python, which raises the exact error (type,
+ *   message, offset, path).  So the C path never needs its own error texts and
+ *   can never report an error the Python path would not; what it must never do
+ *   is succeed with a different result, and the differential tests
+ *   (tests/test_speedups.py) check that.
+ * - Lenient decoding and char code sets other than ISO-8859-1 never reach C
+ *   (the wrappers check), so violations are always errors here.
+ *
+ * Ownership: input is read through the buffer protocol without copying; every
+ * value returned is a new Python object (bytes for sequence<octet>, str for
+ * strings and sequence<char>), never a view that aliases the input.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define NOINLINE __attribute__((noinline))
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define likely(x) (x)
+#define unlikely(x) (x)
+#define NOINLINE
+#define ALWAYS_INLINE static inline
+#endif
+
+#if PY_VERSION_HEX < 0x030B0000
+#error "pycdr._speedups needs CPython 3.11+ (PyFloat_Pack4/Unpack4)"
+#endif
+
+/*************************************************************************
+ * Module state (one interpreter: plain statics)                          *
+ *************************************************************************/
+
+static PyObject *Fallback;            /* internal: "let Python decide" */
+static PyObject *array_type;          /* array.array */
+static PyObject *struct_base_init;    /* pycdr.values.Struct.__init__ */
+static PyObject *union_base;          /* pycdr.values.Union */
+static PyObject *exception_init;      /* Exception.__init__ */
+static PyObject *empty_tuple;
+static long max_depth = 200;          /* pycdr.plan.MAX_DEPTH */
+
+static PyObject *s_read, *s_write, *s_pos, *s_depth, *s_c, *s_op, *s_buf, *s_origin,
+    *s_little, *s_typecode, *s_d, *s_v, *s_init, *s_ordinal, *s_disc;
+
+/* CDR kinds (TCKind values) of the numeric types */
+enum { TK_SHORT = 2, TK_LONG = 3, TK_USHORT = 4, TK_ULONG = 5, TK_FLOAT = 6,
+       TK_DOUBLE = 7, TK_LONGLONG = 23, TK_ULONGLONG = 24 };
+
+/*************************************************************************
+ * Plans                                                                  *
+ *************************************************************************/
+
+typedef enum {
+    OP_PYTHON = 0,  /* handed back to the Python node */
+    OP_NULL, OP_NUMBER, OP_BOOLEAN, OP_OCTET, OP_CHAR, OP_STRING, OP_ENUM,
+    OP_STRUCT, OP_UNION, OP_SEQUENCE, OP_OCTET_SEQ, OP_CHAR_SEQ, OP_NUMBER_SEQ,
+    OP_BOOLEAN_SEQ, OP_RECURSIVE
+} Op;
+
+struct Plan;
+
+typedef struct {
+    PyObject *pyname;      /* borrowed from the node's members tuple */
+    struct Plan *plan;     /* borrowed: owned by the member node's capsule */
+    Py_ssize_t offset;     /* slot offset in instances of the struct class, or 0 */
+} Member;
+
+typedef struct {
+    struct Plan *plan;     /* borrowed */
+} Branch;
+
+typedef struct Plan {
+    Op op;
+    PyObject *node;        /* borrowed: the node owns this plan (capsule in node._c) */
+    int touches_context;   /* subtree holds any/value nodes (stream state in context) */
+    /* number / number_seq element */
+    int kind;
+    int size;
+    char acode;            /* array typecode of number_seq */
+    /* string / sequences */
+    Py_ssize_t bound;
+    int is_array;
+    Py_ssize_t min_size;
+    struct Plan *elem;     /* borrowed */
+    /* enum: items tuple (borrowed from node.items) */
+    PyObject *items;
+    Py_ssize_t count;
+    /* struct / union: class (borrowed from node.cls) */
+    PyTypeObject *cls;
+    int direct;            /* instances made and read by slot offset */
+    int is_exception;
+    PyObject *exc_id;      /* exception: its repository id (borrowed from node.tc) */
+    int is_flat;           /* StructNode.flat set: Python decodes it in one unpack,
+                            * and numeric arrays inside come out as lists */
+    Py_ssize_t nmembers;
+    Member *members;
+    /* union */
+    struct Plan *disc;
+    PyObject *label_index; /* owned: {label: branch index}, same keys as node.by_label */
+    Py_ssize_t nbranches;
+    Branch *branches;
+    struct Plan *default_plan;   /* NULL: no default branch */
+    int has_default;
+    int disc_is_enum;
+    Py_ssize_t d_offset, v_offset;
+    /* recursive */
+    struct Plan *target;   /* borrowed */
+} Plan;
+
+static void
+plan_free(Plan *p)
+{
+    if (p == NULL) return;
+    PyMem_Free(p->members);
+    PyMem_Free(p->branches);
+    Py_XDECREF(p->label_index);
+    PyMem_Free(p);
+}
+
+static void
+capsule_destructor(PyObject *capsule)
+{
+    plan_free((Plan *)PyCapsule_GetPointer(capsule, "pycdr.plan"));
+}
+
+static Plan *compile_node(PyObject *node);
+
+/* The C plan of a node, compiled on first use and cached in node._c. */
+static Plan *
+plan_of(PyObject *node)
+{
+    PyObject **dictptr = _PyObject_GetDictPtr(node);
+    if (likely(dictptr != NULL && *dictptr != NULL)) {
+        PyObject *capsule = PyDict_GetItemWithError(*dictptr, s_c);
+        if (likely(capsule != NULL))
+            return (Plan *)PyCapsule_GetPointer(capsule, "pycdr.plan");
+        if (PyErr_Occurred()) return NULL;
+    }
+    return compile_node(node);
+}
+
+static int
+get_ssize(PyObject *node, const char *name, Py_ssize_t *out)
+{
+    PyObject *v = PyObject_GetAttrString(node, name);
+    if (v == NULL) return -1;
+    *out = PyNumber_AsSsize_t(v, PyExc_OverflowError);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static int
+get_bool(PyObject *node, const char *name, int *out)
+{
+    PyObject *v = PyObject_GetAttrString(node, name);
+    if (v == NULL) return -1;
+    *out = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return *out < 0 ? -1 : 0;
+}
+
+/* A borrowed attribute: the node keeps it alive as long as it lives. */
+static PyObject *
+get_borrowed(PyObject *node, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(node, name);
+    if (v == NULL) return NULL;
+    Py_DECREF(v);     /* node.<name> still holds it */
+    return v;
+}
+
+/* The offset of a writable object slot `name` of cls, or 0 when attribute
+ * access on cls is not plain slot access (a property, a __dict__ entry...). */
+static Py_ssize_t
+slot_offset(PyTypeObject *cls, PyObject *name)
+{
+    PyObject *descr = _PyType_Lookup(cls, name);
+    if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) return 0;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    if (m->type != T_OBJECT_EX || (m->flags & READONLY)) return 0;
+    return m->offset;
+}
+
+/* May instances be made with tp_alloc and filled/read by slot offset with the
+ * same result as cls.__new__(cls) + setattr (and, for flat structs, as
+ * cls(*members) through the generated __init__)? */
+static int
+class_is_plain(PyTypeObject *cls)
+{
+    return cls->tp_new == PyBaseObject_Type.tp_new &&
+           cls->tp_setattro == PyObject_GenericSetAttr &&
+           cls->tp_getattro == PyObject_GenericGetAttr;
+}
+
+static int
+init_is_generated(PyTypeObject *cls)
+{
+    PyObject *init = _PyType_Lookup(cls, s_init);
+    if (init == NULL) return 0;
+    if (init == struct_base_init) return 1;
+    if (!PyFunction_Check(init)) return 0;
+    PyObject *code = PyFunction_GET_CODE(init);
+    PyObject *names = PyObject_GetAttrString(code, "co_varnames");
+    if (names == NULL) { PyErr_Clear(); return 0; }
+    int ok = PyTuple_Check(names) && PyTuple_GET_SIZE(names) > 0 &&
+             PyUnicode_Check(PyTuple_GET_ITEM(names, 0)) &&
+             PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(names, 0), "_pycdr_obj") == 0;
+    Py_DECREF(names);
+    return ok;
+}
+
+static int
+number_size(int kind)
+{
+    switch (kind) {
+    case TK_SHORT: case TK_USHORT: return 2;
+    case TK_LONG: case TK_ULONG: case TK_FLOAT: return 4;
+    case TK_LONGLONG: case TK_ULONGLONG: case TK_DOUBLE: return 8;
+    default: return 0;
+    }
+}
+
+static int
+compile_sequence_common(Plan *p, PyObject *node)
+{
+    if (get_bool(node, "is_array", &p->is_array) < 0) return -1;
+    if (get_ssize(node, "bound", &p->bound) < 0) return -1;
+    if (get_ssize(node, "min_size", &p->min_size) < 0) return -1;
+    PyObject *elem = get_borrowed(node, "elem");
+    if (elem == NULL) return -1;
+    p->elem = plan_of(elem);
+    if (p->elem == NULL) return -1;
+    p->touches_context |= p->elem->touches_context;
+    return 0;
+}
+
+static int
+compile_struct(Plan *p, PyObject *node)
+{
+    PyObject *members = get_borrowed(node, "members");
+    if (members == NULL) return -1;
+    if (!PyTuple_Check(members)) {
+        PyErr_SetString(PyExc_TypeError, "struct node members must be a tuple");
+        return -1;
+    }
+    PyObject *cls = get_borrowed(node, "cls");
+    if (cls == NULL) return -1;
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "struct node cls must be a class");
+        return -1;
+    }
+    p->cls = (PyTypeObject *)cls;
+    if (get_bool(node, "is_exception", &p->is_exception) < 0) return -1;
+    if (p->is_exception) {
+        /* an exception is marshaled as its repository id, then its members */
+        PyObject *tcobj = get_borrowed(node, "tc");
+        if (tcobj == NULL) return -1;
+        p->exc_id = get_borrowed(tcobj, "_id");
+        if (p->exc_id == NULL) return -1;
+        if (!PyUnicode_CheckExact(p->exc_id)) {
+            PyErr_SetString(PyExc_TypeError, "exception repository id must be a str");
+            return -1;
+        }
+    }
+    PyObject *flat = PyObject_GetAttrString(node, "flat");
+    if (flat == NULL) return -1;
+    int has_flat = flat != Py_None;
+    Py_DECREF(flat);
+    p->is_flat = has_flat;
+    p->nmembers = PyTuple_GET_SIZE(members);
+    p->members = PyMem_Calloc(p->nmembers ? p->nmembers : 1, sizeof(Member));
+    if (p->members == NULL) { PyErr_NoMemory(); return -1; }
+    p->direct = !p->is_exception && class_is_plain(p->cls) &&
+                (!has_flat || init_is_generated(p->cls));
+    for (Py_ssize_t i = 0; i < p->nmembers; i++) {
+        PyObject *m = PyTuple_GET_ITEM(members, i);
+        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) != 3 ||
+                !PyUnicode_Check(PyTuple_GET_ITEM(m, 0))) {
+            PyErr_SetString(PyExc_TypeError, "struct member must be (pyname, idlname, node)");
+            return -1;
+        }
+        p->members[i].pyname = PyTuple_GET_ITEM(m, 0);
+        p->members[i].plan = plan_of(PyTuple_GET_ITEM(m, 2));
+        if (p->members[i].plan == NULL) return -1;
+        p->touches_context |= p->members[i].plan->touches_context;
+        if (p->direct) {
+            p->members[i].offset = slot_offset(p->cls, p->members[i].pyname);
+            if (p->members[i].offset == 0) p->direct = 0;
+        }
+    }
+    return 0;
+}
+
+static int
+compile_union(Plan *p, PyObject *node)
+{
+    PyObject *cls = get_borrowed(node, "cls");
+    if (cls == NULL) return -1;
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "union node cls must be a class");
+        return -1;
+    }
+    p->cls = (PyTypeObject *)cls;
+    if (get_bool(node, "disc_is_enum", &p->disc_is_enum) < 0) return -1;
+    PyObject *disc = get_borrowed(node, "disc");
+    if (disc == NULL) return -1;
+    p->disc = plan_of(disc);
+    if (p->disc == NULL) return -1;
+    p->touches_context |= p->disc->touches_context;
+    if (p->disc_is_enum && p->disc->op != OP_ENUM) {
+        PyErr_SetString(PyExc_TypeError, "enum union without an enum discriminator plan");
+        return -1;
+    }
+    PyObject *by_label = get_borrowed(node, "by_label");
+    if (by_label == NULL) return -1;
+    if (!PyDict_Check(by_label)) {
+        PyErr_SetString(PyExc_TypeError, "union node by_label must be a dict");
+        return -1;
+    }
+    p->nbranches = PyDict_GET_SIZE(by_label);
+    p->branches = PyMem_Calloc(p->nbranches ? p->nbranches : 1, sizeof(Branch));
+    p->label_index = PyDict_New();
+    if (p->branches == NULL || p->label_index == NULL) {
+        if (p->branches == NULL) PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t it = 0, i = 0;
+    PyObject *label, *branch;
+    while (PyDict_Next(by_label, &it, &label, &branch)) {
+        if (!PyTuple_Check(branch) || PyTuple_GET_SIZE(branch) != 2) {
+            PyErr_SetString(PyExc_TypeError, "union branch must be (name, node)");
+            return -1;
+        }
+        Plan *bp = plan_of(PyTuple_GET_ITEM(branch, 1));
+        if (bp == NULL) return -1;
+        p->touches_context |= bp->touches_context;
+        p->branches[i].plan = bp;
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (index == NULL || PyDict_SetItem(p->label_index, label, index) < 0) {
+            Py_XDECREF(index);
+            return -1;
+        }
+        Py_DECREF(index);
+        i++;
+    }
+    PyObject *deflt = get_borrowed(node, "default");
+    if (deflt == NULL) return -1;
+    if (deflt != Py_None) {
+        if (!PyTuple_Check(deflt) || PyTuple_GET_SIZE(deflt) != 2) {
+            PyErr_SetString(PyExc_TypeError, "union default must be (name, node)");
+            return -1;
+        }
+        p->default_plan = plan_of(PyTuple_GET_ITEM(deflt, 1));
+        if (p->default_plan == NULL) return -1;
+        p->touches_context |= p->default_plan->touches_context;
+        p->has_default = 1;
+    }
+    p->d_offset = slot_offset(p->cls, s_d);
+    p->v_offset = slot_offset(p->cls, s_v);
+    p->direct = class_is_plain(p->cls) && p->d_offset && p->v_offset;
+    return 0;
+}
+
+static Op
+op_from_name(PyObject *name, int *touches_context)
+{
+    static const struct { const char *name; Op op; } table[] = {
+        {"null", OP_NULL}, {"number", OP_NUMBER}, {"boolean", OP_BOOLEAN},
+        {"octet", OP_OCTET}, {"char", OP_CHAR}, {"string", OP_STRING}, {"enum", OP_ENUM},
+        {"struct", OP_STRUCT}, {"union", OP_UNION}, {"sequence", OP_SEQUENCE},
+        {"octet_seq", OP_OCTET_SEQ}, {"char_seq", OP_CHAR_SEQ},
+        {"number_seq", OP_NUMBER_SEQ}, {"boolean_seq", OP_BOOLEAN_SEQ},
+        {"recursive", OP_RECURSIVE},
+    };
+    static const char *context_ops[] = {"any", "value", "abstract_interface"};
+    *touches_context = 0;
+    if (PyUnicode_Check(name)) {
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+            if (PyUnicode_CompareWithASCIIString(name, table[i].name) == 0)
+                return table[i].op;
+        for (size_t i = 0; i < sizeof(context_ops) / sizeof(context_ops[0]); i++)
+            if (PyUnicode_CompareWithASCIIString(name, context_ops[i]) == 0)
+                *touches_context = 1;
+    }
+    return OP_PYTHON;
+}
+
+/* Compile one node.  The capsule is attached before the children are
+ * compiled, so a recursive reference finds its (unfinished) target. */
+static Plan *
+compile_node(PyObject *node)
+{
+    PyObject *opname = PyObject_GetAttr(node, s_op);
+    if (opname == NULL) return NULL;
+    Plan *p = PyMem_Calloc(1, sizeof(Plan));
+    if (p == NULL) { Py_DECREF(opname); PyErr_NoMemory(); return NULL; }
+    p->node = node;
+    p->op = op_from_name(opname, &p->touches_context);
+    Py_DECREF(opname);
+    PyObject *capsule = PyCapsule_New(p, "pycdr.plan", capsule_destructor);
+    if (capsule == NULL) { plan_free(p); return NULL; }
+    if (PyObject_SetAttr(node, s_c, capsule) < 0) {
+        Py_DECREF(capsule);    /* frees p */
+        return NULL;
+    }
+    Py_DECREF(capsule);        /* node._c holds it */
+    int rc = 0;
+    switch (p->op) {
+    case OP_NUMBER: {
+        Py_ssize_t kind;
+        rc = get_ssize(node, "kind", &kind);
+        p->kind = (int)kind;
+        p->size = number_size(p->kind);
+        if (rc == 0 && p->size == 0) p->op = OP_PYTHON;
+        break;
+    }
+    case OP_STRING:
+        rc = get_ssize(node, "bound", &p->bound);
+        break;
+    case OP_ENUM:
+        p->items = get_borrowed(node, "items");
+        if (p->items == NULL) { rc = -1; break; }
+        if (!PyTuple_Check(p->items)) { p->op = OP_PYTHON; break; }
+        p->count = PyTuple_GET_SIZE(p->items);
+        break;
+    case OP_STRUCT:
+        rc = compile_struct(p, node);
+        break;
+    case OP_UNION:
+        rc = compile_union(p, node);
+        break;
+    case OP_SEQUENCE: case OP_OCTET_SEQ: case OP_CHAR_SEQ: case OP_BOOLEAN_SEQ:
+        rc = compile_sequence_common(p, node);
+        break;
+    case OP_NUMBER_SEQ: {
+        rc = compile_sequence_common(p, node);
+        if (rc < 0) break;
+        if (p->elem->op != OP_NUMBER) { p->op = OP_PYTHON; break; }
+        p->kind = p->elem->kind;
+        p->size = p->elem->size;
+        switch (p->kind) {
+        case TK_SHORT: p->acode = 'h'; break;
+        case TK_USHORT: p->acode = 'H'; break;
+        case TK_LONG: p->acode = 'i'; break;
+        case TK_ULONG: p->acode = 'I'; break;
+        case TK_LONGLONG: p->acode = 'q'; break;
+        case TK_ULONGLONG: p->acode = 'Q'; break;
+        case TK_FLOAT: p->acode = 'f'; break;
+        case TK_DOUBLE: p->acode = 'd'; break;
+        }
+        break;
+    }
+    case OP_RECURSIVE: {
+        PyObject *target = get_borrowed(node, "target");
+        if (target == NULL) { rc = -1; break; }
+        p->target = plan_of(target);
+        if (p->target == NULL) rc = -1;
+        /* touches_context of an unfinished target is not known yet: be safe */
+        p->touches_context = 1;
+        break;
+    }
+    default:
+        break;
+    }
+    if (rc < 0 && (PyErr_ExceptionMatches(PyExc_AttributeError) ||
+                   PyErr_ExceptionMatches(PyExc_TypeError))) {
+        /* A node whose parameters are not what this module knows (plan.py
+         * changed shape): run that node in Python rather than fail. */
+        PyErr_Clear();
+        p->op = OP_PYTHON;
+        p->touches_context = 1;
+        return p;
+    }
+    if (rc < 0) {
+        /* drop the half-built plan so a later call recompiles (and fails) cleanly */
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        if (PyObject_DelAttr(node, s_c) < 0) PyErr_Clear();
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        return NULL;
+    }
+    return p;
+}
+
+/*************************************************************************
+ * Byte order helpers                                                     *
+ *************************************************************************/
+
+#if PY_LITTLE_ENDIAN
+#define NATIVE_LITTLE 1
+#else
+#define NATIVE_LITTLE 0
+#endif
+
+ALWAYS_INLINE uint16_t load16(const unsigned char *p, int swap)
+{ uint16_t v; memcpy(&v, p, 2); return swap ? __builtin_bswap16(v) : v; }
+ALWAYS_INLINE uint32_t load32(const unsigned char *p, int swap)
+{ uint32_t v; memcpy(&v, p, 4); return swap ? __builtin_bswap32(v) : v; }
+ALWAYS_INLINE uint64_t load64(const unsigned char *p, int swap)
+{ uint64_t v; memcpy(&v, p, 8); return swap ? __builtin_bswap64(v) : v; }
+ALWAYS_INLINE void store16(unsigned char *p, uint16_t v, int swap)
+{ if (swap) v = __builtin_bswap16(v); memcpy(p, &v, 2); }
+ALWAYS_INLINE void store32(unsigned char *p, uint32_t v, int swap)
+{ if (swap) v = __builtin_bswap32(v); memcpy(p, &v, 4); }
+ALWAYS_INLINE void store64(unsigned char *p, uint64_t v, int swap)
+{ if (swap) v = __builtin_bswap64(v); memcpy(p, &v, 8); }
+
+/* Copy n elements of `size` bytes, swapping each when asked. */
+static void
+copy_swapped(unsigned char *dst, const unsigned char *src, Py_ssize_t n, int size, int swap)
+{
+    if (!swap) { memcpy(dst, src, (size_t)(n * size)); return; }
+    switch (size) {
+    case 2: for (Py_ssize_t i = 0; i < n; i++) store16(dst + 2 * i, load16(src + 2 * i, 1), 0); break;
+    case 4: for (Py_ssize_t i = 0; i < n; i++) store32(dst + 4 * i, load32(src + 4 * i, 1), 0); break;
+    case 8: for (Py_ssize_t i = 0; i < n; i++) store64(dst + 8 * i, load64(src + 8 * i, 1), 0); break;
+    }
+}
+
+/*************************************************************************
+ * Reader                                                                 *
+ *************************************************************************/
+
+typedef struct {
+    const unsigned char *buf;
+    Py_ssize_t pos, end, origin;
+    int little, swap;
+    int numeric_arrays;
+    long depth;
+    PyObject *reader;          /* the CDRReader for per-node fallbacks, or NULL */
+    PyObject *reader_factory;  /* callable making it, or NULL */
+} Reader;
+
+/* Out of line: the cold path of every check. */
+static NOINLINE PyObject *
+fallback_null(void)
+{
+    if (!PyErr_Occurred()) PyErr_SetNone(Fallback);
+    return NULL;
+}
+
+static NOINLINE int
+fallback_int(void)
+{
+    if (!PyErr_Occurred()) PyErr_SetNone(Fallback);
+    return -1;
+}
+
+/* Align to n (a power of two) and make sure `size` bytes follow; returns the
+ * position of the value or -1 (Fallback set). */
+ALWAYS_INLINE Py_ssize_t
+reader_take(Reader *r, Py_ssize_t align, Py_ssize_t size)
+{
+    Py_ssize_t pos = r->pos + ((r->origin - r->pos) & (align - 1));
+    if (unlikely(pos + size > r->end)) return fallback_int();
+    r->pos = pos + size;
+    return pos;
+}
+
+ALWAYS_INLINE int
+reader_ulong(Reader *r, uint32_t *out)
+{
+    Py_ssize_t pos = reader_take(r, 4, 4);
+    if (unlikely(pos < 0)) return -1;
+    *out = load32(r->buf + pos, r->swap);
+    return 0;
+}
+
+/* A sequence count (CDRReader.read_count): every element takes at least
+ * min_size bytes, so a count larger than the bytes left is refused before
+ * anything is allocated. */
+ALWAYS_INLINE int
+reader_count(Reader *r, const Plan *p, Py_ssize_t *out)
+{
+    if (p->is_array) { *out = p->bound; return 0; }
+    uint32_t n;
+    if (unlikely(reader_ulong(r, &n) < 0)) return -1;
+    if (unlikely(n && (uint64_t)n * (uint64_t)p->min_size > (uint64_t)(r->end - r->pos)))
+        return fallback_int();
+    if (unlikely(p->bound && (Py_ssize_t)n > p->bound)) return fallback_int();
+    *out = (Py_ssize_t)n;
+    return 0;
+}
+
+static PyObject *read_plan(Reader *r, const Plan *p);
+
+/* Hand one node back to Python: sync the CDRReader to our position. */
+static NOINLINE PyObject *
+read_python(Reader *r, const Plan *p)
+{
+    if (r->reader == NULL) {
+        if (r->reader_factory == NULL) return fallback_null();
+        r->reader = PyObject_CallNoArgs(r->reader_factory);
+        if (r->reader == NULL) return NULL;
+    }
+    PyObject *num = PyLong_FromSsize_t(r->pos);
+    if (num == NULL) return NULL;
+    int rc = PyObject_SetAttr(r->reader, s_pos, num);
+    Py_DECREF(num);
+    if (rc < 0) return NULL;
+    num = PyLong_FromLong(r->depth);
+    if (num == NULL) return NULL;
+    rc = PyObject_SetAttr(r->reader, s_depth, num);
+    Py_DECREF(num);
+    if (rc < 0) return NULL;
+    PyObject *value = PyObject_CallMethodOneArg(p->node, s_read, r->reader);
+    if (value == NULL) return NULL;
+    num = PyObject_GetAttr(r->reader, s_pos);
+    if (num == NULL) { Py_DECREF(value); return NULL; }
+    Py_ssize_t pos = PyLong_AsSsize_t(num);
+    Py_DECREF(num);
+    if (pos == -1 && PyErr_Occurred()) { Py_DECREF(value); return NULL; }
+    if (pos < r->pos || pos > r->end) { Py_DECREF(value); return fallback_null(); }
+    r->pos = pos;
+    return value;
+}
+
+ALWAYS_INLINE PyObject *
+read_number(Reader *r, int kind, int size)
+{
+    Py_ssize_t pos = reader_take(r, size, size);
+    if (unlikely(pos < 0)) return NULL;
+    const unsigned char *b = r->buf + pos;
+    switch (kind) {
+    case TK_SHORT: return PyLong_FromLong((int16_t)load16(b, r->swap));
+    case TK_USHORT: return PyLong_FromLong(load16(b, r->swap));
+    case TK_LONG: return PyLong_FromLong((int32_t)load32(b, r->swap));
+    case TK_ULONG: return PyLong_FromUnsignedLong(load32(b, r->swap));
+    case TK_LONGLONG: return PyLong_FromLongLong((int64_t)load64(b, r->swap));
+    case TK_ULONGLONG: return PyLong_FromUnsignedLongLong(load64(b, r->swap));
+    case TK_FLOAT: {
+        double d = PyFloat_Unpack4((const char *)b, r->little);
+        if (d == -1.0 && PyErr_Occurred()) return NULL;
+        return PyFloat_FromDouble(d);
+    }
+    case TK_DOUBLE: {
+        double d = PyFloat_Unpack8((const char *)b, r->little);
+        if (d == -1.0 && PyErr_Occurred()) return NULL;
+        return PyFloat_FromDouble(d);
+    }
+    }
+    return fallback_null();
+}
+
+static PyObject *
+read_string(Reader *r, const Plan *p)
+{
+    uint32_t n;
+    if (unlikely(reader_ulong(r, &n) < 0)) return NULL;
+    /* length 0 (no NUL) and a missing NUL are violations: Python reports them */
+    if (unlikely(n == 0 || (Py_ssize_t)n > r->end - r->pos)) return fallback_null();
+    const unsigned char *s = r->buf + r->pos;
+    if (unlikely(s[n - 1] != 0)) return fallback_null();
+    if (unlikely(p->bound && (Py_ssize_t)(n - 1) > p->bound)) return fallback_null();
+    r->pos += n;
+    return PyUnicode_DecodeLatin1((const char *)s, (Py_ssize_t)n - 1, NULL);
+}
+
+static PyObject *
+read_enum(Reader *r, const Plan *p)
+{
+    uint32_t n;
+    if (unlikely(reader_ulong(r, &n) < 0)) return NULL;
+    if (unlikely((Py_ssize_t)n >= p->count)) return fallback_null();
+    PyObject *item = PyTuple_GET_ITEM(p->items, n);
+    Py_INCREF(item);
+    return item;
+}
+
+static NOINLINE PyObject *
+new_exception_instance(PyTypeObject *cls)
+{
+    PyObject *obj = cls->tp_new(cls, empty_tuple, NULL);
+    if (obj == NULL) return NULL;
+    PyObject *res = PyObject_CallOneArg(exception_init, obj);
+    if (res == NULL) { Py_DECREF(obj); return NULL; }
+    Py_DECREF(res);
+    return obj;
+}
+
+static PyObject *
+read_struct(Reader *r, const Plan *p)
+{
+    if (!p->direct && !p->is_exception) return read_python(r, p);
+    PyObject *obj = p->direct ? p->cls->tp_alloc(p->cls, 0) : new_exception_instance(p->cls);
+    if (obj == NULL) return NULL;
+    if (p->is_exception) {
+        /* the repository id first: a different one is a violation (Python reports it) */
+        static const Plan unbounded_string = {.op = OP_STRING, .bound = 0};
+        PyObject *rid = read_string(r, &unbounded_string);
+        if (rid == NULL) { Py_DECREF(obj); return NULL; }
+        int same = PyUnicode_GET_LENGTH(p->exc_id) == 0 ||
+                   PyUnicode_Compare(rid, p->exc_id) == 0;
+        Py_DECREF(rid);
+        if (!same) { Py_DECREF(obj); return fallback_null(); }
+    }
+    /* The Python path decodes a flat struct with one struct.unpack, which makes
+     * lists of its numeric arrays even when numeric_arrays is asked for. */
+    int numeric_arrays = r->numeric_arrays;
+    if (p->is_flat) r->numeric_arrays = 0;
+    for (Py_ssize_t i = 0; i < p->nmembers; i++) {
+        const Member *m = &p->members[i];
+        PyObject *v = read_plan(r, m->plan);
+        if (unlikely(v == NULL)) {
+            r->numeric_arrays = numeric_arrays;
+            Py_DECREF(obj);
+            return NULL;
+        }
+        if (p->direct) {
+            /* a fresh instance: the slot is empty */
+            *(PyObject **)((char *)obj + m->offset) = v;
+        } else {
+            int rc = PyObject_SetAttr(obj, m->pyname, v);
+            Py_DECREF(v);
+            if (rc < 0) { r->numeric_arrays = numeric_arrays; Py_DECREF(obj); return NULL; }
+        }
+    }
+    r->numeric_arrays = numeric_arrays;
+    return obj;
+}
+
+static PyObject *
+read_union(Reader *r, const Plan *p)
+{
+    if (!p->direct) return read_python(r, p);
+    PyObject *d = read_plan(r, p->disc);
+    if (d == NULL) return NULL;
+    const Plan *branch = NULL;
+    PyObject *index = PyDict_GetItemWithError(p->label_index, d);
+    if (index != NULL) {
+        branch = p->branches[PyLong_AsSsize_t(index)].plan;
+    } else if (PyErr_Occurred()) {
+        Py_DECREF(d);
+        return fallback_null();
+    } else if (p->has_default) {
+        branch = p->default_plan;
+    }
+    PyObject *v;
+    if (branch == NULL) {
+        v = Py_None;
+        Py_INCREF(v);
+    } else {
+        v = read_plan(r, branch);
+        if (v == NULL) { Py_DECREF(d); return NULL; }
+    }
+    PyObject *obj = p->cls->tp_alloc(p->cls, 0);
+    if (obj == NULL) { Py_DECREF(d); Py_DECREF(v); return NULL; }
+    *(PyObject **)((char *)obj + p->d_offset) = d;
+    *(PyObject **)((char *)obj + p->v_offset) = v;
+    return obj;
+}
+
+static PyObject *
+read_sequence(Reader *r, const Plan *p)
+{
+    Py_ssize_t n;
+    if (unlikely(reader_count(r, p, &n) < 0)) return NULL;
+    PyObject *out = PyList_New(n);
+    if (out == NULL || n == 0) return out;
+    /* the Python path's depth limit (SequenceNode.read) */
+    if (unlikely(r->depth > max_depth)) { Py_DECREF(out); return fallback_null(); }
+    r->depth++;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = read_plan(r, p->elem);
+        if (unlikely(v == NULL)) { r->depth--; Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, v);
+    }
+    r->depth--;
+    return out;
+}
+
+static PyObject *
+read_raw_seq(Reader *r, const Plan *p)
+{
+    Py_ssize_t n;
+    if (unlikely(reader_count(r, p, &n) < 0)) return NULL;
+    if (unlikely(n > r->end - r->pos)) return fallback_null();
+    const char *s = (const char *)r->buf + r->pos;
+    r->pos += n;
+    if (p->op == OP_OCTET_SEQ) return PyBytes_FromStringAndSize(s, n);
+    return PyUnicode_DecodeLatin1(s, n, NULL);
+}
+
+static PyObject *
+read_boolean_seq(Reader *r, const Plan *p)
+{
+    Py_ssize_t n;
+    if (unlikely(reader_count(r, p, &n) < 0)) return NULL;
+    if (unlikely(n > r->end - r->pos)) return fallback_null();
+    const unsigned char *s = r->buf + r->pos;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (unlikely(s[i] > 1)) return fallback_null();
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = s[i] ? Py_True : Py_False;
+        Py_INCREF(b);
+        PyList_SET_ITEM(out, i, b);
+    }
+    r->pos += n;
+    return out;
+}
+
+ALWAYS_INLINE PyObject *float_from_bits(uint32_t u)
+{ float f; memcpy(&f, &u, 4); return PyFloat_FromDouble((double)f); }
+ALWAYS_INLINE PyObject *double_from_bits(uint64_t u)
+{ double d; memcpy(&d, &u, 8); return PyFloat_FromDouble(d); }
+
+static NOINLINE PyObject *
+number_array(const Plan *p, const unsigned char *s, Py_ssize_t n, int swap)
+{
+    PyObject *raw = PyBytes_FromStringAndSize(NULL, n * p->size);
+    if (raw == NULL) return NULL;
+    copy_swapped((unsigned char *)PyBytes_AS_STRING(raw), s, n, p->size, swap);
+    PyObject *a = PyObject_CallFunction(array_type, "CO", (int)p->acode, raw);
+    Py_DECREF(raw);
+    return a;
+}
+
+static PyObject *
+read_number_seq(Reader *r, const Plan *p)
+{
+    Py_ssize_t n;
+    if (unlikely(reader_count(r, p, &n) < 0)) return NULL;
+    if (n == 0) return PyList_New(0);
+    Py_ssize_t size = p->size;
+    if (unlikely(n > PY_SSIZE_T_MAX / size)) return fallback_null();
+    Py_ssize_t pos = reader_take(r, size, n * size);
+    if (unlikely(pos < 0)) return NULL;
+    const unsigned char *s = r->buf + pos;
+    int swap = r->swap;
+    if (r->numeric_arrays) return number_array(p, s, n, swap);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    PyObject **items = ((PyListObject *)out)->ob_item;
+    /* one loop per kind, so the element conversion is straight-line code */
+#define NUMBER_LOOP(MAKE)                                               \
+    for (Py_ssize_t i = 0; i < n; i++) {                                \
+        const unsigned char *b = s + i * size;                          \
+        PyObject *v = (MAKE);                                           \
+        if (unlikely(v == NULL)) { Py_DECREF(out); return NULL; }       \
+        items[i] = v;                                                   \
+    }
+    switch (p->kind) {
+    case TK_SHORT: NUMBER_LOOP(PyLong_FromLong((int16_t)load16(b, swap))) break;
+    case TK_USHORT: NUMBER_LOOP(PyLong_FromLong(load16(b, swap))) break;
+    case TK_LONG: NUMBER_LOOP(PyLong_FromLong((int32_t)load32(b, swap))) break;
+    case TK_ULONG: NUMBER_LOOP(PyLong_FromUnsignedLong(load32(b, swap))) break;
+    case TK_LONGLONG: NUMBER_LOOP(PyLong_FromLongLong((int64_t)load64(b, swap))) break;
+    case TK_ULONGLONG: NUMBER_LOOP(PyLong_FromUnsignedLongLong(load64(b, swap))) break;
+    case TK_FLOAT: NUMBER_LOOP(float_from_bits(load32(b, swap))) break;
+    case TK_DOUBLE: NUMBER_LOOP(double_from_bits(load64(b, swap))) break;
+    }
+#undef NUMBER_LOOP
+    return out;
+}
+
+static PyObject *
+read_plan(Reader *r, const Plan *p)
+{
+    switch (p->op) {
+    case OP_NUMBER:
+        return read_number(r, p->kind, p->size);
+    case OP_OCTET: {
+        Py_ssize_t pos = reader_take(r, 1, 1);
+        if (unlikely(pos < 0)) return NULL;
+        return PyLong_FromLong(r->buf[pos]);
+    }
+    case OP_BOOLEAN: {
+        Py_ssize_t pos = reader_take(r, 1, 1);
+        if (unlikely(pos < 0)) return NULL;
+        unsigned char b = r->buf[pos];
+        if (unlikely(b > 1)) return fallback_null();
+        return PyBool_FromLong(b);
+    }
+    case OP_CHAR: {
+        Py_ssize_t pos = reader_take(r, 1, 1);
+        if (unlikely(pos < 0)) return NULL;
+        return PyUnicode_FromOrdinal(r->buf[pos]);   /* latin-1 */
+    }
+    case OP_STRING:
+        return read_string(r, p);
+    case OP_STRUCT: {
+        if (Py_EnterRecursiveCall(" in pycdr decode")) return NULL;
+        PyObject *v = read_struct(r, p);
+        Py_LeaveRecursiveCall();
+        return v;
+    }
+    case OP_SEQUENCE: {
+        if (Py_EnterRecursiveCall(" in pycdr decode")) return NULL;
+        PyObject *v = read_sequence(r, p);
+        Py_LeaveRecursiveCall();
+        return v;
+    }
+    case OP_NUMBER_SEQ:
+        return read_number_seq(r, p);
+    case OP_OCTET_SEQ: case OP_CHAR_SEQ:
+        return read_raw_seq(r, p);
+    case OP_BOOLEAN_SEQ:
+        return read_boolean_seq(r, p);
+    case OP_ENUM:
+        return read_enum(r, p);
+    case OP_UNION: {
+        if (Py_EnterRecursiveCall(" in pycdr decode")) return NULL;
+        PyObject *v = read_union(r, p);
+        Py_LeaveRecursiveCall();
+        return v;
+    }
+    case OP_RECURSIVE: {
+        /* the Python path's depth limit (RecursionGuard.read) */
+        if (unlikely(r->depth > max_depth)) return fallback_null();
+        r->depth++;
+        PyObject *v = read_plan(r, p->target);
+        r->depth--;
+        return v;
+    }
+    case OP_NULL:
+        Py_RETURN_NONE;
+    case OP_PYTHON:
+    default:
+        return read_python(r, p);
+    }
+}
+
+/*************************************************************************
+ * Writer: appends to a bytearray.  Its size runs ahead of the bytes      *
+ * written (len) so that most writes need no resize; it is cut back to    *
+ * len before Python sees it (per-node fallbacks, the end of the call).   *
+ *************************************************************************/
+
+typedef struct {
+    PyObject *ba;          /* the CDRWriter's bytearray */
+    unsigned char *data;
+    Py_ssize_t len, cap, origin;
+    int little, swap;
+    PyObject *writer;          /* the CDRWriter for per-node fallbacks, or NULL */
+    PyObject *writer_factory;  /* callable(bytearray) making it, or NULL */
+    int owns_writer;           /* writer came from the factory (a new reference) */
+} Writer;
+
+static NOINLINE int
+writer_grow(Writer *w, Py_ssize_t need)
+{
+    Py_ssize_t want = w->len + need;
+    if (want < w->cap * 2) want = w->cap * 2;
+    if (want < 64) want = 64;
+    if (PyByteArray_Resize(w->ba, want) < 0) return -1;
+    w->data = (unsigned char *)PyByteArray_AS_STRING(w->ba);
+    w->cap = want;
+    return 0;
+}
+
+ALWAYS_INLINE int
+writer_reserve(Writer *w, Py_ssize_t need)
+{
+    if (likely(w->len + need <= w->cap)) return 0;
+    return writer_grow(w, need);
+}
+
+/* Pad to `align` with zeros and make room for `size` bytes; returns where the
+ * value goes, or NULL. */
+ALWAYS_INLINE unsigned char *
+writer_take(Writer *w, Py_ssize_t align, Py_ssize_t size)
+{
+    Py_ssize_t pad = (w->origin - w->len) & (align - 1);
+    if (unlikely(writer_reserve(w, pad + size) < 0)) return NULL;
+    unsigned char *p = w->data + w->len;
+    if (pad) { memset(p, 0, (size_t)pad); p += pad; }
+    w->len += pad + size;
+    return p;
+}
+
+static int
+writer_sync_out(Writer *w)
+{
+    /* cut the bytearray back to what is written (no realloc when it stays
+     * above half its allocation, which our doubling keeps) */
+    if (PyByteArray_Resize(w->ba, w->len) < 0) return -1;
+    w->cap = w->len;
+    w->data = (unsigned char *)PyByteArray_AS_STRING(w->ba);
+    return 0;
+}
+
+static int
+writer_sync_in(Writer *w)
+{
+    w->len = PyByteArray_GET_SIZE(w->ba);
+    /* take back the spare allocation Python's appends left (no realloc) */
+    Py_ssize_t spare = ((PyByteArrayObject *)w->ba)->ob_alloc - 1 -
+                       (((PyByteArrayObject *)w->ba)->ob_start -
+                        ((PyByteArrayObject *)w->ba)->ob_bytes);
+    if (spare > w->len && PyByteArray_Resize(w->ba, spare) < 0) return -1;
+    w->cap = PyByteArray_GET_SIZE(w->ba);
+    w->data = (unsigned char *)PyByteArray_AS_STRING(w->ba);
+    return 0;
+}
+
+static int write_plan(Writer *w, const Plan *p, PyObject *v);
+
+/* Hand one node back to Python: its write() appends to the same bytearray. */
+static NOINLINE int
+write_python(Writer *w, const Plan *p, PyObject *v)
+{
+    if (writer_sync_out(w) < 0) return -1;
+    if (w->writer == NULL) {
+        if (w->writer_factory == NULL) return fallback_int();
+        w->writer = PyObject_CallOneArg(w->writer_factory, w->ba);
+        if (w->writer == NULL) return -1;
+        w->owns_writer = 1;
+    }
+    PyObject *res = PyObject_CallMethodObjArgs(p->node, s_write, w->writer, v, NULL);
+    if (writer_sync_in(w) < 0) { Py_XDECREF(res); return -1; }
+    if (res != NULL) {
+        /* the node must have appended to the same bytearray */
+        PyObject *buf = PyObject_GetAttr(w->writer, s_buf);
+        int same = buf == w->ba;
+        Py_XDECREF(buf);
+        if (!same) { Py_DECREF(res); return fallback_int(); }
+    }
+    if (res == NULL) return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+ALWAYS_INLINE int
+write_ulong(Writer *w, uint32_t n)
+{
+    unsigned char *b = writer_take(w, 4, 4);
+    if (unlikely(b == NULL)) return -1;
+    store32(b, n, w->swap);
+    return 0;
+}
+
+/* A count, checked as the Python path checks it. */
+ALWAYS_INLINE int
+write_count(Writer *w, const Plan *p, Py_ssize_t n)
+{
+    if (p->is_array) return n == p->bound ? 0 : fallback_int();
+    if (unlikely(p->bound && n > p->bound)) return fallback_int();
+    if (unlikely(n > 0xFFFFFFFFLL)) return fallback_int();
+    return write_ulong(w, (uint32_t)n);
+}
+
+static int
+write_number(Writer *w, const Plan *p, PyObject *v)
+{
+    int kind = p->kind;
+    if (kind == TK_FLOAT || kind == TK_DOUBLE) {
+        if (unlikely(!PyFloat_CheckExact(v))) return write_python(w, p, v);
+        double x = PyFloat_AS_DOUBLE(v);
+        unsigned char *b = writer_take(w, p->size, p->size);
+        if (unlikely(b == NULL)) return -1;
+        int rc = kind == TK_FLOAT ? PyFloat_Pack4(x, (char *)b, w->little)
+                                  : PyFloat_Pack8(x, (char *)b, w->little);
+        if (unlikely(rc < 0)) { PyErr_Clear(); return fallback_int(); }
+        return 0;
+    }
+    if (unlikely(!PyLong_CheckExact(v))) return write_python(w, p, v);
+    int overflow = 0;
+    if (kind == TK_ULONGLONG) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(v);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return fallback_int(); }
+        unsigned char *b = writer_take(w, 8, 8);
+        if (unlikely(b == NULL)) return -1;
+        store64(b, (uint64_t)u, w->swap);
+        return 0;
+    }
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (unlikely(overflow || (x == -1 && PyErr_Occurred()))) {
+        PyErr_Clear();
+        return fallback_int();
+    }
+    switch (kind) {
+    case TK_SHORT: if (x < INT16_MIN || x > INT16_MAX) return fallback_int(); break;
+    case TK_USHORT: if (x < 0 || x > UINT16_MAX) return fallback_int(); break;
+    case TK_LONG: if (x < INT32_MIN || x > INT32_MAX) return fallback_int(); break;
+    case TK_ULONG: if (x < 0 || x > (long long)UINT32_MAX) return fallback_int(); break;
+    default: break;
+    }
+    unsigned char *b = writer_take(w, p->size, p->size);
+    if (unlikely(b == NULL)) return -1;
+    switch (p->size) {
+    case 2: store16(b, (uint16_t)x, w->swap); break;
+    case 4: store32(b, (uint32_t)x, w->swap); break;
+    case 8: store64(b, (uint64_t)x, w->swap); break;
+    }
+    return 0;
+}
+
+/* The latin-1 bytes of an exact str, or NULL (not latin-1: the Python path
+ * decides, with a code set error). */
+ALWAYS_INLINE const char *
+latin1_of(PyObject *s, Py_ssize_t *n)
+{
+    if (unlikely(PyUnicode_KIND(s) != PyUnicode_1BYTE_KIND)) return NULL;
+    *n = PyUnicode_GET_LENGTH(s);
+    return (const char *)PyUnicode_1BYTE_DATA(s);
+}
+
+static int
+write_string(Writer *w, const Plan *p, PyObject *v)
+{
+    if (unlikely(!PyUnicode_CheckExact(v))) return write_python(w, p, v);
+    Py_ssize_t n;
+    const char *s = latin1_of(v, &n);
+    if (unlikely(s == NULL)) return fallback_int();
+    if (unlikely((p->bound && n > p->bound) || n >= 0xFFFFFFFFLL)) return fallback_int();
+    if (unlikely(memchr(s, 0, (size_t)n) != NULL)) return fallback_int();
+    unsigned char *b = writer_take(w, 4, 4 + n + 1);
+    if (unlikely(b == NULL)) return -1;
+    store32(b, (uint32_t)(n + 1), w->swap);
+    memcpy(b + 4, s, (size_t)n);
+    b[4 + n] = 0;
+    return 0;
+}
+
+static int
+write_enum(Writer *w, const Plan *p, PyObject *v)
+{
+    /* fast only for the enumerator objects themselves (what decode returns);
+     * names, plain ints and foreign enumerators go through EnumNode.write */
+    if (PyLong_Check(v)) {
+        long i = PyLong_AsLong(v);
+        if (i == -1 && PyErr_Occurred()) PyErr_Clear();
+        else if (i >= 0 && i < p->count && PyTuple_GET_ITEM(p->items, i) == v)
+            return write_ulong(w, (uint32_t)i);
+    }
+    return write_python(w, p, v);
+}
+
+/* The value of a struct member for writing (new reference), or NULL. */
+ALWAYS_INLINE PyObject *
+member_value(const Plan *p, const Member *m, PyObject *v, int direct)
+{
+    if (direct) {
+        PyObject *x = *(PyObject **)((char *)v + m->offset);
+        if (unlikely(x == NULL)) return fallback_null();   /* unset: AttributeError */
+        Py_INCREF(x);
+        return x;
+    }
+    PyObject *x = PyObject_GetAttr(v, m->pyname);
+    if (x == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) PyErr_Clear();
+        return fallback_null();
+    }
+    return x;
+}
+
+static int
+write_struct(Writer *w, const Plan *p, PyObject *v)
+{
+    if (PyDict_Check(v)) return write_python(w, p, v);   /* dict values: Python's own path */
+    if (p->is_exception) {
+        static const Plan unbounded_string = {.op = OP_STRING, .bound = 0};
+        if (write_string(w, &unbounded_string, p->exc_id) < 0) return -1;
+    }
+    int direct = p->direct && Py_TYPE(v) == p->cls;
+    for (Py_ssize_t i = 0; i < p->nmembers; i++) {
+        const Member *m = &p->members[i];
+        PyObject *x = member_value(p, m, v, direct);
+        if (unlikely(x == NULL)) return -1;
+        int rc = write_plan(w, m->plan, x);
+        Py_DECREF(x);
+        if (unlikely(rc < 0)) return -1;
+    }
+    return 0;
+}
+
+static int
+write_union(Writer *w, const Plan *p, PyObject *v)
+{
+    PyObject *d, *value;
+    if (PyObject_TypeCheck(v, (PyTypeObject *)union_base)) {
+        d = PyObject_GetAttr(v, s_d);
+        if (d == NULL) return fallback_int();
+        value = PyObject_GetAttr(v, s_v);
+        if (value == NULL) { Py_DECREF(d); return fallback_int(); }
+    } else if (PyTuple_Check(v) && PyTuple_GET_SIZE(v) == 2) {
+        d = PyTuple_GET_ITEM(v, 0);
+        value = PyTuple_GET_ITEM(v, 1);
+        Py_INCREF(d);
+        Py_INCREF(value);
+    } else {
+        return fallback_int();
+    }
+    int rc = -1;
+    if (p->disc_is_enum) {
+        /* d = items[disc.ordinal(d)], as UnionNode.write does */
+        Py_ssize_t i = -1;
+        if (PyLong_Check(d)) {
+            i = PyLong_AsSsize_t(d);
+            if (i == -1 && PyErr_Occurred()) PyErr_Clear();
+            if (i < 0 || i >= p->disc->count || PyTuple_GET_ITEM(p->disc->items, i) != d) i = -1;
+        }
+        if (i < 0) {
+            PyObject *disc_node = p->disc->node;
+            PyObject *ord = PyObject_CallMethodOneArg(disc_node, s_ordinal, d);
+            if (ord == NULL) goto done;
+            i = PyLong_AsSsize_t(ord);
+            Py_DECREF(ord);
+            if (i < 0 || i >= p->disc->count) { fallback_int(); goto done; }
+        }
+        PyObject *item = PyTuple_GET_ITEM(p->disc->items, i);
+        Py_INCREF(item);
+        Py_SETREF(d, item);
+    }
+    if (write_plan(w, p->disc, d) < 0) goto done;
+    const Plan *branch = NULL;
+    PyObject *index = PyDict_GetItemWithError(p->label_index, d);
+    if (index != NULL) branch = p->branches[PyLong_AsSsize_t(index)].plan;
+    else if (PyErr_Occurred()) { PyErr_Clear(); fallback_int(); goto done; }
+    else if (p->has_default) branch = p->default_plan;
+    if (branch == NULL) {
+        rc = value == Py_None ? 0 : fallback_int();
+        goto done;
+    }
+    rc = write_plan(w, branch, value);
+done:
+    Py_DECREF(d);
+    Py_DECREF(value);
+    return rc;
+}
+
+static int
+write_sequence(Writer *w, const Plan *p, PyObject *v)
+{
+    if (!PyList_Check(v) && !PyTuple_Check(v)) return fallback_int();
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    if (write_count(w, p, n) < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* re-checked each time: a Python fallback node could change the list */
+        if (unlikely(i >= PySequence_Fast_GET_SIZE(v))) return fallback_int();
+        PyObject *x = PySequence_Fast_GET_ITEM(v, i);
+        Py_INCREF(x);
+        int rc = write_plan(w, p->elem, x);
+        Py_DECREF(x);
+        if (unlikely(rc < 0)) return -1;
+    }
+    return 0;
+}
+
+static int
+write_octet_seq(Writer *w, const Plan *p, PyObject *v)
+{
+    const char *s;
+    Py_ssize_t n;
+    if (PyBytes_CheckExact(v)) { s = PyBytes_AS_STRING(v); n = PyBytes_GET_SIZE(v); }
+    else if (PyByteArray_CheckExact(v) && v != w->ba) {
+        s = PyByteArray_AS_STRING(v); n = PyByteArray_GET_SIZE(v);
+    }
+    else return write_python(w, p, v);
+    if (write_count(w, p, n) < 0) return -1;
+    unsigned char *b = writer_take(w, 1, n);    /* may move a bytearray's data? no: v != w->ba */
+    if (unlikely(b == NULL)) return -1;
+    memcpy(b, s, (size_t)n);
+    return 0;
+}
+
+static int
+write_char_seq(Writer *w, const Plan *p, PyObject *v)
+{
+    if (!PyUnicode_CheckExact(v)) return write_python(w, p, v);
+    Py_ssize_t n;
+    const char *s = latin1_of(v, &n);
+    if (s == NULL) return fallback_int();
+    if (write_count(w, p, n) < 0) return -1;
+    unsigned char *b = writer_take(w, 1, n);
+    if (unlikely(b == NULL)) return -1;
+    memcpy(b, s, (size_t)n);
+    return 0;
+}
+
+static int
+write_boolean_seq(Writer *w, const Plan *p, PyObject *v)
+{
+    if (!PyList_Check(v) && !PyTuple_Check(v)) return fallback_int();
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    if (write_count(w, p, n) < 0) return -1;
+    unsigned char *b = writer_take(w, 1, n);
+    if (unlikely(b == NULL)) return -1;
+    PyObject **items = PySequence_Fast_ITEMS(v);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = items[i];
+        if (x == Py_True) b[i] = 1;
+        else if (x == Py_False) b[i] = 0;
+        else if (PyLong_CheckExact(x)) {
+            /* BooleanSeqNode.write: type(b) is int and b in (0, 1) */
+            int overflow;
+            long u = PyLong_AsLongAndOverflow(x, &overflow);
+            if (overflow || (u != 0 && u != 1)) return fallback_int();
+            b[i] = (unsigned char)u;
+        }
+        else return fallback_int();
+    }
+    return 0;
+}
+
+/* Store element i of a list of Python numbers at b (CDR byte order), as
+ * array.array(acode, list) would convert it; -1 (Fallback) for anything else. */
+ALWAYS_INLINE int
+store_number_element(const Plan *p, unsigned char *b, PyObject *x, int swap)
+{
+    int kind = p->kind;
+    if (kind == TK_DOUBLE || kind == TK_FLOAT) {
+        double d;
+        if (likely(PyFloat_CheckExact(x))) d = PyFloat_AS_DOUBLE(x);
+        else if (PyLong_CheckExact(x)) {
+            d = PyLong_AsDouble(x);
+            if (d == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return fallback_int(); }
+        }
+        else return fallback_int();
+        if (kind == TK_DOUBLE) {
+            uint64_t u; memcpy(&u, &d, 8); store64(b, u, swap);
+        } else if (PyFloat_Pack4(d, (char *)b, swap ? !NATIVE_LITTLE : NATIVE_LITTLE) < 0) {
+            /* as struct.pack('f'): out of range is an error (Python reports it) */
+            PyErr_Clear();
+            return fallback_int();
+        }
+        return 0;
+    }
+    if (unlikely(!PyLong_CheckExact(x))) return fallback_int();
+    if (kind == TK_ULONGLONG) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(x);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return fallback_int(); }
+        store64(b, (uint64_t)u, swap);
+        return 0;
+    }
+    int overflow;
+    long long y = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (unlikely(overflow || (y == -1 && PyErr_Occurred()))) { PyErr_Clear(); return fallback_int(); }
+    switch (kind) {
+    case TK_SHORT: if (y < INT16_MIN || y > INT16_MAX) return fallback_int();
+        store16(b, (uint16_t)y, swap); break;
+    case TK_USHORT: if (y < 0 || y > UINT16_MAX) return fallback_int();
+        store16(b, (uint16_t)y, swap); break;
+    case TK_LONG: if (y < INT32_MIN || y > INT32_MAX) return fallback_int();
+        store32(b, (uint32_t)y, swap); break;
+    case TK_ULONG: if (y < 0 || y > (long long)UINT32_MAX) return fallback_int();
+        store32(b, (uint32_t)y, swap); break;
+    case TK_LONGLONG: store64(b, (uint64_t)y, swap); break;
+    }
+    return 0;
+}
+
+static int
+write_number_array(Writer *w, const Plan *p, PyObject *v)
+{
+    /* NumberSeqNode.write takes an array.array of its own typecode as is */
+    PyObject *code = PyObject_GetAttr(v, s_typecode);
+    if (code == NULL) return -1;
+    int same = PyUnicode_Check(code) && PyUnicode_GET_LENGTH(code) == 1 &&
+               PyUnicode_READ_CHAR(code, 0) == (Py_UCS4)p->acode;
+    Py_DECREF(code);
+    if (!same) return write_python(w, p, v);
+    Py_buffer view;
+    if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) < 0) return -1;
+    Py_ssize_t n = view.len / p->size;
+    int rc = write_count(w, p, n);
+    if (rc == 0 && n) {
+        unsigned char *b = writer_take(w, p->size, n * p->size);
+        if (b == NULL) rc = -1;
+        else copy_swapped(b, view.buf, n, p->size, w->little != NATIVE_LITTLE);
+    }
+    PyBuffer_Release(&view);
+    return rc;
+}
+
+static int
+write_number_seq(Writer *w, const Plan *p, PyObject *v)
+{
+    if (!PyList_Check(v) && !PyTuple_Check(v)) {
+        if (PyObject_TypeCheck(v, (PyTypeObject *)array_type)) return write_number_array(w, p, v);
+        return fallback_int();
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    if (write_count(w, p, n) < 0) return -1;
+    if (n == 0) return 0;
+    Py_ssize_t size = p->size;
+    unsigned char *b = writer_take(w, size, n * size);
+    if (unlikely(b == NULL)) return -1;
+    PyObject **items = PySequence_Fast_ITEMS(v);
+    int swap = w->swap;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (unlikely(store_number_element(p, b + i * size, items[i], swap) < 0)) return -1;
+    return 0;
+}
+
+static int
+write_plan(Writer *w, const Plan *p, PyObject *v)
+{
+    switch (p->op) {
+    case OP_NUMBER:
+        return write_number(w, p, v);
+    case OP_OCTET: {
+        if (unlikely(!PyLong_CheckExact(v))) return write_python(w, p, v);
+        long x = PyLong_AsLong(v);
+        if (unlikely(x < 0 || x > 255)) { PyErr_Clear(); return write_python(w, p, v); }
+        unsigned char *b = writer_take(w, 1, 1);
+        if (unlikely(b == NULL)) return -1;
+        *b = (unsigned char)x;
+        return 0;
+    }
+    case OP_BOOLEAN: {
+        if (unlikely(v != Py_True && v != Py_False)) return write_python(w, p, v);
+        unsigned char *b = writer_take(w, 1, 1);
+        if (unlikely(b == NULL)) return -1;
+        *b = v == Py_True;
+        return 0;
+    }
+    case OP_CHAR: {
+        if (unlikely(!PyUnicode_CheckExact(v) || PyUnicode_GET_LENGTH(v) != 1 ||
+                     PyUnicode_READ_CHAR(v, 0) > 255))
+            return write_python(w, p, v);
+        unsigned char *b = writer_take(w, 1, 1);
+        if (unlikely(b == NULL)) return -1;
+        *b = (unsigned char)PyUnicode_READ_CHAR(v, 0);
+        return 0;
+    }
+    case OP_STRING:
+        return write_string(w, p, v);
+    case OP_STRUCT: {
+        if (Py_EnterRecursiveCall(" in pycdr encode")) return -1;
+        int rc = write_struct(w, p, v);
+        Py_LeaveRecursiveCall();
+        return rc;
+    }
+    case OP_SEQUENCE: {
+        if (Py_EnterRecursiveCall(" in pycdr encode")) return -1;
+        int rc = write_sequence(w, p, v);
+        Py_LeaveRecursiveCall();
+        return rc;
+    }
+    case OP_NUMBER_SEQ:
+        return write_number_seq(w, p, v);
+    case OP_OCTET_SEQ:
+        return write_octet_seq(w, p, v);
+    case OP_CHAR_SEQ:
+        return write_char_seq(w, p, v);
+    case OP_BOOLEAN_SEQ:
+        return write_boolean_seq(w, p, v);
+    case OP_ENUM:
+        return write_enum(w, p, v);
+    case OP_UNION: {
+        if (Py_EnterRecursiveCall(" in pycdr encode")) return -1;
+        int rc = write_union(w, p, v);
+        Py_LeaveRecursiveCall();
+        return rc;
+    }
+    case OP_RECURSIVE:
+        return write_plan(w, p->target, v);
+    case OP_NULL:
+        return v == Py_None ? 0 : fallback_int();
+    case OP_PYTHON:
+    default:
+        return write_python(w, p, v);
+    }
+}
+
+/*************************************************************************
+ * Module functions                                                       *
+ *************************************************************************/
+
+/* A RecursionError from our own guards means "too deep for C": let the
+ * Python path decide (it has its own limit and error). */
+static void
+recursion_to_fallback(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_RecursionError)) {
+        PyErr_Clear();
+        PyErr_SetNone(Fallback);
+    }
+}
+
+PyDoc_STRVAR(read_doc,
+"read(node, data, pos, end, origin, little, numeric_arrays, reader)\n--\n\n"
+"Decode one value with the plan `node` from data[pos:end] (alignment counted from\n"
+"`origin`). `reader` is the CDRReader over the same buffer used when a node is\n"
+"handed back to Python, or a callable making one, or None. Returns (value, new pos).\n"
+"Raises Fallback (or a CDRError from a Python node) when the Python path must\n"
+"run instead.");
+
+static PyObject *
+speedups_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "read() takes 8 arguments");
+        return NULL;
+    }
+    Plan *p = plan_of(args[0]);
+    if (p == NULL) return NULL;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t end = PyLong_AsSsize_t(args[3]);
+    Py_ssize_t origin = PyLong_AsSsize_t(args[4]);
+    int little = PyObject_IsTrue(args[5]);
+    int numeric_arrays = PyObject_IsTrue(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return fallback_null();
+    }
+    if (pos < 0 || end > view.len || pos > end) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "pos/end outside the buffer");
+        return NULL;
+    }
+    Reader r = {
+        .buf = view.buf, .pos = pos, .end = end, .origin = origin,
+        .little = little, .swap = little != NATIVE_LITTLE,
+        .numeric_arrays = numeric_arrays, .depth = 0,
+        .reader = NULL, .reader_factory = NULL,
+    };
+    PyObject *fb = args[7];
+    if (fb != Py_None) {
+        if (PyCallable_Check(fb)) r.reader_factory = fb;
+        else { r.reader = fb; Py_INCREF(fb); }
+    }
+    if (r.reader != NULL) {
+        /* a stream read starts at the reader's depth */
+        PyObject *d = PyObject_GetAttr(r.reader, s_depth);
+        if (d == NULL) goto fail;
+        r.depth = PyLong_AsLong(d);
+        Py_DECREF(d);
+        if (r.depth == -1 && PyErr_Occurred()) goto fail;
+    }
+    PyObject *value = read_plan(&r, p);
+    if (value == NULL) goto fail;
+    PyBuffer_Release(&view);
+    Py_XDECREF(r.reader);
+    PyObject *out = Py_BuildValue("(Nn)", value, r.pos);
+    return out;
+fail:
+    recursion_to_fallback();
+    PyBuffer_Release(&view);
+    Py_XDECREF(r.reader);
+    return NULL;
+}
+
+PyDoc_STRVAR(write_doc,
+"write(node, writer, value)\n--\n\n"
+"Encode `value` with the plan `node`, appending to the CDRWriter `writer`\n"
+"(its bytearray, origin and byte order). On an exception the bytearray is cut\n"
+"back to its length at the call; Fallback means the Python path must run.");
+
+static PyObject *
+speedups_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "write() takes 3 arguments");
+        return NULL;
+    }
+    Plan *p = plan_of(args[0]);
+    if (p == NULL) return NULL;
+    PyObject *writer = args[1];
+    PyObject *ba = PyObject_GetAttr(writer, s_buf);
+    if (ba == NULL) return NULL;
+    if (!PyByteArray_CheckExact(ba)) { Py_DECREF(ba); return fallback_null(); }
+    PyObject *o = PyObject_GetAttr(writer, s_origin);
+    if (o == NULL) { Py_DECREF(ba); return NULL; }
+    Py_ssize_t origin = PyLong_AsSsize_t(o);
+    Py_DECREF(o);
+    PyObject *l = PyObject_GetAttr(writer, s_little);
+    if (l == NULL) { Py_DECREF(ba); return NULL; }
+    int little = PyObject_IsTrue(l);
+    Py_DECREF(l);
+    if (PyErr_Occurred()) { Py_DECREF(ba); return NULL; }
+    Py_ssize_t start = PyByteArray_GET_SIZE(ba);
+    Writer w = {
+        .ba = ba, .data = (unsigned char *)PyByteArray_AS_STRING(ba),
+        .len = start, .cap = start, .origin = origin,
+        .little = little, .swap = little != NATIVE_LITTLE, .writer = writer,
+        .writer_factory = NULL, .owns_writer = 0,
+    };
+    int rc = write_plan(&w, p, args[2]);
+    if (rc == 0) rc = writer_sync_out(&w);
+    if (rc < 0) {
+        recursion_to_fallback();
+        PyObject *exc_type, *exc_value, *exc_tb;
+        PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+        if (PyByteArray_Check(ba) && PyByteArray_GET_SIZE(ba) > start &&
+                PyByteArray_Resize(ba, start) < 0)
+            PyErr_Clear();
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        Py_DECREF(ba);
+        return NULL;
+    }
+    Py_DECREF(ba);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(encode_doc,
+"encode(node, value, origin, little, make_writer)\n--\n\n"
+"The CDR bytes of `value` encoded with the plan `node`, the first byte at\n"
+"`origin` relative to the alignment origin (0 or -offset). `make_writer(bytearray)`\n"
+"is called (once, only if a node is handed back to Python) for a CDRWriter whose\n"
+"buf is that bytearray. Fallback means the Python path must run.");
+
+static PyObject *
+speedups_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "encode() takes 5 arguments");
+        return NULL;
+    }
+    Plan *p = plan_of(args[0]);
+    if (p == NULL) return NULL;
+    Py_ssize_t origin = PyLong_AsSsize_t(args[2]);
+    if (origin == -1 && PyErr_Occurred()) return NULL;
+    int little = PyObject_IsTrue(args[3]);
+    if (little < 0) return NULL;
+    PyObject *ba = PyByteArray_FromStringAndSize(NULL, 0);
+    if (ba == NULL) return NULL;
+    Writer w = {
+        .ba = ba, .data = (unsigned char *)PyByteArray_AS_STRING(ba),
+        .len = 0, .cap = 0, .origin = origin,
+        .little = little, .swap = little != NATIVE_LITTLE, .writer = NULL,
+        .writer_factory = args[4] == Py_None ? NULL : args[4], .owns_writer = 0,
+    };
+    PyObject *out = NULL;
+    if (write_plan(&w, p, args[1]) == 0)
+        out = PyBytes_FromStringAndSize((const char *)w.data, w.len);
+    else
+        recursion_to_fallback();
+    if (w.owns_writer) Py_DECREF(w.writer);
+    Py_DECREF(ba);
+    return out;
+}
+
+PyDoc_STRVAR(touches_context_doc,
+"touches_context(node)\n--\n\n"
+"Whether the plan holds nodes that keep state in a stream's context (any, value\n"
+"types): a stream read/write of such a plan cannot be safely re-run after a\n"
+"fallback, so the wrappers give it to Python from the start.");
+
+static PyObject *
+speedups_touches_context(PyObject *self, PyObject *node)
+{
+    Plan *p = plan_of(node);
+    if (p == NULL) return NULL;
+    return PyBool_FromLong(p->touches_context);
+}
+
+static PyMethodDef speedups_methods[] = {
+    {"read", (PyCFunction)(void (*)(void))speedups_read, METH_FASTCALL, read_doc},
+    {"write", (PyCFunction)(void (*)(void))speedups_write, METH_FASTCALL, write_doc},
+    {"encode", (PyCFunction)(void (*)(void))speedups_encode, METH_FASTCALL, encode_doc},
+    {"touches_context", speedups_touches_context, METH_O, touches_context_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT, "pycdr._speedups",
+    "The marshal plans of pycdr.plan, run in C (see pycdr/_speedups.c).", -1,
+    speedups_methods,
+};
+
+static int
+intern(PyObject **slot, const char *text)
+{
+    *slot = PyUnicode_InternFromString(text);
+    return *slot == NULL ? -1 : 0;
+}
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    PyObject *m = PyModule_Create(&speedups_module);
+    if (m == NULL) return NULL;
+    if (intern(&s_read, "read") || intern(&s_write, "write") || intern(&s_pos, "pos") ||
+        intern(&s_depth, "depth") || intern(&s_c, "_c") || intern(&s_op, "op") ||
+        intern(&s_buf, "buf") || intern(&s_origin, "origin") || intern(&s_little, "little") ||
+        intern(&s_typecode, "typecode") || intern(&s_d, "_d") || intern(&s_v, "_v") ||
+        intern(&s_init, "__init__") || intern(&s_ordinal, "ordinal") || intern(&s_disc, "disc"))
+        goto fail;
+    Fallback = PyErr_NewExceptionWithDoc(
+        "pycdr._speedups.Fallback",
+        "Internal: the C path met something only the Python path may judge.", NULL, NULL);
+    if (Fallback == NULL || PyModule_AddObjectRef(m, "Fallback", Fallback) < 0) goto fail;
+    empty_tuple = PyTuple_New(0);
+    if (empty_tuple == NULL) goto fail;
+    PyObject *mod = PyImport_ImportModule("array");
+    if (mod == NULL) goto fail;
+    array_type = PyObject_GetAttrString(mod, "array");
+    Py_DECREF(mod);
+    if (array_type == NULL) goto fail;
+    mod = PyImport_ImportModule("pycdr.values");
+    if (mod == NULL) goto fail;
+    PyObject *struct_base = PyObject_GetAttrString(mod, "Struct");
+    union_base = PyObject_GetAttrString(mod, "Union");
+    Py_DECREF(mod);
+    if (struct_base == NULL || union_base == NULL) { Py_XDECREF(struct_base); goto fail; }
+    struct_base_init = PyObject_GetAttrString(struct_base, "__init__");
+    Py_DECREF(struct_base);
+    if (struct_base_init == NULL) goto fail;
+    exception_init = PyObject_GetAttrString(PyExc_Exception, "__init__");
+    if (exception_init == NULL) goto fail;
+    mod = PyImport_ImportModule("pycdr.plan");
+    if (mod == NULL) goto fail;
+    PyObject *md = PyObject_GetAttrString(mod, "MAX_DEPTH");
+    Py_DECREF(mod);
+    if (md == NULL) goto fail;
+    max_depth = PyLong_AsLong(md);
+    Py_DECREF(md);
+    if (max_depth == -1 && PyErr_Occurred()) goto fail;
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}

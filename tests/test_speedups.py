@@ -1,0 +1,390 @@
+"""Differential tests of the C marshal path (pycdr._speedups, issue 7) against the
+pure-Python path: identical bytes, equal values, identical errors.
+
+Two layers are checked:
+- the public functions (pycdr.marshal.*) with the C path on, against the same
+  functions' pure-Python originals (``fn.__wrapped__``): outcomes must match
+  exactly, success or error (type, message, offset, path);
+- the C runner itself (``_speedups.read``/``write`` with no Python fallback
+  reader): whenever it succeeds, on any input, it must agree with Python, and on
+  well-formed input of types it fully supports it must succeed (so the first
+  layer is not passing merely because everything fell back).
+"""
+
+from __future__ import annotations
+
+import array
+import math
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from pycdr import marshal, tc
+from pycdr.cdr import CDRReader, CDRWriter
+from pycdr.errors import CDRError, EncodeError, PycdrError
+from pycdr.plan import plan_for
+from pycdr.typecode import TCKind, resolve
+from pycdr.values import class_for
+from strategies import typecodes, typecodes_and_values, values_for
+
+pytestmark = pytest.mark.skipif(marshal.IMPLEMENTATION != "c",
+                                reason="pycdr._speedups not built or PYCDR_PURE=1")
+
+if marshal.IMPLEMENTATION == "c":
+    from pycdr import _speedups
+
+K = TCKind
+PY = {name: getattr(marshal, name).__wrapped__ for name in
+      ("decode", "encode", "decode_encapsulation", "encode_encapsulation", "read_value",
+       "write_value")} if marshal.IMPLEMENTATION == "c" else {}
+
+# Kinds the C code hands back to Python node by node.
+PYTHON_KINDS = {K.tk_wchar, K.tk_wstring, K.tk_fixed, K.tk_longdouble, K.tk_any,
+                K.tk_TypeCode, K.tk_objref, K.tk_value, K.tk_value_box, K.tk_native,
+                K.tk_abstract_interface}
+
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def outcome(fn, *args, **kwargs):
+    """What a call did, in comparable form: ("ok", value) or ("error", details)."""
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except CDRError as e:
+        return ("error", type(e), str(e), e.message, e.offset, e.path)
+    except (PycdrError, ValueError, TypeError, OverflowError, RecursionError) as e:
+        return ("error", type(e), str(e))
+
+
+def same_value(a, b) -> bool:
+    """Equal and of the same shape (so True vs 1 or list vs array differ)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if hasattr(a, "_fields"):
+        return all(same_value(getattr(a, f), getattr(b, f)) for f in a._fields)
+    if hasattr(a, "_d") and hasattr(a, "_v"):
+        return same_value(a._d, b._d) and same_value(a._v, b._v)
+    return a == b and repr(a) == repr(b)
+
+
+def assert_same(c, py):
+    assert c[0] == py[0], (c, py)
+    if c[0] == "ok":
+        assert same_value(c[1], py[1]), (c[1], py[1])
+    else:
+        assert c == py
+
+
+def kinds_in(t, seen=None) -> set:
+    """Every TCKind reachable from TypeCode t."""
+    seen = set() if seen is None else seen
+    t = resolve(t)
+    if id(t) in seen:
+        return set()
+    seen.add(id(t))
+    t = t.unalias()
+    out = {t._kind}
+    if t._kind in (K.tk_struct, K.tk_except, K.tk_union):
+        for m in t._member_types:
+            out |= kinds_in(m, seen)
+        if t._kind == K.tk_union:
+            out |= kinds_in(t._disc, seen)
+    elif t._kind in (K.tk_sequence, K.tk_array):
+        out |= kinds_in(t._content, seen)
+    return out
+
+
+def c_only_read(t, data, *, little, offset=0, numeric_arrays=False):
+    """The C runner alone (no Python node may run): (value, end) or raises."""
+    return _speedups.read(plan_for(t), data, 0, len(data), -offset, little, numeric_arrays,
+                          None)
+
+
+# --------------------------------------------------------------------------
+# Well-formed values: same bytes, same values, both byte orders, every offset
+# --------------------------------------------------------------------------
+@SETTINGS
+@given(typecodes_and_values(), st.booleans(), st.integers(0, 7))
+def test_encode_decode_match(impl_pair, little, offset):
+    t, value = impl_pair
+    c_bytes = outcome(marshal.encode, t, value, little=little, offset=offset)
+    py_bytes = outcome(PY["encode"], t, value, little=little, offset=offset)
+    assert_same(c_bytes, py_bytes)
+    assert c_bytes[0] == "ok", c_bytes
+    data = c_bytes[1]
+    for numeric_arrays in (False, True):
+        c_val = outcome(marshal.decode, t, data, little=little, offset=offset,
+                        numeric_arrays=numeric_arrays)
+        py_val = outcome(PY["decode"], t, data, little=little, offset=offset,
+                         numeric_arrays=numeric_arrays)
+        assert_same(c_val, py_val)
+        assert c_val[0] == "ok"
+        if not numeric_arrays:
+            py_value = py_val[1]
+    if not kinds_in(t) & PYTHON_KINDS:
+        # Fully supported: the C runner must take it without handing anything back.
+        value_c, end = c_only_read(t, data, little=little, offset=offset)
+        assert end == len(data)
+        assert same_value(value_c, py_value)
+        w = CDRWriter(little=little, offset=offset)
+        _speedups.write(plan_for(t), w, value)
+        assert w.getvalue() == data
+        assert _speedups.encode(plan_for(t), value, -offset, little, None) == data
+
+
+@SETTINGS
+@given(typecodes_and_values(), st.booleans())
+def test_encapsulations_match(impl_pair, little):
+    t, value = impl_pair
+    c_bytes = outcome(marshal.encode_encapsulation, t, value, little=little)
+    py_bytes = outcome(PY["encode_encapsulation"], t, value, little=little)
+    assert_same(c_bytes, py_bytes)
+    data = c_bytes[1]
+    assert_same(outcome(marshal.decode_encapsulation, t, data),
+                outcome(PY["decode_encapsulation"], t, data))
+
+
+@SETTINGS
+@given(typecodes_and_values(), st.booleans(), st.integers(0, 7), st.binary(max_size=9))
+def test_stream_forms_match(impl_pair, little, offset, prefix):
+    """read_value/write_value inside a stream that already holds bytes."""
+    t, value = impl_pair
+    outs = []
+    for write_value in (marshal.write_value, PY["write_value"]):
+        w = CDRWriter(little=little, offset=offset)
+        w.buf += prefix
+        write_value(w, t, value)
+        w.write_octet(7)
+        outs.append(w.getvalue())
+    assert outs[0] == outs[1]
+    data = outs[0]
+    got = []
+    for read_value in (marshal.read_value, PY["read_value"]):
+        r = CDRReader(data, start=len(prefix), origin=-offset, little=little)
+        got.append((outcome(read_value, r, t), r.pos, r.read_octet()))
+    assert_same(got[0][0], got[1][0])
+    assert got[0][1:] == got[1][1:]
+
+
+# --------------------------------------------------------------------------
+# Malformed input: the same error (or the same value) from both
+# --------------------------------------------------------------------------
+def check_decode_everywhere(t, data, little, offset):
+    c = outcome(marshal.decode, t, data, little=little, offset=offset)
+    py = outcome(PY["decode"], t, data, little=little, offset=offset)
+    assert_same(c, py)
+    # Whatever the C runner accepts on its own, Python accepts with the same value.
+    try:
+        value, end = c_only_read(t, data, little=little, offset=offset)
+    except (_speedups.Fallback, CDRError):
+        return
+    r = CDRReader(data, origin=-offset, little=little)
+    r.context = {"numeric_arrays": False}
+    assert same_value(value, plan_for(t).read(r))
+    assert r.pos == end
+
+
+@SETTINGS
+@given(typecodes_and_values(), st.booleans(), st.integers(0, 7), st.data())
+def test_mutated_input_same_outcome(impl_pair, little, offset, data):
+    t, value = impl_pair
+    raw = bytearray(PY["encode"](t, value, little=little, offset=offset))
+    for _ in range(data.draw(st.integers(1, 4))):
+        if not raw:
+            break
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw[i] = data.draw(st.sampled_from([0, 1, 2, 0x7F, 0x80, 0xFF, raw[i] ^ 1]))
+    cut = data.draw(st.integers(0, len(raw)))
+    check_decode_everywhere(t, bytes(raw), little, offset)
+    check_decode_everywhere(t, bytes(raw[:cut]), little, offset)
+    check_decode_everywhere(t, bytes(raw) + b"\0", little, offset)
+
+
+@SETTINGS
+@given(typecodes(), st.binary(max_size=64), st.booleans(), st.integers(0, 7))
+def test_random_input_same_outcome(t, data, little, offset):
+    check_decode_everywhere(t, data, little, offset)
+
+
+@SETTINGS
+@given(typecodes(), typecodes_and_values(), st.booleans())
+def test_wrong_values_same_outcome(t, other, little):
+    """A value made for another type: same bytes or the same EncodeError."""
+    _other_tc, value = other
+    assert_same(outcome(marshal.encode, t, value, little=little),
+                outcome(PY["encode"], t, value, little=little))
+
+
+# --------------------------------------------------------------------------
+# Chosen cases
+# --------------------------------------------------------------------------
+BIN_STRUCT = tc.struct("IDL:test/BinStruct:1.0", "BinStruct", [
+    ("s", tc.short), ("c", tc.char), ("l", tc.long), ("o", tc.octet), ("d", tc.double),
+    ("pad", tc.array(tc.octet, 8))])
+NODE = tc.struct("IDL:test/Node:1.0", "Node", [
+    ("value", tc.long), ("children", tc.sequence(tc.recursive("IDL:test/Node:1.0")))])
+EXC = tc.exception("IDL:test/Oops:1.0", "Oops", [("why", tc.string), ("code", tc.long)])
+COLOR = tc.enum("IDL:test/Color:1.0", "Color", ["red", "green", "blue"])
+UNION = tc.union("IDL:test/U:1.0", "U", COLOR, [
+    (0, "r", tc.long), (1, "g", tc.string), (tc.DEFAULT, "other", tc.sequence(tc.short))])
+
+CASES = [
+    (tc.sequence(tc.double), [1.5, -2.25, 1e300]),
+    (tc.sequence(tc.float), [1.5, -2.25]),
+    (tc.sequence(tc.short), [1, -2, 32767, -32768]),
+    (tc.sequence(tc.ushort), [0, 65535]),
+    (tc.sequence(tc.long), [1, -2, 2**31 - 1]),
+    (tc.sequence(tc.ulong), [0, 2**32 - 1]),
+    (tc.sequence(tc.longlong), [-2**63, 2**63 - 1]),
+    (tc.sequence(tc.ulonglong), [0, 2**64 - 1]),
+    (tc.sequence(tc.boolean), [True, False, True]),
+    (tc.sequence(tc.octet), b"\x00\x01\xff"),
+    (tc.sequence(tc.char), "abc\xe9\xff"),
+    (tc.sequence(tc.string), ["", "a", "h\xe9llo"]),
+    (tc.sequence(BIN_STRUCT), [class_for(BIN_STRUCT)(1, "x", 2, 3, 4.5, b"12345678")] * 3),
+    (NODE, class_for(NODE)(1, [class_for(NODE)(2, []), class_for(NODE)(3, [])])),
+    (EXC, class_for(EXC)("bad", 7)),
+    (UNION, class_for(UNION)(class_for(COLOR)._items[1], "green")),
+    (UNION, class_for(UNION)(class_for(COLOR)._items[2], [1, 2])),
+    (tc.sequence(UNION), [class_for(UNION)(class_for(COLOR)._items[0], 5)]),
+    (tc.array(tc.long, 3), [1, 2, 3]),
+    (tc.sequence(tc.wstring), ["wide", "\u20ac"]),        # handed back per node
+    (tc.struct("IDL:test/Mixed:1.0", "Mixed", [("a", tc.long), ("w", tc.wchar),
+                                               ("b", tc.fixed(5, 2)), ("c", tc.string)]),
+     None),
+]
+
+
+@pytest.mark.parametrize("t,value", CASES, ids=lambda x: repr(x)[:40])
+@pytest.mark.parametrize("little", [False, True])
+def test_chosen_cases(t, value, little):
+    if value is None:
+        from decimal import Decimal
+        value = class_for(t)(5, "\u20ac", Decimal("123.45"), "s")
+    data = PY["encode"](t, value, little=little)
+    assert marshal.encode(t, value, little=little) == data
+    for offset in range(8):
+        assert_same(outcome(marshal.encode, t, value, little=little, offset=offset),
+                    outcome(PY["encode"], t, value, little=little, offset=offset))
+    assert same_value(marshal.decode(t, data, little=little),
+                      PY["decode"](t, data, little=little))
+    for cut in range(len(data)):
+        check_decode_everywhere(t, data[:cut], little, 0)
+
+
+def test_numeric_arrays_mapping():
+    t = tc.sequence(tc.double)
+    data = marshal.encode(t, [1.0, 2.0, 3.0], little=False)
+    got = marshal.decode(t, data, numeric_arrays=True)
+    assert got == array.array("d", [1.0, 2.0, 3.0]) and type(got) is array.array
+    # an array.array of the element's typecode encodes as is, both byte orders
+    for little in (False, True):
+        a = array.array("h", [1, -2, 300])
+        assert marshal.encode(tc.sequence(tc.short), a, little=little) == \
+            PY["encode"](tc.sequence(tc.short), a, little=little)
+
+
+@pytest.mark.parametrize("t,value", [
+    (tc.short, 2**15), (tc.ushort, -1), (tc.ulonglong, -1), (tc.long, True), (tc.double, "x"),
+    (tc.octet, 256), (tc.char, "ab"), (tc.char, "\u20ac"), (tc.string, "a\0b"),
+    (tc.string, "\u20ac"), (tc.bounded_string(2), "abc"), (tc.sequence(tc.short, 1), [1, 2]),
+    (tc.sequence(tc.long), [1, True]), (tc.sequence(tc.long), [1, 2**40]),
+    (tc.sequence(tc.boolean), [True, 2]), (tc.array(tc.long, 2), [1]), (COLOR, "purple"),
+    (COLOR, 7), (UNION, 5), (BIN_STRUCT, object()), (tc.sequence(tc.char), "\u20ac"),
+    (tc.sequence(tc.octet), [1, 300]), (tc.null, 0), (tc.float, 1e300),
+    (tc.sequence(BIN_STRUCT), [1]), (tc.sequence(tc.float), [1.0, 1e300]),
+    (tc.sequence(tc.short), [True, 2]), (tc.sequence(tc.double), array.array('f', [1.5])),
+])
+def test_odd_values_identical(t, value):
+    # (most of these are errors; which ones is the Python path's business)
+    assert_same(outcome(marshal.encode, t, value), outcome(PY["encode"], t, value))
+
+
+def test_unusual_values_accepted_like_python():
+    """Values the C code does not take itself go to the Python node: same bytes."""
+    from decimal import Decimal
+    S = tc.struct("IDL:test/Loose:1.0", "Loose", [("a", tc.long), ("b", tc.double),
+                                                  ("c", tc.boolean), ("o", tc.octet)])
+    for value in ({"a": 1, "b": 2, "c": 1, "o": 3}, class_for(S)(True is False, Decimal(2), 0, 3)):
+        assert_same(outcome(marshal.encode, S, value), outcome(PY["encode"], S, value))
+    assert marshal.encode(tc.sequence(tc.double), [1, True, 2.5]) == \
+        PY["encode"](tc.sequence(tc.double), [1, True, 2.5])
+
+
+def test_deep_recursion_same_error():
+    Node = class_for(NODE)
+    v = Node(0, [])
+    for i in range(120):      # two depth steps a level (sequence, recursion): past MAX_DEPTH
+        v = Node(i, [v])
+    data = PY["encode"](NODE, v)
+    c = outcome(marshal.decode, NODE, data)
+    assert c[0] == "error" and "deep" in c[2]
+    assert_same(c, outcome(PY["decode"], NODE, data))
+    shallow = Node(1, [Node(2, [Node(3, [])])])
+    assert same_value(marshal.decode(NODE, PY["encode"](NODE, shallow)), shallow)
+
+
+def test_fallback_error_keeps_stream_state():
+    """A stream read that fails in C leaves the reader as the Python path left it."""
+    data = marshal.encode(tc.sequence(tc.long), [1, 2, 3])[:-1]
+    states = []
+    for read_value in (marshal.read_value, PY["read_value"]):
+        r = CDRReader(data)
+        states.append((outcome(read_value, r, tc.sequence(tc.long)), r.pos, r.depth))
+    assert states[0] == states[1]
+
+
+def test_write_failure_leaves_writer_as_python_does():
+    """A failed stream write leaves the writer as the Python path leaves it (the C
+    attempt's bytes are cut back before the Python re-run)."""
+    states = []
+    for write_value in (marshal.write_value, PY["write_value"]):
+        w = CDRWriter()
+        w.write_long(5)
+        states.append((outcome(write_value, w, tc.sequence(tc.short), [1, 2, 10**6]),
+                       w.getvalue()))
+    assert states[0] == states[1]
+    assert states[0][0][0] == "error"
+
+
+def test_no_reference_leak():
+    """Repeated C encodes/decodes (successes, fallbacks and errors) hold on to
+    nothing: no growth in allocated blocks or in the shared objects' refcounts."""
+    import sys
+    Color = class_for(COLOR)
+    U = class_for(UNION)
+    cases = [(tc.sequence(BIN_STRUCT), [class_for(BIN_STRUCT)(1, "x", 2, 3, 4.5, b"12345678")]),
+             (UNION, U(Color._items[2], [1, 2])), (tc.sequence(COLOR), list(Color._items)),
+             (EXC, class_for(EXC)("bad", 7)), (tc.sequence(tc.double), [1.5] * 10),
+             (tc.sequence(tc.wstring), ["x"]), (tc.sequence(tc.boolean), [True, False])]
+    watched = [True, False, None, Color._items[2], Color, U, class_for(BIN_STRUCT)]
+    for t, v in cases:
+        data = marshal.encode(t, v)
+        calls = [lambda: marshal.encode(t, v, little=True),
+                 lambda: marshal.decode(t, data),
+                 lambda: marshal.decode(t, data, numeric_arrays=True),
+                 lambda: outcome(marshal.decode, t, data[:-1]),     # error: C, then Python
+                 lambda: outcome(marshal.encode, t, [object()])]    # a wrong value
+        for call in calls:
+            for _ in range(100):
+                call()
+            refs = [sys.getrefcount(o) for o in watched]
+            blocks = sys.getallocatedblocks()
+            for _ in range(1000):
+                call()
+            # a leak would grow by >= 1000; allow unrelated noise
+            growth = [sys.getrefcount(o) - n for o, n in zip(watched, refs)]
+            assert all(g < 500 for g in growth), (t, growth)
+            assert sys.getallocatedblocks() - blocks < 500, t
+
+
+def test_impl_fixture_switches_paths(impl):
+    from pycdr import _cmarshal
+    assert _cmarshal.enabled == (impl == "c")
+    assert marshal.decode(tc.long, b"\0\0\0\x05") == 5
