@@ -1,0 +1,168 @@
+"""`pycdr fuzz TARGET`: a protocol-aware GIOP fuzzer (pycdr.fuzz)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+
+import click
+
+from pycdr.errors import PycdrError
+
+from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
+
+
+def _seed_sources(idl_file, interface, corpus, seed, no_catalog):
+    from pycdr.fuzz import seeds as S
+
+    def build(target):
+        out = [] if no_catalog else S.catalog_seeds(target)
+        if idl_file:
+            out += S.idl_seeds(idl_file, interface, target.object_key,
+                               rng=random.Random(f"{seed}:idl"))
+        if corpus:
+            out += S.pcap_seeds(corpus)
+        return out
+    return build
+
+
+def _coverage_table(stats):
+    from rich.table import Table
+    versions = sorted({v for (_, v, _) in stats.coverage})
+    mutators = sorted({m for (_, _, m) in stats.coverage})
+    types = sorted({t for (t, _, _) in stats.coverage})
+    table = Table(title="coverage: cases per mutator x GIOP version", show_lines=False)
+    table.add_column("mutator")
+    for v in versions:
+        table.add_column(v, justify="right")
+    for m in mutators:
+        table.add_row(m, *[str(sum(n for (t, vv, mm), n in stats.coverage.items()
+                                   if mm == m and vv == v)) for v in versions])
+    table.caption = "message types: " + ", ".join(
+        f"{t} {sum(n for (tt, _, _), n in stats.coverage.items() if tt == t)}" for t in types)
+    return table
+
+
+def _status(campaign):
+    from rich.console import Group
+    from rich.text import Text
+    s = campaign.stats
+    head = Text(f"target {campaign.target.describe()}  seed {campaign.seed}  cases {s.cases}  "
+                f"{s.rate:.0f} cases/s  pipelined {s.pipelined}  isolated {s.isolated}  "
+                f"probes {s.probes}  restarts {s.restarts}\n"
+                f"findings: " + (", ".join(f"{k} {n}" for k, n in sorted(s.findings.items()))
+                                 or "none") +
+                f"  (unique {len(campaign.findings)})")
+    return Group(head, _coverage_table(s))
+
+
+@click.command("fuzz")
+@click.argument("target", required=False)
+@click.option("--max-cases", type=int, default=None, help="Stop after this many cases.")
+@click.option("--duration", type=float, default=None, help="Stop after this many seconds.")
+@click.option("--rate", type=float, default=None, help="At most this many cases per second.")
+@click.option("--seed", type=int, default=None, help="Campaign seed (default: random, printed).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="fuzz-findings",
+              show_default=True, help="Folder for the findings.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON summary instead of the display.")
+@click.option("--spawn", default=None,
+              help="Start the target with this command (its IOR or corbaloc URL is read "
+                   "from its output); restart it after a crash or hang.")
+@click.option("--idl", "idl_file", type=click.Path(exists=True, dir_okay=False),
+              help="Seed with requests for this IDL's operations (with --interface).")
+@click.option("--interface", default=None, help="Scoped interface name in --idl.")
+@click.option("--corpus", type=click.Path(exists=True, file_okay=False),
+              help="Seed with the client messages of the pcaps in this folder.")
+@click.option("--no-catalog", is_flag=True, help="Do not seed with the conformance catalog.")
+@click.option("--timeout", type=float, default=1.0, show_default=True,
+              help="Seconds to wait for an answer before suspecting a hang.")
+@click.option("--probe-interval", type=float, default=2.0, show_default=True,
+              help="Seconds between liveness probes.")
+@click.option("--no-minimize", is_flag=True, help="Save findings without minimizing them.")
+@click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
+              help="Send a saved finding's messages again and say whether it reproduces.")
+def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_file, interface,
+        corpus, no_catalog, timeout, probe_interval, no_minimize, replay_dir):
+    """Fuzz the GIOP endpoint TARGET (IOR, corbaloc URL or host:port; or --spawn CMD).
+
+    Exit code 1 when a finding was made (or a replay reproduced it)."""
+    from pycdr.fuzz.engine import Campaign
+    from pycdr.fuzz.findings import load_messages, save
+    if not target and not spawn:
+        raise click.UsageError("give a TARGET or --spawn CMD")
+    if idl_file and not interface:
+        raise click.UsageError("--idl needs --interface")
+    if seed is None:
+        seed = random.SystemRandom().randrange(1 << 31)
+    if max_cases is None and duration is None and not replay_dir:
+        max_cases = 10000
+    try:
+        if replay_dir:
+            kind, messages = load_messages(replay_dir)
+            from pycdr.fuzz.seeds import Seed
+            campaign = Campaign(target, spawn=spawn, timeout=timeout,
+                                seeds=[Seed("replay", messages)])
+            try:
+                verdict = campaign.check(messages)
+            finally:
+                campaign.close()
+            same = verdict.kind == kind
+            result = {"finding": replay_dir, "expected": kind, "observed": verdict.kind,
+                      "details": verdict.details, "reproduced": same}
+            click.echo(json.dumps(result) if as_json else
+                       f"{'REPRODUCED' if same else 'not reproduced'}: expected {kind}, "
+                       f"observed {verdict.kind or 'nothing'} {verdict.details or ''}")
+            sys.exit(EXIT_BAD_INPUT if same else EXIT_OK)
+        saved = []
+        campaign = Campaign(target, seed=seed, spawn=spawn, timeout=timeout,
+                            probe_interval=probe_interval, rate=rate,
+                            minimize=not no_minimize,
+                            seed_sources=_seed_sources(idl_file, interface, corpus, seed,
+                                                       no_catalog))
+    except (PycdrError, OSError) as e:
+        click.echo(f"cannot fuzz: {e}", err=True)
+        sys.exit(EXIT_UNREACHABLE)
+
+    def on_finding(finding):
+        os.makedirs(out_dir, exist_ok=True)
+        saved.append(save(finding, out_dir, len(saved) + 1, target_text=target, spawn=spawn,
+                          answers=finding.answers))
+
+    campaign.on_finding = on_finding
+    if not as_json:
+        click.echo(f"pycdr fuzz: seed {seed}, {len(campaign.seeds)} seeds, target "
+                   f"{campaign.target.describe()}")
+    try:
+        if as_json:
+            campaign.run(max_cases=max_cases, duration=duration)
+        else:
+            from rich.live import Live
+            last = [0.0]
+            with Live(_status(campaign), refresh_per_second=4, transient=False) as live:
+                def progress(c):
+                    now = time.monotonic()
+                    if now - last[0] > 0.25:
+                        last[0] = now
+                        live.update(_status(c))
+                campaign.run(max_cases=max_cases, duration=duration, progress=progress)
+                live.update(_status(campaign))
+    finally:
+        campaign.close()
+    s = campaign.stats
+    summary = {"seed": seed, "target": campaign.target.describe(), "cases": s.cases,
+               "elapsed": round(s.elapsed, 2), "cases_per_second": round(s.rate, 1),
+               "pipelined": s.pipelined, "isolated": s.isolated, "probes": s.probes,
+               "restarts": s.restarts, "target_dead": campaign.dead,
+               "findings": [f.to_json() for f in campaign.findings.values()]}
+    if as_json:
+        click.echo(json.dumps(summary, indent=1))
+    else:
+        for f in campaign.findings.values():
+            click.echo(f"{f.kind:6} {f.path}  ({f.case.seed_name}, case {f.case.index}, "
+                       f"{'reproducible' if f.reproducible else 'not reproduced'})  {f.folder}")
+        click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings; "
+                   f"seed {seed}")
+    sys.exit(EXIT_BAD_INPUT if campaign.findings else EXIT_OK)

@@ -1,0 +1,15 @@
+"""`pycdr fuzz`: a protocol-aware GIOP fuzzer.
+
+    seeds.py     the messages mutation starts from (conformance catalog, IDL
+                 requests with random valid arguments, GIOP messages from pcaps)
+    layout.py    where the fields of a GIOP message sit (header, request header,
+                 service contexts, TypeCode-guided walk of a body)
+    mutators.py  structure-aware mutators, byte flips and splices; each records
+                 the field path it touched
+    engine.py    the campaign: cases derived from --seed and their index,
+                 sending (pipelined on a reused connection when the case keeps
+                 the framing), detection (close without MessageError, hang,
+                 flood, liveness, a spawned target's exit and memory)
+    findings.py  de-duplication, delta-debugging minimization, finding folders
+                 and replay
+"""

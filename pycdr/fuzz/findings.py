@@ -1,0 +1,170 @@
+"""Findings: what a case did to the target, minimized and saved.
+
+A finding is keyed by its kind and the field path the case mutated (two
+cases that break the same field the same way are one finding).  It is
+minimized by delta debugging: first the message sequence (ddmin over the
+messages), then each remaining message's tail (the shortest prefix, with the
+header's size fixed, that still triggers).  The folder holds:
+
+    finding.json    kind, path, details, the case (index, campaign seed,
+                    mutations), the original and the minimized messages
+    messages.hex    the minimized messages, one per line
+    original.hex    the case's messages as first sent
+    seed.json       the seed the case was mutated from
+    capture.pcap    the minimized messages and the answers to them (scapy)
+    replay.txt      the one-line `pycdr fuzz ... --replay FOLDER` command
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from .mutators import fix_size
+
+# Tests a minimization may spend (each is one isolated run, maybe a restart).
+MAX_TESTS = 40
+
+
+@dataclass
+class Finding:
+    kind: str
+    path: str
+    case: object                       # engine.Case
+    details: dict
+    campaign_seed: int
+    seed: object = None                # seeds.Seed
+    minimized: list = field(default_factory=list)
+    reproducible: bool | None = None
+    tests: int = 0
+    folder: str | None = None
+    answers: bytes = b""
+
+    @property
+    def messages(self) -> list:
+        return self.minimized or self.case.messages
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "details": self.details,
+                "reproducible": self.reproducible, "minimization_tests": self.tests,
+                "campaign_seed": self.campaign_seed, "case": self.case.to_json(),
+                "minimized": [m.hex() for m in self.messages], "folder": self.folder}
+
+
+def ddmin(items: list, test) -> list:
+    """Zeller's delta debugging: a 1-minimal sub-list of ``items`` for which
+    ``test`` holds (``test(items)`` is assumed to hold)."""
+    n = 2
+    while len(items) >= 2:
+        size = max(1, len(items) // n)
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        reduced = False
+        for i in range(len(chunks)):
+            complement = [x for j, c in enumerate(chunks) if j != i for x in c]
+            if complement and test(complement):
+                items = complement
+                n = max(n - 1, 2)
+                reduced = True
+                break
+        if not reduced:
+            if n >= len(items):
+                break
+            n = min(len(items), n * 2)
+    return items
+
+
+def minimize(campaign, finding: Finding) -> None:
+    """Shrink the finding's messages while they still trigger its kind."""
+    budget = [MAX_TESTS]
+
+    def test(messages) -> bool:
+        if budget[0] <= 0:
+            return False
+        budget[0] -= 1
+        finding.tests += 1
+        if campaign.reproduces(finding.kind, messages):
+            finding.answers = campaign.last_received
+            return True
+        return False
+
+    messages = list(finding.case.messages)
+    if not test(messages):
+        finding.reproducible = False
+        return
+    finding.reproducible = True
+    messages = ddmin(messages, test)
+    # The tail of each message: binary search for the shortest prefix.
+    for i, message in enumerate(messages):
+        lo, hi = min(16, len(message)), len(message)
+        while lo < hi and budget[0] > 0:
+            mid = (lo + hi) // 2
+            shorter = bytearray(message[:mid])
+            fix_size(shorter)
+            trial = messages[:i] + [bytes(shorter)] + messages[i + 1:]
+            if test(trial):
+                hi = mid
+                messages = trial
+            else:
+                lo = mid + 1
+    finding.minimized = messages
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
+
+
+def replay_command(target_text: str | None, spawn: str | None, folder: str) -> str:
+    where = f"--spawn {shlex.quote(spawn)}" if spawn else shlex.quote(target_text or "")
+    return f"pycdr fuzz {where} --replay {shlex.quote(folder)}"
+
+
+def save(finding: Finding, out_dir: str, number: int, *, target_text, spawn,
+         answers: bytes = b"") -> str:
+    folder = os.path.join(out_dir, f"{number:03d}-{finding.kind}-{_slug(finding.path)}")
+    os.makedirs(folder, exist_ok=True)
+    finding.folder = folder
+    command = replay_command(target_text, spawn, folder)
+    data = finding.to_json()
+    data["replay"] = command
+    with open(os.path.join(folder, "finding.json"), "w") as f:
+        json.dump(data, f, indent=1)
+    with open(os.path.join(folder, "messages.hex"), "w") as f:
+        f.write("".join(m.hex() + "\n" for m in finding.messages))
+    with open(os.path.join(folder, "original.hex"), "w") as f:
+        f.write("".join(m.hex() + "\n" for m in finding.case.messages))
+    with open(os.path.join(folder, "seed.json"), "w") as f:
+        json.dump({"campaign_seed": finding.campaign_seed, "case_index": finding.case.index,
+                   "seed": finding.seed.to_json() if finding.seed is not None else None},
+                  f, indent=1)
+    with open(os.path.join(folder, "replay.txt"), "w") as f:
+        f.write(command + "\n")
+    write_pcap(os.path.join(folder, "capture.pcap"), finding.messages, answers)
+    return folder
+
+
+def load_messages(folder: str) -> tuple[str, list]:
+    """(kind, minimized messages) of a saved finding."""
+    with open(os.path.join(folder, "finding.json")) as f:
+        data = json.load(f)
+    return data["kind"], [bytes.fromhex(h) for h in data["minimized"]]
+
+
+def write_pcap(path: str, messages, answers: bytes = b"", port: int = 2809) -> bool:
+    """A pcap of one TCP session: the client's messages, then the server's
+    answer bytes (pycdr.pcapwrite).  False when scapy (the pcap extra) is
+    missing."""
+    try:
+        from ..pcapwrite import TcpSession, write_pcap as write
+        packets: list = []
+        session = TcpSession(packets, server_port=port, client_port=40000)
+    except ImportError:
+        return False
+    for m in messages:
+        session.client_sends(m)
+    if answers:
+        session.server_sends(answers)
+    write(path, packets)
+    return True

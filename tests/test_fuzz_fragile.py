@@ -1,0 +1,99 @@
+"""The fuzzer against tests/fragile_server.py (the reference ORB's transport
+with three planted faults): each fault is found within a bounded campaign
+(fixed seed), minimizes to its planted trigger, and replays."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pycdr.cdr import CDRReader
+from pycdr.fuzz.engine import Campaign
+from pycdr.fuzz.findings import save
+from pycdr.fuzz.seeds import catalog_seeds
+from pycdr.giop.header import MsgType, parse_header
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FRAGILE = f"{sys.executable} {os.path.join(HERE, 'fragile_server.py')}"
+PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
+SEED = 1
+MAX_CASES = 1200          # seed 1 finds all three within the first 450 cases
+
+
+@pytest.fixture(scope="module")
+def campaign_findings(tmp_path_factory):
+    out = tmp_path_factory.mktemp("findings")
+    campaign = Campaign(None, seed=SEED, spawn=FRAGILE, timeout=0.5, probe_timeout=0.5,
+                        seed_sources=catalog_seeds)
+    saved = {}
+
+    def keep(finding):
+        saved.setdefault(finding.kind, save(finding, str(out), len(saved) + 1,
+                                            target_text=None, spawn=FRAGILE,
+                                            answers=finding.answers))
+    campaign.on_finding = keep
+    try:
+        for start in range(0, MAX_CASES, 150):
+            campaign.run(max_cases=150, start_index=start)
+            if {"crash", "hang", "flood"} <= set(saved):
+                break
+    finally:
+        campaign.close()
+    return campaign, saved
+
+
+def _first(campaign, kind):
+    return next(f for f in campaign.findings.values() if f.kind == kind)
+
+
+def test_all_three_faults_found(campaign_findings):
+    campaign, saved = campaign_findings
+    assert {"crash", "hang", "flood"} <= set(saved), campaign.findings.keys()
+
+
+def test_crash_minimizes_to_self_indirection(campaign_findings):
+    f = _first(campaign_findings[0], "crash")
+    assert f.reproducible and len(f.messages) == 1
+    m = f.messages[0]
+    assert b"echo_any" in m
+    little = bool(m[6] & 1)
+    # The minimized request ends with the any's TypeCode: 0xffffffff, then -4.
+    assert m[-8:-4] == b"\xff\xff\xff\xff"
+    assert int.from_bytes(m[-4:], "little" if little else "big", signed=True) == -4
+
+
+def test_hang_minimizes_to_lying_fragment(campaign_findings):
+    f = _first(campaign_findings[0], "hang")
+    assert f.reproducible and len(f.messages) == 2
+    first, fragment = (parse_header(m) for m in f.messages)
+    assert first.more_fragments and fragment.msg_type == MsgType.Fragment
+    rid = [CDRReader(m, start=12, little=h.little).read_ulong()
+           for m, h in zip(f.messages, (first, fragment))]
+    assert rid[0] != rid[1]
+
+
+def test_flood_minimizes_to_bad_target_address(campaign_findings):
+    f = _first(campaign_findings[0], "flood")
+    assert f.reproducible and len(f.messages) == 1
+    h = parse_header(f.messages[0])
+    assert h.msg_type == MsgType.LocateRequest
+    r = CDRReader(f.messages[0], start=12, little=h.little)
+    r.read_ulong()
+    assert r.read_short() == 3
+
+
+@pytest.mark.parametrize("kind", ["crash", "hang", "flood"])
+def test_finding_folder_replays(campaign_findings, kind):
+    folder = campaign_findings[1][kind]
+    for name in ("finding.json", "messages.hex", "seed.json", "replay.txt", "capture.pcap"):
+        assert os.path.exists(os.path.join(folder, name)), name
+    command = open(os.path.join(folder, "replay.txt")).read().strip()
+    assert command.startswith("pycdr fuzz --spawn ") and command.endswith(folder)
+    result = subprocess.run([PYCDR, "fuzz", "--spawn", FRAGILE,
+                             "--timeout", "0.5", "--json", "--replay", folder],
+                            capture_output=True, text=True, timeout=120)
+    out = json.loads(result.stdout)
+    assert out["reproduced"] and out["observed"] == kind, out
+    assert result.returncode == 1
