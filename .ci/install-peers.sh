@@ -20,6 +20,7 @@ command -v catior >/dev/null || missing_packages+=(omniorb)
 [ -d /usr/share/idl/omniORB ] || missing_packages+=(omniorb-idl)
 command -v tshark >/dev/null || missing_packages+=(tshark)
 command -v cpp >/dev/null || missing_packages+=(cpp)      # the IDL oracle preprocesses with it
+command -v gcc >/dev/null || missing_packages+=(gcc)      # builds pycdr._speedups
 
 if [ ${#missing_packages[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then

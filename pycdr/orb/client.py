@@ -25,6 +25,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from .aio import wait_within
 from .. import tc, values
 from ..corbaloc import Corbaloc, Corbaname, parse_object_url
 from ..errors import EncodeError, ObjectURLError, PycdrError
@@ -342,8 +343,7 @@ class DeferredRequest:
             if self.oneway:
                 return None
             try:
-                reply, conn = await asyncio.wait_for(asyncio.shield(self._waiter.future),
-                                                     self._remaining())
+                reply, conn = await wait_within(self._waiter.future, self._remaining())
             except asyncio.TimeoutError:
                 self._waiter.cancel_request()
                 raise TIMEOUT(OMG_VMCID | 0, _MAYBE) from None

@@ -46,6 +46,12 @@ class Servant(abc.ABC):
     def non_existent(self) -> bool:
         return False
 
+    @property
+    def concurrent(self) -> bool:
+        """Whether requests may overlap (its code awaits): the server gives
+        each request a task then; else it serves requests one by one, inline."""
+        return True
+
     @abc.abstractmethod
     async def invoke(self, op: Operation, args: list):
         """Run ``op``; returns what the operation returns (see invocation)."""
@@ -63,6 +69,11 @@ class DynamicServant(Servant):
         super().__init__(interface)
         self.handler = handler
 
+    @property
+    def concurrent(self) -> bool:
+        return inspect.iscoroutinefunction(self.handler) or \
+            inspect.iscoroutinefunction(getattr(self.handler, "__call__", None))
+
     async def invoke(self, op: Operation, args: list):
         return await _call(self.handler, op.name, args)
 
@@ -71,6 +82,12 @@ class ClassServant(Servant):
     def __init__(self, interface: Interface, implementation):
         super().__init__(interface)
         self.implementation = implementation
+
+    @property
+    def concurrent(self) -> bool:
+        impl = self.implementation
+        return any(inspect.iscoroutinefunction(getattr(impl, name, None))
+                   for name in self.operations)
 
     async def invoke(self, op: Operation, args: list):
         impl = self.implementation

@@ -39,6 +39,7 @@ from ..ior import IOR, ior_to_string
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
+from .aio import wait_within
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .servant import Servant
 
@@ -213,7 +214,7 @@ class _ServerConnection:
     async def _read_loop(self) -> None:
         while True:
             try:
-                data = await asyncio.wait_for(self.reader.read(65536), self._read_timeout())
+                data = await wait_within(self.reader.read(65536), self._read_timeout())
             except asyncio.TimeoutError:
                 if self._partial_since is not None:
                     log.warning("%s: message incomplete after %.1f s: closing", self.peer,
@@ -289,6 +290,14 @@ class _ServerConnection:
     # --- requests ------------------------------------------------------------------
     async def _start_request(self, req: Request) -> None:
         refused = self._negotiate_code_sets(req)
+        key = target_object_key(req.target)
+        servant = self.adapter.servant(key) if key is not None else None
+        if servant is not None and not servant.concurrent:
+            # A servant that never awaits blocks the loop while it runs anyway:
+            # serve it here, without a task and the loop turn a task costs.
+            await self._serve(req, refused)
+            self._last_activity = time.monotonic()
+            return
         await self.in_flight.acquire()
         task = asyncio.create_task(self._serve(req, refused))
         self.tasks.add(task)
