@@ -2,7 +2,7 @@
 expected decoding of each (pycdr's Python decoder, ``pycdr.pcap``).
 
     .venv/bin/python captures/make_captures.py            # synthetic + expected JSON
-    .venv/bin/python captures/make_captures.py --real     # also record omniORBpy sessions
+    .venv/bin/python captures/make_captures.py --real     # also record real sessions (real/)
     .venv/bin/python captures/make_captures.py --expected # only rewrite the JSON files
 
 Synthetic sessions get TCP/IP headers made up here (a three-way handshake,
@@ -414,17 +414,19 @@ def write_expected(pcap_path: str, decoder=None) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--real", action="store_true", help="also record omniORBpy sessions")
+    ap.add_argument("--real", action="store_true",
+                    help="also record real sessions between ORBs (record_sessions.py)")
     ap.add_argument("--expected", action="store_true", help="only rewrite the JSON files")
     args = ap.parse_args(argv)
     if not args.expected:
         for name, packets in synthetic_captures().items():
             wrpcap(os.path.join(HERE, name + ".pcap"), packets)
         if args.real:
-            from record_omniorb import record_all
+            from record_sessions import record_all
             record_all(HERE)
     decoder = body_decoder()
-    for path in sorted(glob.glob(os.path.join(HERE, "*.pcap"))):
+    for path in sorted(glob.glob(os.path.join(HERE, "*.pcap"))) + \
+            sorted(glob.glob(os.path.join(HERE, "real", "*.pcap"))):
         write_expected(path, decoder)
         print("wrote", os.path.relpath(path[:-5] + ".json", ROOT))
 

@@ -37,7 +37,6 @@ local F = {}
 local function field(key, ctor, label, ...)
   F[key] = ctor("giopx." .. key, label, ...)
 end
-field("magic", ProtoField.string, "Magic")
 field("version", ProtoField.string, "Version")
 field("flags", ProtoField.uint8, "Flags", base.HEX)
 field("little_endian", ProtoField.bool, "Little endian")
@@ -59,7 +58,6 @@ field("sc", ProtoField.none, "Service context")
 field("sc.id", ProtoField.uint32, "Context id", base.HEX)
 field("sc.vscid", ProtoField.uint32, "Vendor service context codeset id (VSCID)", base.HEX)
 field("sc.scid", ProtoField.uint8, "Service context id within the VSCID")
-field("sc.name", ProtoField.string, "Context name")
 field("sc.data", ProtoField.bytes, "Context data")
 field("sc.char_data", ProtoField.uint32, "Char transmission code set", base.HEX)
 field("sc.wchar_data", ProtoField.uint32, "Wchar transmission code set", base.HEX)
@@ -109,6 +107,8 @@ field("arg.kind", ProtoField.string, "Decoded (arguments/results/exception)")
 field("arg.path", ProtoField.string, "Value path")
 field("arg.value", ProtoField.string, "Value")
 field("arg.error", ProtoField.string, "Value decoding stopped")
+field("arg.violation", ProtoField.string, "Protocol violation in the values (pycdr code)")
+field("arg.note", ProtoField.string, "Note on the values (pycdr code)")
 local fields_list = {}
 for _, f in pairs(F) do fields_list[#fields_list + 1] = f end
 giopx.fields = fields_list
@@ -154,24 +154,41 @@ local function load_type_tables()
     if ok and type(tbl) == "table" and tbl.operations then
       for op_name, op in pairs(tbl.operations) do
         op.types = tbl.types
+        -- (name, type) of what a request carries and what a normal reply returns
+        op.in_items, op.out_items = {}, {}
+        if op.result then op.out_items[1] = { "return", op.result } end
+        for _, p in ipairs(op.params) do
+          if p.mode ~= "out" then op.in_items[#op.in_items + 1] = { p.name, p.type } end
+          if p.mode ~= "in" then op.out_items[#op.out_items + 1] = { p.name, p.type } end
+        end
         if OPERATIONS[op_name] == nil then OPERATIONS[op_name] = op end
       end
       for repo_id, t in pairs(tbl.exceptions or {}) do
-        EXCEPTIONS[repo_id] = { type = t, types = tbl.types }
+        EXCEPTIONS[repo_id] = { type = t, types = tbl.types, items = { { tbl.types[t].name, t } } }
       end
     end
   end
 end
 
 -- ---------------------------------------------------------------------------
--- The CDR reader: positions are absolute in the message tvb; alignment counts
--- from `origin`.  A hard error (truncation, bad length) is a Lua error with a
--- table {kind=, msg=, offset=} that the message level catches with pcall.
+-- The CDR reader.  A message's bytes are read once into a Lua string (`buf`,
+-- index = position + 1) and decoded with string.byte: one TvbRange per value
+-- would cost a userdata and its finalizer each (Wireshark's Lua 5.2 has no
+-- string.unpack).  TvbRanges are made only for the tree.  Positions are
+-- absolute in the message tvb; alignment counts from `origin`.  A hard error
+-- (truncation, bad length) is a Lua error with a table {kind=, msg=, offset=}
+-- that the message level catches with pcall.
+local byte, strsub, fmt, floor = string.byte, string.sub, string.format, math.floor
+
+local HEX = {}
+for i = 0, 255 do HEX[string.char(i)] = fmt("%02x", i) end
+local function hex_bytes(s) return (s:gsub(".", HEX)) end
+
 local Reader = {}
 Reader.__index = Reader
 
-local function new_reader(tvb, pos, endpos, origin, little, version, warnings)
-  return setmetatable({ tvb = tvb, pos = pos, endpos = endpos, origin = origin,
+local function new_reader(tvb, buf, pos, endpos, origin, little, version, warnings)
+  return setmetatable({ tvb = tvb, buf = buf, pos = pos, endpos = endpos, origin = origin,
                         little = little, version = version, warnings = warnings }, Reader)
 end
 
@@ -180,7 +197,8 @@ local function hard_error(kind, msg, offset)
 end
 
 function Reader:sub(startpos, endpos)
-  return new_reader(self.tvb, startpos, endpos, startpos, self.little, self.version, self.warnings)
+  return new_reader(self.tvb, self.buf, startpos, endpos, startpos, self.little, self.version,
+                    self.warnings)
 end
 
 function Reader:remaining() return self.endpos - self.pos end
@@ -196,51 +214,55 @@ end
 function Reader:truncated(need, pos, what)
   local left = self.endpos - pos
   if left < 0 then left = 0 end
-  hard_error("truncated", string.format("%s needs %d bytes but only %d remain", what, need, left), pos)
+  hard_error("truncated", fmt("%s needs %d bytes but only %d remain", what, need, left), pos)
 end
 
 function Reader:align(n)
-  local pad = (self.origin - self.pos) % n
+  local pos = self.pos
+  local pad = (self.origin - pos) % n
   if pad > 0 then
-    if self.pos + pad > self.endpos then self:truncated(pad, self.pos, "alignment padding") end
-    local r = self.tvb:range(self.pos, pad)
-    for i = 0, pad - 1 do
-      if r:range(i, 1):uint() ~= 0 then
-        self:note("nonzero-padding", "non-zero padding bytes " .. tostring(r:bytes()):lower(),
-                  self.pos)
+    if pos + pad > self.endpos then self:truncated(pad, pos, "alignment padding") end
+    local buf = self.buf
+    for i = pos + 1, pos + pad do
+      if byte(buf, i) ~= 0 then
+        self:note("nonzero-padding", "non-zero padding bytes " .. hex_bytes(strsub(buf, pos + 1, pos + pad)), pos)
         break
       end
     end
-    self.pos = self.pos + pad
+    self.pos = pos + pad
   end
 end
 
-function Reader:need(n, what)
-  if self.pos + n > self.endpos then self:truncated(n, self.pos, what) end
-end
-
-function Reader:range(n) return self.tvb:range(self.pos, n) end
-
--- Fixed-size numbers: align, read, advance.  Returns value and its TvbRange.
+-- Fixed-size integers: align, read, advance.  Returns the value and its position.
 function Reader:num(size, what, signed)
-  self:align(size)
-  self:need(size, what)
-  local r = self.tvb:range(self.pos, size)
-  self.pos = self.pos + size
+  if (self.origin - self.pos) % size ~= 0 then self:align(size) end
+  local pos = self.pos
+  if pos + size > self.endpos then self:truncated(size, pos, what) end
+  self.pos = pos + size
   local v
-  if size == 8 then
+  if size == 4 then
+    local a, b, c, d = byte(self.buf, pos + 1, pos + 4)
+    if self.little then v = ((d * 256 + c) * 256 + b) * 256 + a
+    else v = ((a * 256 + b) * 256 + c) * 256 + d end
+    if signed and v >= 2147483648 then v = v - 4294967296 end
+  elseif size == 2 then
+    local a, b = byte(self.buf, pos + 1, pos + 2)
+    if self.little then v = b * 256 + a else v = a * 256 + b end
+    if signed and v >= 32768 then v = v - 65536 end
+  else
+    -- 64 bits exactly, as Int64/UInt64 (Lua 5.2 numbers are doubles).
+    local r = self.tvb:range(pos, 8)
     if signed then v = self.little and r:le_int64() or r:int64()
     else v = self.little and r:le_uint64() or r:uint64() end
-  elseif signed then v = self.little and r:le_int() or r:int()
-  else v = self.little and r:le_uint() or r:uint() end
-  return v, r
+  end
+  return v, pos
 end
 
 function Reader:octet()
-  self:need(1, "octet")
-  local r = self.tvb:range(self.pos, 1)
-  self.pos = self.pos + 1
-  return r:uint(), r
+  local pos = self.pos
+  if pos + 1 > self.endpos then self:truncated(1, pos, "octet") end
+  self.pos = pos + 1
+  return byte(self.buf, pos + 1), pos
 end
 
 function Reader:ushort() return self:num(2, "unsigned short", false) end
@@ -249,85 +271,88 @@ function Reader:ulong() return self:num(4, "unsigned long", false) end
 function Reader:long() return self:num(4, "long", true) end
 
 function Reader:boolean()
-  local pos = self.pos
-  local b, r = self:octet()
+  local b, pos = self:octet()
   if b > 1 then
-    self:violation("bad-boolean", string.format("boolean octet is %d, not 0 or 1", b), pos)
-    return true, r
+    self:violation("bad-boolean", fmt("boolean octet is %d, not 0 or 1", b), pos)
+    return true, pos
   end
-  return b == 1, r
+  return b == 1, pos
 end
 
 function Reader:float(size)
   self:align(size)
-  self:need(size, size == 4 and "float" or "double")
-  local r = self.tvb:range(self.pos, size)
-  self.pos = self.pos + size
-  return self.little and r:le_float() or r:float(), r
+  local pos = self.pos
+  if pos + size > self.endpos then self:truncated(size, pos, size == 4 and "float" or "double") end
+  local r = self.tvb:range(pos, size)
+  self.pos = pos + size
+  return self.little and r:le_float() or r:float(), pos
 end
 
 function Reader:count(min_size, what)
-  local n = self:ulong()
+  local n, pos = self:num(4, "unsigned long", false)
   if n > 0 and n * min_size > self.endpos - self.pos then
-    hard_error("truncated", string.format("%s length %d needs at least %d bytes but only %d remain",
-               what, n, n * min_size, self.endpos - self.pos), self.pos - 4)
+    hard_error("truncated", fmt("%s length %d needs at least %d bytes but only %d remain",
+               what, n, n * min_size, self.endpos - self.pos), pos)
   end
   return n
 end
 
-function Reader:raw(n, what)
-  self:need(n, what)
-  local r = n > 0 and self.tvb:range(self.pos, n) or nil
-  self.pos = self.pos + n
-  return r
+-- n raw octets: their position (the reader advances past them).
+function Reader:skip(n, what)
+  local pos = self.pos
+  if pos + n > self.endpos then self:truncated(n, pos, what) end
+  self.pos = pos + n
+  return pos
 end
 
--- string: ulong length (NUL included), chars, NUL.  Returns text and the TvbRange.
+-- string: ulong length (NUL included), chars, NUL.  Returns text and the position of its length.
 function Reader:string()
-  local start = self.pos
   local n = self:count(1, "string")
   local pos = self.pos
+  local start = pos - 4
   if n == 0 then
     self:violation("string-zero-length", "string length 0 (a string holds at least its NUL)", start)
-    return "", self.tvb:range(start, 4)
+    return "", start
   end
-  local r = self.tvb:range(pos, n)
   self.pos = pos + n
-  local text
-  if r:range(n - 1, 1):uint() ~= 0 then
+  if byte(self.buf, pos + n) ~= 0 then
     self:violation("string-no-nul", "string is not terminated by NUL", pos + n - 1)
-    text = r:raw()
-  else
-    text = n > 1 and r:range(0, n - 1):raw() or ""
+    return strsub(self.buf, pos + 1, pos + n), start
   end
-  return text, self.tvb:range(start, self.pos - start)
+  return strsub(self.buf, pos + 1, pos + n - 1), start
 end
 
+-- sequence<octet>: position of its data, its length, position of its length.
 function Reader:octets()
-  local start = self.pos
   local n = self:count(1, "sequence<octet>")
-  local r = self:raw(n, "sequence<octet>")
-  return r, self.tvb:range(start, self.pos - start), start + 4
+  local at = self.pos
+  self.pos = at + n
+  return at, n, at - 4
 end
 
 local function utf8_char(cp)
   if cp < 0x80 then return string.char(cp) end
-  if cp < 0x800 then return string.char(0xC0 + math.floor(cp / 64), 0x80 + cp % 64) end
+  if cp < 0x800 then return string.char(0xC0 + floor(cp / 64), 0x80 + cp % 64) end
   if cp < 0x10000 then
-    return string.char(0xE0 + math.floor(cp / 4096), 0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+    return string.char(0xE0 + floor(cp / 4096), 0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
   end
-  return string.char(0xF0 + math.floor(cp / 262144), 0x80 + math.floor(cp / 4096) % 64,
-                     0x80 + math.floor(cp / 64) % 64, 0x80 + cp % 64)
+  return string.char(0xF0 + floor(cp / 262144), 0x80 + floor(cp / 4096) % 64,
+                     0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
 end
 
-local function utf16_text(r, little)
-  if r == nil then return "" end
-  local out, i, n = {}, 0, r:len()
+-- UTF-16 code units in buf[from+1 .. from+n] as UTF-8 text.
+local function utf16_text(buf, from, n, little)
+  local out, i = {}, 0
+  local function unit(at)
+    local a, b = byte(buf, from + at + 1, from + at + 2)
+    if little then return b * 256 + a end
+    return a * 256 + b
+  end
   while i + 1 < n do
-    local u = little and r:range(i, 2):le_uint() or r:range(i, 2):uint()
+    local u = unit(i)
     i = i + 2
     if u >= 0xD800 and u < 0xDC00 and i + 1 < n then
-      local lo = little and r:range(i, 2):le_uint() or r:range(i, 2):uint()
+      local lo = unit(i)
       if lo >= 0xDC00 and lo < 0xE000 then
         u = 0x10000 + (u - 0xD800) * 1024 + (lo - 0xDC00)
         i = i + 2
@@ -343,6 +368,7 @@ end
 function Reader:wstring()
   if self.version == "1.0" then hard_error("malformed", "wstring is not allowed in GIOP 1.0", self.pos) end
   local start = self.pos
+  local buf = self.buf
   if self.version == "1.1" then
     local n = self:count(2, "wstring")
     if n == 0 then
@@ -350,65 +376,58 @@ function Reader:wstring()
       return ""
     end
     self:align(2)
-    local pos = self.pos
-    local r = self:raw(n * 2, "wstring")
-    if r:range(n * 2 - 2, 2):uint() ~= 0 then
+    local pos = self:skip(n * 2, "wstring")
+    if byte(buf, pos + n * 2 - 1) ~= 0 or byte(buf, pos + n * 2) ~= 0 then
       self:violation("string-no-nul", "GIOP 1.1 wstring is not terminated by a wide NUL", pos + n * 2 - 2)
-      return utf16_text(r, self.little)
+      return utf16_text(buf, pos, n * 2, self.little)
     end
-    return n > 1 and utf16_text(r:range(0, n * 2 - 2), self.little) or ""
+    return utf16_text(buf, pos, n * 2 - 2, self.little)
   end
   local n = self:count(1, "wstring")
-  local r = self:raw(n, "wstring")
+  local pos = self:skip(n, "wstring")
   if n % 2 == 1 then
-    self:violation("odd-wstring-length", string.format(
+    self:violation("odd-wstring-length", fmt(
       "wstring of %d octets is not a whole number of 2-octet units", n), start)
-    r = n > 1 and r:range(0, n - 1) or nil
     n = n - 1
   end
   local little = false
   if n >= 2 then
-    local bom = r:range(0, 2):uint()
+    local a, b = byte(buf, pos + 1, pos + 2)
+    local bom = a * 256 + b
     if bom == 0xFEFF or bom == 0xFFFE then
       little = bom == 0xFFFE
-      r = n > 2 and r:range(2, n - 2) or nil
+      pos, n = pos + 2, n - 2
     end
   end
-  return utf16_text(r, little)
+  return utf16_text(buf, pos, n, little)
 end
 
 function Reader:encap_byte_order()
   local pos = self.pos
   if pos >= self.endpos then self:truncated(1, pos, "byte-order octet") end
-  local b = self.tvb:range(pos, 1):uint()
+  local b = byte(self.buf, pos + 1)
   self.pos = pos + 1
   if b > 1 then
-    self:violation("bad-byte-order", string.format("encapsulation byte-order octet is %d, not 0 or 1", b), pos)
+    self:violation("bad-byte-order", fmt("encapsulation byte-order octet is %d, not 0 or 1", b), pos)
   end
   self.little = (b % 2) == 1
 end
 
 -- ---------------------------------------------------------------------------
--- Tree helpers: every value shown with its bytes; numbers in the stream's order.
-local function add(tree, f, r, value, little)
+-- Tree helpers: every value shown with its bytes.
+local function add_at(tree, f, r, pos, len, value)
   if tree == nil then return nil end
-  if r == nil then return tree:add(f, value) end
-  if little then return tree:add_le(f, r, value) end
-  return tree:add(f, r, value)
+  return tree:add(f, r.tvb(pos, len), value)
 end
 
--- A sequence<octet>: its data when there is any, else "" over the length.
-local function add_bytes(tree, f, data, whole)
-  if data then return tree:add(f, data) end
-  return tree:add(f, whole:range(0, 0))
+-- A sequence<octet> (from Reader:octets): its data when there is any, else "" over the length.
+local function add_octets(tree, f, r, datapos, n, start)
+  if n > 0 then return tree:add(f, r.tvb(datapos, n)) end
+  return tree:add(f, r.tvb(start, 0))
 end
 
-local function hex_of(r) return r and tostring(r:bytes()):lower() or "" end
-
-local function printable_key(r)
-  if r == nil then return "" end
-  local s = r:raw()
-  return (s:gsub("[^\32-\126]", function(c) return string.format("\\x%02x", c:byte()) end))
+local function printable_key(s)
+  return (s:gsub("[^\32-\126]", function(c) return fmt("\\x%02x", byte(c)) end))
 end
 
 -- ---------------------------------------------------------------------------
@@ -417,39 +436,41 @@ end
 local function show_components(r, tree)
   local n = r:count(8, "component list")
   for _ = 1, n do
-    local tag, tr = r:ulong()
-    add(tree, F["iiop.component_tag"], tr, tag, r.little):append_text(
+    local tag, tpos = r:ulong()
+    add_at(tree, F["iiop.component_tag"], r, tpos, 4, tag):append_text(
       " (" .. (NAMES.component[tag] or "unknown") .. ")")
-    local data, dr, at = r:octets()
-    if tag == 0 and data and data:len() >= 5 then           -- TAG_ORB_TYPE
-      local sub = r:sub(at, at + data:len())
+    local at, len, start = r:octets()
+    if tag == 0 and len >= 5 then           -- TAG_ORB_TYPE
+      local sub = r:sub(at, at + len)
       local ok = pcall(function()
         sub:encap_byte_order()
-        local orb, orr = sub:ulong()
-        add(tree, F["iiop.orb_type"], orr, orb, sub.little):append_text(
+        local orb, opos = sub:ulong()
+        add_at(tree, F["iiop.orb_type"], sub, opos, 4, orb):append_text(
           " (" .. (NAMES.orb_vendor[orb] or "unknown vendor") .. ")")
       end)
-      if not ok then tree:add(F["iiop.orb_type"], dr):append_text(" (undecodable)") end
+      if not ok then tree:add(F["iiop.orb_type"], r.tvb(start, 4 + len)):append_text(" (undecodable)") end
     end
   end
 end
 
-local function show_iiop_profile(parent, data, at, tree)
+local function iiop_profile_body(r, tree)
+  r:encap_byte_order()
+  local major, mpos = r:octet()
+  local minor = r:octet()
+  tree:add(F["iiop.version"], r.tvb(mpos, 2), major .. "." .. minor)
+  local host, hpos = r:string()
+  add_at(tree, F["iiop.host"], r, hpos, r.pos - hpos, host)
+  local port, ppos = r:ushort()
+  add_at(tree, F["iiop.port"], r, ppos, 2, port)
+  local kat, klen, kstart = r:octets()
+  add_octets(tree, F["iiop.object_key"], r, kat, klen, kstart)
+  if minor >= 1 then show_components(r, tree) end
+end
+
+local function show_iiop_profile(parent, at, len, tree)
   -- A separate warning list: profile problems are not message violations in pycdr.
-  local r = new_reader(parent.tvb, at, at + data:len(), at, parent.little, parent.version, {})
-  local ok, err = pcall(function()
-    r:encap_byte_order()
-    local major, mr = r:octet()
-    local minor = r:octet()
-    tree:add(F["iiop.version"], parent.tvb:range(mr:offset(), 2), major .. "." .. minor)
-    local host, hr = r:string()
-    tree:add(F["iiop.host"], hr, host)
-    local port, pr = r:ushort()
-    add(tree, F["iiop.port"], pr, port, r.little)
-    local key, kr = r:octets()
-    add_bytes(tree, F["iiop.object_key"], key, kr)
-    if minor >= 1 then show_components(r, tree) end
-  end)
+  local r = new_reader(parent.tvb, parent.buf, at, at + len, at, parent.little, parent.version, {})
+  local ok, err = pcall(iiop_profile_body, r, tree)
   if not ok then
     tree:add_proto_expert_info(E.undecoded, "IIOP profile body not decodable: " ..
                                (type(err) == "table" and err.msg or tostring(err)))
@@ -458,26 +479,27 @@ end
 
 local function read_ior(r, tree, label)
   local start = r.pos
-  local sub = tree and tree:add(F["ior"], r.tvb:range(start, 0)):set_text(label or "IOR")
-  local type_id, tr = r:string()
-  if sub then sub:add(F["ior.type_id"], tr, type_id) end
+  local sub = tree and tree:add(F["ior"], r.tvb(start, 0)):set_text(label or "IOR")
+  local type_id, tpos = r:string()
+  if sub then sub:add(F["ior.type_id"], r.tvb(tpos, r.pos - tpos), type_id) end
   local n = r:count(8, "IOR profile list")
-  local first_iiop
+  local first_tag, first_at, first_len
   for _ = 1, n do
-    local tag, tagr = r:ulong()
-    local ptree = sub and add(sub, F["ior.profile_tag"], tagr, tag, r.little)
+    local tag, tagpos = r:ulong()
+    local ptree = sub and add_at(sub, F["ior.profile_tag"], r, tagpos, 4, tag)
     if ptree then ptree:append_text(" (" .. (NAMES.profile[tag] or "unknown") .. ")") end
-    local data, _, at = r:octets()
-    if tag == 0 and data and ptree then
-      show_iiop_profile(r, data, at, ptree)
+    local at, len = r:octets()
+    if tag == 0 and len > 0 and ptree then
+      show_iiop_profile(r, at, len, ptree)
     end
-    first_iiop = first_iiop or (tag == 0 and data and at)
+    if first_tag == nil then first_tag, first_at, first_len = tag, at, len end
   end
   if sub then
     sub:set_len(r.pos - start)
     sub:append_text(": " .. (type_id ~= "" and type_id or "nil"))
   end
-  return type_id, n
+  -- type id, number of profiles, the first profile's tag, data position and length
+  return type_id, n, first_tag, first_at, first_len
 end
 
 -- ---------------------------------------------------------------------------
@@ -486,21 +508,21 @@ end
 -- violation and stays raw, as in pycdr.
 local CONTEXT_READERS = {}
 CONTEXT_READERS[1] = function(r, t)
-  local c, cr = r:ulong(); add(t, F["sc.char_data"], cr, c, r.little):append_text(" (" .. (NAMES.codeset[c] or "?") .. ")")
-  local w, wr = r:ulong(); add(t, F["sc.wchar_data"], wr, w, r.little):append_text(" (" .. (NAMES.codeset[w] or "?") .. ")")
+  local c, cpos = r:ulong(); add_at(t, F["sc.char_data"], r, cpos, 4, c):append_text(" (" .. (NAMES.codeset[c] or "?") .. ")")
+  local w, wpos = r:ulong(); add_at(t, F["sc.wchar_data"], r, wpos, 4, w):append_text(" (" .. (NAMES.codeset[w] or "?") .. ")")
 end
 CONTEXT_READERS[5] = function(r, t)
   local n = r:count(6, "listen point list")
   for _ = 1, n do
-    local host, hr = r:string(); t:add(F["sc.host"], hr, host)
-    local port, pr = r:ushort(); add(t, F["sc.port"], pr, port, r.little)
+    local host, hpos = r:string(); add_at(t, F["sc.host"], r, hpos, r.pos - hpos, host)
+    local port, ppos = r:ushort(); add_at(t, F["sc.port"], r, ppos, 2, port)
   end
 end
 CONTEXT_READERS[6] = function(r, t) read_ior(r, t, "SendingContextRunTime IOR") end
 CONTEXT_READERS[7] = function(r, t)
   local n = r:count(8, "policy value list")
   for _ = 1, n do
-    local ptype, pr = r:ulong(); add(t, F["sc.policy_type"], pr, ptype, r.little)
+    local ptype, ppos = r:ulong(); add_at(t, F["sc.policy_type"], r, ppos, 4, ptype)
     r:octets()
   end
 end
@@ -508,23 +530,32 @@ CONTEXT_READERS[9] = function(r, t)
   local tag = r:ulong()
   if tag >= 0x7FFFFF00 and tag <= 0x7FFFFFFF then
     if tag % 2 == 1 then r:string() end
-    if math.floor(tag / 2) % 4 == 1 then
-      local id, ir = r:string(); t:add(F["sc.repository_id"], ir, id)
+    if floor(tag / 2) % 4 == 1 then
+      local id, ipos = r:string(); add_at(t, F["sc.repository_id"], r, ipos, r.pos - ipos, id)
     end
   end
   r.pos = r.endpos        -- the value itself stays raw
 end
-CONTEXT_READERS[10] = function(r, t) local p, pr = r:short(); add(t, F["sc.priority"], pr, p, r.little) end
-CONTEXT_READERS[12] = function(r, t) local v, vr = r:ulong(); add(t, F["sc.group_version"], vr, v, r.little) end
+CONTEXT_READERS[10] = function(r, t) local p, ppos = r:short(); add_at(t, F["sc.priority"], r, ppos, 2, p) end
+CONTEXT_READERS[12] = function(r, t) local v, vpos = r:ulong(); add_at(t, F["sc.group_version"], r, vpos, 4, v) end
 CONTEXT_READERS[13] = function(r, t)
-  local id, ir = r:string(); t:add(F["sc.client_id"], ir, id)
-  local ret, rr = r:long(); add(t, F["sc.retention_id"], rr, ret, r.little)
-  local exp, er = r:num(8, "unsigned long long", false); add(t, F["sc.expiration_time"], er, exp, r.little)
+  local id, ipos = r:string(); add_at(t, F["sc.client_id"], r, ipos, r.pos - ipos, id)
+  local ret, rpos = r:long(); add_at(t, F["sc.retention_id"], r, rpos, 4, ret)
+  local exp, epos = r:num(8, "unsigned long long", false); add_at(t, F["sc.expiration_time"], r, epos, 8, exp)
 end
 CONTEXT_READERS[14] = function(r, t)
   local pos = r.pos
   local text = r:wstring()
-  t:add(F["sc.message"], r.tvb:range(pos, r.pos - pos), text)
+  add_at(t, F["sc.message"], r, pos, r.pos - pos, text)
+end
+
+local function read_context(sub, t, reader, name)
+  sub:encap_byte_order()
+  reader(sub, t)
+  if sub.pos ~= sub.endpos then
+    sub:note("encapsulation-trailing-bytes",
+             fmt("%d bytes after the %s context", sub.endpos - sub.pos, name), sub.pos)
+  end
 end
 
 local function read_service_contexts(r, tree)
@@ -532,33 +563,35 @@ local function read_service_contexts(r, tree)
   for _ = 1, n do
     local start = r.pos
     local id = r:ulong()
-    local data, dr, at = r:octets()
-    local name = NAMES.context[id] or string.format("0x%08x", id)
-    local t = tree:add(F["sc"], r.tvb:range(start, r.pos - start)):set_text("Service context: " .. name)
-    add(t, F["sc.id"], r.tvb:range(start, 4), id, r.little)
+    local at, len = r:octets()
+    local name = NAMES.context[id] or fmt("0x%08x", id)
+    local tvb = r.tvb
+    -- The name is in the item's text only, and the data shown raw only when
+    -- it is not decoded: fewer tree items, as each costs a call into Wireshark.
+    local t = tree:add(F["sc"], tvb(start, r.pos - start)):set_text("Service context: " .. name)
+    local id_range = tvb(start, 4)
+    t:add(F["sc.id"], id_range, id)
     -- The high 24 bits are the vendor's VSCID, the low 8 bits its context id
     -- (the built-in dissector shifts by 16 bits).
-    t:add(F["sc.vscid"], r.tvb:range(start, 3), math.floor(id / 256))
-    t:add(F["sc.scid"], r.tvb:range(start + 3, 1), id % 256)
-    t:add(F["sc.name"], name)
-    if data then t:add(F["sc.data"], data) end
+    t:add(F["sc.vscid"], id_range, floor(id / 256))
+    t:add(F["sc.scid"], id_range, id % 256)
     local reader = CONTEXT_READERS[id]
-    if reader then
-      local sub = r:sub(at, at + (data and data:len() or 0))
+    if reader == nil then
+      if len > 0 then t:add(F["sc.data"], tvb(at, len)) end
+    else
+      local sub = r:sub(at, at + len)
       if r.version == "1.0" then sub.version = "1.2" end
-      local ok, err = pcall(function()
-        if data == nil then hard_error("malformed", name .. " context has no data", at) end
-        sub:encap_byte_order()
-        reader(sub, t)
-        if sub.pos ~= sub.endpos then
-          sub:note("encapsulation-trailing-bytes",
-                   string.format("%d bytes after the %s context", sub.endpos - sub.pos, name), sub.pos)
-        end
-      end)
+      local ok, err
+      if len == 0 then
+        ok, err = false, { msg = name .. " context has no data", offset = at }
+      else
+        ok, err = pcall(read_context, sub, t, reader, name)
+      end
       if not ok then
         if type(err) ~= "table" then error(err, 0) end
         r:violation("bad-encapsulation", "malformed " .. name .. " context (" .. err.msg .. "); kept raw",
                     err.offset or at)
+        if len > 0 then t:add(F["sc.data"], tvb(at, len)) end
       end
     end
   end
@@ -567,121 +600,113 @@ end
 -- ---------------------------------------------------------------------------
 -- Operation arguments from type tables.  Values are shown flat as
 -- (path, text) pairs with pycdr.pcap.flatten_value's rules.
-local function fmt_number(v) return tostring(v) end
-
-local decode_value
-local function out_value(ctx, path, text, r)
-  local t = ctx.tree:add(F["arg.path"], r, path)
-  t:add(F["arg.value"], r, text)
+local function out_value(ctx, path, text, pos, len)
+  local rng = ctx.r.tvb(pos, len)
+  local t = ctx.tree:add(F["arg.path"], rng, path)
+  t:add(F["arg.value"], rng, text)
   t:set_text(path .. " = " .. text)
 end
 
+local INT_SIZES = { short = 2, ushort = 2, long = 4, ulong = 4 }
+local SIGNED = { short = true, long = true, longlong = true }
+
+-- Decodes one value of type `tidx` and shows it; returns its number for
+-- the kinds that can be union discriminators.
+local decode_value
 decode_value = function(ctx, tidx, path)
   local r = ctx.r
-  local t = ctx.types[tidx]
-  while t.kind == "alias" do t = ctx.types[t.type] end
+  local types = ctx.types
+  local t = types[tidx]
+  while t.kind == "alias" do t = types[t.type] end
   local k = t.kind
   local start = r.pos
-  local function here() return r.tvb:range(start, r.pos - start) end
-  if k == "short" or k == "ushort" or k == "long" or k == "ulong" then
-    local size = (k == "short" or k == "ushort") and 2 or 4
-    local v = r:num(size, k, k == "short" or k == "long")
-    out_value(ctx, path, fmt_number(v), here())
-  elseif k == "longlong" or k == "ulonglong" then
-    local v = r:num(8, k, k == "longlong")
-    out_value(ctx, path, tostring(v), here())
-  elseif k == "float" or k == "double" then
-    local v = r:float(k == "float" and 4 or 8)
-    out_value(ctx, path, string.format("%.17g", v), here())
-  elseif k == "boolean" then
-    local v = r:boolean()
-    out_value(ctx, path, v and "true" or "false", here())
-  elseif k == "char" then
-    local v = r:octet()
-    out_value(ctx, path, string.char(v), here())
-  elseif k == "octet" then
-    local v = r:octet()
-    out_value(ctx, path, tostring(v), here())
+  local size = INT_SIZES[k]
+  if size then
+    local v, pos = r:num(size, k, SIGNED[k])
+    out_value(ctx, path, tostring(v), pos, size)
+    return v
   elseif k == "string" then
     local v = r:string()
-    out_value(ctx, path, v, here())
-  elseif k == "wstring" then
-    local v = r:wstring()
-    out_value(ctx, path, v, here())
-  elseif k == "enum" then
-    local v = r:ulong()
-    local name = t.members[v + 1]
-    if name == nil then
-      r:violation("enum-range", string.format("enum value %d out of range (%d members)", v, #t.members), start)
-      name = tostring(v)
-    end
-    out_value(ctx, path, name, here())
+    out_value(ctx, path, v, start, r.pos - start)
   elseif k == "struct" or k == "except" then
     for _, m in ipairs(t.members) do decode_value(ctx, m[2], path .. "." .. m[1]) end
+  elseif k == "enum" then
+    local v, pos = r:ulong()
+    local name = t.members[v + 1]
+    if name == nil then
+      r:violation("enum-range", fmt("enum value %d out of range (%d members)", v, #t.members), start)
+      name = tostring(v)
+    end
+    out_value(ctx, path, name, pos, 4)
+    return v
+  elseif k == "sequence" or k == "array" then
+    local n = t.length
+    local ct = types[t.type]
+    while ct.kind == "alias" do ct = types[ct.type] end
+    if k == "sequence" then
+      n = r:count(t.min_size or 1, "sequence")
+      if t.bound and t.bound > 0 and n > t.bound then
+        r:violation("bound-exceeded", fmt("sequence of %d elements exceeds bound %d", n, t.bound), start)
+      end
+    end
+    if ct.kind == "octet" then
+      local pos = r:skip(n, "octets")
+      out_value(ctx, path, hex_bytes(strsub(r.buf, pos + 1, pos + n)), start, r.pos - start)
+    elseif ct.kind == "char" then
+      local pos = r:skip(n, "chars")
+      out_value(ctx, path, strsub(r.buf, pos + 1, pos + n), start, r.pos - start)
+    else
+      for i = 0, n - 1 do decode_value(ctx, t.type, path .. "[" .. i .. "]") end
+    end
   elseif k == "union" then
-    local d = ctx.types[t.disc]
-    while d.kind == "alias" do d = ctx.types[d.type] end
-    local before = r.pos
-    decode_value(ctx, t.disc, path .. "._d")
-    -- Re-read the discriminator's value as a number to select the branch.
-    local size = ({ short = 2, ushort = 2, long = 4, ulong = 4, enum = 4, longlong = 8,
-                    ulonglong = 8, boolean = 1, char = 1, octet = 1 })[d.kind]
-    local dr = r.tvb:range(r.pos - size, size)
-    local dv = size == 8 and tonumber(tostring(r.little and dr:le_int64() or dr:int64()))
-               or (size == 1 and dr:uint())
-               or ((d.kind == "short" or d.kind == "long") and (r.little and dr:le_int() or dr:int()))
-               or (r.little and dr:le_uint() or dr:uint())
-    if d.kind == "boolean" and dv > 1 then dv = 1 end
+    local dv = decode_value(ctx, t.disc, path .. "._d")
     local chosen
     for i, m in ipairs(t.members) do
       if i - 1 ~= t.default and m[3] == dv then chosen = m break end
     end
     if chosen == nil and t.default and t.default >= 0 then chosen = t.members[t.default + 1] end
-    local _ = before
     if chosen then decode_value(ctx, chosen[2], path .. "." .. chosen[1]) end
-  elseif k == "sequence" or k == "array" then
-    local n = t.length
-    local ct = ctx.types[t.type]
-    while ct.kind == "alias" do ct = ctx.types[ct.type] end
-    if k == "sequence" then
-      n = r:count(t.min_size or 1, "sequence")
-      if t.bound and t.bound > 0 and n > t.bound then
-        r:violation("bound-exceeded", string.format("sequence of %d elements exceeds bound %d", n, t.bound), start)
-      end
-    end
-    if ct.kind == "octet" then
-      local data = r:raw(n, "octets")
-      out_value(ctx, path, hex_of(data), here())
-    elseif ct.kind == "char" then
-      local data = r:raw(n, "chars")
-      out_value(ctx, path, data and data:raw() or "", here())
-    else
-      for i = 0, n - 1 do decode_value(ctx, t.type, path .. "[" .. i .. "]") end
-    end
+  elseif k == "longlong" or k == "ulonglong" then
+    local v, pos = r:num(8, k, k == "longlong")
+    local text = tostring(v)
+    out_value(ctx, path, text, pos, 8)
+    return tonumber(text)
+  elseif k == "float" or k == "double" then
+    local size = k == "float" and 4 or 8
+    local v, pos = r:float(size)
+    out_value(ctx, path, fmt("%.17g", v), pos, size)
+  elseif k == "boolean" then
+    local v, pos = r:boolean()
+    out_value(ctx, path, v and "true" or "false", pos, 1)
+    return v and 1 or 0
+  elseif k == "char" then
+    local v, pos = r:octet()
+    out_value(ctx, path, string.char(v), pos, 1)
+    return v
+  elseif k == "octet" then
+    local v, pos = r:octet()
+    out_value(ctx, path, tostring(v), pos, 1)
+    return v
+  elseif k == "wstring" then
+    local v = r:wstring()
+    out_value(ctx, path, v, start, r.pos - start)
   elseif k == "objref" then
-    local type_id, nprof = read_ior(r, ctx.tree, path)
+    local type_id, nprof, tag, at, len = read_ior(r, ctx.tree, path)
     if type_id == "" and nprof == 0 then
-      out_value(ctx, path, "nil", here())
+      out_value(ctx, path, "nil", start, r.pos - start)
     else
-      out_value(ctx, path, type_id, here())
+      out_value(ctx, path, type_id, start, r.pos - start)
       -- host and port of a first IIOP profile, as pycdr reports them
-      local save = r.pos
-      r.pos = start
-      r:string()
-      r:count(8, "IOR profile list")
-      local tag = r:ulong()
-      local data, _, at = r:octets()
-      r.pos = save
-      if tag == 0 and data then
-        local pr = new_reader(r.tvb, at, at + data:len(), at, r.little, r.version, {})
+      if tag == 0 and len > 0 then
+        local pr = new_reader(r.tvb, r.buf, at, at + len, at, r.little, r.version, {})
         local ok, host, port = pcall(function()
           pr:encap_byte_order(); pr:octet(); pr:octet()
           local h = pr:string()
           return h, pr:ushort()
         end)
         if ok then
-          out_value(ctx, path .. ".host", host, data)
-          out_value(ctx, path .. ".port", tostring(port), data)
+          out_value(ctx, path .. ".host", host, at, len)
+          out_value(ctx, path .. ".port", tostring(port), at, len)
         end
       end
     end
@@ -690,55 +715,65 @@ decode_value = function(ctx, tidx, path)
   end
 end
 
-local function decode_body(tvb, msg, tree, info)
+local function decode_items(ctx, kind, items)
+  if kind == "exception" then ctx.r:string() end
+  for _, item in ipairs(items) do decode_value(ctx, item[2], item[1]) end
+end
+
+local function decode_body(tvb, buf, msg, tree, info)
   local op_name, items, kind, types
   if msg.type == 0 then
     local op = OPERATIONS[msg.operation]
     if op == nil then return end
-    items, kind, types, op_name = {}, "arguments", op.types, msg.operation
-    for _, p in ipairs(op.params) do
-      if p.mode ~= "out" then items[#items + 1] = { p.name, p.type } end
-    end
+    items, kind, types, op_name = op.in_items, "arguments", op.types, msg.operation
   elseif msg.type == 1 and info.request then
     local op = OPERATIONS[info.request.operation]
     if op == nil then return end
     op_name, types = info.request.operation, op.types
     if msg.reply_status == 0 then
-      items, kind = {}, "results"
-      if op.result then items[1] = { "return", op.result } end
-      for _, p in ipairs(op.params) do
-        if p.mode ~= "in" then items[#items + 1] = { p.name, p.type } end
-      end
+      items, kind = op.out_items, "results"
     elseif msg.reply_status == 1 then
       local exc = EXCEPTIONS[msg.exception_id or ""]
       if exc == nil then return end
-      items, kind, types = { { exc.types[exc.type].name, exc.type } }, "exception", exc.types
+      items, kind, types = exc.items, "exception", exc.types
     else
       return
     end
   else
     return
   end
-  local sub = tree:add(F["arg.operation"], tvb:range(msg.body_offset, tvb:len() - msg.body_offset), op_name)
+  local len = tvb:len()
+  local sub = tree:add(F["arg.operation"], tvb(msg.body_offset, len - msg.body_offset), op_name)
   sub:set_text("Decoded " .. kind .. " of " .. op_name)
   sub:add(F["arg.kind"], kind)
-  local r = new_reader(tvb, msg.body_offset, tvb:len(), 0, msg.little, msg.version, msg.warnings)
+  -- The values' own warnings, as pycdr.pcap.IdlBodyDecoder reports them apart
+  -- from the message's.
+  local warnings = {}
+  local r = new_reader(tvb, buf, msg.body_offset, len, 0, msg.little, msg.version, warnings)
   local ctx = { r = r, tree = sub, types = types }
-  local ok, err = pcall(function()
-    if kind == "exception" then r:string() end
-    for _, item in ipairs(items) do decode_value(ctx, item[2], item[1]) end
-  end)
+  local ok, err = pcall(decode_items, ctx, kind, items)
   if not ok then
     if type(err) ~= "table" then error(err, 0) end
     sub:add(F["arg.error"], err.kind)
     sub:add_proto_expert_info(E.undecoded, err.msg)
   end
+  for _, w in ipairs(warnings) do
+    sub:add(w.note and F["arg.note"] or F["arg.violation"], w.code)
+    sub:add_proto_expert_info(w.note and E.note or E.violation,
+                              "[" .. w.code .. "] " .. w.msg .. " at offset " .. tostring(w.offset))
+  end
+  return true
+end
+
+-- The body as raw bytes, when no type table decoded it.
+local function show_raw_body(tvb, msg, tree, decoded)
+  if not decoded and msg.body_len and msg.body_len > 0 then
+    tree:add(F["body"], tvb(msg.body_offset, msg.body_len))
+  end
 end
 
 -- ---------------------------------------------------------------------------
 -- Message decoding, field by field in pycdr.giop.messages' order.
-local function version_string(tvb, off) return tvb:range(off + 4, 1):uint() .. "." .. tvb:range(off + 5, 1):uint() end
-
 local function is12(v) return v == "1.2" or v == "1.3" end
 
 local function may_fragment(v, t)
@@ -750,35 +785,40 @@ end
 local function status_check(r, is_reply, status, v, offset)
   local highest = is12(v) and 5 or (is_reply and 3 or 2)
   if status > highest then
-    r:violation("bad-status", string.format("%s %d is not defined in GIOP %s",
+    r:violation("bad-status", fmt("%s %d is not defined in GIOP %s",
                 is_reply and "ReplyStatus" or "LocateStatus", status, v), offset)
   end
 end
 
+local function add_object_key(r, tree)
+  local at, n, start = r:octets()
+  local tvb = r.tvb
+  add_octets(tree, F["object_key"], r, at, n, start)
+  tree:add(F["object_key_text"], tvb(start, 4 + n), printable_key(strsub(r.buf, at + 1, at + n)))
+end
+
 local function read_target(r, tree, msg)
   local pos = r.pos
-  local disp, dr = r:short()
-  add(tree, F["target.disposition"], dr, disp, r.little)
+  local disp, dpos = r:short()
+  add_at(tree, F["target.disposition"], r, dpos, 2, disp)
   if disp == 0 then
-    local key, kr = r:octets()
-    add_bytes(tree, F["object_key"], key, kr)
-    tree:add(F["object_key_text"], kr, printable_key(key))
+    add_object_key(r, tree)
   elseif disp == 1 then
-    local tag, tr = r:ulong()
-    add(tree, F["target.profile_tag"], tr, tag, r.little)
-    local data, _, at = r:octets()
-    if tag == 0 and data then show_iiop_profile(r, data, at, tree) end
+    local tag, tpos = r:ulong()
+    add_at(tree, F["target.profile_tag"], r, tpos, 4, tag)
+    local at, len = r:octets()
+    if tag == 0 and len > 0 then show_iiop_profile(r, at, len, tree) end
   elseif disp == 2 then
     local ipos = r.pos
-    local index, ir = r:ulong()
-    add(tree, F["target.selected_profile_index"], ir, index, r.little)
+    local index, ixpos = r:ulong()
+    add_at(tree, F["target.selected_profile_index"], r, ixpos, 4, index)
     local _, nprof = read_ior(r, tree, "Target IOR")
     if index >= nprof then
-      r:violation("bad-profile-index", string.format("selected_profile_index %d but the IOR has %d profiles",
+      r:violation("bad-profile-index", fmt("selected_profile_index %d but the IOR has %d profiles",
                   index, nprof), ipos)
     end
   else
-    hard_error("malformed", string.format("TargetAddress discriminator %d is not KeyAddr(0), " ..
+    hard_error("malformed", fmt("TargetAddress discriminator %d is not KeyAddr(0), " ..
                "ProfileAddr(1) or ReferenceAddr(2)", disp), pos)
   end
 end
@@ -787,31 +827,31 @@ local function body_field(r, tree, msg, align12)
   if align12 and r:remaining() > 0 then
     local pad = (r.origin - r.pos) % 8
     if pad > r:remaining() then
-      r:violation("short-body-padding", string.format("%d bytes after the header: too few for the " ..
+      r:violation("short-body-padding", fmt("%d bytes after the header: too few for the " ..
                   "%d padding bytes before a GIOP 1.2 body", r:remaining(), pad), r.pos)
     else
-      if pad > 0 then tree:add(F["padding"], r.tvb:range(r.pos, pad)) end
+      if pad > 0 then tree:add(F["padding"], r.tvb(r.pos, pad)) end
       r:align(8)
     end
   end
   msg.body_offset = r.pos
   tree:add(F["body_offset"], r.pos)
-  if r:remaining() > 0 then tree:add(F["body"], r.tvb:range(r.pos, r:remaining())) end
+  msg.body_len = r:remaining()      -- shown raw by show_raw_body unless decoded
   r.pos = r.endpos
 end
 
 local function read_system_exception(r, tree)
-  local id, ir = r:string()
-  tree:add(F["sysex.id"], ir, id)
-  local minor, mr = r:ulong()
-  add(tree, F["sysex.minor"], mr, minor, r.little)
+  local id, ipos = r:string()
+  add_at(tree, F["sysex.id"], r, ipos, r.pos - ipos, id)
+  local minor, mpos = r:ulong()
+  add_at(tree, F["sysex.minor"], r, mpos, 4, minor)
   local vmcid = minor - minor % 4096
-  tree:add(F["sysex.vendor"], mr, NAMES.vmcid[vmcid] or string.format("VMCID 0x%08x", vmcid))
+  add_at(tree, F["sysex.vendor"], r, mpos, 4, NAMES.vmcid[vmcid] or fmt("VMCID 0x%08x", vmcid))
   local pos = r.pos
-  local completed, cr = r:ulong()
-  add(tree, F["sysex.completed"], cr, completed, r.little)
+  local completed, cpos = r:ulong()
+  add_at(tree, F["sysex.completed"], r, cpos, 4, completed)
   if completed > 2 then
-    r:violation("bad-completion-status", string.format("completion_status %d is not 0, 1 or 2", completed), pos)
+    r:violation("bad-completion-status", fmt("completion_status %d is not 0, 1 or 2", completed), pos)
   end
 end
 
@@ -820,81 +860,99 @@ local function typed_body(r, tree, status, sys, fwd1, fwd2, addr)
   if status == sys then read_system_exception(r, tree)
   elseif status == fwd1 or status == fwd2 then read_ior(r, tree, "Forward IOR")
   elseif status == addr then
-    local d, dr = r:short()
-    add(tree, F["addressing_disposition"], dr, d, r.little)
+    local d, dpos = r:short()
+    add_at(tree, F["addressing_disposition"], r, dpos, 2, d)
   else
     return
   end
   if r.pos ~= r.endpos then
-    r:note("bytes-after-body", string.format("%d bytes after the reply body", r.endpos - r.pos), r.pos)
+    r:note("bytes-after-body", fmt("%d bytes after the reply body", r.endpos - r.pos), r.pos)
   end
+end
+
+local function read_request_id(r, tree, msg)
+  local rid, pos = r:ulong()
+  msg.request_id = rid
+  tree:add(F["request_id"], r.tvb(pos, 4), rid)
+end
+
+-- Reserved octets: shown only when they are not zero (one tree item less per request).
+local function read_reserved(r, tree)
+  local pos = r:skip(3, "reserved octets")
+  local s = strsub(r.buf, pos + 1, pos + 3)
+  if s ~= "\0\0\0" then
+    tree:add(F["reserved"], r.tvb(pos, 3))
+    r:note("nonzero-reserved", "reserved octets are " .. hex_bytes(s) .. ", not zero", pos)
+  end
+end
+
+local function read_operation(r, tree, msg)
+  local op, opos = r:string()
+  tree:add(F["operation"], r.tvb(opos, r.pos - opos), op)
+  msg.operation = op
 end
 
 local function decode_request(r, tree, msg)
   local v = msg.version
   if is12(v) then
-    msg.request_id = r:ulong(); add(tree, F["request_id"], r.tvb:range(r.pos - 4, 4), msg.request_id, r.little)
-    local rf, rr = r:octet(); tree:add(F["response_flags"], rr, rf)
-    local res = r:raw(3, "reserved octets"); tree:add(F["reserved"], res)
-    if res:uint() ~= 0 then r:note("nonzero-reserved", "reserved octets are " .. hex_of(res) .. ", not zero", res:offset()) end
+    read_request_id(r, tree, msg)
+    local rf, rpos = r:octet(); tree:add(F["response_flags"], r.tvb(rpos, 1), rf)
+    read_reserved(r, tree)
     r:align(2)
     read_target(r, tree, msg)
-    local op, opr = r:string(); tree:add(F["operation"], opr, op); msg.operation = op
+    read_operation(r, tree, msg)
     read_service_contexts(r, tree)
   else
     read_service_contexts(r, tree)
-    msg.request_id = r:ulong(); add(tree, F["request_id"], r.tvb:range(r.pos - 4, 4), msg.request_id, r.little)
-    local re, rr = r:boolean(); tree:add(F["response_expected"], rr, re)
-    if v == "1.1" then
-      local res = r:raw(3, "reserved octets"); tree:add(F["reserved"], res)
-      if res:uint() ~= 0 then r:note("nonzero-reserved", "reserved octets are " .. hex_of(res) .. ", not zero", res:offset()) end
-    end
-    local key, kr = r:octets()
-    add_bytes(tree, F["object_key"], key, kr)
-    tree:add(F["object_key_text"], kr, printable_key(key))
-    local op, opr = r:string(); tree:add(F["operation"], opr, op); msg.operation = op
-    local p, pr = r:octets(); add_bytes(tree, F["principal"], p, pr)
+    read_request_id(r, tree, msg)
+    local re, rpos = r:boolean(); tree:add(F["response_expected"], r.tvb(rpos, 1), re)
+    if v == "1.1" then read_reserved(r, tree) end
+    add_object_key(r, tree)
+    read_operation(r, tree, msg)
+    local at, n, start = r:octets(); add_octets(tree, F["principal"], r, at, n, start)
   end
   body_field(r, tree, msg, is12(v))
 end
 
 local function decode_reply(r, tree, msg)
   local v = msg.version
-  local status, sr
+  local status, spos
   if is12(v) then
-    msg.request_id = r:ulong(); add(tree, F["request_id"], r.tvb:range(r.pos - 4, 4), msg.request_id, r.little)
-    status, sr = r:ulong()
+    read_request_id(r, tree, msg)
+    status, spos = r:ulong()
     read_service_contexts(r, tree)
   else
     read_service_contexts(r, tree)
-    msg.request_id = r:ulong(); add(tree, F["request_id"], r.tvb:range(r.pos - 4, 4), msg.request_id, r.little)
-    status, sr = r:ulong()
+    read_request_id(r, tree, msg)
+    status, spos = r:ulong()
   end
-  add(tree, F["reply_status"], sr, status, r.little)
+  add_at(tree, F["reply_status"], r, spos, 4, status)
   msg.reply_status = status
-  status_check(r, true, status, v, sr:offset())
+  status_check(r, true, status, v, spos)
   body_field(r, tree, msg, is12(v))
-  local br = r:sub(msg.body_offset, r.endpos)
-  br.origin = 0
-  local ok, err = pcall(typed_body, br, tree, status, 2, 3, 4, 5)
-  if not ok then
-    if type(err) ~= "table" then error(err, 0) end
-    r:violation("bad-reply-body", (REPLY_STATUS[status] or "?") .. " body: " .. err.msg, err.offset or msg.body_offset)
+  if status >= 2 and status <= 5 then
+    local br = r:sub(msg.body_offset, r.endpos)
+    br.origin = 0
+    local ok, err = pcall(typed_body, br, tree, status, 2, 3, 4, 5)
+    if not ok then
+      if type(err) ~= "table" then error(err, 0) end
+      r:violation("bad-reply-body", (REPLY_STATUS[status] or "?") .. " body: " .. err.msg, err.offset or msg.body_offset)
+    end
   end
   r.pos = r.endpos
 end
 
 local function decode_locate_reply(r, tree, msg)
   local v = msg.version
-  msg.request_id = r:ulong(); add(tree, F["request_id"], r.tvb:range(r.pos - 4, 4), msg.request_id, r.little)
-  local status, sr = r:ulong()
-  add(tree, F["locate_status"], sr, status, r.little)
-  status_check(r, false, status, v, sr:offset())
+  read_request_id(r, tree, msg)
+  local status, spos = r:ulong()
+  add_at(tree, F["locate_status"], r, spos, 4, status)
+  status_check(r, false, status, v, spos)
   local start = r.pos
   r.pos = r.endpos
   if start == r.endpos then return end
   if not (status == 2 or status == 3 or status == 4 or status == 5) then
-    r:violation("unexpected-body", string.format("%d bytes after a %s LocateReply, which has no body",
+    r:violation("unexpected-body", fmt("%d bytes after a %s LocateReply, which has no body",
                 r.endpos - start, LOCATE_STATUS[status] or ("invalid(" .. status .. ")")), start)
     return
   end
@@ -917,18 +975,18 @@ local function decode_locate_reply(r, tree, msg)
   if is12(v) and pad > 0 then
     -- The standard layout is unpadded (TAO, omniORB); Wireshark's built-in pads to 8.
     if not pcall(decode_at, start, false, nil) then
-      local zero = r.endpos - start > pad and r.tvb:range(start, pad):uint64() == UInt64(0)
+      local zero = r.endpos - start > pad and strsub(r.buf, start + 1, start + pad) == string.rep("\0", pad)
       if zero and pcall(decode_at, start + pad, false, nil) then
         padded = true
       end
     end
   end
   local body_at = padded and start + pad or start
-  if padded then tree:add(F["padding"], r.tvb:range(start, pad)) end
+  if padded then tree:add(F["padding"], r.tvb(start, pad)) end
   decode_at(body_at, true, tree)
   if is12(v) then
     if padded then
-      r:note("locate-reply-body-aligned", string.format("LocateReply 1.2 body padded to 8 (%d bytes), " ..
+      r:note("locate-reply-body-aligned", fmt("LocateReply 1.2 body padded to 8 (%d bytes), " ..
              "as Wireshark expects; TAO and omniORB send it unaligned", pad), start)
     elseif pad > 0 then
       r:note("locate-reply-body-unaligned", "LocateReply 1.2 body not padded (the OMG-resolved layout " ..
@@ -940,26 +998,18 @@ end
 local DECODERS = {
   [0] = decode_request,
   [1] = decode_reply,
-  [2] = function(r, tree, msg)
-    msg.request_id = r:ulong(); add(tree, F["request_id"], r.tvb:range(r.pos - 4, 4), msg.request_id, r.little)
-  end,
+  [2] = read_request_id,
   [3] = function(r, tree, msg)
-    msg.request_id = r:ulong(); add(tree, F["request_id"], r.tvb:range(r.pos - 4, 4), msg.request_id, r.little)
+    read_request_id(r, tree, msg)
     if is12(msg.version) then read_target(r, tree, msg)
-    else
-      local key, kr = r:octets()
-      add_bytes(tree, F["object_key"], key, kr)
-      tree:add(F["object_key_text"], kr, printable_key(key))
-    end
+    else add_object_key(r, tree) end
   end,
   [4] = decode_locate_reply,
   [5] = function() end,
   [6] = function() end,
   [7] = function(r, tree, msg)
-    if is12(msg.version) then
-      msg.request_id = r:ulong(); add(tree, F["request_id"], r.tvb:range(r.pos - 4, 4), msg.request_id, r.little)
-    end
-    if r:remaining() > 0 then tree:add(F["fragment.data"], r.tvb:range(r.pos, r:remaining())) end
+    if is12(msg.version) then read_request_id(r, tree, msg) end
+    if r:remaining() > 0 then tree:add(F["fragment.data"], r.tvb(r.pos, r:remaining())) end
     r.pos = r.endpos
   end,
 }
@@ -967,76 +1017,94 @@ local DECODERS = {
 -- Header checks of pycdr.giop.messages._check_header.
 local function check_header(r, msg, flags)
   if msg.version == "1.0" then
-    if flags > 1 then r:violation("bad-byte-order", string.format("GIOP 1.0 byte_order octet is %d, not 0 or 1", flags), 6) end
+    if flags > 1 then r:violation("bad-byte-order", fmt("GIOP 1.0 byte_order octet is %d, not 0 or 1", flags), 6) end
   else
     if flags % 8 >= 4 then r:note("ziop-supported", "flag 0x04: the sender supports ZIOP compression", 6) end
     if flags % 16 >= 8 then r:note("ziop-enabled", "flag 0x08: ZIOP compression enabled", 6) end
-    if flags >= 16 then r:violation("reserved-flags", string.format("reserved flag bits 0x%02x are set", flags - flags % 16), 6) end
+    if flags >= 16 then r:violation("reserved-flags", fmt("reserved flag bits 0x%02x are set", flags - flags % 16), 6) end
   end
   if msg.type == 7 and msg.version == "1.0" then r:violation("fragment-in-1.0", "GIOP 1.0 has no Fragment message", 7) end
   if msg.more_fragments and MSG_TYPES[msg.type] and not may_fragment(msg.version, msg.type) then
-    r:violation("may-not-fragment", string.format("more-fragments bit on a GIOP %s %s, which may not be fragmented",
+    r:violation("may-not-fragment", fmt("more-fragments bit on a GIOP %s %s, which may not be fragmented",
                 msg.version, MSG_TYPES[msg.type]), 6)
   end
 end
 
+local function decode_fields(r, tree, msg, flags)
+  check_header(r, msg, flags)
+  local decoder = DECODERS[msg.type]
+  if decoder == nil then hard_error("malformed", "unknown message type " .. msg.type, 7) end
+  decoder(r, tree, msg)
+  if r.pos ~= r.endpos then
+    r:violation("trailing-bytes", fmt("%d bytes after the %s header", r.endpos - r.pos, MSG_TYPES[msg.type]), r.pos)
+  end
+  if msg.type == 1 and msg.reply_status == 1 then
+    local br = r:sub(msg.body_offset, r.endpos)
+    br.origin = 0
+    local ok2, e2 = pcall(br.string, br)
+    if ok2 then
+      msg.exception_id = e2
+      tree:add(F["exception_id"], r.tvb(msg.body_offset, br.pos - msg.body_offset), e2)
+    else
+      if type(e2) ~= "table" then error(e2, 0) end
+      r:violation("bad-exception-id", "user exception id: " .. e2.msg, e2.offset or msg.body_offset)
+    end
+  end
+end
+
+local VERSIONS = { [0] = "1.0", "1.1", "1.2", "1.3" }
+
 -- Decode one complete message in `tvb` (offset 0 = its first header byte).
--- Returns the message table (fields, warnings, or error).
+-- Returns the message table (fields, warnings, or error) and its bytes.
 local function decode_message(tvb, tree)
   local len = tvb:len()
-  local flags = tvb:range(6, 1):uint()
-  local msg = { version = version_string(tvb, 0), little = flags % 2 == 1, type = tvb:range(7, 1):uint(),
-                warnings = {} }
-  msg.more_fragments = msg.version ~= "1.0" and flags % 4 >= 2
-  tree:add(F["magic"], tvb:range(0, 4), tvb:range(0, 4):string())
-  tree:add(F["version"], tvb:range(4, 2), msg.version)
-  local ft = tree:add(F["flags"], tvb:range(6, 1), flags)
-  ft:add(F["little_endian"], tvb:range(6, 1), msg.little)
-  ft:add(F["more_fragments"], tvb:range(6, 1), msg.more_fragments)
-  tree:add(F["type"], tvb:range(7, 1), msg.type)
-  local size = msg.little and tvb:range(8, 4):le_uint() or tvb:range(8, 4):uint()
-  add(tree, F["message_size"], tvb:range(8, 4), size, msg.little)
-  local r = new_reader(tvb, 12, 12 + size, 0, msg.little, msg.version, msg.warnings)
+  local buf = tvb:raw(0, len)
+  local major, minor, flags, mtype = byte(buf, 5, 8)
+  local version = (major == 1 and VERSIONS[minor]) or (major .. "." .. minor)
+  local little = flags % 2 == 1
+  local msg = { version = version, little = little, type = mtype, warnings = {} }
+  msg.more_fragments = version ~= "1.0" and flags % 4 >= 2
+  tree:add(F["version"], tvb(4, 2), version)
+  local flags_range = tvb(6, 1)
+  local ft = tree:add(F["flags"], flags_range, flags)
+  ft:add(F["little_endian"], flags_range, little)
+  ft:add(F["more_fragments"], flags_range, msg.more_fragments)
+  tree:add(F["type"], tvb(7, 1), mtype)
+  local a, b, c, d = byte(buf, 9, 12)
+  local size
+  if little then size = ((d * 256 + c) * 256 + b) * 256 + a else size = ((a * 256 + b) * 256 + c) * 256 + d end
+  tree:add(F["message_size"], tvb(8, 4), size)
+  local r = new_reader(tvb, buf, 12, 12 + size, 0, little, version, msg.warnings)
   if 12 + size > len then
     msg.warnings[#msg.warnings + 1] = { code = "message-truncated", offset = len,
-      msg = string.format("header claims %d bytes after the header but only %d are there", size, len - 12) }
+      msg = fmt("header claims %d bytes after the header but only %d are there", size, len - 12) }
     r.endpos = len
   end
-  local ok, err = pcall(function()
-    check_header(r, msg, flags)
-    local decoder = DECODERS[msg.type]
-    if decoder == nil then hard_error("malformed", "unknown message type " .. msg.type, 7) end
-    decoder(r, tree, msg)
-    if r.pos ~= r.endpos then
-      r:violation("trailing-bytes", string.format("%d bytes after the %s header", r.endpos - r.pos, MSG_TYPES[msg.type]), r.pos)
-    end
-    if msg.type == 1 and msg.reply_status == 1 then
-      local br = r:sub(msg.body_offset, r.endpos)
-      br.origin = 0
-      local ok2, e2 = pcall(function() msg.exception_id = br:string() end)
-      if ok2 then
-        tree:add(F["exception_id"], tvb:range(msg.body_offset, br.pos - msg.body_offset), msg.exception_id)
-      else
-        if type(e2) ~= "table" then error(e2, 0) end
-        r:violation("bad-exception-id", "user exception id: " .. e2.msg, e2.offset or msg.body_offset)
-      end
-    end
-  end)
+  local ok, err = pcall(decode_fields, r, tree, msg, flags)
   if not ok then
     if type(err) ~= "table" then error(err, 0) end
     msg.error = err
   end
-  return msg
+  return msg, buf
 end
 
 -- ---------------------------------------------------------------------------
 -- Per-connection state, computed on the first pass and kept by frame.
 local streams = {}       -- direction key -> { pending11 =, pending = {rid -> entry}, dropped = {} }
-local requests = {}      -- tcp stream .. ":" .. type .. ":" .. rid -> { frame, time, operation }
-local frame_info = {}    -- frame .. ":" .. tvb offset -> info computed on the first pass
+local requests = {}      -- connection key -> { rid * 8 + reply type -> { frame, time, operation } }
+local frame_info = {}    -- frame -> { tvb offset * 2^25 + length -> info computed on the first pass }
+
+-- Preferences read once per file (a preference lookup is a call into Wireshark).
+local PREFS = {}
+local function read_prefs()
+  PREFS.desegment = giopx.prefs.desegment
+  PREFS.reassemble = giopx.prefs.reassemble
+  PREFS.max_message_size = giopx.prefs.max_message_size
+end
 
 function giopx.init()
   streams, requests, frame_info = {}, {}, {}
+  read_prefs()
   load_type_tables()
 end
 
@@ -1135,18 +1203,23 @@ local function reassemble(state, tvb, msg, frame)
   return nil
 end
 
--- Request/reply matching by request_id per TCP connection.
+-- Request/reply matching by request_id per TCP connection: requests[stream]
+-- holds, by request_id * 8 + the reply's message type, the pending requests.
+-- Returns the request a reply answers, or the entry a request made.
 local function match(pinfo, msg, stream)
   local t = msg.type
   if msg.more_fragments or msg.request_id == nil then return nil end
+  local pending = requests[stream]
+  if pending == nil then pending = {} requests[stream] = pending end
   if t == 0 or t == 3 then
-    requests[stream .. ":" .. (t + 1) .. ":" .. msg.request_id] =
-      { frame = pinfo.number, time = pinfo.abs_ts, operation = msg.operation }
+    local entry = { frame = pinfo.number, time = pinfo.abs_ts, operation = msg.operation }
+    pending[msg.request_id * 8 + t + 1] = entry
+    return nil, entry
   elseif t == 1 or t == 4 then
-    local key = stream .. ":" .. t .. ":" .. msg.request_id
-    local req = requests[key]
+    local key = msg.request_id * 8 + t
+    local req = pending[key]
     if req then
-      requests[key] = nil
+      pending[key] = nil
       req.reply_frame = pinfo.number
       return req
     end
@@ -1156,20 +1229,24 @@ end
 
 -- Dissect one complete message (tvb = exactly its bytes) into `tree`.
 local function dissect_message(tvb, pinfo, root, key, stream, dirkey, label)
+  -- Returns the text for the Info column.
   local tree = root:add(giopx, tvb:range(0, tvb:len()))
-  local msg = decode_message(tvb, tree)
-  local info = frame_info[key]
+  local msg, buf = decode_message(tvb, tree)
+  local decoded
+  local number = pinfo.number
+  local infos = frame_info[number]
+  if infos == nil then infos = {} frame_info[number] = infos end
+  local info = infos[key]
   if info == nil then
     info = {}
-    frame_info[key] = info
+    infos[key] = info
     if not msg.error then
-      info.request = match(pinfo, msg, stream)
-      if msg.type == 0 or msg.type == 3 then info.request_entry = requests[stream .. ":" .. (msg.type + 1) .. ":" .. tostring(msg.request_id)] end
+      info.request, info.request_entry = match(pinfo, msg, stream)
     end
-    if giopx.prefs.reassemble then
+    if PREFS.reassemble then
       local state = streams[dirkey]
       if state == nil then state = { pending = {}, dropped = {} } streams[dirkey] = state end
-      local whole, finfo, problem = reassemble(state, tvb, msg, pinfo.number)
+      local whole, finfo, problem = reassemble(state, tvb, msg, number)
       info.whole, info.finfo, info.problem = whole, finfo, problem
     end
   end
@@ -1190,24 +1267,25 @@ local function dissect_message(tvb, pinfo, root, key, stream, dirkey, label)
     if info.request_entry and info.request_entry.reply_frame then
       tree:add(F["response_in"], info.request_entry.reply_frame)
     end
-    if not msg.more_fragments and msg.body_offset then decode_body(tvb, msg, tree, info) end
+    if not msg.more_fragments and msg.body_offset then decoded = decode_body(tvb, buf, msg, tree, info) end
   end
-  show_warnings(tree, msg.warnings)
-  tree:append_text(", " .. summary(msg))
-  pinfo.cols.info:append(summary(msg) .. "; ")
+  show_raw_body(tvb, msg, tree, decoded)
+  if msg.warnings[1] then show_warnings(tree, msg.warnings) end
+  local text = summary(msg)
+  tree:append_text(", " .. text)
+  text = text .. "; "
   if info.whole then
     local wtvb = info.whole:tvb("Reassembled GIOP message")
     local wtree = root:add(giopx, wtvb:range(0, wtvb:len()))
-    local wmsg = decode_message(wtvb, wtree)
+    local wmsg, wbuf = decode_message(wtvb, wtree)
+    local wdecoded
     wtree:append_text(", reassembled " .. summary(wmsg))
     wtree:add(F["reassembled.fragments"], info.finfo.fragments)
     wtree:add(F["reassembled.first_frame"], info.finfo.first_frame)
     for _, w in ipairs(info.finfo.warnings) do wmsg.warnings[#wmsg.warnings + 1] = w end
     if info.wrequest == nil and not wmsg.error then
-      info.wrequest = match(pinfo, wmsg, stream) or false
-      if wmsg.type == 0 or wmsg.type == 3 then
-        info.wrequest_entry = requests[stream .. ":" .. (wmsg.type + 1) .. ":" .. tostring(wmsg.request_id)]
-      end
+      local req, entry = match(pinfo, wmsg, stream)
+      info.wrequest, info.wrequest_entry = req or false, entry
     end
     if info.wrequest_entry and info.wrequest_entry.reply_frame then
       wtree:add(F["response_in"], info.wrequest_entry.reply_frame)
@@ -1221,37 +1299,49 @@ local function dissect_message(tvb, pinfo, root, key, stream, dirkey, label)
         wtree:add(F["response_to"], info.wrequest.frame)
         wtree:add(F["response_time"], pinfo.abs_ts - info.wrequest.time)
       end
-      if wmsg.body_offset then decode_body(wtvb, wmsg, wtree, { request = info.wrequest or nil }) end
+      if wmsg.body_offset then wdecoded = decode_body(wtvb, wbuf, wmsg, wtree, { request = info.wrequest or nil }) end
     end
+    show_raw_body(wtvb, wmsg, wtree, wdecoded)
     show_warnings(wtree, wmsg.warnings)
-    pinfo.cols.info:append("[reassembled " .. summary(wmsg) .. "]; ")
+    text = text .. "[reassembled " .. summary(wmsg) .. "]; "
   end
+  return text
 end
 
-local function direction_key(pinfo)
-  return tostring(pinfo.src) .. ":" .. pinfo.src_port .. ">" .. tostring(pinfo.dst) .. ":" .. pinfo.dst_port
-end
+-- Keys of a TCP connection (both directions share request ids) and of one
+-- direction (fragments): TCP's stream index when there is one (cheaper than
+-- formatting addresses for every segment), else the addresses and ports.
+local tcp_stream_field = Field.new("tcp.stream")
 
--- Both directions of a TCP connection share request ids.
-local function connection_key(pinfo)
-  local a = tostring(pinfo.src) .. ":" .. pinfo.src_port
-  local b = tostring(pinfo.dst) .. ":" .. pinfo.dst_port
-  if a < b then return a .. "|" .. b end
-  return b .. "|" .. a
+local function stream_keys(pinfo)
+  local sp, dp = pinfo.src_port, pinfo.dst_port
+  local fi = tcp_stream_field()
+  local src, dst
+  if fi == nil or sp == dp then
+    src, dst = tostring(pinfo.src) .. ":" .. sp, tostring(pinfo.dst) .. ":" .. dp
+  end
+  if fi ~= nil then
+    local stream = fi.value
+    if sp ~= dp then return stream, stream .. (sp < dp and "<" or ">") end
+    return stream, stream .. (src < dst and "<" or ">")
+  end
+  if src < dst then return src .. "|" .. dst, src .. ">" .. dst end
+  return dst .. "|" .. src, src .. ">" .. dst
 end
 
 -- The TCP-level dissector: frame the stream into messages.
 function giopx.dissector(tvb, pinfo, root)
   local len = tvb:len()
   local offset = 0
-  local dirkey = direction_key(pinfo)
-  local stream = connection_key(pinfo)
+  local stream, dirkey = stream_keys(pinfo)
+  local desegment, max_size = PREFS.desegment, PREFS.max_message_size
   pinfo.cols.protocol = "GIOPX"
-  pinfo.cols.info:clear()
+  local info_col = pinfo.cols.info
+  info_col:clear()
   while offset < len do
     local left = len - offset
     if left < 12 then
-      if giopx.prefs.desegment then
+      if desegment then
         pinfo.desegment_offset = offset
         pinfo.desegment_len = DESEGMENT_ONE_MORE_SEGMENT
         return len
@@ -1259,18 +1349,21 @@ function giopx.dissector(tvb, pinfo, root)
       root:add(giopx, tvb:range(offset, left)):add_proto_expert_info(E.malformed, "less than a GIOP header")
       return len
     end
-    local magic = tvb:range(offset, 4):string()
-    local major, minor = tvb:range(offset + 4, 1):uint(), tvb:range(offset + 5, 1):uint()
+    local header = tvb:raw(offset, 12)
+    local magic = strsub(header, 1, 4)
+    local major, minor, flags = byte(header, 5, 7)
     local problem
     if magic ~= "GIOP" and magic ~= "ZIOP" then
-      problem = "bad magic " .. hex_of(tvb:range(offset, 4)) .. " (expected GIOP)"
+      problem = "bad magic " .. hex_bytes(magic) .. " (expected GIOP)"
     elseif major ~= 1 or minor > 3 then
       problem = string.format("GIOP version %d.%d is not supported (1.0 to 1.3)", major, minor)
     end
-    local little = tvb:range(offset + 6, 1):uint() % 2 == 1
-    local size = little and tvb:range(offset + 8, 4):le_uint() or tvb:range(offset + 8, 4):uint()
-    if problem == nil and size > giopx.prefs.max_message_size then
-      problem = string.format("message of %d bytes exceeds the limit of %d", size, giopx.prefs.max_message_size)
+    local a, b, c, d = byte(header, 9, 12)
+    local size
+    if flags % 2 == 1 then size = ((d * 256 + c) * 256 + b) * 256 + a
+    else size = ((a * 256 + b) * 256 + c) * 256 + d end
+    if problem == nil and size > max_size then
+      problem = string.format("message of %d bytes exceeds the limit of %d", size, max_size)
     end
     if problem then
       -- No framing without a valid header: the rest of this data is not GIOP.
@@ -1278,24 +1371,24 @@ function giopx.dissector(tvb, pinfo, root)
       t:add(F["error"], "malformed")
       t:add(F["error.message"], problem)
       t:add_proto_expert_info(E.malformed, problem)
-      pinfo.cols.info:append("not GIOP: " .. problem)
+      info_col:append("not GIOP: " .. problem)
       return len
     end
     local total = 12 + size
     if left < total then
-      if giopx.prefs.desegment then
+      if desegment then
         pinfo.desegment_offset = offset
         pinfo.desegment_len = total - left
         return len
       end
     end
     local n = math.min(total, left)
-    local key = pinfo.number .. ":" .. offset .. ":" .. n
+    local key = offset * 33554432 + n      -- unique within a frame (n <= 2^24 + 12)
     if magic == "ZIOP" then
       local t = root:add(giopx, tvb:range(offset, n))
       t:add_proto_expert_info(E.undecoded, "ZIOP (compressed GIOP) is not decoded by this dissector")
     else
-      dissect_message(tvb:range(offset, n):tvb(), pinfo, root, key, stream, dirkey)
+      info_col:append(dissect_message(tvb:range(offset, n):tvb(), pinfo, root, key, stream, dirkey))
     end
     offset = offset + n
   end
@@ -1305,8 +1398,9 @@ end
 -- Heuristic: a TCP payload starting with a GIOP header.
 local function heuristic(tvb, pinfo, root)
   if not giopx.prefs.heuristic or tvb:len() < 12 then return false end
-  if tvb:range(0, 4):string() ~= "GIOP" then return false end
-  local major, minor = tvb:range(4, 1):uint(), tvb:range(5, 1):uint()
+  local header = tvb:raw(0, 6)
+  if strsub(header, 1, 4) ~= "GIOP" then return false end
+  local major, minor = byte(header, 5, 6)
   if major ~= 1 or minor > 3 then return false end
   pinfo.conversation = giopx
   giopx.dissector(tvb, pinfo, root)
@@ -1326,9 +1420,11 @@ local function register_ports()
 end
 
 function giopx.prefs_changed()
+  read_prefs()
   register_ports()
   load_type_tables()
 end
 
+read_prefs()
 register_ports()
 load_type_tables()

@@ -424,4 +424,6 @@ class IdlBodyDecoder:
                 flatten_value(tc, read_value(r, tc), name, out)
         except PycdrError as e:
             result["error"] = _error_json(e)
+        if r.warnings:          # violations inside the values (bad boolean, padding, ...)
+            result["warnings"] = [w.to_json() for w in r.warnings]
         return result

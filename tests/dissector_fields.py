@@ -9,6 +9,7 @@ instances tshark shows per frame, each as {field: [values]}.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -22,6 +23,12 @@ from pycdr.ior import ior_from_string
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN = os.path.join(ROOT, "dissector", "pycdr_giop.lua")
 CAPTURES = os.path.join(ROOT, "captures")
+
+
+def corpus_pcaps() -> list:
+    """Every capture of the corpus: the synthetic ones and the real sessions (captures/real/)."""
+    return sorted(glob.glob(os.path.join(CAPTURES, "*.pcap"))) + \
+        sorted(glob.glob(os.path.join(CAPTURES, "real", "*.pcap")))
 TSHARK = shutil.which("tshark")
 
 
@@ -113,6 +120,10 @@ def expected_fields(entry: dict) -> dict:
             put("giopx.arg.value", text)
         if "error" in decoded:
             put("giopx.arg.error", decoded["error"]["kind"])
+        for severity, name in (("warning", "giopx.arg.violation"), ("note", "giopx.arg.note")):
+            codes = sorted(w["code"] for w in decoded.get("warnings", []) if w["severity"] == severity)
+            if codes:
+                put(name, *codes)
     return out
 
 
@@ -124,7 +135,7 @@ def forward_type_id(entry: dict) -> str | None:
 
 
 # Sorted before comparing: pycdr and the plugin may note them in another order.
-UNORDERED = {"giopx.violation", "giopx.note"}
+UNORDERED = {"giopx.violation", "giopx.note", "giopx.arg.violation", "giopx.arg.note"}
 
 
 def _normalize(name: str, value: str) -> str:

@@ -5,13 +5,12 @@ one file so tshark starts once."""
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 
 import pytest
 
-from dissector_fields import (CAPTURES, TSHARK, UNORDERED, expected_fields, forward_type_id,
+from dissector_fields import (TSHARK, corpus_pcaps, UNORDERED, expected_fields, forward_type_id,
                               lua_field_names, tshark_messages)
 
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
@@ -22,7 +21,7 @@ def merged_corpus(tmp_path):
     """One pcap of every capture, and the expected entries with frames renumbered."""
     from scapy.utils import PcapReader, wrpcap
     packets, expected = [], []
-    for pcap in sorted(glob.glob(os.path.join(CAPTURES, "*.pcap"))):
+    for pcap in corpus_pcaps():
         base = len(packets)
         with PcapReader(pcap) as reader:
             packets.extend(reader)

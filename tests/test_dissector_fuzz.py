@@ -3,13 +3,12 @@ undecodable input is marked (an error field or a violation)."""
 
 from __future__ import annotations
 
-import glob
 import os
 import random
 
 import pytest
 
-from dissector_fields import CAPTURES, TSHARK, lua_errors, run_tshark
+from dissector_fields import TSHARK, corpus_pcaps, lua_errors, run_tshark
 
 pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark is not installed")
 pytest.importorskip("scapy")
@@ -21,7 +20,7 @@ def test_mutated_and_random_captures_give_no_lua_error(tmp_path):
     from scapy.utils import PcapReader, wrpcap
     rng = random.Random(8)
     packets = []
-    for pcap in sorted(glob.glob(os.path.join(CAPTURES, "*.pcap"))):
+    for pcap in corpus_pcaps():
         with PcapReader(pcap) as reader:
             packets.extend(reader)
     out = []

@@ -21,7 +21,8 @@ sys_path_added = __import__("sys").path.insert(0, CAPTURES)
 from make_captures import body_decoder  # noqa: E402
 
 
-@pytest.mark.parametrize("pcap", sorted(glob.glob(os.path.join(CAPTURES, "*.pcap"))),
+@pytest.mark.parametrize("pcap", sorted(glob.glob(os.path.join(CAPTURES, "*.pcap"))
+                                         + glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))),
                          ids=os.path.basename)
 def test_expected_json_is_current(pcap):
     with open(pcap[:-5] + ".json") as f:
