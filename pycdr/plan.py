@@ -496,6 +496,8 @@ class FlatCodec:
         if res is None:
             raise ValueError("not flat")
         dec_expr, enc_exprs = res
+        if not flat.slots:
+            raise ValueError("not flat")   # no members (a decoded TypeCode may have none)
         self.slots = flat.slots
         self.max_align = flat.max_align
         self.needs_latin1 = flat.needs_latin1

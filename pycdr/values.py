@@ -544,9 +544,10 @@ def class_for(tc: TypeCode):
     if tc._pyclass is not None:
         return tc._pyclass
     cls = _registry.get(tc._id) if tc._id else None
+    # The registered class only if it has the same members: a TypeCode from the
+    # wire may carry a known id with other member names (or a peer's error).
     if cls is not None and getattr(cls, "_tc", None) is not None and \
-            cls._tc._kind == tc._kind and len(getattr(cls._tc, "_member_names", ())) == \
-            len(tc._member_names):
+            cls._tc._kind == tc._kind and cls._tc._member_names == tc._member_names:
         tc._pyclass = cls
         return cls
     k = tc._kind

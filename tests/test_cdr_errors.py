@@ -398,3 +398,27 @@ def test_union_value_for_a_branchless_discriminator_must_be_none():
     u = tc.union("IDL:Opt:1.0", "Opt", tc.short, [(1, "a", tc.long)])
     with pytest.raises(EncodeError):
         pycdr.encode(u, class_for(u)(3, 5))
+
+
+def test_any_with_a_known_id_but_other_members_decodes_to_its_own_class():
+    # Found by `pycdr fuzz`: a TypeCode from the wire may reuse a registered
+    # repository id with other member names; its values must not be put in
+    # the registered class (whose slots differ).
+    from pycdr.values import make_struct_class, register
+    known = tc.struct("IDL:test/Known:1.0", "Known", [("value", tc.long)])
+    register("IDL:test/Known:1.0", make_struct_class(known))
+    other = tc.struct("IDL:test/Known:1.0", "Known", [("falue", tc.long)])
+    data = pycdr.encode(tc.any, pycdr.Any(other, class_for(other)(7)))
+    value = pycdr.decode(tc.any, data).value
+    assert value.falue == 7
+
+
+def test_struct_typecode_without_members_decodes():
+    # Found by `pycdr fuzz`: IDL forbids an empty struct, the wire does not.
+    from pycdr.tcmarshal import read_typecode
+    from pycdr.cdr import CDRReader
+    empty = bytes.fromhex("0000000f" "00000018" "00" "000000" "00000001" "00" "000000"
+                          "00000001" "00" "000000" "00000000")
+    t = read_typecode(CDRReader(empty))
+    assert t.member_count() == 0
+    assert pycdr.decode(t, b"") == class_for(t)()

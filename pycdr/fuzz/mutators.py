@@ -328,6 +328,8 @@ def x_duplicate_context(msgs, i, rng, ctx):
 
 
 def _fragment_chain(m: bytes, rng) -> list | None:
+    if len(m) < HEADER_SIZE:          # an earlier mutation cut the header
+        return None
     version = (m[4], m[5])
     if m[7] not in (MsgType.Request, MsgType.Reply, MsgType.LocateRequest,
                     MsgType.LocateReply) or m[6] & FLAG_MORE_FRAGMENTS:
@@ -358,6 +360,8 @@ def x_fragments(msgs, i, rng, ctx):
     """Fragment chains: split, reorder, duplicate, interleave, drop the last,
     more-fragments on a type that may not be fragmented."""
     m = bytes(msgs[i])
+    if len(m) < HEADER_SIZE:          # an earlier mutation cut the header
+        return None
     op = _pick(rng, ("split", "reorder", "duplicate", "interleave", "drop-last",
                      "more-on-wrong-type", "more-cleared"))
     if op == "more-on-wrong-type":
