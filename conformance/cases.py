@@ -21,6 +21,8 @@ from pycdr.giop.messages import (CancelRequest, Fragment, KeyAddr, LocateRequest
 from pycdr.giop.service_contexts import CodeSetsContext, RawServiceContext
 from pycdr.iiop import IIOPProfile, encode_profile, make_ior
 from pycdr.marshal import write_value
+from pycdr.tcmarshal import write_typecode
+from pycdr.values import Any
 from pycdr import tc
 
 VERSIONS = ((1, 0), (1, 1), (1, 2), (1, 3))
@@ -157,6 +159,8 @@ def _contexts(names, little):
             out.append(CodeSetsContext(codesets.ISO_8859_1, codesets.UTF_16, little=not little))
         elif name == "codesets-utf8":
             out.append(CodeSetsContext(codesets.UTF_8, codesets.UTF_16, little=little))
+        elif name == "codesets-ucs2":
+            out.append(CodeSetsContext(codesets.ISO_8859_1, codesets.UCS_2_L1, little=little))
         elif name == "unknown":
             out.append(RawServiceContext(id=0x50594344, data=b"\x00\x01\x02\x03pycdr"))
         elif name.startswith("pad:"):
@@ -611,6 +615,44 @@ def echo_catalog(module, interface) -> list[Case]:
                                [E("reply", echo_ok=True)],
                                needs="echo-wide" if wide else "echo",
                                check="echo", timeout=5.0))
+    color = module["EchoAll::Color"]
+    node_tc = module.types["EchoAll::Node"]
+    Node = module["EchoAll::Node"]
+    node = Node(1, [Node(2, []), Node(3, [])])
+    for v, le in _variants():
+        cases.append(_case("echo.enum-out-of-range", "echo_color with ordinal 7 (Color has 3)",
+                           S_CDR + " (enum)", v, le,
+                           [Msg("request", operation="echo_color",
+                                body=("echo", "echo_color", (color.blue,)))],
+                           [E("system_exception", name=("MARSHAL", "BAD_PARAM"))],
+                           tolerate=[(E("reply"), "accepts an enum value out of range")],
+                           needs="echo", risky=True, special="enum_range"))
+        cases.append(_case("echo.typecode-other-order",
+                           "an any whose TypeCode encapsulations have the other byte order",
+                           S_ENCAPS + "; 9.3.5.1 TypeCode", v, le,
+                           [Msg("request", operation="echo_any",
+                                body=("echo", "echo_any", (Any(node_tc, node),)))],
+                           [E("reply", echo_ok=True)], needs="echo", check="echo",
+                           special="typecode_other_order"))
+    for v, le in _variants(((1, 2), (1, 3))):
+        for bom in ("feff", "fffe"):
+            text = "bom \u20ac"
+            cases.append(_case(f"echo.wstring-bom-{bom}", f"a GIOP 1.2 wstring starting with "
+                               f"the byte-order mark {bom.upper()}", S_CODESETS + " (UTF-16 BOM)",
+                               v, le, [Msg("request", operation="echo_wstring",
+                                           body=("echo", "echo_wstring", (text,)),
+                                           contexts=("codesets",))],
+                               [E("reply", echo_ok=True)], needs="echo-wide", check="echo",
+                               special=f"wstring_bom:{bom}"))
+    for v, le in _variants(((1, 1), (1, 2), (1, 3))):
+        cases.append(_case("echo.wstring-ucs2", "wstring with UCS-2 negotiated as TCS-W",
+                           S_CODESETS, v, le,
+                           [Msg("request", operation="echo_wstring",
+                                body=("echo", "echo_wstring", ("ucs-2 \u00e9\u20ac",)),
+                                contexts=("codesets-ucs2",))],
+                           [E("reply", echo_ok=True)], needs="echo-wide", check="echo",
+                           tolerate=[(E("system_exception", name="CODESET_INCOMPATIBLE"),
+                                      "does not accept UCS-2 as the wchar code set")]))
     for v, le in _variants(((1, 2), (1, 3))):
         # Service contexts of 0..7 data bytes make the header end at every
         # offset mod 8, so 0..7 padding bytes precede the 8-aligned body.
@@ -722,6 +764,37 @@ def _special_wide_1_0(case, ctx, op_name: str):
     return [encode_message(msg, write_body=write)]
 
 
+def _echo_request(case, ctx, write_body) -> list[bytes]:
+    m = case.send[0]
+    msg = Request(version=case.version, little=case.little, request_id=ctx.next_id(),
+                  target=KeyAddr(ctx.target.object_key), operation=m.operation,
+                  service_contexts=_contexts(m.contexts, case.little))
+    return [encode_message(msg, write_body=write_body)]
+
+
+def _special_enum_range(case, ctx):
+    return _echo_request(case, ctx, lambda w: w.write_ulong(7))
+
+
+def _special_typecode_other_order(case, ctx):
+    value = case.send[0].body[2][0]
+
+    def write(w):
+        write_typecode(w, value.tc, encapsulation_little=not w.little)
+        write_value(w, value.tc, value.value)
+    return _echo_request(case, ctx, write)
+
+
+def _special_wstring_bom(case, ctx, bom: str):
+    text = case.send[0].body[2][0]
+    data = bytes.fromhex(bom) + text.encode("utf-16-be" if bom == "feff" else "utf-16-le")
+
+    def write(w):
+        w.write_ulong(len(data))
+        w.write_raw(data)
+    return _echo_request(case, ctx, write)
+
+
 def render_case(case: Case, ctx: RenderContext) -> list[bytes]:
     if not case.special:
         return render(case, ctx)
@@ -740,4 +813,10 @@ def render_case(case: Case, ctx: RenderContext) -> list[bytes]:
         return _special_boolean(case, ctx, int(arg))
     if name == "wide_1_0":
         return _special_wide_1_0(case, ctx, arg.split(":")[0])
+    if name == "enum_range":
+        return _special_enum_range(case, ctx)
+    if name == "typecode_other_order":
+        return _special_typecode_other_order(case, ctx)
+    if name == "wstring_bom":
+        return _special_wstring_bom(case, ctx, arg)
     raise ValueError(f"unknown special renderer {case.special!r}")  # pragma: no cover

@@ -79,6 +79,7 @@ def classify(obs: Observation, case: Case, target: Target) -> Outcome:
     msg = event.message
     details = {"then_closed": obs.closed,
                "version": f"{msg.version[0]}.{msg.version[1]}",
+               "fragments": event.fragments,
                "version_le_target": msg.version <= max(target.version, (1, 2)),
                "little_endian": msg.little}
     if isinstance(msg, Reply):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 
-from .cdr import CDRReader, CDRWriter
+from .cdr import BE, LE, CDRReader, CDRWriter
 from .errors import (BadTypeCodeError, CDRError, EncodeError, InvalidTypeCodeError,
                      RecursionLimitError)
 from .typecode import (DEFAULT, DISCRIMINATOR_KINDS, PRIMITIVE_KINDS, RecursiveTypeCode,
@@ -36,14 +36,18 @@ _ID_NAME_KINDS = (K.tk_objref, K.tk_native, K.tk_abstract_interface, K.tk_local_
 # --------------------------------------------------------------------------
 # Encoding
 # --------------------------------------------------------------------------
-def write_typecode(w: CDRWriter, tc: TypeCode, *, repeated_indirection: bool = False) -> None:
+def write_typecode(w: CDRWriter, tc: TypeCode, *, repeated_indirection: bool = False,
+                   encapsulation_little: bool | None = None) -> None:
     """Write a top-level TypeCode. Recursive references always become
     indirections; with ``repeated_indirection`` a complex TypeCode that occurs
-    again is written as an indirection too."""
-    _write_tc(w, tc, {}, set(), repeated_indirection)
+    again is written as an indirection too.  ``encapsulation_little`` writes
+    every parameter encapsulation in that byte order whatever the stream's (as
+    omniORB does with its native order; each encapsulation says its own)."""
+    _write_tc(w, tc, {}, set(), repeated_indirection, encapsulation_little)
 
 
-def _write_tc(w: CDRWriter, tc: TypeCode, positions: dict, open_: set, repeated: bool) -> None:
+def _write_tc(w: CDRWriter, tc: TypeCode, positions: dict, open_: set, repeated: bool,
+              encaps_little: bool | None = None) -> None:
     tc = resolve(tc)
     key = id(tc)
     w.align(4)
@@ -68,23 +72,26 @@ def _write_tc(w: CDRWriter, tc: TypeCode, positions: dict, open_: set, repeated:
     positions[key] = len(w.buf)
     w.write_ulong(k)
     # Encapsulation written in place: length placeholder, byte-order octet,
-    # parameters aligned from that octet.
+    # parameters aligned from that octet (in their own byte order if asked).
     len_pos = len(w.buf)
     w.buf += b"\0\0\0\0"
-    saved_origin = w.origin
+    saved_origin, outer_little = w.origin, w.little
     w.origin = len(w.buf)
+    if encaps_little is not None:
+        w.little, w.fmt = encaps_little, (LE if encaps_little else BE)
     w.buf.append(1 if w.little else 0)
     open_.add(key)
     try:
-        _write_params(w, tc, positions, open_, repeated)
+        _write_params(w, tc, positions, open_, repeated, encaps_little)
     finally:
         open_.discard(key)
         w.origin = saved_origin
+        w.little, w.fmt = outer_little, (LE if outer_little else BE)
     length = len(w.buf) - len_pos - 4
     w.buf[len_pos:len_pos + 4] = struct.pack("<I" if w.little else ">I", length)
 
 
-def _write_params(w, tc, positions, open_, repeated):
+def _write_params(w, tc, positions, open_, repeated, encaps_little=None):
     from .plan import plan_for
     k = tc._kind
     if k in _ID_NAME_KINDS:
@@ -96,11 +103,11 @@ def _write_params(w, tc, positions, open_, repeated):
         w.write_ulong(len(tc._member_names))
         for name, mtype in zip(tc._member_names, tc._member_types):
             w.write_string(name)
-            _write_tc(w, mtype, positions, open_, repeated)
+            _write_tc(w, mtype, positions, open_, repeated, encaps_little)
     elif k == K.tk_union:
         w.write_string(tc._id)
         w.write_string(tc._name)
-        _write_tc(w, tc._disc, positions, open_, repeated)
+        _write_tc(w, tc._disc, positions, open_, repeated, encaps_little)
         w.write_long(tc._default_index)
         w.write_ulong(len(tc._member_names))
         disc_plan = plan_for(tc._disc)
@@ -110,7 +117,7 @@ def _write_params(w, tc, positions, open_, repeated):
             else:
                 disc_plan.write(w, label)
             w.write_string(name)
-            _write_tc(w, mtype, positions, open_, repeated)
+            _write_tc(w, mtype, positions, open_, repeated, encaps_little)
     elif k == K.tk_enum:
         w.write_string(tc._id)
         w.write_string(tc._name)
@@ -118,12 +125,12 @@ def _write_params(w, tc, positions, open_, repeated):
         for name in tc._member_names:
             w.write_string(name)
     elif k in (K.tk_sequence, K.tk_array):
-        _write_tc(w, tc._content, positions, open_, repeated)
+        _write_tc(w, tc._content, positions, open_, repeated, encaps_little)
         w.write_ulong(tc._length)
     elif k in (K.tk_alias, K.tk_value_box):
         w.write_string(tc._id)
         w.write_string(tc._name)
-        _write_tc(w, tc._content, positions, open_, repeated)
+        _write_tc(w, tc._content, positions, open_, repeated, encaps_little)
     elif k in (K.tk_value, K.tk_event):
         w.write_string(tc._id)
         w.write_string(tc._name)
@@ -131,11 +138,11 @@ def _write_params(w, tc, positions, open_, repeated):
         if tc._base is None:
             w.write_ulong(K.tk_null)
         else:
-            _write_tc(w, tc._base, positions, open_, repeated)
+            _write_tc(w, tc._base, positions, open_, repeated, encaps_little)
         w.write_ulong(len(tc._member_names))
         for name, mtype, vis in zip(tc._member_names, tc._member_types, tc._visibilities):
             w.write_string(name)
-            _write_tc(w, mtype, positions, open_, repeated)
+            _write_tc(w, mtype, positions, open_, repeated, encaps_little)
             w.write_short(vis)
     else:  # pragma: no cover
         raise EncodeError(f"cannot encode TypeCode kind {k!r}")
