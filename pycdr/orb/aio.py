@@ -17,3 +17,23 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     async def wait_within(awaitable, timeout: float | None):
         return await asyncio.wait_for(awaitable, timeout)
+
+
+# Bulk transfers: the seed papers' TTCP finding that socket buffer sizes matter
+# more than the toolkit. Large reads, a large stream buffer and large socket
+# buffers keep 64-128 KB messages from stalling in flow control.
+READ_SIZE = 256 * 1024
+STREAM_LIMIT = 1 << 20
+SOCKET_BUFFER = 1 << 20
+
+
+def tune_stream(writer) -> None:
+    import socket
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER)
+            except OSError:
+                pass
+    writer.transport.set_write_buffer_limits(high=4 * SOCKET_BUFFER)

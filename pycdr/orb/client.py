@@ -25,7 +25,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from .aio import wait_within
+from .aio import READ_SIZE, STREAM_LIMIT, tune_stream, wait_within
 from .. import tc, values
 from ..corbaloc import Corbaloc, Corbaname, parse_object_url
 from ..errors import EncodeError, ObjectURLError, PycdrError
@@ -445,9 +445,10 @@ class ClientConnection:
     async def open(self, timeout: float) -> None:
         try:
             self.reader, self.writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout)
+                asyncio.open_connection(self.host, self.port, limit=STREAM_LIMIT), timeout)
         except (OSError, asyncio.TimeoutError) as e:
             raise TRANSIENT(OMG_VMCID | 2, _NO) from e
+        tune_stream(self.writer)
         self._reader_task = asyncio.create_task(self._read_loop())
 
     def reader_kwargs(self) -> dict:
@@ -521,7 +522,7 @@ class ClientConnection:
         try:
             while True:
                 try:
-                    data = await self.reader.read(65536)
+                    data = await self.reader.read(READ_SIZE)
                 except (ConnectionError, OSError):
                     data = b""
                 self.giop.receive_data(data)

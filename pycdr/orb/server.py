@@ -39,7 +39,7 @@ from ..ior import IOR, ior_to_string
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
-from .aio import wait_within
+from .aio import READ_SIZE, STREAM_LIMIT, tune_stream, wait_within
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .servant import Servant
 
@@ -101,7 +101,8 @@ class Server:
 
     # --- running -------------------------------------------------------------------
     async def start(self) -> "Server":
-        self._listener = await asyncio.start_server(self._accept, self.host, self.port)
+        self._listener = await asyncio.start_server(self._accept, self.host, self.port,
+                                                    limit=STREAM_LIMIT)
         self.port = self._listener.sockets[0].getsockname()[1]
         log.info("listening on %s:%d", self.host, self.port)
         return self
@@ -134,6 +135,7 @@ class Server:
                         len(self.connections))
             writer.close()
             return
+        tune_stream(writer)
         connection = _ServerConnection(self, reader, writer)
         self.connections.add(connection)
         try:
@@ -214,7 +216,7 @@ class _ServerConnection:
     async def _read_loop(self) -> None:
         while True:
             try:
-                data = await wait_within(self.reader.read(65536), self._read_timeout())
+                data = await wait_within(self.reader.read(READ_SIZE), self._read_timeout())
             except asyncio.TimeoutError:
                 if self._partial_since is not None:
                     log.warning("%s: message incomplete after %.1f s: closing", self.peer,
