@@ -27,9 +27,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from scapy.layers.inet import IP, TCP            # noqa: E402
-from scapy.layers.l2 import Ether                # noqa: E402
-from scapy.packet import Raw                     # noqa: E402
 from scapy.utils import wrpcap                   # noqa: E402
 
 from pycdr import idl                            # noqa: E402
@@ -44,12 +41,11 @@ from pycdr.giop.messages import (CancelRequest, CloseConnection, Fragment, KeyAd
 from pycdr.iiop import CodeSetsComponent, IIOPProfile, ORBTypeComponent, make_ior  # noqa: E402
 from pycdr.marshal import write_value            # noqa: E402
 from pycdr.pcap import IdlBodyDecoder, decode_capture   # noqa: E402
+from pycdr.pcapwrite import TcpSession           # noqa: E402
 from pycdr.scapy_giop import GIOP                # noqa: E402
 
 IDL_FILES = [os.path.join(HERE, "capture_test.idl"), os.path.join(ROOT, "tests", "peers", "echo.idl")]
-CLIENT_IP, SERVER_IP = "10.0.0.1", "10.0.0.2"
 VERSIONS = [(1, 0), (1, 1), (1, 2), (1, 3)]
-_client_ports = itertools.count(40000)
 
 
 def load_modules():
@@ -61,42 +57,9 @@ def body_decoder():
 
 
 # ----------------------------------------------------------------------------
-class Session:
-    """One TCP connection's packets, with made-up but consistent TCP headers."""
-
-    def __init__(self, packets: list, server_port: int = 2809, start: float = 1.7e9):
-        self.packets = packets
-        self.client = (CLIENT_IP, next(_client_ports))
-        self.server = (SERVER_IP, server_port)
-        self.time = start if not packets else float(packets[-1].time) + 0.01
-        self.seq = {True: 1000, False: 5000}
-        self._segment(True, b"", "S")
-        self._segment(False, b"", "SA")
-        self._segment(True, b"", "A")
-
-    def _segment(self, from_client: bool, payload: bytes, flags: str = "PA") -> None:
-        src, dst = (self.client, self.server) if from_client else (self.server, self.client)
-        tcp = TCP(sport=src[1], dport=dst[1], flags=flags, seq=self.seq[from_client],
-                  ack=self.seq[not from_client])
-        is_giop = payload[:4] == b"GIOP" and len(payload) >= 12
-        layer = GIOP(payload) if is_giop else Raw(payload) if payload else None
-        pkt = Ether() / IP(src=src[0], dst=dst[0]) / (tcp / layer if layer is not None else tcp)
-        self.time += 0.001
-        pkt.time = self.time
-        self.packets.append(pkt)
-        self.seq[from_client] = (self.seq[from_client] + len(payload) + ("S" in flags)) & 0xFFFFFFFF
-
-    def send(self, from_client: bool, data: bytes, cuts=()) -> None:
-        """Send ``data`` in segments cut at the given offsets."""
-        bounds = [0, *cuts, len(data)]
-        for a, b in zip(bounds, bounds[1:]):
-            self._segment(from_client, data[a:b])
-
-    def client_sends(self, *messages, cuts=()):
-        self.send(True, b"".join(messages), cuts)
-
-    def server_sends(self, *messages, cuts=()):
-        self.send(False, b"".join(messages), cuts)
+# One TCP connection's packets with made-up but consistent headers (every
+# session its own client port, so captures can be merged without mixing).
+Session = TcpSession
 
 
 # ----------------------------------------------------------------------------
@@ -134,8 +97,7 @@ class Builder:
     def user_exception(self, v, little, rid, reason, code):
         exc = self.m.types["CaptureTest::Failure"]
 
-        def write(w):
-            w.write_string(exc.id())
+        def write(w):      # an exception's encoding: its repository id, then its members
             write_value(w, exc, self.m["CaptureTest::Failure"](reason, code))
         return encode_message(Reply(version=v, little=little, request_id=rid, reply_status=1),
                               write_body=write)

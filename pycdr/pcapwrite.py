@@ -16,8 +16,8 @@ _client_ports = itertools.count(40000)
 class TcpSession:
     """One TCP connection's packets."""
 
-    def __init__(self, packets: list, *, client_ip: str = "10.0.0.1",
-                 server_ip: str = "10.0.0.2", server_port: int = 2809,
+    def __init__(self, packets: list, server_port: int = 2809, *,
+                 client_ip: str = "10.0.0.1", server_ip: str = "10.0.0.2",
                  client_port: int | None = None, start: float = 1.7e9):
         self.packets = packets
         self.client = (client_ip, client_port or next(_client_ports))
