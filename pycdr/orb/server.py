@@ -39,7 +39,7 @@ from ..ior import IOR, ior_to_string
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
-from .aio import READ_SIZE, STREAM_LIMIT, tune_stream, wait_within
+from .aio import READ_SIZE, STREAM_LIMIT, set_socket_buffers, tune_stream, wait_within
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .servant import Servant
 
@@ -103,6 +103,8 @@ class Server:
     async def start(self) -> "Server":
         self._listener = await asyncio.start_server(self._accept, self.host, self.port,
                                                     limit=STREAM_LIMIT)
+        for sock in self._listener.sockets:
+            set_socket_buffers(sock)
         self.port = self._listener.sockets[0].getsockname()[1]
         log.info("listening on %s:%d", self.host, self.port)
         return self
@@ -135,7 +137,7 @@ class Server:
                         len(self.connections))
             writer.close()
             return
-        tune_stream(writer)
+        tune_stream(writer, socket_buffers=False)
         connection = _ServerConnection(self, reader, writer)
         self.connections.add(connection)
         try:
