@@ -230,8 +230,11 @@ def test_recorded_omniorbpy_exchange_decodes_without_warnings(start_peer, giop, 
     elif client == "JacORB":
         reader.tcs_c = codesets.UTF_8
     assert reader.read_string() == "h\u00e9llo"
-    # Our probe: omniORB's own answers.
-    locate, bad_op = [e.message for e in answers]
+    # Our probe: omniORB's own answers (in either order: a multi-threaded server may
+    # answer the Request before the LocateRequest).
+    by_type = {e.message.type_name: e.message for e in answers}
+    assert sorted(by_type) == ["LocateReply", "Reply"]
+    locate, bad_op = by_type["LocateReply"], by_type["Reply"]
     assert locate.locate_status == LocateStatus.OBJECT_HERE
     assert bad_op.reply_status == ReplyStatus.SYSTEM_EXCEPTION
     assert isinstance(bad_op.system_exception, sysexc.BAD_OPERATION)
