@@ -117,6 +117,15 @@ class CDRReader:
     def remaining(self) -> int:
         return self.end - self.pos
 
+    @property
+    def limit(self) -> int:
+        """Where the data this reader may read ends (a value chunk's end
+        while inside one); ``end`` is the same but for a SegmentedReader."""
+        return self.end
+
+    def set_limit(self, end: int) -> None:
+        self.end = end
+
     def set_byte_order(self, little: bool) -> None:
         self.little = little
         self.fmt = LE if little else BE
@@ -457,8 +466,10 @@ class SegmentedReader(CDRReader):
     in buffer positions, the first covering ``start``.  ``end`` stops at the
     current segment's end; a read that begins exactly there moves to the next
     segment.  Primitives never span fragments; a read that would (a sender's
-    error, or an array of primitives cut between its elements, which pycdr
-    does not join) is a DecodeError naming the boundary.
+    error) is a DecodeError naming the boundary.  Arrays of primitives cut
+    between elements are read element by element (plan.NumberSeqNode); octet
+    runs are contiguous in the reassembled buffer.  :class:`FragmentingWriter`
+    writes what this reads.
     """
 
     __slots__ = ("segments", "final_end")
@@ -487,6 +498,7 @@ class SegmentedReader(CDRReader):
     def _sync_aligned(self, n: int) -> None:
         """Before an n-aligned read: padding that reaches the fragment's end
         means the value starts in the next fragment (aligned from its origin)."""
+        self._sync()        # a run of octets (string text) may have ended in a later fragment
         pos = self.pos
         if pos < self.end < self.final_end:
             pad = (self.origin - pos) & (n - 1)
@@ -497,6 +509,15 @@ class SegmentedReader(CDRReader):
     @property
     def remaining(self) -> int:
         return self.final_end - self.pos
+
+    @property
+    def limit(self) -> int:
+        return self.final_end
+
+    def set_limit(self, end: int) -> None:
+        # A value chunk's end: fragments keep their boundaries within it.
+        self.final_end = end
+        self._enter_segment()
 
     def truncated(self, need: int, pos: int, what: str = "value"):
         if self.end < self.final_end:
@@ -565,6 +586,11 @@ class CDRWriter:
 
     __slots__ = ("buf", "origin", "little", "fmt", "version", "tcs_c", "tcs_w",
                  "wstring_bom", "context")
+
+    #: True for writers that may cut the stream between primitives
+    #: (:class:`FragmentingWriter`): plans then write primitive by primitive
+    #: instead of packing whole structs or arrays in one piece.
+    fragmenting = False
 
     def __init__(self, *, little: bool = False, version: tuple[int, int] = DEFAULT_VERSION,
                  offset: int = 0, tcs_c: int = codesets.DEFAULT_TCS_C,
@@ -645,7 +671,9 @@ class CDRWriter:
         self.align(8)
         self.buf += big_endian16 if not self.little else big_endian16[::-1]
 
-    def write_raw(self, data) -> None:
+    def write_raw(self, data, unit: int = 1) -> None:
+        """Octets as they are.  ``unit``: the smallest piece a fragmenting
+        writer may cut them into (2 or 4 for wide-character code units)."""
         self.buf += data
 
     def write_octet_sequence(self, data, bound: int = 0) -> None:
@@ -655,7 +683,7 @@ class CDRWriter:
         if bound and n > bound:
             raise EncodeError(f"sequence<octet> of {n} exceeds bound {bound}")
         self.write_ulong(n)
-        self.buf += data
+        self.write_raw(data)
 
     # --- text ------------------------------------------------------------------
     def encode_chars(self, text: str) -> bytes:
@@ -689,8 +717,7 @@ class CDRWriter:
         raw = value.encode("latin-1") if self.tcs_c == codesets.ISO_8859_1 and value.isascii() \
             else self.encode_chars(value)
         self.write_ulong(len(raw) + 1)
-        self.buf += raw
-        self.buf.append(0)
+        self.write_raw(raw + b"\0")
 
     def _wide_unit(self, what: str):
         if self.version == GIOP_1_0:
@@ -744,7 +771,7 @@ class CDRWriter:
             raw = self._encode_wide(value, self.little, unit) + _ZEROS[width]
             self.write_ulong(len(raw) // width)
             self.align(width)
-            self.buf += raw
+            self.write_raw(raw, width)
         else:
             if self.wstring_bom and value:
                 bom = "\ufeff"
@@ -752,7 +779,7 @@ class CDRWriter:
             else:
                 raw = self._encode_wide(value, False, unit)
             self.write_ulong(len(raw))
-            self.buf += raw
+            self.write_raw(raw, width)
 
     # --- encapsulations ------------------------------------------------------------
     def encapsulation_writer(self, little: bool | None = None) -> "CDRWriter":
@@ -766,7 +793,129 @@ class CDRWriter:
 
     def write_encapsulation(self, sub: "CDRWriter") -> None:
         self.write_ulong(len(sub.buf))
-        self.buf += sub.buf
+        self.write_raw(sub.buf)
+
+
+class FragmentingWriter(CDRWriter):
+    """Writes a GIOP 1.1 message that is sent as a first message and Fragment
+    messages of at most ``limit`` bytes each, GIOP headers included: the mirror
+    of :class:`SegmentedReader`.
+
+    In GIOP 1.1 a fragment's data is aligned relative to the fragment's own
+    start and a primitive is never split between fragments (CORBA 3.x Part 2,
+    9.4.9), so an encoded message cannot simply be cut afterwards.  Before each
+    primitive this writer checks that it fits in the current fragment; if not,
+    a new fragment begins there, its data 12 bytes (its header) past its
+    alignment origin.  Runs of octets (octet and char sequences, string text,
+    encapsulations) are cut anywhere, wide text between code units.  Every
+    fragment but the last ends on a multiple of 8 from its own start (or, after
+    padding, where the value that did not fit would have been aligned).
+
+    ``buf`` holds the first message's header placeholder and the data, with no
+    Fragment headers: positions in it are stream positions, as the reader's
+    reassembled buffer has them (value indirections and chunk lengths count
+    data only).  ``cuts`` lists where each Fragment's data begins.
+
+    Inside a TypeCode encapsulation written in place the alignment origin is
+    the encapsulation's own, so no cut is made there: a fragment may exceed
+    the limit by one TypeCode.  A single primitive larger than a fragment's
+    room also overruns it rather than loop.
+    """
+
+    __slots__ = ("limit", "cuts", "fragment_start", "fragment_end", "fragment_origin")
+    fragmenting = True
+    HEADER_SIZE = 12
+
+    def __init__(self, limit: int, **kwargs):
+        super().__init__(**kwargs)
+        if self.version != GIOP_1_1:
+            raise EncodeError("FragmentingWriter writes GIOP 1.1 (1.2 fragments are cut "
+                              "after encoding)")
+        if limit < 2 * self.HEADER_SIZE:
+            raise EncodeError(f"fragment size {limit} leaves no room for data "
+                              f"(at least {2 * self.HEADER_SIZE})")
+        self.limit = limit
+        self.cuts: list[int] = []
+        self.fragment_start = self.HEADER_SIZE    # the first message's data follows its header
+        self.fragment_origin = self.origin
+        self.fragment_end = limit & ~7            # the first message starts at buf[0]
+
+    def _cut(self) -> None:
+        here = len(self.buf)
+        self.cuts.append(here)
+        self.fragment_start = here
+        self.origin = self.fragment_origin = here - self.HEADER_SIZE
+        self.fragment_end = self.origin + (self.limit & ~7)
+
+    def _fit(self, align: int, size: int) -> None:
+        """Start a new fragment unless ``size`` bytes aligned to ``align`` fit
+        in this one (never inside an in-place encapsulation, never twice in a row).
+
+        The padding before the value stays in the old fragment, which so ends
+        where the value would have begun: omniORB rejects a 1.1 fragment that
+        ends inside padding ("fragmented at incorrect boundary").  Fragments
+        end on multiples of 8 from their start, so that padding always fits."""
+        here = len(self.buf)
+        pad = (self.origin - here) & (align - 1)
+        if here + pad + size > self.fragment_end and self.origin == self.fragment_origin \
+                and here > self.fragment_start:
+            if pad:
+                self.buf += _ZEROS[pad]
+            self._cut()
+
+    def _write(self, size, st, value, what) -> None:
+        self._fit(size, size)
+        super()._write(size, st, value, what)
+
+    def write_octet(self, value) -> None:
+        self._fit(1, 1)
+        super().write_octet(value)
+
+    def write_boolean(self, value) -> None:
+        self._fit(1, 1)
+        super().write_boolean(value)
+
+    def write_char(self, value) -> None:
+        self._fit(1, 1)
+        super().write_char(value)
+
+    def write_wchar(self, value) -> None:
+        width = self._wide_unit("wchar")[0]
+        self._fit(width, width)
+        super().write_wchar(value)
+
+    def write_longdouble_bytes(self, big_endian16: bytes) -> None:
+        self._fit(8, 16)
+        super().write_longdouble_bytes(big_endian16)
+
+    def write_raw(self, data, unit: int = 1) -> None:
+        view = memoryview(data).cast("B")
+        buf = self.buf
+        while len(view) > self.fragment_end - len(buf) and self.origin == self.fragment_origin:
+            room = max(self.fragment_end - len(buf), 0)
+            take = room - room % unit
+            if take == 0 and len(buf) == self.fragment_start:
+                break                  # one unit larger than a whole fragment: overrun
+            buf += view[:take]
+            view = view[take:]
+            self._cut()
+        buf += view
+
+    def messages(self, header_for) -> list[bytes]:
+        """The first message and its Fragments.  ``header_for(msg_type_is_fragment,
+        size, more_fragments)`` gives each one's 12-byte GIOP header."""
+        buf = self.buf
+        bounds = [0] + self.cuts + [len(buf)]
+        out = []
+        for i in range(len(bounds) - 1):
+            start, stop = bounds[i], bounds[i + 1]
+            more = i + 2 < len(bounds)
+            if i == 0:
+                out.append(header_for(False, stop - self.HEADER_SIZE, more)
+                           + bytes(buf[self.HEADER_SIZE:stop]))
+            else:
+                out.append(header_for(True, stop - start, more) + bytes(buf[start:stop]))
+        return out
 
 
 def _int(v, what):

@@ -288,7 +288,7 @@ class FixedNode(Node):
         nibbles = digits + [0xD if sign else 0xC]
         if len(nibbles) % 2:
             nibbles.insert(0, 0)
-        w.buf += bytes((nibbles[i] << 4) | nibbles[i + 1] for i in range(0, len(nibbles), 2))
+        w.write_raw(bytes((nibbles[i] << 4) | nibbles[i + 1] for i in range(0, len(nibbles), 2)))
 
 
 class EnumNode(Node):
@@ -603,7 +603,8 @@ class StructNode(Node):
 
     def write(self, w, v):
         flat = self.flat
-        if flat is not None and (not flat.needs_latin1 or w.tcs_c == codesets.ISO_8859_1):
+        if flat is not None and not w.fragmenting and (not flat.needs_latin1 or
+                                                       w.tcs_c == codesets.ISO_8859_1):
             try:
                 args = flat.flatten(v)
             except (_FallBack, AttributeError, TypeError, IndexError):
@@ -771,6 +772,9 @@ class SequenceNode(Node):
             out = self._read_flat(r, n, flat)
             if out is not None:
                 return out
+        return self._read_each(r, n)
+
+    def _read_each(self, r, n):
         read = self.elem.read
         out = []
         append = out.append
@@ -845,6 +849,8 @@ class SequenceNode(Node):
                 raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
             w.write_ulong(n)
         flat = self.flat
+        if w.fragmenting:
+            flat = None                  # primitive by primitive: the stream may be cut
         if flat is not None and n and (not flat.needs_latin1 or w.tcs_c == codesets.ISO_8859_1):
             pos = len(w.buf) - w.origin
             st0 = flat.struct_at(w.little, pos & 7)
@@ -860,7 +866,8 @@ class SequenceNode(Node):
                     w.buf += first
                     w.buf += rest
                     return
-        if self.strings and w.tcs_c == codesets.ISO_8859_1 and self._write_strings(w, v):
+        if self.strings and w.tcs_c == codesets.ISO_8859_1 and not w.fragmenting \
+                and self._write_strings(w, v):
             return
         write = self.elem.write
         i = 0
@@ -922,7 +929,7 @@ class OctetSeqNode(SequenceNode):
             if self.bound and n > self.bound:
                 raise EncodeError(f"sequence<octet> of {n} exceeds bound {self.bound}")
             w.write_ulong(n)
-        w.buf += v
+        w.write_raw(v)
 
 
 class CharSeqNode(SequenceNode):
@@ -951,7 +958,7 @@ class CharSeqNode(SequenceNode):
             if self.bound and n > self.bound:
                 raise EncodeError(f"sequence<char> of {n} exceeds bound {self.bound}")
             w.write_ulong(n)
-        w.buf += raw
+        w.write_raw(raw)
 
 
 class NumberSeqNode(SequenceNode):
@@ -976,6 +983,13 @@ class NumberSeqNode(SequenceNode):
         pos = r.pos
         end = pos + n * size
         if end > r.end:
+            if r.remaining >= n * size:
+                # A GIOP 1.1 fragment ends inside the array (SegmentedReader):
+                # its elements continue, realigned, in the next fragment.
+                out = self._read_each(r, n)
+                if r.context is not None and r.context.get("numeric_arrays"):
+                    return array.array(self.acode, out)
+                return out
             r.truncated(n * size, pos, f"sequence<{self.what}>")
         a = array.array(self.acode)
         a.frombytes(r.buf[pos:end])
@@ -990,6 +1004,9 @@ class NumberSeqNode(SequenceNode):
         n = len(v) if isinstance(v, (list, tuple, array.array)) else -1
         if n < 0:
             raise EncodeError(f"sequence<{self.what}>: expected a list, not {type(v).__name__}")
+        if w.fragmenting:
+            # Element by element: a fragment may end between any two of them.
+            return SequenceNode.write(self, w, v.tolist() if isinstance(v, array.array) else v)
         if self.is_array:
             if n != self.bound:
                 raise EncodeError(f"array needs exactly {self.bound} elements, not {n}")
@@ -1050,7 +1067,7 @@ class BooleanSeqNode(SequenceNode):
             if self.bound and n > self.bound:
                 raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
             w.write_ulong(n)
-        w.buf += out
+        w.write_raw(out)
 
 
 class AnyNode(Node):

@@ -73,8 +73,8 @@ def _write_tc(w: CDRWriter, tc: TypeCode, positions: dict, open_: set, repeated:
     w.write_ulong(k)
     # Encapsulation written in place: length placeholder, byte-order octet,
     # parameters aligned from that octet (in their own byte order if asked).
-    len_pos = len(w.buf)
-    w.buf += b"\0\0\0\0"
+    w.write_ulong(0)              # through the writer: a GIOP 1.1 fragment may begin here
+    len_pos = len(w.buf) - 4
     saved_origin, outer_little = w.origin, w.little
     w.origin = len(w.buf)
     if encaps_little is not None:

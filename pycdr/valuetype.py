@@ -86,9 +86,8 @@ def _truncatable_ids(tc: TypeCode) -> list[str]:
 
 
 def _open_chunk(w: CDRWriter, vc: _ValueContext) -> None:
-    w.align(4)
-    vc.chunk_start = len(w.buf)
-    w.buf += b"\0\0\0\0"
+    w.write_long(0)               # through the writer: a GIOP 1.1 fragment may begin here
+    vc.chunk_start = len(w.buf) - 4
 
 
 def _close_chunk(w: CDRWriter, vc: _ValueContext) -> None:
@@ -234,7 +233,7 @@ def _enter_chunk(r: CDRReader, vc: _ValueContext) -> bool:
                                  f"{vc.outer_end - start} remain", r.pos)
         r.pos = start
         vc.chunk_end = start + peek
-        r.end = vc.chunk_end
+        r.set_limit(vc.chunk_end)
         return True
     return False
 
@@ -245,14 +244,14 @@ def _leave_chunk(r: CDRReader, vc: _ValueContext) -> None:
             raise DecodeError(f"value chunk ends at {vc.chunk_end} but its data ends at {r.pos}",
                               r.pos)
         vc.chunk_end = None
-        r.end = vc.outer_end
+        r.set_limit(vc.outer_end)
 
 
 def read_value_instance(r: CDRReader, formal: TypeCode | None):
     from .plan import plan_for
     vc = _ctx(r)
     if vc.outer_end is None:
-        vc.outer_end = r.end
+        vc.outer_end = r.limit
     if formal is not None:
         _learn(vc, formal)
     in_chunk = vc.chunk_end is not None
@@ -261,7 +260,7 @@ def read_value_instance(r: CDRReader, formal: TypeCode | None):
         r.align(4)
         if r.pos != vc.chunk_end:
             # a null or indirection may sit inside a chunk; a value header may not
-            tag = r.fmt.long.unpack_from(r.buf, r.pos)[0] if r.pos + 4 <= r.end else None
+            tag = r.fmt.long.unpack_from(r.buf, r.pos)[0] if r.pos + 4 <= r.limit else None
             if tag is not None and tag in (NULL_TAG, INDIRECTION_TAG):
                 return _read_null_or_indirection(r, vc)
             raise DecodeError("a nested value starts inside its enclosing value's chunk", r.pos)
@@ -296,7 +295,7 @@ def read_value_instance(r: CDRReader, formal: TypeCode | None):
         n = r.read_long()
         if n == -1:
             raise NotSupportedError("indirection to a repository id list", count_pos)
-        if n <= 0 or n * 4 > r.end - r.pos:
+        if n <= 0 or n * 4 > r.limit - r.pos:
             raise DecodeError(f"repository id list of {n} entries", count_pos)
         ids = [_read_indirectable_string(r, vc, "repository id") for _ in range(n)]
     else:
@@ -376,7 +375,7 @@ def _read_member(r, vc, node, chunked, name):
     try:
         return node.read(r)
     except TruncatedError as e:
-        if vc.chunk_end is not None and r.end == vc.chunk_end and vc.chunk_end < vc.outer_end:
+        if vc.chunk_end is not None and r.limit == vc.chunk_end and vc.chunk_end < vc.outer_end:
             raise NotSupportedError(
                 f"a chunk boundary inside value member {name!r} (at offset {vc.chunk_end})") from e
         e.add_path("." + name)
@@ -437,7 +436,7 @@ def _finish_chunked(r: CDRReader, vc: _ValueContext, level: int, truncated: bool
 
 def _is_value_indirection(r: CDRReader, vc: _ValueContext) -> bool:
     """Whether the long after a -1 is an offset back to a value read before."""
-    if r.pos + 4 > r.end:
+    if r.pos + 4 > r.limit:
         return False
     offset = r.fmt.long.unpack_from(r.buf, r.pos)[0]
     return offset < 0 and (r.pos + offset) in vc.values
@@ -459,7 +458,7 @@ def _skip_value(r: CDRReader, vc: _ValueContext) -> None:
         _read_indirectable_string(r, vc, "repository id")
     elif info == TYPE_INFO_LIST:
         n = r.read_long()
-        if n <= 0 or n * 4 > r.end - r.pos:
+        if n <= 0 or n * 4 > r.limit - r.pos:
             raise DecodeError(f"repository id list of {n} entries", pos)
         for _ in range(n):
             _read_indirectable_string(r, vc, "repository id")

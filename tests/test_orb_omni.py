@@ -15,7 +15,7 @@ from peers.fixtures import omni_names, start_peer  # noqa: F401 (pytest fixtures
 from peers.omni import giop_orb_args, start_omni_echo_server
 from peers.process import run_client_process
 from pycdr.ior import ior_from_string
-from pycdr.orb import DynamicServant
+from pycdr.orb import DynamicServant, ServerLimits
 from pycdr.orb.client import BIND, make_name
 from pycdr.orb.servant import echo_handler
 from pycdr.orb.sync import SyncORB
@@ -31,11 +31,21 @@ def narrow_cases(object_ior):
             if op not in WIDE_OPERATIONS]
 
 
-@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop{v[0]}.{v[1]}")
-def test_pycdr_client_to_omniorbpy_server(version, start_peer):
+# (GIOP version, fragment size): the small fragment size makes pycdr cut every longer request or
+# reply into Fragments (GIOP 1.1: realigned per fragment; 1.0 has none), which omniORB must join.
+RUNS = [(v, None) for v in VERSIONS] + [((1, 1), 96), ((1, 2), 96)]
+
+
+def run_id(run):
+    (major, minor), fragment_size = run
+    return f"giop{major}.{minor}" + (f"-fragments{fragment_size}" if fragment_size else "")
+
+
+@pytest.mark.parametrize("version,fragment_size", RUNS, ids=map(run_id, RUNS))
+def test_pycdr_client_to_omniorbpy_server(version, fragment_size, start_peer):
     peer = start_peer(start_omni_echo_server, giop=version, idl=ECHO_ALL_IDL,
                       interface=ECHO_INTERFACE)
-    with SyncORB() as orb:
+    with SyncORB(fragment_size=fragment_size) as orb:
         for little in (False, True):     # omniORB answers in its own byte order either way
             echo = orb.string_to_object(peer.ior, ECHO, little=little)
             assert echo.giop_version() == version
@@ -62,11 +72,12 @@ class Recorder:
         return self.echo(name, args)
 
 
-@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop{v[0]}.{v[1]}")
-def test_omniorbpy_client_to_pycdr_server(version):
+@pytest.mark.parametrize("version,fragment_size", RUNS, ids=map(run_id, RUNS))
+def test_omniorbpy_client_to_pycdr_server(version, fragment_size):
     recorder = Recorder()
     with SyncORB() as orb:
-        server = orb.serve(DynamicServant(ECHO, recorder), "Echo")
+        server = orb.serve(DynamicServant(ECHO, recorder), "Echo",
+                           limits=ServerLimits(fragment_size=fragment_size))
         ior = server.server.ior_string(server.key, version=version)
         argv = [sys.executable, OMNI_CLIENT, ior, "--", *giop_orb_args(version)]
         lines = run_client_process("omniORBpy", argv, timeout=60)

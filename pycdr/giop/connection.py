@@ -34,7 +34,8 @@ from . import service_contexts as sc
 from .events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
 from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, GiopHeader, MsgType,
                      encode_header, message_error_bytes, may_fragment, parse_header)
-from .messages import (CloseConnection, Message, MessageError, decode_message, encode_message, fragment_message)
+from .messages import (CloseConnection, Message, MessageError, decode_message, encode_fragments,
+                       encode_message)
 
 __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 
@@ -408,7 +409,7 @@ class GiopConnection:
         elif t == MsgType.CloseConnection:
             self._closed = ConnectionClosed("we sent CloseConnection", True, self._pending())
         if fragment_size is not None and len(data) > fragment_size:
-            return b"".join(fragment_message(data, fragment_size))
+            return b"".join(encode_fragments(msg, data, fragment_size, write_body=write_body))
         return data
 
 

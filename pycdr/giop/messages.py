@@ -28,7 +28,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ..cdr import CDRReader, CDRWriter, DecodeWarning, SegmentedReader
+from ..cdr import CDRReader, CDRWriter, DecodeWarning, FragmentingWriter, SegmentedReader
 from ..errors import (DecodeError, EncodeError, GIOPError, InvalidValueError,
                       TruncatedError)
 from ..ior import IOR, TaggedProfile, printable_key, read_ior, write_ior
@@ -760,6 +760,34 @@ def encode_message(msg: Message, *, write_body=None) -> bytes:
                            more_fragments=msg.more_fragments, extra_flags=msg.extra_flags)
     w.buf[:HEADER_SIZE] = header
     return w.getvalue()
+
+
+def encode_fragments(msg: Message, data: bytes, max_fragment_size: int, *,
+                     write_body=None) -> list[bytes]:
+    """``msg`` (already encoded as ``data``) as the messages to send when no
+    message may be longer than ``max_fragment_size`` bytes.
+
+    GIOP 1.2/1.3 Request and Reply: the encoded message cut into Fragments
+    (:func:`fragment_message`).  GIOP 1.1 Request and Reply: encoded again by
+    a :class:`~pycdr.cdr.FragmentingWriter`, since 1.1 fragment data is aligned
+    from each fragment's own start (``write_body`` must write the same body
+    again).  Anything else (GIOP 1.0 has no fragments; other messages may not
+    be fragmented): ``[data]``."""
+    if len(data) <= max_fragment_size or msg.more_fragments \
+            or not may_fragment(msg.version, msg.msg_type) or msg.msg_type == MsgType.Fragment:
+        return [data]
+    if _is_12(msg.version):
+        return fragment_message(data, max_fragment_size)
+    w = FragmentingWriter(max_fragment_size, little=msg.little, version=msg.version)
+    w.write_raw(bytes(HEADER_SIZE))
+    _ENCODERS[msg.msg_type](w, msg, write_body)
+
+    def header_for(is_fragment: bool, size: int, more: bool) -> bytes:
+        return encode_header(msg.version, msg.little,
+                             MsgType.Fragment if is_fragment else msg.msg_type, size,
+                             more_fragments=more,
+                             extra_flags=0 if is_fragment else msg.extra_flags)
+    return w.messages(header_for)
 
 
 def _write_target(w: CDRWriter, target, version) -> None:

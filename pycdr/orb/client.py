@@ -59,7 +59,7 @@ class ClientOptions:
     timeout: float | None = 30.0           # per invocation, seconds
     connect_timeout: float = 5.0
     max_forward_hops: int = 8
-    fragment_size: int | None = None       # fragment GIOP 1.2 requests longer than this
+    fragment_size: int | None = None       # fragment GIOP 1.1+ requests longer than this
     max_message_size: int = 64 << 20
 
 
@@ -474,7 +474,7 @@ class ClientConnection:
             for name, value in tcs.items():
                 setattr(w, name, value)
             write_arguments(w, op, args)
-        fragment_size = self.orb.options.fragment_size if version >= (1, 2) else None
+        fragment_size = self.orb.options.fragment_size     # GIOP 1.0 messages go whole
         try:
             data = self.giop.send(msg, write_body=write_body, fragment_size=fragment_size)
         except (EncodeError, TypeError, ValueError, AttributeError) as e:

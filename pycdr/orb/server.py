@@ -61,7 +61,7 @@ class ServerLimits:
     max_requests_in_flight: int = 256       # per connection; reading pauses beyond it
     idle_timeout: float | None = 300.0      # seconds without messages and requests
     incomplete_message_timeout: float = 10.0   # a started message must complete in this
-    fragment_size: int | None = None        # fragment GIOP 1.2 replies longer than this
+    fragment_size: int | None = None        # fragment GIOP 1.1+ replies longer than this
     shutdown_grace: float = 2.0             # seconds in-flight requests get at stop()
 
 
@@ -440,8 +440,9 @@ class _ServerConnection:
     def _send(self, msg, write_body=None) -> None:
         if self.closed:
             return
-        fragment_size = self.limits.fragment_size if msg.version >= (1, 2) else None
-        self._write(self.giop.send(msg, write_body=write_body, fragment_size=fragment_size))
+        # GIOP 1.0 has no fragments: encode_fragments sends its messages whole.
+        self._write(self.giop.send(msg, write_body=write_body,
+                                   fragment_size=self.limits.fragment_size))
 
     def _write(self, data: bytes) -> None:
         if not self.closed:
