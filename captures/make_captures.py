@@ -36,13 +36,19 @@ from pycdr.giop import sysexc                    # noqa: E402
 from pycdr.giop.header import MsgType, encode_header   # noqa: E402
 from pycdr.giop.messages import (CancelRequest, CloseConnection, Fragment, KeyAddr,  # noqa: E402
                                  LocateReply, LocateRequest, MessageError, ProfileAddr,
-                                 ReferenceAddr, Reply, Request, encode_message,
-                                 fragment_message)
+                                 ReferenceAddr, Reply, Request, encode_fragments,
+                                 encode_message, fragment_message)
+from decimal import Decimal                      # noqa: E402
+from fractions import Fraction                   # noqa: E402
+
+from pycdr import values as V                    # noqa: E402
 from pycdr.iiop import CodeSetsComponent, IIOPProfile, ORBTypeComponent, make_ior  # noqa: E402
 from pycdr.marshal import write_value            # noqa: E402
 from pycdr.pcap import IdlBodyDecoder, decode_capture   # noqa: E402
 from pycdr.pcapwrite import TcpSession           # noqa: E402
+from pycdr.lua_types import type_table           # noqa: E402
 from pycdr.scapy_giop import GIOP                # noqa: E402
+from pycdr.typecode import VM_TRUNCATABLE, TCKind, TypeCode, primitive, value_tc   # noqa: E402
 
 IDL_FILES = [os.path.join(HERE, "capture_test.idl"), os.path.join(ROOT, "tests", "peers", "echo.idl")]
 VERSIONS = [(1, 0), (1, 1), (1, 2), (1, 3)]
@@ -73,7 +79,8 @@ class Builder:
     def op(self, name):
         return self.demo.operation(name)
 
-    def request(self, v, little, rid, op, args, contexts=(), response=3, target=None):
+    def request_parts(self, v, little, rid, op, args, contexts=(), response=3, target=None):
+        """The Request and the function that writes its arguments."""
         params = self.op(op).in_params if op in self.demo.all_operations() else ()
 
         def write(w):
@@ -82,17 +89,38 @@ class Builder:
         msg = Request(version=v, little=little, request_id=rid, response_flags=response,
                       target=target or KeyAddr(b"DemoPOA\x00demo"), operation=op,
                       service_contexts=list(contexts))
-        return encode_message(msg, write_body=write if params else None)
+        return msg, write if params else None
 
-    def reply(self, v, little, rid, op, values, contexts=()):
+    def request(self, *args, **kwargs):
+        msg, write = self.request_parts(*args, **kwargs)
+        return encode_message(msg, write_body=write)
+
+    def reply_parts(self, v, little, rid, op, values, contexts=(), wstring_bom=False):
+        """The Reply and the function that writes its results."""
         o = self.op(op)
         types = ([] if o.result.kind() == 1 else [o.result]) + [p.type for p in o.out_params]
 
         def write(w):
+            w.wstring_bom = wstring_bom
             for t, value in zip(types, values):
                 write_value(w, t, value)
         msg = Reply(version=v, little=little, request_id=rid, service_contexts=list(contexts))
-        return encode_message(msg, write_body=write if types else None)
+        return msg, write if types else None
+
+    def reply(self, *args, **kwargs):
+        msg, write = self.reply_parts(*args, **kwargs)
+        return encode_message(msg, write_body=write)
+
+    def fragmented(self, parts, limit):
+        """A message as it is sent when none may exceed ``limit`` bytes (GIOP
+        1.1: encoded again with each fragment's data aligned from its own
+        fragment's start, pycdr.cdr.FragmentingWriter)."""
+        msg, write = parts
+        return encode_fragments(msg, encode_message(msg, write_body=write), limit,
+                                write_body=write)
+
+    def value(self, name, **members):
+        return self.m[f"CaptureTest::{name}"](**members)
 
     def user_exception(self, v, little, rid, reason, code):
         exc = self.m.types["CaptureTest::Failure"]
@@ -200,27 +228,19 @@ def messages_session(packets, b: Builder, v, little, port):
     s.server_sends(encode_message(CloseConnection(version=v, little=little)))
 
 
-def fragment_11(data: bytes, body_cuts) -> list[bytes]:
-    """A GIOP 1.1 message cut into a first part and Fragment messages (1.1
-    fragments have no request_id; cut points are body offsets)."""
-    little = bool(data[6] & 1)
-    body = data[12:]
-    bounds = [0, *body_cuts, len(body)]
-    parts = []
-    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
-        more = b < len(body)
-        t = data[7] if i == 0 else MsgType.Fragment
-        parts.append(encode_header((1, 1), little, t, b - a, more_fragments=more) + body[a:b])
-    return parts
-
-
 def fragments_sessions(packets, b: Builder, little):
     s = Session(packets)
     pts = [b.point(i, -i, "p" * i) for i in range(12)]
-    req = b.request((1, 1), little, 1, "mirror", [pts, b.color("red")])
-    for part in fragment_11(req, [64, 128]):
+    # GIOP 1.1: fragment limits that cut at offsets not a multiple of 8, so
+    # each fragment's data is aligned differently from the whole message's.
+    for part in b.fragmented(b.request_parts((1, 1), little, 1, "mirror", [pts, b.color("red")]), 70):
         s.client_sends(part)
-    s.server_sends(*fragment_11(b.reply((1, 1), little, 1, "mirror", [pts, b.color("red")]), [96]))
+    s.server_sends(*b.fragmented(b.reply_parts((1, 1), little, 1, "mirror", [pts, b.color("red")]), 101))
+    # 8-byte values after a cut: where a whole-message alignment would read them wrongly.
+    big = [-2, 65535, -(2 ** 40), 1.5, True, "z", 255, b"\x00\x01\xfe" * 9]
+    for part in b.fragmented(b.request_parts((1, 1), little, 2, "big", big), 24):
+        s.client_sends(part)
+    s.server_sends(*b.fragmented(b.reply_parts((1, 1), little, 2, "big", [2 ** 63 + 5]), 24))
     # GIOP 1.2 and 1.3: two requests' fragments interleaved on one connection.
     for v in ((1, 2), (1, 3)):
         s = Session(packets)
@@ -304,8 +324,8 @@ def known_faults(b: Builder) -> dict:
     pts = [b.point(i, i, "q") for i in range(8)]
     # Two fragmented 1.1 requests in a row: 1.1 fragments carry no request_id.
     for rid in (21, 22):
-        for part in fragment_11(b.request((1, 1), False, rid, "mirror", [pts, b.color("red")]),
-                                [40, 80]):
+        for part in b.fragmented(b.request_parts((1, 1), False, rid, "mirror",
+                                                 [pts, b.color("red")]), 54):
             s.client_sends(part)
     for rid in (21, 22):
         s.server_sends(b.reply((1, 1), False, rid, "mirror", [pts[:2], b.color("blue")]))
@@ -343,6 +363,58 @@ def known_faults(b: Builder) -> dict:
     return out
 
 
+# A value type no IDL file knows, derived (truncatable) from CaptureTest::Base:
+# the decoders truncate it to Base and skip the rest of its chunked state.
+def extended_value(b: Builder, a: int):
+    base = b.m.types["CaptureTest::Base"]
+    node = b.m.types["CaptureTest::Node"]
+    tc = value_tc("IDL:CaptureTest/Extended:1.0", "Extended", VM_TRUNCATABLE, base,
+                  [("extra", TypeCode(TCKind.tk_string, length=0), 1), ("link", node, 1)])
+    return V.class_for(tc)(a=a, extra="unknown to the receiver", link=b.value("Node", id=8, next=None))
+
+
+def kinds_session(packets, b: Builder, v, little, port, fragment_limit=None):
+    """The kinds decoded through TypeCodes and value state: any (recursive
+    TypeCode, union TypeCode with a default label, nested any, fixed in an
+    any), TypeCode, fixed, wchar/wstring (1.2+: a BOM in the reply), long
+    double (normal, subnormal, infinity), valuetypes (cyclic and shared
+    values, boxes, null, chunked truncatable values, truncation)."""
+    s = Session(packets, port)
+    m = b.m
+    rid = itertools.count(1)
+
+    def exchange(op, args, results, **reply_options):
+        r = next(rid)
+        for send, parts in ((s.client_sends, b.request_parts(v, little, r, op, args)),
+                            (s.server_sends, b.reply_parts(v, little, r, op, results,
+                                                           **reply_options))):
+            if fragment_limit:
+                send(*b.fragmented(parts, fragment_limit))
+            else:
+                msg, write = parts
+                send(encode_message(msg, write_body=write))
+    tree = m.types["CaptureTest::Tree"]
+    tree_cls = m["CaptureTest::Tree"]
+    forest = tree_cls(1, [tree_cls(2, []), tree_cls(3, [tree_cls(4, [])])])
+    points = [b.point(1, 2, "a"), b.point(-3, 4, "bb")]
+    exchange("pass_any", [V.Any(tree, forest), V.Any(m.types["CaptureTest::Points"], points),
+                          V.Any(primitive(TCKind.tk_any), V.Any(primitive(TCKind.tk_double), 2.5)),
+                          m.types["CaptureTest::Shape"]],
+             [V.Any(m.types["CaptureTest::Money"], Decimal("-0.05"))])
+    exchange("prices", [Decimal("-1234567.89"), Decimal("0.0012"), Decimal("0")], [Decimal("42.00")])
+    exchange("wide", ["\u00e9", "h\u00e9llo \U0001d11e"], ["ok \u2713", "\u03a9"],
+             wstring_bom=v >= (1, 2))
+    exchange("precise", [V.LongDouble.from_float(1.5), V.LongDouble.from_fraction_or_special(Fraction(-1, 3)),
+                         V.LongDouble(1)], [V.LongDouble.from_float(float("inf"))])
+    first = b.value("Node", id=1, next=None)
+    first.next = b.value("Node", id=2, next=first)          # a cycle
+    exchange("link", [first, first, "boxed", None], [b.value("Node", id=7, next=None)])
+    derived = b.value("Derived", a=1, child=b.value("Node", id=5, next=None), note="x")
+    exchange("derive", [derived, derived, b.value("Derived", a=2, child=None, note="y")],
+             [b.value("Base", a=9)])
+    exchange("truncate", [extended_value(b, 3)], [b.value("Base", a=3)])
+
+
 def synthetic_captures() -> dict:
     b = Builder(load_modules())
     captures = {}
@@ -364,7 +436,23 @@ def synthetic_captures() -> dict:
     malformed_sessions(p, b)
     captures["malformed"] = p
     captures.update(known_faults(b))
+    p = []
+    for v in ((1, 1), (1, 2)):
+        for little in (False, True):
+            kinds_session(p, b, v, little, 2809)
+    # The same over GIOP 1.1 fragments cut where the segment alignment matters.
+    for little in (False, True):
+        kinds_session(p, b, (1, 1), little, 2809, fragment_limit=45)
+    captures["kinds"] = p
     return captures
+
+
+def write_type_tables(modules) -> None:
+    """dissector/types/*.lua: the type tables of the captures' IDL files."""
+    for path, module in zip(IDL_FILES, modules):
+        name = os.path.splitext(os.path.basename(path))[0]
+        with open(os.path.join(ROOT, "dissector", "types", name + ".lua"), "w") as f:
+            f.write(type_table([module]))
 
 
 def write_expected(pcap_path: str, decoder=None) -> None:
@@ -381,6 +469,7 @@ def main(argv=None) -> None:
     ap.add_argument("--expected", action="store_true", help="only rewrite the JSON files")
     args = ap.parse_args(argv)
     if not args.expected:
+        write_type_tables(load_modules())
         for name, packets in synthetic_captures().items():
             wrpcap(os.path.join(HERE, name + ".pcap"), packets)
         if args.real:

@@ -186,10 +186,12 @@ local function hex_bytes(s) return (s:gsub(".", HEX)) end
 
 local Reader = {}
 Reader.__index = Reader
+local new_segmented_reader
 
 local function new_reader(tvb, buf, pos, endpos, origin, little, version, warnings)
-  return setmetatable({ tvb = tvb, buf = buf, pos = pos, endpos = endpos, origin = origin,
-                        little = little, version = version, warnings = warnings }, Reader)
+  return setmetatable({ tvb = tvb, buf = buf, pos = pos, endpos = endpos, final = endpos,
+                        origin = origin, little = little, version = version,
+                        warnings = warnings }, Reader)
 end
 
 local function hard_error(kind, msg, offset)
@@ -202,6 +204,11 @@ function Reader:sub(startpos, endpos)
 end
 
 function Reader:remaining() return self.endpos - self.pos end
+
+-- Where the data this reader may read ends (a value chunk's end while in
+-- one); a segmented reader's is the message's, not its fragment's.
+function Reader:limit() return self.endpos end
+function Reader:set_limit(e) self.endpos = e self.final = e end
 
 function Reader:violation(code, msg, offset)
   self.warnings[#self.warnings + 1] = { code = code, msg = msg, offset = offset, note = false }
@@ -288,11 +295,14 @@ function Reader:float(size)
   return self.little and r:le_float() or r:float(), pos
 end
 
+-- A count, checked against the bytes left (each element takes at least
+-- min_size) before anything is decoded; counted to `final`: a segmented
+-- reader's elements may be in later fragments.
 function Reader:count(min_size, what)
   local n, pos = self:num(4, "unsigned long", false)
-  if n > 0 and n * min_size > self.endpos - self.pos then
+  if n > 0 and n * min_size > self.final - self.pos then
     hard_error("truncated", fmt("%s length %d needs at least %d bytes but only %d remain",
-               what, n, n * min_size, self.endpos - self.pos), pos)
+               what, n, n * min_size, self.final - self.pos), pos)
   end
   return n
 end
@@ -340,9 +350,12 @@ local function utf8_char(cp)
                      0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
 end
 
--- UTF-16 code units in buf[from+1 .. from+n] as UTF-8 text.
-local function utf16_text(buf, from, n, little)
-  local out, i = {}, 0
+-- UTF-16 code units in buf[from+1 .. from+n] as UTF-8 text.  A lone
+-- surrogate becomes U+FFFD and is reported ("bad-wchar", as pycdr's strict
+-- UTF-16 decoding does, at the first one).
+local function utf16_text(r, from, n, little)
+  local buf = r.buf
+  local out, i, bad = {}, 0, nil
   local function unit(at)
     local a, b = byte(buf, from + at + 1, from + at + 2)
     if little then return b * 256 + a end
@@ -350,23 +363,33 @@ local function utf16_text(buf, from, n, little)
   end
   while i + 1 < n do
     local u = unit(i)
+    local at = i
     i = i + 2
-    if u >= 0xD800 and u < 0xDC00 and i + 1 < n then
-      local lo = unit(i)
-      if lo >= 0xDC00 and lo < 0xE000 then
+    if u >= 0xD800 and u < 0xE000 then
+      local lo = (u < 0xDC00 and i + 1 < n) and unit(i) or nil
+      if lo and lo >= 0xDC00 and lo < 0xE000 then
         u = 0x10000 + (u - 0xD800) * 1024 + (lo - 0xDC00)
         i = i + 2
+      else
+        u = 0xFFFD
+        bad = bad or from + at
       end
     end
     out[#out + 1] = utf8_char(u)
   end
+  if bad then r:violation("bad-wchar", "invalid UTF-16 data: lone surrogate", bad) end
   return table.concat(out)
 end
 
+local function wide_allowed(r, what)
+  if r.version == "1.0" then hard_error("malformed", what .. " is not allowed in GIOP 1.0", r.pos) end
+end
+
 -- wstring in the UTF-16 default TCS-W (pycdr's default): 1.1 counts code
--- units with a NUL in stream order, 1.2+ counts octets with an optional BOM.
+-- units with a NUL in stream order, 1.2+ counts octets with an optional BOM
+-- (none: big-endian).
 function Reader:wstring()
-  if self.version == "1.0" then hard_error("malformed", "wstring is not allowed in GIOP 1.0", self.pos) end
+  wide_allowed(self, "wstring")
   local start = self.pos
   local buf = self.buf
   if self.version == "1.1" then
@@ -379,9 +402,9 @@ function Reader:wstring()
     local pos = self:skip(n * 2, "wstring")
     if byte(buf, pos + n * 2 - 1) ~= 0 or byte(buf, pos + n * 2) ~= 0 then
       self:violation("string-no-nul", "GIOP 1.1 wstring is not terminated by a wide NUL", pos + n * 2 - 2)
-      return utf16_text(buf, pos, n * 2, self.little)
+      return utf16_text(self, pos, n * 2, self.little)
     end
-    return utf16_text(buf, pos, n * 2 - 2, self.little)
+    return utf16_text(self, pos, n * 2 - 2, self.little)
   end
   local n = self:count(1, "wstring")
   local pos = self:skip(n, "wstring")
@@ -399,7 +422,36 @@ function Reader:wstring()
       pos, n = pos + 2, n - 2
     end
   end
-  return utf16_text(buf, pos, n, little)
+  return utf16_text(self, pos, n, little)
+end
+
+-- wchar: 1.1 one UTF-16 unit aligned to 2 in stream order; 1.2+ an octet
+-- length, then the unit (big-endian unless a BOM comes first).  Returns the
+-- text and the code point ("" and nil when there is none).
+function Reader:wchar()
+  wide_allowed(self, "wchar")
+  if self.version == "1.1" then
+    self:align(2)
+    local pos = self:skip(2, "wchar")
+    local text = utf16_text(self, pos, 2, self.little)
+    return text, pos
+  end
+  local start = self.pos
+  local n = self:octet()
+  local pos = self:skip(n, "wchar")
+  local little = false
+  if n == 4 then
+    local a, b = byte(self.buf, pos + 1, pos + 2)
+    if (a == 0xFE and b == 0xFF) or (a == 0xFF and b == 0xFE) then
+      little = a == 0xFF
+      pos, n = pos + 2, 2
+    end
+  end
+  if n ~= 2 then
+    self:violation("bad-wchar-length", fmt("wchar of %d octets in a 2-octet code set", n), start)
+    if n < 2 then return "", start end
+  end
+  return utf16_text(self, pos, 2, little), start
 end
 
 function Reader:encap_byte_order()
@@ -411,6 +463,90 @@ function Reader:encap_byte_order()
     self:violation("bad-byte-order", fmt("encapsulation byte-order octet is %d, not 0 or 1", b), pos)
   end
   self.little = (b % 2) == 1
+end
+
+-- ---------------------------------------------------------------------------
+-- A message reassembled from GIOP 1.1 fragments (pycdr.cdr.SegmentedReader):
+-- each fragment's data is aligned relative to its own fragment's start, so
+-- the message is read as segments {start, origin} (absolute positions).
+-- `endpos` is the current segment's end, `final` the message's; a read that
+-- begins where a segment ends moves to the next one.  Primitives never span
+-- fragments; runs of octets (strings, octet sequences) may.
+local SegmentedReader = setmetatable({}, { __index = Reader })
+SegmentedReader.__index = SegmentedReader
+
+function new_segmented_reader(tvb, buf, pos, final, segments, little, version, warnings)
+  local r = setmetatable({ tvb = tvb, buf = buf, pos = pos, endpos = final, final = final,
+                           origin = 0, segments = segments, little = little, version = version,
+                           warnings = warnings }, SegmentedReader)
+  r:enter_segment()
+  return r
+end
+
+function SegmentedReader:enter_segment()
+  local pos, segs, final = self.pos, self.segments, self.final
+  local origin, nxt = segs[1][2], final
+  for i = 1, #segs do
+    if segs[i][1] <= pos then
+      origin = segs[i][2]
+      nxt = segs[i + 1] and segs[i + 1][1] or final
+    end
+  end
+  self.origin = origin
+  self.endpos = nxt < final and nxt or final
+end
+
+function SegmentedReader:sync()
+  if self.pos >= self.endpos and self.endpos < self.final then self:enter_segment() end
+end
+
+-- Before an n-aligned read: padding that reaches the fragment's end means
+-- the value starts in the next fragment (aligned from its own origin).
+function SegmentedReader:sync_aligned(n)
+  self:sync()          -- a run of octets (string text) may have ended in a later fragment
+  local pos = self.pos
+  if pos < self.endpos and self.endpos < self.final then
+    local pad = (self.origin - pos) % n
+    if pad > 0 and pos + pad >= self.endpos then self.pos = self.endpos end
+  end
+  self:sync()
+end
+
+function SegmentedReader:truncated(need, pos, what)
+  if self.endpos < self.final then
+    hard_error("malformed", fmt("%s crosses the GIOP 1.1 fragment boundary at offset %d",
+               what, self.endpos), pos)
+  end
+  Reader.truncated(self, need, pos, what)
+end
+
+function SegmentedReader:remaining() return self.final - self.pos end
+function SegmentedReader:limit() return self.final end
+-- A value chunk's end: fragments keep their boundaries within it.
+function SegmentedReader:set_limit(e) self.final = e self:enter_segment() end
+function SegmentedReader:align(n) self:sync_aligned(n) Reader.align(self, n) end
+function SegmentedReader:num(size, what, signed)
+  self:sync_aligned(size)
+  return Reader.num(self, size, what, signed)
+end
+function SegmentedReader:float(size) self:sync_aligned(size) return Reader.float(self, size) end
+function SegmentedReader:octet() self:sync() return Reader.octet(self) end
+
+-- A run of octets may continue in the next fragment.
+function SegmentedReader:skip(n, what)
+  self:sync()
+  local pos = self.pos
+  if pos + n > self.final then Reader.truncated(self, n, pos, what) end
+  self.pos = pos + n
+  if self.pos > self.endpos then self:enter_segment() end
+  return pos
+end
+
+function SegmentedReader:octets()
+  local n = self:count(1, "sequence<octet>")
+  local start = self.pos - 4
+  local at = self:skip(n, "sequence<octet>")
+  return at, n, start
 end
 
 -- ---------------------------------------------------------------------------
@@ -605,19 +741,645 @@ local function out_value(ctx, path, text, pos, len)
   local t = ctx.tree:add(F["arg.path"], rng, path)
   t:add(F["arg.value"], rng, text)
   t:set_text(path .. " = " .. text)
+  local rec = ctx.rec          -- recording a value box's rows (for indirections to it)
+  if rec then rec[#rec + 1] = { path, text, pos, len } end
 end
 
 local INT_SIZES = { short = 2, ushort = 2, long = 4, ulong = 4 }
 local SIGNED = { short = true, long = true, longlong = true }
+local MAX_DEPTH = 200      -- nesting of values, anys and TypeCodes (pycdr.plan.MAX_DEPTH)
+
+local function deeper(ctx, pos)
+  local d = ctx.depth + 1
+  if d > MAX_DEPTH then hard_error("malformed", "values nested too deeply", pos) end
+  ctx.depth = d
+end
+
+-- The entry behind aliases (an alias loop in a malformed TypeCode stops).
+local function unalias(types, idx)
+  local t = types[idx]
+  local n = 0
+  while t.kind == "alias" do
+    n = n + 1
+    if n > MAX_DEPTH then hard_error("malformed", "alias refers to itself", nil) end
+    idx = t.type
+    t = types[idx]
+  end
+  return t, idx
+end
+
+-- ---------------------------------------------------------------------------
+-- TypeCodes on the wire (pycdr.tcmarshal.read_typecode), read into entries
+-- of a fresh type table laid out as `pycdr idl lua` writes them, so values
+-- of an any are decoded like any other.  Indirections (recursive or repeated
+-- TypeCodes) are indexes into that table.
+local TC_INDIRECTION = 4294967295
+local TC_KIND = NAMES.tckind
+local TC_PRIMITIVE = NAMES.tc_primitive
+local TC_ID_NAME = { objref = true, native = true, abstract_interface = true, local_interface = true,
+                     component = true, home = true }
+local DISC_KINDS = { short = true, long = true, ushort = true, ulong = true, longlong = true,
+                     ulonglong = true, boolean = true, char = true, wchar = true, enum = true }
+local MIN_SIZES = { short = 2, ushort = 2, long = 4, ulong = 4, float = 4, double = 8, longlong = 8,
+                    ulonglong = 8, enum = 4, string = 4, objref = 8 }
+
+local function first_code_point(s)
+  local a, b, c, d = byte(s, 1, 4)
+  if a == nil then return nil end
+  if a < 0x80 then return a end
+  if a < 0xE0 then return (a - 0xC0) * 64 + (b - 0x80) end
+  if a < 0xF0 then return ((a - 0xE0) * 64 + (b - 0x80)) * 64 + (c - 0x80) end
+  return (((a - 0xF0) * 64 + (b - 0x80)) * 64 + (c - 0x80)) * 64 + (d - 0x80)
+end
+
+-- A union label (or discriminator) of a discriminator type, as a number.
+local function read_label(r, types, disc)
+  local k = unalias(types, disc).kind
+  local size = INT_SIZES[k]
+  if size then return (r:num(size, k, SIGNED[k])) end
+  if k == "longlong" or k == "ulonglong" then return tonumber(tostring((r:num(8, k, k == "longlong")))) end
+  if k == "boolean" then return r:boolean() and 1 or 0 end
+  if k == "char" then return (r:octet()) end
+  if k == "wchar" then return first_code_point((r:wchar())) end
+  return (r:ulong())       -- enum
+end
+
+-- The default member's label: read past, its value ignored.
+local function skip_default_label(r, types, disc)
+  local k = unalias(types, disc).kind
+  if k == "boolean" or k == "char" then r:octet()
+  elseif k == "wchar" then r:wchar()
+  else
+    local size = ({ short = 2, ushort = 2, longlong = 8, ulonglong = 8 })[k] or 4
+    r:align(size)
+    r:skip(size, "union label")
+  end
+end
+
+local read_tc
+
+local function read_tc_params(r, st, t, k, pos)
+  local types = st.types
+  if TC_ID_NAME[k] then
+    t.id = r:string(); t.name = r:string()
+  elseif k == "struct" or k == "except" then
+    t.id = r:string(); t.name = r:string()
+    local n = r:count(9, "member list")
+    local members = {}
+    for i = 1, n do
+      local mname = r:string()
+      members[i] = { mname, read_tc(r, st) }
+    end
+    t.members = members
+  elseif k == "union" then
+    t.id = r:string(); t.name = r:string()
+    local disc_pos = r.pos
+    local disc = read_tc(r, st)
+    local dk = unalias(types, disc).kind
+    if not DISC_KINDS[dk] then hard_error("malformed", tostring(dk) .. " cannot discriminate a union", disc_pos) end
+    local default = r:long()
+    local n = r:count(10, "member list")
+    if default < -1 or default >= n then
+      hard_error("malformed", fmt("union default index %d out of range for %d members", default, n), pos)
+    end
+    local members = {}
+    for i = 1, n do
+      local label
+      if i - 1 == default then skip_default_label(r, types, disc) else label = read_label(r, types, disc) end
+      local mname = r:string()
+      members[i] = { mname, read_tc(r, st), label }
+    end
+    t.disc, t.default, t.members = disc, default, members
+  elseif k == "enum" then
+    t.id = r:string(); t.name = r:string()
+    local n = r:count(5, "enumerator list")
+    local members = {}
+    for i = 1, n do members[i] = r:string() end
+    t.members = members
+  elseif k == "sequence" or k == "array" then
+    local content = read_tc(r, st)
+    local length = r:ulong()
+    if k == "array" and length == 0 then hard_error("malformed", "array of length 0", pos) end
+    local ct = types[content]
+    t.type, t.min_size = content, MIN_SIZES[ct.kind] or 1
+    if k == "sequence" then t.bound = length else t.length = length end
+  elseif k == "alias" or k == "value_box" then
+    t.id = r:string(); t.name = r:string()
+    t.type = read_tc(r, st)
+  elseif k == "value" or k == "event" then
+    t.id = r:string(); t.name = r:string()
+    t.modifier = r:short()
+    local base_pos = r.pos
+    local base = read_tc(r, st)
+    local bk = types[base].kind
+    if bk ~= "null" then
+      if (bk ~= "value" and bk ~= "event") or st.open_index[base] then
+        hard_error("malformed", "a value type's concrete base must be a value type", base_pos)
+      end
+      t.base = base
+    end
+    local n = r:count(11, "member list")
+    local members = {}
+    for i = 1, n do
+      local mname = r:string()
+      members[i] = { mname, read_tc(r, st) }
+      r:short()              -- visibility
+    end
+    t.members = members
+  else
+    hard_error("malformed", k .. " has no complex parameters", pos)
+  end
+end
+
+read_tc = function(r, st)
+  r:align(4)
+  local pos = r.pos
+  local kind = r:ulong()
+  local types = st.types
+  if kind == TC_INDIRECTION then
+    local off_pos = r.pos
+    local offset = r:long()
+    if offset >= 0 then
+      hard_error("malformed", fmt("TypeCode indirection offset %d does not point backwards", offset), off_pos)
+    end
+    local idx = st.done[off_pos + offset] or st.open[off_pos + offset]
+    if idx == nil then
+      hard_error("malformed", fmt("TypeCode indirection to offset %d which is not the start of " ..
+                 "an enclosing or earlier TypeCode", off_pos + offset), off_pos)
+    end
+    return idx
+  end
+  local k = TC_KIND[kind]
+  if k == nil then hard_error("malformed", fmt("unknown TCKind %d", kind), pos) end
+  local idx = #types + 1
+  if TC_PRIMITIVE[kind] then
+    types[idx] = { kind = k }
+    return idx
+  end
+  if k == "string" or k == "wstring" then
+    types[idx] = { kind = k, bound = r:ulong() }
+    st.done[pos] = idx
+    return idx
+  end
+  if k == "fixed" then
+    local digits = r:ushort()
+    local scale = r:short()
+    if digits > 31 or scale > digits then
+      r:violation("bad-typecode", fmt("fixed<%d,%d> is not a valid fixed type", digits, scale), pos)
+    end
+    types[idx] = { kind = k, digits = digits, scale = scale }
+    st.done[pos] = idx
+    return idx
+  end
+  if st.depth >= 100 then hard_error("malformed", "TypeCode nested too deeply", pos) end
+  -- Complex parameters: an encapsulation (own byte order, alignment from its first octet).
+  local len_pos = r.pos
+  local at, n = r:octets()
+  local sub = r:sub(at, at + n)
+  if n == 0 then
+    r:violation("empty-encapsulation", "TypeCode parameters is empty (no byte-order octet)", len_pos)
+  else
+    sub:encap_byte_order()
+  end
+  local t = { kind = k }
+  types[idx] = t
+  st.open[pos], st.open_index[idx] = idx, true
+  st.depth = st.depth + 1
+  read_tc_params(sub, st, t, k, pos)
+  st.depth = st.depth - 1
+  st.open[pos], st.open_index[idx] = nil, nil
+  if sub.pos ~= sub.endpos then
+    sub:note("typecode-trailing", fmt("%d unused bytes after %s parameters", sub.endpos - sub.pos, k), sub.pos)
+  end
+  st.done[pos] = idx
+  return idx
+end
+
+-- A top-level TypeCode: its type table and its index there.
+local function read_typecode(r)
+  local st = { types = {}, done = {}, open = {}, open_index = {}, depth = 0 }
+  return st.types, read_tc(r, st)
+end
+
+-- A TypeCode in one line, as pycdr.pcap.typecode_text writes it.
+local function tc_text(types, idx, depth)
+  depth = (depth or 0) + 1
+  local t = types[idx]
+  local k = t.kind
+  if depth > 50 then return "..." end
+  if t.id then return k .. " " .. t.id end
+  if k == "string" or k == "wstring" then return t.bound > 0 and fmt("%s<%d>", k, t.bound) or k end
+  if k == "fixed" then return fmt("fixed<%d,%d>", t.digits, t.scale) end
+  if k == "sequence" then
+    local inner = tc_text(types, t.type, depth)
+    return t.bound > 0 and fmt("sequence<%s,%d>", inner, t.bound) or "sequence<" .. inner .. ">"
+  end
+  if k == "array" then return fmt("array<%s,%d>", tc_text(types, t.type, depth), t.length) end
+  return k
+end
+
+-- ---------------------------------------------------------------------------
+-- fixed (packed BCD, sign in the last half-octet) and long double (IEEE
+-- binary128), shown as pycdr.pcap does: plain decimal with the scale's
+-- digits, and exact hex.
+local function fixed_value(r, t)
+  local nbytes = floor((t.digits + 2) / 2)
+  local pos = r:skip(nbytes, "fixed")
+  local nib = {}
+  for i = 1, nbytes do
+    local b = byte(r.buf, pos + i)
+    nib[#nib + 1] = floor(b / 16)
+    nib[#nib + 1] = b % 16
+  end
+  local sign = table.remove(nib)
+  if #nib > t.digits and table.remove(nib, 1) ~= 0 then
+    r:violation("bad-fixed", fmt("fixed<%d,%d> has a non-zero pad digit", t.digits, t.scale), pos)
+  end
+  for i, d in ipairs(nib) do
+    if d > 9 then
+      r:violation("bad-fixed", fmt("fixed digit nibble 0x%x is not 0-9", d), pos + floor(i / 2))
+      nib[i] = 0
+    end
+  end
+  local neg = sign == 0xD or sign == 0xB
+  if sign ~= 0xC and sign ~= 0xD then
+    r:violation("bad-fixed-sign", fmt("fixed sign nibble 0x%x is not 0xc or 0xd", sign), pos + nbytes - 1)
+  end
+  local digits, scale = table.concat(nib), t.scale
+  local int, frac = digits, ""
+  if scale > 0 then
+    if #digits < scale then digits = string.rep("0", scale - #digits) .. digits end
+    int, frac = strsub(digits, 1, #digits - scale), "." .. strsub(digits, #digits - scale + 1)
+  else
+    int = digits .. string.rep("0", -scale)
+  end
+  int = int:gsub("^0+", "")
+  if int == "" then int = "0" end
+  return (neg and "-" or "") .. int .. frac, pos, nbytes
+end
+
+local function long_double_text(raw)
+  local b1, b2 = byte(raw, 1, 2)
+  local sign = b1 >= 128 and "-" or ""
+  local exponent = (b1 % 128) * 256 + b2
+  local mantissa = hex_bytes(strsub(raw, 3))
+  local zero = not mantissa:find("[^0]")
+  if exponent == 0x7FFF then return zero and sign .. "inf" or "nan" end
+  if exponent == 0 then return fmt("%s0x0.%sp%s", sign, mantissa, zero and "+0" or "-16382") end
+  local e = exponent - 16383
+  return fmt("%s0x1.%sp%s%d", sign, mantissa, e >= 0 and "+" or "", e)
+end
+
+-- ---------------------------------------------------------------------------
+-- Valuetypes (pycdr.valuetype.read_value_instance): null, indirection
+-- (shared and cyclic values), value boxes, type information (none, one id,
+-- truncatable id lists), codebase URLs, chunked state, truncation of a
+-- derived value to the most derived type known from the formal types.
+-- Shown as pycdr.pcap.flatten_value: "null", the repository id and the
+-- members, "-> <path>" for a value shown before; a box as its content.
+local MIN_VALUE_TAG, MAX_VALUE_TAG = 0x7FFFFF00, 0x7FFFFFFF
+local decode_value
+
+local function long_at(r, pos)
+  local a, b, c, d = byte(r.buf, pos + 1, pos + 4)
+  local v
+  if r.little then v = ((d * 256 + c) * 256 + b) * 256 + a else v = ((a * 256 + b) * 256 + c) * 256 + d end
+  if v >= 2147483648 then v = v - 4294967296 end
+  return v
+end
+
+local function value_state(ctx)
+  local vc = ctx.vc
+  if vc == nil then
+    vc = { values = {}, strings = {}, nest = 0, known = {}, learned = {} }
+    ctx.vc = vc
+  end
+  return vc
+end
+
+-- The value types reachable from a formal type, by repository id.
+local function learn(vc, types, idx)
+  local seen = vc.learned[types]
+  if seen == nil then seen = {} vc.learned[types] = seen end
+  local stack = { idx }
+  while #stack > 0 do
+    local i = table.remove(stack)
+    local t = types[i]
+    if t and not seen[i] then
+      seen[i] = true
+      local k = t.kind
+      if (k == "value" or k == "event" or k == "value_box") and vc.known[t.id] == nil then
+        vc.known[t.id] = { types, i }
+      end
+      if k ~= "enum" and t.members then
+        for _, m in ipairs(t.members) do stack[#stack + 1] = m[2] end
+      end
+      if t.type then stack[#stack + 1] = t.type end
+      if t.base then stack[#stack + 1] = t.base end
+    end
+  end
+end
+
+local function read_indirectable_string(r, vc, what)
+  r:align(4)
+  local pos = r.pos
+  if r:long() == -1 then
+    local off_pos = r.pos
+    local target = off_pos + r:long()
+    local s = vc.strings[target]
+    if s == nil then
+      hard_error("malformed", fmt("%s indirection to offset %d, where no %s starts", what, target, what), off_pos)
+    end
+    return s
+  end
+  r.pos = pos
+  local s = r:string()
+  vc.strings[pos] = s
+  return s
+end
+
+local function enter_chunk(r, vc)
+  r:align(4)
+  local pos = r.pos
+  if pos + 4 > vc.outer_end then r:truncated(4, pos, "value chunk") end
+  local n = long_at(r, pos)
+  if n > 0 and n < MIN_VALUE_TAG then
+    if pos + 4 + n > vc.outer_end then
+      hard_error("truncated", fmt("value chunk of %d bytes but only %d remain", n, vc.outer_end - pos - 4), pos)
+    end
+    r.pos = pos + 4
+    vc.chunk_end = pos + 4 + n
+    r:set_limit(vc.chunk_end)
+    return true
+  end
+  return false
+end
+
+local function leave_chunk(r, vc)
+  if vc.chunk_end then
+    if r.pos ~= vc.chunk_end then
+      hard_error("malformed", fmt("value chunk ends at %d but its data ends at %d", vc.chunk_end, r.pos), r.pos)
+    end
+    vc.chunk_end = nil
+    r:set_limit(vc.outer_end)
+  end
+end
+
+local function resume_outer(r, vc)
+  if vc.nest > 0 and (vc.closed_to == nil or vc.closed_to > vc.nest) then enter_chunk(r, vc) end
+end
+
+local skip_value
+
+local function is_value_indirection(r, vc)
+  if r.pos + 4 > r:limit() then return false end
+  local offset = long_at(r, r.pos)
+  return offset < 0 and vc.values[r.pos + offset] ~= nil
+end
+
+-- Read to this value's end tag (skipping the unknown state of a truncated value).
+local function finish_chunked(r, vc, level, truncated)
+  if vc.closed_to and vc.closed_to <= level then
+    vc.nest = level - 1                  -- a nested value's end tag closed this level too
+    if vc.closed_to == level then vc.closed_to = nil end
+    return
+  end
+  if vc.chunk_end then
+    if truncated then r.pos = vc.chunk_end end
+    leave_chunk(r, vc)
+  end
+  while true do
+    r:align(4)
+    local pos = r.pos
+    local t = r:long()
+    if t == -1 and truncated and is_value_indirection(r, vc) then
+      r:skip(4, "value indirection")
+    elseif t < 0 then
+      if -t > level then hard_error("malformed", fmt("end tag %d inside a value at nesting level %d", t, level), pos) end
+      vc.nest = level - 1
+      if -t < level then vc.closed_to = -t end
+      return
+    elseif not truncated then
+      hard_error("malformed", fmt("expected the end tag %d, found %d", -level, t), pos)
+    elseif t > 0 and t < MIN_VALUE_TAG then
+      r:skip(t, "value chunk")
+    elseif t >= MIN_VALUE_TAG or t == 0 then
+      r.pos = pos
+      skip_value(r, vc)
+    end
+  end
+end
+
+local function read_type_info(r, vc, tag, formal_id, tag_pos)
+  if tag % 2 == 1 then read_indirectable_string(r, vc, "codebase URL") end
+  local info = floor(tag / 2) % 4
+  if info == 0 then
+    if formal_id == nil then
+      hard_error("malformed", "value without type information where no formal type is known", tag_pos)
+    end
+    return { formal_id }
+  elseif info == 1 then
+    return { read_indirectable_string(r, vc, "repository id") }
+  elseif info == 3 then
+    r:align(4)
+    local count_pos = r.pos
+    local n = r:long()
+    if n == -1 then hard_error("malformed", "indirection to a repository id list", count_pos) end
+    if n <= 0 or n * 4 > r:limit() - r.pos then
+      hard_error("malformed", fmt("repository id list of %d entries", n), count_pos)
+    end
+    local ids = {}
+    for i = 1, n do ids[i] = read_indirectable_string(r, vc, "repository id") end
+    return ids
+  end
+  hard_error("malformed", fmt("value tag %d has invalid type-information bits", tag), tag_pos)
+end
+
+-- Skip one nested value in state we do not know (it must be chunked).
+skip_value = function(r, vc)
+  local pos = r.pos
+  local tag = r:long()
+  if tag == 0 then return end
+  if tag == -1 then r:long() return end
+  if vc.nest >= 100 then hard_error("malformed", "values nested too deeply", pos) end
+  read_type_info(r, vc, tag, "", pos)
+  if floor(tag / 8) % 2 == 0 then
+    hard_error("malformed", "cannot skip an unchunked value in a truncated value's state", pos)
+  end
+  vc.nest = vc.nest + 1
+  finish_chunked(r, vc, vc.nest, true)
+end
+
+local function value_members(types, idx)
+  local chain, t = {}, types[idx]
+  while t do
+    chain[#chain + 1] = t
+    if #chain > MAX_DEPTH then hard_error("malformed", "value base chain too long", nil) end
+    t = t.base and types[t.base]
+  end
+  local out = {}
+  for i = #chain, 1, -1 do
+    for _, m in ipairs(chain[i].members or {}) do out[#out + 1] = m end
+  end
+  return out
+end
+
+local function read_null_or_indirection(ctx, vc, path)
+  local r = ctx.r
+  local tag_pos = r.pos
+  if r:long() == 0 then
+    out_value(ctx, path, "null", tag_pos, 4)
+    return
+  end
+  local off_pos = r.pos
+  local target = off_pos + r:long()
+  local shown = vc.values[target]
+  if shown == nil then
+    hard_error("malformed", fmt("value indirection to offset %d, where no value starts", target), off_pos)
+  end
+  if shown.rows then           -- a value box: its content again, under this path
+    local prefix = #shown.path
+    for _, row in ipairs(shown.rows) do
+      out_value(ctx, path .. strsub(row[1], prefix + 1), row[2], row[3], row[4])
+    end
+  else
+    out_value(ctx, path, "-> " .. shown.path, tag_pos, 8)
+  end
+end
+
+local function read_member(ctx, vc, tidx, chunked, path)
+  local r = ctx.r
+  if chunked then
+    local k = unalias(ctx.types, tidx).kind
+    if k ~= "value" and k ~= "event" and k ~= "value_box" and k ~= "abstract_interface" then
+      if vc.chunk_end and r.pos == vc.chunk_end then leave_chunk(r, vc) end   -- a chunk may end between members
+      if vc.chunk_end == nil and not enter_chunk(r, vc) then
+        hard_error("malformed", "value state continues but no chunk follows", r.pos)
+      end
+    end
+    local ok, err = pcall(decode_value, ctx, tidx, path)
+    if not ok then
+      if type(err) == "table" and err.kind == "truncated" and vc.chunk_end and
+          r:limit() == vc.chunk_end and vc.chunk_end < vc.outer_end then
+        hard_error("malformed", fmt("a chunk boundary inside value member %s (at offset %d)", path,
+                   vc.chunk_end), r.pos)
+      end
+      error(err, 0)
+    end
+  else
+    decode_value(ctx, tidx, path)
+  end
+end
+
+-- One value of the value (or value box) type `formal` of ctx.types (nil: none known).
+local function read_value_instance(ctx, formal, path)
+  local r = ctx.r
+  local vc = value_state(ctx)
+  local formal_types = ctx.types
+  if vc.outer_end == nil then vc.outer_end = r:limit() end
+  if formal then learn(vc, formal_types, formal) end
+  local in_chunk = vc.chunk_end ~= nil
+  if in_chunk then
+    -- The enclosing chunk must end where this value's header starts.
+    r:align(4)
+    if r.pos ~= vc.chunk_end then
+      local tag = r.pos + 4 <= r:limit() and long_at(r, r.pos) or nil
+      if tag == 0 or tag == -1 then return read_null_or_indirection(ctx, vc, path) end
+      hard_error("malformed", "a nested value starts inside its enclosing value's chunk", r.pos)
+    end
+    leave_chunk(r, vc)
+  end
+  r:align(4)
+  local tag_pos = r.pos
+  local tag = r:long()
+  if tag == 0 or tag == -1 then
+    r.pos = tag_pos
+    read_null_or_indirection(ctx, vc, path)
+    if in_chunk then resume_outer(r, vc) end
+    return
+  end
+  if tag < MIN_VALUE_TAG then
+    hard_error("malformed", fmt("expected a value tag, null or indirection, not %d", tag), tag_pos)
+  end
+  if vc.nest >= 100 then hard_error("malformed", "values nested too deeply", tag_pos) end
+  local ids = read_type_info(r, vc, tag, formal and formal_types[formal].id, tag_pos)
+  local chunked = floor(tag / 8) % 2 == 1
+  local known, truncated
+  for i, rid in ipairs(ids) do
+    known = vc.known[rid]
+    if known then truncated = i > 1 break end
+  end
+  if known == nil then
+    hard_error("malformed", "unknown value type " .. ids[1] .. (#ids > 1 and " (and its truncatable bases)" or ""), tag_pos)
+  end
+  if truncated and not chunked then hard_error("malformed", "a truncatable value must be chunked", tag_pos) end
+  local types, idx = known[1], known[2]
+  local vt = types[idx]
+  if vt.modifier == 1 then hard_error("malformed", "custom-marshaled value type " .. vt.id .. " (VM_CUSTOM)", tag_pos) end
+  local level = 0
+  if chunked then
+    vc.nest = vc.nest + 1
+    level = vc.nest
+    enter_chunk(r, vc)             -- a value whose state is empty may have no chunk
+  elseif vc.nest > 0 then
+    hard_error("malformed", "a value nested in a chunked value must be chunked", tag_pos)
+  end
+  deeper(ctx, tag_pos)
+  ctx.types = types
+  if vt.kind == "value_box" then
+    local outer_rec = ctx.rec
+    local rec = outer_rec or {}
+    local first = #rec + 1
+    ctx.rec = rec
+    read_member(ctx, vc, vt.type, chunked, path)
+    local rows = {}
+    for i = first, #rec do rows[#rows + 1] = rec[i] end
+    ctx.rec = outer_rec
+    vc.values[tag_pos] = { path = path, rows = rows }
+  else
+    vc.values[tag_pos] = { path = path }       -- before the state: cycles point here
+    out_value(ctx, path, vt.id, tag_pos, 4)
+    for _, m in ipairs(value_members(types, idx)) do
+      read_member(ctx, vc, m[2], chunked, path .. "." .. m[1])
+    end
+  end
+  ctx.types = formal_types
+  ctx.depth = ctx.depth - 1
+  if chunked then finish_chunked(r, vc, level, truncated) end
+  if in_chunk then resume_outer(r, vc) end
+end
+
+-- ---------------------------------------------------------------------------
+local function decode_objref(ctx, path, start)
+  local r = ctx.r
+  local type_id, nprof, tag, at, len = read_ior(r, ctx.tree, path)
+  if type_id == "" and nprof == 0 then
+    out_value(ctx, path, "nil", start, r.pos - start)
+    return
+  end
+  out_value(ctx, path, type_id, start, r.pos - start)
+  -- host and port of a first IIOP profile, as pycdr reports them
+  if tag == 0 and len > 0 then
+    local pr = new_reader(r.tvb, r.buf, at, at + len, at, r.little, r.version, {})
+    local ok, host, port = pcall(function()
+      pr:encap_byte_order(); pr:octet(); pr:octet()
+      local h = pr:string()
+      return h, pr:ushort()
+    end)
+    if ok then
+      out_value(ctx, path .. ".host", host, at, len)
+      out_value(ctx, path .. ".port", tostring(port), at, len)
+    end
+  end
+end
 
 -- Decodes one value of type `tidx` and shows it; returns its number for
 -- the kinds that can be union discriminators.
-local decode_value
 decode_value = function(ctx, tidx, path)
   local r = ctx.r
   local types = ctx.types
   local t = types[tidx]
-  while t.kind == "alias" do t = types[t.type] end
+  if t.kind == "alias" then t, tidx = unalias(types, tidx) end
   local k = t.kind
   local start = r.pos
   local size = INT_SIZES[k]
@@ -627,9 +1389,14 @@ decode_value = function(ctx, tidx, path)
     return v
   elseif k == "string" then
     local v = r:string()
+    if t.bound and t.bound > 0 and #v > t.bound then
+      r:violation("bound-exceeded", fmt("string of %d chars exceeds bound %d", #v, t.bound), start)
+    end
     out_value(ctx, path, v, start, r.pos - start)
   elseif k == "struct" or k == "except" then
+    deeper(ctx, start)
     for _, m in ipairs(t.members) do decode_value(ctx, m[2], path .. "." .. m[1]) end
+    ctx.depth = ctx.depth - 1
   elseif k == "enum" then
     local v, pos = r:ulong()
     local name = t.members[v + 1]
@@ -641,8 +1408,7 @@ decode_value = function(ctx, tidx, path)
     return v
   elseif k == "sequence" or k == "array" then
     local n = t.length
-    local ct = types[t.type]
-    while ct.kind == "alias" do ct = types[ct.type] end
+    local ct = unalias(types, t.type)
     if k == "sequence" then
       n = r:count(t.min_size or 1, "sequence")
       if t.bound and t.bound > 0 and n > t.bound then
@@ -656,9 +1422,12 @@ decode_value = function(ctx, tidx, path)
       local pos = r:skip(n, "chars")
       out_value(ctx, path, strsub(r.buf, pos + 1, pos + n), start, r.pos - start)
     else
+      deeper(ctx, start)
       for i = 0, n - 1 do decode_value(ctx, t.type, path .. "[" .. i .. "]") end
+      ctx.depth = ctx.depth - 1
     end
   elseif k == "union" then
+    deeper(ctx, start)
     local dv = decode_value(ctx, t.disc, path .. "._d")
     local chosen
     for i, m in ipairs(t.members) do
@@ -666,6 +1435,7 @@ decode_value = function(ctx, tidx, path)
     end
     if chosen == nil and t.default and t.default >= 0 then chosen = t.members[t.default + 1] end
     if chosen then decode_value(ctx, chosen[2], path .. "." .. chosen[1]) end
+    ctx.depth = ctx.depth - 1
   elseif k == "longlong" or k == "ulonglong" then
     local v, pos = r:num(8, k, k == "longlong")
     local text = tostring(v)
@@ -690,26 +1460,45 @@ decode_value = function(ctx, tidx, path)
   elseif k == "wstring" then
     local v = r:wstring()
     out_value(ctx, path, v, start, r.pos - start)
+  elseif k == "wchar" then
+    local v, pos = r:wchar()
+    out_value(ctx, path, v, pos, r.pos - pos)
+    return first_code_point(v)
   elseif k == "objref" then
-    local type_id, nprof, tag, at, len = read_ior(r, ctx.tree, path)
-    if type_id == "" and nprof == 0 then
-      out_value(ctx, path, "nil", start, r.pos - start)
-    else
-      out_value(ctx, path, type_id, start, r.pos - start)
-      -- host and port of a first IIOP profile, as pycdr reports them
-      if tag == 0 and len > 0 then
-        local pr = new_reader(r.tvb, r.buf, at, at + len, at, r.little, r.version, {})
-        local ok, host, port = pcall(function()
-          pr:encap_byte_order(); pr:octet(); pr:octet()
-          local h = pr:string()
-          return h, pr:ushort()
-        end)
-        if ok then
-          out_value(ctx, path .. ".host", host, at, len)
-          out_value(ctx, path .. ".port", tostring(port), at, len)
-        end
-      end
+    decode_objref(ctx, path, start)
+  elseif k == "fixed" then
+    local text, pos, len = fixed_value(r, t)
+    out_value(ctx, path, text, pos, len)
+  elseif k == "longdouble" then
+    r:align(8)
+    local pos = r:skip(16, "long double")
+    local raw = strsub(r.buf, pos + 1, pos + 16)
+    out_value(ctx, path, long_double_text(r.little and raw:reverse() or raw), pos, 16)
+  elseif k == "TypeCode" then
+    local tc_types, root = read_typecode(r)
+    out_value(ctx, path, tc_text(tc_types, root), start, r.pos - start)
+  elseif k == "any" then
+    deeper(ctx, start)
+    local tc_types, root = read_typecode(r)
+    out_value(ctx, path, tc_text(tc_types, root), start, r.pos - start)
+    local inner = unalias(tc_types, root).kind
+    if inner ~= "null" and inner ~= "void" then
+      ctx.types = tc_types
+      decode_value(ctx, root, path .. ".value")
+      ctx.types = types
     end
+    ctx.depth = ctx.depth - 1
+  elseif k == "value" or k == "event" or k == "value_box" then
+    read_value_instance(ctx, tidx, path)
+  elseif k == "abstract_interface" then
+    if r:boolean() then decode_objref(ctx, path, start) else read_value_instance(ctx, nil, path) end
+  elseif k == "Principal" then
+    local at, n = r:octets()
+    out_value(ctx, path, hex_bytes(strsub(r.buf, at + 1, at + n)), start, r.pos - start)
+  elseif k == "null" or k == "void" then
+    return nil
+  elseif k == "native" then
+    hard_error("malformed", "native type " .. t.name .. " has no CDR encoding", start)
   else
     hard_error("unsupported", "values of kind " .. tostring(k) .. " are not decoded by the dissector", start)
   end
@@ -749,8 +1538,13 @@ local function decode_body(tvb, buf, msg, tree, info)
   -- The values' own warnings, as pycdr.pcap.IdlBodyDecoder reports them apart
   -- from the message's.
   local warnings = {}
-  local r = new_reader(tvb, buf, msg.body_offset, len, 0, msg.little, msg.version, warnings)
-  local ctx = { r = r, tree = sub, types = types }
+  local r
+  if msg.segments then
+    r = new_segmented_reader(tvb, buf, msg.body_offset, len, msg.segments, msg.little, msg.version, warnings)
+  else
+    r = new_reader(tvb, buf, msg.body_offset, len, 0, msg.little, msg.version, warnings)
+  end
+  local ctx = { r = r, tree = sub, types = types, depth = 0 }
   local ok, err = pcall(decode_items, ctx, kind, items)
   if not ok then
     if type(err) ~= "table" then error(err, 0) end
@@ -837,7 +1631,7 @@ local function body_field(r, tree, msg, align12)
   msg.body_offset = r.pos
   tree:add(F["body_offset"], r.pos)
   msg.body_len = r:remaining()      -- shown raw by show_raw_body unless decoded
-  r.pos = r.endpos
+  r.pos = r.final
 end
 
 local function read_system_exception(r, tree)
@@ -939,7 +1733,7 @@ local function decode_reply(r, tree, msg)
       r:violation("bad-reply-body", (REPLY_STATUS[status] or "?") .. " body: " .. err.msg, err.offset or msg.body_offset)
     end
   end
-  r.pos = r.endpos
+  r.pos = r.final
 end
 
 local function decode_locate_reply(r, tree, msg)
@@ -1035,8 +1829,8 @@ local function decode_fields(r, tree, msg, flags)
   local decoder = DECODERS[msg.type]
   if decoder == nil then hard_error("malformed", "unknown message type " .. msg.type, 7) end
   decoder(r, tree, msg)
-  if r.pos ~= r.endpos then
-    r:violation("trailing-bytes", fmt("%d bytes after the %s header", r.endpos - r.pos, MSG_TYPES[msg.type]), r.pos)
+  if r.pos ~= r.final then
+    r:violation("trailing-bytes", fmt("%d bytes after the %s header", r.final - r.pos, MSG_TYPES[msg.type]), r.pos)
   end
   if msg.type == 1 and msg.reply_status == 1 then
     local br = r:sub(msg.body_offset, r.endpos)
@@ -1056,7 +1850,7 @@ local VERSIONS = { [0] = "1.0", "1.1", "1.2", "1.3" }
 
 -- Decode one complete message in `tvb` (offset 0 = its first header byte).
 -- Returns the message table (fields, warnings, or error) and its bytes.
-local function decode_message(tvb, tree)
+local function decode_message(tvb, tree, segments)
   local len = tvb:len()
   local buf = tvb:raw(0, len)
   local major, minor, flags, mtype = byte(buf, 5, 8)
@@ -1074,11 +1868,18 @@ local function decode_message(tvb, tree)
   local size
   if little then size = ((d * 256 + c) * 256 + b) * 256 + a else size = ((a * 256 + b) * 256 + c) * 256 + d end
   tree:add(F["message_size"], tvb(8, 4), size)
-  local r = new_reader(tvb, buf, 12, 12 + size, 0, little, version, msg.warnings)
-  if 12 + size > len then
+  local final = 12 + size
+  if final > len then
     msg.warnings[#msg.warnings + 1] = { code = "message-truncated", offset = len,
       msg = fmt("header claims %d bytes after the header but only %d are there", size, len - 12) }
-    r.endpos = len
+    final = len
+  end
+  local r
+  if segments then
+    r = new_segmented_reader(tvb, buf, 12, final, segments, little, version, msg.warnings)
+    msg.segments = segments
+  else
+    r = new_reader(tvb, buf, 12, final, 0, little, version, msg.warnings)
   end
   local ok, err = pcall(decode_fields, r, tree, msg, flags)
   if not ok then
@@ -1164,6 +1965,7 @@ local function reassemble(state, tvb, msg, frame)
         msg = "a fragment's byte order differs from its message's; its data is read in the message's byte order" }
     end
     if data then entry.body:append(data:bytes()) end
+    entry.parts[#entry.parts + 1] = data and data:len() or 0
     entry.count = entry.count + 1
     if msg.more_fragments then return nil end
     if v == "1.1" then state.pending11 = nil else state.pending[rid] = nil end
@@ -1177,7 +1979,20 @@ local function reassemble(state, tvb, msg, frame)
     if entry.little then sizehex = sizehex:sub(7, 8) .. sizehex:sub(5, 6) .. sizehex:sub(3, 4) .. sizehex:sub(1, 2) end
     whole:append(ByteArray.new(sizehex))
     whole:append(entry.body)
-    return whole, { fragments = entry.count, first_frame = entry.first_frame, warnings = entry.warnings }
+    local segments
+    if v == "1.1" then
+      -- Each fragment's data is aligned from its own fragment's start, 12
+      -- bytes (its header) before the data (pycdr.giop.connection).
+      local parts = entry.parts
+      segments = { { 0, 0 } }
+      local pos = 12 + parts[1]
+      for i = 2, #parts do
+        segments[i] = { pos, pos - 12 }
+        pos = pos + parts[i]
+      end
+    end
+    return whole, { fragments = entry.count, first_frame = entry.first_frame, warnings = entry.warnings,
+                    segments = segments }
   end
   if state.pending11 ~= nil and (t == 0 or t == 1) then
     local first = state.pending11
@@ -1189,7 +2004,7 @@ local function reassemble(state, tvb, msg, frame)
     if not may_fragment(v, t) then return nil end   -- may-not-fragment already says it
     local entry = { version = v, little = msg.little, flags = tvb:range(6, 1):uint(),
                     header = tvb:range(0, 12):bytes(), body = tvb:range(12, tvb:len() - 12):bytes(),
-                    first_frame = frame, count = 1, warnings = {} }
+                    first_frame = frame, count = 1, warnings = {}, parts = { tvb:len() - 12 } }
     if v == "1.1" then state.pending11 = entry return nil end
     if tvb:len() < 16 then return nil, nil, "fragmented message too short for its request_id" end
     local rid = msg.little and tvb:range(12, 4):le_uint() or tvb:range(12, 4):uint()
@@ -1277,7 +2092,7 @@ local function dissect_message(tvb, pinfo, root, key, stream, dirkey, label)
   if info.whole then
     local wtvb = info.whole:tvb("Reassembled GIOP message")
     local wtree = root:add(giopx, wtvb:range(0, wtvb:len()))
-    local wmsg, wbuf = decode_message(wtvb, wtree)
+    local wmsg, wbuf = decode_message(wtvb, wtree, info.finfo.segments)
     local wdecoded
     wtree:append_text(", reassembled " .. summary(wmsg))
     wtree:add(F["reassembled.fragments"], info.finfo.fragments)

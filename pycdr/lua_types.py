@@ -17,25 +17,18 @@ Type table layout::
       exceptions = { ["IDL:Demo/Failure:1.0"] = 5 },
     }
 
-A recursive TypeCode is simply an index that refers back.  Kinds the Lua
-decoder does not handle (any, TypeCode, valuetypes, fixed, long double, wchar)
-are written with their kind name; the dissector stops decoding there and says so.
+A recursive TypeCode is simply an index that refers back.  Kinds are TCKind
+names without "tk_" (the same names the dissector gives TypeCodes it reads
+from the wire, in anys); every kind pycdr's value decoder reads is described.
 """
 
 from __future__ import annotations
 
-from .typecode import TCKind, TypeCode
+from .typecode import NAMED_KINDS, PRIMITIVE_KINDS, TCKind, TypeCode, resolve
 
-_KIND_NAMES = {
-    TCKind.tk_short: "short", TCKind.tk_long: "long", TCKind.tk_ushort: "ushort",
-    TCKind.tk_ulong: "ulong", TCKind.tk_float: "float", TCKind.tk_double: "double",
-    TCKind.tk_boolean: "boolean", TCKind.tk_char: "char", TCKind.tk_octet: "octet",
-    TCKind.tk_longlong: "longlong", TCKind.tk_ulonglong: "ulonglong",
-    TCKind.tk_string: "string", TCKind.tk_wstring: "wstring", TCKind.tk_enum: "enum",
-    TCKind.tk_struct: "struct", TCKind.tk_except: "except", TCKind.tk_union: "union",
-    TCKind.tk_sequence: "sequence", TCKind.tk_array: "array", TCKind.tk_alias: "alias",
-    TCKind.tk_objref: "objref", TCKind.tk_void: "void",
-}
+
+def kind_name(kind) -> str:
+    return TCKind(kind).name[3:]
 
 
 def lua_string(s: str) -> str:
@@ -67,6 +60,7 @@ class _TypeTable:
         self.entries: list[str] = []
 
     def ref(self, tc: TypeCode) -> int:
+        tc = resolve(tc)
         key = id(tc)
         if key in self.index:
             return self.index[key]
@@ -78,12 +72,8 @@ class _TypeTable:
 
     def _describe(self, tc: TypeCode) -> str:
         kind = tc.kind()
-        name = _KIND_NAMES.get(kind)
-        if name is None:
-            return f'{{kind={lua_string(str(kind.name if hasattr(kind, "name") else kind))}}}'
-        parts = [f"kind={lua_string(name)}"]
-        if kind in (TCKind.tk_struct, TCKind.tk_except, TCKind.tk_union, TCKind.tk_enum,
-                    TCKind.tk_alias, TCKind.tk_objref):
+        parts = [f"kind={lua_string(kind_name(kind))}"]
+        if kind in NAMED_KINDS:
             parts.append(f"name={lua_string(tc.name())}, id={lua_string(tc.id())}")
         if kind in (TCKind.tk_struct, TCKind.tk_except):
             members = ", ".join(f"{{{lua_string(tc.member_name(i))}, {self.ref(tc.member_type(i))}}}"
@@ -107,10 +97,20 @@ class _TypeTable:
         elif kind in (TCKind.tk_sequence, TCKind.tk_array):
             parts.append(f"type={self.ref(tc.content_type())}, min_size={_min_size(tc.content_type())}")
             parts.append(f"{'bound' if kind == TCKind.tk_sequence else 'length'}={tc.length()}")
-        elif kind == TCKind.tk_alias:
+        elif kind in (TCKind.tk_alias, TCKind.tk_value_box):
             parts.append(f"type={self.ref(tc.content_type())}")
         elif kind in (TCKind.tk_string, TCKind.tk_wstring):
             parts.append(f"bound={tc.length()}")
+        elif kind == TCKind.tk_fixed:
+            parts.append(f"digits={tc.fixed_digits()}, scale={tc.fixed_scale()}")
+        elif kind in (TCKind.tk_value, TCKind.tk_event):
+            base = tc.concrete_base_type()
+            parts.append(f"modifier={tc.type_modifier()}")
+            if base is not None and resolve(base).kind() != TCKind.tk_null:
+                parts.append(f"base={self.ref(base)}")
+            members = ", ".join(f"{{{lua_string(tc.member_name(i))}, {self.ref(tc.member_type(i))}}}"
+                                for i in range(tc.member_count()))
+            parts.append(f"members={{{members}}}")
         return "{" + ", ".join(parts) + "}"
 
 
@@ -160,4 +160,7 @@ def names_table() -> str:
         table("profile", iiop.PROFILE_NAMES),
         table("component", iiop.COMPONENT_NAMES),
         table("orb_vendor", iiop.ORB_VENDORS),
+        table("tckind", {int(k): kind_name(k) for k in TCKind}),
+        "  tc_primitive = {" + ", ".join(f"[{int(k)}] = true" for k in sorted(PRIMITIVE_KINDS))
+        + "},",
         "}", ""])

@@ -306,29 +306,66 @@ def decode_capture(path, *, ports=None, heuristic: bool = True, user_exceptions=
 #   char/string: the text; octet sequences/arrays: hex; enum: the item's name;
 #   struct/exception: "path.member"; sequence/array: "path[i]";
 #   union: "path._d" then "path.<branch>"; object reference: its type_id
-#   ("nil" for nil) and, for an IIOP first profile, "path.host"/"path.port".
-def flatten_value(tc, value, path: str, out: list) -> list:
+#   ("nil" for nil) and, for an IIOP first profile, "path.host"/"path.port";
+#   fixed: plain decimal with its scale ("-1.50"); long double: exact hex
+#   (long_double_text); TypeCode: typecode_text; any: its TypeCode's text,
+#   then its value under "path.value"; valuetype: "null", its repository id
+#   then its members as "path.member", or "-> <path>" for a value already
+#   shown (an indirection: shared or cyclic); value box: "null" or the boxed
+#   value at "path".  ``seen`` (value -> path) spans one message's values.
+def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> list:
     from .iiop import IIOPProfile, decode_profile
-    from .typecode import TCKind
+    from .typecode import TCKind, resolve, value_members
+    from .values import field_names
+    if seen is None:
+        seen = {}
+    tc = resolve(tc)
     kind = tc.kind()
     while kind == TCKind.tk_alias:
-        tc = tc.content_type()
+        tc = resolve(tc.content_type())
         kind = tc.kind()
     if kind in (TCKind.tk_struct, TCKind.tk_except):
         for i in range(tc.member_count()):
             name = tc.member_name(i)
             member = value[i] if isinstance(value, (tuple, list)) else \
                 getattr(value, _py_attr(value, i, name))
-            flatten_value(tc.member_type(i), member, f"{path}.{name}", out)
+            flatten_value(tc.member_type(i), member, f"{path}.{name}", out, seen)
     elif kind == TCKind.tk_union:
-        flatten_value(tc.discriminator_type(), value._d, f"{path}._d", out)
+        flatten_value(tc.discriminator_type(), value._d, f"{path}._d", out, seen)
         branch = _union_branch(tc, value._d)
         if branch is not None:
             flatten_value(tc.member_type(branch), value._v,
-                          f"{path}.{tc.member_name(branch)}", out)
+                          f"{path}.{tc.member_name(branch)}", out, seen)
     elif kind in (TCKind.tk_sequence, TCKind.tk_array) and not isinstance(value, (bytes, str)):
         for i, item in enumerate(value):
-            flatten_value(tc.content_type(), item, f"{path}[{i}]", out)
+            flatten_value(tc.content_type(), item, f"{path}[{i}]", out, seen)
+    elif kind == TCKind.tk_any:
+        out.append([path, typecode_text(value.tc)])
+        if resolve(value.tc).unalias().kind() not in (TCKind.tk_null, TCKind.tk_void):
+            flatten_value(value.tc, value.value, f"{path}.value", out, seen)
+    elif kind == TCKind.tk_TypeCode:
+        out.append([path, typecode_text(value)])
+    elif kind == TCKind.tk_fixed:
+        out.append([path, format(value, "f")])
+    elif kind == TCKind.tk_longdouble:
+        out.append([path, long_double_text(value)])
+    elif kind == TCKind.tk_value_box:
+        if value is None:
+            out.append([path, "null"])
+        else:
+            flatten_value(tc.content_type(), value, path, out, seen)
+    elif kind in (TCKind.tk_value, TCKind.tk_event):
+        if value is None:
+            out.append([path, "null"])
+        elif id(value) in seen:
+            out.append([path, "-> " + seen[id(value)]])
+        else:
+            seen[id(value)] = path
+            actual = resolve(value._tc)          # the type decoded (truncated to a known base)
+            out.append([path, actual.id()])
+            members = value_members(actual)
+            for attr, (name, mtype) in zip(field_names([m[0] for m in members]), members):
+                flatten_value(mtype, getattr(value, attr), f"{path}.{name}", out, seen)
     elif kind == TCKind.tk_objref:
         if value is None or value.is_nil:
             out.append([path, "nil"])
@@ -341,6 +378,42 @@ def flatten_value(tc, value, path: str, out: list) -> list:
     else:
         out.append([path, _leaf_text(value)])
     return out
+
+
+def typecode_text(tc) -> str:
+    """A TypeCode in one line: its kind without "tk_", the repository id of
+    named kinds, bounds and parameters of the others ("sequence<long,10>",
+    "fixed<5,2>", "struct IDL:Demo/Point:1.0")."""
+    from .typecode import NAMED_KINDS, TCKind, resolve
+    tc = resolve(tc)
+    kind = tc.kind()
+    name = kind.name[3:]
+    if kind in NAMED_KINDS:
+        return f"{name} {tc.id()}"
+    if kind in (TCKind.tk_string, TCKind.tk_wstring):
+        return f"{name}<{tc.length()}>" if tc.length() else name
+    if kind == TCKind.tk_fixed:
+        return f"fixed<{tc.fixed_digits()},{tc.fixed_scale()}>"
+    if kind == TCKind.tk_sequence:
+        inner = typecode_text(tc.content_type())
+        return f"sequence<{inner},{tc.length()}>" if tc.length() else f"sequence<{inner}>"
+    if kind == TCKind.tk_array:
+        return f"array<{typecode_text(tc.content_type())},{tc.length()}>"
+    return name
+
+
+def long_double_text(value) -> str:
+    """An IEEE binary128 exactly, as C's %a writes a double: "-0x1.<28 hex
+    digits>p+3"; subnormals "0x0.<...>p-16382"; "inf", "-inf", "nan"."""
+    bits = value.bits
+    sign = "-" if bits >> 127 else ""
+    exponent = (bits >> 112) & 0x7FFF
+    mantissa = bits & ((1 << 112) - 1)
+    if exponent == 0x7FFF:
+        return "nan" if mantissa else sign + "inf"
+    if exponent == 0:
+        return f"{sign}0x0.{mantissa:028x}p{-16382 if mantissa else 0:+d}"
+    return f"{sign}0x1.{mantissa:028x}p{exponent - 16383:+d}"
 
 
 def _py_attr(value, index: int, idl_name: str) -> str:
@@ -419,9 +492,10 @@ class IdlBodyDecoder:
         out: list = []
         result = {"operation": op.name, "kind": kind, "values": out}
         r = msg.body_reader(lenient=True)
+        seen: dict = {}                              # valuetypes shared between items
         try:
             for name, tc in items:                   # (an exception starts with its id)
-                flatten_value(tc, read_value(r, tc), name, out)
+                flatten_value(tc, read_value(r, tc), name, out, seen)
         except PycdrError as e:
             result["error"] = _error_json(e)
         if r.warnings:          # violations inside the values (bad boolean, padding, ...)

@@ -8,7 +8,7 @@ return {
     [5] = {kind="octet"},
     [6] = {kind="string", bound=0},
     [7] = {kind="string", bound=0},
-    [8] = {kind="tk_wchar"},
+    [8] = {kind="wchar"},
     [9] = {kind="wstring", bound=0},
     [10] = {kind="wstring", bound=0},
   },
