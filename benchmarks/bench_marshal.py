@@ -16,6 +16,9 @@ What is measured, per type, payload size and byte order:
 - pycdr2:     ``W(data=...).serialize(endianness=...)`` / ``W.deserialize(data)`` where W is
               ``struct W { sequence<T> data; }`` (pycdr2 only marshals top-level structs; it
               adds its 4-byte XCDR header, and plain XCDR1 is CORBA CDR from there on);
+- pycdr-arr:  pycdr with the opt-in array mapping (sequence<short|long|double> only):
+              ``encode`` of an ``array.array``, ``decode(..., numeric_arrays=True)``; its
+              ratio to the copy ceiling is the "arr/copy" column (target >= 25 %);
 - copy:       ``bytes(memoryview(data))`` of the same payload, the ceiling.
 MB/s is the pycdr payload size in bytes / 1e6 over the best time of ``repeat`` timings,
 each the mean of enough calls to last ``min_time`` seconds (timeit's autorange).
@@ -33,6 +36,7 @@ structs are instances everywhere (pycdr2: dataclasses).
 from __future__ import annotations
 
 import argparse
+import array
 import json
 import os
 import platform
@@ -44,7 +48,9 @@ import timeit
 SIZES_KB = (1, 8, 64, 128)
 TYPES = ("short", "long", "double", "octet", "char", "string", "BinStruct", "CharLongLong")
 STRING_LENGTH = 128             # characters in each element of sequence<string>
-IMPLS = ("pycdr", "pycdr-py", "omniORBpy", "pycdr2", "copy")
+IMPLS = ("pycdr", "pycdr-py", "pycdr-arr", "omniORBpy", "pycdr2", "copy")
+# The array mapping's array.array typecodes of the numeric types (CDR long is 32 bits).
+ARRAY_CODES = {"short": "h", "long": "i", "double": "d"}
 
 
 # --------------------------------------------------------------------------
@@ -261,6 +267,12 @@ def measure_case(case, size_kb: int, little: bool, *, repeat: int, min_time: flo
             timed("pycdr-py", "decode", lambda: decode(tc, data, little=little))
         finally:
             _cmarshal.enabled = True
+    if "pycdr-arr" in impls and case.name in ARRAY_CODES:
+        numbers = array.array(ARRAY_CODES[case.name], value)
+        _check("pycdr-arr", decode(tc, data, little=little, numeric_arrays=True), numbers)
+        _check("pycdr-arr", encode(tc, numbers, little=little), data)
+        timed("pycdr-arr", "encode", lambda: encode(tc, numbers, little=little))
+        timed("pycdr-arr", "decode", lambda: decode(tc, data, little=little, numeric_arrays=True))
     if "omniORBpy" in impls and omni() is not None:
         omniORB = omni()
         otc = omni_typecode(tc)
@@ -339,6 +351,10 @@ def _ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
 
+def _percent(a, b):
+    return f"{100 * a / b:.0f}%" if a and b else "-"
+
+
 def format_tables(results: dict) -> str:
     """One table per type: MB/s of each implementation and pycdr's ratios to the others."""
     meta = results["meta"]
@@ -350,14 +366,15 @@ def format_tables(results: dict) -> str:
              f"({meta['pycdr']} path), Python {meta['python']}, {meta['machine']}, "
              f"best of {meta['repeat']}, pycdr2 {meta['pycdr2']}"]
     # pycdr-Py (the Python path measured in the same run) only appears when pycdr runs C.
-    impls = [impl for impl in IMPLS if impl != "pycdr-py" or
-             any(row["impl"] == "pycdr-py" for row in results["results"])]
-    names = {"pycdr": label, "pycdr-py": "pycdr-Py"}
+    impls = [impl for impl in IMPLS if impl not in ("pycdr-py", "pycdr-arr") or
+             any(row["impl"] == impl for row in results["results"])]
+    names = {"pycdr": label, "pycdr-py": "pycdr-Py", "pycdr-arr": label + "-arr"}
     ratio_to = [impl for impl in ("pycdr-py", "omniORBpy", "pycdr2") if impl in impls]
     ratio_names = {"pycdr-py": "/Py", "omniORBpy": "/omniORB", "pycdr2": "/pycdr2"}
     header = (f"{'size':>6} {'order':>5} {'op':>6} "
               + " ".join(f"{names.get(impl, impl):>9}" for impl in impls) + " "
-              + " ".join(f"{ratio_names[impl]:>9}" for impl in ratio_to))
+              + " ".join(f"{ratio_names[impl]:>9}" for impl in ratio_to)
+              + (f" {'arr/copy':>9}" if "pycdr-arr" in impls else ""))
     seen_types = list(dict.fromkeys(row["type"] for row in results["results"]))
     keys = list(dict.fromkeys((r["size_kb"], r["order"], r["op"]) for r in results["results"]))
     for name in seen_types:
@@ -369,6 +386,8 @@ def format_tables(results: dict) -> str:
             cells = [f"{got[impl]:9.1f}" if got[impl] is not None else f"{'-':>9}"
                      for impl in impls]
             ratios = [f"{_ratio(got['pycdr'], got[impl]):>9}" for impl in ratio_to]
+            if "pycdr-arr" in impls:      # the array mapping against the copy ceiling
+                ratios.append(f"{_percent(got['pycdr-arr'], got['copy']):>9}")
             lines.append(f"{str(size_kb) + ' KB':>6} {order:>5} {op:>6} " + " ".join(cells)
                          + " " + " ".join(ratios))
     return "\n".join(lines)

@@ -35,6 +35,25 @@ _HAND_BACK = (Fallback, CDRError)
 enabled = True
 
 
+def _reader_for(data, start, origin, little, version, tcs_w, numeric_arrays):
+    """The CDRReader the C code asks for (once, and only if it hands a node back
+    to Python).  Passed as a tuple (_reader_for, *args): no closure per call."""
+    r = CDRReader(data, start=start, origin=origin, little=little, version=version,
+                  tcs_w=tcs_w)
+    r.context = {"numeric_arrays": numeric_arrays}
+    return r
+
+
+def _writer_for(buf, little, version, offset, tcs_c, tcs_w, wstring_bom):
+    """The CDRWriter over ``buf`` the C encoder asks for (once, and only if it
+    hands a node back to Python); passed as a tuple (_writer_for, *args)."""
+    w = CDRWriter(little=little, version=version, offset=offset, tcs_c=tcs_c, tcs_w=tcs_w,
+                  wstring_bom=wstring_bom)
+    w.buf = buf
+    w.context = {}
+    return w
+
+
 def wrap(py_read_value, py_write_value, py_encode, py_decode, py_encode_encapsulation,
          py_decode_encapsulation):
     """C-backed versions of marshal's entry points (same order, same signatures)."""
@@ -73,15 +92,11 @@ def wrap(py_read_value, py_write_value, py_encode, py_decode, py_encode_encapsul
     def encode(tc, value, *, little=False, version=DEFAULT_VERSION, offset=0,
                tcs_c=_DEFAULT_TCS_C, tcs_w=_DEFAULT_TCS_W, wstring_bom=False):
         if enabled and tcs_c == _ISO_8859_1:
-            def make_writer(buf):   # only when a node is handed to Python
-                w = CDRWriter(little=little, version=version, offset=offset, tcs_c=tcs_c,
-                              tcs_w=tcs_w, wstring_bom=wstring_bom)
-                w.buf = buf
-                w.context = {}
-                return w
             node = tc._plans if type(tc) is TypeCode else None
             try:
-                return _c_encode(node or plan_for(tc), value, -offset, little, make_writer)
+                return _c_encode(node or plan_for(tc), value, -offset, little,
+                                 (_writer_for, little, version, offset, tcs_c, tcs_w,
+                                  wstring_bom))
             except _HAND_BACK:
                 pass
         return py_encode(tc, value, little=little, version=version, offset=offset,
@@ -92,15 +107,11 @@ def wrap(py_read_value, py_write_value, py_encode, py_decode, py_encode_encapsul
                numeric_arrays=False, allow_trailing=False):
         if enabled and not lenient and tcs_c == _ISO_8859_1 and \
                 type(data) in (bytes, bytearray):
-            def make_reader():   # only when a node is handed to Python
-                r = CDRReader(data, origin=-offset, little=little, version=version,
-                              tcs_w=tcs_w)
-                r.context = {"numeric_arrays": numeric_arrays}
-                return r
             node = tc._plans if type(tc) is TypeCode else None
             try:
                 value, pos = _c_read(node or plan_for(tc), data, 0, len(data), -offset, little,
-                                     numeric_arrays, make_reader)
+                                     numeric_arrays, (_reader_for, data, 0, -offset, little,
+                                                      version, tcs_w, numeric_arrays))
             except _HAND_BACK:
                 pass
             else:
@@ -128,14 +139,10 @@ def wrap(py_read_value, py_write_value, py_encode, py_decode, py_encode_encapsul
     def _decode_at(tc, data, start, origin, little, version, tcs_w, numeric_arrays,
                    allow_trailing):
         """C decode of data[start:] as (value,), or None: hand back to Python."""
-        def make_reader():   # only when a node is handed to Python
-            r = CDRReader(data, start=start, origin=origin, little=little, version=version,
-                          tcs_w=tcs_w)
-            r.context = {"numeric_arrays": numeric_arrays}
-            return r
         try:
             value, pos = _c_read(plan_for(tc), data, start, len(data), origin, little,
-                                 numeric_arrays, make_reader)
+                                 numeric_arrays, (_reader_for, data, start, origin, little,
+                                                  version, tcs_w, numeric_arrays))
         except _HAND_BACK:
             return None
         if pos != len(data) and not allow_trailing:

@@ -64,6 +64,7 @@ static PyObject *exception_init;      /* Exception.__init__ */
 static PyObject *empty_tuple;
 static long max_depth = 200;          /* pycdr.plan.MAX_DEPTH */
 
+static PyObject *s_frombytes;
 static PyObject *s_read, *s_write, *s_pos, *s_depth, *s_c, *s_op, *s_buf, *s_origin,
     *s_little, *s_typecode, *s_d, *s_v, *s_init, *s_ordinal, *s_disc;
 
@@ -119,6 +120,12 @@ typedef struct Plan {
                             * and numeric arrays inside come out as lists */
     Py_ssize_t nmembers;
     Member *members;
+    /* fixed-size struct of primitives and octet/char arrays, read and written
+     * in one pass: flat_size[phase] bytes from a start at alignment phase
+     * (position - origin) & 7, member i at flat_offsets[phase * nmembers + i]
+     * from that start (padding included).  NULL: member by member. */
+    Py_ssize_t flat_size[8];
+    Py_ssize_t *flat_offsets;
     /* union */
     struct Plan *disc;
     PyObject *label_index; /* owned: {label: branch index}, same keys as node.by_label */
@@ -137,6 +144,7 @@ plan_free(Plan *p)
 {
     if (p == NULL) return;
     PyMem_Free(p->members);
+    PyMem_Free(p->flat_offsets);
     PyMem_Free(p->branches);
     Py_XDECREF(p->label_index);
     PyMem_Free(p);
@@ -149,6 +157,7 @@ capsule_destructor(PyObject *capsule)
 }
 
 static Plan *compile_node(PyObject *node);
+static int compile_flat_layout(Plan *p);
 
 /* The C plan of a node, compiled on first use and cached in node._c. */
 static Plan *
@@ -312,6 +321,47 @@ compile_struct(Plan *p, PyObject *node)
             p->members[i].offset = slot_offset(p->cls, p->members[i].pyname);
             if (p->members[i].offset == 0) p->direct = 0;
         }
+    }
+    return compile_flat_layout(p);
+}
+
+/* Alignment and size of a member the one-pass struct code takes, or 0. */
+static Py_ssize_t
+flat_member_size(const Plan *m, Py_ssize_t *align)
+{
+    *align = 1;
+    switch (m->op) {
+    case OP_NUMBER: *align = m->size; return m->size;
+    case OP_OCTET: case OP_CHAR: case OP_BOOLEAN: return 1;
+    case OP_OCTET_SEQ: case OP_CHAR_SEQ:    /* octet[N], char[N]: no count, no alignment */
+        return m->is_array && m->bound > 0 ? m->bound : 0;
+    default: return 0;
+    }
+}
+
+/* Precompute the one-pass layout of a struct whose instances are made by slot
+ * offset and whose members are all fixed-size primitives or octet/char arrays
+ * (the seed papers' "precompute": offsets per starting alignment phase). */
+static int
+compile_flat_layout(Plan *p)
+{
+    if (!p->direct || p->is_exception || p->nmembers == 0) return 0;
+    for (Py_ssize_t i = 0; i < p->nmembers; i++) {
+        Py_ssize_t align;
+        if (flat_member_size(p->members[i].plan, &align) == 0) return 0;
+    }
+    p->flat_offsets = PyMem_Calloc((size_t)(8 * p->nmembers), sizeof(Py_ssize_t));
+    if (p->flat_offsets == NULL) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t phase = 0; phase < 8; phase++) {
+        Py_ssize_t at = phase;      /* position relative to the alignment origin, mod 8 */
+        for (Py_ssize_t i = 0; i < p->nmembers; i++) {
+            Py_ssize_t align;
+            Py_ssize_t size = flat_member_size(p->members[i].plan, &align);
+            at += (-at) & (align - 1);
+            p->flat_offsets[phase * p->nmembers + i] = at - phase;
+            at += size;
+        }
+        p->flat_size[phase] = at - phase;
     }
     return 0;
 }
@@ -553,7 +603,7 @@ typedef struct {
     int numeric_arrays;
     long depth;
     PyObject *reader;          /* the CDRReader for per-node fallbacks, or NULL */
-    PyObject *reader_factory;  /* callable making it, or NULL */
+    PyObject *reader_factory;  /* callable making it, or a tuple (callable, *args), or NULL */
 } Reader;
 
 /* Out of line: the cold path of every check. */
@@ -615,7 +665,13 @@ read_python(Reader *r, const Plan *p)
 {
     if (r->reader == NULL) {
         if (r->reader_factory == NULL) return fallback_null();
-        r->reader = PyObject_CallNoArgs(r->reader_factory);
+        PyObject *f = r->reader_factory;
+        if (PyTuple_Check(f))
+            r->reader = PyObject_Vectorcall(PyTuple_GET_ITEM(f, 0),
+                                            ((PyTupleObject *)f)->ob_item + 1,   /* the args */
+                                            PyTuple_GET_SIZE(f) - 1, NULL);
+        else
+            r->reader = PyObject_CallNoArgs(f);
         if (r->reader == NULL) return NULL;
     }
     PyObject *num = PyLong_FromSsize_t(r->pos);
@@ -640,31 +696,39 @@ read_python(Reader *r, const Plan *p)
     return value;
 }
 
+/* The number of `kind` stored at b (swap: not in native byte order). */
+ALWAYS_INLINE PyObject *
+number_at(const unsigned char *b, int kind, int swap)
+{
+    switch (kind) {
+    case TK_SHORT: return PyLong_FromLong((int16_t)load16(b, swap));
+    case TK_USHORT: return PyLong_FromLong(load16(b, swap));
+    case TK_LONG: return PyLong_FromLong((int32_t)load32(b, swap));
+    case TK_ULONG: return PyLong_FromUnsignedLong(load32(b, swap));
+    case TK_LONGLONG: return PyLong_FromLongLong((int64_t)load64(b, swap));
+    case TK_ULONGLONG: return PyLong_FromUnsignedLongLong(load64(b, swap));
+    case TK_FLOAT: {   /* as struct.unpack('f'): the float32 widened exactly */
+        uint32_t u = load32(b, swap);
+        float f;
+        memcpy(&f, &u, 4);
+        return PyFloat_FromDouble((double)f);
+    }
+    case TK_DOUBLE: {
+        uint64_t u = load64(b, swap);
+        double d;
+        memcpy(&d, &u, 8);
+        return PyFloat_FromDouble(d);
+    }
+    }
+    return fallback_null();
+}
+
 ALWAYS_INLINE PyObject *
 read_number(Reader *r, int kind, int size)
 {
     Py_ssize_t pos = reader_take(r, size, size);
     if (unlikely(pos < 0)) return NULL;
-    const unsigned char *b = r->buf + pos;
-    switch (kind) {
-    case TK_SHORT: return PyLong_FromLong((int16_t)load16(b, r->swap));
-    case TK_USHORT: return PyLong_FromLong(load16(b, r->swap));
-    case TK_LONG: return PyLong_FromLong((int32_t)load32(b, r->swap));
-    case TK_ULONG: return PyLong_FromUnsignedLong(load32(b, r->swap));
-    case TK_LONGLONG: return PyLong_FromLongLong((int64_t)load64(b, r->swap));
-    case TK_ULONGLONG: return PyLong_FromUnsignedLongLong(load64(b, r->swap));
-    case TK_FLOAT: {
-        double d = PyFloat_Unpack4((const char *)b, r->little);
-        if (d == -1.0 && PyErr_Occurred()) return NULL;
-        return PyFloat_FromDouble(d);
-    }
-    case TK_DOUBLE: {
-        double d = PyFloat_Unpack8((const char *)b, r->little);
-        if (d == -1.0 && PyErr_Occurred()) return NULL;
-        return PyFloat_FromDouble(d);
-    }
-    }
-    return fallback_null();
+    return number_at(r->buf + pos, kind, r->swap);
 }
 
 static PyObject *
@@ -703,9 +767,46 @@ new_exception_instance(PyTypeObject *cls)
     return obj;
 }
 
+/* A struct with a flat layout: one bounds check, members at precomputed
+ * offsets, stored straight into the new instance's slots. */
+static PyObject *
+read_flat_struct(Reader *r, const Plan *p)
+{
+    Py_ssize_t phase = (r->pos - r->origin) & 7;
+    Py_ssize_t size = p->flat_size[phase];
+    /* short input: the Python path reports where */
+    if (unlikely(size > r->end - r->pos)) return fallback_null();
+    const Py_ssize_t *offsets = p->flat_offsets + phase * p->nmembers;
+    const unsigned char *base = r->buf + r->pos;
+    PyObject *obj = p->cls->tp_alloc(p->cls, 0);
+    if (unlikely(obj == NULL)) return NULL;
+    for (Py_ssize_t i = 0; i < p->nmembers; i++) {
+        const Member *m = &p->members[i];
+        const Plan *mp = m->plan;
+        const unsigned char *b = base + offsets[i];
+        PyObject *v;
+        switch (mp->op) {
+        case OP_NUMBER: v = number_at(b, mp->kind, r->swap); break;
+        case OP_OCTET: v = PyLong_FromLong(*b); break;
+        case OP_CHAR: v = PyUnicode_FromOrdinal(*b); break;     /* latin-1 */
+        case OP_BOOLEAN:
+            if (unlikely(*b > 1)) { Py_DECREF(obj); return fallback_null(); }
+            v = PyBool_FromLong(*b);
+            break;
+        case OP_OCTET_SEQ: v = PyBytes_FromStringAndSize((const char *)b, mp->bound); break;
+        default: /* OP_CHAR_SEQ */ v = PyUnicode_DecodeLatin1((const char *)b, mp->bound, NULL);
+        }
+        if (unlikely(v == NULL)) { Py_DECREF(obj); return NULL; }
+        *(PyObject **)((char *)obj + m->offset) = v;    /* a fresh instance: slot empty */
+    }
+    r->pos += size;
+    return obj;
+}
+
 static PyObject *
 read_struct(Reader *r, const Plan *p)
 {
+    if (p->flat_offsets != NULL) return read_flat_struct(r, p);
     if (!p->direct && !p->is_exception) return read_python(r, p);
     PyObject *obj = p->direct ? p->cls->tp_alloc(p->cls, 0) : new_exception_instance(p->cls);
     if (obj == NULL) return NULL;
@@ -785,8 +886,10 @@ read_sequence(Reader *r, const Plan *p)
     /* the Python path's depth limit (SequenceNode.read) */
     if (unlikely(r->depth > max_depth)) { Py_DECREF(out); return fallback_null(); }
     r->depth++;
+    /* sequence<flat struct>: no per-element dispatch or recursion guard */
+    int flat = p->elem->op == OP_STRUCT && p->elem->flat_offsets != NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = read_plan(r, p->elem);
+        PyObject *v = flat ? read_flat_struct(r, p->elem) : read_plan(r, p->elem);
         if (unlikely(v == NULL)) { r->depth--; Py_DECREF(out); return NULL; }
         PyList_SET_ITEM(out, i, v);
     }
@@ -831,14 +934,25 @@ ALWAYS_INLINE PyObject *float_from_bits(uint32_t u)
 ALWAYS_INLINE PyObject *double_from_bits(uint64_t u)
 { double d; memcpy(&d, &u, 8); return PyFloat_FromDouble(d); }
 
+/* The opt-in array mapping: array.array(acode) filled by one copy of the
+ * input (frombytes of a view on it), then byte-swapped in place if needed. */
 static NOINLINE PyObject *
 number_array(const Plan *p, const unsigned char *s, Py_ssize_t n, int swap)
 {
-    PyObject *raw = PyBytes_FromStringAndSize(NULL, n * p->size);
-    if (raw == NULL) return NULL;
-    copy_swapped((unsigned char *)PyBytes_AS_STRING(raw), s, n, p->size, swap);
-    PyObject *a = PyObject_CallFunction(array_type, "CO", (int)p->acode, raw);
-    Py_DECREF(raw);
+    PyObject *a = PyObject_CallFunction(array_type, "C", (int)p->acode);
+    if (a == NULL) return NULL;
+    PyObject *view = PyMemoryView_FromMemory((char *)s, n * p->size, PyBUF_READ);
+    if (view == NULL) { Py_DECREF(a); return NULL; }
+    PyObject *res = PyObject_CallMethodOneArg(a, s_frombytes, view);
+    Py_DECREF(view);
+    if (res == NULL) { Py_DECREF(a); return NULL; }
+    Py_DECREF(res);
+    if (swap) {
+        Py_buffer b;
+        if (PyObject_GetBuffer(a, &b, PyBUF_WRITABLE) < 0) { Py_DECREF(a); return NULL; }
+        copy_swapped(b.buf, b.buf, n, p->size, 1);     /* element by element: in place is fine */
+        PyBuffer_Release(&b);
+    }
     return a;
 }
 
@@ -951,15 +1065,20 @@ read_plan(Reader *r, const Plan *p)
  * Writer: appends to a bytearray.  Its size runs ahead of the bytes      *
  * written (len) so that most writes need no resize; it is cut back to    *
  * len before Python sees it (per-node fallbacks, the end of the call).   *
+ * encode() writes into a bytes object instead (is_bytes), resized in     *
+ * place at the end: the result costs no copy of its own.  It turns into  *
+ * a bytearray (one copy, cold) when a node is handed back to Python.     *
  *************************************************************************/
 
 typedef struct {
-    PyObject *ba;          /* the CDRWriter's bytearray */
+    PyObject *ba;          /* the CDRWriter's bytearray, or (is_bytes) our bytes */
+    int is_bytes;          /* ba is a bytes object only this call holds */
     unsigned char *data;
     Py_ssize_t len, cap, origin;
     int little, swap;
     PyObject *writer;          /* the CDRWriter for per-node fallbacks, or NULL */
-    PyObject *writer_factory;  /* callable(bytearray) making it, or NULL */
+    PyObject *writer_factory;  /* callable(bytearray) making it, or a tuple
+                                * (callable, *args) for callable(bytearray, *args), or NULL */
     int owns_writer;           /* writer came from the factory (a new reference) */
 } Writer;
 
@@ -969,6 +1088,14 @@ writer_grow(Writer *w, Py_ssize_t need)
     Py_ssize_t want = w->len + need;
     if (want < w->cap * 2) want = w->cap * 2;
     if (want < 64) want = 64;
+    if (w->is_bytes) {
+        /* refcount 1, ours alone: _PyBytes_Resize may realloc it (on failure
+         * it frees it and leaves NULL) */
+        if (_PyBytes_Resize(&w->ba, want) < 0) return -1;
+        w->data = (unsigned char *)PyBytes_AS_STRING(w->ba);
+        w->cap = want;
+        return 0;
+    }
     if (PyByteArray_Resize(w->ba, want) < 0) return -1;
     w->data = (unsigned char *)PyByteArray_AS_STRING(w->ba);
     w->cap = want;
@@ -1022,14 +1149,39 @@ writer_sync_in(Writer *w)
 
 static int write_plan(Writer *w, const Plan *p, PyObject *v);
 
+/* encode()'s bytes turned into the bytearray a CDRWriter needs. */
+static NOINLINE int
+writer_to_bytearray(Writer *w)
+{
+    PyObject *ba = PyByteArray_FromStringAndSize((const char *)w->data, w->len);
+    if (ba == NULL) return -1;
+    Py_SETREF(w->ba, ba);
+    w->is_bytes = 0;
+    w->cap = w->len;
+    w->data = (unsigned char *)PyByteArray_AS_STRING(ba);
+    return 0;
+}
+
 /* Hand one node back to Python: its write() appends to the same bytearray. */
 static NOINLINE int
 write_python(Writer *w, const Plan *p, PyObject *v)
 {
+    if (w->is_bytes && writer_to_bytearray(w) < 0) return -1;
     if (writer_sync_out(w) < 0) return -1;
     if (w->writer == NULL) {
         if (w->writer_factory == NULL) return fallback_int();
-        w->writer = PyObject_CallOneArg(w->writer_factory, w->ba);
+        PyObject *f = w->writer_factory;
+        if (PyTuple_Check(f)) {
+            /* (callable, *args): callable(bytearray, *args) */
+            PyObject *argv[16];
+            Py_ssize_t n = PyTuple_GET_SIZE(f);
+            if (n < 1 || n > 16) return fallback_int();
+            argv[0] = w->ba;
+            for (Py_ssize_t i = 1; i < n; i++) argv[i] = PyTuple_GET_ITEM(f, i);
+            w->writer = PyObject_Vectorcall(PyTuple_GET_ITEM(f, 0), argv, (size_t)n, NULL);
+        } else {
+            w->writer = PyObject_CallOneArg(f, w->ba);
+        }
         if (w->writer == NULL) return -1;
         w->owns_writer = 1;
     }
@@ -1171,9 +1323,113 @@ member_value(const Plan *p, const Member *m, PyObject *v, int direct)
     return x;
 }
 
+/* Store x, a member value of the one-pass struct code, at b; 0 done, 1 when
+ * x is anything but the plain value of its type (nothing set, no exception
+ * raised: the member-by-member path then judges it, as it always has). */
+ALWAYS_INLINE int
+store_flat_member(unsigned char *b, const Plan *mp, PyObject *x, const Writer *w)
+{
+    switch (mp->op) {
+    case OP_NUMBER: {
+        int kind = mp->kind;
+        if (kind == TK_DOUBLE || kind == TK_FLOAT) {
+            if (unlikely(!PyFloat_CheckExact(x))) return 1;
+            double d = PyFloat_AS_DOUBLE(x);
+            if (kind == TK_DOUBLE) {
+                uint64_t u;
+                memcpy(&u, &d, 8);
+                store64(b, u, w->swap);
+            } else if (unlikely(PyFloat_Pack4(d, (char *)b, w->little) < 0)) {
+                PyErr_Clear();      /* out of float range: an error, Python reports it */
+                return 1;
+            }
+            return 0;
+        }
+        if (unlikely(!PyLong_CheckExact(x))) return 1;
+        if (kind == TK_ULONGLONG) {
+            unsigned long long u = PyLong_AsUnsignedLongLong(x);
+            if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 1; }
+            store64(b, (uint64_t)u, w->swap);
+            return 0;
+        }
+        int overflow;
+        long long y = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (unlikely(overflow || (y == -1 && PyErr_Occurred()))) { PyErr_Clear(); return 1; }
+        switch (kind) {
+        case TK_SHORT: if (y < INT16_MIN || y > INT16_MAX) return 1;
+            store16(b, (uint16_t)y, w->swap); break;
+        case TK_USHORT: if (y < 0 || y > UINT16_MAX) return 1;
+            store16(b, (uint16_t)y, w->swap); break;
+        case TK_LONG: if (y < INT32_MIN || y > INT32_MAX) return 1;
+            store32(b, (uint32_t)y, w->swap); break;
+        case TK_ULONG: if (y < 0 || y > (long long)UINT32_MAX) return 1;
+            store32(b, (uint32_t)y, w->swap); break;
+        default: store64(b, (uint64_t)y, w->swap); break;   /* TK_LONGLONG */
+        }
+        return 0;
+    }
+    case OP_OCTET: {
+        if (unlikely(!PyLong_CheckExact(x))) return 1;
+        int overflow;
+        long y = PyLong_AsLongAndOverflow(x, &overflow);
+        if (unlikely(overflow || y < 0 || y > 255)) { PyErr_Clear(); return 1; }
+        *b = (unsigned char)y;
+        return 0;
+    }
+    case OP_BOOLEAN:
+        if (x == Py_True) *b = 1;
+        else if (x == Py_False) *b = 0;
+        else return 1;
+        return 0;
+    case OP_CHAR:
+        if (unlikely(!PyUnicode_CheckExact(x) || PyUnicode_GET_LENGTH(x) != 1 ||
+                     PyUnicode_READ_CHAR(x, 0) > 255))
+            return 1;
+        *b = (unsigned char)PyUnicode_READ_CHAR(x, 0);
+        return 0;
+    case OP_OCTET_SEQ:
+        if (unlikely(!PyBytes_CheckExact(x) || PyBytes_GET_SIZE(x) != mp->bound)) return 1;
+        memcpy(b, PyBytes_AS_STRING(x), (size_t)mp->bound);
+        return 0;
+    default: {   /* OP_CHAR_SEQ */
+        Py_ssize_t n;
+        const char *s = PyUnicode_CheckExact(x) ? latin1_of(x, &n) : NULL;
+        if (unlikely(s == NULL || n != mp->bound)) return 1;
+        memcpy(b, s, (size_t)n);
+        return 0;
+    }
+    }
+}
+
+/* A struct with a flat layout in one pass: 1 written, 0 when some member is
+ * not a plain value of its type (nothing written: the caller goes member by
+ * member), -1 on error. */
+static int
+write_flat_struct(Writer *w, const Plan *p, PyObject *v)
+{
+    Py_ssize_t phase = (w->len - w->origin) & 7;
+    Py_ssize_t size = p->flat_size[phase];
+    if (unlikely(writer_reserve(w, size) < 0)) return -1;
+    unsigned char *base = w->data + w->len;     /* spare room until len moves */
+    memset(base, 0, (size_t)size);              /* the padding */
+    const Py_ssize_t *offsets = p->flat_offsets + phase * p->nmembers;
+    for (Py_ssize_t i = 0; i < p->nmembers; i++) {
+        const Member *m = &p->members[i];
+        PyObject *x = *(PyObject **)((char *)v + m->offset);
+        if (unlikely(x == NULL)) return 0;
+        if (unlikely(store_flat_member(base + offsets[i], m->plan, x, w))) return 0;
+    }
+    w->len += size;
+    return 1;
+}
+
 static int
 write_struct(Writer *w, const Plan *p, PyObject *v)
 {
+    if (p->flat_offsets != NULL && Py_TYPE(v) == p->cls) {
+        int rc = write_flat_struct(w, p, v);
+        if (rc != 0) return rc < 0 ? -1 : 0;
+    }
     if (PyDict_Check(v)) return write_python(w, p, v);   /* dict values: Python's own path */
     if (p->is_exception) {
         static const Plan unbounded_string = {.op = OP_STRING, .bound = 0};
@@ -1252,10 +1508,18 @@ write_sequence(Writer *w, const Plan *p, PyObject *v)
     if (!PyList_Check(v) && !PyTuple_Check(v)) return fallback_int();
     Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
     if (write_count(w, p, n) < 0) return -1;
+    int flat = p->elem->op == OP_STRUCT && p->elem->flat_offsets != NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         /* re-checked each time: a Python fallback node could change the list */
         if (unlikely(i >= PySequence_Fast_GET_SIZE(v))) return fallback_int();
         PyObject *x = PySequence_Fast_GET_ITEM(v, i);
+        if (flat && Py_TYPE(x) == p->elem->cls) {
+            /* sequence<flat struct>: no dispatch or recursion guard (and no
+             * Python code runs in between, so x stays alive) */
+            int rc = write_flat_struct(w, p->elem, x);
+            if (rc > 0) continue;
+            if (rc < 0) return -1;
+        }
         Py_INCREF(x);
         int rc = write_plan(w, p->elem, x);
         Py_DECREF(x);
@@ -1500,7 +1764,8 @@ PyDoc_STRVAR(read_doc,
 "read(node, data, pos, end, origin, little, numeric_arrays, reader)\n--\n\n"
 "Decode one value with the plan `node` from data[pos:end] (alignment counted from\n"
 "`origin`). `reader` is the CDRReader over the same buffer used when a node is\n"
-"handed back to Python, or a callable making one, or None. Returns (value, new pos).\n"
+"handed back to Python, or a callable making one, or a tuple (callable, *args)\n"
+"calling it with args (no closure per call), or None. Returns (value, new pos).\n"
 "Raises Fallback (or a CDRError from a Python node) when the Python path must\n"
 "run instead.");
 
@@ -1537,7 +1802,10 @@ speedups_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     };
     PyObject *fb = args[7];
     if (fb != Py_None) {
-        if (PyCallable_Check(fb)) r.reader_factory = fb;
+        if (PyCallable_Check(fb) ||
+                (PyTuple_Check(fb) && PyTuple_GET_SIZE(fb) > 0 &&
+                 PyCallable_Check(PyTuple_GET_ITEM(fb, 0))))
+            r.reader_factory = fb;
         else { r.reader = fb; Py_INCREF(fb); }
     }
     if (r.reader != NULL) {
@@ -1618,7 +1886,8 @@ PyDoc_STRVAR(encode_doc,
 "The CDR bytes of `value` encoded with the plan `node`, the first byte at\n"
 "`origin` relative to the alignment origin (0 or -offset). `make_writer(bytearray)`\n"
 "is called (once, only if a node is handed back to Python) for a CDRWriter whose\n"
-"buf is that bytearray. Fallback means the Python path must run.");
+"buf is that bytearray; a tuple (callable, *args) means callable(bytearray, *args).\n"
+"Fallback means the Python path must run.");
 
 static PyObject *
 speedups_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1633,21 +1902,28 @@ speedups_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (origin == -1 && PyErr_Occurred()) return NULL;
     int little = PyObject_IsTrue(args[3]);
     if (little < 0) return NULL;
-    PyObject *ba = PyByteArray_FromStringAndSize(NULL, 0);
-    if (ba == NULL) return NULL;
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, 64);
+    if (bytes == NULL) return NULL;
     Writer w = {
-        .ba = ba, .data = (unsigned char *)PyByteArray_AS_STRING(ba),
-        .len = 0, .cap = 0, .origin = origin,
+        .ba = bytes, .is_bytes = 1, .data = (unsigned char *)PyBytes_AS_STRING(bytes),
+        .len = 0, .cap = 64, .origin = origin,
         .little = little, .swap = little != NATIVE_LITTLE, .writer = NULL,
         .writer_factory = args[4] == Py_None ? NULL : args[4], .owns_writer = 0,
     };
     PyObject *out = NULL;
-    if (write_plan(&w, p, args[1]) == 0)
-        out = PyBytes_FromStringAndSize((const char *)w.data, w.len);
-    else
+    if (write_plan(&w, p, args[1]) == 0) {
+        if (w.is_bytes) {
+            /* cut to size in place: the bytes we wrote are the result */
+            if (_PyBytes_Resize(&w.ba, w.len) == 0) out = w.ba;
+            w.ba = NULL;
+        } else {
+            out = PyBytes_FromStringAndSize((const char *)w.data, w.len);
+        }
+    } else {
         recursion_to_fallback();
+    }
     if (w.owns_writer) Py_DECREF(w.writer);
-    Py_DECREF(ba);
+    Py_XDECREF(w.ba);
     return out;
 }
 
@@ -1695,7 +1971,7 @@ PyInit__speedups(void)
         intern(&s_depth, "depth") || intern(&s_c, "_c") || intern(&s_op, "op") ||
         intern(&s_buf, "buf") || intern(&s_origin, "origin") || intern(&s_little, "little") ||
         intern(&s_typecode, "typecode") || intern(&s_d, "_d") || intern(&s_v, "_v") ||
-        intern(&s_init, "__init__") || intern(&s_ordinal, "ordinal") || intern(&s_disc, "disc"))
+        intern(&s_init, "__init__") || intern(&s_frombytes, "frombytes") || intern(&s_ordinal, "ordinal") || intern(&s_disc, "disc"))
         goto fail;
     Fallback = PyErr_NewExceptionWithDoc(
         "pycdr._speedups.Fallback",

@@ -317,6 +317,72 @@ def test_unusual_values_accepted_like_python():
         PY["encode"](tc.sequence(tc.double), [1, True, 2.5])
 
 
+# Every member kind the one-pass (precomputed offsets) struct code takes.
+FLAT = tc.struct("IDL:test/Flat:1.0", "Flat", [
+    ("o", tc.octet), ("d", tc.double), ("b", tc.boolean), ("s", tc.short), ("c", tc.char),
+    ("ul", tc.ulong), ("f", tc.float), ("us", tc.ushort), ("ll", tc.longlong),
+    ("ull", tc.ulonglong), ("l", tc.long), ("pad", tc.array(tc.octet, 3)),
+    ("name", tc.array(tc.char, 2))])
+
+
+def flat_value(**changes):
+    fields = dict(o=255, d=-0.5, b=True, s=-32768, c="\xe9", ul=2**32 - 1, f=1.5, us=65535,
+                  ll=-2**63, ull=2**64 - 1, l=-7, pad=b"xyz", name="ab")
+    fields.update(changes)
+    return class_for(FLAT)(**fields)
+
+
+@pytest.mark.parametrize("little", [False, True])
+def test_flat_struct_every_phase(little):
+    """One struct and sequences of it, starting at each alignment phase: the same
+    bytes and values as the Python path; cut anywhere, the same error."""
+    for t, value in ((FLAT, flat_value()), (tc.sequence(FLAT), [flat_value(l=i) for i in range(3)]),
+                     (tc.sequence(BIN_STRUCT),
+                      [class_for(BIN_STRUCT)(i, "x", -i, i, i / 3, b"12345678") for i in range(3)])):
+        for offset in range(8):
+            data = PY["encode"](t, value, little=little, offset=offset)
+            assert marshal.encode(t, value, little=little, offset=offset) == data
+            for prefix in range(4):     # a stream write after `prefix` octets
+                ws = []
+                for write_value in (marshal.write_value, PY["write_value"]):
+                    w = CDRWriter(little=little, offset=offset)
+                    w.buf += bytes(prefix)
+                    write_value(w, t, value)
+                    ws.append(w.getvalue())
+                assert ws[0] == ws[1]
+            for cut in range(0, len(data) + 1, 3):
+                check_decode_everywhere(t, data[:cut], little, offset)
+            # the C runner alone, no fallback: (a fallback would hide a wrong offset)
+            assert _speedups.encode(plan_for(t), value, -offset, little, None) == data
+            got, end = c_only_read(t, data, little=little, offset=offset)
+            assert same_value(got, value) and end == len(data)
+
+
+@pytest.mark.parametrize("change", [
+    dict(b=2), dict(b=1), dict(s=2**15), dict(us=-1), dict(ull=-1), dict(l=True),
+    dict(d=1), dict(d="x"), dict(f=1e300), dict(o=256), dict(c="ab"), dict(c="\u20ac"),
+    dict(pad=b"ab"), dict(pad=bytearray(b"xyz")), dict(pad=[1, 2, 3]), dict(name="a"),
+    dict(name="\u20acb"), dict(ll=2**63)])
+def test_flat_struct_odd_members_identical(change):
+    """A member that is not the plain value of its type leaves the one-pass code
+    to the member-by-member path: same bytes or same error as Python."""
+    for t, value in ((FLAT, flat_value(**change)), (tc.sequence(FLAT), [flat_value(), flat_value(**change)])):
+        assert_same(outcome(marshal.encode, t, value), outcome(PY["encode"], t, value))
+
+
+def test_flat_struct_bad_octets_and_unset_members():
+    data = bytearray(PY["encode"](FLAT, flat_value()))
+    data[8] = 2                                  # the boolean (after o and d)
+    check_decode_everywhere(FLAT, bytes(data), False, 0)
+    unset = class_for(FLAT).__new__(class_for(FLAT))
+    assert_same(outcome(marshal.encode, FLAT, unset), outcome(PY["encode"], FLAT, unset))
+
+    class Sub(class_for(FLAT)):
+        pass
+    sub = Sub(**{f: getattr(flat_value(), f) for f in class_for(FLAT)._fields})
+    assert marshal.encode(FLAT, sub) == PY["encode"](FLAT, sub)
+
+
 def test_deep_recursion_same_error():
     Node = class_for(NODE)
     v = Node(0, [])

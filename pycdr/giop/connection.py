@@ -133,9 +133,14 @@ class GiopConnection:
                     Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
             if len(self._buf) < header.total_size:
                 return self._at_end_of_data()
-            raw = bytes(self._buf[:header.total_size])
+            size = header.total_size
+            if size == len(self._buf):
+                raw = bytes(self._buf)        # the usual case: one message buffered
+                self._buf.clear()
+            else:
+                raw = bytes(memoryview(self._buf)[:size])   # one copy, not two
+                del self._buf[:size]
             offset = self._stream_offset
-            del self._buf[:header.total_size]
             self._stream_offset += header.total_size
             event = self._handle(header, raw, offset)
             if event is not None:
@@ -306,21 +311,23 @@ class GiopConnection:
 
     def _deliver(self, raw: bytes, offset: int, fragments: int, extra_warnings: list,
                  segments=None):
-        header = parse_header(raw)
+        # (the header is parsed again only for a violation: decode_message has it)
         try:
             msg, warnings = decode_message(raw, lenient=self.lenient, segments=segments)
         except DecodeError as e:
             if e.offset is not None:
                 e.offset += offset if fragments == 1 else 0
+            header = parse_header(raw)
             return self._violation(e, header, offset, _request_id_of(raw, header))
         except PycdrError as e:
+            header = parse_header(raw)
             return self._violation(e, header, offset, _request_id_of(raw, header))
         warnings.extend(extra_warnings)
         problem = self._check_received(msg)
         if problem is not None:
             error, answer = problem
-            return self._violation(error, header, offset, getattr(msg, "request_id", None),
-                                   answer)
+            return self._violation(error, parse_header(raw), offset,
+                                   getattr(msg, "request_id", None), answer)
         return MessageReceived(msg, raw, fragments, offset)
 
     def _check_received(self, msg: Message):

@@ -52,6 +52,11 @@ class Servant(abc.ABC):
         each request a task then; else it serves requests one by one, inline."""
         return True
 
+    def concurrent_operation(self, name: str) -> bool:
+        """``concurrent`` for a request of operation ``name`` (asked per request,
+        so it must be cheap)."""
+        return self.concurrent
+
     @abc.abstractmethod
     async def invoke(self, op: Operation, args: list):
         """Run ``op``; returns what the operation returns (see invocation)."""
@@ -88,6 +93,11 @@ class ClassServant(Servant):
         impl = self.implementation
         return any(inspect.iscoroutinefunction(getattr(impl, name, None))
                    for name in self.operations)
+
+    def concurrent_operation(self, name: str) -> bool:
+        # Only this operation's method matters: a plain method never awaits, so
+        # running it inline cannot hold up the servant's async methods.
+        return inspect.iscoroutinefunction(getattr(self.implementation, name, None))
 
     async def invoke(self, op: Operation, args: list):
         impl = self.implementation

@@ -296,7 +296,7 @@ class _ServerConnection:
         refused = self._negotiate_code_sets(req)
         key = target_object_key(req.target)
         servant = self.adapter.servant(key) if key is not None else None
-        if servant is not None and not servant.concurrent:
+        if servant is not None and not servant.concurrent_operation(req.operation):
             # A servant that never awaits blocks the loop while it runs anyway:
             # serve it here, without a task and the loop turn a task costs.
             await self._serve(req, refused)
