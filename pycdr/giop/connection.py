@@ -6,6 +6,11 @@
     while (event := conn.next_event()) is not NEED_DATA:
         ...
 
+A transport feeds it with ``receive_data(bytes)``, or, to save copies
+(asyncio's BufferedProtocol), by writing into ``receive_buffer()`` and calling
+``received(n)``: complete messages are then copied once out of the read buffer,
+and a large message is received straight into a buffer of its own size.
+
 It frames the byte stream into messages (any chunking, several messages per
 chunk), reassembles fragments (GIOP 1.1 by stream order, 1.2 by request_id,
 fragments of different requests interleaved), keeps request-id books for its
@@ -24,6 +29,7 @@ fragment's data starts (``segments``) and is read with a
 
 from __future__ import annotations
 
+import collections
 import enum
 import itertools
 
@@ -38,6 +44,12 @@ from .messages import (CloseConnection, Message, MessageError, decode_message, e
                        encode_message)
 
 __all__ = ["GiopConnection", "Role", "NEED_DATA"]
+
+# receive_buffer(): messages this long or longer (up to IN_PLACE_MAX) are received
+# in place; shorter ones, several to a read, through a scratch buffer of SCRATCH_SIZE.
+IN_PLACE_MIN = 16 * 1024
+IN_PLACE_MAX = 1 << 20
+SCRATCH_SIZE = 256 * 1024
 
 
 class Role(enum.Enum):
@@ -68,8 +80,11 @@ class GiopConnection:
     def __init__(self, role: Role, *, version: tuple[int, int] = (1, 2),
                  lenient: bool = False, bidirectional: bool = False,
                  check_request_ids: bool = True, max_message_size: int = 16 << 20, max_reassembly_size: int = 64 << 20,
-                 max_pending_fragmented: int = 64):
+                 max_pending_fragmented: int = 64, field_offsets: bool = True):
         self.role = role
+        # False (an ORB): messages come without the analyzer's offsets and padding
+        # (decode_message's field_offsets), decoded faster.
+        self.field_offsets = field_offsets
         self.version = version          # the highest version this side speaks
         self.lenient = lenient
         self.bidirectional = bidirectional
@@ -80,7 +95,18 @@ class GiopConnection:
         self.max_reassembly_size = max_reassembly_size
         self.max_pending_fragmented = max_pending_fragmented
         self._buf = bytearray()
-        self._stream_offset = 0         # stream offset of _buf[0]
+        self._stream_offset = 0         # stream offset of the next message handed out
+        # receive_buffer()/received(): bytes arrive in _scratch; the complete
+        # messages among them wait in _ready as (checked header, bytes), the rest
+        # goes to _buf.  A large message's bytes go straight into a buffer of its
+        # size (_in_place, filled up to _in_place_filled).  Stream order: _ready,
+        # then _in_place, then _buf.
+        self._scratch: memoryview | None = None
+        self._in_place: bytearray | None = None
+        self._in_place_header: GiopHeader | None = None
+        self._in_place_filled = 0
+        self._ready: collections.deque = collections.deque()
+        self._ready_bytes = 0
         self._eof = False
         self._closed: ConnectionClosed | None = None
         # Fragment reassembly: 1.2+ by request_id, 1.1 one message at a time.
@@ -97,7 +123,14 @@ class GiopConnection:
     def has_partial_message(self) -> bool:
         """Whether part of a message is buffered: an incomplete message or the
         fragments of one (an ORB times these out)."""
-        return bool(self._buf) or bool(self._fragmented) or self._fragmented_11 is not None
+        return bool(self._buf) or self._in_place is not None or bool(self._fragmented) \
+            or self._fragmented_11 is not None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received and not yet handed out as events (a transport pauses
+        reading above a limit)."""
+        return len(self._buf) + self._in_place_filled + self._ready_bytes
 
     # --- receiving ---------------------------------------------------------------
     def receive_data(self, data: bytes) -> None:
@@ -106,40 +139,157 @@ class GiopConnection:
             self._eof = True
             return
         if self._closed is None:
+            if self._in_place is not None:
+                data = self._fill_in_place(data)
             self._buf += data
+
+    def receive_buffer(self, sizehint: int = -1) -> memoryview:
+        """Where the peer's next bytes may be written (``asyncio.BufferedProtocol
+        .get_buffer``); call :meth:`received` with how many were written at its start.
+
+        While a message of IN_PLACE_MIN to IN_PLACE_MAX bytes is incomplete, this is
+        the rest of a buffer of the message's size, so its bytes are received in
+        place, without being copied through the framing buffer.  The header is
+        checked as next_event() checks it before that buffer is allocated, and at
+        most IN_PLACE_MAX bytes are ever allocated ahead of the data."""
+        if self._in_place is None and len(self._buf) >= HEADER_SIZE:
+            self._start_in_place()
+        if self._receiving_in_place():
+            return memoryview(self._in_place)[self._in_place_filled:]
+        # (bytes after a complete in-place message, not yet handed out, go to _buf)
+        if self._scratch is None:
+            self._scratch = memoryview(bytearray(SCRATCH_SIZE))
+        return self._scratch
+
+    def received(self, nbytes: int) -> None:
+        """``nbytes`` were written at the start of the last receive_buffer()."""
+        if self._receiving_in_place():
+            self._in_place_filled += nbytes
+        elif self._closed is None:
+            data = self._scratch[:nbytes]
+            if self._in_place is None:      # (else _buf's bytes follow it: keep them there)
+                data = self._frame_ready(data)
+            self._buf += data
+
+    def _frame_ready(self, data: memoryview) -> memoryview:
+        """Move the complete messages that ``data`` (the newest bytes) completes to
+        _ready, each copied once; the bytes to keep in _buf.  The partial message
+        _buf holds is completed with just the bytes it lacks.  Stops at anything
+        next_event() must judge (a bad header, several messages in _buf)."""
+        buf = self._buf
+        if buf:
+            if len(buf) < HEADER_SIZE:
+                take = HEADER_SIZE - len(buf)
+                buf += data[:take]
+                data = data[take:]
+                if len(buf) < HEADER_SIZE:
+                    return data
+            header = self._frameable_header(buf, 0)
+            if header is None:
+                return data
+            missing = header.total_size - len(buf)
+            if not 0 < missing <= len(data):
+                return data
+            buf += data[:missing]
+            data = data[missing:]
+            self._ready.append((header, bytes(buf)))
+            self._ready_bytes += len(buf)
+            buf.clear()
+        pos, end = 0, len(data)
+        while end - pos >= HEADER_SIZE:
+            header = self._frameable_header(data, pos)
+            if header is None:
+                break
+            total = header.total_size
+            if total > end - pos:
+                break
+            self._ready.append((header, bytes(data[pos:pos + total])))
+            self._ready_bytes += total
+            pos += total
+        return data[pos:]
+
+    def _frameable_header(self, data, pos: int) -> GiopHeader | None:
+        """The header at ``data[pos:]`` if next_event() would accept it, else None."""
+        try:
+            header = parse_header(data, pos)
+        except PycdrError:
+            return None
+        return header if self._header_problem(header) is None else None
+
+    def _receiving_in_place(self) -> bool:
+        return self._in_place is not None and self._in_place_filled < len(self._in_place)
+
+    def _start_in_place(self) -> None:
+        try:
+            header = parse_header(self._buf)
+        except PycdrError:
+            return          # next_event() reports it
+        total = header.total_size
+        missing = total - len(self._buf)
+        if missing < IN_PLACE_MIN or total > IN_PLACE_MAX or \
+                self._header_problem(header) is not None:
+            return
+        self._in_place = bytearray(total)
+        self._in_place_header = header
+        self._in_place[:len(self._buf)] = self._buf
+        self._in_place_filled = len(self._buf)
+        self._buf.clear()
+
+    def _fill_in_place(self, data):
+        """Put what fits of ``data`` into the in-place message; the rest."""
+        room = len(self._in_place) - self._in_place_filled
+        take = min(room, len(data))
+        self._in_place[self._in_place_filled:self._in_place_filled + take] = data[:take]
+        self._in_place_filled += take
+        return data[take:]
+
+    def _header_problem(self, header: GiopHeader):
+        """The error that stops framing at a (parsed) header, or None."""
+        if header.version > self.version:
+            return UnsupportedVersionError(
+                f"GIOP {header.version[0]}.{header.version[1]} is above this connection's "
+                f"{self.version[0]}.{self.version[1]}", self._stream_offset + 4)
+        if header.size > self.max_message_size:
+            return GIOPError(f"message of {header.size} bytes exceeds the limit of "
+                             f"{self.max_message_size}", self._stream_offset + 8)
+        return None
 
     def next_event(self):
         """The next event, or NEED_DATA."""
         while True:
             if self._closed is not None:
                 return self._closed
-            if len(self._buf) < HEADER_SIZE:
-                return self._at_end_of_data()
-            try:
-                header = parse_header(self._buf)
-            except PycdrError as e:
-                # No framing without a header: answer and close (the spec's
-                # answer for an unsupported version too).
-                return self._fatal(e, Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
-            if header.version > self.version:
-                return self._fatal(UnsupportedVersionError(
-                    f"GIOP {header.version[0]}.{header.version[1]} is above this connection's "
-                    f"{self.version[0]}.{self.version[1]}", self._stream_offset + 4),
-                    Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
-            if header.size > self.max_message_size:
-                return self._fatal(GIOPError(
-                    f"message of {header.size} bytes exceeds the limit of "
-                    f"{self.max_message_size}", self._stream_offset + 8),
-                    Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
-            if len(self._buf) < header.total_size:
-                return self._at_end_of_data()
-            size = header.total_size
-            if size == len(self._buf):
-                raw = bytes(self._buf)        # the usual case: one message buffered
-                self._buf.clear()
+            if self._ready:
+                header, raw = self._ready.popleft()
+                self._ready_bytes -= len(raw)
+            elif self._in_place is not None:
+                if self._in_place_filled < len(self._in_place):
+                    return self._at_end_of_data()
+                raw = bytes(self._in_place)
+                header = self._in_place_header        # (checked by _start_in_place)
+                self._in_place = self._in_place_header = None
+                self._in_place_filled = 0
             else:
-                raw = bytes(memoryview(self._buf)[:size])   # one copy, not two
-                del self._buf[:size]
+                if len(self._buf) < HEADER_SIZE:
+                    return self._at_end_of_data()
+                try:
+                    header = parse_header(self._buf)
+                except PycdrError as e:
+                    # No framing without a header: answer and close (the spec's
+                    # answer for an unsupported version too).
+                    return self._fatal(e, Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
+                problem = self._header_problem(header)
+                if problem is not None:
+                    return self._fatal(problem, Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
+                if len(self._buf) < header.total_size:
+                    return self._at_end_of_data()
+                size = header.total_size
+                if size == len(self._buf):
+                    raw = bytes(self._buf)        # the usual case: one message buffered
+                    self._buf.clear()
+                else:
+                    raw = bytes(memoryview(self._buf)[:size])   # one copy, not two
+                    del self._buf[:size]
             offset = self._stream_offset
             self._stream_offset += header.total_size
             event = self._handle(header, raw, offset)
@@ -149,9 +299,11 @@ class GiopConnection:
     def _at_end_of_data(self):
         if not self._eof:
             return NEED_DATA
-        if self._buf:
-            n = len(self._buf)
+        if self._buf or self._in_place is not None:
+            n = self.buffered
             self._buf.clear()
+            self._in_place = self._in_place_header = None
+            self._in_place_filled = 0
             return self._fatal(GIOPError(f"stream ends inside a message ({n} bytes)",
                                          self._stream_offset), Answer.CLOSE)
         self._closed = ConnectionClosed("end of stream", True, self._pending())
@@ -194,7 +346,7 @@ class GiopConnection:
                     f"{_type_name(header.msg_type)}, which may not be fragmented", offset + 6),
                     header, offset)
             return self._start_reassembly(header, raw, offset)
-        return self._deliver(raw, offset, 1, [])
+        return self._deliver(raw, offset, 1, [], header=header)
 
     def _start_reassembly(self, header: GiopHeader, raw: bytes, offset: int):
         entry = _Reassembly(header, raw, offset)
@@ -310,10 +462,11 @@ class GiopConnection:
             self._fragmented.pop(request_id, None)
 
     def _deliver(self, raw: bytes, offset: int, fragments: int, extra_warnings: list,
-                 segments=None):
+                 segments=None, header=None):
         # (the header is parsed again only for a violation: decode_message has it)
         try:
-            msg, warnings = decode_message(raw, lenient=self.lenient, segments=segments)
+            msg, warnings = decode_message(raw, lenient=self.lenient, segments=segments,
+                                           header=header, field_offsets=self.field_offsets)
         except DecodeError as e:
             if e.offset is not None:
                 e.offset += offset if fragments == 1 else 0

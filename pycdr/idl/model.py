@@ -4,6 +4,7 @@ the :class:`IdlModule` that holds every type, interface and constant of a file."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..typecode import TypeCode
 
@@ -25,11 +26,12 @@ class Operation:
     contexts: tuple = ()
     attribute: str | None = None   # the attribute an accessor belongs to
 
-    @property
+    # Computed once: the ORB asks for them on every request.
+    @cached_property
     def in_params(self) -> tuple:
         return tuple(p for p in self.params if p.mode in ("in", "inout"))
 
-    @property
+    @cached_property
     def out_params(self) -> tuple:
         return tuple(p for p in self.params if p.mode in ("out", "inout"))
 

@@ -25,7 +25,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from .aio import READ_SIZE, STREAM_LIMIT, tune_stream, wait_within
+from .aio import GiopStream, wait_within
 from .. import tc, values
 from ..corbaloc import Corbaloc, Corbaname, parse_object_url
 from ..errors import EncodeError, ObjectURLError, PycdrError
@@ -429,13 +429,13 @@ class ClientConnection:
         self.port = port
         self.version = version
         self.giop = GiopConnection(Role.CLIENT, version=CLIENT_GIOP_VERSION,
-                                   max_message_size=orb.options.max_message_size)
+                                   max_message_size=orb.options.max_message_size,
+                                   field_offsets=False)
         self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
         self._code_sets_sent = False
         self._pending: dict[int, _Waiter] = {}
         self._pending_locates: dict[int, asyncio.Future] = {}
-        self._reader_task: asyncio.Task | None = None
-        self.reader = self.writer = None
+        self.stream: GiopStream | None = None
         self.closed = False
 
     @property
@@ -443,13 +443,12 @@ class ClientConnection:
         return not self.closed
 
     async def open(self, timeout: float) -> None:
+        self.stream = GiopStream(self.giop, on_data=self._on_data)
         try:
-            self.reader, self.writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=STREAM_LIMIT), timeout)
+            await asyncio.wait_for(asyncio.get_running_loop().create_connection(
+                lambda: self.stream, self.host, self.port), timeout)
         except (OSError, asyncio.TimeoutError) as e:
             raise TRANSIENT(OMG_VMCID | 2, _NO) from e
-        tune_stream(self.writer)
-        self._reader_task = asyncio.create_task(self._read_loop())
 
     def reader_kwargs(self) -> dict:
         if self.code_sets is None:
@@ -485,9 +484,9 @@ class ClientConnection:
         if response_expected:
             waiter = _Waiter(self, rid, version, little)
             self._pending[rid] = waiter
-        self.writer.write(data)
+        self.stream.write(data)
         try:
-            await self.writer.drain()
+            await self.stream.drain()
         except (ConnectionError, OSError) as e:
             self._pending.pop(rid, None)
             self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
@@ -502,7 +501,7 @@ class ClientConnection:
                                             target=KeyAddr(key)))
         future = asyncio.get_running_loop().create_future()
         self._pending_locates[rid] = future
-        self.writer.write(data)
+        self.stream.write(data)
         try:
             return await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:
@@ -513,35 +512,39 @@ class ClientConnection:
         if self._pending.pop(waiter.request_id, None) is None or self.closed:
             return
         try:
-            self.writer.write(self.giop.send(CancelRequest(
+            self.stream.write(self.giop.send(CancelRequest(
                 version=waiter.version, little=waiter.little, request_id=waiter.request_id)))
         except PycdrError:
             pass
 
-    async def _read_loop(self) -> None:
+    def _on_data(self) -> None:
+        """The stream got bytes, or the end of the stream: hand out the events
+        (replies wake their callers; nothing here awaits, so no reading task)."""
+        if self.closed:
+            return
+        stream = self.stream
         try:
-            while True:
-                try:
-                    data = await self.reader.read(READ_SIZE)
-                except (ConnectionError, OSError):
-                    data = b""
-                self.giop.receive_data(data)
-                while (event := self.giop.next_event()) is not NEED_DATA:
-                    if isinstance(event, MessageReceived):
-                        self._deliver(event.message)
-                    elif isinstance(event, ProtocolViolation):
-                        log.warning("%s:%d: %s", self.host, self.port, event)
-                        if event.reply:
-                            self.writer.write(event.reply)
-                    elif isinstance(event, ConnectionClosed):
-                        by_peer = event.reason == "peer sent CloseConnection"
-                        self._fail(_PeerClosed() if by_peer
-                                   else COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
-                        return
-                if not data:
-                    self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+            if stream.at_eof:
+                self.giop.receive_data(b"")
+            while (event := self.giop.next_event()) is not NEED_DATA:
+                if isinstance(event, MessageReceived):
+                    self._deliver(event.message)
+                elif isinstance(event, ProtocolViolation):
+                    log.warning("%s:%d: %s", self.host, self.port, event)
+                    if event.reply:
+                        stream.write(event.reply)
+                elif isinstance(event, ConnectionClosed):
+                    by_peer = event.reason == "peer sent CloseConnection"
+                    self._fail(_PeerClosed() if by_peer
+                               else COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+                    self._close_transport()
                     return
-        finally:
+            if stream.at_eof:
+                self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+                self._close_transport()
+        except Exception:
+            log.exception("%s:%d: connection failed", self.host, self.port)
+            self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
             self._close_transport()
 
     def _deliver(self, msg) -> None:
@@ -571,17 +574,11 @@ class ClientConnection:
     def _close_transport(self) -> None:
         self.closed = True
         self.orb._forget(self)
-        if self.writer is not None:
-            self.writer.close()
+        if self.stream is not None:
+            self.stream.close()
 
     async def close(self) -> None:
         self._fail(COMM_FAILURE(OMG_VMCID | 0, _NO))
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-            try:
-                await self._reader_task
-            except (asyncio.CancelledError, Exception):
-                pass
         self._close_transport()
 
 

@@ -39,7 +39,7 @@ from ..ior import IOR, ior_to_string
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
-from .aio import READ_SIZE, STREAM_LIMIT, set_socket_buffers, tune_stream, wait_within
+from .aio import GiopStream, set_socket_buffers
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .servant import Servant
 
@@ -101,8 +101,8 @@ class Server:
 
     # --- running -------------------------------------------------------------------
     async def start(self) -> "Server":
-        self._listener = await asyncio.start_server(self._accept, self.host, self.port,
-                                                    limit=STREAM_LIMIT)
+        self._listener = await asyncio.get_running_loop().create_server(
+            self._new_stream, self.host, self.port)
         for sock in self._listener.sockets:
             set_socket_buffers(sock)
         self.port = self._listener.sockets[0].getsockname()[1]
@@ -131,19 +131,23 @@ class Server:
     async def __aexit__(self, *exc_info):
         await self.stop()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def _new_stream(self) -> GiopStream:
+        # Accepted sockets inherit the listening socket's buffer sizes (set once).
+        giop = GiopConnection(Role.SERVER, version=SERVER_GIOP_VERSION,
+                              max_message_size=self.limits.max_message_size,
+                              field_offsets=False)
+        return GiopStream(giop, socket_buffers=False, on_connect=self._accept)
+
+    def _accept(self, stream: GiopStream) -> None:
         if len(self.connections) >= self.limits.max_connections:
             log.warning("connection refused: %d connections open (the limit)",
                         len(self.connections))
-            writer.close()
+            stream.close()
             return
-        tune_stream(writer, socket_buffers=False)
-        connection = _ServerConnection(self, reader, writer)
+        connection = _ServerConnection(self, stream)
         self.connections.add(connection)
-        try:
-            await connection.run()
-        finally:
-            self.connections.discard(connection)
+        # (the connection keeps its task: _reading)
+        asyncio.get_running_loop().create_task(connection.run())
 
 
 def target_object_key(target) -> bytes | None:
@@ -181,16 +185,13 @@ def _system(exc: SystemException) -> _Outcome:
 
 
 class _ServerConnection:
-    def __init__(self, server: Server, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter):
+    def __init__(self, server: Server, stream: GiopStream):
         self.server = server
         self.adapter = server.adapter
         self.limits = server.limits
-        self.reader = reader
-        self.writer = writer
-        self.peer = writer.get_extra_info("peername")
-        self.giop = GiopConnection(Role.SERVER, version=SERVER_GIOP_VERSION,
-                                   max_message_size=self.limits.max_message_size)
+        self.stream = stream
+        self.peer = stream.peer
+        self.giop = stream.giop
         self.twoway_tasks: dict[int, asyncio.Task] = {}
         self.tasks: set[asyncio.Task] = set()
         self.in_flight = asyncio.Semaphore(self.limits.max_requests_in_flight)
@@ -214,11 +215,12 @@ class _ServerConnection:
             if self._reading is asyncio.current_task():
                 self._reading = None
             self._close()
+            self.server.connections.discard(self)
 
     async def _read_loop(self) -> None:
         while True:
             try:
-                data = await wait_within(self.reader.read(READ_SIZE), self._read_timeout())
+                more = await self.stream.wait_data(self._read_timeout())
             except asyncio.TimeoutError:
                 if self._partial_since is not None:
                     log.warning("%s: message incomplete after %.1f s: closing", self.peer,
@@ -230,12 +232,12 @@ class _ServerConnection:
                     self._send_close_connection()
                     return
                 continue
-            except (ConnectionError, OSError):
-                data = b""
-            self.giop.receive_data(data)
+            if not more:
+                self.giop.receive_data(b"")      # the end of the stream
             if not await self._process_events():
                 return
-            if not data:
+            self.stream.consumed()
+            if not more:
                 return
             if self.giop.has_partial_message:
                 if self._partial_since is None:
@@ -299,11 +301,11 @@ class _ServerConnection:
         if servant is not None and not servant.concurrent_operation(req.operation):
             # A servant that never awaits blocks the loop while it runs anyway:
             # serve it here, without a task and the loop turn a task costs.
-            await self._serve(req, refused)
+            await self._serve(req, refused, key)
             self._last_activity = time.monotonic()
             return
         await self.in_flight.acquire()
-        task = asyncio.create_task(self._serve(req, refused))
+        task = asyncio.create_task(self._serve(req, refused, key))
         self.tasks.add(task)
         if req.response_expected:
             self.twoway_tasks[req.request_id] = task
@@ -328,7 +330,9 @@ class _ServerConnection:
                 return None
         return None
 
-    async def _serve(self, req: Request, refused: SystemException | None) -> None:
+    async def _serve(self, req: Request, refused: SystemException | None,
+                     key: bytes | None) -> None:
+        """Run ``req`` (addressed to ``key``, its target_object_key) and reply."""
         if req.version >= (1, 2) and req.response_flags not in VALID_RESPONSE_FLAGS:
             # 0, 1 and 3 are the defined values; anything else is refused without
             # running the request (CORBA 3.x Part 2, 9.4.2.1).
@@ -339,7 +343,8 @@ class _ServerConnection:
             # SYNC_WITH_SERVER: the reply only says the request arrived; send it first.
             self._send_reply(req, _Outcome(ReplyStatus.NO_EXCEPTION))
         try:
-            outcome = _system(refused) if refused is not None else await self._execute(req)
+            outcome = _system(refused) if refused is not None \
+                else await self._execute(req, key)
         except asyncio.CancelledError:
             return          # CancelRequest or shutdown: no reply
         self.server.requests_served += 1
@@ -348,8 +353,7 @@ class _ServerConnection:
             await self._drain()
         self.twoway_tasks.pop(req.request_id, None)
 
-    async def _execute(self, req: Request) -> _Outcome:
-        key = target_object_key(req.target)
+    async def _execute(self, req: Request, key: bytes | None) -> _Outcome:
         if key is not None:
             forward = self.adapter.forwarded(key)
             if forward is not None:
@@ -446,13 +450,13 @@ class _ServerConnection:
 
     def _write(self, data: bytes) -> None:
         if not self.closed:
-            self.writer.write(data)
+            self.stream.write(data)
 
     async def _drain(self) -> None:
         if self.closed:
             return
         try:
-            await self.writer.drain()
+            await self.stream.drain()
         except (ConnectionError, OSError):
             self._close()
 
@@ -476,7 +480,7 @@ class _ServerConnection:
     def _close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.writer.close()
+            self.stream.close()
 
 
 def _tcs_kwargs(tcs_c, tcs_w) -> dict:

@@ -1,0 +1,195 @@
+"""GiopConnection's buffer API (receive_buffer/received, what asyncio's BufferedProtocol
+uses) frames exactly as receive_data does, and decode_message's lean mode
+(field_offsets=False, the ORB's) decodes and fails exactly as the detailed one."""
+
+import random
+
+import pytest
+
+from pycdr.errors import PycdrError
+from pycdr.giop import connection as giop_connection
+from pycdr.giop.connection import NEED_DATA, GiopConnection, Role
+from pycdr.giop.events import ConnectionClosed, MessageReceived, ProtocolViolation
+from pycdr.giop.header import encode_header, MsgType
+from pycdr.giop import sysexc
+from pycdr.giop.messages import (CancelRequest, Fragment, KeyAddr, LocateReply, LocateRequest,
+                                 LocateStatus, Reply, ReplyStatus, Request, decode_message,
+                                 encode_message)
+from pycdr.giop.service_contexts import CodeSetsContext
+
+from test_giop_connection import drain, stream_for_server
+
+LARGE = giop_connection.IN_PLACE_MIN * 3
+
+
+def large_request(rid, size=LARGE, little=False):
+    return encode_message(Request(request_id=rid, operation="send", little=little,
+                                  target=KeyAddr(b"TTCP"), response_flags=0,
+                                  body=bytes(i & 0xFF for i in range(size))))
+
+
+def mixed_stream() -> bytes:
+    small, _big = stream_for_server()
+    return b"".join([large_request(10), small, large_request(11, little=True),
+                     large_request(12, size=giop_connection.IN_PLACE_MIN - 100),
+                     encode_message(Request(request_id=13, operation="x",
+                                            target=KeyAddr(b"k")))])
+
+
+def summary(events):
+    out = []
+    for e in events:
+        if isinstance(e, MessageReceived):
+            out.append(("msg", e.message, e.raw, e.fragments, e.offset))
+        elif isinstance(e, ProtocolViolation):
+            out.append(("violation", str(e.error), e.answer, e.offset))
+        else:
+            out.append(("closed", e.reason, e.clean))
+    return out
+
+
+def reference_events(stream: bytes, eof: bool = True, **kw):
+    conn = GiopConnection(Role.SERVER, **kw)
+    conn.receive_data(stream)
+    if eof:
+        conn.receive_data(b"")
+    return summary(drain(conn))
+
+
+def feed_by_buffer(stream: bytes, chunk_sizes, poll_every: int, eof: bool = True, **kw):
+    """Receive ``stream`` as a transport would: into receive_buffer(), ``chunk_sizes``
+    bytes at most per read, next_event() after every ``poll_every`` reads."""
+    conn = GiopConnection(Role.SERVER, **kw)
+    events, pos, reads = [], 0, 0
+    sizes = iter(chunk_sizes)
+    while pos < len(stream):
+        buf = conn.receive_buffer()
+        assert len(buf) > 0
+        n = min(len(buf), next(sizes), len(stream) - pos)
+        buf[:n] = stream[pos:pos + n]
+        conn.received(n)
+        del buf
+        pos += n
+        reads += 1
+        if reads % poll_every == 0 and not (events and isinstance(events[-1],
+                                                                 ConnectionClosed)):
+            events += drain(conn)
+    if eof:
+        conn.receive_data(b"")
+    if not (events and isinstance(events[-1], ConnectionClosed)):
+        events += drain(conn)
+    return summary(events)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 12, 100, 4096, 65536, 1 << 20])
+@pytest.mark.parametrize("poll_every", [1, 3, 1000])
+def test_buffer_api_frames_as_receive_data(chunk, poll_every):
+    stream = mixed_stream()
+    if chunk == 1:      # byte by byte: a shorter stream, still with an in-place message
+        stream = large_request(20, size=giop_connection.IN_PLACE_MIN + 10) + \
+            stream_for_server()[0]
+    expected = reference_events(stream)
+    assert expected[-1][0] == "closed"
+    assert feed_by_buffer(stream, iter(lambda: chunk, None), poll_every) == expected
+
+
+def test_buffer_api_with_random_reads():
+    stream = mixed_stream()
+    expected = reference_events(stream)
+    rng = random.Random(7)
+    for _ in range(20):
+        sizes = iter(lambda: rng.choice([1, 13, 500, 9000, 70000, 300000]), None)
+        assert feed_by_buffer(stream, sizes, rng.choice([1, 2, 5])) == expected
+
+
+def test_large_message_is_received_in_place():
+    message = large_request(1)
+    conn = GiopConnection(Role.SERVER)
+    first = conn.receive_buffer()
+    first[:100] = message[:100]
+    conn.received(100)
+    rest = conn.receive_buffer()
+    assert len(rest) == len(message) - 100      # the message's own buffer, not scratch
+    rest[:] = message[100:]
+    del rest, first
+    conn.received(len(message) - 100)
+    assert conn.buffered == len(message)
+    (event,) = drain(conn)
+    assert event.raw == message and event.message.body == decode_message(message)[0].body
+    assert conn.buffered == 0 and not conn.has_partial_message
+
+
+def test_oversized_header_allocates_nothing_and_is_refused_as_before():
+    claim = encode_header((1, 2), False, MsgType.Request, 64 << 20) + b"\0" * 100
+    conn = GiopConnection(Role.SERVER, max_message_size=1 << 20)
+    buf = conn.receive_buffer()
+    buf[:len(claim)] = claim
+    del buf
+    conn.received(len(claim))
+    assert len(conn.receive_buffer()) == giop_connection.SCRATCH_SIZE
+    got = summary(drain(conn))
+    assert got == reference_events(claim, eof=False, max_message_size=1 << 20)
+    assert got[0][0] == "violation" and "exceeds the limit" in got[0][1]
+
+
+def test_stream_ending_inside_an_in_place_message():
+    message = large_request(1)
+    cut = message[:len(message) // 2]
+    assert feed_by_buffer(cut, iter(lambda: 4096, None), 1) == reference_events(cut)
+    assert "stream ends inside a message" in reference_events(cut)[0][1]
+
+
+# ----------------------------------------------------------------------------
+# decode_message(field_offsets=False)
+def sample_messages():
+    contexts = [CodeSetsContext(char_data=0x05010001, wchar_data=0x00010109)]
+    for version in ((1, 0), (1, 1), (1, 2)):
+        for little in (False, True):
+            yield encode_message(Request(version=version, little=little, request_id=7,
+                                         operation="echo_long", target=KeyAddr(b"Echo"),
+                                         service_contexts=contexts, body=b"\0\0\0\5"))
+            yield encode_message(Reply(version=version, little=little, request_id=7,
+                                       reply_status=ReplyStatus.NO_EXCEPTION,
+                                       body=b"\0\0\0\5"))
+            yield encode_message(Reply(version=version, little=little, request_id=8,
+                                       reply_status=ReplyStatus.SYSTEM_EXCEPTION,
+                                       system_exception=sysexc.MARSHAL(
+                                           sysexc.OMG_VMCID | 1,
+                                           sysexc.CompletionStatus.COMPLETED_NO)))
+            yield encode_message(LocateRequest(version=version, little=little, request_id=9,
+                                               target=KeyAddr(b"Echo")))
+            yield encode_message(LocateReply(version=version, little=little, request_id=9,
+                                             locate_status=LocateStatus.OBJECT_HERE))
+            yield encode_message(CancelRequest(version=version, little=little, request_id=9))
+            if version != (1, 0):
+                yield encode_message(Fragment(version=version, little=little, data=b"abcd",
+                                              request_id=9 if version == (1, 2) else None))
+
+
+def outcome(data, **kw):
+    try:
+        msg, warnings = decode_message(data, **kw)
+    except PycdrError as e:
+        return ("error", type(e), str(e), e.offset)
+    return ("ok", msg, warnings)
+
+
+def test_lean_decoding_gives_the_same_messages_without_offsets():
+    for data in sample_messages():
+        detailed, _ = decode_message(data)
+        lean, _ = decode_message(data, field_offsets=False)
+        assert lean == detailed
+        assert getattr(lean, "body_offset", None) == getattr(detailed, "body_offset", None)
+        assert detailed.offsets and not lean.offsets and not lean.padding
+
+
+def test_lean_decoding_fails_as_the_detailed_one():
+    kinds = {"ok": 0, "error": 0}
+    for data in sample_messages():
+        for i in range(12, len(data)):
+            for value in (0x00, 0x05, 0x7F, 0xFF):
+                mutated = data[:i] + bytes([value]) + data[i + 1:]
+                expected = outcome(mutated)
+                assert outcome(mutated, field_offsets=False) == expected
+                kinds[expected[0]] += 1
+    assert kinds["ok"] > 1000 and kinds["error"] > 1000
