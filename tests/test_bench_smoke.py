@@ -34,8 +34,12 @@ def test_quick_run_reports_positive_rates_for_every_case(bench):
     if results["meta"]["pycdr2"]:
         impls.add("pycdr2")
     got = {(r["type"], r["order"], r["op"], r["impl"]) for r in rows}
-    assert got == {(t, order, op, impl) for t in bench.TYPES for order in ("BE", "LE")
-                   for op in ("encode", "decode") for impl in impls}
+    want = {(t, order, op, impl) for t in bench.TYPES for order in ("BE", "LE")
+            for op in ("encode", "decode") for impl in impls}
+    # The opt-in array mapping, for the numeric sequences it applies to.
+    want |= {(t, order, op, "pycdr-arr") for t in bench.ARRAY_CODES
+             for order in ("BE", "LE") for op in ("encode", "decode")}
+    assert got == want
     for r in rows:
         assert r["size_kb"] == 1 and 0 < r["payload_bytes"] <= 1024
         assert math.isfinite(r["mb_per_s"]) and r["mb_per_s"] > 0, r

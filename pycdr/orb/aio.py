@@ -169,6 +169,13 @@ class GiopStream(asyncio.BufferedProtocol):
         ConnectionError once the connection is lost."""
         if self._lost is not None:
             raise ConnectionResetError("connection lost") from self._lost
+        if self.transport is not None and self.transport.is_closing():
+            # As StreamWriter.drain does: yield once, so a writer that only
+            # writes and drains lets the loop deliver connection_lost.
+            await asyncio.sleep(0)
+            if self._lost is not None:
+                raise ConnectionResetError("connection lost") from self._lost
+            return
         if not self._writing_paused:
             return
         waiter = asyncio.get_running_loop().create_future()
