@@ -78,10 +78,8 @@ def _crash_on_self_indirection(raw: bytes) -> None:
 
 
 class _FragileConnection(orb_server._ServerConnection):
-    def __init__(self, server, reader, writer):
-        super().__init__(server, reader, writer)
-        self.giop = FragileGiop(Role.SERVER, version=orb_server.SERVER_GIOP_VERSION,
-                                max_message_size=self.limits.max_message_size)
+    def __init__(self, server, stream):
+        super().__init__(server, stream)
         self.giop.owner = self
 
     def start_flood(self, header, request_id) -> None:
@@ -93,18 +91,26 @@ class _FragileConnection(orb_server._ServerConnection):
             while not self.closed:          # the planted flood: replies without end
                 self._write(reply * 16)
                 await self._drain()
+                # drain() returns at once while the write buffer has room: yield,
+                # so that the loop sees the peer go (and the flood stop).
+                await asyncio.sleep(0)
         task = asyncio.ensure_future(flood())
         self.tasks.add(task)
 
 
 class FragileServer(orb_server.Server):
-    async def _accept(self, reader, writer):
-        connection = _FragileConnection(self, reader, writer)
+    def _new_stream(self):
+        stream = super()._new_stream()
+        # The same connection as the reference ORB's, with the planted faults.
+        stream.giop = FragileGiop(Role.SERVER, version=orb_server.SERVER_GIOP_VERSION,
+                                  max_message_size=self.limits.max_message_size)
+        return stream
+
+    def _accept(self, stream) -> None:
+        connection = _FragileConnection(self, stream)
         self.connections.add(connection)
-        try:
-            await connection.run()
-        finally:
-            self.connections.discard(connection)
+        # (the connection keeps its task, as the reference ORB's does)
+        asyncio.get_running_loop().create_task(connection.run())
 
 
 async def serve(port: int) -> None:

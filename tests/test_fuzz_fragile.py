@@ -97,3 +97,35 @@ def test_finding_folder_replays(campaign_findings, kind):
     out = json.loads(result.stdout)
     assert out["reproduced"] and out["observed"] == kind, out
     assert result.returncode == 1
+
+
+@pytest.mark.parametrize("kind", ["crash", "hang", "flood"])
+def test_fault_among_concurrent_cases_is_told_apart(campaign_findings, kind):
+    """Cases that need a connection each go several at once; when a planted
+    fault sits among them (a crash or hang takes the target down under the
+    others too), the suspects run again alone and the finding names the case
+    that did it."""
+    from pycdr.fuzz.engine import Case, predict
+    trigger_messages = _first(campaign_findings[0], kind).messages
+    campaign = Campaign(None, seed=SEED, spawn=FRAGILE, timeout=0.5, probe_timeout=0.5,
+                        seed_sources=catalog_seeds, minimize=False)
+    try:
+        # Bystanders: cases the run loop would group (each its own
+        # connection, closed by the target after a MessageError).
+        bystanders = []
+        index = 0
+        while len(bystanders) < 7:
+            case = campaign.make_case(index)
+            index += 1
+            if not (case.batchable or case.tail) and case.prediction.closes:
+                bystanders.append(case)
+        trigger = Case(10 ** 6, "planted", list(trigger_messages), [],
+                       predict(trigger_messages))
+        group = bystanders[:3] + [trigger] + bystanders[3:]
+        campaign._run_isolated_group(group)
+        assert campaign.stats.cases == len(group)
+        found = [f for f in campaign.findings.values() if f.kind == kind]
+        assert [f.case.index for f in found] == [trigger.index], campaign.findings
+        assert campaign.stats.restarts >= (kind != "flood")
+    finally:
+        campaign.close()

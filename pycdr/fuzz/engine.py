@@ -10,7 +10,12 @@ and its index.  A case's messages go to the target in one of two ways:
   answers is predicted by pycdr's own sans-I/O GIOP connection (the reference
   ORB's logic), so waiting stops as soon as they are in;
 - isolated: a fresh connection (the other cases, and every case of a batch
-  that did not go as predicted).
+  that did not go as predicted).  With a target the fuzzer can restart
+  (``--spawn``), up to ``connections`` of them go at once, each on its own
+  connection; any that does not go as predicted runs again alone.
+
+While the target works on what was sent, the next cases are made (they
+depend on their index only), so the fuzzer and the target use a core each.
 
 Detection on an isolated case: a close or reset without MessageError, fewer
 answers than predicted within the timeout, answers beyond them (then a
@@ -22,7 +27,6 @@ fresh connection and a LocateRequest); with ``--spawn`` the target's exit
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import shlex
@@ -31,22 +35,24 @@ import subprocess
 import threading
 import queue
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from ..errors import PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import (NEED_DATA, Answer, ConnectionClosed, MessageReceived,
                            ProtocolViolation)
-from ..giop.header import HEADER_SIZE, MsgType
+from ..giop.header import MsgType
 from ..giop.messages import (CloseConnection, KeyAddr, LocateReply, LocateRequest,
                              MessageError, Request, encode_message)
 from ..conformance.wire import FLOOD_MESSAGES, Observation, Wire
-from .layout import message_fields
-from .mutators import MUTATOR_NAMES, MutationContext, mutate, target_profile
+from .mutators import MutationContext, mutate, target_profile
 
 SENTINEL_ID = 0x7E570000       # request ids of the pipelining sentinels (and probes)
 CLOSING_TYPES = (MsgType.CloseConnection, MsgType.MessageError)
+# How long a case's connection is watched after the answers it was to get
+# (a close, unsolicited messages); with no answer due, twice as long.
+LINGER = 0.005
 
 
 # --------------------------------------------------------------------------
@@ -92,6 +98,26 @@ def predict(messages) -> Prediction:
     if not p.closes:
         p.partial = conn.has_partial_message
     return p
+
+
+def suspicion(obs: Observation, p: Prediction, messages, *,
+              more_answers: bool = True) -> str | None:
+    """What one connection's observation shows beyond what a conforming
+    server does with ``messages``: None, or unreachable, flood,
+    more_answers (when ``more_answers``), reset, closed or no_answer."""
+    if obs.connect_error:
+        return "unreachable"
+    if obs.flooded:
+        return "flood"
+    if more_answers and len(obs.messages) > p.answers:
+        return "more_answers"
+    got_error = any(isinstance(e.message, (MessageError, CloseConnection))
+                    for e in obs.messages)
+    if obs.closed and not got_error and not p.closes and not sends_closing_message(messages):
+        return "reset" if obs.reset else "closed"
+    if obs.timed_out:
+        return "no_answer"
+    return None
 
 
 def sends_closing_message(messages) -> bool:
@@ -162,11 +188,15 @@ class SpawnedTarget:
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True, errors="replace")
         lines: queue.Queue = queue.Queue()
+        started = threading.Event()
 
         def pump(stream):
-            # Keep reading so the child never blocks on a full pipe.
+            # Keep reading so the child never blocks on a full pipe; once its
+            # address is known, what it prints (a reference ORB logs every bad
+            # message) is dropped, not piled up for the whole campaign.
             for line in stream:
-                lines.put(line)
+                if not started.is_set():
+                    lines.put(line)
         threading.Thread(target=pump, args=(self.process.stdout,), daemon=True).start()
         deadline = time.monotonic() + self.start_timeout
         seen = []
@@ -180,6 +210,7 @@ class SpawnedTarget:
             seen.append(line)
             m = IOR_RE.search(line)
             if m:
+                started.set()
                 self.address_text = m.group(1)
                 self.baseline_rss = None
                 return self.address_text
@@ -257,6 +288,7 @@ class Campaign:
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
+                 connections: int = 8,
                  rss_limit: int = 256 << 20, seeds=None, seed_sources=None, minimize=True,
                  on_finding=None, log=None):
         self.seed = seed
@@ -270,6 +302,7 @@ class Campaign:
         self.probe_interval = probe_interval
         self.rate = rate
         self.batch_size = max(1, batch)
+        self.connections = max(1, connections)
         self.rss_limit = rss_limit
         self.minimize = minimize
         self.on_finding = on_finding
@@ -282,21 +315,23 @@ class Campaign:
         self._recent: list[Case] = []
         self.last_received = b""
         self._last_tail: Case | None = None
+        # Cases made ahead, while the target works on the ones sent (the
+        # fuzzer's CPU and the target's then overlap): see _make_ahead.
+        self._ahead: deque[Case] = deque()
+        self._taken: int | None = None       # index of the case in hand; None outside run()
+        self._ahead_end: int | None = None   # index where the current run stops
         self.seeds = seeds if seeds is not None else (seed_sources or (lambda t: []))(self.target)
         if not self.seeds:
             raise PycdrError("no seeds: nothing to mutate")
         profile, ior = target_profile(self.target)
         self.ctx = MutationContext(self.seeds, self.target.object_key, profile, ior)
-        self._fields = [[message_fields(m, s.body_types if k == 0 else None)
-                         for k, m in enumerate(s.messages)] for s in self.seeds]
 
     # --- cases ---------------------------------------------------------------------
     def make_case(self, index: int) -> Case:
         rng = random.Random(f"{self.seed}:{index}")
         k = rng.randrange(len(self.seeds))
         seed = self.seeds[k]
-        messages, mutations = mutate(seed.messages, rng, self.ctx, self._fields[k],
-                                     seed.body_types)
+        messages, mutations = mutate(seed.messages, rng, self.ctx, seed.body_types)
         case = Case(index, seed.name, messages, mutations)
         case.prediction = predict(messages)
         p = case.prediction
@@ -321,7 +356,14 @@ class Campaign:
             start_index: int = 0, progress=None) -> Stats:
         index = start_index
         end_time = time.monotonic() + duration if duration else None
-        pending: list[Case] = []
+        self._ahead.clear()
+        self._taken = start_index - 1
+        self._ahead_end = start_index + max_cases if max_cases is not None else None
+        pending: list[Case] = []       # batchable cases for the reused connection
+        # Cases that need a connection each: those the target is to close
+        # and those whose connection stays open (their groups wait out the
+        # linger once, see _run_isolated_group).
+        solo = {True: [], False: []}
         while not self.dead:
             if max_cases is not None and index >= start_index + max_cases:
                 break
@@ -331,10 +373,19 @@ class Campaign:
                 wait = self.stats.started + (index - start_index) / self.rate - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)
-            case = self.make_case(index)
+            case = self._take_case(index)
             index += 1
             self._cover(case)
+            # Cases are independent (each its own request ids, seeds and
+            # connection effects), so batches and groups need not keep the
+            # index order: a case that needs its own connection does not cut
+            # the batch short.  --rate sends them one at a time, in order.
             pipelining = self.batch_size > 1 and not self.rate
+            # Several cases on their own connections at once only when the
+            # target can be restarted: if they break it, each is run again
+            # alone to tell which did; a target we cannot restart gets one
+            # case at a time, so that the one breaking it is known.
+            grouping = pipelining and self.spawned is not None
             if case.batchable and pipelining:
                 pending.append(case)
                 if len(pending) >= self.batch_size:
@@ -343,10 +394,13 @@ class Campaign:
             elif case.tail and pipelining:
                 self._run_batch(pending, tail=case)
                 pending = []
+            elif grouping:
+                closes = case.prediction.closes
+                solo[closes].append(case)
+                if len(solo[closes]) >= self.connections:
+                    self._run_isolated_group(solo[closes])
+                    solo[closes] = []
             else:
-                if pending:
-                    self._run_batch(pending)
-                    pending = []
                 self._run_isolated_case(case)
             if time.monotonic() - self._last_probe >= self.probe_interval:
                 self._periodic_probe()
@@ -354,8 +408,36 @@ class Campaign:
                 progress(self)
         if pending and not self.dead:
             self._run_batch(pending)
+        for group in solo.values():
+            if group and not self.dead:
+                self._run_isolated_group(group)
         self._close_pipe()
+        self._ahead.clear()
+        self._taken = self._ahead_end = None
         return self.stats
+
+    def _take_case(self, index: int) -> Case:
+        """Case ``index``: made ahead already, or now."""
+        self._taken = index
+        if self._ahead and self._ahead[0].index == index:
+            return self._ahead.popleft()
+        self._ahead.clear()
+        return self.make_case(index)
+
+    def _make_ahead(self, sent: int) -> None:
+        """Called between sending bytes and reading the answer: make as many
+        of the next cases as were just sent (up to two batches ahead), so the
+        target's processing and ours overlap instead of taking turns.  Cases
+        depend on their index only, so making them early changes nothing."""
+        if self._taken is None:
+            return       # not inside run()
+        limit = 2 * self.batch_size
+        for _ in range(sent):
+            index = self._ahead[-1].index + 1 if self._ahead else self._taken + 1
+            if len(self._ahead) >= limit or \
+                    (self._ahead_end is not None and index >= self._ahead_end):
+                return
+            self._ahead.append(self.make_case(index))
 
     def _run_batch(self, cases: list, tail: Case | None = None) -> None:
         """Cases on the reused connection, then a sentinel -- or, when a
@@ -368,7 +450,8 @@ class Campaign:
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key)
             ok = self._pipe.run(b"".join(b"".join(c.messages) for c in cases), want,
-                                self.timeout, sentinel=tail is None)
+                                self.timeout, sentinel=tail is None,
+                                while_waiting=lambda: self._make_ahead(len(cases)))
         except OSError:
             ok = False
         previous_tail = self._last_tail
@@ -406,13 +489,16 @@ class Campaign:
         self.stats.cases += 1
         self.stats.isolated += 1
         self._recent = (self._recent + [case])[-4:]
-        verdict = self.check(case.messages, case.prediction)
+        verdict = self.check(case.messages, case.prediction,
+                             while_waiting=lambda: self._make_ahead(1))
         if verdict.kind is not None:
             self._record(case, verdict)
 
     def check(self, messages, prediction: Prediction | None = None, *,
-              linger: float = 0.005) -> Verdict:
-        """Send ``messages`` on a fresh connection and judge what happens."""
+              linger: float = LINGER, while_waiting=None) -> Verdict:
+        """Send ``messages`` on a fresh connection and judge what happens
+        (``while_waiting`` is called once they are sent, before the answer is
+        read)."""
         p = prediction or predict(messages)
         obs = Observation()
         try:
@@ -421,25 +507,111 @@ class Campaign:
                 for data in messages:
                     if not wire.send(data):
                         break
-                wire.observe(obs, want=p.answers, timeout=self.timeout if p.answers else 0.01,
+                if while_waiting is not None:
+                    while_waiting()
+                wire.observe(obs, want=p.answers,
+                             timeout=self.timeout if p.answers else LINGER * 2,
                              linger=linger, sent=sum(map(len, messages)))
         except OSError as e:
             obs.connect_error = str(e)
-        if obs.connect_error:
-            return self._after_suspicion("unreachable", obs)
-        if obs.flooded:
+        reason = suspicion(obs, p, messages, more_answers=linger < 0.1)
+        if reason == "flood":
             return Verdict("flood", {"bytes": obs.total_received,
                                      "messages": len(obs.messages)}, obs)
-        got_error = any(isinstance(e.message, (MessageError, CloseConnection))
-                        for e in obs.messages)
-        if len(obs.messages) > p.answers and linger < 0.1:
+        if reason == "more_answers":
             # More than a conforming server sends: look longer for a flood.
             return self.check(messages, p, linger=0.5)
-        if obs.closed and not got_error and not p.closes and not sends_closing_message(messages):
-            return self._after_suspicion("reset" if obs.reset else "closed", obs)
-        if obs.timed_out:
-            return self._after_suspicion("no_answer", obs)
+        if reason is not None:
+            return self._after_suspicion(reason, obs)
         return Verdict(None, {}, obs)
+
+    def _run_isolated_group(self, cases: list) -> None:
+        """Cases that need a connection each, all sent at once (one connection
+        per case) and their answers read after, so the target works on all
+        of them while we read.  A case whose connection shows anything but
+        what a conforming server does is run again alone with the full
+        detection of check() -- first on a working target: the case that
+        broke it may be another one of the group (or the last tail)."""
+        if len(cases) == 1:
+            self._run_isolated_case(cases[0])
+            return
+        suspects = []
+        wires = []
+        try:
+            for case in cases:
+                try:
+                    wire = Wire(self.target.host, self.target.port,
+                                connect_timeout=self.probe_timeout)
+                except OSError:
+                    wires.append(None)
+                    continue
+                wires.append(wire)
+                for data in case.messages:
+                    if not wire.send(data):
+                        break
+            self._make_ahead(len(cases))
+            # First every case's answers; then, all at once, the linger that
+            # check() gives each: what comes after them (a close, unsolicited
+            # messages) during at least LINGER from when they were in.
+            deadline = time.monotonic() + self.timeout
+            observations = []
+            for case, wire in zip(cases, wires):
+                p = case.prediction
+                obs = Observation()
+                observations.append(obs)
+                if wire is None:
+                    obs.connect_error = "refused"
+                    continue
+                try:
+                    wire.observe(obs, want=p.answers,
+                                 timeout=max(deadline - time.monotonic(), 0.001)
+                                 if p.answers else LINGER * 2, sent=sum(map(len, case.messages)))
+                except OSError as e:
+                    obs.connect_error = str(e)
+            linger_end = time.monotonic() + LINGER
+            for case, wire, obs in zip(cases, wires, observations):
+                if wire is None or wire.eof or obs.connect_error or obs.timed_out \
+                        or obs.flooded:
+                    continue
+                try:
+                    # Past linger_end, still one read: what came meanwhile.
+                    wire.observe(obs, want=case.prediction.answers, timeout=LINGER * 2,
+                                 linger=max(linger_end - time.monotonic(), 0.001),
+                                 sent=sum(map(len, case.messages)))
+                except OSError as e:
+                    obs.connect_error = str(e)
+            for case, obs in zip(cases, observations):
+                if suspicion(obs, case.prediction, case.messages) is None:
+                    self.stats.cases += 1
+                    self.stats.isolated += 1
+                else:
+                    suspects.append(case)
+        finally:
+            for wire in wires:
+                if wire is not None:
+                    wire.close()
+        self._recent = (self._recent + cases)[-4:]
+        if not suspects:
+            self._last_tail = None
+            return
+        previous_tail = self._last_tail
+        self._last_tail = None
+        if self._probe() != "alive":
+            # Broken: which case did it is not known -- every case of the
+            # group again, alone (after the last tail, if there was one).
+            counted = len(cases) - len(suspects)
+            self.stats.cases -= counted
+            self.stats.isolated -= counted
+            suspects = cases
+            if previous_tail is not None:
+                self.stats.cases -= 1
+                suspects = [previous_tail] + suspects
+            if not self.recover():
+                return
+        for case in suspects:
+            if self.dead:
+                break
+            self._run_isolated_case(case)
 
     def _after_suspicion(self, reason: str, obs: Observation) -> Verdict:
         """Is the target still there? Decide the finding kind."""
@@ -537,6 +709,9 @@ class Campaign:
             self.target_text = self.spawned.restart()
             self.target = resolve(self.target_text)
             self.ctx.object_key = self.target.object_key
+            self.ctx.profile, self.ctx.ior = target_profile(self.target)
+            # Cases made ahead hold the old object key and address.
+            self._ahead.clear()
             self.stats.restarts += 1
             return True
         if self._probe() == "alive":
@@ -572,7 +747,8 @@ class _Pipe:
                                    check_request_ids=False)
         self.sentinels = 0
 
-    def run(self, data: bytes, want: int, timeout: float, *, sentinel: bool = True) -> bool:
+    def run(self, data: bytes, want: int, timeout: float, *, sentinel: bool = True,
+            while_waiting=None) -> bool:
         """Send a batch and its sentinel; True when exactly the predicted
         answers and the sentinel's came back and the connection stays up.
         Without a sentinel (a batch that ends the connection), True when the
@@ -584,6 +760,8 @@ class _Pipe:
                                                  target=KeyAddr(self.key)))
             want += 1
         self.sock.sendall(data)
+        if while_waiting is not None:
+            while_waiting()
         got = 0
         seen_sentinel = not sentinel
         deadline = time.monotonic() + timeout

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from itertools import accumulate
 
 from ..errors import PycdrError
 from ..giop.header import (FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType,
@@ -45,6 +46,41 @@ class MutationContext:
         self.object_key = object_key
         self.profile = profile        # pycdr.ior.TaggedProfile of the target, if known
         self.ior = ior
+        # The seeds' layouts, worked out once: most mutations start from a
+        # seed's unchanged message.  (A mutated message's layout is worked out
+        # when asked for, and not kept: it is rarely asked for twice.)
+        self._layouts: dict = {}         # (data, id(body_types)) -> _layout()
+        for seed in seeds:
+            for k, message in enumerate(seed.messages):
+                data = bytes(message)
+                self._layouts[(data, id(None))] = _layout(data, None)
+                if k == 0 and seed.body_types is not None:
+                    self._layouts[(data, id(seed.body_types))] = _layout(data, seed.body_types)
+
+    def fields(self, data: bytes, body_types=None) -> list:
+        """message_fields(data, body_types).  The list returned may be
+        shared: read it, do not change it."""
+        return self._layout(data, body_types)[1]
+
+    def aimable(self, data: bytes, body_types=None) -> tuple[list, list]:
+        """The fields that lie wholly inside ``data`` and their cumulative
+        weights (FIELD_WEIGHT), for ``rng.choices``."""
+        return self._layout(data, body_types)[2]
+
+    def _layout(self, data: bytes, body_types) -> tuple:
+        entry = self._layouts.get((data, id(body_types)))
+        if entry is not None and entry[0] is body_types:
+            return entry
+        return _layout(data, body_types)
+
+
+def _layout(data: bytes, body_types) -> tuple:
+    """(body_types, message_fields(data, body_types), (the fields inside
+    data, their cumulative weights))."""
+    fields = message_fields(data, body_types)
+    inside = [f for f in fields if f.offset + f.size <= len(data)]
+    return (body_types, fields,
+            (inside, list(accumulate(FIELD_WEIGHT.get(f.kind, 1) for f in inside))))
 
 
 # --------------------------------------------------------------------------
@@ -312,8 +348,9 @@ def x_readdress(msgs, i, rng, ctx):
 
 
 def x_duplicate_context(msgs, i, rng, ctx):
-    fields = [f for f in message_fields(bytes(msgs[i])) if f.path.endswith("].id")]
-    count = [f for f in message_fields(bytes(msgs[i])) if f.path.endswith("service_context.count")]
+    layout = ctx.fields(bytes(msgs[i]))
+    fields = [f for f in layout if f.path.endswith("].id")]
+    count = [f for f in layout if f.path.endswith("service_context.count")]
     if not fields or not count:
         return None
     f = _pick(rng, fields)
@@ -414,14 +451,14 @@ def x_flip(msgs, i, rng, ctx):
     offsets = [rng.randrange(len(m)) for _ in range(rng.randint(1, 4))]
     for at in offsets:
         m[at] ^= 1 << rng.randrange(8)
-    return Mutation("byte_flip", _path(i, field_at(bytes(m), offsets[0])),
+    return Mutation("byte_flip", _path(i, field_at(ctx, bytes(m), offsets[0])),
                     "bits at " + ",".join(map(str, offsets)))
 
 
-def field_at(data: bytes, offset: int) -> str:
+def field_at(ctx: MutationContext, data: bytes, offset: int) -> str:
     """The narrowest known field holding ``offset`` (``body`` past the header)."""
     best = None
-    for f in message_fields(data):
+    for f in ctx.fields(data):
         if f.offset <= offset < f.offset + f.size and (best is None or f.size <= best.size):
             best = f
     if best is not None:
@@ -438,7 +475,8 @@ def x_splice(msgs, i, rng, ctx):
     b = rng.randrange(HEADER_SIZE, len(other) + 1)
     msgs[i] = bytearray(m[:a] + other[b:])
     fix_size(msgs[i])
-    return Mutation("splice", _path(i, field_at(bytes(m), min(a, len(m) - 1))), f"{a}+{b}")
+    return Mutation("splice", _path(i, field_at(ctx, bytes(m), min(a, len(m) - 1))),
+                    f"{a}+{b}")
 
 
 def x_truncate(msgs, i, rng, ctx):
@@ -446,7 +484,7 @@ def x_truncate(msgs, i, rng, ctx):
     if len(m) <= HEADER_SIZE + 1:
         return None
     at = rng.randrange(HEADER_SIZE, len(m))
-    path = field_at(bytes(m), at)
+    path = field_at(ctx, bytes(m), at)
     del m[at:]
     fix_size(m)
     return Mutation("truncate", _path(i, path), f"cut at {at}")
@@ -470,28 +508,22 @@ FIELD_GROUP = {"magic": "header", "version": "header", "flags": "header",
 MUTATOR_NAMES = sorted(set(FIELD_GROUP.values()) | set(MESSAGE_MUTATORS))
 
 
-def mutate(messages, rng: random.Random, ctx: MutationContext, fields_cache=None,
+def mutate(messages, rng: random.Random, ctx: MutationContext,
            body_types=None) -> tuple[list, list]:
     """Apply 1-3 mutations to a copy of ``messages``; return the new messages
     and the mutations made."""
     msgs = [bytearray(m) for m in messages]
     done: list[Mutation] = []
     count = 1 if rng.random() < 0.75 else (2 if rng.random() < 0.8 else 3)
-    fresh = True
     for _ in range(count * 3):            # a few tries: some mutators do not apply
         if len(done) >= count or not msgs:
             break
         i = rng.randrange(len(msgs))
         if rng.random() < 0.72:
-            if fresh and fields_cache is not None and i < len(fields_cache):
-                fields = fields_cache[i]
-            else:
-                fields = message_fields(bytes(msgs[i]), body_types if i == 0 else None)
-            fields = [f for f in fields if f.offset + f.size <= len(msgs[i])]
+            fields, cum_weights = ctx.aimable(bytes(msgs[i]), body_types if i == 0 else None)
             if not fields:
                 continue
-            weights = [FIELD_WEIGHT.get(f.kind, 1) for f in fields]
-            f = rng.choices(fields, weights)[0]
+            f = rng.choices(fields, cum_weights=cum_weights)[0]
             detail = FIELD_MUTATORS[f.kind](msgs[i], f, rng, ctx, msgs, i)
             if detail is None:
                 continue
@@ -504,13 +536,12 @@ def mutate(messages, rng: random.Random, ctx: MutationContext, fields_cache=None
             if result is None:
                 continue
             done.append(result)
-        fresh = False
     return [bytes(m) for m in msgs], done
 
 
 def target_profile(target):
     """The TaggedProfile and IOR the readdressing mutator uses for ``target``."""
-    from ..iiop import IIOPProfile, encode_profile, make_ior
+    from ..iiop import IIOPProfile, encode_profile
     from ..ior import IOR
     profile = encode_profile(IIOPProfile((1, 2), target.host, target.port, target.object_key,
                                          (), False))
