@@ -10,11 +10,11 @@ from pycdr.errors import PycdrError
 from pycdr.giop import connection as giop_connection
 from pycdr.giop.connection import NEED_DATA, GiopConnection, Role
 from pycdr.giop.events import ConnectionClosed, MessageReceived, ProtocolViolation
-from pycdr.giop.header import encode_header, MsgType
+from pycdr.giop.header import MsgType, encode_header, parse_header
 from pycdr.giop import sysexc
 from pycdr.giop.messages import (CancelRequest, Fragment, KeyAddr, LocateReply, LocateRequest,
                                  LocateStatus, Reply, ReplyStatus, Request, decode_message,
-                                 encode_message)
+                                 _decode_common_12, encode_message)
 from pycdr.giop.service_contexts import CodeSetsContext
 
 from test_giop_connection import drain, stream_for_server
@@ -164,6 +164,19 @@ def sample_messages():
             if version != (1, 0):
                 yield encode_message(Fragment(version=version, little=little, data=b"abcd",
                                               request_id=9 if version == (1, 2) else None))
+    for version in ((1, 2), (1, 3)):
+        for little in (False, True):
+            # The ORB's fast path (GIOP 1.2/1.3 Request with a KeyAddr, NO_EXCEPTION
+            # Reply): no contexts, no body, odd key and operation lengths.
+            yield encode_message(Request(version=version, little=little, request_id=3,
+                                         response_flags=0, operation="x",
+                                         target=KeyAddr(b"k")))
+            yield encode_message(Request(version=version, little=little, request_id=4,
+                                         operation="sendOctetSeq", target=KeyAddr(b"TTCP3"),
+                                         body=b"\0\0\0\3abc"))
+            yield encode_message(Reply(version=version, little=little, request_id=4,
+                                       service_contexts=contexts, body=b"\1"))
+            yield encode_message(Reply(version=version, little=little, request_id=5))
 
 
 def outcome(data, **kw):
@@ -181,6 +194,26 @@ def test_lean_decoding_gives_the_same_messages_without_offsets():
         assert lean == detailed
         assert getattr(lean, "body_offset", None) == getattr(detailed, "body_offset", None)
         assert detailed.offsets and not lean.offsets and not lean.padding
+
+
+def test_fast_path_takes_the_common_requests_and_replies():
+    # The common 1.2/1.3 messages are decoded by _decode_common_12, also from a
+    # bytearray (a message received in place), and equal the detailed decoding.
+    taken = 0
+    for data in sample_messages():
+        header = parse_header(data)
+        common = header.version >= (1, 2) and (
+            header.msg_type == MsgType.Request or
+            (header.msg_type == MsgType.Reply and decode_message(data)[0].reply_status == 0))
+        for buffer in (data, bytearray(data)):
+            fast = _decode_common_12(buffer, None)
+            assert (fast is not None) == common
+            if fast is not None:
+                taken += 1
+                detailed, _ = decode_message(data)
+                assert fast == detailed and fast.body_offset == detailed.body_offset
+                assert type(fast.body) is bytes
+    assert taken >= 40
 
 
 def test_lean_decoding_fails_as_the_detailed_one():

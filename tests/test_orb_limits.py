@@ -108,6 +108,25 @@ def test_idle_connection_gets_close_connection():
     run(main())
 
 
+def test_activity_keeps_moving_the_idle_deadline():
+    # One timer per connection watches the idle deadline; each message moves it.
+    async def main():
+        server, key = await serve(idle_timeout=0.3)
+        async with ORB() as orb:
+            raw = await orb.raw_connection("127.0.0.1", server.port)
+            started = asyncio.get_running_loop().time()
+            for request_id in range(1, 11):          # 1 s of a message every 0.1 s
+                await raw.send(locate_bytes(key, request_id=request_id))
+                read = await raw.read_messages(1, timeout=3)
+                assert [msg_type(m) for m in read.messages] == [MsgType.LocateReply]
+                await asyncio.sleep(0.1)
+            assert asyncio.get_running_loop().time() - started > 0.9
+            read = await raw.read_until_closed(timeout=3)      # then idle: closed
+            assert read.closed and [msg_type(m) for m in read.messages] == [MsgType.CloseConnection]
+        await server.stop()
+    run(main())
+
+
 def test_connection_limit_and_shutdown_close_connection():
     async def main():
         server, key = await serve(max_connections=2)

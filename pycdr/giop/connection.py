@@ -265,7 +265,8 @@ class GiopConnection:
             elif self._in_place is not None:
                 if self._in_place_filled < len(self._in_place):
                     return self._at_end_of_data()
-                raw = bytes(self._in_place)
+                # The buffer itself, not a copy: nothing else holds it now.
+                raw = self._in_place
                 header = self._in_place_header        # (checked by _start_in_place)
                 self._in_place = self._in_place_header = None
                 self._in_place_filled = 0

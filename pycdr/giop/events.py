@@ -29,7 +29,9 @@ class Answer(enum.Enum):
 class MessageReceived:
     """A complete message (fragments already reassembled)."""
     message: object
-    raw: bytes                # the message's bytes (reassembled, header rewritten)
+    # The message's bytes (reassembled, header rewritten): a bytearray when a large
+    # message was received in place (receive_buffer), handed over without a copy.
+    raw: bytes
     fragments: int = 1        # how many GIOP messages it came in
     offset: int = 0           # stream offset of its first byte
 

@@ -18,6 +18,7 @@ import enum
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..cdr import CDRReader, CDRWriter, DecodeWarning
 from ..errors import GIOPError, NotSupportedError, TruncatedError, UnsupportedVersionError
@@ -65,8 +66,9 @@ def may_fragment(version: tuple[int, int], msg_type: int) -> bool:
     return msg_type in FRAGMENTABLE.get(version, ())
 
 
-@dataclass(frozen=True)
-class GiopHeader:
+class GiopHeader(NamedTuple):
+    """The 12 header bytes, parsed.  (A NamedTuple: immutable, and made several
+    times faster than a frozen dataclass, once or twice per message received.)"""
     version: tuple[int, int]
     flags: int
     msg_type: int            # a MsgType value, or the raw octet if unknown
@@ -116,18 +118,23 @@ def parse_header(data, offset: int = 0) -> GiopHeader:
     if len(data) - offset < HEADER_SIZE:
         raise TruncatedError(f"GIOP header needs {HEADER_SIZE} bytes but only "
                              f"{max(len(data) - offset, 0)} remain", offset)
-    magic = bytes(data[offset:offset + 4])
+    magic, major, minor, flags, msg_type, size = _HEADER.unpack_from(data, offset)
     if magic not in (GIOP_MAGIC, ZIOP_MAGIC):
         raise GIOPError(f"bad magic {magic!r} (expected b'GIOP')", offset)
-    version = (data[offset + 4], data[offset + 5])
-    flags = data[offset + 6]
-    msg_type = data[offset + 7]
+    version = (major, minor)
     if version not in SUPPORTED_VERSIONS:
         raise UnsupportedVersionError(
             f"GIOP version {version[0]}.{version[1]} is not supported (1.0 to 1.3)", offset + 4)
-    little = bool(flags & FLAG_LITTLE_ENDIAN)
-    size = struct.unpack_from("<I" if little else ">I", data, offset + 8)[0]
+    if flags & FLAG_LITTLE_ENDIAN:
+        size = _bswap32(size)
     return GiopHeader(version, flags, msg_type, size, magic)
+
+
+_HEADER = struct.Struct(">4sBBBBI")     # the size as if big-endian; swapped when not
+
+
+def _bswap32(x: int) -> int:
+    return int.from_bytes(x.to_bytes(4, "big"), "little")
 
 
 def encode_header(version: tuple[int, int], little: bool, msg_type: int, size: int,

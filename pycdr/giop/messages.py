@@ -25,6 +25,7 @@ includes them (``pycdr decode --json`` and the dissector's expected decodings).
 from __future__ import annotations
 
 import enum
+import struct
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -34,7 +35,7 @@ from ..errors import (DecodeError, EncodeError, GIOPError, InvalidValueError, Py
 from ..ior import IOR, TaggedProfile, printable_key, read_ior, write_ior
 from . import service_contexts as sc
 from .header import (FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, FLAG_ZIOP_ENABLED,
-                     FLAG_ZIOP_SUPPORTED, HEADER_SIZE, GiopHeader, MsgType, ZiopInfo,
+                     FLAG_ZIOP_SUPPORTED, GIOP_MAGIC, HEADER_SIZE, GiopHeader, MsgType, ZiopInfo,
                      decompress_ziop, encode_header, may_fragment, parse_header)
 from .sysexc import SystemException, read_system_exception, write_system_exception
 
@@ -486,6 +487,10 @@ def decode_message(data, *, lenient: bool = False, user_exceptions=None,
     a third of the header decoding; errors are the same.
     """
     if not field_offsets and not lenient:
+        if segments is None:
+            msg = _decode_common_12(data, header)
+            if msg is not None:
+                return msg, msg.warnings
         try:
             return _decode_message(data, False, user_exceptions, max_ziop_size, segments,
                                    header, _LeanFieldReader)
@@ -545,6 +550,102 @@ def _decode_message(data, lenient, user_exceptions, max_ziop_size, segments, hea
     msg.ziop = ziop
     msg.segments = tuple(segments) if segments else None
     return msg, warnings
+
+
+# --- The ORB's hot path: GIOP 1.2/1.3 Requests with a KeyAddr target and
+# NO_EXCEPTION Replies, as struct calls over the bytes instead of a reader and
+# a field reader (a third of a small call's server time went to the general
+# decoder).  Anything else -- another version, target or status, a note-worthy
+# flag or reserved octet, a bound crossed -- returns None and takes the general
+# path, which judges it and gives the detailed decoder's errors.
+_REQUEST_12_START = {False: struct.Struct(">IB3sH"), True: struct.Struct("<IB3sH")}
+_REPLY_12_START = {False: struct.Struct(">II"), True: struct.Struct("<II")}
+_ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
+_FAST_VERSIONS = ((1, 2), (1, 3))
+
+
+def _decode_common_12(data, header: GiopHeader | None) -> Message | None:
+    if header is None:
+        header = parse_header(data)
+    end = header.total_size
+    if end != len(data) or header.version not in _FAST_VERSIONS or header.flags > 1 \
+            or header.magic != GIOP_MAGIC:
+        return None
+    little = header.flags == 1
+    if header.msg_type == MsgType.Request:
+        if end < 28:
+            return None
+        request_id, response_flags, reserved, disposition = \
+            _REQUEST_12_START[little].unpack_from(data, 12)
+        if disposition != AddressingDisposition.KeyAddr or reserved != b"\0\0\0":
+            return None
+        ulong = _ULONG[little].unpack_from
+        n = ulong(data, 24)[0]
+        pos = 28 + n
+        if pos + 4 > end:
+            return None
+        object_key = bytes(data[28:pos])
+        pos += -pos & 3
+        n = ulong(data, pos)[0]
+        pos += 4
+        if n == 0 or pos + n > end or data[pos + n - 1] != 0:
+            return None
+        cls = Request
+        fields = {"request_id": request_id, "response_flags": response_flags,
+                  "target": KeyAddr(object_key),
+                  "operation": bytes(data[pos:pos + n - 1]).decode("latin-1")}
+        pos += n
+    elif header.msg_type == MsgType.Reply:
+        if end < 24:
+            return None
+        request_id, reply_status = _REPLY_12_START[little].unpack_from(data, 12)
+        if reply_status != ReplyStatus.NO_EXCEPTION:
+            return None
+        cls = Reply
+        fields = {"request_id": request_id, "reply_status": reply_status}
+        pos = 20
+    else:
+        return None
+    contexts, pos = _fast_service_contexts(data, pos, end, little, header.version)
+    if contexts is None:
+        return None
+    body, body_offset = _fast_body(data, pos, end)
+    if body is None:
+        return None
+    msg = cls(version=header.version, little=little, service_contexts=contexts, body=body,
+              body_offset=body_offset, **fields)
+    msg.message_size = header.size
+    return msg
+
+
+def _fast_service_contexts(data, pos: int, end: int, little: bool, version):
+    """(contexts, position after them) at the 4-aligned ``pos``; (None, 0) when the
+    general decoder must look (an error there is its to report)."""
+    pos += -pos & 3
+    if pos + 4 > end:
+        return None, 0
+    if _ULONG[little].unpack_from(data, pos)[0] == 0:
+        return [], pos + 4
+    r = CDRReader(data, start=pos, end=end, origin=0, little=little, version=version)
+    try:
+        contexts = sc.read_service_contexts(r)
+    except PycdrError:
+        return None, 0
+    if r.warnings:
+        return None, 0
+    return contexts, r.pos
+
+
+def _fast_body(data, pos: int, end: int):
+    """(body, body_offset): the 8-aligned rest of a 1.2 message (no padding when
+    nothing follows the header); (None, 0) when the padding does not fit."""
+    if pos < end:
+        pos += -pos & 7
+        if pos > end:
+            return None, 0
+    # One copy whatever the buffer (a bytearray when received in place).
+    body = data[pos:end] if type(data) is bytes else bytes(memoryview(data)[pos:end])
+    return body, pos
 
 
 def _check_header(header: GiopHeader, r: CDRReader) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..typecode import TypeCode
+from ..typecode import TCKind, TypeCode
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,13 @@ class Operation:
     @cached_property
     def out_params(self) -> tuple:
         return tuple(p for p in self.params if p.mode in ("out", "inout"))
+
+    @cached_property
+    def result_types(self) -> tuple:
+        """The TypeCodes of what the operation returns: the result (unless void),
+        then the out/inout parameters'."""
+        returned = () if self.result.kind() == TCKind.tk_void else (self.result,)
+        return returned + tuple(p.type for p in self.out_params)
 
 
 @dataclass(frozen=True)

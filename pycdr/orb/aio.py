@@ -73,6 +73,7 @@ class GiopStream(asyncio.BufferedProtocol):
         self._new_data = False
         self._eof = False
         self._data_waiter: asyncio.Future | None = None
+        self._timed_out = False
         self._reading_paused = False
         self._writing_paused = False
         self._drain_waiters: collections.deque = collections.deque()
@@ -142,8 +143,9 @@ class GiopStream(asyncio.BufferedProtocol):
 
     async def wait_data(self, timeout: float | None = None) -> bool:
         """Wait (up to ``timeout`` seconds: TimeoutError) until bytes arrived since
-        the last call; False once the peer closed, after the bytes before that."""
-        if not self._new_data and not self._eof:
+        the last call; False once the peer closed, after the bytes before that.
+        TimeoutError also after ``time_out()``, unless bytes arrived first."""
+        if not self._new_data and not self._eof and not self._timed_out:
             self._data_waiter = asyncio.get_running_loop().create_future()
             try:
                 await wait_within(self._data_waiter, timeout)
@@ -151,8 +153,23 @@ class GiopStream(asyncio.BufferedProtocol):
                 self._data_waiter = None
         if self._new_data:
             self._new_data = False
+            self._timed_out = False
             return True
+        if self._eof:
+            return False
+        if self._timed_out:
+            self._timed_out = False
+            raise asyncio.TimeoutError
         return False
+
+    def time_out(self) -> None:
+        """Make the pending (or the next) wait_data() raise TimeoutError unless bytes
+        arrive first: for a caller's own timer, one per connection instead of a
+        timeout per wait (which costs a timer per message)."""
+        self._timed_out = True
+        waiter = self._data_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def consumed(self) -> None:
         """The connection handed out its events: resume a paused reading."""

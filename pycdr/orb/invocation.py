@@ -23,10 +23,9 @@ def is_void(type_code) -> bool:
     return type_code.kind() == TCKind.tk_void
 
 
-def result_types(op: Operation) -> list:
+def result_types(op: Operation) -> tuple:
     """The TypeCodes of what an operation returns, in the order of its return tuple."""
-    types = [] if is_void(op.result) else [op.result]
-    return types + [p.type for p in op.out_params]
+    return op.result_types
 
 
 def write_arguments(w: CDRWriter, op: Operation, args) -> None:
@@ -43,7 +42,7 @@ def read_arguments(r: CDRReader, op: Operation) -> list:
 
 def results_to_values(op: Operation, returned) -> list:
     """The list of values, one per result_types(op), from what a servant returned."""
-    n = len(result_types(op))
+    n = len(op.result_types)
     if n == 0:
         return []
     if n == 1:

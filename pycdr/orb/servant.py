@@ -73,11 +73,17 @@ class DynamicServant(Servant):
     def __init__(self, interface: Interface, handler):
         super().__init__(interface)
         self.handler = handler
+        self._concurrent_of = (None, False)     # (handler, its answer): asked per request
 
     @property
     def concurrent(self) -> bool:
-        return inspect.iscoroutinefunction(self.handler) or \
-            inspect.iscoroutinefunction(getattr(self.handler, "__call__", None))
+        handler, answer = self._concurrent_of
+        if handler is not self.handler:
+            handler = self.handler
+            answer = inspect.iscoroutinefunction(handler) or \
+                inspect.iscoroutinefunction(getattr(handler, "__call__", None))
+            self._concurrent_of = (handler, answer)
+        return answer
 
     async def invoke(self, op: Operation, args: list):
         return await _call(self.handler, op.name, args)
@@ -87,6 +93,9 @@ class ClassServant(Servant):
     def __init__(self, interface: Interface, implementation):
         super().__init__(interface)
         self.implementation = implementation
+        # iscoroutinefunction per method function (asked per request; a method
+        # replaced on the implementation is a new function, looked at anew).
+        self._is_coroutine: dict = {}
 
     @property
     def concurrent(self) -> bool:
@@ -97,7 +106,15 @@ class ClassServant(Servant):
     def concurrent_operation(self, name: str) -> bool:
         # Only this operation's method matters: a plain method never awaits, so
         # running it inline cannot hold up the servant's async methods.
-        return inspect.iscoroutinefunction(getattr(self.implementation, name, None))
+        method = getattr(self.implementation, name, None)
+        function = getattr(method, "__func__", method)
+        try:
+            return self._is_coroutine[function]
+        except KeyError:
+            answer = self._is_coroutine[function] = inspect.iscoroutinefunction(method)
+            return answer
+        except TypeError:               # an unhashable callable: not cached
+            return inspect.iscoroutinefunction(method)
 
     async def invoke(self, op: Operation, args: list):
         impl = self.implementation

@@ -201,6 +201,8 @@ class _ServerConnection:
         self._reading: asyncio.Task | None = None
         self._last_activity = time.monotonic()
         self._partial_since: float | None = None
+        # One timer for the idle and incomplete-message timeouts (see _arm_watchdog).
+        self._watchdog: asyncio.TimerHandle | None = None
 
     # --- reading -------------------------------------------------------------------
     async def run(self) -> None:
@@ -212,6 +214,9 @@ class _ServerConnection:
         except Exception:
             log.exception("connection from %s failed", self.peer)
         finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+                self._watchdog = None
             if self._reading is asyncio.current_task():
                 self._reading = None
             self._close()
@@ -219,8 +224,10 @@ class _ServerConnection:
 
     async def _read_loop(self) -> None:
         while True:
+            if self._watchdog is None:
+                self._arm_watchdog()
             try:
-                more = await self.stream.wait_data(self._read_timeout())
+                more = await self.stream.wait_data()
             except asyncio.TimeoutError:
                 if self._partial_since is not None:
                     log.warning("%s: message incomplete after %.1f s: closing", self.peer,
@@ -242,16 +249,42 @@ class _ServerConnection:
             if self.giop.has_partial_message:
                 if self._partial_since is None:
                     self._partial_since = time.monotonic()
+                    self._arm_watchdog()     # the incomplete-message deadline is sooner
             else:
                 self._partial_since = None
 
-    def _read_timeout(self) -> float | None:
-        now = time.monotonic()
+    def _deadline(self) -> float | None:
+        """When the read loop must look at the connection (time.monotonic()): the
+        incomplete-message timeout while a message is partial, else the idle one."""
         if self._partial_since is not None:
-            return max(0.0, self._partial_since + self.limits.incomplete_message_timeout - now)
+            return self._partial_since + self.limits.incomplete_message_timeout
         if self.limits.idle_timeout is None:
             return None
-        return max(0.05, self._last_activity + self.limits.idle_timeout - now)
+        return self._last_activity + self.limits.idle_timeout
+
+    def _arm_watchdog(self) -> None:
+        """(Re)start the connection's one timer, instead of a timeout per wait: a
+        message moves the idle deadline but costs no timer.  An idle deadline
+        already passed (requests still running) is looked at again every 50 ms."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
+        deadline = self._deadline()
+        if deadline is None:
+            return
+        floor = 0.0 if self._partial_since is not None else 0.05
+        delay = max(floor, deadline - time.monotonic())
+        self._watchdog = asyncio.get_running_loop().call_later(delay, self._watchdog_fired)
+
+    def _watchdog_fired(self) -> None:
+        self._watchdog = None
+        deadline = self._deadline()
+        if deadline is None:
+            return
+        if time.monotonic() < deadline:
+            self._arm_watchdog()        # activity since: the deadline moved
+        else:
+            self.stream.time_out()      # the read loop judges it (TimeoutError)
 
     def _idle_for(self) -> float:
         return time.monotonic() - self._last_activity
@@ -301,11 +334,11 @@ class _ServerConnection:
         if servant is not None and not servant.concurrent_operation(req.operation):
             # A servant that never awaits blocks the loop while it runs anyway:
             # serve it here, without a task and the loop turn a task costs.
-            await self._serve(req, refused, key)
+            await self._serve(req, refused, key, servant)
             self._last_activity = time.monotonic()
             return
         await self.in_flight.acquire()
-        task = asyncio.create_task(self._serve(req, refused, key))
+        task = asyncio.create_task(self._serve(req, refused, key, servant))
         self.tasks.add(task)
         if req.response_expected:
             self.twoway_tasks[req.request_id] = task
@@ -331,8 +364,9 @@ class _ServerConnection:
         return None
 
     async def _serve(self, req: Request, refused: SystemException | None,
-                     key: bytes | None) -> None:
-        """Run ``req`` (addressed to ``key``, its target_object_key) and reply."""
+                     key: bytes | None, servant: Servant | None) -> None:
+        """Run ``req`` (addressed to ``key``, its target_object_key, whose servant
+        was ``servant`` when it arrived) and reply."""
         if req.version >= (1, 2) and req.response_flags not in VALID_RESPONSE_FLAGS:
             # 0, 1 and 3 are the defined values; anything else is refused without
             # running the request (CORBA 3.x Part 2, 9.4.2.1).
@@ -344,7 +378,7 @@ class _ServerConnection:
             self._send_reply(req, _Outcome(ReplyStatus.NO_EXCEPTION))
         try:
             outcome = _system(refused) if refused is not None \
-                else await self._execute(req, key)
+                else await self._execute(req, key, servant)
         except asyncio.CancelledError:
             return          # CancelRequest or shutdown: no reply
         self.server.requests_served += 1
@@ -353,22 +387,24 @@ class _ServerConnection:
             await self._drain()
         self.twoway_tasks.pop(req.request_id, None)
 
-    async def _execute(self, req: Request, key: bytes | None) -> _Outcome:
-        if key is not None:
-            forward = self.adapter.forwarded(key)
+    async def _execute(self, req: Request, key: bytes | None,
+                       servant: Servant | None) -> _Outcome:
+        if servant is None:
+            # (a key with a servant is never forwarded: forward() deactivates it)
+            forward = self.adapter.forwarded(key) if key is not None else None
             if forward is not None:
                 permanent = forward.permanent and req.version >= (1, 2)
                 return _Outcome(ReplyStatus.LOCATION_FORWARD_PERM if permanent
                                 else ReplyStatus.LOCATION_FORWARD, forward=forward.ior)
-        servant = self.adapter.servant(key) if key is not None else None
-        if servant is None:
             return _system(OBJECT_NOT_EXIST(OMG_VMCID | 2, _NO))
         op = servant.operations.get(req.operation) or OBJECT_OPERATIONS.get(req.operation)
         if op is None:
             return _system(BAD_OPERATION(OMG_VMCID | 2, _NO))
-        tcs_c, tcs_w = self.code_sets or (None, None)
+        code_sets = self.code_sets
+        tcs_c, tcs_w = code_sets or (None, None)
         try:
-            reader = req.body_reader(**_tcs_kwargs(tcs_c, tcs_w))
+            reader = req.body_reader(**_tcs_kwargs(tcs_c, tcs_w)) if code_sets \
+                else req.body_reader()
             if servant.numeric_arrays:
                 reader.context = {"numeric_arrays": True}
             args = read_arguments(reader, op)
