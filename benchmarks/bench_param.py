@@ -11,7 +11,10 @@ servers answer (s1, s1, s1). Clients (each in its own process, pinned to another
 the server where the machine has two):
 - pycdr:      the reference ORB with the IDL front end's operation descriptions (static);
 - pycdr-DII:  the reference ORB's DII, a request described at run time on every call;
-- omniORBpy:  omniORBpy's compiled stubs (the peer measure).
+- omniORBpy:  omniORBpy's compiled stubs (the peer measure);
+- omniORBpy-DII: omniORBpy's dynamic invocation. omniORBpy has no CORBA::Request, so this
+  is ``obj._dynamic_op(name, in TypeCodes, out TypeCodes)`` made on every call
+  (param/omni_client.py); it carries in, inout and out values, so every operation runs.
 Servers: the reference ORB (DynamicServant) and omniORBpy. Each cell is the best of
 ``--repeat`` timings of ``--seconds`` each, calls per second of back-to-back twoway calls.
 """
@@ -34,7 +37,7 @@ import param_common  # noqa: E402
 
 OPERATIONS = param_common.OPERATIONS
 SERVERS = ("pycdr", "omniORBpy")
-CLIENTS = ("pycdr", "pycdr-DII", "omniORBpy")
+CLIENTS = ("pycdr", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
 QUICK = {"seconds": 0.05, "repeat": 1}
 
 
@@ -52,10 +55,9 @@ def _server_argv(server: str) -> list:
 
 
 def _client_argv(client: str) -> list:
-    if client == "omniORBpy":
-        return [sys.executable, _script("omni_client.py")]
-    style = "dii" if client == "pycdr-DII" else "static"
-    return [sys.executable, _script("pycdr_client.py"), "--style", style]
+    script = "omni_client.py" if client.startswith("omniORBpy") else "pycdr_client.py"
+    style = "dii" if client.endswith("-DII") else "static"
+    return [sys.executable, _script(script), "--style", style]
 
 
 def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: float = 1.0,
@@ -79,7 +81,7 @@ def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: flo
     has_omni = benchprocs.omni_available()
     if not has_omni:
         servers = [s for s in servers if s != "omniORBpy"]
-        clients = [c for c in clients if c != "omniORBpy"]
+        clients = [c for c in clients if not c.startswith("omniORBpy")]
     client_cpu, server_cpu = cpus = benchprocs.cpu_plan() if pin else (None, None)
     env = benchprocs.python_env(pure)
     rows, implementation, pinned = [], None, False
@@ -100,7 +102,7 @@ def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: flo
                     f"param-{client}", argv, client_cpu,
                     timeout=120 + 2 * seconds * repeat * len(operations))
                 pinned = pinned or output["pinned"]
-                if client != "omniORBpy":
+                if client.startswith("pycdr"):
                     implementation = output["implementation"]
                 for result in output["results"]:
                     if not result["correct"]:
@@ -131,39 +133,57 @@ def client_label(meta: dict, client: str) -> str:
     return client
 
 
+SHORT_NAMES = {"pycdr": "py", "pycdr-DII": "pyDII", "omniORBpy": "omni",
+               "omniORBpy-DII": "omDII"}
+# (column, numerator (client, server), denominator (client, server), meaning)
+RATIOS = (("py/omni", ("pycdr", "pycdr"), ("omniORBpy", "omniORBpy"),
+           "reference ORB end to end / omniORBpy end to end (static both)"),
+          ("cli@omni", ("pycdr", "omniORBpy"), ("omniORBpy", "omniORBpy"),
+           "reference ORB client / omniORBpy client, omniORBpy server"),
+          ("srv@omni", ("omniORBpy", "pycdr"), ("omniORBpy", "omniORBpy"),
+           "reference ORB server / omniORBpy server, omniORBpy client"),
+          ("pyDII/st", ("pycdr-DII", "pycdr"), ("pycdr", "pycdr"),
+           "DII / static invocation, reference ORB both ends"),
+          ("omDII/st", ("omniORBpy-DII", "omniORBpy"), ("omniORBpy", "omniORBpy"),
+           "DII (_dynamic_op) / static stubs, omniORBpy both ends"),
+          ("DII py/om", ("pycdr-DII", "pycdr"), ("omniORBpy-DII", "omniORBpy"),
+           "reference ORB DII end to end / omniORBpy DII end to end"))
+OMNI_DII_NOTE = ("omDII: omniORBpy has no CORBA::Request (no Object._request/_create_request, "
+                 "no ORB.create_list);\n  its dynamic invocation, "
+                 "obj._dynamic_op(name, in TypeCodes, out TypeCodes), is made on every call.")
+
+
 def format_tables(results: dict) -> str:
-    """Calls/s per operation for each client -> server pair, and the ratios: the reference
-    ORB end to end against omniORBpy end to end, each ORB's client against omniORBpy's on
-    the same server, and DII against static invocation."""
+    """Two tables: calls/s per operation for each client -> server pair; then the ratios:
+    the reference ORB end to end against omniORBpy end to end, each ORB's client and
+    server against omniORBpy's, and DII against static invocation for each ORB."""
     meta = results["meta"]
     best = {(r["client"], r["server"], r["operation"]): r["best"] for r in results["results"]}
     pairs = list(dict.fromkeys((r["client"], r["server"]) for r in results["results"]))
-    short = {"pycdr": "py", "pycdr-DII": "dii", "omniORBpy": "omni"}
-    ratios = [("py/omni", ("pycdr", "pycdr"), ("omniORBpy", "omniORBpy"),
-               "reference ORB end to end / omniORBpy end to end"),
-              ("cli@omni", ("pycdr", "omniORBpy"), ("omniORBpy", "omniORBpy"),
-               "reference ORB client / omniORBpy client, omniORBpy server"),
-              ("srv@omni", ("omniORBpy", "pycdr"), ("omniORBpy", "omniORBpy"),
-               "reference ORB server / omniORBpy server, omniORBpy client"),
-              ("dii/stat", ("pycdr-DII", "pycdr"), ("pycdr", "pycdr"),
-               "DII / static invocation, reference ORB both ends")]
-    ratios = [r for r in ratios if r[1] in pairs and r[2] in pairs]
+    ratios = [r for r in RATIOS if r[1] in pairs and r[2] in pairs]
+    operations = list(dict.fromkeys(r["operation"] for r in results["results"]))
     pinned = (f"client on CPU {meta['cpus'][0]}, server on CPU {meta['cpus'][1]}"
               if meta["pinned"] else "not pinned")
     lines = [f"Param_Test twoway calls/s (best of {meta['repeat']} x {meta['seconds']:g} s); "
              f"client->server, py = {client_label(meta, 'pycdr')}, Python {meta['python']}, "
              f"{meta['machine']}, {pinned}", ""]
     header = (f"{'operation':<22}"
-              + "".join(f"{short[c] + '->' + short[s]:>11}" for c, s in pairs)
-              + "".join(f"{r[0]:>10}" for r in ratios))
+              + "".join(f"{SHORT_NAMES[c] + '->' + SHORT_NAMES[s]:>13}" for c, s in pairs))
     lines += [header, "-" * len(header)]
-    for operation in dict.fromkeys(r["operation"] for r in results["results"]):
+    for operation in operations:
         cells = [best.get((c, s, operation)) for c, s in pairs]
         lines.append(f"{operation:<22}"
-                     + "".join(f"{v:11.0f}" if v else f"{'-':>11}" for v in cells)
-                     + "".join(f"{_ratio(best.get((*a, operation)), best.get((*b, operation))):>10}"
-                               for _, a, b, _ in ratios))
-    lines += [""] + [f"{name}: {meaning}" for name, _, _, meaning in ratios]
+                     + "".join(f"{v:13.0f}" if v else f"{'-':>13}" for v in cells))
+    if ratios:
+        header = f"{'ratios':<22}" + "".join(f"{r[0]:>11}" for r in ratios)
+        lines += ["", header, "-" * len(header)]
+        for operation in operations:
+            lines.append(f"{operation:<22}" + "".join(
+                f"{_ratio(best.get((*a, operation)), best.get((*b, operation))):>11}"
+                for _, a, b, _ in ratios))
+        lines += [""] + [f"{name}: {meaning}" for name, _, _, meaning in ratios]
+    if any(c == "omniORBpy-DII" for c, _ in pairs):
+        lines.append(OMNI_DII_NOTE)
     return "\n".join(lines)
 
 
