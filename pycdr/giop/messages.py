@@ -983,9 +983,58 @@ def _write_body(w: CDRWriter, msg, write_body, align_12: bool) -> None:
         w.write_raw(msg.body)
 
 
+# The ORB's common case, GIOP 1.2/1.3 with a KeyAddr target and no service
+# contexts, packed in one piece (the general writes below give the same bytes and
+# report anything out of range).
+_REQUEST_12_KEY = {False: struct.Struct(">IB3sHxxI"), True: struct.Struct("<IB3sHxxI")}
+_REPLY_12_PLAIN = {False: struct.Struct(">III"), True: struct.Struct("<III")}
+_PADDING = (b"", b"\0", b"\0\0", b"\0\0\0")
+
+
+def _pack_request_12(w, msg: Request) -> bool:
+    """Write a common 1.2 request header at the writer's 12; False: not common."""
+    buf = w.buf
+    operation = msg.operation
+    if type(w) is not CDRWriter or w.origin != 0 or len(buf) != HEADER_SIZE \
+            or type(msg.target) is not KeyAddr or msg.service_contexts \
+            or type(operation) is not str or not operation.isascii() or "\0" in operation \
+            or type(msg.request_id) is not int or type(msg.response_flags) is not int \
+            or type(msg.target.object_key) not in (bytes, bytearray):
+        return False
+    key = msg.target.object_key
+    try:
+        buf += _REQUEST_12_KEY[w.little].pack(msg.request_id, msg.response_flags,
+                                              _reserved(msg.reserved), 0, len(key))
+    except (struct.error, TypeError, EncodeError):
+        del buf[HEADER_SIZE:]
+        return False
+    buf += key
+    buf += _PADDING[-len(buf) & 3]
+    name = operation.encode("ascii")
+    buf += _ULONG[w.little].pack(len(name) + 1)
+    buf += name
+    buf += b"\0"
+    buf += _PADDING[-len(buf) & 3]
+    buf += b"\0\0\0\0"               # no service contexts
+    return True
+
+
+def _pack_reply_12(w, msg: Reply) -> bool:
+    """Write a common 1.2 reply header (no contexts) at the writer's 12; False: not common."""
+    if type(w) is not CDRWriter or len(w.buf) != HEADER_SIZE or w.origin != 0 \
+            or msg.service_contexts or type(msg.request_id) is not int \
+            or type(msg.reply_status) not in (int, ReplyStatus) \
+            or not 0 <= msg.request_id <= 0xFFFFFFFF or not 0 <= msg.reply_status <= 5:
+        return False
+    w.buf += _REPLY_12_PLAIN[w.little].pack(msg.request_id, msg.reply_status, 0)
+    return True
+
+
 def encode_request(w, msg: Request, write_body):
     v = msg.version
-    if _is_12(v):
+    if _is_12(v) and _pack_request_12(w, msg):
+        pass
+    elif _is_12(v):
         w.write_ulong(msg.request_id)
         w.write_octet(msg.response_flags)
         w.write_raw(_reserved(msg.reserved))
@@ -1023,7 +1072,9 @@ def _typed_body_writer(msg, sys_status, forward_statuses, addressing_status, sta
 
 def encode_reply(w, msg: Reply, write_body):
     v = msg.version
-    if _is_12(v):
+    if _is_12(v) and _pack_reply_12(w, msg):
+        pass
+    elif _is_12(v):
         w.write_ulong(msg.request_id)
         w.write_ulong(msg.reply_status)
         sc.write_service_contexts(w, msg.service_contexts)
