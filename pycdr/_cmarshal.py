@@ -1,15 +1,18 @@
 """The C fast path of :mod:`pycdr.marshal`: the same plans, run by ``pycdr._speedups``.
 
 ``wrap(...)`` takes marshal's six pure-Python entry points and returns C-backed
-versions with the same signatures.  Each tries the C plan runner first and
-re-runs the pure-Python function from the start when the C code hands the call
-back (the internal ``Fallback``) or a node handed to Python raised a
-``CDRError``.  Errors are the cold path, and re-running them in Python gives
-exactly the Python path's error: type, message, offset and path.  Calls the C
-code never takes: lenient decoding, char code sets other than ISO-8859-1,
-readers/writers of subclasses (tracing readers), and stream reads/writes of
-plans holding ``any`` or value types (their state lives in the stream's
-context, which a re-run could not undo).
+versions with the same signatures.  ``encode``, ``decode`` and the two
+encapsulation forms are C callables (``_speedups.entry``): a call they take
+runs without any Python frame; they pass any other call, unchanged, to the
+pure-Python function (its ``__wrapped__``), and so they do when the C run hands
+the call back (the internal ``Fallback``, or a ``CDRError`` from a node handed
+to Python) or leaves trailing bytes.  Errors are the cold path, and re-running
+them in Python gives exactly the Python path's error: type, message, offset and
+path.  Calls the C code never takes: lenient decoding, char code sets other
+than ISO-8859-1, data other than bytes/bytearray, keywords the function does not
+know, readers/writers of subclasses (tracing readers), and stream
+reads/writes of plans holding ``any`` or value types (their state lives in the
+stream's context, which a re-run could not undo).
 
 Importing this module fails with ImportError when the extension is not built;
 marshal then stays pure Python.
@@ -17,9 +20,10 @@ marshal then stays pure Python.
 
 from __future__ import annotations
 
-from . import codesets
-from ._speedups import Fallback, encode as _c_encode, read as _c_read, touches_context, \
-    write as _c_write
+import functools
+
+from . import _speedups, codesets
+from ._speedups import Fallback, read as _c_read, touches_context, write as _c_write
 from .cdr import DEFAULT_VERSION, CDRReader, CDRWriter
 from .errors import CDRError
 from .plan import plan_for
@@ -31,13 +35,14 @@ _DEFAULT_TCS_W = codesets.DEFAULT_TCS_W
 _HAND_BACK = (Fallback, CDRError)
 
 #: Tests switch this off to run the pure-Python path in the same process
-#: (tests/conftest.py's ``impl`` fixture); nothing else should.
+#: (tests/conftest.py's ``impl`` fixture); nothing else should.  The C entry
+#: points read it from this module's namespace on every call.
 enabled = True
 
 
 def _reader_for(data, start, origin, little, version, tcs_w, numeric_arrays):
-    """The CDRReader the C code asks for (once, and only if it hands a node back
-    to Python).  Passed as a tuple (_reader_for, *args): no closure per call."""
+    """The CDRReader the C decode entry points make (once, and only if they hand
+    a node back to Python)."""
     r = CDRReader(data, start=start, origin=origin, little=little, version=version,
                   tcs_w=tcs_w)
     r.context = {"numeric_arrays": numeric_arrays}
@@ -45,8 +50,8 @@ def _reader_for(data, start, origin, little, version, tcs_w, numeric_arrays):
 
 
 def _writer_for(buf, little, version, offset, tcs_c, tcs_w, wstring_bom):
-    """The CDRWriter over ``buf`` the C encoder asks for (once, and only if it
-    hands a node back to Python); passed as a tuple (_writer_for, *args)."""
+    """The CDRWriter over ``buf`` the C encode entry points make (once, and only
+    if they hand a node back to Python)."""
     w = CDRWriter(little=little, version=version, offset=offset, tcs_c=tcs_c, tcs_w=tcs_w,
                   wstring_bom=wstring_bom)
     w.buf = buf
@@ -57,6 +62,8 @@ def _writer_for(buf, little, version, offset, tcs_c, tcs_w, wstring_bom):
 def wrap(py_read_value, py_write_value, py_encode, py_decode, py_encode_encapsulation,
          py_decode_encapsulation):
     """C-backed versions of marshal's entry points (same order, same signatures)."""
+    _speedups.configure(globals(), plan_for, TypeCode, CDRError, _reader_for, _writer_for,
+                        _ISO_8859_1, DEFAULT_VERSION, _DEFAULT_TCS_C, _DEFAULT_TCS_W)
 
     def read_value(r, tc):
         if (enabled and type(r) is CDRReader and not r.lenient and r.tcs_c == _ISO_8859_1
@@ -89,85 +96,13 @@ def wrap(py_read_value, py_write_value, py_encode, py_decode, py_encode_encapsul
                     pass
         py_write_value(w, tc, value)
 
-    def encode(tc, value, *, little=False, version=DEFAULT_VERSION, offset=0,
-               tcs_c=_DEFAULT_TCS_C, tcs_w=_DEFAULT_TCS_W, wstring_bom=False):
-        if enabled and tcs_c == _ISO_8859_1:
-            node = tc._plans if type(tc) is TypeCode else None
-            try:
-                return _c_encode(node or plan_for(tc), value, -offset, little,
-                                 (_writer_for, little, version, offset, tcs_c, tcs_w,
-                                  wstring_bom))
-            except _HAND_BACK:
-                pass
-        return py_encode(tc, value, little=little, version=version, offset=offset,
-                         tcs_c=tcs_c, tcs_w=tcs_w, wstring_bom=wstring_bom)
-
-    def decode(tc, data, *, little=False, version=DEFAULT_VERSION, offset=0,
-               tcs_c=_DEFAULT_TCS_C, tcs_w=_DEFAULT_TCS_W, lenient=False, warnings=None,
-               numeric_arrays=False, allow_trailing=False):
-        if enabled and not lenient and tcs_c == _ISO_8859_1 and \
-                type(data) in (bytes, bytearray):
-            node = tc._plans if type(tc) is TypeCode else None
-            try:
-                value, pos = _c_read(node or plan_for(tc), data, 0, len(data), -offset, little,
-                                     numeric_arrays, (_reader_for, data, 0, -offset, little,
-                                                      version, tcs_w, numeric_arrays))
-            except _HAND_BACK:
-                pass
-            else:
-                if pos == len(data) or allow_trailing:
-                    return value
-                # trailing bytes: the Python path reports them
-        return py_decode(tc, data, little=little, version=version, offset=offset,
-                         tcs_c=tcs_c, tcs_w=tcs_w, lenient=lenient, warnings=warnings,
-                         numeric_arrays=numeric_arrays, allow_trailing=allow_trailing)
-
-    def encode_encapsulation(tc, value, *, little=False, version=DEFAULT_VERSION,
-                             tcs_c=_DEFAULT_TCS_C, tcs_w=_DEFAULT_TCS_W):
-        if enabled and tcs_c == _ISO_8859_1:
-            w = CDRWriter(little=little, version=version, tcs_c=tcs_c, tcs_w=tcs_w)
-            w.buf.append(1 if little else 0)
-            w.context = {}
-            try:
-                _c_write(plan_for(tc), w, value)
-                return w.getvalue()
-            except _HAND_BACK:
-                pass
-        return py_encode_encapsulation(tc, value, little=little, version=version,
-                                       tcs_c=tcs_c, tcs_w=tcs_w)
-
-    def _decode_at(tc, data, start, origin, little, version, tcs_w, numeric_arrays,
-                   allow_trailing):
-        """C decode of data[start:] as (value,), or None: hand back to Python."""
-        try:
-            value, pos = _c_read(plan_for(tc), data, start, len(data), origin, little,
-                                 numeric_arrays, (_reader_for, data, start, origin, little,
-                                                  version, tcs_w, numeric_arrays))
-        except _HAND_BACK:
-            return None
-        if pos != len(data) and not allow_trailing:
-            return None     # the Python path reports the trailing bytes
-        return (value,)
-
-    def decode_encapsulation(tc, data, *, version=DEFAULT_VERSION, tcs_c=_DEFAULT_TCS_C,
-                             tcs_w=_DEFAULT_TCS_W, lenient=False, warnings=None,
-                             numeric_arrays=False, allow_trailing=False):
-        if enabled and not lenient and tcs_c == _ISO_8859_1 and \
-                type(data) in (bytes, bytearray) and data and data[0] < 2:
-            got = _decode_at(tc, data, 1, 0, data[0] == 1, version, tcs_w, numeric_arrays,
-                             allow_trailing)
-            if got is not None:
-                return got[0]
-        return py_decode_encapsulation(tc, data, version=version, tcs_c=tcs_c, tcs_w=tcs_w,
-                                       lenient=lenient, warnings=warnings,
-                                       numeric_arrays=numeric_arrays,
-                                       allow_trailing=allow_trailing)
-
-    for c_fn, py_fn in ((read_value, py_read_value), (write_value, py_write_value),
-                        (encode, py_encode), (decode, py_decode),
-                        (encode_encapsulation, py_encode_encapsulation),
-                        (decode_encapsulation, py_decode_encapsulation)):
+    for c_fn, py_fn in ((read_value, py_read_value), (write_value, py_write_value)):
         c_fn.__doc__ = py_fn.__doc__
         c_fn.__wrapped__ = py_fn      # the pure-Python function
-    return (read_value, write_value, encode, decode, encode_encapsulation,
-            decode_encapsulation)
+
+    def c_entry(py_fn):
+        # name, doc, __wrapped__ (so inspect.signature shows py_fn's) from py_fn
+        return functools.update_wrapper(_speedups.entry(py_fn.__name__, py_fn), py_fn)
+
+    return (read_value, write_value, c_entry(py_encode), c_entry(py_decode),
+            c_entry(py_encode_encapsulation), c_entry(py_decode_encapsulation))

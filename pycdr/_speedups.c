@@ -24,6 +24,9 @@
  *   (tests/test_speedups.py) check that.
  * - Lenient decoding and char code sets other than ISO-8859-1 never reach C
  *   (the wrappers check), so violations are always errors here.
+ * - pycdr.marshal.encode/decode and the encapsulation forms are this module's
+ *   Entry objects (see "The public entry points" below): the fast case runs
+ *   with no Python frame, anything else goes to the pure-Python function.
  *
  * Ownership: input is read through the buffer protocol without copying; every
  * value returned is a new Python object (bytes for sequence<octet>, str for
@@ -64,7 +67,19 @@ static PyObject *exception_init;      /* Exception.__init__ */
 static PyObject *empty_tuple;
 static long max_depth = 200;          /* pycdr.plan.MAX_DEPTH */
 
-static PyObject *s_frombytes;
+static PyObject *s_frombytes, *s_enabled, *s_plans;
+
+/* Set by configure() (pycdr/_cmarshal.py) for the public entry points: */
+static PyObject *cmarshal_globals;    /* _cmarshal's namespace: its `enabled` flag */
+static PyObject *plan_for_fn;         /* pycdr.plan.plan_for */
+static PyTypeObject *typecode_type;   /* pycdr.typecode.TypeCode */
+static Py_ssize_t plans_offset;       /* slot offset of TypeCode._plans, or 0 */
+static PyObject *cdr_error;           /* pycdr.errors.CDRError */
+static PyObject *reader_for_fn;       /* _cmarshal._reader_for */
+static PyObject *writer_for_fn;       /* _cmarshal._writer_for */
+static long iso_8859_1;               /* the only char code set the C code takes */
+static int default_tcs_c_is_latin1;
+static PyObject *default_version, *default_tcs_c, *default_tcs_w;
 static PyObject *s_read, *s_write, *s_pos, *s_depth, *s_c, *s_op, *s_buf, *s_origin,
     *s_little, *s_typecode, *s_d, *s_v, *s_init, *s_ordinal, *s_disc;
 
@@ -580,15 +595,45 @@ ALWAYS_INLINE void store32(unsigned char *p, uint32_t v, int swap)
 ALWAYS_INLINE void store64(unsigned char *p, uint64_t v, int swap)
 { if (swap) v = __builtin_bswap64(v); memcpy(p, &v, 8); }
 
-/* Copy n elements of `size` bytes, swapping each when asked. */
+/* Bulk byte swaps for the array mapping.  Baseline x86-64 (SSE2) has no byte
+ * shuffle, so gcc leaves these loops scalar (one element a cycle); built once
+ * more for SSSE3 and AVX2 (pshufb, chosen at load time by the CPU) they run
+ * 16 or 32 bytes an instruction.  dst and src never overlap. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) \
+    && !defined(__SANITIZE_ADDRESS__)
+#define SWAP_LOOP __attribute__((target_clones("avx2", "ssse3", "default"), optimize("O3")))
+#else
+#define SWAP_LOOP
+#endif
+
+SWAP_LOOP static void
+swap16_loop(unsigned char *restrict dst, const unsigned char *restrict src, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) store16(dst + 2 * i, load16(src + 2 * i, 1), 0);
+}
+
+SWAP_LOOP static void
+swap32_loop(unsigned char *restrict dst, const unsigned char *restrict src, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) store32(dst + 4 * i, load32(src + 4 * i, 1), 0);
+}
+
+SWAP_LOOP static void
+swap64_loop(unsigned char *restrict dst, const unsigned char *restrict src, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) store64(dst + 8 * i, load64(src + 8 * i, 1), 0);
+}
+
+/* Copy n elements of `size` bytes from src to dst (not overlapping), swapping
+ * each when asked. */
 static void
 copy_swapped(unsigned char *dst, const unsigned char *src, Py_ssize_t n, int size, int swap)
 {
     if (!swap) { memcpy(dst, src, (size_t)(n * size)); return; }
     switch (size) {
-    case 2: for (Py_ssize_t i = 0; i < n; i++) store16(dst + 2 * i, load16(src + 2 * i, 1), 0); break;
-    case 4: for (Py_ssize_t i = 0; i < n; i++) store32(dst + 4 * i, load32(src + 4 * i, 1), 0); break;
-    case 8: for (Py_ssize_t i = 0; i < n; i++) store64(dst + 8 * i, load64(src + 8 * i, 1), 0); break;
+    case 2: swap16_loop(dst, src, n); break;
+    case 4: swap32_loop(dst, src, n); break;
+    case 8: swap64_loop(dst, src, n); break;
     }
 }
 
@@ -596,14 +641,22 @@ copy_swapped(unsigned char *dst, const unsigned char *src, Py_ssize_t n, int siz
  * Reader                                                                 *
  *************************************************************************/
 
+/* What the public decode functions need to make a CDRReader, made only when a
+ * node is handed back to Python: _reader_for(data, start, origin, little,
+ * version, tcs_w, numeric_arrays).  The objects are borrowed from the call. */
+typedef struct {
+    PyObject *data, *little, *version, *tcs_w, *numeric_arrays;
+    Py_ssize_t start, origin;
+} ReaderArgs;
+
 typedef struct {
     const unsigned char *buf;
     Py_ssize_t pos, end, origin;
     int little, swap;
     int numeric_arrays;
     long depth;
-    PyObject *reader;          /* the CDRReader for per-node fallbacks, or NULL */
-    PyObject *reader_factory;  /* callable making it, or a tuple (callable, *args), or NULL */
+    PyObject *reader;             /* the CDRReader for per-node fallbacks (owned), or NULL */
+    const ReaderArgs *make_reader; /* how to make it when reader is NULL, or NULL */
 } Reader;
 
 /* Out of line: the cold path of every check. */
@@ -664,14 +717,17 @@ static NOINLINE PyObject *
 read_python(Reader *r, const Plan *p)
 {
     if (r->reader == NULL) {
-        if (r->reader_factory == NULL) return fallback_null();
-        PyObject *f = r->reader_factory;
-        if (PyTuple_Check(f))
-            r->reader = PyObject_Vectorcall(PyTuple_GET_ITEM(f, 0),
-                                            ((PyTupleObject *)f)->ob_item + 1,   /* the args */
-                                            PyTuple_GET_SIZE(f) - 1, NULL);
-        else
-            r->reader = PyObject_CallNoArgs(f);
+        const ReaderArgs *a = r->make_reader;
+        if (a == NULL) return fallback_null();
+        PyObject *start = PyLong_FromSsize_t(a->start);
+        PyObject *origin = PyLong_FromSsize_t(a->origin);
+        if (start != NULL && origin != NULL) {
+            PyObject *argv[7] = {a->data, start, origin, a->little, a->version, a->tcs_w,
+                                 a->numeric_arrays};
+            r->reader = PyObject_Vectorcall(reader_for_fn, argv, 7, NULL);
+        }
+        Py_XDECREF(start);
+        Py_XDECREF(origin);
         if (r->reader == NULL) return NULL;
     }
     PyObject *num = PyLong_FromSsize_t(r->pos);
@@ -934,12 +990,18 @@ ALWAYS_INLINE PyObject *float_from_bits(uint32_t u)
 ALWAYS_INLINE PyObject *double_from_bits(uint64_t u)
 { double d; memcpy(&d, &u, 8); return PyFloat_FromDouble(d); }
 
-/* The opt-in array mapping: array.array(acode) filled by one copy of the
- * input (frombytes of a view on it), then byte-swapped in place if needed. */
+/* The opt-in array mapping: array.array(acode) of the input's elements.
+ * frombytes (of a view on the input: one memcpy) gives it its length, as the
+ * array type has no C API to allocate one; when the byte order differs, the
+ * swapped elements are then written over it straight from the input (the
+ * vectorized loops above), never swapped in place. */
 static NOINLINE PyObject *
 number_array(const Plan *p, const unsigned char *s, Py_ssize_t n, int swap)
 {
-    PyObject *a = PyObject_CallFunction(array_type, "C", (int)p->acode);
+    PyObject *code = PyUnicode_FromOrdinal((unsigned char)p->acode);   /* a cached latin-1 char */
+    if (code == NULL) return NULL;
+    PyObject *a = PyObject_CallOneArg(array_type, code);
+    Py_DECREF(code);
     if (a == NULL) return NULL;
     PyObject *view = PyMemoryView_FromMemory((char *)s, n * p->size, PyBUF_READ);
     if (view == NULL) { Py_DECREF(a); return NULL; }
@@ -950,7 +1012,7 @@ number_array(const Plan *p, const unsigned char *s, Py_ssize_t n, int swap)
     if (swap) {
         Py_buffer b;
         if (PyObject_GetBuffer(a, &b, PyBUF_WRITABLE) < 0) { Py_DECREF(a); return NULL; }
-        copy_swapped(b.buf, b.buf, n, p->size, 1);     /* element by element: in place is fine */
+        copy_swapped(b.buf, s, n, p->size, 1);
         PyBuffer_Release(&b);
     }
     return a;
@@ -1077,10 +1139,17 @@ typedef struct {
     Py_ssize_t len, cap, origin;
     int little, swap;
     PyObject *writer;          /* the CDRWriter for per-node fallbacks, or NULL */
-    PyObject *writer_factory;  /* callable(bytearray) making it, or a tuple
-                                * (callable, *args) for callable(bytearray, *args), or NULL */
-    int owns_writer;           /* writer came from the factory (a new reference) */
+    const struct WriterArgs *make_writer;  /* how to make it when writer is NULL, or NULL */
+    int owns_writer;           /* writer was made here (a new reference) */
 } Writer;
+
+/* What the public encode functions need to make a CDRWriter over the bytes
+ * written so far, made only when a node is handed back to Python:
+ * _writer_for(bytearray, little, version, offset, tcs_c, tcs_w, wstring_bom).
+ * The objects are borrowed from the call. */
+typedef struct WriterArgs {
+    PyObject *little, *version, *offset, *tcs_c, *tcs_w, *wstring_bom;
+} WriterArgs;
 
 static NOINLINE int
 writer_grow(Writer *w, Py_ssize_t need)
@@ -1169,19 +1238,11 @@ write_python(Writer *w, const Plan *p, PyObject *v)
     if (w->is_bytes && writer_to_bytearray(w) < 0) return -1;
     if (writer_sync_out(w) < 0) return -1;
     if (w->writer == NULL) {
-        if (w->writer_factory == NULL) return fallback_int();
-        PyObject *f = w->writer_factory;
-        if (PyTuple_Check(f)) {
-            /* (callable, *args): callable(bytearray, *args) */
-            PyObject *argv[16];
-            Py_ssize_t n = PyTuple_GET_SIZE(f);
-            if (n < 1 || n > 16) return fallback_int();
-            argv[0] = w->ba;
-            for (Py_ssize_t i = 1; i < n; i++) argv[i] = PyTuple_GET_ITEM(f, i);
-            w->writer = PyObject_Vectorcall(PyTuple_GET_ITEM(f, 0), argv, (size_t)n, NULL);
-        } else {
-            w->writer = PyObject_CallOneArg(f, w->ba);
-        }
+        const WriterArgs *a = w->make_writer;
+        if (a == NULL) return fallback_int();
+        PyObject *argv[7] = {w->ba, a->little, a->version, a->offset, a->tcs_c, a->tcs_w,
+                             a->wstring_bom};
+        w->writer = PyObject_Vectorcall(writer_for_fn, argv, 7, NULL);
         if (w->writer == NULL) return -1;
         w->owns_writer = 1;
     }
@@ -1760,14 +1821,24 @@ recursion_to_fallback(void)
     }
 }
 
+/* Run the plan over a reader set up by the caller; the reader's own reference
+ * is released.  NULL (the error set) or the value. */
+static PyObject *
+read_top(Reader *r, const Plan *p)
+{
+    PyObject *value = read_plan(r, p);
+    if (value == NULL) recursion_to_fallback();
+    Py_CLEAR(r->reader);
+    return value;
+}
+
 PyDoc_STRVAR(read_doc,
 "read(node, data, pos, end, origin, little, numeric_arrays, reader)\n--\n\n"
 "Decode one value with the plan `node` from data[pos:end] (alignment counted from\n"
 "`origin`). `reader` is the CDRReader over the same buffer used when a node is\n"
-"handed back to Python, or a callable making one, or a tuple (callable, *args)\n"
-"calling it with args (no closure per call), or None. Returns (value, new pos).\n"
-"Raises Fallback (or a CDRError from a Python node) when the Python path must\n"
-"run instead.");
+"handed back to Python (the read starts at its depth), or None: then a node\n"
+"handed back raises Fallback.  Returns (value, new pos).  Raises Fallback (or a\n"
+"CDRError from a Python node) when the Python path must run instead.");
 
 static PyObject *
 speedups_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1784,6 +1855,16 @@ speedups_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int little = PyObject_IsTrue(args[5]);
     int numeric_arrays = PyObject_IsTrue(args[6]);
     if (PyErr_Occurred()) return NULL;
+    long depth = 0;
+    PyObject *reader = args[7] == Py_None ? NULL : args[7];
+    if (reader != NULL) {
+        /* a stream read starts at the reader's depth */
+        PyObject *d = PyObject_GetAttr(reader, s_depth);
+        if (d == NULL) return NULL;
+        depth = PyLong_AsLong(d);
+        Py_DECREF(d);
+        if (depth == -1 && PyErr_Occurred()) return NULL;
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
@@ -1794,39 +1875,17 @@ speedups_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "pos/end outside the buffer");
         return NULL;
     }
+    Py_XINCREF(reader);
     Reader r = {
         .buf = view.buf, .pos = pos, .end = end, .origin = origin,
         .little = little, .swap = little != NATIVE_LITTLE,
-        .numeric_arrays = numeric_arrays, .depth = 0,
-        .reader = NULL, .reader_factory = NULL,
+        .numeric_arrays = numeric_arrays, .depth = depth,
+        .reader = reader, .make_reader = NULL,
     };
-    PyObject *fb = args[7];
-    if (fb != Py_None) {
-        if (PyCallable_Check(fb) ||
-                (PyTuple_Check(fb) && PyTuple_GET_SIZE(fb) > 0 &&
-                 PyCallable_Check(PyTuple_GET_ITEM(fb, 0))))
-            r.reader_factory = fb;
-        else { r.reader = fb; Py_INCREF(fb); }
-    }
-    if (r.reader != NULL) {
-        /* a stream read starts at the reader's depth */
-        PyObject *d = PyObject_GetAttr(r.reader, s_depth);
-        if (d == NULL) goto fail;
-        r.depth = PyLong_AsLong(d);
-        Py_DECREF(d);
-        if (r.depth == -1 && PyErr_Occurred()) goto fail;
-    }
-    PyObject *value = read_plan(&r, p);
-    if (value == NULL) goto fail;
+    PyObject *value = read_top(&r, p);
     PyBuffer_Release(&view);
-    Py_XDECREF(r.reader);
-    PyObject *out = Py_BuildValue("(Nn)", value, r.pos);
-    return out;
-fail:
-    recursion_to_fallback();
-    PyBuffer_Release(&view);
-    Py_XDECREF(r.reader);
-    return NULL;
+    if (value == NULL) return NULL;
+    return Py_BuildValue("(Nn)", value, r.pos);
 }
 
 PyDoc_STRVAR(write_doc,
@@ -1862,7 +1921,7 @@ speedups_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         .ba = ba, .data = (unsigned char *)PyByteArray_AS_STRING(ba),
         .len = start, .cap = start, .origin = origin,
         .little = little, .swap = little != NATIVE_LITTLE, .writer = writer,
-        .writer_factory = NULL, .owns_writer = 0,
+        .make_writer = NULL, .owns_writer = 0,
     };
     int rc = write_plan(&w, p, args[2]);
     if (rc == 0) rc = writer_sync_out(&w);
@@ -1881,37 +1940,23 @@ speedups_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(encode_doc,
-"encode(node, value, origin, little, make_writer)\n--\n\n"
-"The CDR bytes of `value` encoded with the plan `node`, the first byte at\n"
-"`origin` relative to the alignment origin (0 or -offset). `make_writer(bytearray)`\n"
-"is called (once, only if a node is handed back to Python) for a CDRWriter whose\n"
-"buf is that bytearray; a tuple (callable, *args) means callable(bytearray, *args).\n"
-"Fallback means the Python path must run.");
-
+/* The CDR bytes of `value`, written into a bytes object of our own.
+ * order_octet >= 0: an encapsulation, that octet first.  NULL: the error set. */
 static PyObject *
-speedups_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+encode_top(const Plan *p, PyObject *value, Py_ssize_t origin, int little, int order_octet,
+           const WriterArgs *make_writer)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "encode() takes 5 arguments");
-        return NULL;
-    }
-    Plan *p = plan_of(args[0]);
-    if (p == NULL) return NULL;
-    Py_ssize_t origin = PyLong_AsSsize_t(args[2]);
-    if (origin == -1 && PyErr_Occurred()) return NULL;
-    int little = PyObject_IsTrue(args[3]);
-    if (little < 0) return NULL;
     PyObject *bytes = PyBytes_FromStringAndSize(NULL, 64);
     if (bytes == NULL) return NULL;
     Writer w = {
         .ba = bytes, .is_bytes = 1, .data = (unsigned char *)PyBytes_AS_STRING(bytes),
         .len = 0, .cap = 64, .origin = origin,
         .little = little, .swap = little != NATIVE_LITTLE, .writer = NULL,
-        .writer_factory = args[4] == Py_None ? NULL : args[4], .owns_writer = 0,
+        .make_writer = make_writer, .owns_writer = 0,
     };
+    if (order_octet >= 0) w.data[w.len++] = (unsigned char)order_octet;
     PyObject *out = NULL;
-    if (write_plan(&w, p, args[1]) == 0) {
+    if (write_plan(&w, p, value) == 0) {
         if (w.is_bytes) {
             /* cut to size in place: the bytes we wrote are the result */
             if (_PyBytes_Resize(&w.ba, w.len) == 0) out = w.ba;
@@ -1925,6 +1970,405 @@ speedups_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (w.owns_writer) Py_DECREF(w.writer);
     Py_XDECREF(w.ba);
     return out;
+}
+
+PyDoc_STRVAR(encode_doc,
+"encode(node, value, origin, little)\n--\n\n"
+"The CDR bytes of `value` encoded with the plan `node`, the first byte at\n"
+"`origin` relative to the alignment origin (0 or -offset).  Nothing is handed\n"
+"back to Python: Fallback means the Python path must run.");
+
+static PyObject *
+speedups_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "encode() takes 4 arguments");
+        return NULL;
+    }
+    Plan *p = plan_of(args[0]);
+    if (p == NULL) return NULL;
+    Py_ssize_t origin = PyLong_AsSsize_t(args[2]);
+    if (origin == -1 && PyErr_Occurred()) return NULL;
+    int little = PyObject_IsTrue(args[3]);
+    if (little < 0) return NULL;
+    return encode_top(p, args[1], origin, little, -1, NULL);
+}
+
+/*************************************************************************
+ * The public entry points: pycdr.marshal.encode, decode,                 *
+ * encode_encapsulation and decode_encapsulation as C callables           *
+ * (vectorcall) with the pure-Python functions' signatures.  A call the   *
+ * C code takes (the usual keywords, ISO-8859-1 chars, not lenient, data  *
+ * bytes or bytearray) runs here without any Python frame; every other    *
+ * call, and every call the C run hands back (Fallback, a CDRError from a *
+ * node handed to Python, trailing bytes), is passed unchanged to the     *
+ * pure-Python function, which gives the exact result or error.           *
+ *************************************************************************/
+
+typedef enum {
+    ENTRY_ENCODE, ENTRY_DECODE, ENTRY_ENCODE_ENCAPSULATION, ENTRY_DECODE_ENCAPSULATION
+} EntryKind;
+
+static const char *const entry_names[] = {
+    "encode", "decode", "encode_encapsulation", "decode_encapsulation"};
+
+enum {
+    KW_LITTLE, KW_VERSION, KW_OFFSET, KW_TCS_C, KW_TCS_W, KW_LENIENT, KW_WARNINGS,
+    KW_NUMERIC_ARRAYS, KW_ALLOW_TRAILING, KW_WSTRING_BOM, KW_COUNT
+};
+static const char *const keyword_texts[KW_COUNT] = {
+    "little", "version", "offset", "tcs_c", "tcs_w", "lenient", "warnings",
+    "numeric_arrays", "allow_trailing", "wstring_bom"};
+static PyObject *keyword_names[KW_COUNT];   /* interned */
+
+#define KW(k) (1u << (k))
+/* The keywords of each pure-Python function (pycdr/marshal.py); any other
+ * name goes to it, which raises its TypeError. */
+static const unsigned entry_keywords[] = {
+    [ENTRY_ENCODE] = KW(KW_LITTLE) | KW(KW_VERSION) | KW(KW_OFFSET) | KW(KW_TCS_C) |
+                     KW(KW_TCS_W) | KW(KW_WSTRING_BOM),
+    [ENTRY_DECODE] = KW(KW_LITTLE) | KW(KW_VERSION) | KW(KW_OFFSET) | KW(KW_TCS_C) |
+                     KW(KW_TCS_W) | KW(KW_LENIENT) | KW(KW_WARNINGS) |
+                     KW(KW_NUMERIC_ARRAYS) | KW(KW_ALLOW_TRAILING),
+    [ENTRY_ENCODE_ENCAPSULATION] = KW(KW_LITTLE) | KW(KW_VERSION) | KW(KW_TCS_C) |
+                                   KW(KW_TCS_W),
+    [ENTRY_DECODE_ENCAPSULATION] = KW(KW_VERSION) | KW(KW_TCS_C) | KW(KW_TCS_W) |
+                                   KW(KW_LENIENT) | KW(KW_WARNINGS) |
+                                   KW(KW_NUMERIC_ARRAYS) | KW(KW_ALLOW_TRAILING),
+};
+#undef KW
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *dict;        /* __wrapped__, __doc__, __name__... (functools.update_wrapper) */
+    PyObject *py_fn;       /* the pure-Python function */
+    EntryKind kind;
+} Entry;
+
+/* Sort the call's keyword arguments into kw[] (borrowed; NULL: not given).
+ * 0: a name this entry does not take, or not exactly two positionals: the
+ * pure-Python function must judge the call. */
+static int
+sort_arguments(const Entry *e, PyObject *const *args, size_t nargsf, PyObject *kwnames,
+               PyObject **kw)
+{
+    if (PyVectorcall_NARGS(nargsf) != 2) return 0;
+    if (kwnames == NULL) return 1;
+    Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        int k = 0;
+        while (k < KW_COUNT && name != keyword_names[k]) k++;   /* interned: usual case */
+        if (k == KW_COUNT)
+            for (k = 0; k < KW_COUNT; k++)
+                if (PyUnicode_Compare(name, keyword_names[k]) == 0) break;
+        if (k == KW_COUNT || !(entry_keywords[e->kind] & (1u << k))) return 0;
+        kw[k] = args[2 + i];
+    }
+    return 1;
+}
+
+/* The truth of an optional flag (absent: false); -1 when asking fails (the
+ * pure-Python function then meets the same failure). */
+static int
+flag_value(PyObject *v)
+{
+    if (v == NULL || v == Py_False) return 0;
+    if (v == Py_True) return 1;
+    int t = PyObject_IsTrue(v);
+    if (t < 0) PyErr_Clear();
+    return t;
+}
+
+/* tcs_c absent or an int equal to ISO-8859-1: the only char code set run here. */
+static int
+tcs_c_is_latin1(PyObject *v)
+{
+    if (v == NULL) return default_tcs_c_is_latin1;
+    if (!PyLong_CheckExact(v)) return 0;
+    long code = PyLong_AsLong(v);
+    if (code == -1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    return code == iso_8859_1;
+}
+
+/* `offset` absent or an int; -1: anything else (the pure-Python function judges). */
+static int
+offset_value(PyObject *v, Py_ssize_t *out)
+{
+    *out = 0;
+    if (v == NULL) return 0;
+    if (!PyLong_CheckExact(v)) return -1;
+    *out = PyLong_AsSsize_t(v);
+    if (*out == -1 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+    return *out < -PY_SSIZE_T_MAX ? -1 : 0;    /* -offset must not overflow */
+}
+
+/* The plan node of a TypeCode: its cached plan read straight from the slot
+ * when it is a plain TypeCode, else pycdr.plan.plan_for(tc).  New reference. */
+static PyObject *
+plan_node_of(PyObject *tc)
+{
+    if (Py_TYPE(tc) == typecode_type && plans_offset) {
+        PyObject *node = *(PyObject **)((char *)tc + plans_offset);
+        if (node != NULL && node != Py_None) {
+            Py_INCREF(node);
+            return node;
+        }
+    }
+    return PyObject_CallOneArg(plan_for_fn, tc);
+}
+
+#define OPT(v, dflt) ((v) != NULL ? (v) : (dflt))
+
+/* decode / decode_encapsulation.  1: done (*out set); 0: the pure-Python
+ * function must run the call; -1: an error (Fallback or CDRError: hand back). */
+static int
+entry_decode(const Entry *e, PyObject *const *args, PyObject **kw, PyObject **out)
+{
+    PyObject *tc = args[0], *data = args[1];
+    if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data)) return 0;
+    if (flag_value(kw[KW_LENIENT]) != 0 || !tcs_c_is_latin1(kw[KW_TCS_C])) return 0;
+    int numeric_arrays = flag_value(kw[KW_NUMERIC_ARRAYS]);
+    int allow_trailing = flag_value(kw[KW_ALLOW_TRAILING]);
+    if (numeric_arrays < 0 || allow_trailing < 0) return 0;
+    /* a bytearray cannot be resized while we hold its buffer */
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return -1;
+    const unsigned char *buf = view.buf;
+    ReaderArgs make = {
+        .data = data, .version = OPT(kw[KW_VERSION], default_version),
+        .tcs_w = OPT(kw[KW_TCS_W], default_tcs_w),
+        .numeric_arrays = OPT(kw[KW_NUMERIC_ARRAYS], Py_False),
+    };
+    int little;
+    if (e->kind == ENTRY_DECODE) {
+        Py_ssize_t offset;
+        little = flag_value(kw[KW_LITTLE]);
+        if (little < 0 || offset_value(kw[KW_OFFSET], &offset) < 0) goto not_taken;
+        make.little = OPT(kw[KW_LITTLE], Py_False);
+        make.start = 0;
+        make.origin = -offset;
+    } else {
+        /* the byte-order octet: anything but 0 or 1 is the Python path's error */
+        if (view.len == 0 || buf[0] > 1) goto not_taken;
+        little = buf[0];
+        make.little = little ? Py_True : Py_False;
+        make.start = 1;
+        make.origin = 0;
+    }
+    PyObject *node = plan_node_of(tc);
+    if (node == NULL) { PyBuffer_Release(&view); return -1; }
+    Plan *p = plan_of(node);
+    PyObject *value = NULL;
+    Reader r = {
+        .buf = buf, .pos = make.start, .end = view.len, .origin = make.origin,
+        .little = little, .swap = little != NATIVE_LITTLE,
+        .numeric_arrays = numeric_arrays, .depth = 0,
+        .reader = NULL, .make_reader = &make,
+    };
+    if (p != NULL) value = read_top(&r, p);
+    Py_DECREF(node);
+    PyBuffer_Release(&view);
+    if (value == NULL) return -1;
+    if (r.pos != r.end && !allow_trailing) {
+        Py_DECREF(value);      /* trailing bytes: the Python path reports them */
+        return 0;
+    }
+    *out = value;
+    return 1;
+not_taken:
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+/* encode / encode_encapsulation; returns as entry_decode. */
+static int
+entry_encode(const Entry *e, PyObject *const *args, PyObject **kw, PyObject **out)
+{
+    if (!tcs_c_is_latin1(kw[KW_TCS_C])) return 0;
+    int little = flag_value(kw[KW_LITTLE]);
+    Py_ssize_t offset;
+    if (little < 0 || offset_value(kw[KW_OFFSET], &offset) < 0) return 0;
+    static PyObject *zero;     /* encode_encapsulation's writer starts at offset 0 */
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL) return -1;
+    WriterArgs make = {
+        .little = OPT(kw[KW_LITTLE], Py_False), .version = OPT(kw[KW_VERSION], default_version),
+        .offset = OPT(kw[KW_OFFSET], zero), .tcs_c = OPT(kw[KW_TCS_C], default_tcs_c),
+        .tcs_w = OPT(kw[KW_TCS_W], default_tcs_w),
+        .wstring_bom = OPT(kw[KW_WSTRING_BOM], Py_False),
+    };
+    PyObject *node = plan_node_of(args[0]);
+    if (node == NULL) return -1;
+    Plan *p = plan_of(node);
+    if (p != NULL) {
+        if (e->kind == ENTRY_ENCODE)
+            *out = encode_top(p, args[1], -offset, little, -1, &make);
+        else    /* the byte-order octet, then the value aligned from it */
+            *out = encode_top(p, args[1], 0, little, little, &make);
+    }
+    Py_DECREF(node);
+    return p != NULL && *out != NULL ? 1 : -1;
+}
+
+#undef OPT
+
+static PyObject *
+entry_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Entry *e = (Entry *)self;
+    /* _cmarshal.enabled: tests and benchmarks switch the C path off with it */
+    PyObject *enabled = PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    int on = enabled == Py_True || (enabled != NULL && PyObject_IsTrue(enabled) > 0);
+    if (PyErr_Occurred()) PyErr_Clear();       /* the flag unreadable: Python path */
+    PyObject *kw[KW_COUNT] = {NULL};
+    if (on && sort_arguments(e, args, nargsf, kwnames, kw)) {
+        PyObject *out = NULL;
+        int rc = (e->kind == ENTRY_DECODE || e->kind == ENTRY_DECODE_ENCAPSULATION)
+                 ? entry_decode(e, args, kw, &out) : entry_encode(e, args, kw, &out);
+        if (rc > 0) return out;
+        if (rc < 0) {
+            /* Fallback, or a CDRError from a node run by Python: the pure-Python
+             * function re-runs the call and gives the exact error */
+            if (!PyErr_ExceptionMatches(Fallback) && !PyErr_ExceptionMatches(cdr_error))
+                return NULL;
+            PyErr_Clear();
+        }
+    }
+    return PyObject_Vectorcall(e->py_fn, args, nargsf, kwnames);
+}
+
+static int
+entry_traverse(Entry *e, visitproc visit, void *arg)
+{
+    Py_VISIT(e->dict);
+    Py_VISIT(e->py_fn);
+    return 0;
+}
+
+static int
+entry_clear(Entry *e)
+{
+    Py_CLEAR(e->dict);
+    Py_CLEAR(e->py_fn);
+    return 0;
+}
+
+static void
+entry_dealloc(Entry *e)
+{
+    PyObject_GC_UnTrack(e);
+    entry_clear(e);
+    PyObject_GC_Del(e);
+}
+
+static PyObject *
+entry_repr(Entry *e)
+{
+    return PyUnicode_FromFormat("<C-backed pycdr.marshal.%s>", entry_names[e->kind]);
+}
+
+/* As a builtin function: not bound when stored on a class.  (It also makes
+ * pydoc and inspect.isroutine treat it as a function.) */
+static PyObject *
+entry_descr_get(PyObject *self, PyObject *obj, PyObject *type)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyGetSetDef entry_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject Entry_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pycdr._speedups.Entry",
+    .tp_doc = "A pycdr.marshal entry point run in C; __wrapped__ is the pure-Python function.",
+    .tp_basicsize = sizeof(Entry),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Entry, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dictoffset = offsetof(Entry, dict),
+    .tp_getattro = PyObject_GenericGetAttr,
+    .tp_setattro = PyObject_GenericSetAttr,
+    .tp_getset = entry_getset,
+    .tp_descr_get = entry_descr_get,
+    .tp_traverse = (traverseproc)entry_traverse,
+    .tp_clear = (inquiry)entry_clear,
+    .tp_dealloc = (destructor)entry_dealloc,
+    .tp_repr = (reprfunc)entry_repr,
+};
+
+PyDoc_STRVAR(entry_doc,
+"entry(name, py_fn)\n--\n\n"
+"The C-backed version of pycdr.marshal's `name` (encode, decode,\n"
+"encode_encapsulation or decode_encapsulation): same signature as `py_fn`, the\n"
+"pure-Python function, to which it passes every call it does not take.\n"
+"configure() must have been called.");
+
+static PyObject *
+speedups_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "entry(name, py_fn)");
+        return NULL;
+    }
+    if (cmarshal_globals == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "entry() before configure()");
+        return NULL;
+    }
+    int kind = 0;
+    while (kind < 4 && PyUnicode_CompareWithASCIIString(args[0], entry_names[kind]) != 0)
+        kind++;
+    if (kind == 4) {
+        PyErr_Format(PyExc_ValueError, "no C entry point %R", args[0]);
+        return NULL;
+    }
+    Entry *e = PyObject_GC_New(Entry, &Entry_Type);
+    if (e == NULL) return NULL;
+    e->vectorcall = entry_vectorcall;
+    e->dict = NULL;
+    e->py_fn = Py_NewRef(args[1]);
+    e->kind = (EntryKind)kind;
+    PyObject_GC_Track(e);
+    return (PyObject *)e;
+}
+
+PyDoc_STRVAR(configure_doc,
+"configure(cmarshal_globals, plan_for, TypeCode, CDRError, reader_for, writer_for,\n"
+"          iso_8859_1, default_version, default_tcs_c, default_tcs_w)\n--\n\n"
+"What the entry points need from pycdr (pycdr/_cmarshal.py calls it once):\n"
+"the namespace holding the `enabled` flag, the plan compiler, the TypeCode\n"
+"class, the error class handed back, the reader/writer factories for nodes\n"
+"handed back to Python, and the defaults of the pure-Python functions.");
+
+static PyObject *
+speedups_configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 10 || !PyDict_Check(args[0]) || !PyType_Check(args[2]) ||
+            !PyType_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "configure() takes 10 arguments (see its doc)");
+        return NULL;
+    }
+    long iso = PyLong_AsLong(args[6]);
+    if (iso == -1 && PyErr_Occurred()) return NULL;
+    long dflt = PyLong_AsLong(args[8]);
+    if (dflt == -1 && PyErr_Occurred()) return NULL;
+    Py_XSETREF(cmarshal_globals, Py_NewRef(args[0]));
+    Py_XSETREF(plan_for_fn, Py_NewRef(args[1]));
+    Py_XSETREF(typecode_type, (PyTypeObject *)Py_NewRef(args[2]));
+    plans_offset = slot_offset(typecode_type, s_plans);
+    Py_XSETREF(cdr_error, Py_NewRef(args[3]));
+    Py_XSETREF(reader_for_fn, Py_NewRef(args[4]));
+    Py_XSETREF(writer_for_fn, Py_NewRef(args[5]));
+    iso_8859_1 = iso;
+    default_tcs_c_is_latin1 = dflt == iso;
+    Py_XSETREF(default_version, Py_NewRef(args[7]));
+    Py_XSETREF(default_tcs_c, Py_NewRef(args[8]));
+    Py_XSETREF(default_tcs_w, Py_NewRef(args[9]));
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(touches_context_doc,
@@ -1946,6 +2390,9 @@ static PyMethodDef speedups_methods[] = {
     {"write", (PyCFunction)(void (*)(void))speedups_write, METH_FASTCALL, write_doc},
     {"encode", (PyCFunction)(void (*)(void))speedups_encode, METH_FASTCALL, encode_doc},
     {"touches_context", speedups_touches_context, METH_O, touches_context_doc},
+    {"entry", (PyCFunction)(void (*)(void))speedups_entry, METH_FASTCALL, entry_doc},
+    {"configure", (PyCFunction)(void (*)(void))speedups_configure, METH_FASTCALL,
+     configure_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1971,7 +2418,7 @@ PyInit__speedups(void)
         intern(&s_depth, "depth") || intern(&s_c, "_c") || intern(&s_op, "op") ||
         intern(&s_buf, "buf") || intern(&s_origin, "origin") || intern(&s_little, "little") ||
         intern(&s_typecode, "typecode") || intern(&s_d, "_d") || intern(&s_v, "_v") ||
-        intern(&s_init, "__init__") || intern(&s_frombytes, "frombytes") || intern(&s_ordinal, "ordinal") || intern(&s_disc, "disc"))
+        intern(&s_init, "__init__") || intern(&s_frombytes, "frombytes") || intern(&s_enabled, "enabled") || intern(&s_plans, "_plans") || intern(&s_ordinal, "ordinal") || intern(&s_disc, "disc"))
         goto fail;
     Fallback = PyErr_NewExceptionWithDoc(
         "pycdr._speedups.Fallback",
@@ -1979,6 +2426,9 @@ PyInit__speedups(void)
     if (Fallback == NULL || PyModule_AddObjectRef(m, "Fallback", Fallback) < 0) goto fail;
     empty_tuple = PyTuple_New(0);
     if (empty_tuple == NULL) goto fail;
+    for (int k = 0; k < KW_COUNT; k++)
+        if (intern(&keyword_names[k], keyword_texts[k])) goto fail;
+    if (PyModule_AddType(m, &Entry_Type) < 0) goto fail;
     PyObject *mod = PyImport_ImportModule("array");
     if (mod == NULL) goto fail;
     array_type = PyObject_GetAttrString(mod, "array");

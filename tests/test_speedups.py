@@ -135,7 +135,7 @@ def test_encode_decode_match(impl_pair, little, offset):
         w = CDRWriter(little=little, offset=offset)
         _speedups.write(plan_for(t), w, value)
         assert w.getvalue() == data
-        assert _speedups.encode(plan_for(t), value, -offset, little, None) == data
+        assert _speedups.encode(plan_for(t), value, -offset, little) == data
 
 
 @SETTINGS
@@ -353,7 +353,7 @@ def test_flat_struct_every_phase(little):
             for cut in range(0, len(data) + 1, 3):
                 check_decode_everywhere(t, data[:cut], little, offset)
             # the C runner alone, no fallback: (a fallback would hide a wrong offset)
-            assert _speedups.encode(plan_for(t), value, -offset, little, None) == data
+            assert _speedups.encode(plan_for(t), value, -offset, little) == data
             got, end = c_only_read(t, data, little=little, offset=offset)
             assert same_value(got, value) and end == len(data)
 
@@ -422,13 +422,15 @@ def test_write_failure_leaves_writer_as_python_does():
 def test_no_reference_leak():
     """Repeated C encodes/decodes (successes, fallbacks and errors) hold on to
     nothing: no growth in allocated blocks or in the shared objects' refcounts."""
+    import gc
     import sys
     Color = class_for(COLOR)
     U = class_for(UNION)
     cases = [(tc.sequence(BIN_STRUCT), [class_for(BIN_STRUCT)(1, "x", 2, 3, 4.5, b"12345678")]),
              (UNION, U(Color._items[2], [1, 2])), (tc.sequence(COLOR), list(Color._items)),
              (EXC, class_for(EXC)("bad", 7)), (tc.sequence(tc.double), [1.5] * 10),
-             (tc.sequence(tc.wstring), ["x"]), (tc.sequence(tc.boolean), [True, False])]
+             (tc.sequence(tc.wstring), ["x"]), (tc.sequence(tc.boolean), [True, False]),
+             (WIDE, entry_value(WIDE, None))]
     watched = [True, False, None, Color._items[2], Color, U, class_for(BIN_STRUCT)]
     for t, v in cases:
         data = marshal.encode(t, v)
@@ -436,14 +438,22 @@ def test_no_reference_leak():
                  lambda: marshal.decode(t, data),
                  lambda: marshal.decode(t, data, numeric_arrays=True),
                  lambda: outcome(marshal.decode, t, data[:-1]),     # error: C, then Python
-                 lambda: outcome(marshal.encode, t, [object()])]    # a wrong value
+                 lambda: outcome(marshal.encode, t, [object()]),    # a wrong value
+                 # the entry points' keywords, hand-backs and pure-Python calls
+                 lambda: marshal.decode(t, data + b"\0", allow_trailing=True, version=(1, 2)),
+                 lambda: marshal.decode_encapsulation(
+                     t, marshal.encode_encapsulation(t, v, little=True), numeric_arrays=True),
+                 lambda: outcome(marshal.decode, t, data, lenient=True, warnings=[]),
+                 lambda: any_outcome(marshal.decode, t, data, bogus=1)]
         for call in calls:
             for _ in range(100):
                 call()
+            gc.collect()       # garbage cycles from earlier tests would blur the count
             refs = [sys.getrefcount(o) for o in watched]
             blocks = sys.getallocatedblocks()
             for _ in range(1000):
                 call()
+            gc.collect()
             # a leak would grow by >= 1000; allow unrelated noise
             growth = [sys.getrefcount(o) - n for o, n in zip(watched, refs)]
             assert all(g < 500 for g in growth), (t, growth)
@@ -454,3 +464,204 @@ def test_impl_fixture_switches_paths(impl):
     from pycdr import _cmarshal
     assert _cmarshal.enabled == (impl == "c")
     assert marshal.decode(tc.long, b"\0\0\0\x05") == 5
+
+
+# --------------------------------------------------------------------------
+# The C entry points (pycdr.marshal.encode/decode/..._encapsulation are
+# _speedups.entry callables): every keyword combination, odd arguments and
+# hand-backs give exactly what the pure-Python function gives.
+# --------------------------------------------------------------------------
+import inspect  # noqa: E402
+import itertools  # noqa: E402
+
+from pycdr import codesets  # noqa: E402
+
+WIDE = tc.struct("IDL:test/Wide:1.0", "Wide", [
+    ("n", tc.long), ("w", tc.wstring), ("c", tc.wchar), ("s", tc.string),
+    ("d", tc.sequence(tc.double))])
+ENTRY_CASES = [
+    (tc.sequence(tc.double), [1.5, -2.0]),
+    (tc.sequence(tc.octet), b"\x01\x02\x03"),
+    (tc.sequence(tc.long), [7, -8, 9]),
+    (tc.string, "h\xe9"),
+    (WIDE, None),                 # wstring/wchar: nodes handed back to Python
+]
+DECODE_OPTIONS = dict(little=[False, True, 1], version=[(1, 0), (1, 2)], offset=[0, 5],
+                      tcs_c=[codesets.ISO_8859_1, codesets.UTF_8], tcs_w=[codesets.UTF_16],
+                      lenient=[False, True], numeric_arrays=[False, True],
+                      allow_trailing=[False, True])
+ENCODE_OPTIONS = dict(little=[False, True, 0], version=[(1, 0), (1, 2)], offset=[0, 3],
+                      tcs_c=[codesets.ISO_8859_1, codesets.UTF_8], tcs_w=[codesets.UTF_16],
+                      wstring_bom=[False, True])
+
+
+def entry_value(t, value):
+    return class_for(WIDE)(5, "w\u20ac", "\u20ac", "s\xe9", [0.5]) if value is None else value
+
+
+def combinations(options):
+    names = list(options)
+    for values in itertools.product(*(options[n] for n in names)):
+        yield dict(zip(names, values))
+
+
+def same_outcome_with_warnings(fn_c, fn_py, *args, **kwargs):
+    """Same result/error, and the same warnings recorded in a list passed in."""
+    outs = []
+    for fn in (fn_c, fn_py):
+        warnings = [] if "warnings" in kwargs else None
+        if warnings is not None:
+            kwargs["warnings"] = warnings
+        outs.append((outcome(fn, *args, **kwargs), [repr(w) for w in warnings or ()]))
+    assert_same(outs[0][0], outs[1][0])
+    assert outs[0][1] == outs[1][1]
+
+
+@pytest.mark.parametrize("t,value", ENTRY_CASES, ids=lambda x: repr(x)[:30])
+def test_entry_decode_every_keyword_combination(t, value):
+    value = entry_value(t, value)
+    for little, offset in itertools.product((False, True), (0, 5)):
+        good = PY["encode"](t, value, little=little, offset=offset)
+        for data in (good, good + b"\0", good[:-1], bytearray(good)):
+            for opts in combinations(DECODE_OPTIONS):
+                if opts["little"] != little or opts["offset"] != offset:
+                    continue
+                same_outcome_with_warnings(marshal.decode, PY["decode"], t, data, **opts)
+                same_outcome_with_warnings(marshal.decode, PY["decode"], t, data,
+                                           warnings=[], **opts)
+            # keywords left out, and keyword names that are equal but not interned
+            assert_same(outcome(marshal.decode, t, data), outcome(PY["decode"], t, data))
+            odd_names = {"".join(["lit", "tle"]): little, "".join(["off", "set"]): offset}
+            assert_same(outcome(marshal.decode, t, data, **odd_names),
+                        outcome(PY["decode"], t, data, **odd_names))
+
+
+@pytest.mark.parametrize("t,value", ENTRY_CASES, ids=lambda x: repr(x)[:30])
+def test_entry_encode_every_keyword_combination(t, value):
+    value = entry_value(t, value)
+    for opts in combinations(ENCODE_OPTIONS):
+        assert_same(outcome(marshal.encode, t, value, **opts),
+                    outcome(PY["encode"], t, value, **opts))
+    assert_same(outcome(marshal.encode, t, value), outcome(PY["encode"], t, value))
+
+
+@pytest.mark.parametrize("t,value", ENTRY_CASES, ids=lambda x: repr(x)[:30])
+def test_entry_encapsulations_every_keyword_combination(t, value):
+    value = entry_value(t, value)
+    enc_options = {k: v for k, v in ENCODE_OPTIONS.items() if k not in ("offset", "wstring_bom")}
+    dec_options = {k: v for k, v in DECODE_OPTIONS.items() if k not in ("offset", "little")}
+    for opts in combinations(enc_options):
+        c = outcome(marshal.encode_encapsulation, t, value, **opts)
+        assert_same(c, outcome(PY["encode_encapsulation"], t, value, **opts))
+        if c[0] != "ok":
+            continue
+        good = c[1]
+        for data in (good, good + b"\0", good[:-1], b"\x02" + good[1:], b"", bytearray(good)):
+            for dopts in combinations(dec_options):
+                same_outcome_with_warnings(marshal.decode_encapsulation,
+                                           PY["decode_encapsulation"], t, data, **dopts)
+
+
+def test_entry_odd_arguments_same_error():
+    """Calls the entry points do not take themselves go to the pure-Python
+    function unchanged: the same TypeError for unknown keywords and wrong
+    positionals, the same result or error for data of other types."""
+    t = tc.sequence(tc.long)
+    data = PY["encode"](t, [1, 2])
+    calls = [
+        ("decode", (t, data), dict(bogus=1)),
+        ("decode", (t, data), dict(wstring_bom=True)),       # encode's keyword, not decode's
+        ("decode", (t, data, True), {}),
+        ("decode", (t,), {}),
+        ("decode", (), dict(tc=t, data=data)),
+        ("decode", (t, memoryview(data)), {}),
+        ("decode", (t, array.array("b", data)), {}),
+        ("decode", (t, type("B", (bytes,), {})(data)), {}),
+        ("decode", (t, data), dict(offset=True)),
+        ("decode", (t, data), dict(offset=2**70)),
+        ("decode", (t, data), dict(offset=-(2**63))),
+        ("decode", (t, data), dict(little=None, lenient=0, numeric_arrays=1)),
+        ("decode", (t, data), dict(tcs_c=float(codesets.ISO_8859_1))),
+        ("decode", (t, data), dict(tcs_c=2**80)),
+        ("decode", ("not a typecode", data), {}),
+        ("decode", (t, "a str"), {}),
+        ("decode", (t, None), {}),
+        ("encode", (t, [1, 2]), dict(lenient=True)),         # decode's keyword, not encode's
+        ("encode", (t, [1, 2], False), {}),
+        ("encode", (t, [1, 2]), dict(offset=1.0)),
+        ("encode", (t, [1, 2]), dict(offset=-1)),
+        ("encode", (t, [1, 2]), dict(little="yes")),
+        ("encode", ("not a typecode", [1]), {}),
+        ("encode_encapsulation", (t, [1, 2]), dict(offset=4)),
+        ("decode_encapsulation", (t, b"\0" + data), dict(little=True)),
+        ("decode_encapsulation", (t, memoryview(b"\0" + data)), {}),
+    ]
+    for name, args, kwargs in calls:
+        assert_same(any_outcome(getattr(marshal, name), *args, **kwargs),
+                    any_outcome(PY[name], *args, **kwargs))
+
+
+def any_outcome(fn, *args, **kwargs):
+    """outcome() for calls whose error may be of any type (wrong arguments)."""
+    try:
+        return outcome(fn, *args, **kwargs)
+    except Exception as e:     # noqa: BLE001 - compared, not hidden
+        return ("error", type(e), str(e))
+
+
+def test_entry_errors_from_python_nodes_and_flags():
+    """An error raised while asking a flag's truth, or by a node handed back to
+    Python, ends as the pure-Python function's own error."""
+    class Unasked:
+        def __bool__(self):
+            raise ValueError("no truth here")
+    t = WIDE
+    data = PY["encode"](t, entry_value(t, None))
+    for kwargs in (dict(little=Unasked()), dict(numeric_arrays=Unasked()),
+                   dict(allow_trailing=Unasked())):
+        assert_same(outcome(marshal.decode, t, data, **kwargs),
+                    outcome(PY["decode"], t, data, **kwargs))
+    bad = class_for(WIDE)(5, 7, "\u20ac", "s", [0.5])     # a wstring that is not a str
+    assert_same(outcome(marshal.encode, t, bad), outcome(PY["encode"], t, bad))
+    assert outcome(marshal.encode, t, bad)[0] == "error"
+
+
+def test_entry_points_look_like_the_functions():
+    for name in ("encode", "decode", "encode_encapsulation", "decode_encapsulation"):
+        fn = getattr(marshal, name)
+        assert type(fn) is _speedups.Entry
+        assert fn.__wrapped__ is PY[name]
+        assert fn.__name__ == name and fn.__doc__ == PY[name].__doc__
+        assert inspect.signature(fn) == inspect.signature(PY[name])
+        assert name in repr(fn)
+
+    class Holder:             # not bound as a method, as a builtin function
+        decode = marshal.decode
+    assert Holder().decode(tc.long, b"\0\0\0\x05") == 5
+
+
+def test_entry_points_follow_enabled_flag():
+    """With _cmarshal.enabled off every call runs the pure-Python function
+    (observed through a node that counts its Python reads)."""
+    from pycdr import _cmarshal
+    t = tc.sequence(tc.long)
+    data = PY["encode"](t, [1, 2])
+    node = plan_for(t)
+    calls = []
+    original = type(node).read
+
+    def counting_read(self, r):
+        calls.append(1)
+        return original(self, r)
+    type(node).read = counting_read
+    try:
+        assert marshal.decode(t, data) == [1, 2]
+        assert not calls                      # the C path ran the plan
+        _cmarshal.enabled = False
+        try:
+            assert marshal.decode(t, data) == [1, 2]
+        finally:
+            _cmarshal.enabled = True
+        assert calls
+    finally:
+        type(node).read = original
