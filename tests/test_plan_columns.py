@@ -4,7 +4,8 @@ element-by-element path, and where that path rejects a value, the same error
 (type, message, offset, path) with the writer left as it leaves it.
 
 The element path is what the column writer must agree with; it is run by raising
-the column writer's length threshold for the call (``element_path``).  A sequence
+the column writer's length threshold and switching the element packer off for the
+call (``element_path``).  A sequence
 shorter than the threshold never reaches the column writer, so every sequence
 here is at least that long, and ``column_calls`` checks the column writer really
 wrote.  Where pycdr._speedups is built the C path is checked against it too.
@@ -68,14 +69,23 @@ def char_long_long(i: int):
     return class_for(CHAR_LONG_LONG)(chr(i % 256), i * 3 - 2**40)
 
 
+@pytest.fixture(autouse=True)
+def columns_for_every_width(monkeypatch):
+    """The column writer for structs of any number of members (plan.py uses it
+    only for narrow ones, where it is the faster path)."""
+    monkeypatch.setattr(plan, "_COLUMNS_MAX_MEMBERS", 1 << 62)
+
+
 @contextmanager
 def element_path():
-    saved = plan._COLUMNS_MIN
-    plan._COLUMNS_MIN = 1 << 62
+    """The general path: no column writer, no element packer
+    (tests/test_plan_short_structs.py)."""
+    saved = plan._COLUMNS_MIN, plan._PACK_ELEMENTS
+    plan._COLUMNS_MIN, plan._PACK_ELEMENTS = 1 << 62, False
     try:
         yield
     finally:
-        plan._COLUMNS_MIN = saved
+        plan._COLUMNS_MIN, plan._PACK_ELEMENTS = saved
 
 
 @contextmanager
@@ -115,8 +125,10 @@ def plan_write(w, t, value):
     plan.plan_for(t).write(w, value)
 
 
-def both_paths(t, value, **writer_options):
-    with column_calls() as calls:
+def both_paths(t, value, counter=None, **writer_options):
+    """The outcomes of the fast path (its writer's calls recorded by ``counter``,
+    column_calls by default) and of the element path, and those calls."""
+    with (counter or column_calls)() as calls:
         columns = outcome(plan_write, t, value, **dict(writer_options))
     with element_path():
         elements = outcome(plan_write, t, value, **dict(writer_options))
@@ -178,14 +190,18 @@ def test_element_path_where_columns_do_not_apply(t, value):
     assert calls == []
 
 
-def test_fragmenting_writer_writes_element_by_element():
-    """A GIOP 1.1 fragmenting writer may cut between any two primitives: no block."""
-    value = [bin_struct(i) for i in range(300)]
+@pytest.mark.parametrize("count", [40, 300])
+def test_fragmenting_writer_writes_element_by_element(count, monkeypatch):
+    """A GIOP 1.1 fragmenting writer may cut between any two primitives: no block,
+    and no element packed whole (tests/test_plan_short_structs.py)."""
+    value = [bin_struct(i) for i in range(count)]
     t = tc.sequence(BIN_STRUCT)
-    with column_calls() as calls:
+    packed = []
+    with monkeypatch.context() as patch, column_calls() as calls:
+        patch.setattr(plan.SequenceNode, "_write_packed", lambda *args: packed.append(args))
         fragmented = outcome(plan_write, t, value, writer=FragmentingWriter, limit=256,
                              version=(1, 1))
-    assert calls == [] and fragmented[1] is None
+    assert calls == [] and packed == [] and fragmented[1] is None
     with element_path():
         assert outcome(plan_write, t, value, writer=FragmentingWriter, limit=256,
                        version=(1, 1)) == fragmented
@@ -284,8 +300,9 @@ member_values = st.fixed_dictionaries({
     "pad": st.binary(min_size=8, max_size=8)})
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(member_values, min_size=MIN, max_size=3 * MIN), st.booleans(),
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example])
+@given(st.lists(member_values, min_size=MIN, max_size=2 * MIN), st.booleans(),
        st.integers(0, 7), st.randoms(use_true_random=False))
 def test_generated_values_same_octets(members, little, offset, rng):
     value = [class_for(BIN_STRUCT)(**m) for m in members]
@@ -296,21 +313,28 @@ def test_generated_values_same_octets(members, little, offset, rng):
     assert columns == elements
 
 
+def c_and_python_octets(t, value, counter, **options):
+    """marshal.encode's octets from the C path, then from the Python path with
+    ``counter`` (column_calls or a similar context) recording its writer's calls."""
+    from pycdr import _cmarshal
+    c_octets = marshal.encode(t, value, **options)
+    _cmarshal.enabled = False
+    try:
+        with counter() as calls:
+            py_octets = marshal.encode(t, value, **options)
+    finally:
+        _cmarshal.enabled = True
+    return c_octets, py_octets, calls
+
+
 @pytest.mark.skipif(marshal.IMPLEMENTATION != "c", reason="pycdr._speedups not in use")
 @pytest.mark.parametrize("little", [False, True])
 def test_same_octets_as_the_c_path(little):
-    from pycdr import _cmarshal
     rng = random.Random(7)
     for t, make in ((ALL_KINDS, all_kinds), (BIN_STRUCT, bin_struct),
                     (CHAR_LONG_LONG, char_long_long)):
         value = [make(rng.randrange(30000)) for _ in range(2 * MIN + 1)]
         for offset in range(8):
-            c_octets = marshal.encode(tc.sequence(t), value, little=little, offset=offset)
-            _cmarshal.enabled = False
-            try:
-                with column_calls() as calls:
-                    py_octets = marshal.encode(tc.sequence(t), value, little=little,
-                                               offset=offset)
-            finally:
-                _cmarshal.enabled = True
+            c_octets, py_octets, calls = c_and_python_octets(tc.sequence(t), value, column_calls,
+                                                             little=little, offset=offset)
             assert calls and py_octets == c_octets
