@@ -119,6 +119,28 @@ def test_large_message_is_received_in_place():
     assert conn.buffered == 0 and not conn.has_partial_message
 
 
+def test_reader_wakes_once_per_in_place_message_not_per_read():
+    from pycdr.orb.aio import GiopStream
+    messages = [large_request(1), large_request(2, little=True)]
+    conn = GiopConnection(Role.SERVER)
+    wakes, received = [], []
+
+    def on_data():
+        wakes.append(conn.receiving_in_place)
+        received.extend(e for e in drain(conn) if isinstance(e, MessageReceived))
+    stream = GiopStream(conn, on_data=on_data)
+    for message in messages:
+        for start in range(0, len(message), 4000):           # 4000-byte reads
+            piece = message[start:start + 4000]
+            buffer = stream.get_buffer(-1)
+            buffer[:len(piece)] = piece
+            del buffer
+            stream.buffer_updated(len(piece))
+    # Per message: the first read (its header, not yet in place) and the last one.
+    assert len(wakes) == 4 and not any(wakes)
+    assert [e.raw for e in received] == messages
+
+
 def test_oversized_header_allocates_nothing_and_is_refused_as_before():
     claim = encode_header((1, 2), False, MsgType.Request, 64 << 20) + b"\0" * 100
     conn = GiopConnection(Role.SERVER, max_message_size=1 << 20)

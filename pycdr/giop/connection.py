@@ -219,6 +219,13 @@ class GiopConnection:
     def _receiving_in_place(self) -> bool:
         return self._in_place is not None and self._in_place_filled < len(self._in_place)
 
+    @property
+    def receiving_in_place(self) -> bool:
+        """A large message is being received in place (receive_buffer) and is not
+        complete: next_event() has nothing new until it is, so a transport need
+        not wake its reader for each of the message's reads."""
+        return self._receiving_in_place()
+
     def _start_in_place(self) -> None:
         try:
             header = parse_header(self._buf)

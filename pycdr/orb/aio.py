@@ -94,11 +94,15 @@ class GiopStream(asyncio.BufferedProtocol):
         return self.giop.receive_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.giop.received(nbytes)
-        if not self._reading_paused and self.giop.buffered > PAUSE_READING_ABOVE:
+        giop = self.giop
+        giop.received(nbytes)
+        if not self._reading_paused and giop.buffered > PAUSE_READING_ABOVE:
             self._reading_paused = True
             self.transport.pause_reading()
-        self._wake()
+        if not giop.receiving_in_place:
+            # (a large message's middle reads complete nothing: the reader wakes
+            # once for the message, not once per read)
+            self._wake()
 
     def eof_received(self) -> bool:
         self._eof_seen()
