@@ -932,6 +932,22 @@ read_union(Reader *r, const Plan *p)
     return obj;
 }
 
+/* Sequences shorter than this decode with the GC as it is (see read_sequence). */
+#define GC_PAUSE_MIN 64
+
+/* Whether values of plan `p` are containers the cyclic GC tracks. */
+static int
+makes_containers(const Plan *p)
+{
+    switch (p->op) {
+    case OP_NULL: case OP_NUMBER: case OP_BOOLEAN: case OP_OCTET: case OP_CHAR:
+    case OP_STRING: case OP_ENUM: case OP_OCTET_SEQ: case OP_CHAR_SEQ:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
 static PyObject *
 read_sequence(Reader *r, const Plan *p)
 {
@@ -944,11 +960,24 @@ read_sequence(Reader *r, const Plan *p)
     r->depth++;
     /* sequence<flat struct>: no per-element dispatch or recursion guard */
     int flat = p->elem->op == OP_STRUCT && p->elem->flat_offsets != NULL;
+    /* Many new container objects (struct instances, lists), all alive until the
+     * sequence is: the cyclic GC would run several times meanwhile and promote
+     * them towards the old generations, whose full collections scan the whole
+     * heap -- in an ORB server that cost more than the decoding itself.  The GC
+     * is paused while the elements are built (decoding makes no cycles) and
+     * resumed as it was; a nested sequence finds it paused already. */
+    int gc_paused = n >= GC_PAUSE_MIN && makes_containers(p->elem) && PyGC_Disable();
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = flat ? read_flat_struct(r, p->elem) : read_plan(r, p->elem);
-        if (unlikely(v == NULL)) { r->depth--; Py_DECREF(out); return NULL; }
+        if (unlikely(v == NULL)) {
+            if (gc_paused) PyGC_Enable();
+            r->depth--;
+            Py_DECREF(out);
+            return NULL;
+        }
         PyList_SET_ITEM(out, i, v);
     }
+    if (gc_paused) PyGC_Enable();
     r->depth--;
     return out;
 }

@@ -286,3 +286,44 @@ def test_long_double_and_dii():
                 assert got == value
         await server.stop()
     run(main())
+
+
+def test_cyclic_gc_is_paused_only_while_a_synchronous_request_runs():
+    # The server pauses the cyclic GC while a servant method that cannot yield runs
+    # (its arguments are made and dropped within the request), and puts it back as
+    # it was; an async method runs with the GC as it is.
+    import gc
+
+    class Watcher:
+        def __init__(self):
+            self.seen = []
+
+        def echo_short(self, v):
+            self.seen.append(("sync", gc.isenabled()))
+            return v
+
+        async def echo_long(self, v):
+            self.seen.append(("async", gc.isenabled()))
+            return v
+
+    async def main():
+        server = Server()
+        watcher = Watcher()
+        key = server.activate(ClassServant(ECHO, watcher), "Gc")
+        await server.start()
+        was = gc.isenabled()
+        try:
+            async with ORB() as orb:
+                ref = await orb.string_to_object(server.corbaloc(key), ECHO)
+                for enabled in (True, False):
+                    (gc.enable if enabled else gc.disable)()
+                    watcher.seen.clear()
+                    assert await ref.echo_short(3) == 3
+                    assert gc.isenabled() == enabled
+                    assert await ref.echo_long(4) == 4
+                    assert gc.isenabled() == enabled
+                    assert watcher.seen == [("sync", False), ("async", enabled)]
+        finally:
+            (gc.enable if was else gc.disable)()
+            await server.stop()
+    run(main())

@@ -419,6 +419,42 @@ def test_write_failure_leaves_writer_as_python_does():
     assert states[0][0][0] == "error"
 
 
+def test_gc_paused_while_a_long_sequence_of_structs_is_built_then_restored():
+    """read_sequence pauses the cyclic GC while it builds many containers and puts it
+    back as it was: on, off, and after an error halfway."""
+    import gc
+    point = tc.struct("IDL:GcPoint:1.0", "GcPoint", [("x", tc.long), ("tag", tc.string)])
+    seq = tc.sequence(point)
+    Point = class_for(point)
+    data = marshal.encode(seq, [Point(i, "p") for i in range(5000)])
+    seen = []
+    gc.callbacks.append(lambda phase, info: seen.append(phase))
+    try:
+        was = gc.isenabled()
+        try:
+            for enabled in (True, False):
+                (gc.enable if enabled else gc.disable)()
+                seen.clear()
+                thresholds = gc.get_threshold()
+                gc.set_threshold(10)           # would collect hundreds of times meanwhile
+                try:
+                    value, _ = c_only_read(seq, data, little=False)
+                finally:
+                    gc.set_threshold(*thresholds)
+                assert len(value) == 5000 and value[4999].x == 4999
+                # Unpaused, threshold 10 means hundreds of collections; paused, at
+                # most one before the elements and one after (the result is due).
+                assert seen.count("start") <= 2
+                assert gc.isenabled() == enabled
+                with pytest.raises((CDRError, _speedups.Fallback)):   # truncated
+                    c_only_read(seq, data[:-3], little=False)
+                assert gc.isenabled() == enabled
+        finally:
+            (gc.enable if was else gc.disable)()
+    finally:
+        gc.callbacks.pop()
+
+
 def test_no_reference_leak():
     """Repeated C encodes/decodes (successes, fallbacks and errors) hold on to
     nothing: no growth in allocated blocks or in the shared objects' refcounts."""

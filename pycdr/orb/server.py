@@ -19,6 +19,7 @@ in-flight requests, idle connections and incomplete messages.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 from dataclasses import dataclass
@@ -334,7 +335,7 @@ class _ServerConnection:
         if servant is not None and not servant.concurrent_operation(req.operation):
             # A servant that never awaits blocks the loop while it runs anyway:
             # serve it here, without a task and the loop turn a task costs.
-            await self._serve(req, refused, key, servant)
+            await self._serve(req, refused, key, servant, inline=True)
             self._last_activity = time.monotonic()
             return
         await self.in_flight.acquire()
@@ -364,9 +365,11 @@ class _ServerConnection:
         return None
 
     async def _serve(self, req: Request, refused: SystemException | None,
-                     key: bytes | None, servant: Servant | None) -> None:
+                     key: bytes | None, servant: Servant | None,
+                     inline: bool = False) -> None:
         """Run ``req`` (addressed to ``key``, its target_object_key, whose servant
-        was ``servant`` when it arrived) and reply."""
+        was ``servant`` when it arrived) and reply.  ``inline``: the servant's
+        method never awaits, so the request runs start to end without yielding."""
         if req.version >= (1, 2) and req.response_flags not in VALID_RESPONSE_FLAGS:
             # 0, 1 and 3 are the defined values; anything else is refused without
             # running the request (CORBA 3.x Part 2, 9.4.2.1).
@@ -377,8 +380,23 @@ class _ServerConnection:
             # SYNC_WITH_SERVER: the reply only says the request arrived; send it first.
             self._send_reply(req, _Outcome(ReplyStatus.NO_EXCEPTION))
         try:
-            outcome = _system(refused) if refused is not None \
-                else await self._execute(req, key, servant)
+            if refused is not None:
+                outcome = _system(refused)
+            elif inline and gc.isenabled():
+                # The arguments (thousands of objects for a sequence of structs)
+                # are made and dropped within the request; the cyclic GC would
+                # scan them meanwhile, several times, and promote them to older
+                # generations whose full collections scan the whole heap.  It is
+                # paused while the request runs (the method does not await, so no
+                # other task runs meanwhile) and runs afterwards if it is due, when
+                # they are gone.
+                gc.disable()
+                try:
+                    outcome = await self._execute(req, key, servant)
+                finally:
+                    gc.enable()
+            else:
+                outcome = await self._execute(req, key, servant)
         except asyncio.CancelledError:
             return          # CancelRequest or shutdown: no reply
         self.server.requests_served += 1
