@@ -932,8 +932,9 @@ read_union(Reader *r, const Plan *p)
     return obj;
 }
 
-/* Sequences shorter than this decode with the GC as it is (see read_sequence). */
-#define GC_PAUSE_MIN 64
+/* Sequences shorter than this decode with the GC as it is (see read_sequence):
+ * pycdr.plan.GC_PAUSE_MIN, read at import. */
+static Py_ssize_t gc_pause_min;
 
 /* Whether values of plan `p` are containers the cyclic GC tracks. */
 static int
@@ -966,7 +967,7 @@ read_sequence(Reader *r, const Plan *p)
      * heap -- in an ORB server that cost more than the decoding itself.  The GC
      * is paused while the elements are built (decoding makes no cycles) and
      * resumed as it was; a nested sequence finds it paused already. */
-    int gc_paused = n >= GC_PAUSE_MIN && makes_containers(p->elem) && PyGC_Disable();
+    int gc_paused = n >= gc_pause_min && makes_containers(p->elem) && PyGC_Disable();
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = flat ? read_flat_struct(r, p->elem) : read_plan(r, p->elem);
         if (unlikely(v == NULL)) {
@@ -2477,11 +2478,14 @@ PyInit__speedups(void)
     mod = PyImport_ImportModule("pycdr.plan");
     if (mod == NULL) goto fail;
     PyObject *md = PyObject_GetAttrString(mod, "MAX_DEPTH");
+    PyObject *gpm = PyObject_GetAttrString(mod, "GC_PAUSE_MIN");
     Py_DECREF(mod);
-    if (md == NULL) goto fail;
+    if (md == NULL || gpm == NULL) { Py_XDECREF(md); Py_XDECREF(gpm); goto fail; }
     max_depth = PyLong_AsLong(md);
+    gc_pause_min = PyLong_AsSsize_t(gpm);
     Py_DECREF(md);
-    if (max_depth == -1 && PyErr_Occurred()) goto fail;
+    Py_DECREF(gpm);
+    if (PyErr_Occurred()) goto fail;
     return m;
 fail:
     Py_DECREF(m);

@@ -23,6 +23,7 @@ precise error or warning with offset and path.
 from __future__ import annotations
 
 import array
+import gc
 import struct
 import sys
 from decimal import Decimal, InvalidOperation, localcontext
@@ -40,6 +41,13 @@ from . import values as V
 
 K = TCKind
 MAX_DEPTH = 200           # nesting of recursive types / anys / values in one decode
+# Sequences of at least this many elements that are containers (structs, unions,
+# lists...) are decoded with the cyclic GC paused (SequenceNode.read; the C path
+# reads this too): see SequenceNode._read_elements_gc_paused.
+GC_PAUSE_MIN = 64
+# Plan ops whose values the cyclic GC does not track.
+_ATOMIC_OPS = frozenset({"null", "number", "boolean", "octet", "char", "wchar", "string",
+                         "wstring", "enum", "fixed", "octet_seq", "char_seq"})
 _NATIVE_LITTLE = sys.byteorder == "little"
 
 
@@ -1004,6 +1012,22 @@ class SequenceNode(Node):
         n = self._count(r)
         if n == 0:
             return []
+        if n >= GC_PAUSE_MIN and self.elem.op not in _ATOMIC_OPS and gc.isenabled():
+            return self._read_elements_gc_paused(r, n)
+        return self._read_elements(r, n)
+
+    def _read_elements_gc_paused(self, r, n):
+        """Many new containers, all alive until the sequence is: the cyclic GC
+        would run several times meanwhile and promote them to older generations,
+        whose full collections scan the whole heap.  Decoding makes no cycles, so
+        the GC is paused while the elements are built (as by the C path)."""
+        gc.disable()
+        try:
+            return self._read_elements(r, n)
+        finally:
+            gc.enable()
+
+    def _read_elements(self, r, n):
         if self.strings and not r.lenient and r.tcs_c == codesets.ISO_8859_1:
             out = self._read_strings(r, n)
             if out is not None:
