@@ -392,7 +392,7 @@ def _flatten(tc: TypeCode, flat: _Flat, src: str, depth: int = 0):
     if k == K.tk_char:
         flat.needs_latin1 = True
         i = flat.add("B", 1, 1)
-        return f"_chr(t[{i}])", [f"_ord({src})"]
+        return f"chr(t[{i}])", [f"_ord({src})"]
     if k == K.tk_enum:
         node = EnumNode(tc)
         items = flat.name(node.items, "items")
@@ -437,10 +437,6 @@ def _flatten(tc: TypeCode, flat: _Flat, src: str, depth: int = 0):
             encs.extend(sub[1])
         return f"{cname}(" + ", ".join(exprs) + ")", encs
     return None
-
-
-def _chr(b):
-    return chr(b)
 
 
 def _ord(c):
@@ -491,8 +487,38 @@ def _seq(v, n):
     raise _FallBack
 
 
-_GEN_ENV = {"_chr": _chr, "_ord": _ord, "_benc": _benc, "_int": _int, "_float": _float,
+_GEN_ENV = {"_new": object.__new__, "_ord": _ord, "_benc": _benc, "_int": _int, "_float": _float,
             "_octets": _octets, "_chars": _chars, "_seq": _seq, "_fallback": _fallback}
+
+
+def _made_directly(cls) -> bool:
+    """Whether instances of struct class ``cls`` may be made without calling it:
+    a plain class whose __init__ only sets the members (Struct's, or the one
+    make_struct_class generates) -- the rule the C path follows too."""
+    init = cls.__init__
+    code = getattr(init, "__code__", None)
+    return (type(cls) is type and issubclass(cls, V.Struct) and cls.__new__ is object.__new__
+            and cls.__setattr__ is object.__setattr__
+            and (init is V.Struct.__init__ or
+                 (code is not None and code.co_varnames[:1] == ("_pycdr_obj",))))
+
+
+def _flatten_struct_directly(tc: TypeCode, flat: _Flat):
+    """_flatten of a top-level struct whose instances are made directly: the
+    decoder is statements setting each member on a new instance, which saves
+    the call of the class and its __init__ per element (the "specialize"
+    principle again; nested structs stay expressions)."""
+    cls = V.class_for(tc)
+    cname = flat.name(cls, "C")
+    lines, encs = [f"    _o = _new({cname})\n"], []
+    for attr, mtype in zip(V.field_names(tc._member_names), tc._member_types):
+        sub = _flatten(mtype, flat, f"v.{attr}", 1)
+        if sub is None:
+            return None
+        lines.append(f"    _o.{attr} = {sub[0]}\n")
+        encs.extend(sub[1])
+    lines.append("    return _o\n")
+    return "".join(lines), encs
 
 
 class FlatCodec:
@@ -502,10 +528,14 @@ class FlatCodec:
 
     def __init__(self, tc: TypeCode):
         flat = _Flat()
-        res = _flatten(tc, flat, "v")
+        top = resolve(tc).unalias()
+        if top._kind == K.tk_struct and _made_directly(V.class_for(top)):
+            res = _flatten_struct_directly(top, flat)
+        else:
+            res = _flatten(tc, flat, "v")
         if res is None:
             raise ValueError("not flat")
-        dec_expr, enc_exprs = res
+        dec_body, enc_exprs = res
         if not flat.slots:
             raise ValueError("not flat")   # no members (a decoded TypeCode may have none)
         self.slots = flat.slots
@@ -513,7 +543,9 @@ class FlatCodec:
         self.needs_latin1 = flat.needs_latin1
         env = dict(_GEN_ENV)
         env.update(flat.env)
-        code = (f"def convert(t):\n    return {dec_expr}\n"
+        if not dec_body.startswith("    "):
+            dec_body = f"    return {dec_body}\n"
+        code = (f"def convert(t):\n{dec_body}"
                 f"def flatten(v):\n    return ({', '.join(enc_exprs)},)\n")
         exec(compile(code, f"<pycdr plan {describe_short(tc)}>", "exec"), env)
         self.convert = env["convert"]

@@ -240,3 +240,34 @@ def test_same_octets_as_the_c_path(little):
                 c_octets, py_octets, calls = c_and_python_octets(
                     tc.sequence(t), value, packer_calls, little=little, offset=offset)
                 assert calls == [True] and py_octets == c_octets
+
+
+def test_flat_decoder_makes_plain_instances_directly_and_calls_other_classes():
+    # The pure decoder makes instances of pycdr's own struct classes without calling
+    # them (as the C path does), but a registered class with an __init__ of its own
+    # is called for every element, as before.
+    from pycdr import tc as tcs
+    from pycdr.plan import FlatCodec
+    from pycdr.values import Struct, class_for, register
+
+    plain_tc = tcs.struct("IDL:test/FlatPlain:1.0", "FlatPlain",
+                          [("a", tcs.long), ("c", tcs.char)])
+    plain = FlatCodec(plain_tc).convert((7, 0xE9))
+    assert type(plain) is class_for(plain_tc) and (plain.a, plain.c) == (7, "\u00e9")
+
+    calls = []
+
+    class Custom(Struct):
+        __slots__ = ("a", "c")
+        _fields = ("a", "c")
+
+        def __init__(self, a, c):
+            calls.append((a, c))
+            self.a, self.c = a, c
+
+    custom_tc = tcs.struct("IDL:test/FlatCustom:1.0", "FlatCustom",
+                           [("a", tcs.long), ("c", tcs.char)])
+    Custom._tc = custom_tc
+    register("IDL:test/FlatCustom:1.0", Custom)
+    value = FlatCodec(custom_tc).convert((8, 0x41))
+    assert type(value) is Custom and calls == [(8, "A")]
