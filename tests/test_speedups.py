@@ -290,6 +290,23 @@ def test_numeric_arrays_mapping():
             PY["encode"](tc.sequence(tc.short), a, little=little)
 
 
+@pytest.mark.parametrize("little", [False, True])
+@pytest.mark.parametrize("kind,code", [(tc.short, "h"), (tc.ushort, "H")])
+def test_every_16_bit_value_decodes_alike(kind, code, little):
+    """The C path shares one int per 16-bit value (its cache): every value, in
+    both byte orders, decodes as the Python path decodes it, again and again."""
+    t = tc.sequence(kind)
+    values = array.array(code, range(-32768, 32768) if code == "h" else range(65536))
+    data = marshal.encode(t, values, little=little)
+    expected = PY["decode"](t, data, little=little)
+    assert expected == values.tolist()
+    for _ in range(2):         # the first run fills the cache, the second reads it
+        got = marshal.decode(t, data, little=little)
+        assert same_value(got, expected)
+    del got
+    assert marshal.decode(t, data, little=little) == expected   # (nothing freed under it)
+
+
 @pytest.mark.parametrize("t,value", [
     (tc.short, 2**15), (tc.ushort, -1), (tc.ulonglong, -1), (tc.long, True), (tc.double, "x"),
     (tc.octet, 256), (tc.char, "ab"), (tc.char, "\u20ac"), (tc.string, "a\0b"),
