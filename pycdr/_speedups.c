@@ -30,8 +30,8 @@
  *
  * Ownership: input is read through the buffer protocol without copying; every
  * value returned is a new Python object (bytes for sequence<octet>, str for
- * strings and sequence<char>), never a view that aliases the input.  (The ints
- * of a sequence<short|ushort> are shared ones: see int16_cache.)
+ * strings and sequence<char>), never a view that aliases the input.  (Ints
+ * from -32768 to 65535 are shared ones: see shared_ints.)
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -753,17 +753,63 @@ read_python(Reader *r, const Plan *p)
     return value;
 }
 
+/* Ints from -32768 to 65535 (every short and ushort, and the small values
+ * other integer types mostly carry: counts, indices, codes), each made once
+ * and then shared, as CPython shares -5..256: decoding such an int costs no
+ * allocation, which is most of what a list of new ints costs.  Ints are
+ * immutable, so nothing can tell a shared one from a new one but `is`.  The
+ * table (768 KiB) is allocated at the first such int, and each value made at
+ * its first appearance: at most 98,304 ints (~3 MiB) for the process.  Without
+ * the table (no memory for it) ints are simply made anew. */
+#define SHARED_INT_MIN (-32768)
+#define SHARED_INT_COUNT (65536 + 32768)
+static PyObject **shared_ints;
+
+static NOINLINE PyObject *
+shared_int_fill(long v)
+{
+    if (shared_ints == NULL) {
+        shared_ints = PyMem_Calloc(SHARED_INT_COUNT, sizeof(PyObject *));
+        if (shared_ints == NULL) return PyLong_FromLong(v);
+    }
+    PyObject *o = PyLong_FromLong(v);
+    if (o == NULL) return NULL;
+    shared_ints[v - SHARED_INT_MIN] = o;       /* the table's reference */
+    Py_INCREF(o);
+    return o;
+}
+
+ALWAYS_INLINE PyObject *
+shared_int(long v)      /* v in SHARED_INT_MIN .. SHARED_INT_MIN + SHARED_INT_COUNT - 1 */
+{
+    PyObject *o;
+    if (unlikely(shared_ints == NULL) || unlikely((o = shared_ints[v - SHARED_INT_MIN]) == NULL))
+        return shared_int_fill(v);
+    Py_INCREF(o);
+    return o;
+}
+
+#define SHARES(v) ((v) >= SHARED_INT_MIN && (v) < SHARED_INT_MIN + SHARED_INT_COUNT)
+
+ALWAYS_INLINE PyObject *
+int_from_signed(long long v)
+{ return SHARES(v) ? shared_int((long)v) : PyLong_FromLongLong(v); }
+
+ALWAYS_INLINE PyObject *
+int_from_unsigned(unsigned long long v)
+{ return v < 65536 ? shared_int((long)v) : PyLong_FromUnsignedLongLong(v); }
+
 /* The number of `kind` stored at b (swap: not in native byte order). */
 ALWAYS_INLINE PyObject *
 number_at(const unsigned char *b, int kind, int swap)
 {
     switch (kind) {
-    case TK_SHORT: return PyLong_FromLong((int16_t)load16(b, swap));
-    case TK_USHORT: return PyLong_FromLong(load16(b, swap));
-    case TK_LONG: return PyLong_FromLong((int32_t)load32(b, swap));
-    case TK_ULONG: return PyLong_FromUnsignedLong(load32(b, swap));
-    case TK_LONGLONG: return PyLong_FromLongLong((int64_t)load64(b, swap));
-    case TK_ULONGLONG: return PyLong_FromUnsignedLongLong(load64(b, swap));
+    case TK_SHORT: return shared_int((int16_t)load16(b, swap));
+    case TK_USHORT: return shared_int(load16(b, swap));
+    case TK_LONG: return int_from_signed((int32_t)load32(b, swap));
+    case TK_ULONG: return int_from_unsigned(load32(b, swap));
+    case TK_LONGLONG: return int_from_signed((int64_t)load64(b, swap));
+    case TK_ULONGLONG: return int_from_unsigned(load64(b, swap));
     case TK_FLOAT: {   /* as struct.unpack('f'): the float32 widened exactly */
         uint32_t u = load32(b, swap);
         float f;
@@ -1016,44 +1062,6 @@ read_boolean_seq(Reader *r, const Plan *p)
     return out;
 }
 
-/* Ints of the 16-bit CDR types, each made once and then shared (as CPython
- * shares -5..256): a sequence<short|ushort> decodes without an allocation per
- * element, which is most of what a list of new ints costs.  Ints are
- * immutable, so nothing can tell a shared one from a new one but `is`.  The
- * table (768 KiB) is allocated at the first such sequence and each value made
- * at its first appearance: at most 98,304 ints (~3 MiB) for the process. */
-#define INT16_CACHE_MIN (-32768)
-#define INT16_CACHE_SIZE (65536 + 32768)
-static PyObject **int16_cache;
-
-static int
-int16_cache_ready(void)
-{
-    if (likely(int16_cache != NULL)) return 0;
-    int16_cache = PyMem_Calloc(INT16_CACHE_SIZE, sizeof(PyObject *));
-    if (int16_cache == NULL) { PyErr_NoMemory(); return -1; }
-    return 0;
-}
-
-static NOINLINE PyObject *
-int16_cache_fill(long v)
-{
-    PyObject *o = PyLong_FromLong(v);
-    if (o == NULL) return NULL;
-    int16_cache[v - INT16_CACHE_MIN] = o;       /* the table's reference */
-    Py_INCREF(o);
-    return o;
-}
-
-ALWAYS_INLINE PyObject *
-cached_int16(long v)      /* v in -32768..65535; int16_cache_ready() first */
-{
-    PyObject *o = int16_cache[v - INT16_CACHE_MIN];
-    if (unlikely(o == NULL)) return int16_cache_fill(v);
-    Py_INCREF(o);
-    return o;
-}
-
 ALWAYS_INLINE PyObject *float_from_bits(uint32_t u)
 { float f; memcpy(&f, &u, 4); return PyFloat_FromDouble((double)f); }
 ALWAYS_INLINE PyObject *double_from_bits(uint64_t u)
@@ -1111,17 +1119,13 @@ read_number_seq(Reader *r, const Plan *p)
         if (unlikely(v == NULL)) { Py_DECREF(out); return NULL; }       \
         items[i] = v;                                                   \
     }
-    if ((p->kind == TK_SHORT || p->kind == TK_USHORT) && int16_cache_ready() < 0) {
-        Py_DECREF(out);
-        return NULL;
-    }
     switch (p->kind) {
-    case TK_SHORT: NUMBER_LOOP(cached_int16((int16_t)load16(b, swap))) break;
-    case TK_USHORT: NUMBER_LOOP(cached_int16(load16(b, swap))) break;
-    case TK_LONG: NUMBER_LOOP(PyLong_FromLong((int32_t)load32(b, swap))) break;
-    case TK_ULONG: NUMBER_LOOP(PyLong_FromUnsignedLong(load32(b, swap))) break;
-    case TK_LONGLONG: NUMBER_LOOP(PyLong_FromLongLong((int64_t)load64(b, swap))) break;
-    case TK_ULONGLONG: NUMBER_LOOP(PyLong_FromUnsignedLongLong(load64(b, swap))) break;
+    case TK_SHORT: NUMBER_LOOP(shared_int((int16_t)load16(b, swap))) break;
+    case TK_USHORT: NUMBER_LOOP(shared_int(load16(b, swap))) break;
+    case TK_LONG: NUMBER_LOOP(int_from_signed((int32_t)load32(b, swap))) break;
+    case TK_ULONG: NUMBER_LOOP(int_from_unsigned(load32(b, swap))) break;
+    case TK_LONGLONG: NUMBER_LOOP(int_from_signed((int64_t)load64(b, swap))) break;
+    case TK_ULONGLONG: NUMBER_LOOP(int_from_unsigned(load64(b, swap))) break;
     case TK_FLOAT: NUMBER_LOOP(float_from_bits(load32(b, swap))) break;
     case TK_DOUBLE: NUMBER_LOOP(double_from_bits(load64(b, swap))) break;
     }

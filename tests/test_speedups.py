@@ -307,6 +307,30 @@ def test_every_16_bit_value_decodes_alike(kind, code, little):
     assert marshal.decode(t, data, little=little) == expected   # (nothing freed under it)
 
 
+EDGES = [-2**63, -2**31, -32769, -32768, -32767, -6, -5, -1, 0, 1, 255, 256, 257, 32767,
+         32768, 65534, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**64 - 1]
+RANGES = {"short": (-2**15, 2**15), "ushort": (0, 2**16), "long": (-2**31, 2**31),
+          "ulong": (0, 2**32), "longlong": (-2**63, 2**63), "ulonglong": (0, 2**64)}
+
+
+@pytest.mark.parametrize("little", [False, True])
+@pytest.mark.parametrize("kind", list(RANGES))
+def test_shared_int_edges_decode_alike(kind, little):
+    """Around the edges of the shared ints (-32768..65535) and of each type:
+    sequences, single values and struct members decode as in Python."""
+    low, high = RANGES[kind]
+    values = [v for v in EDGES if low <= v < high]
+    member = getattr(tc, kind)
+    holder = tc.struct("IDL:test/Holder:1.0", "Holder", [("a", member), ("b", tc.octet)])
+    for t, value in [(tc.sequence(member), values), (tc.array(member, len(values)), values)] \
+            + [(member, v) for v in values] + [(holder, class_for(holder)(v, 7))
+                                               for v in values]:
+        data = marshal.encode(t, value, little=little)
+        for _ in range(2):
+            assert_same(outcome(marshal.decode, t, data, little=little),
+                        outcome(PY["decode"], t, data, little=little))
+
+
 @pytest.mark.parametrize("t,value", [
     (tc.short, 2**15), (tc.ushort, -1), (tc.ulonglong, -1), (tc.long, True), (tc.double, "x"),
     (tc.octet, 256), (tc.char, "ab"), (tc.char, "\u20ac"), (tc.string, "a\0b"),
