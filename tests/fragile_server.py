@@ -109,8 +109,7 @@ class FragileServer(orb_server.Server):
     def _accept(self, stream) -> None:
         connection = _FragileConnection(self, stream)
         self.connections.add(connection)
-        # (the connection keeps its task, as the reference ORB's does)
-        asyncio.get_running_loop().create_task(connection.run())
+        connection.start()
 
 
 async def serve(port: int) -> None:

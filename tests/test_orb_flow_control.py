@@ -1,10 +1,12 @@
-"""The reference ORB's reading pauses while too many requests are in flight (the server's
-buffered bytes stay bounded) and resumes when they finish; every request is then served."""
+"""The reference ORB's reading: it pauses while too many requests are in flight (the server's
+buffered bytes stay bounded) and resumes when they finish; every request is then served.
+Messages are handled in order, also after one whose handling waits, and a connection the
+client closes is forgotten."""
 
 import asyncio
 
 from pycdr import idl
-from pycdr.orb import ORB, DynamicServant, Server, ServerLimits
+from pycdr.orb import ORB, ClassServant, DynamicServant, Server, ServerLimits
 from pycdr.orb.aio import PAUSE_READING_ABOVE
 
 IDL = """
@@ -71,3 +73,82 @@ def test_reading_pauses_while_requests_are_in_flight_and_resumes():
             assert not connection.stream._reading_paused
         await server.stop()
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+ORDER_IDL = """
+module OrderTest {
+  interface Log {
+    long add(in long v);
+    oneway void note(in long v);
+  };
+};
+"""
+LOG = idl.load_string(ORDER_IDL, register=False).interfaces["OrderTest::Log"]
+
+
+def test_requests_after_one_that_waits_are_handled_after_it_in_order():
+    """Messages are handled in the transport's callback; one whose handling
+    waits (a plain method returning an awaitable) goes on in a task, and what
+    arrives meanwhile waits for it: every request runs, in the order sent."""
+    async def main():
+        gate = asyncio.Event()
+        seen = []
+
+        class Log:
+            def add(self, v):
+                seen.append(v)
+                if v == 1:
+                    async def later():
+                        await gate.wait()
+                        return v
+                    return later()        # the server awaits it: the batch waits
+                return v
+
+            def note(self, v):
+                seen.append(v)
+
+        server = Server()
+        key = server.activate(ClassServant(LOG, Log()), "Log")
+        await server.start()
+        async with ORB() as orb:
+            log = await orb.string_to_object(server.corbaloc(key), LOG)
+            first = asyncio.create_task(log.add(1))
+            while seen != [1]:
+                await asyncio.sleep(0.01)
+            for v in (2, 3):
+                await log.send_oneway("note", v)
+            last = asyncio.create_task(log.add(4))
+            await asyncio.sleep(0.2)
+            assert seen == [1] and not first.done() and not last.done()
+            gate.set()
+            assert await first == 1 and await last == 4
+            assert seen == [1, 2, 3, 4]
+        for _ in range(100):          # the client closed: the server forgets the connection
+            if not server.connections:
+                break
+            await asyncio.sleep(0.01)
+        assert not server.connections
+        await server.stop()
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def test_connections_are_forgotten_when_clients_go():
+    async def main():
+        server = Server()
+        key = server.activate(ClassServant(LOG, type("Log", (), {"add": lambda self, v: v})()),
+                              "Log")
+        await server.start()
+        for _ in range(3):
+            async with ORB() as orb:
+                log = await orb.string_to_object(server.corbaloc(key), LOG)
+                assert await log.add(5) == 5
+                assert len(server.connections) == 1
+            for _ in range(100):
+                if not server.connections:
+                    break
+                await asyncio.sleep(0.01)
+            assert not server.connections
+        await server.stop()
+
+    asyncio.run(asyncio.wait_for(main(), 30))

@@ -41,26 +41,56 @@ def set_socket_buffers(sock) -> None:
 PAUSE_READING_ABOVE = 2 * SOCKET_BUFFER
 
 
+class Resume:
+    """Awaiting it finishes a coroutine that was started by hand and stopped at an
+    await: ``Resume(coroutine, waiting_for)``, where ``waiting_for`` is what the
+    coroutine's ``send(None)`` returned (the future it waits for).  The awaiting
+    task waits for that future, then goes on with the coroutine; exceptions
+    thrown into the task (cancellation) go into the coroutine.  Its value is the
+    coroutine's.
+
+    This lets a protocol callback run handling code that usually finishes
+    without waiting (a request to a servant that does not await) straight away,
+    and hand it to a task only when it does wait."""
+
+    __slots__ = ("coroutine", "waiting_for")
+
+    def __init__(self, coroutine, waiting_for):
+        self.coroutine = coroutine
+        self.waiting_for = waiting_for
+
+    def __await__(self):
+        coroutine, waiting_for = self.coroutine, self.waiting_for
+        while True:
+            try:
+                yield waiting_for
+            except BaseException as e:     # (thrown in by the task: cancellation)
+                step, value = coroutine.throw, e
+            else:
+                step, value = coroutine.send, None
+            try:
+                waiting_for = step(value)
+            except StopIteration as done:
+                return done.value
+
+
 class GiopStream(asyncio.BufferedProtocol):
     """One ORB connection's transport, for a sans-I/O GiopConnection: received
     bytes go straight into the connection's buffer (``receive_buffer``, in place
     for large messages) instead of through a StreamReader and its two copies.
 
-        stream = GiopStream(giop)
+        stream = GiopStream(giop, on_data=handle)
         transport, _ = await loop.create_connection(lambda: stream, host, port)
-        while await stream.wait_data(timeout):   # False: end of stream
+        def handle():       # bytes arrived, or the end of the stream (at_eof)
             ... giop.next_event() until NEED_DATA; stream.consumed() ...
         stream.write(data); await stream.drain(); stream.close()
 
-    ``wait_data`` returns at once when bytes arrived since the last call.  Reading
-    pauses while more than PAUSE_READING_ABOVE bytes wait for next_event() and
-    resumes at ``consumed()``; writing follows the transport's flow control
-    (``drain``).
-
-    A connection that handles its events without awaiting (the client's) passes
-    ``on_data`` instead of calling wait_data: it is called from the transport's
-    callbacks when bytes arrived and once at the end of the stream (``at_eof``),
-    which saves the event-loop turn a reading task costs per message."""
+    ``on_data`` (or the callback given to ``set_on_data``) is called from the
+    transport's callbacks when bytes arrived (once per large message) and once
+    at the end of the stream: events are handled there, without the event-loop
+    turn a reading task costs per message.  Reading pauses while more than
+    PAUSE_READING_ABOVE bytes wait for next_event() and resumes at
+    ``consumed()``; writing follows the transport's flow control (``drain``)."""
 
     def __init__(self, giop, *, socket_buffers: bool = True, on_connect=None,
                  on_data=None):
@@ -70,10 +100,7 @@ class GiopStream(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.peer = None
         self._socket_buffers = socket_buffers
-        self._new_data = False
         self._eof = False
-        self._data_waiter: asyncio.Future | None = None
-        self._timed_out = False
         self._reading_paused = False
         self._writing_paused = False
         self._drain_waiters: collections.deque = collections.deque()
@@ -136,44 +163,13 @@ class GiopStream(asyncio.BufferedProtocol):
             self._eof = True
             self._wake()
 
+    def set_on_data(self, on_data) -> None:
+        """Call ``on_data`` from now on (for a handler made after the connection)."""
+        self._on_data = on_data
+
     def _wake(self) -> None:
         if self._on_data is not None:
             self._on_data()
-            return
-        self._new_data = True
-        waiter = self._data_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait_data(self, timeout: float | None = None) -> bool:
-        """Wait (up to ``timeout`` seconds: TimeoutError) until bytes arrived since
-        the last call; False once the peer closed, after the bytes before that.
-        TimeoutError also after ``time_out()``, unless bytes arrived first."""
-        if not self._new_data and not self._eof and not self._timed_out:
-            self._data_waiter = asyncio.get_running_loop().create_future()
-            try:
-                await wait_within(self._data_waiter, timeout)
-            finally:
-                self._data_waiter = None
-        if self._new_data:
-            self._new_data = False
-            self._timed_out = False
-            return True
-        if self._eof:
-            return False
-        if self._timed_out:
-            self._timed_out = False
-            raise asyncio.TimeoutError
-        return False
-
-    def time_out(self) -> None:
-        """Make the pending (or the next) wait_data() raise TimeoutError unless bytes
-        arrive first: for a caller's own timer, one per connection instead of a
-        timeout per wait (which costs a timer per message)."""
-        self._timed_out = True
-        waiter = self._data_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
 
     def consumed(self) -> None:
         """The connection handed out its events: resume a paused reading."""
