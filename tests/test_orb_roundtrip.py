@@ -167,6 +167,36 @@ def test_deferred_out_of_order_timeout_and_cancel():
     run(main())
 
 
+def test_deadlines_of_one_connection_share_its_timer():
+    """Each call's deadline holds on a connection whose one timer serves them all:
+    a short deadline after a long one fires first, answered calls leave no trace."""
+    async def main():
+        server = Server()
+        impl = Implementation()
+        key = server.activate(ClassServant(ECHO, impl), "Cls")
+        await server.start()
+        async with ORB() as orb:
+            patient = await orb.string_to_object(server.corbaloc(key), ECHO)
+            patient = patient.with_options(timeout=5.0)
+            slow = await patient.send_deferred("echo_long", 13)     # 0.5 s, within 5 s
+            hurried = patient.with_options(timeout=0.1)
+            with pytest.raises(TIMEOUT):       # before its reply (0.5 s) and slow's deadline
+                await hurried.echo_long(13)
+            assert await slow.result() == 13
+            for i in range(200):
+                assert await patient.echo_long(i) == i
+            (connection,) = orb._connections.values()
+            assert len(connection._deadlines) <= 2      # answered calls are forgotten
+            late = patient.with_options(timeout=0.05)
+            deferred = await late.send_deferred("echo_long", 13)
+            await asyncio.sleep(0.2)
+            assert deferred.poll()                      # the deadline passed: done
+            with pytest.raises(TIMEOUT):
+                await deferred.result()
+        await server.stop()
+    run(main())
+
+
 def test_location_forward_and_hop_limit():
     async def main():
         target, key = await start_server()
