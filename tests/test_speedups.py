@@ -35,9 +35,30 @@ if marshal.IMPLEMENTATION == "c":
     from pycdr import _speedups
 
 K = TCKind
-PY = {name: getattr(marshal, name).__wrapped__ for name in
-      ("decode", "encode", "decode_encapsulation", "encode_encapsulation", "read_value",
-       "write_value")} if marshal.IMPLEMENTATION == "c" else {}
+
+
+def pure(function):
+    """``function`` run with the C path switched off throughout: the pure-Python
+    entry points call marshal's (C-backed) read_value/write_value inside, so
+    __wrapped__ alone would still encode in C."""
+    from pycdr import _cmarshal
+
+    def run(*args, **kwargs):
+        _cmarshal.enabled = False
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _cmarshal.enabled = True
+    return run
+
+
+ENTRY_NAMES = ("decode", "encode", "decode_encapsulation", "encode_encapsulation",
+               "read_value", "write_value")
+# The functions the C entry points stand for, as they are (what the entry
+# points forward calls they do not take to), and run purely in Python.
+WRAPPED = {name: getattr(marshal, name).__wrapped__ for name in ENTRY_NAMES} \
+    if marshal.IMPLEMENTATION == "c" else {}
+PY = {name: pure(function) for name, function in WRAPPED.items()}
 
 # Kinds the C code hands back to Python node by node.
 PYTHON_KINDS = {K.tk_wchar, K.tk_wstring, K.tk_fixed, K.tk_longdouble, K.tk_any,
@@ -307,17 +328,22 @@ def test_every_16_bit_value_decodes_alike(kind, code, little):
     assert marshal.decode(t, data, little=little) == expected   # (nothing freed under it)
 
 
-EDGES = [-2**63, -2**31, -32769, -32768, -32767, -6, -5, -1, 0, 1, 255, 256, 257, 32767,
-         32768, 65534, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1, 2**63 - 1, 2**64 - 1]
+# Edges of the shared ints (-32768..65535), of the types, and of the ints the C
+# encoder reads from their digits (up to two 30-bit digits: |v| < 2**60).
+EDGES = [-2**63, -2**60 - 1, -2**60, -2**60 + 1, -2**31, -2**30 - 1, -2**30, -2**30 + 1,
+         -32769, -32768, -32767, -6, -5, -1, 0, 1, 255, 256, 257, 32767, 32768, 65534, 65535,
+         65536, 2**30 - 1, 2**30, 2**31 - 1, 2**31, 2**32 - 1, 2**60 - 1, 2**60, 2**63 - 1,
+         2**64 - 1]
 RANGES = {"short": (-2**15, 2**15), "ushort": (0, 2**16), "long": (-2**31, 2**31),
           "ulong": (0, 2**32), "longlong": (-2**63, 2**63), "ulonglong": (0, 2**64)}
 
 
 @pytest.mark.parametrize("little", [False, True])
 @pytest.mark.parametrize("kind", list(RANGES))
-def test_shared_int_edges_decode_alike(kind, little):
-    """Around the edges of the shared ints (-32768..65535) and of each type:
-    sequences, single values and struct members decode as in Python."""
+def test_int_edges_encode_and_decode_alike(kind, little):
+    """Around the edges of the shared ints, of the digit reading and of each
+    type: sequences, arrays, single values and struct members encode and decode
+    as in Python."""
     low, high = RANGES[kind]
     values = [v for v in EDGES if low <= v < high]
     member = getattr(tc, kind)
@@ -326,9 +352,15 @@ def test_shared_int_edges_decode_alike(kind, little):
             + [(member, v) for v in values] + [(holder, class_for(holder)(v, 7))
                                                for v in values]:
         data = marshal.encode(t, value, little=little)
+        assert data == PY["encode"](t, value, little=little)
         for _ in range(2):
             assert_same(outcome(marshal.decode, t, data, little=little),
                         outcome(PY["decode"], t, data, little=little))
+    for v in EDGES:               # every edge, in range or not, for every form
+        for t, value in [(tc.sequence(member), [v, 1]), (member, v),
+                         (holder, class_for(holder)(v, 7))]:
+            assert_same(outcome(marshal.encode, t, value, little=little),
+                        outcome(PY["encode"], t, value, little=little))
 
 
 @pytest.mark.parametrize("t,value", [
@@ -675,7 +707,7 @@ def test_entry_odd_arguments_same_error():
     ]
     for name, args, kwargs in calls:
         assert_same(any_outcome(getattr(marshal, name), *args, **kwargs),
-                    any_outcome(PY[name], *args, **kwargs))
+                    any_outcome(WRAPPED[name], *args, **kwargs))
 
 
 def any_outcome(fn, *args, **kwargs):
@@ -707,9 +739,9 @@ def test_entry_points_look_like_the_functions():
     for name in ("encode", "decode", "encode_encapsulation", "decode_encapsulation"):
         fn = getattr(marshal, name)
         assert type(fn) is _speedups.Entry
-        assert fn.__wrapped__ is PY[name]
-        assert fn.__name__ == name and fn.__doc__ == PY[name].__doc__
-        assert inspect.signature(fn) == inspect.signature(PY[name])
+        assert fn.__wrapped__ is WRAPPED[name]
+        assert fn.__name__ == name and fn.__doc__ == WRAPPED[name].__doc__
+        assert inspect.signature(fn) == inspect.signature(WRAPPED[name])
         assert name in repr(fn)
 
     class Holder:             # not bound as a method, as a builtin function
