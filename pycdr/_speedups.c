@@ -62,6 +62,7 @@
 
 static PyObject *Fallback;            /* internal: "let Python decide" */
 static PyObject *array_type;          /* array.array */
+static PyObject *array_frombytes;     /* array.array.frombytes, called without a lookup */
 static PyObject *struct_base_init;    /* pycdr.values.Struct.__init__ */
 static PyObject *union_base;          /* pycdr.values.Union */
 static PyObject *exception_init;      /* Exception.__init__ */
@@ -1082,7 +1083,8 @@ number_array(const Plan *p, const unsigned char *s, Py_ssize_t n, int swap)
     if (a == NULL) return NULL;
     PyObject *view = PyMemoryView_FromMemory((char *)s, n * p->size, PyBUF_READ);
     if (view == NULL) { Py_DECREF(a); return NULL; }
-    PyObject *res = PyObject_CallMethodOneArg(a, s_frombytes, view);
+    PyObject *args[2] = {a, view};
+    PyObject *res = PyObject_Vectorcall(array_frombytes, args, 2, NULL);
     Py_DECREF(view);
     if (res == NULL) { Py_DECREF(a); return NULL; }
     Py_DECREF(res);
@@ -2565,6 +2567,8 @@ PyInit__speedups(void)
     array_type = PyObject_GetAttrString(mod, "array");
     Py_DECREF(mod);
     if (array_type == NULL) goto fail;
+    array_frombytes = PyObject_GetAttr(array_type, s_frombytes);
+    if (array_frombytes == NULL) goto fail;
     mod = PyImport_ImportModule("pycdr.values");
     if (mod == NULL) goto fail;
     PyObject *struct_base = PyObject_GetAttrString(mod, "Struct");
