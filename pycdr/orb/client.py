@@ -261,7 +261,9 @@ class ObjectRef:
 
     async def send_deferred(self, op: Operation | str, *args,
                             timeout: float | None = -1) -> "DeferredRequest":
-        """Deferred synchronous: send now, collect with ``await d.result()``."""
+        """Deferred synchronous: send now, collect with ``await d.result()``.  The
+        timeout counts from now: a reply that has not come by then is a TIMEOUT
+        (CancelRequest sent) whenever result() is called."""
         if isinstance(op, str):
             op = self.operation(op)
         return await self._send(op, args, timeout)
