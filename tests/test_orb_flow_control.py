@@ -86,6 +86,15 @@ module OrderTest {
 LOG = idl.load_string(ORDER_IDL, register=False).interfaces["OrderTest::Log"]
 
 
+async def forgotten(server) -> None:
+    """Wait (up to 1 s) until the server has forgotten every connection."""
+    for _ in range(100):
+        if not server.connections:
+            return
+        await asyncio.sleep(0.01)
+    assert not server.connections
+
+
 def test_requests_after_one_that_waits_are_handled_after_it_in_order():
     """Messages are handled in the transport's callback; one whose handling
     waits (a plain method returning an awaitable) goes on in a task, and what
@@ -123,11 +132,7 @@ def test_requests_after_one_that_waits_are_handled_after_it_in_order():
             gate.set()
             assert await first == 1 and await last == 4
             assert seen == [1, 2, 3, 4]
-        for _ in range(100):          # the client closed: the server forgets the connection
-            if not server.connections:
-                break
-            await asyncio.sleep(0.01)
-        assert not server.connections
+        await forgotten(server)       # the client closed
         await server.stop()
 
     asyncio.run(asyncio.wait_for(main(), 30))
@@ -144,11 +149,7 @@ def test_connections_are_forgotten_when_clients_go():
                 log = await orb.string_to_object(server.corbaloc(key), LOG)
                 assert await log.add(5) == 5
                 assert len(server.connections) == 1
-            for _ in range(100):
-                if not server.connections:
-                    break
-                await asyncio.sleep(0.01)
-            assert not server.connections
+            await forgotten(server)
         await server.stop()
 
     asyncio.run(asyncio.wait_for(main(), 30))

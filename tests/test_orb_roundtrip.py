@@ -56,6 +56,14 @@ async def start_server(**limits):
     return server, echo_key
 
 
+async def start_class_server():
+    """A server with an Implementation as its class servant: (server, its key)."""
+    server = Server()
+    key = server.activate(ClassServant(ECHO, Implementation()), "Cls")
+    await server.start()
+    return server, key
+
+
 @pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop{v[0]}.{v[1]}")
 @pytest.mark.parametrize("little", [False, True], ids=["big", "little"])
 def test_every_type_round_trips(version, little):
@@ -148,10 +156,7 @@ def test_system_exceptions_and_object_operations():
 
 def test_deferred_out_of_order_timeout_and_cancel():
     async def main():
-        server = Server()
-        impl = Implementation()
-        key = server.activate(ClassServant(ECHO, impl), "Cls")
-        await server.start()
+        server, key = await start_class_server()
         async with ORB() as orb:
             ref = await orb.string_to_object(server.corbaloc(key), ECHO)
             slow = await ref.send_deferred("echo_long", 13)
@@ -171,10 +176,7 @@ def test_deadlines_of_one_connection_share_its_timer():
     """Each call's deadline holds on a connection whose one timer serves them all:
     a short deadline after a long one fires first, answered calls leave no trace."""
     async def main():
-        server = Server()
-        impl = Implementation()
-        key = server.activate(ClassServant(ECHO, impl), "Cls")
-        await server.start()
+        server, key = await start_class_server()
         async with ORB() as orb:
             patient = await orb.string_to_object(server.corbaloc(key), ECHO)
             patient = patient.with_options(timeout=5.0)
