@@ -21,7 +21,10 @@ What is measured, per type, payload size and byte order:
               ratio to the copy ceiling is the "arr/copy" column (target >= 25 %);
 - copy:       ``bytes(memoryview(data))`` of the same payload, the ceiling.
 MB/s is the pycdr payload size in bytes / 1e6 over the best time of ``repeat`` timings,
-each the mean of enough calls to last ``min_time`` seconds (timeit's autorange).
+each the mean of enough calls to last ``min_time`` seconds (timeit's autorange).  The
+timings of one type, size and byte order are interleaved (every library once, then
+every library again), so a change of machine speed during the run does not land on
+one library only.
 
 Everyone marshals the same data: the values are made for pycdr, omniORB's come from
 ``cdrUnmarshal`` of pycdr's encapsulation and pycdr2's are built member by member; every
@@ -37,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import array
+import contextlib
 import json
 import os
 import platform
@@ -65,6 +69,17 @@ def pycdr_path() -> str:
     import pycdr  # noqa: F401  (importing pycdr loads the extension if there is one)
     return "c" if "pycdr._speedups" in sys.modules else "python"
 
+
+
+@contextlib.contextmanager
+def pure_python():
+    """pycdr with its C path switched off (pycdr-Python in a C-path run)."""
+    from pycdr import _cmarshal
+    _cmarshal.enabled = False
+    try:
+        yield
+    finally:
+        _cmarshal.enabled = True
 
 # --------------------------------------------------------------------------
 # The types under test, in the three libraries' terms
@@ -198,17 +213,38 @@ def omni_typecode(tc):
 # --------------------------------------------------------------------------
 # Timing
 # --------------------------------------------------------------------------
-def best_seconds_per_call(fn, *, repeat: int, min_time: float) -> float:
-    """timeit-style: calls per timing so one lasts >= min_time, best of `repeat` timings."""
+def calls_per_timing(fn, *, min_time: float) -> int:
+    """How many calls of ``fn`` make one timing last >= min_time (timeit's autorange
+    with our own floor)."""
     timer = timeit.Timer(fn)
     number = 1
-    while True:                       # timeit.Timer.autorange with our own floor
+    while True:
         elapsed = timer.timeit(number)
         if elapsed >= min_time:
-            break
+            return number
         number = max(number * 2, int(number * min_time / max(elapsed, 1e-9) * 1.2))
-    timings = [elapsed] + timer.repeat(repeat - 1, number) if repeat > 1 else [elapsed]
-    return min(timings) / number
+
+
+def best_seconds_interleaved(entries: dict, *, repeat: int, min_time: float) -> dict:
+    """Best seconds per call of each ``entries[key] = (fn, context)``, where context
+    (None or a context-manager factory) is entered around each of fn's timings.
+
+    The repetitions are interleaved: round 1 times every entry once, then round 2,
+    and so on, and each entry keeps its best round.  A shared machine changes speed
+    by tens of percent over seconds; timing one entry's repetitions back to back and
+    then the next entry's put that drift into the ratios between them (this made
+    the same build's array-mapping/copy ratio read 20 % in one run and 40 % in the
+    next)."""
+    plans = {}
+    for key, (fn, context) in entries.items():
+        with (context or contextlib.nullcontext)():
+            plans[key] = (timeit.Timer(fn), calls_per_timing(fn, min_time=min_time), context)
+    best = {key: float("inf") for key in entries}
+    for _ in range(repeat):
+        for key, (timer, number, context) in plans.items():
+            with (context or contextlib.nullcontext)():
+                best[key] = min(best[key], timer.timeit(number) / number)
+    return best
 
 
 # --------------------------------------------------------------------------
@@ -248,10 +284,10 @@ def measure_case(case, size_kb: int, little: bool, *, repeat: int, min_time: flo
     data = pycdr.encode(tc, value, little=little)
     _check("pycdr", pycdr.decode(tc, data, little=little), value)
     payload = len(data)
-    timings = {}          # (impl, op) -> seconds per call
+    entries = {}          # (impl, op) -> (function to time, context around it)
 
-    def timed(impl, op, fn):
-        timings[impl, op] = best_seconds_per_call(fn, repeat=repeat, min_time=min_time)
+    def timed(impl, op, fn, context=None):
+        entries[impl, op] = (fn, context)
 
     encode, decode = pycdr.encode, pycdr.decode
     if "pycdr" in impls:
@@ -259,14 +295,10 @@ def measure_case(case, size_kb: int, little: bool, *, repeat: int, min_time: flo
         timed("pycdr", "decode", lambda: decode(tc, data, little=little))
     if "pycdr-py" in impls and pycdr_path() == "c":
         # The same calls with the C path switched off: pycdr-Python in the same run.
-        from pycdr import _cmarshal
-        _cmarshal.enabled = False
-        try:
+        with pure_python():
             _check("pycdr-py", pycdr.decode(tc, data, little=little), value)
-            timed("pycdr-py", "encode", lambda: encode(tc, value, little=little))
-            timed("pycdr-py", "decode", lambda: decode(tc, data, little=little))
-        finally:
-            _cmarshal.enabled = True
+        timed("pycdr-py", "encode", lambda: encode(tc, value, little=little), pure_python)
+        timed("pycdr-py", "decode", lambda: decode(tc, data, little=little), pure_python)
     if "pycdr-arr" in impls and case.name in ARRAY_CODES:
         numbers = array.array(ARRAY_CODES[case.name], value)
         _check("pycdr-arr", decode(tc, data, little=little, numeric_arrays=True), numbers)
@@ -299,6 +331,9 @@ def measure_case(case, size_kb: int, little: bool, *, repeat: int, min_time: flo
     if "copy" in impls:
         view = memoryview(data)
         timed("copy", "encode", lambda: bytes(view))
+
+    timings = best_seconds_interleaved(entries, repeat=repeat, min_time=min_time)
+    if ("copy", "encode") in timings:
         timings["copy", "decode"] = timings["copy", "encode"]
 
     return [{"type": case.name, "size_kb": size_kb, "payload_bytes": payload,
