@@ -19,8 +19,9 @@ A point is (type, buffer size, mode): ``oneway void send<T>Seq(in <T>Seq)`` (or 
 variant ``send<T>Seq2way``) called with the same buffer until ``--mb`` MiB of payload have
 gone, then ``received()`` (twoway) until the server has counted every element: the time
 covers the receipt. Mbit/s = payload bits / seconds / 1e6 (payload: CDR octets of the
-elements, BinStruct 32); each point is repeated ``--repeat`` times; tables show the best
-with the min-max range, and ratios of the best values.
+elements, BinStruct 32); each point is repeated ``--repeat`` times, in rounds that run
+every transport once (so a drift of machine speed is shared between them); tables show
+the best with the min-max range, and ratios of the best values.
 """
 
 from __future__ import annotations
@@ -129,24 +130,38 @@ def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
                          f"modes: {', '.join(MODES)}")
     has_omni = benchprocs.omni_available()
     cpus = benchprocs.cpu_plan() if pin else (None, None)
-    rows, implementation, pinned = [], None, False
+    plans = {}
     for transport in transports:
         if transport == "omniORBpy" and not has_omni:
             continue
         points = plan_points(transport, types, sizes_kb, modes, megabytes)
-        if not points:
-            continue
-        if progress:
-            progress(f"{transport}: {len(points)} points")
-        started = time.perf_counter()
-        output = run_transport(transport, points, repeat, pure=pure, cpus=cpus)
-        if progress:
-            progress(f"{transport}: {time.perf_counter() - started:.1f} s")
-        pinned = pinned or output.get("pinned", False)
-        if transport in ("pycdr", "arrays"):
-            implementation = output["implementation"]
-        for result in output["results"]:
-            rows.append(_row(transport, result))
+        if points:
+            plans[transport] = points
+    # The repetitions are interleaved: round 1 runs every transport once, then round
+    # 2, and so on; each point keeps its best round.  A shared machine changes speed
+    # by tens of percent over a minute, and a transport's repetitions run back to
+    # back would carry that drift into its ratios against the others.
+    collected = {}          # (transport, type, size, mode) -> the client's result
+    implementation, pinned = None, False
+    for round_number in range(1, repeat + 1):
+        for transport, points in plans.items():
+            if progress:
+                progress(f"{transport}: {len(points)} points (round {round_number} of {repeat})")
+            started = time.perf_counter()
+            output = run_transport(transport, points, 1, pure=pure, cpus=cpus)
+            if progress:
+                progress(f"{transport}: {time.perf_counter() - started:.1f} s")
+            pinned = pinned or output.get("pinned", False)
+            if transport in ("pycdr", "arrays"):
+                implementation = output["implementation"]
+            for result in output["results"]:
+                _check_received(transport, result)
+                key = (transport, result["type"], result["size_bytes"], result["mode"])
+                if key in collected:
+                    collected[key]["seconds"] += result["seconds"]
+                else:
+                    collected[key] = dict(result, seconds=list(result["seconds"]))
+    rows = [_row(key[0], result) for key, result in collected.items()]
     meta = {"pycdr": implementation, "python": platform.python_version(),
             "machine": f"{platform.machine()} {os.cpu_count()} CPUs",
             "megabytes": megabytes, "repeat": repeat, "pinned": pinned,
@@ -154,12 +169,15 @@ def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
     return {"meta": meta, "results": rows}
 
 
-def _row(transport: str, result: dict) -> dict:
+def _check_received(transport: str, result: dict) -> None:
     if result["received"] != result["expected"]:
         raise BenchmarkError(
             f"{transport} {result['type']} {result['size_bytes']} B {result['mode']}: the "
             f"server counted {result['received']} elements, the client sent "
             f"{result['expected']}")
+
+
+def _row(transport: str, result: dict) -> dict:
     bits = result["payload_bytes"] * result["calls"] * 8
     rates = [bits / seconds / 1e6 for seconds in result["seconds"]]
     return {"transport": transport, "type": result["type"],
