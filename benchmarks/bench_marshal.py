@@ -406,9 +406,12 @@ def format_tables(results: dict) -> str:
     names = {"pycdr": label, "pycdr-py": "pycdr-Py", "pycdr-arr": label + "-arr"}
     ratio_to = [impl for impl in ("pycdr-py", "omniORBpy", "pycdr2") if impl in impls]
     ratio_names = {"pycdr-py": "/Py", "omniORBpy": "/omniORB", "pycdr2": "/pycdr2"}
+    # The Python path's own target is against pycdr2 (issue 7): its ratio too.
+    py_to_pycdr2 = "pycdr-py" in impls and "pycdr2" in impls
     header = (f"{'size':>6} {'order':>5} {'op':>6} "
               + " ".join(f"{names.get(impl, impl):>9}" for impl in impls) + " "
               + " ".join(f"{ratio_names[impl]:>9}" for impl in ratio_to)
+              + (f" {'Py/pycdr2':>9}" if py_to_pycdr2 else "")
               + (f" {'arr/copy':>9}" if "pycdr-arr" in impls else ""))
     seen_types = list(dict.fromkeys(row["type"] for row in results["results"]))
     keys = list(dict.fromkeys((r["size_kb"], r["order"], r["op"]) for r in results["results"]))
@@ -421,6 +424,8 @@ def format_tables(results: dict) -> str:
             cells = [f"{got[impl]:9.1f}" if got[impl] is not None else f"{'-':>9}"
                      for impl in impls]
             ratios = [f"{_ratio(got['pycdr'], got[impl]):>9}" for impl in ratio_to]
+            if py_to_pycdr2:
+                ratios.append(f"{_ratio(got['pycdr-py'], got['pycdr2']):>9}")
             if "pycdr-arr" in impls:      # the array mapping against the copy ceiling
                 ratios.append(f"{_percent(got['pycdr-arr'], got['copy']):>9}")
             lines.append(f"{str(size_kb) + ' KB':>6} {order:>5} {op:>6} " + " ".join(cells)
