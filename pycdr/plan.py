@@ -871,24 +871,6 @@ def _pack_char_array_column(col, little, node):
     return text.encode("latin-1")
 
 
-def _column_packer(node: Node):
-    """The column packer of a struct member's node, or None if it has none."""
-    kind = type(node)
-    if kind is NumberNode:
-        return _pack_number_column
-    if kind is OctetNode:
-        return _pack_octet_column
-    if kind is BooleanNode:
-        return _pack_boolean_column
-    if kind is CharNode:
-        return _pack_char_column
-    if kind is OctetSeqNode and node.is_array:
-        return _pack_octet_array_column
-    if kind is CharSeqNode and node.is_array:
-        return _pack_char_array_column
-    return None
-
-
 def _column_getter(names):
     """A function from a list of struct values to one list per member (names:
     the members' Python names).  Comprehensions, not attrgetter and zip: the
@@ -1078,21 +1060,22 @@ def _read_char_array_column(view, start, count, stride, offset, node, little):
     return [str(octets, "latin-1") for octets, in rows]
 
 
-def _column_reader(node: Node):
-    """The column reader of a struct member's node, or None if it has none."""
+def _column_functions(node: Node):
+    """(column packer, column reader) of a struct member's node, or None if it
+    has none: the member kinds column writing and column reading take."""
     kind = type(node)
     if kind is NumberNode:
-        return _read_number_column
+        return _pack_number_column, _read_number_column
     if kind is OctetNode:
-        return _read_octet_column
+        return _pack_octet_column, _read_octet_column
     if kind is BooleanNode:
-        return _read_boolean_column
+        return _pack_boolean_column, _read_boolean_column
     if kind is CharNode:
-        return _read_char_column
+        return _pack_char_column, _read_char_column
     if kind is OctetSeqNode and node.is_array:
-        return _read_octet_array_column
+        return _pack_octet_array_column, _read_octet_array_column
     if kind is CharSeqNode and node.is_array:
-        return _read_char_array_column
+        return _pack_char_array_column, _read_char_array_column
     return None
 
 
@@ -1143,20 +1126,16 @@ class SequenceNode(Node):
             self.flat = None
         # (packer, member node) per member when every member has a column
         # packer (one flat slot each), else None: see _write_columns.
-        self.column_packers = None
+        # Likewise (reader, member node) per member, and the builder of the
+        # values: see _read_columns.
+        self.column_packers = self.column_readers = None
         if self.flat is not None and len(elem.members) == len(self.flat.slots):
-            packers = [(_column_packer(node), node) for _py, _idl, node in elem.members]
-            if all(packer is not None for packer, _node in packers):
-                self.column_packers = tuple(packers)
+            functions = [(_column_functions(node), node) for _py, _idl, node in elem.members]
+            if all(pair is not None for pair, _node in functions):
+                self.column_packers = tuple((pair[0], node) for pair, node in functions)
                 self.get_columns = _column_getter(elem.names)
                 self.column_layouts = {}     # first element's phase -> see _column_layout
-        # (reader, member node) per member, and the builder of the values, when
-        # every member has a column reader (one flat slot each): see _read_columns.
-        self.column_readers = None
-        if self.flat is not None and len(elem.members) == len(self.flat.slots):
-            readers = [(_column_reader(node), node) for _py, _idl, node in elem.members]
-            if all(reader is not None for reader, _node in readers):
-                self.column_readers = tuple(readers)
+                self.column_readers = tuple((pair[1], node) for pair, node in functions)
                 self.build_elements = _elements_builder(elem)
         # See _element_packer; needs one flat slot per member, as the columns do.
         self.pack_elements = None

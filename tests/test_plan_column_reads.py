@@ -13,6 +13,7 @@ cannot pass by never reaching it.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from unittest import mock
 
 import pytest
 
@@ -21,45 +22,13 @@ from pycdr.cdr import CDRReader, CDRWriter
 from pycdr.errors import CDRError
 from pycdr.values import class_for
 
+from flat_structs import (ALL_KINDS, BIN_STRUCT, CHAR_LONG_LONG, NESTED, SHORT_OCTET,
+                          all_kinds, bin_struct, char_long_long)
+
 MIN = plan._COLUMNS_READ_MIN
 
-# Every member kind the column reader takes (one flat slot each).
-ALL_KINDS = tc.struct("IDL:test/ColumnReads:1.0", "ColumnReads", [
-    ("o", tc.octet), ("d", tc.double), ("b", tc.boolean), ("s", tc.short), ("c", tc.char),
-    ("ul", tc.ulong), ("f", tc.float), ("us", tc.ushort), ("ll", tc.longlong),
-    ("ull", tc.ulonglong), ("l", tc.long), ("pad", tc.array(tc.octet, 3)),
-    ("name", tc.array(tc.char, 2))])
-BIN_STRUCT = tc.struct("IDL:test/ColumnReadsBin:1.0", "BinStruct", [
-    ("s", tc.short), ("c", tc.char), ("l", tc.long), ("o", tc.octet), ("d", tc.double),
-    ("pad", tc.array(tc.octet, 8))])
-CHAR_LONG_LONG = tc.struct("IDL:test/ColumnReadsCLL:1.0", "CharLongLong", [
-    ("c1", tc.char), ("ll", tc.longlong)])
-# Elements after the first are 4 octets from an odd phase (the first may be 3).
-SHORT_OCTET = tc.struct("IDL:test/ColumnReadsSO:1.0", "ShortOctet",
-                        [("s", tc.short), ("o", tc.octet)])
 # One member, a boolean: the generated loop's one-name form.
 FLAG = tc.struct("IDL:test/ColumnReadsFlag:1.0", "Flag", [("on", tc.boolean)])
-# A nested struct has no column reader: row path.
-NESTED = tc.struct("IDL:test/ColumnReadsNested:1.0", "Nested",
-                   [("inner", SHORT_OCTET), ("l", tc.long)])
-
-
-def all_kinds(i: int, **changes):
-    fields = dict(o=i % 256, d=i / 7 - 3, b=i % 3 == 0, s=i - 2**15, c=chr(32 + i % 224),
-                  ul=(i * 7919) % 2**32, f=i * 0.5 - 1024, us=65535 - i % 65536,
-                  ll=-2**63 + i, ull=2**64 - 1 - i, l=-i, pad=bytes([i % 256, 1, 2]),
-                  name=chr(97 + i % 26) + "\xe9")
-    fields.update(changes)
-    return class_for(ALL_KINDS)(**fields)
-
-
-def bin_struct(i: int):
-    return class_for(BIN_STRUCT)(i - 1000, chr(33 + i % 90), i * 65537 - 2**31, i % 256,
-                                 i * 1.5 - 0.25, bytes(range(i % 8, i % 8 + 8)))
-
-
-def char_long_long(i: int):
-    return class_for(CHAR_LONG_LONG)(chr(i % 256), i * 3 - 2**40)
 
 
 def short_octet(i: int):
@@ -81,14 +50,8 @@ def columns_for_every_width(monkeypatch):
     monkeypatch.setattr(plan, "_COLUMNS_READ_MAX_MEMBERS", 1 << 62)
 
 
-@contextmanager
 def row_path():
-    saved = plan._COLUMNS_READ_MIN
-    plan._COLUMNS_READ_MIN = 1 << 62
-    try:
-        yield
-    finally:
-        plan._COLUMNS_READ_MIN = saved
+    return mock.patch.object(plan, "_COLUMNS_READ_MIN", 1 << 62)
 
 
 @contextmanager
