@@ -490,8 +490,9 @@ def _seq(v, n):
 
 # ISO 8859-1 characters by code: an index, cheaper than a call of chr().
 _LATIN1 = tuple(map(chr, range(256)))
-_GEN_ENV = {"_new": object.__new__, "_latin1": _LATIN1, "_ord": _ord, "_benc": _benc, "_int": _int, "_float": _float,
-            "_octets": _octets, "_chars": _chars, "_seq": _seq, "_fallback": _fallback}
+_GEN_ENV = {"_new": object.__new__, "_latin1": _LATIN1, "_ord": _ord, "_benc": _benc,
+            "_int": _int, "_float": _float, "_octets": _octets, "_chars": _chars, "_seq": _seq,
+            "_fallback": _fallback}
 
 
 def _made_directly(cls) -> bool:
@@ -989,7 +990,6 @@ def _element_packer(elem: StructNode):
     return env["pack_elements"]
 
 
-
 # --------------------------------------------------------------------------
 # Column reading: a sequence of fixed-size structs, member by member
 # --------------------------------------------------------------------------
@@ -997,14 +997,17 @@ def _element_packer(elem: StructNode):
 # taken out of every element at once (a strided memoryview of the input, or one
 # Struct per column run by iter_unpack), and a loop generated for the struct
 # makes the instances from the columns.  The row path (iter_unpack of whole
-# elements) calls the struct's converter once per element with a tuple; this
-# loop only stores slots.  Each reader gives exactly the values the row
-# converter gives, or raises _FallBack where it would (a boolean other than 0
-# or 1), and the row and member paths then judge the sequence as before.
+# elements into FlatCodec.convert_all's loop) makes a tuple per element and
+# converts its members one by one (a char by a table lookup); this loop takes
+# values ready made (a char column is one latin-1 decode).  Each reader gives
+# exactly the values the row converter gives, or raises _FallBack where it
+# would (a boolean other than 0 or 1), and the row and member paths then judge
+# the sequence as before.
 # Each column costs a fixed 0.3-1 us, so columns win only for long sequences of
-# narrow structs: sequence<CharLongLong> of 2048 takes 150 against 215 ns an
-# element by rows, of 64 break-even; BinStruct's 6 members gain 10 % at 1024
-# and lose below 256; 13 members lose at every length.
+# narrow structs.  Measured against the row path: sequence<CharLongLong> of
+# 2048, 265 against 326 ns an element (break-even near 64); BinStruct's 6
+# members gain under 10 % from 1024 and lose below 256; 13 members lose at
+# every length.
 _COLUMNS_READ_MIN = 64
 _COLUMNS_READ_MAX_MEMBERS = 3
 _BOOLEAN_VALUES = (False, True)
