@@ -19,7 +19,19 @@ from pycdr.giop.service_contexts import CodeSetsContext
 
 from test_giop_connection import drain, stream_for_server
 
-LARGE = giop_connection.IN_PLACE_MIN * 3
+# The framing does not depend on the sizes: the tests use small ones (the module's
+# are hundreds of KB), so that byte-by-byte reads and growing scratch buffers stay quick.
+IN_PLACE_MIN = 16 * 1024
+SCRATCH_SIZE = 8 * 1024
+SCRATCH_MAX = 32 * 1024
+LARGE = IN_PLACE_MIN * 3
+
+
+@pytest.fixture(autouse=True)
+def small_buffers(monkeypatch):
+    monkeypatch.setattr(giop_connection, "IN_PLACE_MIN", IN_PLACE_MIN)
+    monkeypatch.setattr(giop_connection, "SCRATCH_SIZE", SCRATCH_SIZE)
+    monkeypatch.setattr(giop_connection, "SCRATCH_MAX", SCRATCH_MAX)
 
 
 def large_request(rid, size=LARGE, little=False):
@@ -31,7 +43,7 @@ def large_request(rid, size=LARGE, little=False):
 def mixed_stream() -> bytes:
     small, _big = stream_for_server()
     return b"".join([large_request(10), small, large_request(11, little=True),
-                     large_request(12, size=giop_connection.IN_PLACE_MIN - 100),
+                     large_request(12, size=IN_PLACE_MIN - 100),
                      encode_message(Request(request_id=13, operation="x",
                                             target=KeyAddr(b"k")))])
 
@@ -86,7 +98,7 @@ def feed_by_buffer(stream: bytes, chunk_sizes, poll_every: int, eof: bool = True
 def test_buffer_api_frames_as_receive_data(chunk, poll_every):
     stream = mixed_stream()
     if chunk == 1:      # byte by byte: a shorter stream, still with an in-place message
-        stream = large_request(20, size=giop_connection.IN_PLACE_MIN + 10) + \
+        stream = large_request(20, size=IN_PLACE_MIN + 10) + \
             stream_for_server()[0]
     expected = reference_events(stream)
     assert expected[-1][0] == "closed"
@@ -141,6 +153,34 @@ def test_reader_wakes_once_per_in_place_message_not_per_read():
     assert [e.raw for e in received] == messages
 
 
+def test_scratch_grows_while_reads_fill_it_up_to_its_limit():
+    # A light connection keeps the first scratch; reads that fill it (more was
+    # waiting) double it, up to SCRATCH_MAX; the messages come out as from receive_data.
+    small, _big = stream_for_server()
+    conn = GiopConnection(Role.SERVER)
+    buf = conn.receive_buffer()
+    assert len(buf) == SCRATCH_SIZE
+    buf[:100] = small[:100]
+    del buf
+    conn.received(100)
+    assert len(conn.receive_buffer()) == SCRATCH_SIZE
+    stream = small[100:] + b"".join(large_request(rid, size=IN_PLACE_MIN // 4)
+                                    for rid in range(20, 40))
+    sizes, pos = [], 0
+    while pos < len(stream):
+        buf = conn.receive_buffer()
+        sizes.append(len(buf))
+        n = min(len(buf), len(stream) - pos)
+        buf[:n] = stream[pos:pos + n]
+        del buf
+        conn.received(n)
+        pos += n
+    assert sizes[:3] == [SCRATCH_SIZE, 2 * SCRATCH_SIZE, 4 * SCRATCH_SIZE]
+    assert max(sizes) == SCRATCH_MAX
+    conn.receive_data(b"")
+    assert summary(drain(conn)) == reference_events(small + stream[len(small) - 100:])
+
+
 def test_oversized_header_allocates_nothing_and_is_refused_as_before():
     claim = encode_header((1, 2), False, MsgType.Request, 64 << 20) + b"\0" * 100
     conn = GiopConnection(Role.SERVER, max_message_size=1 << 20)
@@ -148,7 +188,7 @@ def test_oversized_header_allocates_nothing_and_is_refused_as_before():
     buf[:len(claim)] = claim
     del buf
     conn.received(len(claim))
-    assert len(conn.receive_buffer()) == giop_connection.SCRATCH_SIZE
+    assert len(conn.receive_buffer()) == SCRATCH_SIZE
     got = summary(drain(conn))
     assert got == reference_events(claim, eof=False, max_message_size=1 << 20)
     assert got[0][0] == "violation" and "exceeds the limit" in got[0][1]

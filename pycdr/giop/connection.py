@@ -46,10 +46,19 @@ from .messages import (CloseConnection, Message, MessageError, decode_message, e
 __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 
 # receive_buffer(): messages this long or longer (up to IN_PLACE_MAX) are received
-# in place; shorter ones, several to a read, through a scratch buffer of SCRATCH_SIZE.
-IN_PLACE_MIN = 16 * 1024
+# in place; shorter ones, several to a read, through a scratch buffer of SCRATCH_SIZE,
+# which doubles (up to SCRATCH_MAX, the ORB's socket buffer) whenever a read fills it.
+# Why: each read costs a turn of the transport's loop, and the fewer messages a read
+# brings, the more turns a message costs.  A message received in place takes at least
+# one read of its own, so in-place pays only for messages too large to come several to
+# a read.  Measured on a 2-vCPU machine with a stream of oneway 64 KB requests, server
+# CPU per message: in place from 16 KB with a 256 KB scratch, 49-63 us; through a
+# scratch grown to 1 MB, 38-46 us (at 128 KB: 97-103 us, 66-81 us).  A busy connection
+# holds SCRATCH_MAX; an idle or light one keeps the first SCRATCH_SIZE.
+IN_PLACE_MIN = 256 * 1024
 IN_PLACE_MAX = 1 << 20
 SCRATCH_SIZE = 256 * 1024
+SCRATCH_MAX = 1 << 20
 
 
 class Role(enum.Enum):
@@ -166,10 +175,15 @@ class GiopConnection:
         if self._receiving_in_place():
             self._in_place_filled += nbytes
         elif self._closed is None:
-            data = self._scratch[:nbytes]
+            scratch = self._scratch
+            data = scratch[:nbytes]
             if self._in_place is None:      # (else _buf's bytes follow it: keep them there)
                 data = self._frame_ready(data)
             self._buf += data
+            if nbytes == len(scratch) and nbytes < SCRATCH_MAX:
+                # More was waiting: the next reads take more at once (the old
+                # scratch's bytes are all copied out by now).
+                self._scratch = memoryview(bytearray(min(2 * nbytes, SCRATCH_MAX)))
 
     def _frame_ready(self, data: memoryview) -> memoryview:
         """Move the complete messages that ``data`` (the newest bytes) completes to
