@@ -51,9 +51,9 @@ __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 # Why: each read costs a turn of the transport's loop, and the fewer messages a read
 # brings, the more turns a message costs.  A message received in place takes at least
 # one read of its own, so in-place pays only for messages too large to come several to
-# a read.  Measured on a 2-vCPU machine with a stream of oneway 64 KB requests, server
-# CPU per message: in place from 16 KB with a 256 KB scratch, 49-63 us; through a
-# scratch grown to 1 MB, 38-46 us (at 128 KB: 97-103 us, 66-81 us).  A busy connection
+# a read.  Measured on a 2-vCPU machine with a stream of oneway requests, server CPU per
+# message: in place from 16 KB with a 256 KB scratch, 62-64 us at 64 KB and 98-102 us at
+# 128 KB; through a scratch grown to 1 MB, 49-52 us and 78-81 us.  A busy connection
 # holds SCRATCH_MAX; an idle or light one keeps the first SCRATCH_SIZE.
 IN_PLACE_MIN = 256 * 1024
 IN_PLACE_MAX = 1 << 20
