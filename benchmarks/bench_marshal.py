@@ -19,6 +19,14 @@ What is measured, per type, payload size and byte order:
 - pycdr-arr:  pycdr with the opt-in array mapping (sequence<short|long|double> only):
               ``encode`` of an ``array.array``, ``decode(..., numeric_arrays=True)``; its
               ratio to the copy ceiling is the "arr/copy" column (target >= 25 %);
+- stdlib:     CPython's standard library converting the same numbers, no CDR around them
+              (sequence<short|long|double> only): ``struct.Struct(fmt).pack(*list)`` to
+              encode; ``array.frombytes`` + ``byteswap`` (when the order is not the
+              machine's) + ``tolist()`` to decode, the faster of the two modules for each.
+              A reference, not a competitor: it reads (or makes) exactly the Python numbers
+              the list mapping asks for, so its ratios to omniORBpy and pycdr2
+              ("std/omniORB", "std/pycdr2") show how much of a lead over them is left once
+              those objects are paid for;
 - copy:       ``bytes(memoryview(data))`` of the same payload, the ceiling.
 MB/s is the pycdr payload size in bytes / 1e6 over the best time of ``repeat`` timings,
 each the mean of enough calls to last ``min_time`` seconds (timeit's autorange).  The
@@ -45,6 +53,7 @@ import json
 import os
 import platform
 import random
+import struct
 import sys
 import time
 import timeit
@@ -52,7 +61,7 @@ import timeit
 SIZES_KB = (1, 8, 64, 128)
 TYPES = ("short", "long", "double", "octet", "char", "string", "BinStruct", "CharLongLong")
 STRING_LENGTH = 128             # characters in each element of sequence<string>
-IMPLS = ("pycdr", "pycdr-py", "pycdr-arr", "omniORBpy", "pycdr2", "copy")
+IMPLS = ("pycdr", "pycdr-py", "pycdr-arr", "omniORBpy", "pycdr2", "stdlib", "copy")
 # The array mapping's array.array typecodes of the numeric types (CDR long is 32 bits).
 ARRAY_CODES = {"short": "h", "long": "i", "double": "d"}
 
@@ -328,6 +337,12 @@ def measure_case(case, size_kb: int, little: bool, *, repeat: int, min_time: flo
                value2.data)
         timed("pycdr2", "encode", lambda: value2.serialize(endianness=endianness))
         timed("pycdr2", "decode", lambda: wrapper.deserialize(data2))
+    if "stdlib" in impls and case.name in ARRAY_CODES:
+        std_encode, std_decode = _stdlib_reference(ARRAY_CODES[case.name], data, little)
+        _check("stdlib", std_decode(), value)
+        _check("stdlib", std_encode(value), data[len(data) - len(std_encode(value)):])
+        timed("stdlib", "encode", lambda: std_encode(value))
+        timed("stdlib", "decode", std_decode)
     if "copy" in impls:
         view = memoryview(data)
         timed("copy", "encode", lambda: bytes(view))
@@ -340,6 +355,28 @@ def measure_case(case, size_kb: int, little: bool, *, repeat: int, min_time: flo
              "order": "LE" if little else "BE", "impl": impl, "op": op,
              "seconds": seconds, "mb_per_s": payload / seconds / 1e6}
             for (impl, op), seconds in timings.items()]
+
+
+def _stdlib_reference(code: str, data: bytes, little: bool):
+    """(encode, decode) of the numbers of ``data`` (a CDR sequence of array typecode
+    ``code``) by the standard library: encode(list) gives the elements' bytes,
+    decode() the list."""
+    count = int.from_bytes(data[:4], "little" if little else "big")
+    packer = struct.Struct(f"{'<' if little else '>'}{count}{code}")
+    elements = memoryview(data)[len(data) - packer.size:]      # after length and padding
+    swap = little != (sys.byteorder == "little")
+
+    def decode():
+        numbers = array.array(code)
+        numbers.frombytes(elements)
+        if swap:
+            numbers.byteswap()
+        return numbers.tolist()
+
+    def encode(values):
+        return packer.pack(*values)
+
+    return encode, decode
 
 
 def run(*, sizes=SIZES_KB, types=TYPES, orders=("BE", "LE"), quick: bool = False,
@@ -401,18 +438,23 @@ def format_tables(results: dict) -> str:
              f"({meta['pycdr']} path), Python {meta['python']}, {meta['machine']}, "
              f"best of {meta['repeat']}, pycdr2 {meta['pycdr2']}"]
     # pycdr-Py (the Python path measured in the same run) only appears when pycdr runs C.
-    impls = [impl for impl in IMPLS if impl not in ("pycdr-py", "pycdr-arr") or
+    impls = [impl for impl in IMPLS if impl not in ("pycdr-py", "pycdr-arr", "stdlib") or
              any(row["impl"] == impl for row in results["results"])]
     names = {"pycdr": label, "pycdr-py": "pycdr-Py", "pycdr-arr": label + "-arr"}
     ratio_to = [impl for impl in ("pycdr-py", "omniORBpy", "pycdr2") if impl in impls]
     ratio_names = {"pycdr-py": "/Py", "omniORBpy": "/omniORB", "pycdr2": "/pycdr2"}
     # The Python path's own target is against pycdr2 (issue 7): its ratio too.
     py_to_pycdr2 = "pycdr-py" in impls and "pycdr2" in impls
+    # The standard library against the peers: about the most a list-mapping lead over
+    # them can be once the Python numbers themselves are made (or read).
+    std_to = [impl for impl in ("omniORBpy", "pycdr2") if "stdlib" in impls and impl in impls]
+    std_names = {"omniORBpy": "std/omniORB", "pycdr2": "std/pycdr2"}
     header = (f"{'size':>6} {'order':>5} {'op':>6} "
               + " ".join(f"{names.get(impl, impl):>9}" for impl in impls) + " "
               + " ".join(f"{ratio_names[impl]:>9}" for impl in ratio_to)
               + (f" {'Py/pycdr2':>9}" if py_to_pycdr2 else "")
-              + (f" {'arr/copy':>9}" if "pycdr-arr" in impls else ""))
+              + (f" {'arr/copy':>9}" if "pycdr-arr" in impls else "")
+              + "".join(f" {std_names[impl]:>11}" for impl in std_to))
     seen_types = list(dict.fromkeys(row["type"] for row in results["results"]))
     keys = list(dict.fromkeys((r["size_kb"], r["order"], r["op"]) for r in results["results"]))
     for name in seen_types:
@@ -428,6 +470,7 @@ def format_tables(results: dict) -> str:
                 ratios.append(f"{_ratio(got['pycdr-py'], got['pycdr2']):>9}")
             if "pycdr-arr" in impls:      # the array mapping against the copy ceiling
                 ratios.append(f"{_percent(got['pycdr-arr'], got['copy']):>9}")
+            ratios += [f"{_ratio(got['stdlib'], got[impl]):>11}" for impl in std_to]
             lines.append(f"{str(size_kb) + ' KB':>6} {order:>5} {op:>6} " + " ".join(cells)
                          + " " + " ".join(ratios))
     return "\n".join(lines)

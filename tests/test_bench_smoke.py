@@ -36,8 +36,9 @@ def test_quick_run_reports_positive_rates_for_every_case(bench):
     got = {(r["type"], r["order"], r["op"], r["impl"]) for r in rows}
     want = {(t, order, op, impl) for t in bench.TYPES for order in ("BE", "LE")
             for op in ("encode", "decode") for impl in impls}
-    # The opt-in array mapping, for the numeric sequences it applies to.
-    want |= {(t, order, op, "pycdr-arr") for t in bench.ARRAY_CODES
+    # The opt-in array mapping and the standard library's reference, for the numeric
+    # sequences they apply to.
+    want |= {(t, order, op, impl) for t in bench.ARRAY_CODES for impl in ("pycdr-arr", "stdlib")
              for order in ("BE", "LE") for op in ("encode", "decode")}
     assert got == want
     for r in rows:
@@ -46,6 +47,22 @@ def test_quick_run_reports_positive_rates_for_every_case(bench):
     table = bench.format_tables(results)
     for t in bench.TYPES:
         assert f"sequence<{t}>" in table
+    assert "stdlib" in table and "std/pycdr2" in table
+
+
+@pytest.mark.parametrize("little", [False, True], ids=["BE", "LE"])
+@pytest.mark.parametrize("name", ["short", "long", "double"])
+def test_stdlib_reference_converts_the_sequences_elements(bench, name, little):
+    # The reference must do the list mapping's whole conversion (every element, in the
+    # payload's byte order, after the length and any padding), or its ratios mean nothing.
+    case = bench._cases()[name]
+    value = bench._pycdr_value(case, 1024, random.Random(name))
+    data = encode(case.tc, value, little=little)
+    std_encode, std_decode = bench._stdlib_reference(bench.ARRAY_CODES[name], data, little)
+    assert std_decode() == value
+    elements = std_encode(value)
+    assert len(elements) == len(value) * case.wire_stride
+    assert data.endswith(elements)
 
 
 def raw_padding_positions(data, tc, little):
