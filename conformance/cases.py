@@ -582,6 +582,13 @@ def catalog(target_version=(1, 2)) -> list[Case]:
                   S_CDR, v, le, [], [*MARSHAL_OR_REFUSED],
                   tolerate=[(E("silent"), "waits for the bytes the length claims")],
                   timeout=1.0, linger=0.3, risky=True, special="key_length"))
+        add(_case("malformed.operation-length-cut",
+                  "the message ends 1 byte into the operation's length, after the object "
+                  "key's padding", S_CDR, v, le, [],
+                  [E("system_exception", name=("MARSHAL", "BAD_PARAM")), E("message_error")],
+                  tolerate=[(E("closed"), "closes without MessageError"),
+                            (E("silent"), "ignores the request")],
+                  timeout=1.0, linger=0.3, risky=True, special="operation_length_cut"))
     for le in ORDERS:
         for value in (2, 255):
             add(_case(f"malformed.boolean-{value}", f"GIOP 1.0 response_expected = {value}",
@@ -764,6 +771,22 @@ def _special_key_length(case, ctx):
     return [_header_with(case, w.getvalue())]
 
 
+def _special_operation_length_cut(case, ctx):
+    # The key (the target's, lengthened to end 3 bytes short of a 4-aligned offset)
+    # is followed by 4 more bytes: enough for a length before the padding, 1 byte of
+    # it after.  A receiver that checks the room before aligning reads past the end.
+    key = ctx.target.object_key
+    key += b"!" * ((1 - len(key)) % 4)
+    w = CDRWriter(little=case.little, version=case.version, offset=HEADER_SIZE)
+    w.write_ulong(ctx.next_id())
+    w.write_octet(3)
+    w.write_raw(b"\0\0\0")
+    w.write_short(0)
+    w.write_octet_sequence(key)
+    w.write_raw(b"\0\0\0\0")
+    return [_header_with(case, w.getvalue())]
+
+
 def _special_boolean(case, ctx, value: int):
     """GIOP 1.0 Request: service contexts (count 0), request_id, then the
     response_expected boolean at offset 20."""
@@ -831,6 +854,8 @@ def render_case(case: Case, ctx: RenderContext) -> list[bytes]:
         return _special_operation_no_nul(case, ctx)
     if name == "key_length":
         return _special_key_length(case, ctx)
+    if name == "operation_length_cut":
+        return _special_operation_length_cut(case, ctx)
     if name == "boolean":
         return _special_boolean(case, ctx, int(arg))
     if name == "wide_1_0":

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from pycdr.errors import PycdrError
+from pycdr.errors import PycdrError, TruncatedError
 from pycdr.giop import connection as giop_connection
 from pycdr.giop.connection import NEED_DATA, GiopConnection, Role
 from pycdr.giop.events import ConnectionClosed, MessageReceived, ProtocolViolation
@@ -288,3 +288,38 @@ def test_lean_decoding_fails_as_the_detailed_one():
                 assert outcome(mutated, field_offsets=False) == expected
                 kinds[expected[0]] += 1
     assert kinds["ok"] > 1000 and kinds["error"] > 1000
+
+
+def with_size(data: bytes, size: int) -> bytes:
+    """``data`` with its header's message_size set to ``size`` (in its byte order)."""
+    return data[:8] + size.to_bytes(4, "little" if data[6] & 1 else "big") + data[12:]
+
+
+def test_lean_decoding_of_shortened_messages_fails_as_the_detailed_one():
+    # Each message cut after every byte, its message_size saying so: the lean path
+    # must meet every end (inside the key, at its padding, inside the operation's
+    # length) with the detailed decoder's error, never with an exception of its own.
+    kinds = {"ok": 0, "error": 0}
+    for data in sample_messages():
+        for end in range(12, len(data)):
+            cut = with_size(data[:end], end - 12)
+            expected = outcome(cut)
+            assert outcome(cut, field_offsets=False) == expected, (data.hex(), end)
+            kinds[expected[0]] += 1
+    assert kinds["error"] > 500
+
+
+def test_request_ending_inside_the_operation_length_is_a_violation_not_a_crash():
+    # The object key ends 3 bytes short of a 4-aligned offset and the message 4 bytes
+    # after the key: the operation's length, once aligned, runs past the end.  This
+    # once escaped the ORB's connection as struct.error.
+    key = b"K"
+    data = encode_message(Request(version=(1, 2), request_id=1, operation="x",
+                                  target=KeyAddr(key)))
+    key_end = 28 + len(key)
+    cut = with_size(data[:key_end + 4], key_end + 4 - 12)
+    connection = GiopConnection(role=Role.SERVER, field_offsets=False)
+    connection.receive_data(cut)
+    event = connection.next_event()
+    assert isinstance(event, ProtocolViolation)
+    assert isinstance(event.error, TruncatedError) and event.error.offset == 32

@@ -580,12 +580,11 @@ def _decode_common_12(data, header: GiopHeader | None) -> Message | None:
         if disposition != AddressingDisposition.KeyAddr or reserved != b"\0\0\0":
             return None
         ulong = _ULONG[little].unpack_from
-        n = ulong(data, 24)[0]
-        pos = 28 + n
+        key_end = 28 + ulong(data, 24)[0]
+        pos = key_end + (-key_end & 3)          # the operation's length, 4-aligned
         if pos + 4 > end:
             return None
-        object_key = bytes(data[28:pos])
-        pos += -pos & 3
+        object_key = bytes(data[28:key_end])
         n = ulong(data, pos)[0]
         pos += 4
         if n == 0 or pos + n > end or data[pos + n - 1] != 0:
