@@ -4,11 +4,14 @@ to agree, so the cut reaches the decoders rather than the framing), give events 
 never an exception; the ORB's lean decoding gives the detailed decoding's events;
 reads of any sizes through receive_buffer() give what receive_data() gives."""
 
+import glob
 import os
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from pycdr.errors import PycdrError
 from pycdr.giop.connection import GiopConnection, Role
+from pycdr.giop.header import parse_header
 from pycdr.giop.events import ConnectionClosed, MessageReceived, ProtocolViolation
 
 from test_giop_connection import drain, stream_for_server
@@ -23,7 +26,37 @@ SETTINGS = settings(max_examples=int(os.environ.get("PYCDR_HYPOTHESIS_EXAMPLES",
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 
-PIECES = [*sample_messages(), stream_for_server()[0], large_request(1, size=20000)]
+CAPTURES = os.path.join(os.path.dirname(__file__), os.pardir, "captures")
+
+
+def capture_messages() -> list[bytes]:
+    """The GIOP messages of every capture in captures/ (real ORBs' too), one a piece;
+    what does not frame (the malformed captures' tails) as one piece more."""
+    from pycdr.pcap import read_tcp_segments
+    streams: dict = {}
+    for path in sorted(glob.glob(os.path.join(CAPTURES, "**", "*.pcap"), recursive=True)):
+        for segment in read_tcp_segments(path):
+            key = (path, segment.src, segment.sport, segment.dst, segment.dport)
+            streams[key] = streams.get(key, b"") + segment.payload
+    pieces = []
+    for stream in streams.values():
+        pos = 0
+        while len(stream) - pos >= 12:
+            try:
+                end = pos + parse_header(stream, pos).total_size
+            except PycdrError:
+                break
+            if end > len(stream):
+                break
+            pieces.append(stream[pos:end])
+            pos = end
+        if pos < len(stream):
+            pieces.append(stream[pos:])
+    return pieces
+
+
+PIECES = [*sample_messages(), stream_for_server()[0], large_request(1, size=20000),
+          *capture_messages()]
 
 
 @st.composite
