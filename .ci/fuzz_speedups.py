@@ -9,6 +9,9 @@ alignment offset, and decodes the rest of the input:
 - with the C runner alone: if it succeeds, Python must succeed with the same
   value and end position;
 - a value that decodes is encoded again by both paths: identical bytes.
+Every input is also the body of a GIOP 1.2 or 1.3 Request or Reply for the ORB's
+fast message decode: C (decode_common_12) and Python must give the same message,
+None or error.
 Any difference raises, which the fuzzer reports as a crash; the sanitizers
 report memory errors and undefined behaviour.
 
@@ -35,6 +38,12 @@ if marshal.IMPLEMENTATION != "c":
     sys.exit("fuzz_speedups: pycdr._speedups is not in use (not built, or PYCDR_PURE=1)")
 
 from pycdr import _speedups  # noqa: E402
+from pycdr.giop import messages  # noqa: E402
+from pycdr.giop.header import encode_header  # noqa: E402
+from giop_samples import decode_outcome, sample_messages  # noqa: E402
+
+# The 1.2/1.3 Requests and Replies of the GIOP tests, whose bodies plain() changes.
+GIOP_SAMPLES = [m for m in sample_messages() if m[5] in (2, 3) and m[7] in (0, 1)]
 
 PY_DECODE = marshal.decode.__wrapped__
 PY_ENCODE = marshal.encode.__wrapped__
@@ -102,6 +111,16 @@ def check(t, body: bytes, little: bool, offset: int) -> None:
             raise AssertionError(f"encode differs for {t!r}: {c_bytes!r} vs {py_bytes!r}")
 
 
+def check_giop(body: bytes, little: bool, kind: int) -> None:
+    """body as a GIOP 1.2/1.3 Request or Reply's: C and Python decode it alike."""
+    data = encode_header((1, 2 + (kind >> 1 & 1)), little, kind & 1, len(body)) + body
+    for buffer in (data, bytearray(data)):
+        c = decode_outcome(_speedups.decode_common_12, buffer)
+        py = decode_outcome(messages._decode_common_12_python, buffer)
+        if c != py:
+            raise AssertionError(f"GIOP fast decode differs for {data.hex()}: {c!r} vs {py!r}")
+
+
 def one_input(data: bytes) -> None:
     if len(data) < 2:
         return
@@ -109,6 +128,7 @@ def one_input(data: bytes) -> None:
     little = bool(head & 1)
     offset = (head >> 1) & 7
     choice = head >> 4
+    check_giop(data, little, offset)
     if choice < 15:
         t = FIXED_TCS[choice % len(FIXED_TCS)]
     else:
@@ -128,6 +148,10 @@ def plain(seconds: float) -> int:
     deadline = time.monotonic() + seconds
     runs = 0
     while time.monotonic() < deadline:
+        if rng.random() < 0.3:
+            giop_input(rng)
+            runs += 1
+            continue
         choice = rng.randrange(16)      # 15: a TypeCode taken from the input
         head = bytes([(choice << 4) | rng.randrange(16)])
         if choice < 15 and rng.random() < 0.7:
@@ -149,6 +173,18 @@ def plain(seconds: float) -> int:
         one_input(head + bytes(body))
         runs += 1
     return runs
+
+
+def giop_input(rng) -> None:
+    """A real Request or Reply's body, changed or cut, through one_input."""
+    data = rng.choice(GIOP_SAMPLES)
+    kind = (data[5] - 2) << 1 | data[7]
+    body = bytearray(data[12:])
+    for _ in range(rng.randrange(3)):
+        body[rng.randrange(len(body))] = rng.choice([0, 1, 3, 0xFF, rng.randrange(256)])
+    if rng.random() < 0.5:
+        del body[rng.randrange(len(body) + 1):]
+    one_input(bytes([rng.randrange(16) << 4 | kind << 1 | data[6] & 1]) + bytes(body))
 
 
 def _sample_value(rng, t):

@@ -2,7 +2,8 @@
 # Build pycdr._speedups once more with AddressSanitizer + UndefinedBehaviorSanitizer
 # in a throw-away copy of the package, then run under the sanitizers:
 #   1. the differential and malformed-input tests (tests/test_speedups.py,
-#      tests/test_cdr_errors.py), C path against Python path;
+#      tests/test_cdr_errors.py, tests/test_giop_fast_decode.py), C path against
+#      Python path;
 #   2. the fuzz harness .ci/fuzz_speedups.py for FUZZ_SECONDS (default 60):
 #      atheris when it imports, else the harness's own random-input loop.
 # Any sanitizer report aborts the run (halt_on_error) and fails this script.
@@ -26,7 +27,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 # The package and what the tests import, copied so the instrumented build
 # never touches the working tree's own extension.
-cp -r "$ROOT/pycdr" "$ROOT/tests" "$ROOT/setup.py" "$ROOT/pyproject.toml" "$WORK/"
+cp -r "$ROOT/pycdr" "$ROOT/tests" "$ROOT/captures" "$ROOT/setup.py" "$ROOT/pyproject.toml" "$WORK/"
 mkdir -p "$WORK/.ci"
 cp "$ROOT/.ci/fuzz_speedups.py" "$WORK/.ci/"
 find "$WORK" -name '*.so' -delete
@@ -63,7 +64,7 @@ print("sanitize: instrumented", s.__file__)'
 echo "sanitize: differential and malformed-input tests"
 run_sanitized "$PYTHON" -m pytest -q -p no:cacheprovider \
     -W ignore::hypothesis.errors.HypothesisWarning \
-    tests/test_speedups.py tests/test_cdr_errors.py
+    tests/test_speedups.py tests/test_cdr_errors.py tests/test_giop_fast_decode.py
 
 echo "sanitize: fuzzing the C decoder for ${FUZZ_SECONDS}s"
 if run_sanitized "$PYTHON" -c 'import atheris' 2>/dev/null; then

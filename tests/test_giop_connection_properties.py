@@ -14,10 +14,10 @@ from pycdr.giop.connection import GiopConnection, Role
 from pycdr.giop.header import parse_header
 from pycdr.giop.events import ConnectionClosed, MessageReceived, ProtocolViolation
 
+from giop_samples import sample_messages, with_size
 from test_giop_connection import drain, stream_for_server
-from test_giop_receive_buffer import (feed_by_buffer, large_request, reference_events,
-                                      sample_messages, small_buffers, summary,  # noqa: F401
-                                      with_size)
+from test_giop_receive_buffer import (feed_by_buffer, large_request, reference_events,  # noqa: F401
+                                      small_buffers, summary)
 
 # (small_buffers: the receive-buffer tests' sizes, so a message can be received in
 # place here too.  It only sets module constants, the same for every example.)

@@ -11,12 +11,9 @@ from pycdr.giop import connection as giop_connection
 from pycdr.giop.connection import NEED_DATA, GiopConnection, Role
 from pycdr.giop.events import ConnectionClosed, MessageReceived, ProtocolViolation
 from pycdr.giop.header import MsgType, encode_header, parse_header
-from pycdr.giop import sysexc
-from pycdr.giop.messages import (CancelRequest, Fragment, KeyAddr, LocateReply, LocateRequest,
-                                 LocateStatus, Reply, ReplyStatus, Request, decode_message,
-                                 _decode_common_12, encode_message)
-from pycdr.giop.service_contexts import CodeSetsContext
+from pycdr.giop.messages import KeyAddr, Request, decode_message, _decode_common_12, encode_message
 
+from giop_samples import sample_messages, with_size
 from test_giop_connection import drain, stream_for_server
 
 # The framing does not depend on the sizes: the tests use small ones (the module's
@@ -203,44 +200,6 @@ def test_stream_ending_inside_an_in_place_message():
 
 # ----------------------------------------------------------------------------
 # decode_message(field_offsets=False)
-def sample_messages():
-    contexts = [CodeSetsContext(char_data=0x05010001, wchar_data=0x00010109)]
-    for version in ((1, 0), (1, 1), (1, 2)):
-        for little in (False, True):
-            yield encode_message(Request(version=version, little=little, request_id=7,
-                                         operation="echo_long", target=KeyAddr(b"Echo"),
-                                         service_contexts=contexts, body=b"\0\0\0\5"))
-            yield encode_message(Reply(version=version, little=little, request_id=7,
-                                       reply_status=ReplyStatus.NO_EXCEPTION,
-                                       body=b"\0\0\0\5"))
-            yield encode_message(Reply(version=version, little=little, request_id=8,
-                                       reply_status=ReplyStatus.SYSTEM_EXCEPTION,
-                                       system_exception=sysexc.MARSHAL(
-                                           sysexc.OMG_VMCID | 1,
-                                           sysexc.CompletionStatus.COMPLETED_NO)))
-            yield encode_message(LocateRequest(version=version, little=little, request_id=9,
-                                               target=KeyAddr(b"Echo")))
-            yield encode_message(LocateReply(version=version, little=little, request_id=9,
-                                             locate_status=LocateStatus.OBJECT_HERE))
-            yield encode_message(CancelRequest(version=version, little=little, request_id=9))
-            if version != (1, 0):
-                yield encode_message(Fragment(version=version, little=little, data=b"abcd",
-                                              request_id=9 if version == (1, 2) else None))
-    for version in ((1, 2), (1, 3)):
-        for little in (False, True):
-            # The ORB's fast path (GIOP 1.2/1.3 Request with a KeyAddr, NO_EXCEPTION
-            # Reply): no contexts, no body, odd key and operation lengths.
-            yield encode_message(Request(version=version, little=little, request_id=3,
-                                         response_flags=0, operation="x",
-                                         target=KeyAddr(b"k")))
-            yield encode_message(Request(version=version, little=little, request_id=4,
-                                         operation="sendOctetSeq", target=KeyAddr(b"TTCP3"),
-                                         body=b"\0\0\0\3abc"))
-            yield encode_message(Reply(version=version, little=little, request_id=4,
-                                       service_contexts=contexts, body=b"\1"))
-            yield encode_message(Reply(version=version, little=little, request_id=5))
-
-
 def outcome(data, **kw):
     try:
         msg, warnings = decode_message(data, **kw)
@@ -288,11 +247,6 @@ def test_lean_decoding_fails_as_the_detailed_one():
                 assert outcome(mutated, field_offsets=False) == expected
                 kinds[expected[0]] += 1
     assert kinds["ok"] > 1000 and kinds["error"] > 1000
-
-
-def with_size(data: bytes, size: int) -> bytes:
-    """``data`` with its header's message_size set to ``size`` (in its byte order)."""
-    return data[:8] + size.to_bytes(4, "little" if data[6] & 1 else "big") + data[12:]
 
 
 def test_lean_decoding_of_shortened_messages_fails_as_the_detailed_one():

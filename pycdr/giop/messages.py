@@ -24,6 +24,7 @@ includes them (``pycdr decode --json`` and the dissector's expected decodings).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import struct
 from dataclasses import dataclass, field
@@ -558,6 +559,9 @@ def _decode_message(data, lenient, user_exceptions, max_ziop_size, segments, hea
 # decoder).  Anything else -- another version, target or status, a note-worthy
 # flag or reserved octet, a bound crossed -- returns None and takes the general
 # path, which judges it and gives the detailed decoder's errors.
+# pycdr._speedups.decode_common_12 is _decode_common_12 in C, used on the C path
+# (see _c_decode_common_12 below): a change here is a change there too, and
+# tests/test_giop_fast_decode.py and .ci/fuzz_speedups.py compare the two.
 _REQUEST_12_START = {False: struct.Struct(">IB3sH"), True: struct.Struct("<IB3sH")}
 _REPLY_12_START = {False: struct.Struct(">II"), True: struct.Struct("<II")}
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
@@ -645,6 +649,40 @@ def _fast_body(data, pos: int, end: int):
     # One copy whatever the buffer (a bytearray when received in place).
     body = data[pos:end] if type(data) is bytes else bytes(memoryview(data)[pos:end])
     return body, pos
+
+
+def _field_template(cls) -> tuple[dict, tuple]:
+    """A dataclass's field defaults in field order (None where a default_factory
+    makes the value) and its ((field, default_factory), ...): what the C decoder
+    copies instead of calling __init__."""
+    defaults, factories = {}, []
+    for f in dataclasses.fields(cls):
+        if f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = None
+            factories.append((f.name, f.default_factory))
+        elif f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name} has no default")
+    return defaults, tuple(factories)
+
+
+def _c_decode_common_12():
+    """_decode_common_12 run by pycdr._speedups when pycdr runs its C path (the same
+    messages, or None, for the same bytes: tests/test_giop_fast_decode.py); None
+    on the pure-Python path."""
+    from .. import marshal
+    if marshal.IMPLEMENTATION != "c":
+        return None
+    from .. import _speedups
+    _speedups.configure_giop(Request, *_field_template(Request), Reply,
+                             *_field_template(Reply), KeyAddr, _fast_service_contexts,
+                             parse_header, _decode_common_12)
+    return _speedups.decode_common_12
+
+
+_decode_common_12_python = _decode_common_12
+_decode_common_12 = _c_decode_common_12() or _decode_common_12
 
 
 def _check_header(header: GiopHeader, r: CDRReader) -> None:

@@ -1,0 +1,105 @@
+"""The ORB's fast GIOP 1.2/1.3 decode in C (pycdr._speedups.decode_common_12) against
+its Python form (pycdr.giop.messages._decode_common_12_python): for every message of
+the captures and the samples, mutated and cut, the same message -- every field, of
+the same type -- or None from both, and the same error when there is one."""
+
+import gc
+import random
+import sys
+
+import pytest
+
+from pycdr import marshal
+from pycdr.errors import PycdrError
+from pycdr.giop import messages
+from pycdr.giop.header import parse_header
+from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
+from pycdr.giop.service_contexts import CodeSetsContext
+
+from giop_samples import decode_outcome, message_fields, with_size
+from test_giop_connection_properties import PIECES
+
+pytestmark = pytest.mark.skipif(marshal.IMPLEMENTATION != "c",
+                                reason="the C path is not in use (PYCDR_PURE=1 or not built)")
+
+PYTHON = messages._decode_common_12_python
+
+
+def c_decode(data, header):
+    from pycdr import _speedups
+    return _speedups.decode_common_12(data, header)
+
+
+def variants(data: bytes, rng: random.Random):
+    """data; cut after random bytes with its size saying so; bytes changed."""
+    yield data
+    for end in sorted(rng.sample(range(12, len(data)), min(8, len(data) - 12))):
+        yield with_size(data[:end], end - 12)
+    for _ in range(8):
+        mutated = bytearray(data)
+        at = rng.randrange(12, len(data)) if len(data) > 12 else rng.randrange(len(data))
+        mutated[at] = rng.choice([0, 1, 3, 7, 0x7F, 0xFF, rng.randrange(256)])
+        yield bytes(mutated)
+
+
+def test_c_decodes_every_message_as_python():
+    rng = random.Random(7)
+    taken = {"message": 0, "none": 0, "error": 0}
+    for piece in PIECES:
+        for data in variants(piece, rng):
+            for buffer in (data, bytearray(data)):
+                header = None
+                try:
+                    header = parse_header(buffer)
+                except PycdrError:
+                    pass
+                for given in {None, header}:
+                    expected = decode_outcome(PYTHON, buffer, given)
+                    assert decode_outcome(c_decode, buffer, given) == expected, data.hex()
+                    taken[expected[0]] += 1
+    assert taken["message"] > 300 and taken["none"] > 3000 and taken["error"] > 10, taken
+
+
+def test_module_uses_the_c_form_and_the_messages_behave():
+    assert messages._decode_common_12 is not PYTHON
+    data = encode_message(Request(version=(1, 2), request_id=9, operation="op",
+                                  target=KeyAddr(b"key"), body=b"\0\0\0\1"))
+    first, second = messages._decode_common_12(data, None), messages._decode_common_12(data, None)
+    assert first == second == PYTHON(data, None)
+    # fresh default_factory fields, not the template's
+    first.warnings.append("x")
+    first.offsets["x"] = 1
+    assert second.warnings == [] and second.offsets == {} and first.padding is not second.padding
+    # the frozen target hashes and refuses assignment like one made by KeyAddr()
+    assert hash(first.target) == hash(KeyAddr(b"key")) and first.target == KeyAddr(b"key")
+    with pytest.raises(AttributeError):
+        first.target.object_key = b"other"
+    assert repr(first) == repr(PYTHON(data, None))
+    assert first.body_reader().read_ulong() == 1
+
+
+def test_c_hands_other_buffers_to_python():
+    data = encode_message(Reply(version=(1, 3), request_id=2, body=b"\1"))
+    view = memoryview(data)
+    assert message_fields(c_decode(view, None)) == message_fields(PYTHON(view, None))
+
+
+def test_no_reference_leak():
+    data = encode_message(Request(version=(1, 2), little=True, request_id=9, operation="op",
+                                  target=KeyAddr(b"key"), body=b"\0\0\0\1"))
+    with_contexts = encode_message(Reply(version=(1, 2), request_id=3, body=b"\1",
+                                         service_contexts=[CodeSetsContext(char_data=1,
+                                                                           wchar_data=2)]))
+    calls = [lambda: c_decode(data, None), lambda: c_decode(bytearray(data), None),
+             lambda: c_decode(with_contexts, None), lambda: c_decode(data[:-1], None),
+             lambda: c_decode(with_size(data[:33], 21), None),
+             lambda: decode_outcome(c_decode, b"GIOX" + data[4:])]
+    for call in calls:
+        for _ in range(200):
+            call()
+        gc.collect()
+        before = sys.getallocatedblocks()
+        for _ in range(2000):
+            call()
+        gc.collect()
+        assert sys.getallocatedblocks() - before < 50
