@@ -13,7 +13,8 @@ from pycdr.errors import PycdrError
 from pycdr.iiop import (PROFILE_NAMES, AlternateIIOPAddress, CodeSetsComponent,
                         CSISecMechList, IIOPProfile, JavaCodebase, MultipleComponentsProfile,
                         ORBTypeComponent, PoliciesComponent, SSLSecTrans, TaggedComponent,
-                        TLSSecTrans, component_name, decode_profile)
+                        TLSSecTrans, component_name, decode_profile,
+                        profile_endpoints)
 from pycdr.ior import IOR, printable_key
 
 from .main import EXIT_BAD_INPUT
@@ -55,12 +56,16 @@ def describe_component(c) -> list[str]:
     return [f"{component_name(c.tag)} {c.data.hex()}"]
 
 
-def describe_ior(ior: IOR, warnings: list) -> list[str]:
+def decode_profiles(ior: IOR, warnings: list) -> list:
+    """Each profile decoded once (leniently), so that each warning is recorded once."""
+    return [decode_profile(tp, lenient=True, warnings=warnings) for tp in ior.profiles]
+
+
+def describe_ior(ior: IOR, profiles: list) -> list[str]:
     if ior.is_nil:
         return ["IOR is a nil object reference."]
     lines = [f'Type ID: "{ior.type_id}"', "Profiles:"]
-    for i, tp in enumerate(ior.profiles, 1):
-        p = decode_profile(tp, lenient=True, warnings=warnings)
+    for i, p in enumerate(profiles, 1):
         if isinstance(p, IIOPProfile):
             lines.append(f'{i}. IIOP {p.version[0]}.{p.version[1]} {p.host} {p.port} '
                          f'"{printable_key(p.object_key)}"')
@@ -75,44 +80,23 @@ def describe_ior(ior: IOR, warnings: list) -> list[str]:
             components = ()
         for c in components:
             lines += ["      " + line for line in describe_component(c)]
-    addresses = all_addresses(ior, warnings)
-    lines.append("Addresses: " + (", ".join(f"{h}:{p}" for h, p in addresses) or "none"))
-    vendors = {c.vendor or f"0x{c.orb_type:08x}" for p in _decoded(ior, warnings)
+    lines.append("Addresses: " + (", ".join(str(e) for e in profile_endpoints(profiles))
+                                  or "none"))
+    vendors = {c.vendor or f"0x{c.orb_type:08x}" for p in profiles
                for c in getattr(p, "components", ()) if isinstance(c, ORBTypeComponent)}
     lines.append("ORB: " + (", ".join(sorted(vendors)) or "not stated"))
     return lines
 
 
-def _decoded(ior: IOR, warnings):
-    return [decode_profile(tp, lenient=True, warnings=warnings) for tp in ior.profiles]
-
-
-def all_addresses(ior: IOR, warnings) -> list:
-    seen = []
-    for p in _decoded(ior, warnings):
-        if isinstance(p, IIOPProfile):
-            for a in p.addresses:
-                if a not in seen:
-                    seen.append(a)
-        for c in getattr(p, "components", ()):
-            if isinstance(c, TLSSecTrans):
-                seen += [a for a in c.addresses if a not in seen]
-            if isinstance(c, CSISecMechList):
-                for m in c.mechanisms:
-                    if isinstance(m.transport_mech, TLSSecTrans):
-                        seen += [a for a in m.transport_mech.addresses if a not in seen]
-    return seen
-
-
-def ior_json(ior: IOR, warnings) -> dict:
-    profiles = []
-    for p in _decoded(ior, warnings):
+def ior_json(ior: IOR, profiles: list) -> dict:
+    out = []
+    for p in profiles:
         if isinstance(p, (IIOPProfile, MultipleComponentsProfile)):
-            profiles.append(p.to_json())
+            out.append(p.to_json())
         else:
-            profiles.append({"tag": p.tag, "data": p.data.hex()})
-    return {"kind": "IOR", "type_id": ior.type_id, "nil": ior.is_nil, "profiles": profiles,
-            "addresses": [{"host": h, "port": p} for h, p in all_addresses(ior, warnings)]}
+            out.append({"tag": p.tag, "data": p.data.hex()})
+    return {"kind": "IOR", "type_id": ior.type_id, "nil": ior.is_nil, "profiles": out,
+            "addresses": [e.to_json() for e in profile_endpoints(profiles)]}
 
 
 def corbaloc_json(loc: Corbaloc) -> dict:
@@ -130,7 +114,8 @@ def describe_corbaloc(loc: Corbaloc) -> list[str]:
             lines.append(f"  IIOP {a.version[0]}.{a.version[1]} {a.host} {a.port}")
         else:
             lines.append(f"  {a.to_url()}")
-    lines.append(f'Key: "{printable_key(loc.key)}" (hex {loc.key.hex()})')
+    lines.append(f'Key: "{printable_key(loc.key)}" (hex {loc.key.hex()})' if loc.key
+                 else "Key: (none: the empty object key)")
     return lines
 
 
@@ -146,7 +131,8 @@ def cmd(reference, as_json):
     try:
         obj = parse_object_url(reference)
         if isinstance(obj, IOR):
-            out = ior_json(obj, warnings) if as_json else describe_ior(obj, warnings)
+            profiles = decode_profiles(obj, warnings)
+            out = ior_json(obj, profiles) if as_json else describe_ior(obj, profiles)
         elif isinstance(obj, Corbaloc):
             out = {"kind": "corbaloc", **corbaloc_json(obj)} if as_json else \
                 ["corbaloc, addresses:"] + describe_corbaloc(obj)

@@ -1,14 +1,16 @@
 """corbaloc and corbaname URLs (CORBA 3.x Part 2, 7.6.10 / Naming Service 2.5).
 
-    corbaloc:<obj_addr>[,<obj_addr>]*/<key_string>
+    corbaloc:<obj_addr>[,<obj_addr>]*["/"<key_string>]
     obj_addr   = "rir:" | [ "iiop" ] ":" [ <major>.<minor> "@" ] <host> [ ":" <port> ]
                  | <other protocol> ":" <anything up to "," or "/">
     host       = DNS name | IPv4 address | "[" IPv6 address "]"
     corbaname:<obj_addr>[,<obj_addr>]*[/<key_string>]["#"<string_name>]
 
 The port defaults to 2809 and the IIOP version to 1.0.  The key string is
-%-escaped octets; ``rir:`` names an initial reference (default
-``NameService``) and cannot be mixed with other addresses.  corbaname's key
+%-escaped octets; without it (``corbaloc::host``, the form ORBs take as a
+default initial-reference prefix) the object key is empty.  ``rir:`` names an
+initial reference (``NameService`` when the key is absent or empty) and cannot
+be mixed with other addresses.  corbaname's key
 defaults to ``NameService``; resolving the name is the ORB's job.
 """
 
@@ -131,10 +133,9 @@ def parse_corbaloc(text: str) -> Corbaloc:
     if text[:9].lower() != "corbaloc:":
         raise ObjectURLError("a corbaloc URL starts with 'corbaloc:'", 0)
     slash = _find_key_slash(text, 9)
-    if slash < 0:
-        raise ObjectURLError("corbaloc URL has no '/<key>'", len(text))
-    addresses = _parse_addresses(text, 9, slash)
-    key = unescape(text[slash + 1:], slash + 1)
+    addr_end = len(text) if slash < 0 else slash
+    addresses = _parse_addresses(text, 9, addr_end)
+    key = unescape(text[slash + 1:], slash + 1) if slash >= 0 else b""
     if isinstance(addresses[0], RIRAddress) and not key:
         key = b"NameService"
     return Corbaloc(addresses, key)

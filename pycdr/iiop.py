@@ -520,6 +520,58 @@ def encode_profile(p) -> TaggedProfile:
     return p
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a profile says the object can be reached: ``transport`` is "iiop" (plain TCP) or
+    "tls" (SSLIOP's TAG_SSL_SEC_TRANS port, or a CSIv2 TLS_SEC_TRANS address)."""
+    host: str
+    port: int
+    transport: str = "iiop"
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}" + (" (TLS)" if self.transport == "tls" else "")
+
+    def to_json(self) -> dict:
+        return {"host": self.host, "port": self.port, "transport": self.transport}
+
+
+def _tls_addresses(components):
+    for c in components:
+        if isinstance(c, TLSSecTrans):
+            yield from c.addresses
+        elif isinstance(c, CSISecMechList):
+            for m in c.mechanisms:
+                if isinstance(m.transport_mech, TLSSecTrans):
+                    yield from m.transport_mech.addresses
+
+
+def profile_endpoints(profiles) -> list:
+    """Every distinct endpoint of decoded profiles, in the order they appear.
+
+    An IIOP profile whose port is 0 has no plain-TCP listener: SSLIOP and CSIv2 servers that
+    accept only TLS write port 0 there and put the real port in TAG_SSL_SEC_TRANS (on the
+    profile's host) or in TAG_TLS_SEC_TRANS/TAG_CSI_SEC_MECH_LIST addresses."""
+    seen: list = []
+
+    def add(host, port, transport):
+        e = Endpoint(host, port, transport)
+        if port and e not in seen:
+            seen.append(e)
+
+    for p in profiles:
+        components = getattr(p, "components", ())
+        if isinstance(p, IIOPProfile):
+            for host, port in p.addresses:
+                add(host, port, "iiop")
+            for c in components:
+                if isinstance(c, SSLSecTrans):
+                    add(p.host, c.port, "tls")
+        for host, port in _tls_addresses(components):
+            add(host, port, "tls")
+    return seen
+
+
 def make_ior(type_id: str, profiles) -> IOR:
     """An IOR from decoded (or raw) profiles."""
     return IOR(type_id, tuple(encode_profile(p) for p in profiles))

@@ -6,8 +6,9 @@ from click.testing import CliRunner
 
 from pycdr.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, main
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
-from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, IIOPProfile, ORBTypeComponent,
-                        make_ior)
+from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, CompoundSecMech,
+                        CSISecMechList, IIOPProfile, ORBTypeComponent, SSLSecTrans,
+                        TaggedComponent, TLSSecTrans, make_ior)
 from pycdr.ior import NIL, ior_to_string
 
 PROBE = "47494f50010200030000001700000002000000000000000b4e616d6553657276696365"
@@ -92,10 +93,43 @@ def test_ior_text_and_json():
     assert "ORB: omniORB" in r.output
     j = json.loads(run("ior", "--json", IOR).output)
     assert j["profiles"][0]["components"][0]["vendor"] == "omniORB"
-    assert j["addresses"] == [{"host": "127.0.0.1", "port": 4242},
-                              {"host": "10.0.0.9", "port": 4243}]
+    assert j["addresses"] == [{"host": "127.0.0.1", "port": 4242, "transport": "iiop"},
+                              {"host": "10.0.0.9", "port": 4243, "transport": "iiop"}]
     assert "nil object reference" in run("ior", ior_to_string(NIL)).output
     assert run("ior", stdin=IOR + "\n").exit_code == EXIT_OK
+
+
+def test_ior_warning_is_printed_once():
+    """The profiles are decoded once for every section of the output."""
+    bad = ior_to_string(make_ior("IDL:X:1.0", [IIOPProfile(
+        (1, 2), "h", 1, b"k", (TaggedComponent(1, b"\x00\x01"),))]))
+    r = run("ior", bad)
+    assert r.exit_code == EXIT_OK, r.output
+    assert r.output.count("[bad-encapsulation]") == 1, r.output
+    assert len(json.loads(run("ior", "--json", bad).output)["warnings"]) == 1
+
+
+def test_ior_ssl_only_addresses():
+    """Port 0 in the profile means no plain listener: the TLS ports are the addresses."""
+    tls = TLSSecTrans(0x66, 0x66, (("10.1.1.1", 3529),))
+    mech = CompoundSecMech(0x66, tls, 0, 0, b"", b"", 0, 0, (), (), 0)
+    ior = ior_to_string(make_ior("IDL:X:1.0", [
+        IIOPProfile((1, 2), "secure.example", 0, b"k", (SSLSecTrans(0x66, 0x66, 2810),)),
+        IIOPProfile((1, 2), "csi.example", 0, b"k", (CSISecMechList(False, (mech,)),))]))
+    r = run("ior", ior)
+    assert r.exit_code == EXIT_OK, r.output
+    assert "Addresses: secure.example:2810 (TLS), 10.1.1.1:3529 (TLS)\n" in r.output
+    assert ":0" not in r.output.split("Addresses:")[1]
+    j = json.loads(run("ior", "--json", ior).output)
+    assert j["addresses"] == [{"host": "secure.example", "port": 2810, "transport": "tls"},
+                              {"host": "10.1.1.1", "port": 3529, "transport": "tls"}]
+
+
+def test_ior_corbaloc_without_key():
+    r = run("ior", "corbaloc::ns.example:2900")
+    assert r.exit_code == EXIT_OK, r.output
+    assert "IIOP 1.0 ns.example 2900" in r.output and 'Key: (none: the empty object key)' in r.output
+    assert json.loads(run("ior", "--json", "corbaloc:rir:").output)["key_text"] == "NameService"
 
 
 def test_ior_corbaloc_and_corbaname():

@@ -22,6 +22,12 @@ from pycdr.ior import IOR, ior_to_string
     ("CORBALOC:IIOP:h/k", (IIOPAddress("h"),), b"k"),
     ("corbaloc:ssliop:h:1,iiop:h2/k", (OtherAddress("ssliop", "h:1"), IIOPAddress("h2")), b"k"),
     ("corbaloc::h:/k", (IIOPAddress("h"),), b"k"),
+    # "/"<key_string> is optional in the grammar: no key is the empty key, and for rir: the
+    # default initial reference.
+    ("corbaloc::host", (IIOPAddress("host"),), b""),
+    ("corbaloc::h:7,:h2", (IIOPAddress("h", 7), IIOPAddress("h2")), b""),
+    ("corbaloc::h/", (IIOPAddress("h"),), b""),
+    ("corbaloc:rir:", (RIRAddress(),), b"NameService"),
 ])
 def test_corbaloc(url, addresses, key):
     loc = parse_corbaloc(url)
@@ -32,7 +38,7 @@ def test_corbaloc(url, addresses, key):
 
 
 @pytest.mark.parametrize("url,offset", [
-    ("corbaloc::host", 14),                      # no key
+    ("corbaloc:", 9),                            # nothing at all
     ("corbaloc:/k", 9),                          # no address
     ("corbaloc:host/k", 9),                      # no protocol
     ("corbaloc::h:99999/k", 12),                 # port too big

@@ -115,6 +115,11 @@ def test_system_exceptions_and_object_operations():
                 await missing.echo_long(1)
             assert info.value.completed == CompletionStatus.COMPLETED_NO
             assert await missing.non_existent() is True
+            # corbaloc with no "/"<key_string>: the empty object key goes on the wire as such.
+            keyless = await orb.string_to_object(f"corbaloc::127.0.0.1:{server.port}", ECHO)
+            assert (await keyless.locate()).locate_status == LocateStatus.UNKNOWN_OBJECT
+            with pytest.raises(OBJECT_NOT_EXIST):
+                await keyless.echo_long(1)
             with pytest.raises(BAD_OPERATION):
                 await ref.invoke_dynamic("no_such_operation", [], tc.void, [])
             with pytest.raises(NO_IMPLEMENT):
