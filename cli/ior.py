@@ -10,12 +10,12 @@ import click
 from pycdr import codesets
 from pycdr.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
 from pycdr.errors import PycdrError
-from pycdr.iiop import (PROFILE_NAMES, AlternateIIOPAddress, CodeSetsComponent,
-                        CSISecMechList, IIOPProfile, JavaCodebase, MultipleComponentsProfile,
-                        ORBTypeComponent, PoliciesComponent, SSLSecTrans, TaggedComponent,
-                        TLSSecTrans, component_name, decode_profile,
-                        profile_endpoints)
+from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, CSISecMechList, IIOPProfile,
+                        JavaCodebase, MultipleComponentsProfile, ORBTypeComponent,
+                        PoliciesComponent, SSLSecTrans, TaggedComponent, TLSSecTrans,
+                        component_name, decode_profile, profile_endpoints, profile_name)
 from pycdr.ior import IOR, printable_key
+from pycdr.objectkey import identify, printable
 
 from .main import EXIT_BAD_INPUT
 
@@ -52,8 +52,25 @@ def describe_component(c) -> list[str]:
         return ["TAG_POLICIES " + ", ".join(f"type {t} ({len(v)} bytes)" for t, v in c.policies)]
     if isinstance(c, JavaCodebase):
         return [f"TAG_JAVA_CODEBASE {c.codebase}"]
-    assert isinstance(c, TaggedComponent)
-    return [f"{component_name(c.tag)} {c.data.hex()}"]
+    if isinstance(c, TaggedComponent):
+        text = f' "{printable(c.data)}"' if c.data else ""
+        return [f"{component_name(c.tag)} {c.data.hex() or '(no data)'}{text}"]
+    # Other typed components: their decoded fields.
+    fields = c.fields_json()
+    return [f"{component_name(c.tag)} " + ", ".join(f"{k} {v}" for k, v in fields.items())]
+
+
+def orb_type_of(profile) -> int | None:
+    c = next((c for c in getattr(profile, "components", ())
+              if isinstance(c, ORBTypeComponent)), None)
+    return None if c is None else c.orb_type
+
+
+def key_info(profile):
+    """What the object key of an IIOP profile tells (None for other profiles)."""
+    if not isinstance(profile, IIOPProfile):
+        return None
+    return identify(profile.object_key, orb_type_of(profile))
 
 
 def decode_profiles(ior: IOR, warnings: list) -> list:
@@ -70,22 +87,33 @@ def describe_ior(ior: IOR, profiles: list) -> list[str]:
             lines.append(f'{i}. IIOP {p.version[0]}.{p.version[1]} {p.host} {p.port} '
                          f'"{printable_key(p.object_key)}"')
             lines.append(f"      object key (hex): {p.object_key.hex()}")
+            info = key_info(p)
+            if info is not None:
+                lines.append(f"      object key: {info.summary()}")
             components = p.components
         elif isinstance(p, MultipleComponentsProfile):
             lines.append(f"{i}. Multiple Component Profile")
             components = p.components
         else:
-            lines.append(f"{i}. {PROFILE_NAMES.get(p.tag, 'Unrecognised profile tag')} "
-                         f"0x{p.tag:x}: {p.data.hex()}")
+            lines.append(f"{i}. {profile_name(p.tag)} (tag 0x{p.tag:x}): {p.data.hex()}")
             components = ()
         for c in components:
             lines += ["      " + line for line in describe_component(c)]
     lines.append("Addresses: " + (", ".join(str(e) for e in profile_endpoints(profiles))
                                   or "none"))
-    vendors = {c.vendor or f"0x{c.orb_type:08x}" for p in profiles
-               for c in getattr(p, "components", ()) if isinstance(c, ORBTypeComponent)}
-    lines.append("ORB: " + (", ".join(sorted(vendors)) or "not stated"))
+    lines.append("ORB: " + (", ".join(f"{v} ({how})" for v, how in orb_vendors(profiles))
+                            or "not stated"))
     return lines
+
+
+def orb_vendors(profiles) -> list:
+    """[(vendor, how it is known)]: from TAG_ORB_TYPE, else from the object keys."""
+    stated = {c.vendor or f"0x{c.orb_type:08x}" for p in profiles
+              for c in getattr(p, "components", ()) if isinstance(c, ORBTypeComponent)}
+    if stated:
+        return [(v, "TAG_ORB_TYPE") for v in sorted(stated)]
+    from_keys = {info.vendor for info in map(key_info, profiles) if info is not None}
+    return [(v, "object key") for v in sorted(from_keys)]
 
 
 def ior_json(ior: IOR, profiles: list) -> dict:
@@ -93,10 +121,14 @@ def ior_json(ior: IOR, profiles: list) -> dict:
     for p in profiles:
         if isinstance(p, (IIOPProfile, MultipleComponentsProfile)):
             out.append(p.to_json())
+            if isinstance(p, IIOPProfile):
+                info = key_info(p)
+                out[-1]["object_key_info"] = None if info is None else info.to_json()
         else:
-            out.append({"tag": p.tag, "data": p.data.hex()})
+            out.append({"tag": p.tag, "name": profile_name(p.tag), "data": p.data.hex()})
     return {"kind": "IOR", "type_id": ior.type_id, "nil": ior.is_nil, "profiles": out,
-            "addresses": [e.to_json() for e in profile_endpoints(profiles)]}
+            "addresses": [e.to_json() for e in profile_endpoints(profiles)],
+            "orb": [{"vendor": v, "from": how} for v, how in orb_vendors(profiles)]}
 
 
 def corbaloc_json(loc: Corbaloc) -> dict:

@@ -27,8 +27,12 @@ TAG_ALTERNATE_IIOP_ADDRESS = 3
 TAG_SSL_SEC_TRANS = 20
 TAG_JAVA_CODEBASE = 25
 TAG_CSI_SEC_MECH_LIST = 33
+TAG_OTS_POLICY = 31
+TAG_INV_POLICY = 32
 TAG_NULL_TAG = 34
 TAG_TLS_SEC_TRANS = 36
+TAG_RMI_CUSTOM_MAX_STREAM_FORMAT = 38
+TAG_OMNIORB_UNIX_TRANS = 0x41545402
 
 COMPONENT_NAMES = {
     0: "TAG_ORB_TYPE", 1: "TAG_CODE_SETS", 2: "TAG_POLICIES", 3: "TAG_ALTERNATE_IIOP_ADDRESS",
@@ -46,11 +50,20 @@ COMPONENT_NAMES = {
     123: "TAG_INET_SEC_TRANS",
     0x41545401: "TAG_OMNIORB_BIDIR", 0x41545402: "TAG_OMNIORB_UNIX_TRANS",
     0x41545403: "TAG_OMNIORB_PERSISTENT_ID", 0x41545404: "TAG_OMNIORB_RESTRICTED_CONNECTION",
+    # TAO's own (tao/corbafwd.h): 0x54414f00 was TAO_TAG_PRIORITY, kept reserved; 01 is SSLIOP's.
+    0x54414F00: "TAO_TAG_PRIORITY (obsolete)", 0x54414F02: "TAO_TAG_ENDPOINTS",
 }
 
 PROFILE_NAMES = {TAG_INTERNET_IOP: "TAG_INTERNET_IOP", TAG_MULTIPLE_COMPONENTS:
                  "TAG_MULTIPLE_COMPONENTS", 2: "TAG_SCCP_IOP", 3: "TAG_UIPMC",
-                 4: "TAG_MOBILE_TERMINAL_IOP"}
+                 4: "TAG_MOBILE_TERMINAL_IOP",
+                 # Vendors' own profiles: TAO's (tao/corbafwd.h), ORBit2's (its iop
+                 # headers), and those only seen in the field, named by their vendor tag.
+                 0x54414F00: "TAO UIOP (local IPC)", 0x54414F02: "TAO SHMIOP (shared memory)",
+                 0x54414F04: "TAO DIOP (GIOP over UDP)", 0x54414F0F: "TAO BIOP",
+                 0x4F425400: "ORBit generic IOP", 0xBADFAECA: "ORBit specific (local socket)",
+                 0x56495301: "VisiBroker profile",
+                 20: "Orbacus SSL profile (tag 20)"}
 
 # ORB types (OMG vendor tags), by the upper 24 bits as omniORB's catior reads them.
 ORB_VENDORS = {
@@ -76,8 +89,19 @@ def orb_vendor(orb_type: int) -> str | None:
     return ORB_VENDORS.get(orb_type & 0xFFFFFF00)
 
 
+def vendor_tag_name(tag: int, kind: str) -> str:
+    """A tag no table here knows: by its vendor where it lies in a vendor's range (the OMG
+    hands vendors tags that start with their ORB type's upper 24 bits)."""
+    vendor = orb_vendor(tag)
+    return f"{vendor} {kind} 0x{tag:08x}" if vendor else f"{kind} {tag} (0x{tag:08x})"
+
+
 def component_name(tag: int) -> str:
-    return COMPONENT_NAMES.get(tag, f"tag {tag} (0x{tag:08x})")
+    return COMPONENT_NAMES.get(tag) or vendor_tag_name(tag, "component")
+
+
+def profile_name(tag: int) -> str:
+    return PROFILE_NAMES.get(tag) or vendor_tag_name(tag, "profile")
 
 
 # ----------------------------------------------------------------------------
@@ -355,9 +379,83 @@ class JavaCodebase(_TypedComponent):
         return {"codebase": self.codebase}
 
 
+@dataclass(frozen=True)
+class RMICustomMaxStreamFormat(_TypedComponent):
+    """Java to IDL: the highest RMI custom value stream format the server reads (one octet)."""
+    tag = TAG_RMI_CUSTOM_MAX_STREAM_FORMAT
+    max_stream_format_version: int
+
+    @classmethod
+    def read_fields(cls, r):
+        return cls(r.read_octet())
+
+    def write_fields(self, w):
+        w.write_octet(self.max_stream_format_version)
+
+    def fields_json(self):
+        return {"max_stream_format_version": self.max_stream_format_version}
+
+
+class _UShortPolicyComponent(_TypedComponent):
+    """A component holding one policy value, an encapsulated unsigned short."""
+    VALUES: dict = {}
+    value: int
+
+    @property
+    def value_name(self) -> str:
+        return self.VALUES.get(self.value, f"unknown value {self.value}")
+
+    @classmethod
+    def read_fields(cls, r):
+        return cls(r.read_ushort())
+
+    def write_fields(self, w):
+        w.write_ushort(self.value)
+
+    def fields_json(self):
+        return {"value": self.value, "value_name": self.value_name}
+
+
+@dataclass(frozen=True)
+class OTSPolicyComponent(_UShortPolicyComponent):
+    """CosTransactions::OTSPolicyValue: whether the target takes part in transactions."""
+    tag = TAG_OTS_POLICY
+    VALUES = {1: "REQUIRES", 2: "FORBIDS", 3: "ADAPTS"}
+    value: int
+
+
+@dataclass(frozen=True)
+class InvocationPolicyComponent(_UShortPolicyComponent):
+    """CosTransactions::InvocationPolicyValue: shared or unshared transactions."""
+    tag = TAG_INV_POLICY
+    VALUES = {0: "EITHER", 1: "SHARED", 2: "UNSHARED"}
+    value: int
+
+
+@dataclass(frozen=True)
+class OmniORBUnixTransport(_TypedComponent):
+    """omniORB's local transport: the host and the Unix socket's file name, two strings
+    (omniORB's ior.cc, unmarshal_TAG_OMNIORB_UNIX_TRANS)."""
+    tag = TAG_OMNIORB_UNIX_TRANS
+    host: str
+    filename: str
+
+    @classmethod
+    def read_fields(cls, r):
+        return cls(r.read_string(), r.read_string())
+
+    def write_fields(self, w):
+        w.write_string(self.host)
+        w.write_string(self.filename)
+
+    def fields_json(self):
+        return {"host": self.host, "filename": self.filename}
+
+
 TYPED_COMPONENTS = {cls.tag: cls for cls in (
     ORBTypeComponent, CodeSetsComponent, AlternateIIOPAddress, SSLSecTrans, TLSSecTrans,
-    CSISecMechList, PoliciesComponent, JavaCodebase)}
+    CSISecMechList, PoliciesComponent, JavaCodebase, RMICustomMaxStreamFormat,
+    OTSPolicyComponent, InvocationPolicyComponent, OmniORBUnixTransport)}
 
 
 def read_policy_values(r: CDRReader) -> tuple:

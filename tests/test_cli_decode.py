@@ -148,3 +148,42 @@ def test_ior_errors():
     assert r.exit_code == EXIT_BAD_INPUT and "at offset 12" in r.output
     r = run("ior", "IOR:00000000ff")
     assert r.exit_code == EXIT_BAD_INPUT and r.output.count("\n") == 1
+
+
+def real_ior(orb, what):
+    for line in open("tests/data/objectkeys/iors.txt"):
+        if line.startswith(f"{orb} {what} "):
+            return line.split()[2]
+    raise LookupError(orb, what)
+
+
+def test_ior_names_the_orb_from_the_object_key():
+    """A JDK-lineage IOR has no TAG_ORB_TYPE: the key's magic names it, with POA and id."""
+    ior = real_ior("openjdk-orb-10.1.3", "persistent")
+    r = run("ior", ior)
+    assert r.exit_code == EXIT_OK, r.output
+    assert "object key: JDK ORB (Sun/OpenJDK/GlassFish) (POA key), POA /child, " \
+           'object id 6d796f626a "myobj"' in r.output
+    assert "TAG_RMI_CUSTOM_MAX_STREAM_FORMAT max_stream_format_version 2" in r.output
+    assert "ORB: JDK ORB (Sun/OpenJDK/GlassFish) (object key)" in r.output
+    j = json.loads(run("ior", "--json", ior).output)
+    info = j["profiles"][0]["object_key_info"]
+    assert info["poa_path"] == ["child"] and info["object_id"] == "6d796f626a"
+    assert j["orb"] == [{"vendor": "JDK ORB (Sun/OpenJDK/GlassFish)", "from": "object key"}]
+    r = run("ior", real_ior("jacorb-3.9", "persistent"))
+    assert "POA /child" in r.output and "ORB: JacORB (TAG_ORB_TYPE)" in r.output
+
+
+def test_ior_vendor_profiles_and_components_named():
+    from pycdr.ior import TaggedProfile
+    ior = ior_to_string(make_ior("IDL:X:1.0", [
+        IIOPProfile((1, 2), "h", 1, b"k", (TaggedComponent(0x49424D0A, b"\x00\x01"),
+                                            TaggedComponent(34, b""))),
+        TaggedProfile(0x54414F04, b"\x00\x01")]))
+    r = run("ior", ior)
+    assert r.exit_code == EXIT_OK, r.output
+    assert "IBM component 0x49424d0a 0001" in r.output
+    assert "TAG_NULL_TAG (no data)" in r.output
+    assert "2. TAO DIOP (GIOP over UDP) (tag 0x54414f04): 0001" in r.output
+    j = json.loads(run("ior", "--json", ior).output)
+    assert j["profiles"][1]["name"] == "TAO DIOP (GIOP over UDP)"

@@ -20,7 +20,9 @@ from pycdr.giop.messages import (CancelRequest, CloseConnection, Fragment, KeyAd
 from pycdr.giop.service_contexts import (BiDirIIOPContext, CodeSetsContext,
                                          ExceptionDetailMessage, FTGroupVersion, FTRequest,
                                          InvocationPolicies, RawServiceContext,
-                                         RTCorbaPriority, SendingContextRunTime)
+                                         RMICustomMaxStreamFormatContext, RTCorbaPriority,
+                                         SendingContextRunTime, SunORBVersionContext,
+                                         context_name)
 from pycdr.ior import IOR, TaggedProfile
 
 VERSIONS = [(1, 0), (1, 1), (1, 2), (1, 3)]
@@ -379,6 +381,8 @@ def test_service_contexts_typed_and_raw():
                 FTGroupVersion(object_group_ref_version=9),
                 FTRequest(client_id="c", retention_id=4, expiration_time=2 ** 40),
                 ExceptionDetailMessage(message="oops \u00e9"),
+                RMICustomMaxStreamFormatContext(max_stream_format_version=2),
+                SunORBVersionContext(orb_version=20),
                 RawServiceContext(id=0x4A414301, data=b"\x00\x01\x02")]
     for v in ((1, 1), (1, 2)):
         for little in (False, True):
@@ -389,6 +393,8 @@ def test_service_contexts_typed_and_raw():
             assert d.service_contexts == contexts and warnings == []
             assert encode_message(d) == data
             json.dumps(d.to_json())
+    assert context_name(0x4E454F00) == "Sun ORB version (NEO)"
+    assert context_name(17) == "RMICustomMaxStreamFormat"
     # A malformed typed context: strict raises, lenient keeps it raw.
     m = Request(request_id=1, operation="op", target=KeyAddr(b""),
                 service_contexts=[RawServiceContext(id=1, data=b"\x00\x00")])

@@ -9,10 +9,12 @@ import pytest
 from pycdr.cdr import CDRWriter
 from pycdr.errors import DecodeError, ObjectURLError, TruncatedError
 from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, CompoundSecMech,
-                        CSISecMechList, IIOPProfile, JavaCodebase, MultipleComponentsProfile,
-                        ORBTypeComponent, PoliciesComponent, SSLSecTrans, TaggedComponent,
-                        TLSSecTrans, decode_iiop_profile, decode_profile, encode_iiop_profile,
-                        make_ior, orb_vendor)
+                        CSISecMechList, InvocationPolicyComponent, IIOPProfile, JavaCodebase,
+                        MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent,
+                        OTSPolicyComponent, PoliciesComponent, RMICustomMaxStreamFormat,
+                        SSLSecTrans, TaggedComponent, TLSSecTrans, component_name,
+                        decode_iiop_profile, decode_profile, encode_iiop_profile, make_ior,
+                        orb_vendor, profile_name)
 from pycdr.ior import NIL, IOR, TaggedProfile, ior_from_string, ior_to_string
 
 
@@ -223,3 +225,40 @@ def test_nested_encapsulation_byte_orders():
     w.write_octet_sequence(comp.getvalue())
     d = decode_iiop_profile(w.getvalue())
     assert d.port == 7 and d.components == (ORBTypeComponent(0x41545400),)
+
+
+NEW_COMPONENTS = (
+    RMICustomMaxStreamFormat(2), OTSPolicyComponent(3), InvocationPolicyComponent(1),
+    OmniORBUnixTransport("host.example", "/tmp/omni-sock"),
+)
+
+
+@pytest.mark.parametrize("little", [False, True])
+def test_vendor_and_service_components_round_trip(little):
+    p = IIOPProfile((1, 2), "h", 1, b"k", NEW_COMPONENTS, little)
+    data = encode_iiop_profile(p)
+    assert decode_iiop_profile(data) == p and encode_iiop_profile(decode_iiop_profile(data)) == data
+    assert OTSPolicyComponent(3).value_name == "ADAPTS"
+    assert InvocationPolicyComponent(2).value_name == "UNSHARED"
+    assert OTSPolicyComponent(9).value_name == "unknown value 9"
+
+
+def test_real_openjdk_ior_max_stream_format():
+    """The OpenJDK ORB's IOR (tests/data/objectkeys) carries TAG_RMI_CUSTOM_MAX_STREAM_FORMAT 2."""
+    line = next(l for l in open("tests/data/objectkeys/iors.txt") if l.startswith("openjdk"))
+    p = decode_profile(ior_from_string(line.split()[2]).profiles[0])
+    assert p.component(RMICustomMaxStreamFormat) == RMICustomMaxStreamFormat(2)
+
+
+def test_vendor_tag_names():
+    assert component_name(0x49424D0A) == "IBM component 0x49424d0a"
+    assert component_name(0x54414F00) == "TAO_TAG_PRIORITY (obsolete)"
+    assert component_name(34) == "TAG_NULL_TAG" and component_name(5) == "TAG_COMPLETE_OBJECT_KEY"
+    assert component_name(0x41545403) == "TAG_OMNIORB_PERSISTENT_ID"
+    assert component_name(0x12345678) == "component 305419896 (0x12345678)"
+    assert profile_name(0x54414F04) == "TAO DIOP (GIOP over UDP)"
+    assert profile_name(0xBADFAECA).startswith("ORBit") and profile_name(0x4F425400).startswith(
+        "ORBit")
+    assert profile_name(0x56495301) == "VisiBroker profile"
+    assert profile_name(0x14) == "Orbacus SSL profile (tag 20)"
+    assert profile_name(0x49424D07) == "IBM profile 0x49424d07"

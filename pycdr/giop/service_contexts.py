@@ -26,6 +26,9 @@ CONTEXT_NAMES = {
     16: "ActivityService", 17: "RMICustomMaxStreamFormat", 18: "ACCESS_SESSION_ID",
     19: "SERVICE_SESSION_ID", 20: "FIREWALL_PATH", 21: "FIREWALL_PATH_RESP",
     0x4A414301: "JacORB padding", 0x4A414302: "JacORB proxy",
+    # The JDK-lineage ORBs' ORB version ("NEO\0", TAG_ORB_VERSION in their ORBConstants);
+    # TAO's alignment filler (tao/corbafwd.h, TAO_SVC_CONTEXT_ALIGN).
+    0x4E454F00: "Sun ORB version (NEO)", 0x54414F00: "TAO alignment",
 }
 
 
@@ -253,9 +256,46 @@ class ExceptionDetailMessage(ServiceContext):
         return {"message": self.message}
 
 
+@dataclass
+class RMICustomMaxStreamFormatContext(ServiceContext):
+    """Java to IDL: the RMI custom value stream format the client uses (one octet)."""
+    context_id = 17
+    max_stream_format_version: int = 1
+
+    @classmethod
+    def read_fields(cls, r):
+        return {"max_stream_format_version": r.read_octet()}
+
+    def write_fields(self, w):
+        w.write_octet(self.max_stream_format_version)
+
+    def fields_json(self):
+        return {"max_stream_format_version": self.max_stream_format_version}
+
+
+@dataclass
+class SunORBVersionContext(ServiceContext):
+    """The JDK-lineage ORBs' own context: their ORB version, one octet in an encapsulation
+    (ORBVersionServiceContext and ORBVersionImpl in their source); the same octet ends their
+    POA object keys (see pycdr.objectkey)."""
+    context_id = 0x4E454F00
+    orb_version: int = 0
+
+    @classmethod
+    def read_fields(cls, r):
+        return {"orb_version": r.read_octet()}
+
+    def write_fields(self, w):
+        w.write_octet(self.orb_version)
+
+    def fields_json(self):
+        return {"orb_version": self.orb_version}
+
+
 TYPED = {cls.context_id: cls for cls in (
     CodeSetsContext, BiDirIIOPContext, SendingContextRunTime, InvocationPolicies,
-    UnknownExceptionInfo, RTCorbaPriority, FTGroupVersion, FTRequest, ExceptionDetailMessage)}
+    UnknownExceptionInfo, RTCorbaPriority, FTGroupVersion, FTRequest, ExceptionDetailMessage,
+    RMICustomMaxStreamFormatContext, SunORBVersionContext)}
 
 
 def decode_context(context_id: int, data: bytes, offset: int, parent: CDRReader) -> ServiceContext:
