@@ -71,6 +71,8 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
     kind, value = outcome
     if as_json:
         click.echo(json.dumps({kind: value}))
+    elif kind == "local_exception":
+        click.echo(f"{value['name']} raised locally, nothing sent: {value['reason']}")
     else:
         click.echo(f"{kind}: {json.dumps(value)}" if kind != "result" else json.dumps(value))
     sys.exit(0 if kind == "result" else EXIT_BAD_INPUT)
@@ -97,6 +99,10 @@ async def _call(target, interface, op, values, version, little, timeout):
         except SystemException as e:
             if isinstance(e, (TRANSIENT, COMM_FAILURE, TIMEOUT)):
                 raise
+            if e.raised_locally:
+                # Nothing went on the wire: say why, and that the server never saw it.
+                return "local_exception", {**e.to_json(), "raised_locally": True,
+                                           "reason": str(e.__cause__ or e)}
             return "system_exception", e.to_json()
         except UserException as e:
             return "user_exception", {"id": type(e)._tc.id(), "members": to_json(e)}

@@ -20,7 +20,8 @@ from pycdr.giop.messages import (KeyAddr, LocateRequest, LocateStatus, decode_me
                                  encode_message)
 from pycdr.giop.sysexc import SystemException
 from pycdr.iiop import ORBTypeComponent
-from pycdr.ior import IOR, ior_to_string, printable_key
+from pycdr.ior import IOR, ior_to_string
+from pycdr.objectkey import hex_and_text, identify, printable
 from pycdr.orb import ORB
 from pycdr.orb.client import RawConnection, first_iiop_profile, iiop_profiles
 
@@ -62,7 +63,9 @@ def _target(text: str):
         if isinstance(parsed, Corbaname):
             parsed = parsed.corbaloc
         if isinstance(parsed, Corbaloc):
-            address = next(a for a in parsed.addresses if isinstance(a, IIOPAddress))
+            address = next((a for a in parsed.addresses if isinstance(a, IIOPAddress)), None)
+            if address is None:
+                raise ValueError(f"{text!r} has no IIOP address to probe")
             return address.host, address.port, [parsed.key]
         profile = first_iiop_profile(parsed)
         return profile.host, profile.port, [profile.object_key]
@@ -73,7 +76,8 @@ def _target(text: str):
 
 
 async def _exchange(host, port, data: bytes, timeout: float) -> dict:
-    """Send ``data`` on a fresh connection; classify what comes back."""
+    """Send ``data`` on a fresh connection; classify what comes back (the answer's own GIOP
+    version and byte order as ``reply_version`` and ``reply_little_endian``)."""
     raw = RawConnection(None, host, port)
     try:
         await raw.open(timeout)
@@ -104,8 +108,8 @@ def _classify(read, closed_after: bool, elapsed: float) -> dict:
     header = parse_header(raw_message)
     out = {"outcome": MsgType(header.msg_type).name if header.msg_type in
            MsgType._value2member_map_ else f"type {header.msg_type}",
-           "version": f"{header.version[0]}.{header.version[1]}",
-           "little_endian": header.little, "closed_after": closed_after or read.closed,
+           "reply_version": f"{header.version[0]}.{header.version[1]}",
+           "reply_little_endian": header.little, "closed_after": closed_after or read.closed,
            "latency_ms": round(elapsed * 1000, 3)}
     if header.msg_type == MsgType.LocateReply:
         try:
@@ -122,14 +126,24 @@ def _classify(read, closed_after: bool, elapsed: float) -> dict:
     return out
 
 
+def key_json(key: bytes) -> dict:
+    """An object key as JSON: hex, with its printable text beside."""
+    return {"object_key": key.hex(), "object_key_text": printable(key)}
+
+
 def _ior_summary(ior: IOR) -> dict:
     profiles = []
     for decoded in iiop_profiles(ior):
         orb_type = decoded.component(ORBTypeComponent)
+        info = identify(decoded.object_key, orb_type.orb_type if orb_type else None)
+        # TAG_ORB_TYPE where the IOR states it, else what the object key shows.
+        vendor = (orb_type.vendor or f"0x{orb_type.orb_type:08x}") if orb_type else \
+            (info.vendor if info else None)
         profiles.append({"iiop_version": f"{decoded.version[0]}.{decoded.version[1]}",
                          "addresses": [f"{h}:{p}" for h, p in decoded.addresses],
-                         "object_key": printable_key(decoded.object_key),
-                         "vendor": orb_type.vendor if orb_type else None})
+                         **key_json(decoded.object_key),
+                         "object_key_info": info.to_json() if info else None,
+                         "vendor": vendor})
     return {"type_id": ior.type_id, "ior": ior_to_string(ior), "profiles": profiles}
 
 
@@ -140,7 +154,7 @@ def _locate(version, little, key, request_id=1) -> bytes:
 
 async def _probe(host, port, keys, is_a_id, timeout) -> dict:
     report = {"host": host, "port": port, "reachable": True, "giop": False, "versions": {},
-              "locate": {}}
+              "locate": []}
     first = await _exchange(host, port, _locate((1, 0), False, keys[0]), timeout)
     if first["outcome"] == "unreachable":
         report["reachable"] = False
@@ -158,7 +172,9 @@ async def _probe(host, port, keys, is_a_id, timeout) -> dict:
                 result = first
             else:
                 result = await _exchange(host, port, _locate(version, little, keys[0]), timeout)
-            report["versions"][name] = result
+            # What was sent; the answer's own version and byte order are reply_* fields.
+            report["versions"][name] = {"version": f"{version[0]}.{version[1]}",
+                                        "little_endian": little, **result}
             if result["outcome"] == "LocateReply":
                 accepted.append(version)
     best = max(accepted) if accepted else (1, 0)
@@ -166,7 +182,7 @@ async def _probe(host, port, keys, is_a_id, timeout) -> dict:
     found = None
     for key in keys:
         result = await _exchange(host, port, _locate(best, False, key), timeout)
-        report["locate"][printable_key(key)] = result
+        report["locate"].append({**key_json(key), **result})
         if found is None and result.get("locate_status") in ("OBJECT_HERE", "OBJECT_FORWARD",
                                                              "OBJECT_FORWARD_PERM"):
             found = key
@@ -176,7 +192,7 @@ async def _probe(host, port, keys, is_a_id, timeout) -> dict:
 
 
 async def _object_checks(host, port, key, version, is_a_id, timeout) -> dict:
-    out = {"object_key": printable_key(key)}
+    out = key_json(key)
     url = Corbaloc((IIOPAddress(host, port, min(version, (1, 2))),), key).to_url()
     async with ORB(timeout=timeout, connect_timeout=timeout) as orb:
         ref = await orb.string_to_object(url)
@@ -216,19 +232,33 @@ def _print(report: dict) -> None:
     for name, result in report["versions"].items():
         extra = ""
         if result["outcome"] == "MessageError":
-            extra = f" (answers as {result['version']})"
+            extra = f" (answers as {result['reply_version']})"
         if result.get("closed_after"):
             extra += ", then closes"
         click.echo(f"  {name:<22} {result['outcome']}{extra}")
-    for key, result in report["locate"].items():
+    for result in report["locate"]:
+        key = hex_and_text(bytes.fromhex(result["object_key"]))
         click.echo(f"  LocateRequest {key}: {result.get('locate_status', result['outcome'])}")
         forward = result.get("forward")
         if forward:
             for p in forward["profiles"]:
                 click.echo(f"    -> {forward['type_id']} {', '.join(p['addresses'])} "
-                           f"vendor {p['vendor']} key {p['object_key']}")
+                           f"vendor {p['vendor'] or 'not stated'}")
+                click.echo(f"       key {hex_and_text(bytes.fromhex(p['object_key']))}")
+                if p["object_key_info"]:
+                    click.echo(f"       key layout: {_info_line(p['object_key_info'])}")
     obj = report.get("object")
     if obj:
+        click.echo(f"  object {hex_and_text(bytes.fromhex(obj['object_key']))}")
         for name in ("non_existent", "is_a", "round_trip_ms"):
             if name in obj:
                 click.echo(f"  {name}: {obj[name]}")
+
+
+def _info_line(info: dict) -> str:
+    parts = [f"{info['vendor']} ({info['layout']})"]
+    if "poa_path" in info:
+        parts.append("POA /" + "/".join(info["poa_path"]))
+    if "object_id" in info:
+        parts.append(f"object id {hex_and_text(bytes.fromhex(info['object_id']))}")
+    return ", ".join(parts)

@@ -54,16 +54,27 @@ def test_serve_call_probe_and_shutdown(served):
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["giop"] and report["highest_version_accepted"] == "1.2"
-    assert report["versions"]["1.3 big-endian"]["outcome"] == "MessageError"
-    assert report["versions"]["1.3 big-endian"]["version"] == "1.2"
-    assert report["versions"]["1.0 little-endian"]["outcome"] == "LocateReply"
-    assert report["locate"]["Echo"]["locate_status"] == "OBJECT_HERE"
+    refused = report["versions"]["1.3 big-endian"]
+    assert refused["outcome"] == "MessageError"
+    # Each entry describes the request sent; the answer's own header is reply_*.
+    assert (refused["version"], refused["reply_version"]) == ("1.3", "1.2")
+    little = report["versions"]["1.0 little-endian"]
+    assert little["outcome"] == "LocateReply" and little["little_endian"] is True
+    assert "reply_little_endian" in little
+    assert report["versions"]["1.0 big-endian"]["little_endian"] is False
+    assert report["locate"] == [{"object_key": b"Echo".hex(), "object_key_text": "Echo",
+                                 **{k: v for k, v in report["locate"][0].items()
+                                    if k not in ("object_key", "object_key_text")}}]
+    assert report["locate"][0]["locate_status"] == "OBJECT_HERE"
+    assert report["object"]["object_key"] == b"Echo".hex()
     assert report["object"]["is_a"] is True and report["object"]["non_existent"] is False
     port = url.rsplit(":", 1)[1].split("/")[0]
     result = invoke("probe", f"127.0.0.1:{port}", "--json", "--timeout", "10")
     assert result.exit_code == 0
-    assert json.loads(result.output)["locate"]["NameService"]["locate_status"] == \
-        "UNKNOWN_OBJECT"
+    located = {e["object_key_text"]: e for e in json.loads(result.output)["locate"]}
+    assert located["NameService"]["locate_status"] == "UNKNOWN_OBJECT"
+    result = invoke("probe", f"127.0.0.1:{port}", "--timeout", "10")
+    assert 'LocateRequest 4e616d6553657276696365 "NameService": UNKNOWN_OBJECT' in result.output
     process.send_signal(signal.SIGINT)
     assert process.wait(10) == 0
 
@@ -90,3 +101,83 @@ def test_probe_reports_unreachable_and_not_giop():
         result = invoke("probe", f"127.0.0.1:{port}", "--json", "--timeout", "1")
     assert result.exit_code == 1
     assert json.loads(result.output)["first_answer"]["outcome"] == "not GIOP"
+
+
+def test_probe_names_the_vendor_of_a_forward_and_shows_keys_in_hex():
+    """A server that forwards every LocateRequest to a real OpenJDK ORB IOR (which has no
+    TAG_ORB_TYPE): the probe names the ORB from the object key, and shows keys as hex+text."""
+    import socket
+    import threading
+    from pycdr.errors import PycdrError
+    from pycdr.giop.header import parse_header
+    from pycdr.giop.messages import LocateReply, LocateStatus, decode_message, encode_message
+    from pycdr.ior import ior_from_string
+    jdk = next(line.split()[2] for line in open("tests/data/objectkeys/iors.txt")
+               if line.startswith("openjdk-orb-10.1.3 persistent "))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def serve():
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    data = conn.recv(12)
+                    while len(data) < 12 + parse_header(data).size:
+                        data += conn.recv(4096)
+                    request, _ = decode_message(data)
+                    conn.sendall(encode_message(LocateReply(
+                        version=request.version, request_id=request.request_id,
+                        locate_status=LocateStatus.OBJECT_FORWARD,
+                        forward=ior_from_string(jdk))))
+                except (OSError, PycdrError):
+                    pass
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        key = b"\xaf\xabDemo"
+        url = f"corbaloc::127.0.0.1:{port}/%af%abDemo"
+        result = invoke("probe", url, "--json", "--timeout", "5")
+        report = json.loads(result.output)
+        entry = report["locate"][0]
+        assert (entry["object_key"], entry["object_key_text"]) == (key.hex(), "..Demo")
+        forwarded = entry["forward"]["profiles"][0]
+        assert forwarded["vendor"] == "JDK ORB (Sun/OpenJDK/GlassFish)"
+        assert forwarded["object_key_info"]["poa_path"] == ["child"]
+        assert "\\x" not in result.output
+        text = invoke("probe", url, "--timeout", "5").output
+        assert 'LocateRequest afab44656d6f "..Demo": OBJECT_FORWARD' in text
+        assert "vendor JDK ORB (Sun/OpenJDK/GlassFish)" in text
+        assert "key layout: JDK ORB (Sun/OpenJDK/GlassFish) (POA key), POA /child" in text
+        assert "\\x" not in text and "vendor None" not in text
+    finally:
+        stop.set()
+        thread.join(5)
+        listener.close()
+
+
+def test_call_reports_a_local_bad_param_as_raised_locally(served):
+    """A bound exceeded or a wstring in GIOP 1.0 cannot be marshalled: BAD_PARAM is raised
+    here and nothing is sent; the report says so, apart from a server's exceptions."""
+    process, ior, url = served
+    result = invoke("call", url, "echo_short8", '"far longer than eight"', "--idl", ECHO_ALL_IDL)
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("BAD_PARAM raised locally, nothing sent: ")
+    result = invoke("call", ior, "echo_wstring", '"w"', "--idl", ECHO_ALL_IDL, "--giop", "1.0",
+                    "--json")
+    assert result.exit_code == 1, result.output
+    local = json.loads(result.output)["local_exception"]
+    assert local["name"] == "BAD_PARAM" and local["raised_locally"] is True
+    assert local["reason"]
+    # An exception from the server stays a system_exception.
+    result = invoke("call", url[:url.rindex("/")] + "/NoSuchKey", "echo_long", "1",
+                    "--idl", ECHO_ALL_IDL, "--json")
+    assert json.loads(result.output)["system_exception"]["name"] == "OBJECT_NOT_EXIST"

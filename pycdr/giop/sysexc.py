@@ -41,6 +41,9 @@ class SystemException(Exception):
     the standard ones decodes to this class with ``repo_id`` set."""
 
     repo_id = ""
+    # True when this side raised it before sending anything (e.g. an argument that cannot
+    # be marshalled); False for one that came in a reply.  Not part of equality.
+    raised_locally = False
 
     def __init__(self, minor: int = 0, completed: int = CompletionStatus.COMPLETED_NO,
                  repo_id: str | None = None):

@@ -488,7 +488,9 @@ class ClientConnection:
         try:
             data = self.giop.send(msg, write_body=write_body, fragment_size=fragment_size)
         except (EncodeError, TypeError, ValueError, AttributeError) as e:
-            raise BAD_PARAM(OMG_VMCID | 0, _NO) from e
+            local = BAD_PARAM(OMG_VMCID | 0, _NO)
+            local.raised_locally = True
+            raise local from e
         if contexts:
             self._code_sets_sent = True
         waiter = None
