@@ -8,6 +8,8 @@ import sys
 
 import click
 
+from pycdr.conformance.cases import TOLERANCE_CODES
+
 from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
 
 
@@ -26,7 +28,12 @@ from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
               help="Write one pcap a case (bytes sent and received) into this folder.")
 @click.option("--list", "list_only", is_flag=True,
               help="List the cases (with the bytes each sends) and exit.")
-def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, list_only):
+@click.option("--tolerated-reason", "tolerated_reasons", multiple=True,
+              type=click.Choice(sorted(TOLERANCE_CODES)),
+              help="List only the tolerated deviations with this reason code (repeatable): "
+                   + "; ".join(f"{k}: {v}" for k, v in TOLERANCE_CODES.items()) + ".")
+def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, list_only,
+                    tolerated_reasons):
     """Run the GIOP conformance suite against TARGET (an IOR, a corbaloc URL or
     host:port). Without TARGET, against the built-in reference ORB.
 
@@ -51,6 +58,10 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
             from pycdr.conformance.cases import render_case
             for case in suite.cases:
                 click.echo(f"{case.id}  {case.title}  [{case.spec}]")
+                for t in case.tolerate:
+                    click.echo(f"    tolerated [{t.code}]: {t.expect} - {t.reason}")
+                if case.rationale:
+                    click.echo(f"    why: {case.rationale}")
                 if not suite.runner.applicable(case):
                     for data in render_case(case, suite.runner.ctx):
                         click.echo(f"    {data.hex()}")
@@ -66,7 +77,7 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
         else:
             suite.run_all()
     run = suite.run
-    for line in report.summary_lines(run):
+    for line in report.summary_lines(run, set(tolerated_reasons) or None):
         click.echo(line)
     click.echo(f"{len(run.results)} cases in {run.elapsed:.1f} s")
     if json_file:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 
+from .cases import TOLERANCE_CODES
 from .runner import FAIL, NOT_RUN, PASS, TOLERATED
 
 VERDICT_ORDER = (PASS, TOLERATED, FAIL, NOT_RUN)
@@ -17,7 +18,17 @@ def to_json(run) -> dict:
                        "version": f"{t.version[0]}.{t.version[1]}", "echo": t.echo,
                        "label": t.describe()},
             "elapsed": round(run.elapsed, 3), "counts": run.counts,
+            "tolerated_by_reason": tolerated_by_reason(run),
             "results": [r.to_json() for r in run.results]}
+
+
+def tolerated_by_reason(run) -> dict:
+    """{reason code: number of tolerated results}, in TOLERANCE_CODES order."""
+    counts = {code: 0 for code in TOLERANCE_CODES}
+    for r in run.results:
+        if r.verdict == TOLERATED:
+            counts[r.reason_code] += 1
+    return {code: n for code, n in counts.items() if n}
 
 
 def to_junit(run, name: str = "pycdr-conformance") -> str:
@@ -37,11 +48,15 @@ def to_junit(run, name: str = "pycdr-conformance") -> str:
         elif r.verdict == NOT_RUN:
             ET.SubElement(case, "skipped", message=r.reason)
         elif r.verdict == TOLERATED:
-            ET.SubElement(case, "system-out").text = f"tolerated deviation: {r.reason}"
+            ET.SubElement(props, "property", name="tolerated_reason", value=r.reason_code)
+            ET.SubElement(case, "system-out").text = \
+                f"tolerated deviation [{r.reason_code}]: {r.reason}"
     return ET.tostring(suite, encoding="unicode")
 
 
-def summary_lines(run) -> list[str]:
+def summary_lines(run, tolerated_reasons=None) -> list[str]:
+    """The text summary; ``tolerated_reasons``: list only tolerated results with these codes
+    (None: all)."""
     lines = [f"target: {run.target.describe()} (GIOP {run.target.version[0]}."
              f"{run.target.version[1]}{', echo' if run.target.echo else ''})"]
     groups: dict = OrderedDict()
@@ -56,9 +71,14 @@ def summary_lines(run) -> list[str]:
     for r in run.results:
         if r.verdict == FAIL:
             lines.append(f"FAIL {r.case.id}: {r.outcome} - {r.reason} [{r.case.spec}]")
+    by_reason = tolerated_by_reason(run)
+    if by_reason:
+        lines.append("tolerated by reason: "
+                     + ", ".join(f"{code} {n}" for code, n in by_reason.items()))
     for r in run.results:
-        if r.verdict == TOLERATED:
-            lines.append(f"tolerated {r.case.id}: {r.outcome} - {r.reason}")
+        if r.verdict == TOLERATED and (tolerated_reasons is None
+                                       or r.reason_code in tolerated_reasons):
+            lines.append(f"tolerated [{r.reason_code}] {r.case.id}: {r.outcome} - {r.reason}")
     return lines
 
 
@@ -138,12 +158,12 @@ def matrix_markdown(runs: "OrderedDict[str, object]", intro: str = "") -> str:
             if r.verdict not in (FAIL, TOLERATED):
                 continue
             key = (_base_id(r.case.id), r.verdict, str(r.outcome.kind if r.outcome else None),
-                   r.reason)
+                   r.reason, r.reason_code)
             if key in seen:
                 continue
             seen.add(key)
             listed = True
-            label = "FAIL" if r.verdict == FAIL else "tolerated"
+            label = "FAIL" if r.verdict == FAIL else f"tolerated [{r.reason_code}]"
             out.append(f"- {label} `{r.case.id}`: got {r.outcome}; {r.reason}")
         if not listed:
             out.append("- none")

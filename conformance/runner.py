@@ -45,6 +45,7 @@ class Result:
     verdict: str
     outcome: Outcome | None
     reason: str = ""
+    reason_code: str = ""                          # a TOLERANCE_CODES key when tolerated
     sent: list = field(default_factory=list)       # the byte strings sent
     received: bytes = b""
     elapsed: float = 0.0
@@ -56,8 +57,12 @@ class Result:
                 "version": f"{c.version[0]}.{c.version[1]}", "little_endian": c.little,
                 "verdict": self.verdict, "outcome": str(self.outcome) if self.outcome else None,
                 "outcome_kind": self.outcome.kind if self.outcome else None,
-                "reason": self.reason, "alive_after": self.alive,
+                "reason": self.reason, "reason_code": self.reason_code or None,
+                "alive_after": self.alive,
                 "expected": [str(e) for e in c.expect],
+                "tolerated": [{"outcome": str(t.expect), "reason_code": t.code,
+                               "reason": t.reason} for t in c.tolerate],
+                "rationale": c.rationale or None,
                 "sent": [b.hex() for b in self.sent], "received": self.received.hex(),
                 "elapsed": round(self.elapsed, 4)}
 
@@ -159,16 +164,17 @@ def apply_check(case: Case, obs: Observation, outcome: Outcome, ctx: RenderConte
 
 
 # --------------------------------------------------------------------------
-def judge(case: Case, outcome: Outcome) -> tuple[str, str]:
+def judge(case: Case, outcome: Outcome) -> tuple[str, str, str]:
+    """(verdict, reason, tolerance code: "" unless tolerated)."""
     if outcome.details.get("version_le_target") is False and outcome.kind != "message_error":
-        return FAIL, f"answered in GIOP {outcome.details.get('version')}, above the request's"
+        return FAIL, f"answered in GIOP {outcome.details.get('version')}, above the request's", ""
     for e in case.expect:
         if e.matches(outcome):
-            return PASS, ""
-    for e, reason in case.tolerate:
-        if e.matches(outcome):
-            return TOLERATED, reason
-    return FAIL, f"expected {' or '.join(str(e) for e in case.expect)}"
+            return PASS, "", ""
+    for t in case.tolerate:
+        if t.expect.matches(outcome):
+            return TOLERATED, t.reason, t.code
+    return FAIL, f"expected {' or '.join(str(e) for e in case.expect)}", ""
 
 
 def _chunks(delivery: str, data: bytes, split: int):
@@ -248,8 +254,8 @@ class Runner:
             obs.connect_error = str(e)
         outcome = classify(obs, case, self.target)
         apply_check(case, obs, outcome, self.ctx)
-        verdict, reason = judge(case, outcome)
-        return Result(case, verdict, outcome, reason, sent=messages,
+        verdict, reason, code = judge(case, outcome)
+        return Result(case, verdict, outcome, reason, reason_code=code, sent=messages,
                       received=obs.received[:4096], elapsed=time.monotonic() - start)
 
     def _run_split(self, case: Case, messages: list[bytes]) -> Result:

@@ -21,6 +21,7 @@ def test_case(conformance_case, request, record_property):
         pytest.skip(result.reason)
     if result.verdict == TOLERATED:
         record_property("tolerated", result.reason)
+        record_property("tolerated_reason", result.reason_code)
     assert result.verdict != FAIL, (
         f"{conformance_case.title} [{conformance_case.spec}]: got {result.outcome}; "
         f"{result.reason}\nsent: {' '.join(b.hex() for b in result.sent)}\n"
