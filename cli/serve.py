@@ -30,9 +30,14 @@ from .main import EXIT_BAD_INPUT
 @click.option("--idle-timeout", type=float, default=300.0, show_default=True)
 @click.option("--ready-file", type=click.Path(dir_okay=False), default=None,
               help="Write the IOR to this file once listening.")
+@click.option("--forward-corbaloc", is_flag=True,
+              help="Serve the object under a key of its own and answer the --name key (the "
+                   "corbaloc one) with OBJECT_FORWARD / LOCATION_FORWARD to the object's full "
+                   "IOR, as TAO's IOR table does: a client resolving the corbaloc gets the IOR "
+                   "and its code sets.")
 @click.option("-v", "--verbose", is_flag=True, help="Log every connection problem.")
 def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragment_size,
-        idle_timeout, ready_file, verbose):
+        idle_timeout, ready_file, forward_corbaloc, verbose):
     """Serve an echo object: every operation returns its in/inout values as its result and
     out values where the types allow. Prints the IOR and corbaloc URL; Ctrl-C shuts down
     (CloseConnection on every connection)."""
@@ -50,19 +55,26 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
         sys.exit(EXIT_BAD_INPUT)
     limits = ServerLimits(fragment_size=fragment_size, idle_timeout=idle_timeout)
     try:
-        asyncio.run(_serve(interface, host, port, object_name, limits, ready_file))
+        asyncio.run(_serve(interface, host, port, object_name, limits, ready_file,
+                           forward_corbaloc))
     except (OSError, PycdrError) as e:
         click.echo(f"cannot serve: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
 
 
-async def _serve(interface, host, port, object_name, limits, ready_file):
+async def _serve(interface, host, port, object_name, limits, ready_file, forward_corbaloc):
     server = Server(host=host, port=port, limits=limits)
-    key = server.activate(EchoServant(interface), object_name)
+    servant = EchoServant(interface)
+    # Forwarding: the object under a key of the adapter's own, the name forwarded to it (the
+    # IOR is made once the port is known).
+    key = server.activate(servant, None if forward_corbaloc else object_name)
     await server.start()
+    corbaloc_key = key
+    if forward_corbaloc:
+        corbaloc_key = server.adapter.forward(object_name, server.ior(key))
     ior = server.ior_string(key)
     click.echo(ior)
-    click.echo(server.corbaloc(key))
+    click.echo(server.corbaloc(corbaloc_key))
     sys.stdout.flush()
     if ready_file:
         with open(ready_file, "w") as f:

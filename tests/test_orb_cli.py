@@ -181,3 +181,38 @@ def test_call_reports_a_local_bad_param_as_raised_locally(served):
     result = invoke("call", url[:url.rindex("/")] + "/NoSuchKey", "echo_long", "1",
                     "--idl", ECHO_ALL_IDL, "--json")
     assert json.loads(result.output)["system_exception"]["name"] == "OBJECT_NOT_EXIST"
+
+
+def test_serve_forwards_its_corbaloc_key_to_the_full_ior():
+    """--forward-corbaloc: the corbaloc key answers LocateRequest with OBJECT_FORWARD (and
+    requests with LOCATION_FORWARD) to the object's IOR, code sets included; omniORBpy and
+    JacORB clients resolving the corbaloc reach the object through it."""
+    from peers.jacorb import call_from_jacorb
+    from peers.omni import run_omni_client
+    from pycdr.conformance.echo import ECHO_INTERFACE, load_echo_module
+    process = subprocess.Popen(PYCDR + ["serve", ECHO_ALL_IDL, "--interface", ECHO_INTERFACE,
+                                        "--forward-corbaloc"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ior = process.stdout.readline().strip()
+        url = process.stdout.readline().strip()
+        assert ior.startswith("IOR:") and url.endswith("/Echo"), process.stderr.read() \
+            if process.poll() is not None else url
+        report = json.loads(invoke("probe", url, "--json", "--timeout", "10").output)
+        located = report["locate"][0]
+        assert located["locate_status"] == "OBJECT_FORWARD"
+        assert located["forward"]["ior"] == ior
+        assert located["forward"]["profiles"][0]["vendor"] == "0x50594300"   # unregistered
+        omni = run_omni_client(url, [("echo_long", 42), ("echo_string", "via forward")],
+                               idl=ECHO_ALL_IDL, interface=ECHO_INTERFACE)
+        assert [c.get("result") for c in omni] == [42, "via forward"], omni
+        echo = load_echo_module().interfaces[ECHO_INTERFACE]
+        jacorb = call_from_jacorb(url, echo, [("echo_long", (7,)),
+                                              ("echo_wstring", ("w\u00e9\u20ac",))])
+        assert [c.get("result") for c in jacorb] == [7, "w\u00e9\u20ac"], jacorb
+        process.send_signal(signal.SIGINT)
+        assert process.wait(10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
