@@ -11,7 +11,8 @@ from pycdr import codesets
 from pycdr.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
 from pycdr.errors import PycdrError
 from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, CSISecMechList, IIOPProfile,
-                        JavaCodebase, MultipleComponentsProfile, ORBTypeComponent,
+                        InvocationPolicyComponent, JavaCodebase, MultipleComponentsProfile,
+                        OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent,
                         PoliciesComponent, SSLSecTrans, TaggedComponent, TLSSecTrans,
                         component_name, decode_profile, profile_endpoints, profile_name)
 from pycdr.ior import IOR, printable_key
@@ -52,6 +53,10 @@ def describe_component(c) -> list[str]:
         return ["TAG_POLICIES " + ", ".join(f"type {t} ({len(v)} bytes)" for t, v in c.policies)]
     if isinstance(c, JavaCodebase):
         return [f"TAG_JAVA_CODEBASE {c.codebase}"]
+    if isinstance(c, (OTSPolicyComponent, InvocationPolicyComponent)):
+        return [f"{component_name(c.tag)} {c.value_name} ({c.value})"]
+    if isinstance(c, OmniORBUnixTransport):
+        return [f"TAG_OMNIORB_UNIX_TRANS host {c.host} socket {c.filename}"]
     if isinstance(c, TaggedComponent):
         text = f' "{printable(c.data)}"' if c.data else ""
         return [f"{component_name(c.tag)} {c.data.hex() or '(no data)'}{text}"]

@@ -7,7 +7,8 @@ from click.testing import CliRunner
 from pycdr.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, main
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
 from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, CompoundSecMech,
-                        CSISecMechList, IIOPProfile, ORBTypeComponent, SSLSecTrans,
+                        CSISecMechList, IIOPProfile, InvocationPolicyComponent,
+                        OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, SSLSecTrans,
                         TaggedComponent, TLSSecTrans, make_ior)
 from pycdr.ior import NIL, ior_to_string
 
@@ -178,12 +179,16 @@ def test_ior_vendor_profiles_and_components_named():
     from pycdr.ior import TaggedProfile
     ior = ior_to_string(make_ior("IDL:X:1.0", [
         IIOPProfile((1, 2), "h", 1, b"k", (TaggedComponent(0x49424D0A, b"\x00\x01"),
-                                            TaggedComponent(34, b""))),
+                                            TaggedComponent(34, b""), OTSPolicyComponent(1),
+                                            InvocationPolicyComponent(0),
+                                            OmniORBUnixTransport("h", "/tmp/s"))),
         TaggedProfile(0x54414F04, b"\x00\x01")]))
     r = run("ior", ior)
     assert r.exit_code == EXIT_OK, r.output
     assert "IBM component 0x49424d0a 0001" in r.output
     assert "TAG_NULL_TAG (no data)" in r.output
+    assert "TAG_OTS_POLICY REQUIRES (1)" in r.output and "TAG_INV_POLICY EITHER (0)" in r.output
+    assert "TAG_OMNIORB_UNIX_TRANS host h socket /tmp/s" in r.output
     assert "2. TAO DIOP (GIOP over UDP) (tag 0x54414f04): 0001" in r.output
     j = json.loads(run("ior", "--json", ior).output)
     assert j["profiles"][1]["name"] == "TAO DIOP (GIOP over UDP)"
