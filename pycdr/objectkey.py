@@ -11,7 +11,8 @@ TAG_ORB_TYPE) make the vendor certain; anything else is left unnamed.
   big-endian CDR with no byte-order octet.  POA keys since 0xAFABCB00: server id long, ORB id
   string, POA names as sequence<string> (RootPOA first), object id as sequence<octet>, then an
   ORB version octet; before it: server id, ORB id and POA id as longs, then the object id.
-  Verified: the 0xAFABCB00 POA form against the OpenJDK ORB 10.1.3 (tests/data/objectkeys);
+  Verified: the 0xAFABCB00 POA form against the OpenJDK ORB 10.1.3 and the GlassFish ORB
+  5.0.0 (tests/data/objectkeys), which write the same layout;
   the other forms from the JDK ORB's source (ObjectKeyFactoryImpl and the *ObjectKeyTemplate
   classes).
 - omniORB: each POA name below the root preceded by 0xFF, a transient POA's 0xFE and 8 bytes

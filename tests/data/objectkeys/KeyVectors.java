@@ -11,8 +11,11 @@ public class KeyVectors {
     }
     public static void main(String[] args) throws Exception {
         Properties p = new Properties();
-        // The OpenJDK ORB unless -Dorg.omg.CORBA.ORBClass names another (JacORB).
-        if (System.getProperty("org.omg.CORBA.ORBClass") == null) {
+        // The OpenJDK ORB unless -Dorg.omg.CORBA.ORBClass names another (JacORB, GlassFish):
+        // then every -D setting goes to ORB.init.
+        if (System.getProperty("org.omg.CORBA.ORBClass") != null) {
+            p.putAll(System.getProperties());
+        } else {
         p.put("org.omg.CORBA.ORBClass", "com.sun.corba.se.impl.orb.ORBImpl");
         p.put("org.omg.CORBA.ORBSingletonClass", "com.sun.corba.se.impl.orb.ORBSingleton");
         p.put("com.sun.CORBA.ORBServerHost", "127.0.0.1");
