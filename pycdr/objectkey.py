@@ -32,6 +32,8 @@ TAG_ORB_TYPE) make the vendor certain; anything else is left unnamed.
 - ORBit2: 28 bytes: adaptor index (4, in the server's byte order), a 16-byte random cookie,
   object index and 4 random bytes (orbit-adaptor.h).  Random bytes carry no mark, so this is
   applied only when the IOR's ORB type is ORBit.
+- pycdr's own reference ORB: transient keys are 0x00 "pycdr" 0x00, the adapter's 8 random
+  bytes and a 4-byte counter (pycdr.orb.adapter); persistent keys are the names given.
 Orbacus and the others do not publish their key layout; their keys stay unnamed.
 """
 
@@ -52,6 +54,9 @@ OMNI_TRANSIENT_SEP = 0xFE
 OMNI_TRANSIENT_SUFFIX_SIZE = 8
 
 TAO_PREFIX = b"\x14\x01\x0f\x00"
+
+PYCDR_TRANSIENT_MARKER = b"\x00pycdr\x00"
+PYCDR_TRANSIENT_KEY_SIZE = len(PYCDR_TRANSIENT_MARKER) + 8 + 4
 
 JACORB_SEP = ord("/")
 ORBIT_KEY_SIZE = 28
@@ -112,6 +117,10 @@ def identify(key: bytes, orb_type: int | None = None) -> ObjectKeyInfo | None:
         return _jdk(key)
     if key.startswith(TAO_PREFIX):
         return _tao(key)
+    if key.startswith(PYCDR_TRANSIENT_MARKER) and len(key) == PYCDR_TRANSIENT_KEY_SIZE:
+        n = len(PYCDR_TRANSIENT_MARKER)
+        return ObjectKeyInfo("pycdr", "transient key", None, key[n + 8:], {
+            "adapter_id": key[n:n + 8].hex()})
     if vendor_bits == ORB_TYPE_JACORB:
         return _jacorb(key)
     if vendor_bits == ORB_TYPE_ORBIT and len(key) == ORBIT_KEY_SIZE:

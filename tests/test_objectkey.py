@@ -136,3 +136,14 @@ def test_unmarked_and_malformed_keys_never_raise():
 def test_hex_and_text():
     assert hex_and_text(b"\xafAB\x00") == 'af414200 ".AB."'
     assert hex_and_text(b"") == "(empty)"
+
+
+def test_pycdr_transient_keys():
+    from pycdr.conformance.echo import ECHO_INTERFACE, load_echo_module
+    from pycdr.orb import EchoServant
+    from pycdr.orb.adapter import ObjectAdapter
+    adapter = ObjectAdapter()
+    key = adapter.activate(EchoServant(load_echo_module().interfaces[ECHO_INTERFACE]))
+    info = identify(key)
+    assert (info.vendor, info.object_id) == ("pycdr", (1).to_bytes(4, "big"))
+    assert identify(key + b"x") is None
