@@ -143,6 +143,7 @@ def _ior_summary(ior: IOR) -> dict:
                          "addresses": [f"{h}:{p}" for h, p in decoded.addresses],
                          **key_json(decoded.object_key),
                          "object_key_info": info.to_json() if info else None,
+                         "object_key_layout": info.summary() if info else None,
                          "vendor": vendor})
     return {"type_id": ior.type_id, "ior": ior_to_string(ior), "profiles": profiles}
 
@@ -245,20 +246,11 @@ def _print(report: dict) -> None:
                 click.echo(f"    -> {forward['type_id']} {', '.join(p['addresses'])} "
                            f"vendor {p['vendor'] or 'not stated'}")
                 click.echo(f"       key {hex_and_text(bytes.fromhex(p['object_key']))}")
-                if p["object_key_info"]:
-                    click.echo(f"       key layout: {_info_line(p['object_key_info'])}")
+                if p["object_key_layout"]:
+                    click.echo(f"       key layout: {p['object_key_layout']}")
     obj = report.get("object")
     if obj:
         click.echo(f"  object {hex_and_text(bytes.fromhex(obj['object_key']))}")
         for name in ("non_existent", "is_a", "round_trip_ms"):
             if name in obj:
                 click.echo(f"  {name}: {obj[name]}")
-
-
-def _info_line(info: dict) -> str:
-    parts = [f"{info['vendor']} ({info['layout']})"]
-    if "poa_path" in info:
-        parts.append("POA /" + "/".join(info["poa_path"]))
-    if "object_id" in info:
-        parts.append(f"object id {hex_and_text(bytes.fromhex(info['object_id']))}")
-    return ", ".join(parts)
