@@ -92,6 +92,19 @@ class GIOPError(DecodeError):
     that does not fit, a message type that may not be fragmented, ..."""
 
 
+class MessageTooLargeError(GIOPError):
+    """A message larger than the receiver's limit on a message: its header's
+    ``message_size``, or what a ZIOP message inflates to (one budget for a
+    message, compressed or not).  ``head``: for a ZIOP message, the start of the
+    GIOP message it inflates to (header and at most the first 64 KiB of its body),
+    from which a receiver can read whose request it was; else None."""
+
+    def __init__(self, message: str, offset: int | None = None, path: str = "",
+                 head: bytes | None = None):
+        super().__init__(message, offset, path)
+        self.head = head
+
+
 class UnsupportedVersionError(GIOPError):
     """A GIOP version other than 1.0-1.3.  The spec's answer: a MessageError at
     the highest version the receiver supports, then close the connection."""
