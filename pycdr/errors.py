@@ -118,3 +118,11 @@ class ObjectURLError(DecodeError):
 class LocalProtocolError(PycdrError):
     """This side was asked to do something GIOP forbids (send a Reply to a
     request it never received, reuse an outstanding request id, ...)."""
+
+
+def error_json(e: PycdrError) -> dict:
+    """An error as the analyzers report it (``pycdr pcap --json``, ``pycdr decode
+    --json``): its class, whether the data ended early, its message and offset."""
+    kind = "truncated" if isinstance(e, TruncatedError) else "malformed"
+    return {"type": type(e).__name__, "kind": kind, "message": getattr(e, "message", str(e)),
+            "offset": getattr(e, "offset", None)}

@@ -229,3 +229,101 @@ def test_client_call_whose_reply_inflates_past_its_limit_raises_imp_limit():
             server.close()
             await server.wait_closed()
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+# --- the analyzers: `pycdr decode`, `pycdr pcap` --------------------------------------
+# (VmHWM, not ru_maxrss: the latter keeps the forking parent's peak across exec)
+_PEAK_RSS = """
+import sys
+from pycdr.cli.main import main
+try:
+    main(sys.argv[2:])
+finally:
+    with open("/proc/self/status") as status, open(sys.argv[1], "w") as f:
+        f.write([line.split()[1] for line in status if line.startswith("VmHWM:")][0])
+"""
+
+
+def cli_peak_rss(tmp_path, *args):
+    """(exit code, stdout, peak RSS in MiB) of a pycdr command run in a process of its
+    own, under a 3 GiB address-space limit (so a regression fails, not the machine)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    peak_file = tmp_path / "peak"
+    p = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(peak_file), *args],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       preexec_fn=limit, timeout=300)
+    return p.returncode, p.stdout, int(peak_file.read_text()) / 1024
+
+
+def test_decode_json_of_the_issues_eight_bombs_reports_each_with_bounded_memory(tmp_path):
+    """Issue 25: `pycdr decode --json -f` of eight 60 MiB echo_octets bombs (490 KB):
+    4 GB peak before (everything kept to the end).  Now one JSON line per message,
+    each an error with its offset and bytes, and the run stays small."""
+    import json
+    bombs = [echo_octets_bomb(60 * MIB, request_id=i) for i in range(1, 9)]
+    path = tmp_path / "bombs.bin"
+    path.write_bytes(b"".join(bombs))
+    for mode in (["--json"], []):
+        code, out, peak = cli_peak_rss(tmp_path, "decode", "-f", str(path), *mode)
+        assert code == 1
+        assert peak < 120, f"peak RSS {peak:.0f} MiB"
+        if mode:
+            entries = [json.loads(line) for line in out.splitlines()]
+            assert len(entries) == 8
+            offset = 0
+            for entry, bomb in zip(entries, bombs):
+                assert entry["stream_offset"] == offset
+                assert entry["error"]["type"] == "MessageTooLargeError"
+                assert entry["error"]["offset"] == offset + HEADER_SIZE + 4
+                assert entry["bytes"] == bomb.hex() and entry["header"]["magic"] == "ZIOP"
+                offset += len(bomb)
+        else:
+            assert out.count("undecodable: MessageTooLargeError") == 8
+
+
+def test_decode_json_streams_so_memory_does_not_grow_with_the_message_count(tmp_path):
+    """Messages under the budget (6 MiB echo_octets each, decoded): the peak for 12 of
+    them is the peak for 2 (before: every message's JSON was kept to the end)."""
+    peaks = {}
+    for count in (2, 12):
+        path = tmp_path / f"{count}.bin"
+        path.write_bytes(b"".join(echo_octets_bomb(6 * MIB, request_id=i)
+                                  for i in range(count)))
+        code, out, peaks[count] = cli_peak_rss(tmp_path, "decode", "--json", "-f", str(path))
+        assert code == 0 and out.count("\n") == count
+    assert peaks[12] < peaks[2] * 1.25 + 10, peaks
+
+
+def test_pcap_reports_a_bomb_with_its_offset_and_goes_on(tmp_path):
+    """`pycdr pcap --idl` of a capture holding the issue's bomb between two calls: 711 MB
+    before; now an error entry with its stream offset, and the next message decoded."""
+    import json
+    pytest.importorskip("scapy")
+    from scapy.layers.inet import IP, TCP
+    from scapy.utils import wrpcap
+    from orb_echo_values import ECHO_ALL_IDL
+    first = encode_message(LocateRequest(request_id=1, target=KeyAddr(b"Echo")))
+    bomb = echo_octets_bomb(60 * MIB, request_id=2)
+    last = encode_message(LocateRequest(request_id=3, target=KeyAddr(b"Echo")))
+    packets, seq = [], 1000
+    for payload in (first, bomb, last):
+        packets.append(IP(src="127.0.0.1", dst="127.0.0.1") /
+                       TCP(sport=40000, dport=2809, flags="PA", seq=seq) / payload)
+        seq += len(payload)
+    path = tmp_path / "bomb.pcap"
+    wrpcap(str(path), packets)
+    code, out, peak = cli_peak_rss(tmp_path, "pcap", str(path), "--idl", ECHO_ALL_IDL,
+                                   "--json")
+    assert code == 0, out
+    entries = json.loads(out)
+    assert [e.get("request_id") for e in entries] == [1, None, 3]
+    error = entries[1]["error"]
+    assert error["type"] == "MessageTooLargeError"
+    assert error["offset"] == len(first) + HEADER_SIZE + 4
+    assert entries[1]["stream_offset"] == len(first) and entries[1]["bytes"] == bomb.hex()
+    assert peak < 150, f"peak RSS {peak:.0f} MiB"
