@@ -12,8 +12,8 @@ from pycdr.giop import sysexc
 from pycdr.giop.connection import NEED_DATA, GiopConnection, Role
 from pycdr.giop.events import Answer, MessageReceived, ProtocolViolation
 from pycdr.giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, MsgType, parse_header
-from pycdr.giop.messages import (KeyAddr, LocateRequest, LocateStatus, ReplyStatus, Request, decode_message,
-                                 encode_message)
+from pycdr.giop.messages import (KeyAddr, LocateRequest, LocateStatus, ReplyStatus, Request,
+                                 decode_message, encode_message)
 from ziop_bombs import echo_octets_bomb, echo_octets_prefix, reply_bomb, ziop_bomb
 
 MIB = 1 << 20
