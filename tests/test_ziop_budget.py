@@ -327,3 +327,17 @@ def test_pcap_reports_a_bomb_with_its_offset_and_goes_on(tmp_path):
     assert error["offset"] == len(first) + HEADER_SIZE + 4
     assert entries[1]["stream_offset"] == len(first) and entries[1]["bytes"] == bomb.hex()
     assert peak < 150, f"peak RSS {peak:.0f} MiB"
+
+
+def test_a_stream_that_ends_early_decodes_what_it_holds_with_a_warning():
+    import struct
+    bomb = bytearray(ziop_bomb(echo_octets_prefix(n=MIB), MIB))
+    # Cut the zlib stream (and say so in the sequence and message lengths).
+    data_len = struct.unpack(">I", bomb[20:24])[0]
+    cut = bytes(bomb[:24 + data_len // 2])
+    cut = cut[:8] + struct.pack(">I", len(cut) - HEADER_SIZE) + cut[12:20] + \
+        struct.pack(">I", data_len // 2) + cut[24:]
+    msg, warnings = decode_message(cut, lenient=True, max_message_size=2 * MIB)
+    assert [w.code for w in warnings][:1] == ["ziop-length"]
+    assert msg.ziop.original_length == MIB + len(echo_octets_prefix()) - HEADER_SIZE
+    assert msg.message_size < msg.ziop.original_length

@@ -238,18 +238,26 @@ def _inflate(compressed: bytes, limit: int, out: bytearray | None = None, strict
         out = bytearray()
     start = len(out)
     d = zlib.decompressobj()
-    tail = compressed
+    data = memoryview(compressed)
+    fed = 0
+    tail = b""
     try:
         while not d.eof and len(out) - start < limit:
+            # The input goes in steps too: zlib copies what a step leaves unconsumed,
+            # and that copy must not be the rest of a large message each time.
+            if not tail and fed < len(data):
+                tail = data[fed:fed + INFLATE_STEP]
+                fed += len(tail)
+            before = len(tail)
             step = d.decompress(tail, min(INFLATE_STEP, limit - (len(out) - start)))
-            if not step and len(d.unconsumed_tail) == len(tail):
+            tail = d.unconsumed_tail
+            if not step and len(tail) == before:
                 break               # the data ends before the stream does
             out += step
-            tail = d.unconsumed_tail
     except zlib.error as e:
         if strict:
             raise GIOPError(f"ZIOP data does not decompress: {e}", HEADER_SIZE + 8) from None
-    return out, len(compressed) - len(tail)
+    return out, fed - len(tail)
 
 
 def compress_to_ziop(message: bytes, level: int = 6) -> bytes:
