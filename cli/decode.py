@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from pycdr.errors import PycdrError
-from pycdr.giop.header import HEADER_SIZE, parse_header
+from pycdr.errors import MessageTooLargeError, PycdrError, error_json
+from pycdr.giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, parse_header
 from pycdr.giop.messages import decode_message
 
 from .main import EXIT_BAD_INPUT
@@ -37,21 +37,48 @@ def parse_hex(text: str) -> bytes:
     return bytes.fromhex("".join(digits))
 
 
-def decode_stream(data: bytes, lenient: bool):
-    """Yield (stream offset, message) for every message; raise PycdrError
-    (offset made absolute) at the first one that cannot be decoded."""
+def decode_stream(data: bytes, lenient: bool, max_message_size: int = MAX_MESSAGE_SIZE):
+    """Yield ``(stream offset, end, message or PycdrError)`` for every message, one
+    at a time (nothing is kept).  An error's offset is absolute.  Lenient: a
+    message that cannot be decoded is yielded as its error and the next one
+    follows (its header frames it); strict, or a header that does not parse (the
+    stream cannot be framed on), the error is the last thing yielded.
+    ``max_message_size``: the budget of a message, compressed (ZIOP) or not."""
     offset = 0
     while offset < len(data):
-        header = parse_header(data, offset)          # its errors carry absolute offsets
+        try:
+            header = parse_header(data, offset)      # its errors carry absolute offsets
+        except PycdrError as e:
+            yield offset, len(data), e
+            return
         end = min(offset + header.total_size, len(data))
         try:
-            msg, _ = decode_message(data[offset:end], lenient=lenient)
+            if header.size > max_message_size:
+                raise MessageTooLargeError(f"message of {header.size} bytes exceeds the limit "
+                                           f"of {max_message_size}", 8)
+            msg, _ = decode_message(data[offset:end], lenient=lenient,
+                                    max_message_size=max_message_size)
         except PycdrError as e:
             if getattr(e, "offset", None) is not None:
                 e.offset += offset
-            raise
-        yield offset, msg
+            yield offset, end, e
+            if not lenient:
+                return
+        else:
+            yield offset, end, msg
         offset += max(header.total_size, HEADER_SIZE)
+
+
+def error_entry(data: bytes, offset: int, end: int, error: PycdrError) -> dict:
+    """The JSON object of a message that cannot be decoded: ``error`` (as `pycdr
+    pcap --json` gives it), its ``header`` when that parses, its ``bytes`` (hex)."""
+    entry = {"stream_offset": offset, "error": error_json(error)}
+    try:
+        entry["header"] = parse_header(data, offset).to_json()
+    except PycdrError:
+        pass
+    entry["bytes"] = data[offset:end].hex()
+    return entry
 
 
 def render_tree(offset: int, msg) -> list[str]:
@@ -94,15 +121,21 @@ def _render_fields(lines, obj, offsets, prefix, depth):
 @click.argument("hexdata", required=False)
 @click.option("-f", "--file", "path", type=click.Path(exists=True, dir_okay=False),
               help="Read binary GIOP bytes from a file instead of hex.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of messages.")
+@click.option("--json", "as_json", is_flag=True,
+              help="JSON Lines: one object per message, written as it is decoded; a message "
+                   "that cannot be decoded gives an object with `error`, `header` and `bytes`.")
 @click.option("--strict", is_flag=True,
               help="Stop at the first protocol violation (default: report and carry on).")
-def cmd(hexdata, path, as_json, strict):
+@click.option("--max-message-size", type=click.IntRange(min=0), default=MAX_MESSAGE_SIZE,
+              show_default=True,
+              help="Largest message_size taken, compressed or not (ZIOP is checked while "
+                   "it inflates).")
+def cmd(hexdata, path, as_json, strict, max_message_size):
     """Decode GIOP messages (one or a stream) from HEXDATA, stdin (hex) or --file.
 
     Shows every header field with its offset, alignment padding, and anything
     odd (non-zero padding, lenient-mode warnings).  Exit code 1 for input that
-    cannot be decoded."""
+    cannot be decoded (every message that can is shown all the same)."""
     try:
         if path:
             with open(path, "rb") as fh:
@@ -115,18 +148,19 @@ def cmd(hexdata, path, as_json, strict):
         at = f" at offset {e.offset}" if e.offset is not None else ""
         click.echo(f"error: {e}{at}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    out = []
     failure = None
-    try:
-        for offset, msg in decode_stream(data, lenient=not strict):
+    for offset, end, item in decode_stream(data, not strict, max_message_size):
+        if isinstance(item, PycdrError):
+            failure = failure or item
             if as_json:
-                out.append({"stream_offset": offset, **msg.to_json()})
+                click.echo(json.dumps(error_entry(data, offset, end, item)))
             else:
-                click.echo("\n".join(render_tree(offset, msg)))
-    except PycdrError as e:
-        failure = e
-    if as_json:
-        click.echo(json.dumps(out, indent=2))
+                click.echo(f"message at offset {offset}: undecodable: "
+                           f"{type(item).__name__}: {item}")
+        elif as_json:
+            click.echo(json.dumps({"stream_offset": offset, **item.to_json()}))
+        else:
+            click.echo("\n".join(render_tree(offset, item)))
     if failure is not None:
         click.echo(f"error: {type(failure).__name__}: {failure}", err=True)
         sys.exit(EXIT_BAD_INPUT)

@@ -10,11 +10,13 @@ printed and exported as a pcap.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field, replace
 
 from pycdr import codesets
 from pycdr.cdr import CDRWriter
-from pycdr.giop.header import FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType, encode_header
+from pycdr.giop.header import (COMPRESSOR_ZLIB, FLAG_MORE_FRAGMENTS, HEADER_SIZE, ZIOP_MAGIC,
+                               MsgType, encode_header, parse_header)
 from pycdr.giop.messages import (CancelRequest, Fragment, KeyAddr, LocateRequest, Message,
                                  ProfileAddr, ReferenceAddr, Request, encode_fragments,
                                  encode_message, fragment_message)
@@ -361,6 +363,9 @@ S_CODESETS = "13.10.2.5 Code Set Negotiation (CodeSets service context)"
 S_CONTEXTS = "13.7 Service Context"
 S_ENCAPS = "9.3.3 Encapsulation"
 S_CLOSE = "9.4.7 CloseConnection Message; 9.5.1 connection management"
+S_ZIOP = ("ZIOP 1.0 CompressionData; CORBA 3.x Part 1 system exceptions (IMP_LIMIT: "
+          "\"the size of a parameter may have exceeded the allowed maximum\")")
+ZIOP_BOMB_SIZE = 64 << 20        # what the case's 65 KB message inflates to
 
 LOCATE_HERE = E("locate_reply", status="OBJECT_HERE")
 REPLY = E("reply")
@@ -686,6 +691,17 @@ def catalog(target_version=(1, 2)) -> list[Case]:
                             T(E("silent"), "lenient", "ignores the request")],
                   timeout=1.0, linger=0.3, risky=True, special="operation_length_cut"))
     for le in ORDERS:
+        # One budget for a message, compressed or not: a receiver that takes ZIOP
+        # checks what it inflates to against its message limit, while inflating.
+        # The reference ORB answers IMP_LIMIT (minor 0 in the OMG's set: no standard
+        # minor code names a size limit), COMPLETED_NO, and serves on.
+        add(_case("malformed.ziop-bomb", f"a 65 KB ZIOP _non_existent that inflates to "
+                  f"{ZIOP_BOMB_SIZE >> 20} MiB", S_ZIOP, (1, 2), le, [],
+                  [E("system_exception", name="IMP_LIMIT", completed="COMPLETED_NO"),
+                   E("system_exception", name="MARSHAL"), *REFUSED],
+                  tolerate=[(REPLY, "inflates and serves it: its message limit is higher")],
+                  timeout=5.0, linger=0.3, risky=True, special="ziop_bomb"))
+    for le in ORDERS:
         for value in (2, 255):
             add(_case(f"malformed.boolean-{value}", f"GIOP 1.0 response_expected = {value}",
                       S_CDR + " (boolean)", (1, 0), le, [], [*MARSHAL_OR_REFUSED],
@@ -943,6 +959,35 @@ def _special_wstring_bom(case, ctx, bom: str):
     return _echo_request(case, ctx, write)
 
 
+def ziop_bomb(prefix: bytes, zeros: int, original_length: int | None = None) -> bytes:
+    """A ZIOP message whose GIOP body is ``prefix``'s (an encoded GIOP message)
+    followed by ``zeros`` zero bytes, compressed a MiB at a time (what it inflates
+    to is never held).  ``original_length``: what its CompressionData claims
+    (default: the truth)."""
+    header = parse_header(prefix)
+    c = zlib.compressobj(9)
+    parts = [c.compress(prefix[HEADER_SIZE:])]
+    mib = bytes(1 << 20)
+    left = zeros
+    while left:
+        n = min(left, len(mib))
+        parts.append(c.compress(mib if n == len(mib) else mib[:n]))
+        left -= n
+    parts.append(c.flush())
+    size = len(prefix) - HEADER_SIZE + zeros
+    w = CDRWriter(little=header.little, version=header.version, offset=HEADER_SIZE)
+    w.write_ushort(COMPRESSOR_ZLIB)
+    w.write_ulong(size if original_length is None else original_length)
+    w.write_octet_sequence(b"".join(parts))
+    payload = w.getvalue()
+    return encode_header(header.version, header.little, header.msg_type, len(payload),
+                         magic=ZIOP_MAGIC) + payload
+
+
+def _special_ziop_bomb(case, ctx):
+    return [ziop_bomb(_request_bytes(ctx, case, operation="_non_existent"), ZIOP_BOMB_SIZE)]
+
+
 def render_case(case: Case, ctx: RenderContext) -> list[bytes]:
     if not case.special:
         return render(case, ctx)
@@ -969,4 +1014,6 @@ def render_case(case: Case, ctx: RenderContext) -> list[bytes]:
         return _special_typecode_other_order(case, ctx)
     if name == "wstring_bom":
         return _special_wstring_bom(case, ctx, arg)
+    if name == "ziop_bomb":
+        return _special_ziop_bomb(case, ctx)
     raise ValueError(f"unknown special renderer {case.special!r}")  # pragma: no cover

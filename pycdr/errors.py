@@ -92,6 +92,19 @@ class GIOPError(DecodeError):
     that does not fit, a message type that may not be fragmented, ..."""
 
 
+class MessageTooLargeError(GIOPError):
+    """A message larger than the receiver's limit on a message: its header's
+    ``message_size``, or what a ZIOP message inflates to (one budget for a
+    message, compressed or not).  ``head``: for a ZIOP message, the start of the
+    GIOP message it inflates to (header and at most the first 64 KiB of its body),
+    from which a receiver can read whose request it was; else None."""
+
+    def __init__(self, message: str, offset: int | None = None, path: str = "",
+                 head: bytes | None = None):
+        super().__init__(message, offset, path)
+        self.head = head
+
+
 class UnsupportedVersionError(GIOPError):
     """A GIOP version other than 1.0-1.3.  The spec's answer: a MessageError at
     the highest version the receiver supports, then close the connection."""
@@ -105,3 +118,11 @@ class ObjectURLError(DecodeError):
 class LocalProtocolError(PycdrError):
     """This side was asked to do something GIOP forbids (send a Reply to a
     request it never received, reuse an outstanding request id, ...)."""
+
+
+def error_json(e: PycdrError) -> dict:
+    """An error as the analyzers report it (``pycdr pcap --json``, ``pycdr decode
+    --json``): its class, whether the data ended early, its message and offset."""
+    kind = "truncated" if isinstance(e, TruncatedError) else "malformed"
+    return {"type": type(e).__name__, "kind": kind, "message": getattr(e, "message", str(e)),
+            "offset": getattr(e, "offset", None)}

@@ -15,7 +15,10 @@ Each entry is ``pycdr decode --json``'s message object plus where it was seen:
 ``frame`` (1-based, the frame holding the message's last byte, as Wireshark
 shows a reassembled PDU), ``time``, ``stream`` (TCP connection index in order
 of appearance), ``src``/``dst`` and ``stream_offset``.  A message that cannot
-be decoded at all gives an entry with ``error`` and the ``header`` fields.
+be decoded at all gives an entry with ``error`` (its ``offset`` in the direction's
+byte stream, as ``stream_offset``), the ``header`` fields and its ``bytes`` (hex),
+as ``pycdr decode --json`` gives it; one whose header
+claims more than MAX_MESSAGE_SIZE, or a ZIOP one that inflates past it, cannot be.
 
 The capture is assumed to be in order per direction (as loopback captures
 are); a gap in the sequence numbers drops what was buffered and is reported as
@@ -27,15 +30,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .errors import PycdrError, TruncatedError
+from .errors import MessageTooLargeError, PycdrError, error_json
 from .giop.connection import GiopConnection, Role
 from .giop.events import NEED_DATA, MessageReceived, ProtocolViolation
-from .giop.header import HEADER_SIZE, MsgType, parse_header
+from .giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, MsgType, parse_header
 from .giop.messages import decode_message
 
 GIOP_PORTS = (683, 2809)
-# GiopConnection's default max_message_size, and the dissector's default too.
-MAX_MESSAGE_SIZE = 16 << 20
 # Messages that expect an answer, and the answer's type.
 _ANSWER_OF = {MsgType.Request: MsgType.Reply, MsgType.LocateRequest: MsgType.LocateReply}
 
@@ -178,17 +179,16 @@ class CaptureDecoder:
             except PycdrError as e:
                 # No framing without a header: the rest of the stream is not GIOP.
                 frame, time = d.frame_of(offset + len(d.buf))
-                self._entry(d, frame, time, offset, error=_error_json(e))
+                self._entry(d, frame, time, offset, error=error_json(e))
                 d.buf_offset += len(d.buf)
                 d.buf.clear()
                 return
             if header.size > MAX_MESSAGE_SIZE:
                 # GiopConnection's limit: not buffered; the stream cannot be framed on.
                 frame, time = d.frame_of(offset + len(d.buf))
-                self._entry(d, frame, time, offset, error={
-                    "type": "GIOPError", "kind": "malformed", "offset": offset + 8,
-                    "message": f"message of {header.size} bytes exceeds the limit of "
-                               f"{MAX_MESSAGE_SIZE}"}, header=header.to_json())
+                self._entry(d, frame, time, offset, error=error_json(MessageTooLargeError(
+                    f"message of {header.size} bytes exceeds the limit of {MAX_MESSAGE_SIZE}",
+                    offset + 8)), header=header.to_json())
                 d.buf_offset += len(d.buf)
                 d.buf.clear()
                 return
@@ -203,10 +203,14 @@ class CaptureDecoder:
 
     def _message(self, d, raw, header, offset, frame, time) -> None:
         try:
-            msg, _ = decode_message(raw, lenient=True, user_exceptions=self.user_exceptions)
+            # (the budget of a message holds for what a ZIOP one inflates to as well)
+            msg, _ = decode_message(raw, lenient=True, user_exceptions=self.user_exceptions,
+                                    max_message_size=MAX_MESSAGE_SIZE)
         except PycdrError as e:
-            entry = self._entry(d, frame, time, offset, error=_error_json(e),
-                                header=header.to_json())
+            if getattr(e, "offset", None) is not None:
+                e.offset += offset                   # in the stream, as stream_offset
+            entry = self._entry(d, frame, time, offset, error=error_json(e),
+                                header=header.to_json(), bytes=raw.hex())
             decoded = False
         else:
             entry = self._entry(d, frame, time, offset, msg=msg)
@@ -280,12 +284,6 @@ class CaptureDecoder:
                 entry["request_frame"] = request["frame"]
                 entry["response_time"] = round(entry["time"] - request["time"], 6)
                 request["reply_frame"] = entry["frame"]
-
-
-def _error_json(e: PycdrError) -> dict:
-    kind = "truncated" if isinstance(e, TruncatedError) else "malformed"
-    return {"type": type(e).__name__, "kind": kind, "message": getattr(e, "message", str(e)),
-            "offset": getattr(e, "offset", None)}
 
 
 def decode_capture(path, *, ports=None, heuristic: bool = True, user_exceptions=None,
@@ -497,7 +495,7 @@ class IdlBodyDecoder:
             for name, tc in items:                   # (an exception starts with its id)
                 flatten_value(tc, read_value(r, tc), name, out, seen)
         except PycdrError as e:
-            result["error"] = _error_json(e)
+            result["error"] = error_json(e)
         if r.warnings:          # violations inside the values (bad boolean, padding, ...)
             result["warnings"] = [w.to_json() for w in r.warnings]
         return result

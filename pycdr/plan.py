@@ -700,9 +700,15 @@ class StructNode(Node):
             missing = [m[1] for m in self.members if m[0] not in v and m[1] not in v]
             if missing:
                 raise EncodeError(f"{self.tc._name}: missing members {missing}")
+            # Keys are IDL names or attribute names (py_name), which differ for keywords
+            # and folded names -- and one member's attribute may be another's IDL name
+            # (x\u00b2 folds to x2): a dict with every IDL name is read by IDL name, one
+            # with every attribute by attribute, a mix member by member, IDL name first.
+            by_attr = not all(m[1] in v for m in self.members) and \
+                all(m[0] in v for m in self.members)
             for pyname, idlname, node in self.members:
                 try:
-                    node.write(w, get(pyname) if pyname in v else get(idlname))
+                    node.write(w, get(pyname) if by_attr or idlname not in v else get(idlname))
                 except CDRError as e:
                     e.add_path("." + idlname)
                     raise

@@ -37,6 +37,7 @@ the same classes user code has.
 from __future__ import annotations
 
 import keyword
+import unicodedata
 from decimal import Decimal
 from fractions import Fraction
 
@@ -57,16 +58,28 @@ def registered(repo_id: str):
 
 
 def py_name(idl_name: str, index: int = 0) -> str:
-    """The attribute name for an IDL identifier: Python keywords get a leading _
-    (as omniORBpy does); names that are no identifier at all (empty in compact
-    TypeCodes, or anything a peer sends) become ``_m<index>``."""
-    if idl_name.isidentifier() and not idl_name.startswith("_"):
-        return "_" + idl_name if keyword.iskeyword(idl_name) else idl_name
+    """The attribute name for a member, branch or enumerator name, from IDL or from
+    the wire.  The one rule (the classes made here, the C and pure decoders and the
+    code the plans compile all take their names from :func:`field_names`):
+
+    1. the name is taken in its NFKC form, the form Python gives an identifier in
+       source code (``ª`` is ``a``; ``µ``, MICRO SIGN, is ``μ``): so ``obj.µ`` written
+       in a program finds the member, and code compiled from the name means it;
+    2. if that form is an identifier that does not start with ``_``: it, with a
+       leading ``_`` if it is a Python keyword (as omniORBpy does);
+    3. anything else (the empty names of compact TypeCodes, characters no identifier
+       takes, a leading ``_``) is ``_m<index>``, ``index`` being the name's position.
+    """
+    folded = unicodedata.normalize("NFKC", idl_name)
+    if folded.isidentifier() and not folded.startswith("_"):
+        return "_" + folded if keyword.iskeyword(folded) else folded
     return f"_m{index}"
 
 
 def field_names(idl_names) -> tuple:
-    """Attribute names for a member list: safe and distinct."""
+    """Attribute names for a member list by :func:`py_name`, distinct: a name whose
+    attribute an earlier name has already (``a`` then ``ª``; ``class`` then
+    ``ｃｌａｓｓ``) is ``_m<index>`` instead."""
     out = []
     seen = set()
     for i, name in enumerate(idl_names):
@@ -234,9 +247,9 @@ def make_enum_class(tc: TypeCode, name: str | None = None, module: str | None = 
                {"_tc": tc, "_NP_RepositoryId": tc._id})
     items = tuple(EnumItem(cls, label, i) for i, label in enumerate(tc._member_names))
     cls._items = items
-    for item in items:
-        attr = py_name(item._name)
-        if not attr.startswith("_m"):
+    # (an enumerator without a name of its own is reached by _items or Enum(name))
+    for i, (item, attr) in enumerate(zip(items, field_names(tc._member_names))):
+        if attr != f"_m{i}":
             setattr(cls, attr, item)
     if module:
         cls.__module__ = module

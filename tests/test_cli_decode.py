@@ -35,7 +35,7 @@ def test_decode_json_stream_from_stdin_with_spaces():
     spaced = " ".join(stream[i:i + 4].hex() for i in range(0, len(stream), 4))
     r = run("decode", "--json", stdin=spaced + "\n")
     assert r.exit_code == EXIT_OK, r.output
-    out = json.loads(r.output)
+    out = [json.loads(line) for line in r.output.splitlines()]      # JSON Lines
     assert [m["type"] for m in out] == ["Request", "Reply"]
     assert out[1]["stream_offset"] == len(stream) - 24
     assert out[0]["offsets"]["body"] == 48 and out[0]["body"] == "01"
@@ -51,7 +51,7 @@ def test_decode_binary_file_and_warnings(tmp_path):
     assert r.exit_code == EXIT_OK, r.output
     assert "note @" in r.output and "[nonzero-padding]" in r.output
     r = run("decode", "--json", "-f", str(path))
-    assert json.loads(r.output)[0]["warnings"][0]["code"] == "nonzero-padding"
+    assert json.loads(r.output)["warnings"][0]["code"] == "nonzero-padding"
 
 
 def test_decode_errors_are_one_line_with_offset():
@@ -76,6 +76,32 @@ def test_decode_second_message_error_offset_is_absolute():
     r = run("decode", bad)
     assert r.exit_code == EXIT_BAD_INPUT
     assert "LocateRequest" in r.output and "at offset 39" in r.output
+
+
+def test_decode_json_lines_report_an_undecodable_message_and_go_on():
+    # A Request, a message of unknown type 9 (its header frames it), a Reply.
+    good = encode_message(Request(request_id=1, operation="op", target=KeyAddr(b"k")))
+    bad = bytes.fromhex("47494f5001020009" "00000004" "01020304")
+    reply = encode_message(Reply(request_id=1))
+    r = run("decode", "--json", (good + bad + reply).hex())
+    assert r.exit_code == EXIT_BAD_INPUT
+    lines = r.output.splitlines()
+    entries = [json.loads(line) for line in lines[:3]]
+    assert entries[0]["type"] == "Request" and entries[2]["type"] == "Reply"
+    err = entries[1]
+    assert err["stream_offset"] == len(good) and err["bytes"] == bad.hex()
+    assert err["error"] == {"type": "GIOPError", "kind": "malformed",
+                            "message": "unknown message type 9", "offset": len(good) + 7}
+    assert err["header"]["message_type"] == "unknown(9)"
+    assert lines[3].startswith("error: GIOPError: unknown message type 9")
+    # The tree says it in place too, and strict mode stops there.
+    r = run("decode", (good + bad + reply).hex())
+    assert f"message at offset {len(good)}: undecodable: GIOPError" in r.output
+    assert "GIOP 1.2 Reply" in r.output
+    r = run("decode", "--strict", "--json", (good + bad + reply).hex())
+    assert [json.loads(line).get("type") for line in r.output.splitlines()[:2]] == \
+        ["Request", None]
+    assert "Reply" not in r.output
 
 
 IOR = ior_to_string(make_ior("IDL:Test/Echo:1.0", [IIOPProfile(

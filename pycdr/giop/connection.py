@@ -17,7 +17,11 @@ fragments of different requests interleaved), keeps request-id books for its
 role, and turns every protocol violation into a :class:`ProtocolViolation`
 event that says what to answer.  Memory is bounded by ``max_message_size``,
 ``max_reassembly_size`` and ``max_pending_fragmented``; a header that claims
-more than the limit is refused before its body is buffered.
+more than the limit is refused before its body is buffered, and a ZIOP message
+may inflate to no more than ``max_message_size`` either (checked while it
+inflates).  Such a ZIOP message leaves the framing intact: a server answers the
+Request in it with IMP_LIMIT (a MessageError when its start cannot be read, nothing
+for a oneway); a client drops the Reply and the violation names its request.
 
 A reassembled message is the first message's header and body followed by the
 fragments' data.  GIOP 1.2 fragments keep the message's alignment (16-byte
@@ -34,14 +38,15 @@ import enum
 import itertools
 
 from ..cdr import CDRReader, DecodeWarning
-from ..errors import (DecodeError, GIOPError, LocalProtocolError, PycdrError,
-                      UnsupportedVersionError)
+from ..errors import (DecodeError, GIOPError, LocalProtocolError, MessageTooLargeError,
+                      PycdrError, UnsupportedVersionError)
 from . import service_contexts as sc
 from .events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
-from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, GiopHeader, MsgType,
+from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHeader, MsgType,
                      encode_header, message_error_bytes, may_fragment, parse_header)
-from .messages import (CloseConnection, Message, MessageError, decode_message, encode_fragments,
-                       encode_message)
+from .messages import (CloseConnection, Message, MessageError, Reply, ReplyStatus,
+                       decode_message, encode_fragments, encode_message)
+from .sysexc import IMP_LIMIT, OMG_VMCID, CompletionStatus
 
 __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 
@@ -88,7 +93,8 @@ class _Reassembly:
 class GiopConnection:
     def __init__(self, role: Role, *, version: tuple[int, int] = (1, 2),
                  lenient: bool = False, bidirectional: bool = False,
-                 check_request_ids: bool = True, max_message_size: int = 16 << 20, max_reassembly_size: int = 64 << 20,
+                 check_request_ids: bool = True, max_message_size: int = MAX_MESSAGE_SIZE,
+                 max_reassembly_size: int = 64 << 20,
                  max_pending_fragmented: int = 64, field_offsets: bool = True):
         self.role = role
         # False (an ORB): messages come without the analyzer's offsets and padding
@@ -271,8 +277,8 @@ class GiopConnection:
                 f"GIOP {header.version[0]}.{header.version[1]} is above this connection's "
                 f"{self.version[0]}.{self.version[1]}", self._stream_offset + 4)
         if header.size > self.max_message_size:
-            return GIOPError(f"message of {header.size} bytes exceeds the limit of "
-                             f"{self.max_message_size}", self._stream_offset + 8)
+            return MessageTooLargeError(f"message of {header.size} bytes exceeds the limit of "
+                                        f"{self.max_message_size}", self._stream_offset + 8)
         return None
 
     def next_event(self):
@@ -488,7 +494,11 @@ class GiopConnection:
         # (the header is parsed again only for a violation: decode_message has it)
         try:
             msg, warnings = decode_message(raw, lenient=self.lenient, segments=segments,
-                                           header=header, field_offsets=self.field_offsets)
+                                           header=header, field_offsets=self.field_offsets,
+                                           max_message_size=self.max_message_size)
+        except MessageTooLargeError as e:
+            e.offset += offset
+            return self._too_large(e, parse_header(raw), offset)
         except DecodeError as e:
             if e.offset is not None:
                 e.offset += offset if fragments == 1 else 0
@@ -504,6 +514,31 @@ class GiopConnection:
             return self._violation(error, parse_header(raw), offset,
                                    getattr(msg, "request_id", None), answer)
         return MessageReceived(msg, raw, fragments, offset)
+
+    def _too_large(self, error: MessageTooLargeError, header: GiopHeader, offset: int):
+        """A ZIOP message that inflates past max_message_size (its framing is intact)."""
+        request = _request_of_head(error.head) if error.head is not None else None
+        if request is None:
+            return self._violation(error, header, offset)
+        msg_type, request_id, version, little, response_expected = request
+        if self.role is Role.CLIENT and msg_type == MsgType.Reply:
+            # The server broke no rule: the caller of that request gets the error.
+            self.outstanding.discard(request_id)
+            return ProtocolViolation(error, Answer.DISCARD, b"", request_id, offset)
+        if self.role is Role.SERVER and msg_type == MsgType.Request:
+            if not response_expected:
+                return ProtocolViolation(error, Answer.DISCARD, b"", request_id, offset)
+            # IMP_LIMIT: "an implementation limit was exceeded in the ORB run time
+            # ... the size of a parameter may have exceeded the allowed maximum"
+            # (CORBA 3.x Part 1, system exceptions).  No standard minor code names a
+            # size limit: 0 in the OMG's set, as for this ORB's other unspecific answers.
+            reply = Reply(version=self._answer_version(version), little=little,
+                          request_id=request_id, reply_status=ReplyStatus.SYSTEM_EXCEPTION,
+                          system_exception=IMP_LIMIT(OMG_VMCID | 0,
+                                                     CompletionStatus.COMPLETED_NO))
+            return ProtocolViolation(error, Answer.SEND_SYSTEM_EXCEPTION,
+                                     encode_message(reply), request_id, offset)
+        return self._violation(error, header, offset, request_id)
 
     def _check_received(self, msg: Message):
         """Role and request-id rules; None if the message is fine."""
@@ -599,9 +634,29 @@ def _type_name(msg_type: int) -> str:
     return MsgType(msg_type).name if msg_type in MsgType._value2member_map_ else str(msg_type)
 
 
+def _request_of_head(head: bytes):
+    """``(msg_type, request_id, version, little, response_expected)`` of the
+    Request or Reply whose first bytes ``head`` holds, or None if they do not tell."""
+    try:
+        header = parse_header(head)
+        if header.msg_type not in (MsgType.Request, MsgType.Reply):
+            return None
+        r = CDRReader(head, start=HEADER_SIZE, little=header.little, version=header.version)
+        if header.version < (1, 2):
+            sc.read_service_contexts(r)
+        request_id = r.read_ulong()
+        # 1.0/1.1: the boolean response_expected; 1.2: response_flags, 0 for no reply.
+        expected = r.read_octet() != 0 if header.msg_type == MsgType.Request else False
+    except PycdrError:
+        return None
+    return header.msg_type, request_id, header.version, header.little, expected
+
+
 def _request_id_of(raw: bytes, header: GiopHeader, body_only: bool = False) -> int | None:
     """The request id of a (possibly partial or malformed) message, if it can
     be read: 1.2 puts it first; 1.0/1.1 Request/Reply after the service contexts."""
+    if header.is_ziop:
+        return None         # it is in the compressed data
     start = 0 if body_only else HEADER_SIZE
     origin = -HEADER_SIZE if body_only else 0
     r = CDRReader(raw, start=start, origin=origin, little=header.little, version=header.version)

@@ -23,6 +23,7 @@ class Answer(enum.Enum):
     SEND_MESSAGE_ERROR_AND_CLOSE = "send MessageError, then close"   # stream unusable
     CLOSE = "close the connection"                          # nothing can be sent
     DISCARD = "discard the message"                         # nothing to answer
+    SEND_SYSTEM_EXCEPTION = "answer the request with a system exception"   # carry on
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..cdr import CDRReader, CDRWriter, DecodeWarning
-from ..errors import GIOPError, NotSupportedError, TruncatedError, UnsupportedVersionError
+from ..errors import (GIOPError, MessageTooLargeError, NotSupportedError, TruncatedError,
+                      UnsupportedVersionError)
 
 HEADER_SIZE = 12
 GIOP_MAGIC = b"GIOP"
@@ -32,6 +33,11 @@ FLAG_MORE_FRAGMENTS = 0x02
 FLAG_ZIOP_SUPPORTED = 0x04
 FLAG_ZIOP_ENABLED = 0x08
 KNOWN_FLAGS = FLAG_LITTLE_ENDIAN | FLAG_MORE_FRAGMENTS | FLAG_ZIOP_SUPPORTED | FLAG_ZIOP_ENABLED
+
+# The largest message_size (bytes after the header) a receiver takes unless told
+# otherwise, compressed or not: GiopConnection's and the server's limit, the
+# analyzers' (pycdr decode, pycdr pcap) and the dissector's default.
+MAX_MESSAGE_SIZE = 16 << 20
 
 SUPPORTED_VERSIONS = ((1, 0), (1, 1), (1, 2), (1, 3))
 HIGHEST_VERSION = (1, 3)
@@ -169,36 +175,89 @@ class ZiopInfo:
                 "compressed_length": self.compressed_length}
 
 
+# ZIOP data is inflated this many bytes at a time, so the limit is checked as the
+# output grows and never more than a step past it is held.
+INFLATE_STEP = 256 * 1024
+# MessageTooLargeError.head: this much of the refused message's body is inflated,
+# enough for any usual Request or Reply header (whose request it was).
+ZIOP_HEAD_SIZE = 64 * 1024
+
+
 def decompress_ziop(data, header: GiopHeader, warnings: list, *,
-                    max_size: int = 64 << 20) -> tuple[bytes, ZiopInfo]:
+                    max_message_size: int = MAX_MESSAGE_SIZE) -> tuple[bytearray, ZiopInfo]:
     """The equivalent GIOP message (header + decompressed body) of a complete
-    ZIOP message in ``data[:header.total_size]``."""
+    ZIOP message in ``data[:header.total_size]``.
+
+    The body may inflate to at most ``max_message_size`` bytes, the limit a plain
+    message's ``message_size`` has: checked while inflating, in steps of
+    INFLATE_STEP, whatever ``original_length`` claims.  Beyond it:
+    :class:`MessageTooLargeError` (offset: ``original_length`` when that claims
+    too much, else the compressed byte where the output passed the limit), with
+    the message's first bytes inflated in ``head``."""
     r = CDRReader(data, start=HEADER_SIZE, end=header.total_size, origin=0,
                   little=header.little, version=header.version)
     compressor_id = r.read_ushort()
     original_length = r.read_ulong()
     compressed = r.read_octet_sequence()
+    data_start = r.pos - len(compressed)
     info = ZiopInfo(compressor_id, original_length, len(compressed))
     if compressor_id != COMPRESSOR_ZLIB:
         raise NotSupportedError(f"ZIOP compressor {COMPRESSOR_NAMES.get(compressor_id, compressor_id)}"
                                 " is not supported (only ZLIB)")
-    if original_length > max_size:
-        raise GIOPError(f"ZIOP original length {original_length} exceeds the limit {max_size}",
-                        HEADER_SIZE + 4)
+
+    def giop_header(size):
+        flags = header.flags & ~(FLAG_ZIOP_ENABLED | FLAG_LITTLE_ENDIAN)
+        return encode_header(header.version, header.little, header.msg_type, size,
+                             extra_flags=flags)
+
+    def too_large(message, offset):
+        head = giop_header(original_length) + _inflate(compressed, ZIOP_HEAD_SIZE, strict=False)[0]
+        return MessageTooLargeError(message, offset, head=head)
+
+    if original_length > max_message_size:
+        raise too_large(f"ZIOP original length {original_length} exceeds the limit of "
+                        f"{max_message_size} bytes", HEADER_SIZE + 4)
+    out = bytearray(HEADER_SIZE)         # the header goes in front once the size is known
+    body, consumed = _inflate(compressed, max_message_size + 1, out)
+    if len(body) - HEADER_SIZE > max_message_size:
+        raise too_large(f"ZIOP data inflates past the limit of {max_message_size} bytes "
+                        f"(original length {original_length})", data_start + consumed)
+    size = len(body) - HEADER_SIZE
+    if size != original_length:
+        warnings.append(DecodeWarning("ziop-length",
+                                      f"ZIOP data decompresses to {size} bytes, header says "
+                                      f"{original_length}", HEADER_SIZE + 4))
+    body[:HEADER_SIZE] = giop_header(size)
+    return body, info
+
+
+def _inflate(compressed: bytes, limit: int, out: bytearray | None = None, strict: bool = True):
+    """``(out + at most limit inflated bytes, compressed bytes consumed)``.  Data
+    that is not zlib: GIOPError, or (``strict=False``) what inflated before it."""
+    if out is None:
+        out = bytearray()
+    start = len(out)
     d = zlib.decompressobj()
+    data = memoryview(compressed)
+    fed = 0
+    tail = b""
     try:
-        body = d.decompress(compressed, original_length + 1)
+        while not d.eof and len(out) - start < limit:
+            # The input goes in steps too: zlib copies what a step leaves unconsumed,
+            # and that copy must not be the rest of a large message each time.
+            if not tail and fed < len(data):
+                tail = data[fed:fed + INFLATE_STEP]
+                fed += len(tail)
+            before = len(tail)
+            step = d.decompress(tail, min(INFLATE_STEP, limit - (len(out) - start)))
+            tail = d.unconsumed_tail
+            if not step and len(tail) == before:
+                break               # the data ends before the stream does
+            out += step
     except zlib.error as e:
-        raise GIOPError(f"ZIOP data does not decompress: {e}", HEADER_SIZE + 8) from None
-    if len(body) != original_length:
-        w = DecodeWarning("ziop-length",
-                          f"ZIOP data decompresses to {len(body)} bytes, header says "
-                          f"{original_length}", HEADER_SIZE + 4)
-        warnings.append(w)
-    flags = header.flags & ~(FLAG_ZIOP_ENABLED)
-    giop = encode_header(header.version, header.little, header.msg_type, len(body),
-                         extra_flags=flags & ~FLAG_LITTLE_ENDIAN) + body
-    return giop, info
+        if strict:
+            raise GIOPError(f"ZIOP data does not decompress: {e}", HEADER_SIZE + 8) from None
+    return out, fed - len(tail)
 
 
 def compress_to_ziop(message: bytes, level: int = 6) -> bytes:

@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..cdr import CDRReader, CDRWriter, DecodeWarning, FragmentingWriter, SegmentedReader
-from ..errors import (DecodeError, EncodeError, GIOPError, InvalidValueError, PycdrError,
-                      TruncatedError)
+from ..errors import (DecodeError, EncodeError, GIOPError, InvalidValueError,
+                      MessageTooLargeError, PycdrError, TruncatedError)
 from ..ior import IOR, TaggedProfile, printable_key, read_ior, write_ior
 from . import service_contexts as sc
 from .header import (FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, FLAG_ZIOP_ENABLED,
-                     FLAG_ZIOP_SUPPORTED, GIOP_MAGIC, HEADER_SIZE, GiopHeader, MsgType, ZiopInfo,
+                     FLAG_ZIOP_SUPPORTED, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHeader,
+                     MsgType, ZiopInfo,
                      decompress_ziop, encode_header, may_fragment, parse_header)
 from .sysexc import SystemException, read_system_exception, write_system_exception
 
@@ -471,7 +472,7 @@ def _typed_body_json(msg, out: dict) -> None:
 # ----------------------------------------------------------------------------
 # Decoding
 def decode_message(data, *, lenient: bool = False, user_exceptions=None,
-                   max_ziop_size: int = 64 << 20, segments=None,
+                   max_message_size: int = MAX_MESSAGE_SIZE, segments=None,
                    header: GiopHeader | None = None,
                    field_offsets: bool = True) -> tuple[Message, list]:
     """Decode one complete GIOP (or ZIOP) message from the start of ``data``.
@@ -480,7 +481,10 @@ def decode_message(data, *, lenient: bool = False, user_exceptions=None,
     ``message.warnings``.  Strict mode raises a :class:`pycdr.errors.DecodeError`
     subclass on the first violation; lenient mode records it and carries on.
     ``user_exceptions`` (TypeCodes, or a mapping repository id -> TypeCode) lets
-    USER_EXCEPTION replies decode their exception.  ``segments``: for a message
+    USER_EXCEPTION replies decode their exception.  ``max_message_size``: what a
+    ZIOP message may inflate to (the limit a plain message's ``message_size`` has
+    where it is framed), checked while inflating; beyond it a
+    :class:`pycdr.errors.MessageTooLargeError`, lenient or not.  ``segments``: for a message
     reassembled from GIOP 1.1 fragments, ``(start, origin)`` of each fragment's
     data (see :class:`pycdr.cdr.SegmentedReader`).  ``header``: ``parse_header(data)``
     when the caller (a framer) has it already.  ``field_offsets=False`` (strict
@@ -493,15 +497,17 @@ def decode_message(data, *, lenient: bool = False, user_exceptions=None,
             if msg is not None:
                 return msg, msg.warnings
         try:
-            return _decode_message(data, False, user_exceptions, max_ziop_size, segments,
+            return _decode_message(data, False, user_exceptions, max_message_size, segments,
                                    header, _LeanFieldReader)
+        except MessageTooLargeError:
+            raise      # the detailed decoder would say the same, after inflating it again
         except PycdrError:
             pass       # decode again for the detailed decoder's error
-    return _decode_message(data, lenient, user_exceptions, max_ziop_size, segments, header,
+    return _decode_message(data, lenient, user_exceptions, max_message_size, segments, header,
                            _FieldReader)
 
 
-def _decode_message(data, lenient, user_exceptions, max_ziop_size, segments, header,
+def _decode_message(data, lenient, user_exceptions, max_message_size, segments, header,
                     field_reader) -> tuple[Message, list]:
     warnings: list = []
     if header is None:
@@ -521,7 +527,7 @@ def _decode_message(data, lenient, user_exceptions, max_ziop_size, segments, hea
         warnings.append(DecodeWarning("bytes-after-message", message, end))
     ziop = None
     if header.is_ziop:
-        data, ziop = decompress_ziop(bytes(data[:end]), header, warnings, max_size=max_ziop_size)
+        data, ziop = decompress_ziop(data, header, warnings, max_message_size=max_message_size)
         header = parse_header(data)
         end = len(data)
     options = dict(start=HEADER_SIZE, end=end, origin=0, little=header.little,

@@ -30,15 +30,15 @@ from dataclasses import dataclass, field
 from .aio import GiopStream
 from .. import tc, values
 from ..corbaloc import Corbaloc, Corbaname, parse_object_url
-from ..errors import EncodeError, ObjectURLError, PycdrError
+from ..errors import EncodeError, MessageTooLargeError, ObjectURLError, PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.header import HEADER_SIZE, parse_header
 from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest, Reply,
                              ReplyStatus, Request)
 from ..giop.service_contexts import CodeSetsContext
-from ..giop.sysexc import (BAD_PARAM, COMM_FAILURE, INV_OBJREF, MARSHAL, OMG_VMCID, TIMEOUT,
-                           TRANSIENT, CompletionStatus)
+from ..giop.sysexc import (BAD_PARAM, COMM_FAILURE, IMP_LIMIT, INV_OBJREF, MARSHAL, OMG_VMCID,
+                           TIMEOUT, TRANSIENT, CompletionStatus)
 from ..idl.model import Interface, Operation, Param
 from ..iiop import CodeSetsComponent, IIOPProfile, decode_profile
 from ..ior import IOR
@@ -51,6 +51,7 @@ log = logging.getLogger("pycdr.orb.client")
 
 _NO = CompletionStatus.COMPLETED_NO
 _MAYBE = CompletionStatus.COMPLETED_MAYBE
+_YES = CompletionStatus.COMPLETED_YES
 CLIENT_GIOP_VERSION = (1, 2)      # the highest version this client sends
 
 
@@ -62,7 +63,7 @@ class ClientOptions:
     connect_timeout: float = 5.0
     max_forward_hops: int = 8
     fragment_size: int | None = None       # fragment GIOP 1.1+ requests longer than this
-    max_message_size: int = 64 << 20
+    max_message_size: int = 64 << 20       # a reply's, compressed (ZIOP) or not
 
 
 class _PeerClosed(Exception):
@@ -574,6 +575,8 @@ class ClientConnection:
                     log.warning("%s:%d: %s", self.host, self.port, event)
                     if event.reply:
                         stream.write(event.reply)
+                    if isinstance(event.error, MessageTooLargeError):
+                        self._refuse_reply(event.request_id)
                 elif isinstance(event, ConnectionClosed):
                     by_peer = event.reason == "peer sent CloseConnection"
                     self._fail(_PeerClosed() if by_peer
@@ -597,6 +600,13 @@ class ClientConnection:
             future = self._pending_locates.pop(msg.request_id, None)
             if future is not None and not future.done():
                 future.set_result(msg)
+
+    def _refuse_reply(self, request_id) -> None:
+        """A Reply over max_message_size (a ZIOP one, which leaves the stream
+        usable): its request fails with IMP_LIMIT; the server did run it."""
+        waiter = self._pending.pop(request_id, None)
+        if waiter is not None and not waiter.future.done():
+            waiter.future.set_exception(IMP_LIMIT(OMG_VMCID | 0, _YES))
 
     def _fail(self, error: BaseException) -> None:
         self.closed = True

@@ -28,6 +28,7 @@ from ..corbaloc import escape_key
 from ..errors import EncodeError, PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.header import MAX_MESSAGE_SIZE
 from ..giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateReply,
                              LocateRequest, LocateStatus, MessageError, ProfileAddr,
                              ReferenceAddr, Reply, ReplyStatus, Request)
@@ -57,7 +58,7 @@ _MAYBE = CompletionStatus.COMPLETED_MAYBE
 
 @dataclass
 class ServerLimits:
-    max_message_size: int = 16 << 20        # bytes, header included in the check
+    max_message_size: int = MAX_MESSAGE_SIZE  # message_size, compressed (ZIOP) or not
     max_connections: int = 1024
     max_requests_in_flight: int = 256       # per connection; reading pauses beyond it
     idle_timeout: float | None = 300.0      # seconds without messages and requests
