@@ -699,7 +699,8 @@ def catalog(target_version=(1, 2)) -> list[Case]:
                   f"{ZIOP_BOMB_SIZE >> 20} MiB", S_ZIOP, (1, 2), le, [],
                   [E("system_exception", name="IMP_LIMIT", completed="COMPLETED_NO"),
                    E("system_exception", name="MARSHAL"), *REFUSED],
-                  tolerate=[(REPLY, "inflates and serves it: its message limit is higher")],
+                  tolerate=[T(REPLY, "impl-limit",
+                              "inflates and serves it: its message limit is higher")],
                   timeout=5.0, linger=0.3, risky=True, special="ziop_bomb"))
     for le in ORDERS:
         for value in (2, 255):
