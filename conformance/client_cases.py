@@ -1,0 +1,238 @@
+"""The client case catalog: the suite as a crafted server.
+
+Each case is data: the object served (the IIOP version of its IOR profile, its CODE_SETS
+component), the operation of conformance/echo.idl the client is asked to call, how the server
+answers it (a named script of client_runner.SCRIPTS, with parameters: a reply in a given byte
+order, with service contexts, fragmented, forwarded, refused, cut short ...), the outcomes the
+specification allows, the tolerated deviations (with a TOLERANCE_CODES reason), and the section of
+CORBA 3.x Part 2 the verdict rests on.
+
+The client command's contract (README, "Testing an ORB's client"): it calls the operation with the
+arguments of CONTRACT, prints what it got as one JSON line and exits:
+
+    {"result": VALUE}
+    {"system_exception": {"name": "TRANSIENT", "minor": 0, "completed": "COMPLETED_NO"}}
+    {"user_exception": {"id": "IDL:EchoAll/Oops:1.0", "members": {"code": 7, "why": "crafted"}}}
+
+(``name`` may be given as ``exception_id``, the repository id; ``completed`` as 0, 1 or 2.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pycdr import codesets
+
+from .cases import E, T, S_CLOSE, S_CODESETS, S_CONTEXTS, S_FRAGMENT, S_MESSAGE_ERROR, \
+    S_REPLY, S_ALIGN, S_HEADER
+
+# The arguments the client passes and the value the crafted server answers with (different
+# from the argument, so a client that prints its own argument is caught).
+CONTRACT = {
+    "echo_long": {"args": [42], "reply": -123456789},
+    "echo_longlong": {"args": [7], "reply": -4611686018427387907},
+    "echo_string": {"args": ["hello"], "reply": "h\u00e9llo w\u00f6rld"},
+    "echo_wstring": {"args": ["wide"], "reply": "h\u00e9 \u20ac"},
+    "echo_raise": {"args": [7], "reply": None},
+}
+OOPS_ID = "IDL:EchoAll/Oops:1.0"
+OOPS_MEMBERS = {"code": 7, "why": "crafted"}
+UNDECLARED_ID = "IDL:pycdr/NotDeclared:1.0"
+# A long reply for the fragment and trickle cases: several fragments' worth.
+LONG_STRING = "".join(f"fragment {i:03d}; " for i in range(60))
+
+S_FORWARD = "9.4.3 Reply Message (LOCATION_FORWARD, LOCATION_FORWARD_PERM); 9.5 Object location"
+S_ADDRESSING = "9.4.3 Reply Message (NEEDS_ADDRESSING_MODE); 9.4.2.1 TargetAddress"
+S_SYSEXC = "9.4.3.2 Reply Body (SYSTEM_EXCEPTION); Part 1 4.12.3 completion status"
+S_USEREXC = "9.4.3.2 Reply Body (USER_EXCEPTION); Part 1 4.12.2 (UNKNOWN for undeclared)"
+S_REQUEST_ID = "9.4.3.1 Reply Header (request_id matches a Request)"
+S_SIZE = "9.4.1 GIOP Message Header (message_size)"
+
+ANY_FAILURE = E("system_exception")
+CONNECTION_LOST = E("system_exception", name=("COMM_FAILURE", "TRANSIENT"))
+
+
+@dataclass(frozen=True)
+class ClientCase:
+    id: str
+    title: str
+    spec: str
+    operation: str                 # the operation of echo.idl the client is asked to call
+    script: str                    # how the server answers (client_runner.SCRIPTS)
+    expect: tuple                  # Expect: outcomes that pass
+    tolerate: tuple = ()           # Tolerance
+    version: tuple = (1, 2)        # the IIOP version of the served IOR's profile
+    little: bool = False           # the byte order of the server's replies
+    params: tuple = ()             # ((name, value), ...) for the script
+    codesets: tuple | None = None  # CODE_SETS component: (char native, char conv, wchar native,
+                                   #  wchar conv); None: no component
+    reply_value: object = None     # the value answered (None: CONTRACT's)
+    group: str = ""
+    timeout: float = 20.0          # seconds the client may take; then it is killed ("hung")
+    rationale: str = ""
+
+    @property
+    def wide(self) -> bool:
+        return self.operation == "echo_wstring"
+
+    @property
+    def args(self) -> list:
+        return CONTRACT[self.operation]["args"]
+
+    @property
+    def expected_value(self):
+        return CONTRACT[self.operation]["reply"] if self.reply_value is None else self.reply_value
+
+    def param(self, name, default=None):
+        return dict(self.params).get(name, default)
+
+
+def _case(cid, title, spec, operation, script, expect, *, version=(1, 2), little=False,
+          tolerate=(), params=(), **kw) -> ClientCase:
+    return ClientCase(id=f"{cid}[{version[0]}.{version[1]}-{'LE' if little else 'BE'}]",
+                      title=title, spec=spec, operation=operation, script=script,
+                      expect=tuple(expect), tolerate=tuple(tolerate), version=version,
+                      little=little, params=tuple(params), group=cid.split(".")[0], **kw)
+
+
+RESULT_OK = E("result", ok=True)
+ISO_UTF16 = (codesets.ISO_8859_1, (codesets.UTF_8,), codesets.UTF_16, ())
+UTF8_ONLY = (codesets.UTF_8, (), codesets.UTF_16, ())
+
+RATIONALE_CLOSE = (
+    "9.4.7/9.5.1: a server that sends CloseConnection has not processed the requests it did "
+    "not answer, so the client may reissue them on a new connection (transparently) or report "
+    "TRANSIENT (COMPLETED_NO). An orderly close with no CloseConnection is different: the "
+    "client cannot know whether the request ran, so COMM_FAILURE with COMPLETED_MAYBE is the "
+    "answer, and reissuing the request breaks at-most-once semantics.")
+RATIONALE_UNKNOWN_ID = (
+    "9.4.3.1: request_id associates a Reply with its Request. The text names no reaction to a "
+    "Reply for an id never used; ignoring it and taking the right Reply that follows is the "
+    "robust reading, a client that gives up on the connection (COMM_FAILURE, MARSHAL, INTERNAL) "
+    "is tolerated as spec-silent; hanging or reporting the stray reply's value fails.")
+RATIONALE_HUGE = (
+    "A message_size the server never fills must not be allocated up front (the house rule for "
+    "every decoder) and the connection's close must end the call: COMM_FAILURE (or MARSHAL / "
+    "IMP_LIMIT / NO_MEMORY for a client that refuses the claim first). A client that hangs "
+    "after the close, or crashes, fails.")
+
+
+def client_catalog() -> list[ClientCase]:
+    cases: list[ClientCase] = []
+    add = cases.append
+    # ---- Replies in each version and byte order ----------------------------------------
+    for v in ((1, 0), (1, 1), (1, 2)):
+        for le in (False, True):
+            add(_case("reply.echo-long", "echo_long answered in the request's GIOP version "
+                      "and the given byte order", S_REPLY, "echo_long", "reply", [RESULT_OK],
+                      version=v, little=le))
+            add(_case("reply.echo-string", "echo_string (ISO-8859-1 text) answered",
+                      S_REPLY, "echo_string", "reply", [RESULT_OK], version=v, little=le))
+        add(_case("reply.echo-longlong", "echo_longlong: an 8-aligned value after the header",
+                  S_REPLY, "echo_longlong", "reply", [RESULT_OK], version=v, little=v[1] % 2 == 1))
+    # ---- GIOP 1.2 reply-body alignment, unknown service contexts -----------------------
+    for n in range(8):
+        add(_case(f"align.reply-body-after-{n}-context-bytes",
+                  "echo_longlong reply whose header ends n mod 8: the body starts 8-aligned "
+                  "(an unknown service context pads the header)",
+                  S_ALIGN, "echo_longlong", "reply", [RESULT_OK], little=n % 2 == 1,
+                  params=(("contexts", (("pad", n),)),)))
+    for le in (False, True):
+        add(_case("context.unknown-in-reply", "a reply with two unknown service contexts "
+                  "(one with a vendor id, one empty) is read, the contexts ignored",
+                  S_CONTEXTS, "echo_long", "reply", [RESULT_OK], little=le,
+                  params=(("contexts", (("unknown", 0), ("empty", 0))),)))
+    # ---- Exceptions ----------------------------------------------------------------------
+    for status in ("COMPLETED_YES", "COMPLETED_NO", "COMPLETED_MAYBE"):
+        for le in (False, True):
+            add(_case(f"sysexc.{status.split('_')[1].lower()}",
+                      f"NO_PERMISSION (minor 0x50590007) with {status} is reported as it came",
+                      S_SYSEXC, "echo_long", "system_exception",
+                      [E("system_exception", name="NO_PERMISSION", completed=status,
+                         minor=0x50590007, requests=1)],
+                      tolerate=[T(E("system_exception", name="NO_PERMISSION", requests=1),
+                                  "other-refusal", "reports the exception with another "
+                                  "completion status or minor code")],
+                      little=le, params=(("name", "NO_PERMISSION"), ("completed", status))))
+    for le in (False, True):
+        add(_case("userexc.declared", "echo_raise answered with the declared Oops exception",
+                  S_USEREXC, "echo_raise", "user_exception",
+                  [E("user_exception", id=OOPS_ID, members_ok=True)], little=le))
+        add(_case("userexc.undeclared", "a user exception the operation does not raise: the "
+                  "client reports UNKNOWN", S_USEREXC, "echo_long", "user_exception",
+                  [E("system_exception", name="UNKNOWN")],
+                  tolerate=[T(E("system_exception", name="MARSHAL"), "other-refusal",
+                              "MARSHAL: cannot read an exception it does not know")],
+                  little=le, params=(("id", UNDECLARED_ID),)))
+    # ---- Location forwarding, addressing ---------------------------------------------------
+    for v in ((1, 0), (1, 2)):
+        add(_case("forward.location-forward", "LOCATION_FORWARD to another object: the client "
+                  "reissues the request there", S_FORWARD, "echo_long", "forward",
+                  [E("result", ok=True, forwarded=True)], version=v))
+    add(_case("forward.location-forward-perm", "LOCATION_FORWARD_PERM (GIOP 1.2)", S_FORWARD,
+              "echo_long", "forward", [E("result", ok=True, forwarded=True)],
+              params=(("perm", True),)))
+    for v in ((1, 0), (1, 2)):
+        add(_case("forward.loop", "every request forwarded to the other of two objects: the "
+                  "client must give up, not spin", S_FORWARD, "echo_long", "forward",
+                  [ANY_FAILURE], version=v, params=(("loop", True),)))
+    add(_case("addressing.needs-profile", "NEEDS_ADDRESSING_MODE asking for ProfileAddr: the "
+              "client resends the request addressed by its profile", S_ADDRESSING, "echo_long",
+              "needs_addressing", [E("result", ok=True, readdressed=True)],
+              tolerate=[T(ANY_FAILURE, "impl-limit",
+                          "does not resend with another addressing mode")]))
+    # ---- Request ids, MessageError, closing --------------------------------------------------
+    for le in (False, True):
+        add(_case("request-id.unknown-reply-first", "a reply for a request id never used, then "
+                  "the right reply", S_REQUEST_ID, "echo_long", "unknown_id_first",
+                  [RESULT_OK],
+                  tolerate=[T(E("system_exception", name=("COMM_FAILURE", "MARSHAL",
+                                                          "INTERNAL")), "spec-silent",
+                              "gives up on the connection after a reply it did not expect")],
+                  little=le, rationale=RATIONALE_UNKNOWN_ID))
+    add(_case("message-error.instead-of-reply", "the server answers the request with "
+              "MessageError and closes", S_MESSAGE_ERROR, "echo_long", "message_error",
+              [E("system_exception", name=("COMM_FAILURE", "MARSHAL", "TRANSIENT"))]))
+    add(_case("close.close-connection-before-reply", "CloseConnection instead of the reply, "
+              "then the next connection answers: a retry is allowed (nothing was done)",
+              S_CLOSE, "echo_long", "close_connection",
+              [E("result", ok=True, reconnected=True),
+               E("system_exception", name=("TRANSIENT", "COMM_FAILURE"),
+                 completed="COMPLETED_NO")],
+              tolerate=[T(CONNECTION_LOST, "other-refusal",
+                          "reports the lost connection with another completion status")],
+              rationale=RATIONALE_CLOSE))
+    add(_case("close.abrupt-before-reply", "the server closes (no CloseConnection) after "
+              "reading the request: the call may have run, so no silent retry",
+              S_CLOSE, "echo_long", "abrupt_close",
+              [E("system_exception", name="COMM_FAILURE", completed="COMPLETED_MAYBE",
+                 requests=1)],
+              tolerate=[T(E("system_exception", name=("COMM_FAILURE", "TRANSIENT"), requests=1),
+                          "other-refusal", "reports the lost connection with another "
+                          "exception or completion status")],
+              rationale=RATIONALE_CLOSE))
+    # ---- Fragments, sizes, slow delivery -------------------------------------------------------
+    for v in ((1, 1), (1, 2)):
+        for le in (False, True):
+            add(_case("fragment.reply", f"a {len(LONG_STRING)}-character string reply in "
+                      "Fragments of 64 bytes", S_FRAGMENT, "echo_string", "fragmented",
+                      [RESULT_OK], version=v, little=le, reply_value=LONG_STRING,
+                      params=(("size", 64),)))
+    add(_case("size.huge-claim-then-close", "a Reply header claiming 2 GiB, 32 bytes of it, "
+              "then a close", S_SIZE, "echo_long", "huge_claim", [ANY_FAILURE],
+              rationale=RATIONALE_HUGE))
+    add(_case("size.trickled-reply", "the reply trickled one byte every 10 ms", S_HEADER,
+              "echo_string", "trickle", [RESULT_OK], reply_value=LONG_STRING[:200]))
+    # ---- Code sets -------------------------------------------------------------------------------
+    for v in ((1, 1), (1, 2)):
+        add(_case("codeset.iso-8859-1-native", "IOR with CODE_SETS (ISO-8859-1 native, UTF-8 "
+                  "conversion): the client sends a CodeSets context with a TCS the IOR allows",
+                  S_CODESETS, "echo_string", "reply",
+                  [E("result", ok=True, codeset_context=True)], version=v, codesets=ISO_UTF16))
+        add(_case("codeset.utf-8-only", "IOR whose only char code set is UTF-8: the client "
+                  "must use UTF-8 for char data", S_CODESETS, "echo_string", "reply",
+                  [E("result", ok=True, tcs_c="UTF-8")], version=v, codesets=UTF8_ONLY))
+    add(_case("codeset.wstring", "echo_wstring with UTF-16 offered for wchar (GIOP 1.2)",
+              S_CODESETS, "echo_wstring", "reply", [E("result", ok=True, tcs_w="UTF-16")],
+              codesets=ISO_UTF16))
+    return cases

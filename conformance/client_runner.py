@@ -1,0 +1,704 @@
+"""Running client cases: serve a crafted object, run the client command against it, record every
+byte both ways, and judge what the client sent and what it reported.
+
+The server is not pycdr's ORB: it frames the client's messages with the sans-I/O codec and answers
+them from the case's script (client_cases), so it can answer wrongly on purpose.  Each case gets
+its own listening socket on 127.0.0.1 (a free port), and the client command its own process
+(session), killed when the case's time is up ("hung").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+
+from pycdr import codesets
+from pycdr.errors import PycdrError
+from pycdr.giop.connection import GiopConnection, Role
+from pycdr.giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
+from pycdr.giop.header import HEADER_SIZE, MsgType, encode_header
+from pycdr.giop.messages import (AddressingDisposition, CloseConnection, KeyAddr, LocateReply,
+                                 LocateRequest, LocateStatus, ProfileAddr, ReferenceAddr, Reply,
+                                 ReplyStatus, Request, encode_fragments, encode_message,
+                                 fragment_message)
+from pycdr.giop.service_contexts import CodeSetsContext, RawServiceContext
+from pycdr.giop.sysexc import CompletionStatus, system_exception
+from pycdr.iiop import CodeSetsComponent, IIOPProfile, decode_profile, make_ior
+from pycdr.ior import ior_to_string
+from pycdr.marshal import read_value, write_value
+from pycdr.orb.jsonvalues import to_json as value_to_json
+
+from .cases import TOLERANCE_CODES
+from .client_cases import OOPS_ID, OOPS_MEMBERS, ClientCase, client_catalog
+from .echo import ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module
+from .runner import FAIL, NOT_RUN, PASS, TOLERATED, Outcome, Result
+
+HOST = "127.0.0.1"
+PRIMARY_KEY = b"PycdrClientEcho"
+FORWARDED_KEY = b"PycdrClientForwarded"
+PLACEHOLDERS = ("{ior}", "{corbaloc}", "{operation}", "{args}")
+MAX_CONNECTIONS = 64                 # a client that reconnects more than this is spinning
+MAX_RECORDED = 1 << 20               # bytes recorded per connection and direction
+STRAY_VALUE = 99999                  # the value in a reply for a request id never used
+HUGE_SIZE = 0x7FFFFFF0
+SERVER_SETTLE = 0.2                  # seconds for the server to finish after the client exits
+
+
+class ClientCommandError(PycdrError):
+    """The client command is unusable (no {ior}/{corbaloc} in it, or it cannot be started)."""
+
+
+def check_command(command: str) -> list[str]:
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:
+        raise ClientCommandError(f"cannot split the client command: {e}") from None
+    if not argv:
+        raise ClientCommandError("the client command is empty")
+    if "{ior}" not in command and "{corbaloc}" not in command:
+        raise ClientCommandError("the client command must contain {ior} or {corbaloc}")
+    return argv
+
+
+# --------------------------------------------------------------------------
+# The crafted server
+# --------------------------------------------------------------------------
+@dataclass
+class ConnectionRecord:
+    chunks: list = field(default_factory=list)       # (from_client, bytes), in order
+    sizes: dict = field(default_factory=lambda: {True: 0, False: 0})
+    tcs_c: int | None = None                         # from the first CodeSets context
+    tcs_w: int | None = None
+
+    def record(self, from_client: bool, data: bytes) -> None:
+        room = MAX_RECORDED - self.sizes[from_client]
+        if room > 0 and data:
+            self.chunks.append((from_client, data[:room]))
+        self.sizes[from_client] += len(data)
+
+
+@dataclass
+class SeenRequest:
+    connection: int
+    message: object
+    key: bytes | None
+    addressing: str                                  # key | profile | reference
+
+
+class CraftedServer:
+    """One case's server: a listening socket and a thread per connection."""
+
+    def __init__(self, case: ClientCase, interface):
+        self.case = case
+        self.operation = interface.all_operations()[case.operation]
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((HOST, 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.connections: list[ConnectionRecord] = []
+        self.requests: list[SeenRequest] = []
+        self.violations: list[str] = []
+        self.threads: list[threading.Thread] = []
+        self.closed_first = False
+        self.refused_connections = 0
+
+    # --- references --------------------------------------------------------------
+    def profile(self, key: bytes) -> IIOPProfile:
+        comps = ()
+        if self.case.codesets is not None and self.case.version >= (1, 1):
+            comps = (CodeSetsComponent(*self.case.codesets),)
+        return IIOPProfile(self.case.version, HOST, self.port, key, comps)
+
+    def ior_for(self, key: bytes):
+        return make_ior(ECHO_REPO_ID, [self.profile(key)])
+
+    @property
+    def ior(self) -> str:
+        return ior_to_string(self.ior_for(PRIMARY_KEY))
+
+    @property
+    def corbaloc(self) -> str:
+        v = self.case.version
+        return f"corbaloc:iiop:{v[0]}.{v[1]}@{HOST}:{self.port}/{PRIMARY_KEY.decode()}"
+
+    # --- running -----------------------------------------------------------------
+    def __enter__(self):
+        t = threading.Thread(target=self._accept, name="crafted-accept", daemon=True)
+        t.start()
+        self.threads.append(t)
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_event.set()
+        for t in list(self.threads):
+            t.join(5)
+        self.sock.close()
+
+    def _accept(self) -> None:
+        self.sock.settimeout(0.05)
+        while not self.stop_event.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.lock:
+                if len(self.connections) >= MAX_CONNECTIONS:
+                    self.refused_connections += 1
+                    conn.close()
+                    continue
+                index = len(self.connections)
+                self.connections.append(ConnectionRecord())
+            t = threading.Thread(target=self._serve, args=(conn, index), daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def _serve(self, conn: socket.socket, index: int) -> None:
+        record = self.connections[index]
+        giop = GiopConnection(Role.SERVER, lenient=True, check_request_ids=False)
+        conn.settimeout(0.05)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    data = conn.recv(65536)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                record.record(True, data)
+                giop.receive_data(data)
+                if not self._drain(giop, conn, index, record) or not data:
+                    return
+        finally:
+            conn.close()
+
+    def _drain(self, giop, conn, index, record) -> bool:
+        """Handle the complete messages; False once the connection is done with."""
+        while True:
+            event = giop.next_event()
+            if event is NEED_DATA:
+                return True
+            if isinstance(event, ConnectionClosed):
+                return False
+            if isinstance(event, ProtocolViolation):
+                self.violations.append(f"connection {index}: {event.error}")
+                continue
+            if not isinstance(event, MessageReceived):
+                continue
+            msg = event.message
+            if isinstance(msg, CloseConnection):
+                return False
+            if isinstance(msg, Request):
+                actions = self._on_request(msg, index, record)
+            elif isinstance(msg, LocateRequest):
+                actions = [self._locate_reply(msg)]
+            else:
+                self.violations.append(f"connection {index}: a {msg.type_name} from a client")
+                continue
+            if not self._act(conn, record, actions):
+                return False
+
+    def _act(self, conn, record, actions) -> bool:
+        try:
+            for action in actions:
+                if action == "close":
+                    conn.shutdown(socket.SHUT_RDWR)
+                    return False
+                if isinstance(action, tuple) and action[0] == "trickle":
+                    for i in range(len(action[1])):
+                        conn.sendall(action[1][i:i + 1])
+                        record.record(False, action[1][i:i + 1])
+                        time.sleep(0.01)
+                    continue
+                conn.sendall(action)
+                record.record(False, action)
+        except OSError:
+            return False
+        return True
+
+    # --- answers -------------------------------------------------------------------
+    def _on_request(self, req: Request, index: int, record: ConnectionRecord) -> list:
+        for ctx in req.service_contexts:
+            if isinstance(ctx, CodeSetsContext) and record.tcs_c is None:
+                record.tcs_c, record.tcs_w = ctx.char_data, ctx.wchar_data
+        key, addressing = _target_key(req.target)
+        if req.operation != self.case.operation:
+            return self._builtin(req, record)
+        with self.lock:
+            self.requests.append(SeenRequest(index, req, key, addressing))
+            nth = sum(1 for r in self.requests)
+        if req.response_flags & 3 == 0:
+            return []
+        return SCRIPTS[self.case.script](self, req, nth, index, record, key, addressing)
+
+    def _builtin(self, req, record) -> list:
+        """_is_a (true for the Echo) and _non_existent (false) the way any object answers;
+        any other operation is the client's mistake (recorded by the judge)."""
+        if req.operation == "_is_a":
+            return [self.reply(req, record, write=lambda w: w.write_boolean(True))]
+        if req.operation == "_non_existent":
+            return [self.reply(req, record, write=lambda w: w.write_boolean(False))]
+        self.violations.append(f"a request for {req.operation!r}, not {self.case.operation!r}")
+        return [self.reply(req, record, status=ReplyStatus.SYSTEM_EXCEPTION,
+                           system_exception=system_exception(
+                               "IDL:omg.org/CORBA/BAD_OPERATION:1.0", 0,
+                               CompletionStatus.COMPLETED_NO))]
+
+    def _locate_reply(self, msg: LocateRequest) -> bytes:
+        key, _ = _target_key(msg.target)
+        forward = self.forward_target(key) if self.case.script == "forward" else None
+        if forward is not None:
+            return encode_message(LocateReply(version=msg.version, little=self.case.little,
+                                              request_id=msg.request_id,
+                                              locate_status=LocateStatus.OBJECT_FORWARD,
+                                              forward=self.ior_for(forward)))
+        status = LocateStatus.OBJECT_HERE if key in (PRIMARY_KEY, FORWARDED_KEY) \
+            else LocateStatus.UNKNOWN_OBJECT
+        return encode_message(LocateReply(version=msg.version, little=self.case.little,
+                                          request_id=msg.request_id, locate_status=status))
+
+    def forward_target(self, key):
+        """Where a forward case sends a request for ``key`` (None: serve it here)."""
+        if key == PRIMARY_KEY:
+            return FORWARDED_KEY
+        if key == FORWARDED_KEY and self.case.param("loop"):
+            return PRIMARY_KEY
+        return None
+
+    def reply(self, req, record, *, status=ReplyStatus.NO_EXCEPTION, write=None, contexts=(),
+              request_id=None, **fields) -> bytes:
+        msg = Reply(version=min(req.version, (1, 2)), little=self.case.little,
+                    request_id=req.request_id if request_id is None else request_id,
+                    reply_status=status, service_contexts=list(contexts), **fields)
+        return encode_message(msg, write_body=self.body_writer(record, write))
+
+    def body_writer(self, record, write):
+        if write is None:
+            return None
+
+        def with_codesets(w):
+            w.tcs_c = record.tcs_c or codesets.ISO_8859_1
+            w.tcs_w = record.tcs_w or codesets.UTF_16
+            write(w)
+        return with_codesets
+
+    def result_writer(self, value):
+        return lambda w: write_value(w, self.operation.result, value)
+
+    def value_reply(self, req, record, value=None, **kw) -> bytes:
+        value = self.case.expected_value if value is None else value
+        return self.reply(req, record, write=self.result_writer(value), **kw)
+
+
+def _target_key(target):
+    if isinstance(target, KeyAddr):
+        return target.object_key, "key"
+    try:
+        if isinstance(target, ProfileAddr):
+            return decode_profile(target.profile).object_key, "profile"
+        if isinstance(target, ReferenceAddr):
+            profiles = target.ior.profiles
+            return decode_profile(profiles[target.selected_profile_index]).object_key, \
+                "reference"
+    except (PycdrError, IndexError):
+        pass
+    return None, "unreadable"
+
+
+# --------------------------------------------------------------------------
+# Scripts: how the server answers the client's call
+# (server, request, nth call, connection index, its record, target key, addressing) -> actions
+# --------------------------------------------------------------------------
+def _contexts(case: ClientCase) -> list:
+    out = []
+    for kind, n in case.param("contexts", ()):
+        if kind == "pad":
+            out.append(RawServiceContext(id=0x50594345, data=b"\x00" * n))
+        elif kind == "unknown":
+            out.append(RawServiceContext(id=0x50594344, data=b"\x00\x01\x02\x03pycdr"))
+        elif kind == "empty":
+            out.append(RawServiceContext(id=0x7FFFFF00, data=b""))
+    return out
+
+
+def script_reply(s, req, nth, index, record, key, addressing):
+    return [s.value_reply(req, record, contexts=_contexts(s.case))]
+
+
+def script_system_exception(s, req, nth, index, record, key, addressing):
+    completed = CompletionStatus[s.case.param("completed", "COMPLETED_NO")]
+    exc = system_exception(f"IDL:omg.org/CORBA/{s.case.param('name')}:1.0", 0x50590007,
+                           completed)
+    return [s.reply(req, record, status=ReplyStatus.SYSTEM_EXCEPTION, system_exception=exc)]
+
+
+def script_user_exception(s, req, nth, index, record, key, addressing):
+    repo_id = s.case.param("id", OOPS_ID)
+
+    def write(w):
+        w.write_string(repo_id)
+        w.write_long(OOPS_MEMBERS["code"])
+        w.write_string(OOPS_MEMBERS["why"])
+    return [s.reply(req, record, status=ReplyStatus.USER_EXCEPTION, write=write)]
+
+
+def script_forward(s, req, nth, index, record, key, addressing):
+    target = s.forward_target(key)
+    if target is None:
+        return [s.value_reply(req, record)]
+    status = ReplyStatus.LOCATION_FORWARD_PERM if s.case.param("perm") and req.version >= (1, 2) \
+        else ReplyStatus.LOCATION_FORWARD
+    return [s.reply(req, record, status=status, forward=s.ior_for(target))]
+
+
+def script_needs_addressing(s, req, nth, index, record, key, addressing):
+    if addressing == "key" and req.version >= (1, 2):
+        return [s.reply(req, record, status=ReplyStatus.NEEDS_ADDRESSING_MODE,
+                        addressing_disposition=AddressingDisposition.ProfileAddr)]
+    return [s.value_reply(req, record)]
+
+
+def script_unknown_id_first(s, req, nth, index, record, key, addressing):
+    stray = s.value_reply(req, record, value=STRAY_VALUE, request_id=req.request_id ^ 0x5A5A0000)
+    return [stray, s.value_reply(req, record)]
+
+
+def _bare_header(req, s, msg_type) -> bytes:
+    return encode_header(min(req.version, (1, 2)), s.case.little, msg_type, 0)
+
+
+def script_message_error(s, req, nth, index, record, key, addressing):
+    return [_bare_header(req, s, MsgType.MessageError), "close"]
+
+
+def script_close_connection(s, req, nth, index, record, key, addressing):
+    with s.lock:
+        first = not s.closed_first
+        s.closed_first = True
+    if first:
+        return [_bare_header(req, s, MsgType.CloseConnection), "close"]
+    return [s.value_reply(req, record)]
+
+
+def script_abrupt_close(s, req, nth, index, record, key, addressing):
+    return ["close"]
+
+
+def script_fragmented(s, req, nth, index, record, key, addressing):
+    size = s.case.param("size", 64)
+    data = s.value_reply(req, record)
+    if req.version >= (1, 2):
+        return fragment_message(data, size + 16)
+    msg = Reply(version=req.version, little=s.case.little, request_id=req.request_id)
+    return encode_fragments(msg, data, size + HEADER_SIZE,
+                            write_body=s.body_writer(record,
+                                                     s.result_writer(s.case.expected_value)))
+
+
+def script_huge_claim(s, req, nth, index, record, key, addressing):
+    data = s.value_reply(req, record)
+    order = "little" if s.case.little else "big"
+    return [data[:8] + HUGE_SIZE.to_bytes(4, order) + data[HEADER_SIZE:HEADER_SIZE + 32], "close"]
+
+
+def script_trickle(s, req, nth, index, record, key, addressing):
+    return [("trickle", s.value_reply(req, record))]
+
+
+SCRIPTS = {
+    "reply": script_reply,
+    "system_exception": script_system_exception,
+    "user_exception": script_user_exception,
+    "forward": script_forward,
+    "needs_addressing": script_needs_addressing,
+    "unknown_id_first": script_unknown_id_first,
+    "message_error": script_message_error,
+    "close_connection": script_close_connection,
+    "abrupt_close": script_abrupt_close,
+    "fragmented": script_fragmented,
+    "huge_claim": script_huge_claim,
+    "trickle": script_trickle,
+}
+
+
+# --------------------------------------------------------------------------
+# Judging
+# --------------------------------------------------------------------------
+@dataclass
+class ClientResult(Result):
+    port: int = 0
+    connections: list = field(default_factory=list)   # ConnectionRecords
+    stdout: str = ""
+    stderr: str = ""
+    command: list = field(default_factory=list)
+
+    def conversations(self) -> list:
+        return [c.chunks for c in self.connections]
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        out.update(operation=self.case.operation, script=self.case.script,
+                   command=self.command, client_stdout=self.stdout[-2000:],
+                   client_stderr=self.stderr[-2000:],
+                   connections=[[{"from": "client" if c else "server", "bytes": b.hex()}
+                                 for c, b in conn.chunks] for conn in self.connections])
+        return out
+
+
+def parse_report(stdout: str):
+    """The client's JSON line (the last line that is a JSON object), or None."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                return obj
+    return None
+
+
+def _exception_name(info: dict) -> str:
+    name = info.get("name")
+    if not name:
+        repo_id = str(info.get("exception_id") or info.get("id") or "")
+        name = repo_id.rsplit("/", 1)[-1].split(":", 1)[0]
+    return str(name)
+
+
+def _completed(value) -> str:
+    if isinstance(value, int) and value in CompletionStatus._value2member_map_:
+        return CompletionStatus(value).name
+    return str(value)
+
+
+def classify_report(case: ClientCase, report, returncode, hung: bool) -> Outcome:
+    if hung:
+        return Outcome("hung")
+    if report is None:
+        if returncode != 0:
+            return Outcome("crashed", {"exit": returncode})
+        return Outcome("no_report")
+    if "result" in report:
+        got = report["result"]
+        ok = _same(got, value_to_json(case.expected_value))
+        details = {"ok": ok}
+        if not ok:
+            details["got"] = repr(got)[:200]
+        return Outcome("result", details)
+    if isinstance(report.get("system_exception"), dict):
+        info = report["system_exception"]
+        return Outcome("system_exception", {"name": _exception_name(info),
+                                            "minor": info.get("minor"),
+                                            "completed": _completed(info.get("completed"))})
+    if isinstance(report.get("user_exception"), dict):
+        info = report["user_exception"]
+        return Outcome("user_exception", {"id": info.get("id"),
+                                          "members_ok": info.get("members") == OOPS_MEMBERS})
+    return Outcome("bad_report", {"report": json.dumps(report)[:200]})
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and float(a) == b
+    return a == b and type(a) is type(b)
+
+
+def request_problems(server: CraftedServer, case: ClientCase) -> list[str]:
+    """What is wrong with what the client sent (empty: nothing)."""
+    problems = list(server.violations)
+    allowed_c = allowed_w = None
+    if case.codesets is not None and case.version >= (1, 1):
+        char_native, char_conv, wchar_native, wchar_conv = case.codesets
+        allowed_c = {char_native, *char_conv, codesets.UTF_8}
+        allowed_w = {wchar_native, *wchar_conv, codesets.UTF_16}
+    for seen in server.requests:
+        req = seen.message
+        if req.version > case.version:
+            problems.append(f"a GIOP {req.version[0]}.{req.version[1]} request to a "
+                            f"{case.version[0]}.{case.version[1]} profile")
+        if seen.key not in (PRIMARY_KEY, FORWARDED_KEY):
+            problems.append(f"a request for the object key {seen.key!r}")
+        record = server.connections[seen.connection]
+        for ctx in req.service_contexts:
+            if isinstance(ctx, CodeSetsContext) and allowed_c is not None:
+                if ctx.char_data not in allowed_c:
+                    problems.append(f"TCS-C {codesets.name(ctx.char_data)}, which the IOR "
+                                    "does not offer")
+                if ctx.wchar_data not in allowed_w:
+                    problems.append(f"TCS-W {codesets.name(ctx.wchar_data)}, which the IOR "
+                                    "does not offer")
+        try:
+            reader = req.body_reader(tcs_c=record.tcs_c or codesets.ISO_8859_1,
+                                     tcs_w=record.tcs_w or codesets.UTF_16)
+            args = [value_to_json(read_value(reader, p.type))
+                    for p in server.operation.in_params]
+        except (PycdrError, ValueError) as e:
+            problems.append(f"arguments unreadable: {e}")
+            continue
+        if args != case.args:
+            problems.append(f"arguments {args!r}, the contract says {case.args!r}")
+    return problems
+
+
+def request_details(server: CraftedServer) -> dict:
+    reqs = server.requests
+    first_ctx = next((ctx for s in reqs for ctx in s.message.service_contexts
+                      if isinstance(ctx, CodeSetsContext)), None)
+    details = {"requests": len(reqs), "connections": len(server.connections),
+               "reconnected": len({s.connection for s in reqs}) > 1,
+               "forwarded": any(s.key == FORWARDED_KEY for s in reqs),
+               "readdressed": any(s.addressing != "key" for s in reqs),
+               "codeset_context": first_ctx is not None,
+               "tcs_c": codesets.name(first_ctx.char_data) if first_ctx else None,
+               "tcs_w": codesets.name(first_ctx.wchar_data) if first_ctx else None}
+    if reqs:
+        m = reqs[0].message
+        details.update(request_version=f"{m.version[0]}.{m.version[1]}",
+                       request_little_endian=m.little)
+    return details
+
+
+def judge(case: ClientCase, outcome: Outcome) -> tuple[str, str, str]:
+    for e in case.expect:
+        if e.matches(outcome):
+            return PASS, "", ""
+    for t in case.tolerate:
+        if t.expect.matches(outcome):
+            assert t.code in TOLERANCE_CODES
+            return TOLERATED, t.reason, t.code
+    return FAIL, f"expected {' or '.join(str(e) for e in case.expect)}", ""
+
+
+# --------------------------------------------------------------------------
+class ClientRunner:
+    """Runs client cases with one client command (a template with {ior}, {corbaloc},
+    {operation} and {args}, split like a shell would split it; no shell runs it)."""
+
+    def __init__(self, command: str, interface, *, wide_chars: bool = True, progress=None,
+                 cwd: str | None = None, env: dict | None = None):
+        self.command = command
+        self.argv = check_command(command)
+        self.interface = interface
+        self.wide_chars = wide_chars
+        self.progress = progress
+        self.cwd = cwd
+        self.env = env
+
+    def applicable(self, case: ClientCase) -> str:
+        if case.wide and not self.wide_chars:
+            return "wide characters are not asked of this client (it is known to abort)"
+        return ""
+
+    def argv_for(self, server: CraftedServer, case: ClientCase) -> list[str]:
+        values = {"{ior}": server.ior, "{corbaloc}": server.corbaloc,
+                  "{operation}": case.operation, "{args}": json.dumps(case.args)}
+        out = []
+        for word in self.argv:
+            for name, value in values.items():
+                word = word.replace(name, value)
+            out.append(word)
+        return out
+
+    def run(self, case: ClientCase) -> ClientResult:
+        why = self.applicable(case)
+        if why:
+            return ClientResult(case, NOT_RUN, None, why)
+        start = time.monotonic()
+        with CraftedServer(case, self.interface) as server:
+            argv = self.argv_for(server, case)
+            stdout, stderr, returncode, hung = self._run_client(argv, case.timeout)
+            time.sleep(SERVER_SETTLE)
+        outcome = classify_report(case, parse_report(stdout), returncode, hung)
+        outcome.details.update(request_details(server))
+        problems = request_problems(server, case)
+        if problems:
+            outcome.details["reported"] = outcome.kind
+            outcome.kind = "bad_request"
+            outcome.details["problem"] = "; ".join(problems)[:300]
+        verdict, reason, code = judge(case, outcome)
+        if outcome.kind == "bad_request":
+            reason = f"the client sent something wrong: {outcome.details['problem']}"
+        received = b"".join(b for conn in server.connections for c, b in conn.chunks if c)
+        sent = [b for conn in server.connections for c, b in conn.chunks if not c]
+        result = ClientResult(case, verdict, outcome, reason, reason_code=code, sent=sent,
+                              received=received[:4096], elapsed=time.monotonic() - start,
+                              port=server.port, connections=server.connections,
+                              stdout=stdout, stderr=stderr, command=argv)
+        if self.progress:
+            self.progress(result)
+        return result
+
+    def _run_client(self, argv, timeout):
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True,
+                                    cwd=self.cwd, env=self.env)
+        except OSError as e:
+            raise ClientCommandError(f"cannot start the client command {argv[0]!r}: {e}") \
+                from None
+        hung = False
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            hung = True
+            _kill_group(proc)
+            out, err = proc.communicate()
+        else:
+            # The client's own children (a JVM's helpers) go with it.
+            _kill_group(proc)
+        return (out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                proc.returncode, hung)
+
+
+def _kill_group(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass
+class ClientRun:
+    command: str
+    results: list = field(default_factory=list)
+    elapsed: float = 0.0
+
+    @property
+    def counts(self) -> dict:
+        out: dict = {}
+        for r in self.results:
+            out[r.verdict] = out.get(r.verdict, 0) + 1
+        return out
+
+    def describe(self) -> str:
+        return f"client: {self.command}"
+
+
+def run_client_suite(command: str, cases=None, *, wide_chars: bool = True, groups=None,
+                     progress=None, cwd=None, env=None) -> ClientRun:
+    interface = load_echo_module().interfaces[ECHO_INTERFACE]
+    runner = ClientRunner(command, interface, wide_chars=wide_chars, progress=progress,
+                          cwd=cwd, env=env)
+    cases = client_catalog() if cases is None else cases
+    if groups:
+        cases = [c for c in cases if c.group in groups]
+    run = ClientRun(command)
+    start = time.monotonic()
+    for case in cases:
+        run.results.append(runner.run(case))
+    run.elapsed = time.monotonic() - start
+    return run

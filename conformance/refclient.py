@@ -1,0 +1,54 @@
+"""The reference ORB's client as a conformance client command:
+
+    python -m pycdr.conformance.refclient {ior} {operation} {args}
+
+Calls OPERATION of conformance/echo.idl on the reference with ARGS (a JSON array) through
+pycdr's ORB and prints what came back as one JSON line (the contract of client_cases):
+{"result": ...}, {"system_exception": {...}} or {"user_exception": {...}}."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+from pycdr.giop.sysexc import SystemException
+from pycdr.orb import ORB
+from pycdr.orb.invocation import UnknownUserException
+from pycdr.orb.jsonvalues import from_json, to_json
+from pycdr.values import UserException
+
+from .echo import ECHO_INTERFACE, load_echo_module
+
+TIMEOUT = 5.0          # seconds: the client's own call and connect timeouts
+
+
+async def call(reference: str, operation: str, args: list) -> dict:
+    interface = load_echo_module().interfaces[ECHO_INTERFACE]
+    op = interface.all_operations()[operation]
+    values = [from_json(p.type, a) for p, a in zip(op.in_params, args)]
+    async with ORB(timeout=TIMEOUT, connect_timeout=TIMEOUT) as orb:
+        try:
+            ref = await orb.string_to_object(reference, interface)
+            result = await ref.invoke(op, *values)
+        except SystemException as e:
+            return {"system_exception": e.to_json()}
+        except UserException as e:
+            return {"user_exception": {"id": type(e)._tc.id(), "members": to_json(e)}}
+        except UnknownUserException as e:
+            return {"user_exception": {"id": e.exception_id}}
+    return {"result": to_json(result)}
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 3:
+        print("usage: python -m pycdr.conformance.refclient IOR OPERATION ARGS_JSON",
+              file=sys.stderr)
+        return 2
+    print(json.dumps(asyncio.run(call(argv[0], argv[1], json.loads(argv[2])))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
