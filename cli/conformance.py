@@ -10,7 +10,7 @@ import click
 
 from pycdr.conformance.cases import TOLERANCE_CODES
 
-from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
+from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 
 
 @click.command("conformance")
@@ -28,19 +28,31 @@ from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
               help="Write one pcap a case (bytes sent and received) into this folder.")
 @click.option("--list", "list_only", is_flag=True,
               help="List the cases (with the bytes each sends) and exit.")
+@click.option("--client", "client_command", metavar="CMD",
+              help="Test an ORB's client instead: serve crafted objects and run CMD against each "
+                   "({ior} or {corbaloc} replaced by the reference; {operation} and {args} by the "
+                   "echo.idl operation to call and its JSON arguments). CMD prints what it got "
+                   "as one JSON line (see README, 'Testing an ORB's client').")
 @click.option("--tolerated-reason", "tolerated_reasons", multiple=True,
               type=click.Choice(sorted(TOLERANCE_CODES)),
               help="List only the tolerated deviations with this reason code (repeatable): "
                    + "; ".join(f"{k}: {v}" for k, v in TOLERANCE_CODES.items()) + ".")
 def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, list_only,
-                    tolerated_reasons):
+                    client_command, tolerated_reasons):
     """Run the GIOP conformance suite against TARGET (an IOR, a corbaloc URL or
     host:port). Without TARGET, against the built-in reference ORB.
 
-    Exit status: 0 when no case failed, 1 when some did, 3 when the target
-    cannot be reached."""
-    from pycdr.conformance import report
-    from pycdr.conformance.runner import FAIL
+    With --client CMD, test an ORB's client against crafted servers instead.
+
+    Exit status: 0 when no case failed, 1 when some did, 2 for a usage error
+    (an unusable client command), 3 when the target cannot be reached."""
+    if client_command is not None:
+        if target:
+            click.echo("error: give a TARGET or --client, not both", err=True)
+            sys.exit(EXIT_USAGE)
+        run = _client_run(client_command, groups, no_wide, list_only)
+        _write_reports(run, tolerated_reasons, json_file, junit_file, pcap_dir)
+        return
     from pycdr.conformance.suite import Suite, target_or_reference
     from pycdr.conformance.target import TargetError
     from pycdr.errors import PycdrError
@@ -76,13 +88,49 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
             suite.run.elapsed = sum(r.elapsed for r in suite.run.results)
         else:
             suite.run_all()
-    run = suite.run
+    _write_reports(suite.run, tolerated_reasons, json_file, junit_file, pcap_dir)
+
+
+def _client_run(command, groups, no_wide, list_only):
+    from pycdr.conformance.client_cases import client_catalog
+    from pycdr.conformance.client_runner import ClientCommandError, check_command, \
+        run_client_suite
+    cases = [c for c in client_catalog() if not groups or c.group in groups]
+    try:
+        check_command(command)
+    except ClientCommandError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_USAGE)
+    if list_only:
+        for case in cases:
+            click.echo(f"{case.id}  {case.title}  [{case.spec}]  ({case.operation}, "
+                       f"script {case.script})")
+            for t in case.tolerate:
+                click.echo(f"    tolerated [{t.code}]: {t.expect} - {t.reason}")
+            if case.rationale:
+                click.echo(f"    why: {case.rationale}")
+        sys.exit(EXIT_OK)
+
+    def progress(result):
+        if sys.stderr.isatty():
+            click.echo(f"{result.verdict:>9}  {result.case.id}", err=True)
+    try:
+        return run_client_suite(command, cases, wide_chars=not no_wide, progress=progress)
+    except ClientCommandError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def _write_reports(run, tolerated_reasons, json_file, junit_file, pcap_dir):
+    from pycdr.conformance import report
+    from pycdr.conformance.runner import FAIL
     for line in report.summary_lines(run, set(tolerated_reasons) or None):
         click.echo(line)
     click.echo(f"{len(run.results)} cases in {run.elapsed:.1f} s")
     if json_file:
         with open(json_file, "w") as f:
-            json.dump(report.to_json(run), f, indent=1)
+            json.dump(report.client_run_json(run) if hasattr(run, "command")
+                      else report.to_json(run), f, indent=1)
     if junit_file:
         with open(junit_file, "w") as f:
             f.write(report.to_junit(run))

@@ -27,13 +27,18 @@ from .cases import E, T, S_CLOSE, S_CODESETS, S_CONTEXTS, S_FRAGMENT, S_MESSAGE_
     S_REPLY, S_ALIGN, S_HEADER
 
 # The arguments the client passes and the value the crafted server answers with (different
-# from the argument, so a client that prints its own argument is caught).
+# from the argument, so a client that prints its own argument is caught), in the JSON forms of
+# pycdr.orb.jsonvalues.
 CONTRACT = {
     "echo_long": {"args": [42], "reply": -123456789},
     "echo_longlong": {"args": [7], "reply": -4611686018427387907},
     "echo_string": {"args": ["hello"], "reply": "h\u00e9llo w\u00f6rld"},
     "echo_wstring": {"args": ["wide"], "reply": "h\u00e9 \u20ac"},
     "echo_raise": {"args": [7], "reply": None},
+    # The padding worst case (char, then 7 octets before the long long) and best case.
+    "echo_padding": {"args": [{"c1": "a", "ll": 1}],
+                     "reply": {"c1": "z", "ll": -4611686018427387905}},
+    "echo_reverse": {"args": [{"ll": 2, "c1": "b"}], "reply": {"ll": -3, "c1": "y"}},
 }
 OOPS_ID = "IDL:EchoAll/Oops:1.0"
 OOPS_MEMBERS = {"code": 7, "why": "crafted"}
@@ -68,7 +73,7 @@ class ClientCase:
                                    #  wchar conv); None: no component
     reply_value: object = None     # the value answered (None: CONTRACT's)
     group: str = ""
-    timeout: float = 20.0          # seconds the client may take; then it is killed ("hung")
+    timeout: float = 15.0          # seconds the client may take; then it is killed ("hung")
     rationale: str = ""
 
     @property
@@ -130,6 +135,15 @@ def client_catalog() -> list[ClientCase]:
                       S_REPLY, "echo_string", "reply", [RESULT_OK], version=v, little=le))
         add(_case("reply.echo-longlong", "echo_longlong: an 8-aligned value after the header",
                   S_REPLY, "echo_longlong", "reply", [RESULT_OK], version=v, little=v[1] % 2 == 1))
+    for v in ((1, 0), (1, 1), (1, 2)):
+        for le in (False, True):
+            add(_case("reply.echo-padding", "echo_padding: a struct of a char and a long long "
+                      "(7 padding octets inside)", S_REPLY + "; 9.3.1.1 Alignment",
+                      "echo_padding", "reply", [RESULT_OK], version=v, little=le))
+    for le in (False, True):
+        add(_case("reply.echo-reverse", "echo_reverse: a long long then a char (no padding)",
+                  S_REPLY + "; 9.3.1.1 Alignment", "echo_reverse", "reply", [RESULT_OK],
+                  little=le))
     # ---- GIOP 1.2 reply-body alignment, unknown service contexts -----------------------
     for n in range(8):
         add(_case(f"align.reply-body-after-{n}-context-bytes",
@@ -175,7 +189,7 @@ def client_catalog() -> list[ClientCase]:
     for v in ((1, 0), (1, 2)):
         add(_case("forward.loop", "every request forwarded to the other of two objects: the "
                   "client must give up, not spin", S_FORWARD, "echo_long", "forward",
-                  [ANY_FAILURE], version=v, params=(("loop", True),)))
+                  [ANY_FAILURE], version=v, params=(("loop", True),), timeout=10.0))
     add(_case("addressing.needs-profile", "NEEDS_ADDRESSING_MODE asking for ProfileAddr: the "
               "client resends the request addressed by its profile", S_ADDRESSING, "echo_long",
               "needs_addressing", [E("result", ok=True, readdressed=True)],
@@ -218,6 +232,15 @@ def client_catalog() -> list[ClientCase]:
                       "Fragments of 64 bytes", S_FRAGMENT, "echo_string", "fragmented",
                       [RESULT_OK], version=v, little=le, reply_value=LONG_STRING,
                       params=(("size", 64),)))
+    for le in (False, True):
+        add(_case("fragment.reply-interleaved", "GIOP 1.2 reply fragments interleaved with the "
+                  "fragments of a reply for another request id", S_FRAGMENT + "; " + S_REQUEST_ID,
+                  "echo_string", "fragmented", [RESULT_OK],
+                  tolerate=[T(E("system_exception", name=("COMM_FAILURE", "MARSHAL",
+                                                          "INTERNAL")), "spec-silent",
+                              "gives up on the connection after a reply it did not expect")],
+                  little=le, reply_value=LONG_STRING,
+                  params=(("size", 64), ("interleave", True)), rationale=RATIONALE_UNKNOWN_ID))
     add(_case("size.huge-claim-then-close", "a Reply header claiming 2 GiB, 32 bytes of it, "
               "then a close", S_SIZE, "echo_long", "huge_claim", [ANY_FAILURE],
               rationale=RATIONALE_HUGE))

@@ -1,6 +1,7 @@
 """The pytest plugin (registered as the ``pytest11`` entry point ``pycdr``):
 
     pytest --pyargs pycdr.conformance --target IOR|corbaloc|host:port
+    pytest --pyargs pycdr.conformance --client "CMD {ior} {operation} {args}"
 
 Without ``--target`` the reference ORB is started in-process.  Each case is
 one test: a failure fails it, a tolerated deviation passes with its reason in
@@ -21,6 +22,9 @@ def pytest_addoption(parser):
                          "(default: the reference ORB, started in-process)")
     group.addoption("--no-wide", action="store_true", default=False,
                     help="do not send wchar/wstring (some ORBs abort on them)")
+    group.addoption("--client", default=None, metavar="CMD",
+                    help="test an ORB's client instead: run CMD ({ior}, {corbaloc}, {operation}, "
+                         "{args} replaced) against a crafted server, one case a test")
     group.addoption("--conformance-json", default=None,
                     help="write every verdict, with the bytes sent and received, as JSON")
 
@@ -38,10 +42,29 @@ def conformance_suite_for(config):
     return suite
 
 
+def client_suite_for(config):
+    """The session's ClientSuite, when --client was given (else None)."""
+    command = config.getoption("--client", None)
+    if command is None:
+        return None
+    suite = getattr(config, "_pycdr_client_suite", None)
+    if suite is None:
+        from .client_runner import ClientSuite
+        suite = ClientSuite(command, wide_chars=not config.getoption("--no-wide"))
+        config._pycdr_client_suite = suite
+    return suite
+
+
 def pytest_unconfigure(config):
-    suite = getattr(config, "_pycdr_conformance_suite", None)
     path = config.getoption("--conformance-json", None)
-    if suite is not None and path:
-        from .report import to_json
+    if not path:
+        return
+    from .report import client_run_json, to_json
+    client = getattr(config, "_pycdr_client_suite", None)
+    suite = getattr(config, "_pycdr_conformance_suite", None)
+    if client is not None:
+        with open(path, "w") as f:
+            json.dump(client_run_json(client.run), f, indent=1)
+    elif suite is not None:
         with open(path, "w") as f:
             json.dump(to_json(suite.run), f, indent=1)

@@ -54,11 +54,22 @@ def to_junit(run, name: str = "pycdr-conformance") -> str:
     return ET.tostring(suite, encoding="unicode")
 
 
+def client_run_json(run) -> dict:
+    """A client run (conformance.client_runner.ClientRun) as JSON."""
+    return {"client": run.command, "elapsed": round(run.elapsed, 3), "counts": run.counts,
+            "tolerated_by_reason": tolerated_by_reason(run),
+            "results": [r.to_json() for r in run.results]}
+
+
 def summary_lines(run, tolerated_reasons=None) -> list[str]:
     """The text summary; ``tolerated_reasons``: list only tolerated results with these codes
-    (None: all)."""
-    lines = [f"target: {run.target.describe()} (GIOP {run.target.version[0]}."
-             f"{run.target.version[1]}{', echo' if run.target.echo else ''})"]
+    (None: all). ``run``: a server run (with a target) or a client run."""
+    target = getattr(run, "target", None)
+    if target is None:
+        lines = [run.describe()]
+    else:
+        lines = [f"target: {target.describe()} (GIOP {target.version[0]}."
+                 f"{target.version[1]}{', echo' if target.echo else ''})"]
     groups: dict = OrderedDict()
     for r in run.results:
         g = groups.setdefault(r.case.group, {v: 0 for v in VERDICT_ORDER})
@@ -84,7 +95,8 @@ def summary_lines(run, tolerated_reasons=None) -> list[str]:
 
 def export_pcaps(run, folder: str) -> list[str]:
     """One pcap a case: what was sent and what came back, as a TCP session to
-    the target's port (so Wireshark and ``pycdr pcap`` dissect it as GIOP)."""
+    the target's port (so Wireshark and ``pycdr pcap`` dissect it as GIOP); a
+    client case: each of the client's connections to the crafted server, in order."""
     import os
     import re
     from pycdr.pcapwrite import TcpSession, write_pcap
@@ -94,11 +106,12 @@ def export_pcaps(run, folder: str) -> list[str]:
         if r.verdict == NOT_RUN:
             continue
         packets: list = []
-        session = TcpSession(packets, server_port=run.target.port)
-        session.client_sends(*r.sent)
-        if r.received:
-            session.server_sends(r.received)
-        session.close()
+        port = getattr(r, "port", 0) or run.target.port
+        for chunks in r.conversations():
+            session = TcpSession(packets, server_port=port)
+            for from_client, data in chunks:
+                session.send(from_client, data)
+            session.close()
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", r.case.id).strip("_") + ".pcap"
         path = os.path.join(folder, name)
         write_pcap(path, packets)
@@ -110,7 +123,25 @@ def _base_id(case_id: str) -> str:
     return case_id.split("[", 1)[0]
 
 
-def matrix_markdown(runs: "OrderedDict[str, object]", intro: str = "") -> str:
+def replace_section(path: str, name: str, text: str) -> None:
+    """Write ``text`` into the file at ``path`` between the markers of section ``name``
+    (appended when the file has none), leaving the other sections as they are: the server and
+    client matrices share docs/CONFORMANCE.md, each written by its own test."""
+    import os
+    begin, end = f"<!-- matrix:{name} begin -->\n", f"<!-- matrix:{name} end -->\n"
+    old = open(path).read() if os.path.exists(path) else ""
+    block = begin + text.rstrip("\n") + "\n" + end
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        new = head + block + rest.split(end, 1)[1]
+    else:
+        new = old + ("\n" if old and not old.endswith("\n\n") else "") + block
+    with open(path, "w") as f:
+        f.write(new)
+
+
+def matrix_markdown(runs: "OrderedDict[str, object]", intro: str = "", *,
+                    heading: str = "##") -> str:
     """Cases down, endpoints across. A cell counts verdicts over the case's
     variants (GIOP versions x byte orders): 'pass 8', 'tolerated 2 / pass 6',
     'FAIL 2 / pass 6', 'not run 8'."""
@@ -139,7 +170,7 @@ def matrix_markdown(runs: "OrderedDict[str, object]", intro: str = "") -> str:
             cells.append(" / ".join(parts))
         out.append(f"| `{key}` | {row['spec'].split(' ', 1)[0]} | " + " | ".join(cells) + " |")
     out.append("")
-    out.append("## Summary")
+    out.append(f"{heading} Summary")
     out.append("")
     out.append("| endpoint | " + " | ".join(VERDICT_ORDER) + " | time |")
     out.append("|---|" + "---|" * (len(VERDICT_ORDER) + 1))
@@ -147,10 +178,10 @@ def matrix_markdown(runs: "OrderedDict[str, object]", intro: str = "") -> str:
         out.append(f"| {name} | " + " | ".join(str(run.counts.get(v, 0)) for v in VERDICT_ORDER)
                    + f" | {run.elapsed:.1f} s |")
     out.append("")
-    out.append("## Failures and tolerated deviations")
+    out.append(f"{heading} Failures and tolerated deviations")
     for name, run in runs.items():
         out.append("")
-        out.append(f"### {name}")
+        out.append(f"{heading}# {name}")
         out.append("")
         seen = set()
         listed = False

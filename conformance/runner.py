@@ -51,6 +51,11 @@ class Result:
     elapsed: float = 0.0
     alive: bool | None = None                      # liveness after a risky case
 
+    def conversations(self) -> list:
+        """Each TCP connection as (from_client, bytes) chunks in order (pcap export)."""
+        return [[(True, b) for b in self.sent] + ([(False, self.received)] if self.received
+                                                   else [])]
+
     def to_json(self) -> dict:
         c = self.case
         return {"id": c.id, "title": c.title, "spec": c.spec, "group": c.group,
@@ -168,6 +173,12 @@ def judge(case: Case, outcome: Outcome) -> tuple[str, str, str]:
     """(verdict, reason, tolerance code: "" unless tolerated)."""
     if outcome.details.get("version_le_target") is False and outcome.kind != "message_error":
         return FAIL, f"answered in GIOP {outcome.details.get('version')}, above the request's", ""
+    return judge_expectations(case, outcome)
+
+
+def judge_expectations(case, outcome: Outcome) -> tuple[str, str, str]:
+    """The verdict from a case's allowed and tolerated outcomes alone (server and client
+    cases alike)."""
     for e in case.expect:
         if e.matches(outcome):
             return PASS, "", ""
@@ -175,6 +186,14 @@ def judge(case: Case, outcome: Outcome) -> tuple[str, str, str]:
         if t.expect.matches(outcome):
             return TOLERATED, t.reason, t.code
     return FAIL, f"expected {' or '.join(str(e) for e in case.expect)}", ""
+
+
+def verdict_counts(results) -> dict:
+    """{verdict: number of results}."""
+    out: dict = {}
+    for r in results:
+        out[r.verdict] = out.get(r.verdict, 0) + 1
+    return out
 
 
 def _chunks(delivery: str, data: bytes, split: int):

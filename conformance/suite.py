@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from .cases import catalog, echo_catalog
 from .echo import ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module
-from .runner import Result, Runner
+from .runner import Result, Runner, verdict_counts
 from .target import Target, resolve_target
 
 
@@ -22,10 +22,7 @@ class Run:
 
     @property
     def counts(self) -> dict:
-        out: dict = {}
-        for r in self.results:
-            out[r.verdict] = out.get(r.verdict, 0) + 1
-        return out
+        return verdict_counts(self.results)
 
 
 def serves_echo(target: Target) -> bool:

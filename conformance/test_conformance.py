@@ -2,18 +2,18 @@
 
 import pytest
 
-from pycdr.conformance.plugin import conformance_suite_for
+from pycdr.conformance.plugin import client_suite_for, conformance_suite_for
 from pycdr.conformance.runner import FAIL, NOT_RUN, TOLERATED
 
 
 def pytest_generate_tests(metafunc):
     if "conformance_case" in metafunc.fixturenames:
-        suite = conformance_suite_for(metafunc.config)
+        suite = client_suite_for(metafunc.config) or conformance_suite_for(metafunc.config)
         metafunc.parametrize("conformance_case", suite.cases, ids=[c.id for c in suite.cases])
 
 
 def test_case(conformance_case, request, record_property):
-    suite = conformance_suite_for(request.config)
+    suite = client_suite_for(request.config) or conformance_suite_for(request.config)
     result = suite.run_case(conformance_case)
     record_property("spec", conformance_case.spec)
     record_property("outcome", str(result.outcome))

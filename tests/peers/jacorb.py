@@ -19,6 +19,7 @@ the big-endian interop peer.
 import functools
 import json
 import os
+import shlex
 import shutil
 import tempfile
 
@@ -137,6 +138,12 @@ def call_from_jacorb(ior, interface, calls, *, properties=None, timeout=60):
             exception_type = next(t for t in operation.raises if t.id() == entry["user_exception"])
             entry["user_exception"] = decode_exception(exception_type, entry.pop("body"))
     return results
+
+
+def jacorb_conformance_command():
+    """The client command for `pycdr conformance --client`: JacORB's ConformanceClient (DII)."""
+    return " ".join(shlex.quote(word) for word in _java_command("pycdrpeers.ConformanceClient")) \
+        + " {ior} {operation} {args}"
 
 
 def run_jacorb_client(ior, calls, *, properties=None, timeout=60):
