@@ -27,7 +27,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from .aio import GiopStream
+from .aio import GiopStream, receive_scratch
 from .. import tc, values
 from ..corbaloc import Corbaloc, Corbaname, parse_object_url
 from ..errors import EncodeError, ObjectURLError, PycdrError
@@ -430,7 +430,8 @@ class ClientConnection:
         self.version = version
         self.giop = GiopConnection(Role.CLIENT, version=CLIENT_GIOP_VERSION,
                                    max_message_size=orb.options.max_message_size,
-                                   field_offsets=False)
+                                   field_offsets=False,
+                                   scratch=receive_scratch(asyncio.get_running_loop()))
         self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
         self._code_sets_sent = False
         self._pending: dict[int, _Waiter] = {}

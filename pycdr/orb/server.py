@@ -40,7 +40,7 @@ from ..ior import IOR, ior_to_string
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
-from .aio import GiopStream, Resume, set_socket_buffers
+from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .servant import Servant
 
@@ -78,6 +78,7 @@ class Server:
         self.connections: set[_ServerConnection] = set()
         self._listener: asyncio.base_events.Server | None = None
         self.requests_served = 0
+        self._scratch: bytearray | None = None
 
     # --- objects -------------------------------------------------------------------
     def activate(self, servant: Servant, name: str | bytes | None = None) -> bytes:
@@ -102,8 +103,9 @@ class Server:
 
     # --- running -------------------------------------------------------------------
     async def start(self) -> "Server":
-        self._listener = await asyncio.get_running_loop().create_server(
-            self._new_stream, self.host, self.port)
+        loop = asyncio.get_running_loop()
+        self._scratch = receive_scratch(loop)
+        self._listener = await loop.create_server(self._new_stream, self.host, self.port)
         for sock in self._listener.sockets:
             set_socket_buffers(sock)
         self.port = self._listener.sockets[0].getsockname()[1]
@@ -136,7 +138,7 @@ class Server:
         # Accepted sockets inherit the listening socket's buffer sizes (set once).
         giop = GiopConnection(Role.SERVER, version=SERVER_GIOP_VERSION,
                               max_message_size=self.limits.max_message_size,
-                              field_offsets=False)
+                              field_offsets=False, scratch=self._scratch)
         return GiopStream(giop, socket_buffers=False, on_connect=self._accept)
 
     def _accept(self, stream: GiopStream) -> None:
