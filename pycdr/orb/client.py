@@ -62,6 +62,8 @@ class ClientOptions:
     connect_timeout: float = 5.0
     max_forward_hops: int = 8
     fragment_size: int | None = None       # fragment GIOP 1.1+ requests longer than this
+    # The largest reply taken: a header claiming more is refused before its body is
+    # buffered (the call gets COMM_FAILURE, the connection is closed).
     max_message_size: int = 64 << 20
 
 
@@ -550,10 +552,20 @@ class ClientConnection:
     def _deadline_passed(self) -> None:
         self._timer = self._timer_at = None
         heap, now = self._deadlines, time.monotonic()
+        timed_out = False
         while heap and (heap[0][0] <= now or heap[0][2].future.done()):
             waiter = heapq.heappop(heap)[2]
             if not waiter.future.done():
                 waiter.future.set_result((None, None))   # result() raises TIMEOUT
+                timed_out = True
+        if timed_out and self.giop.has_partial_message:
+            # A reply is coming too slowly (trickled, or a size it will never reach):
+            # every later reply on this connection would wait behind it, so it closes.
+            log.warning("%s:%d: a call timed out while a message was incomplete: "
+                        "closing the connection", self.host, self.port)
+            self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+            self._close_transport()
+            return
         if heap:
             self._arm_timer(heap[0][0])
 
