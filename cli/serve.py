@@ -44,12 +44,15 @@ _LIMITS = ServerLimits()       # the defaults the options show
 @click.option("--incomplete-timeout", type=click.FloatRange(min=0, min_open=True),
               default=_LIMITS.incomplete_message_timeout, show_default=True,
               help="Seconds an incomplete message may go without progress.")
+@click.option("--release-memory/--keep-memory", default=_LIMITS.release_memory,
+              show_default=True,
+              help="Give freed memory back to the system when the load drops (glibc).")
 @click.option("--ready-file", type=click.Path(dir_okay=False), default=None,
               help="Write the IOR to this file once listening.")
 @click.option("-v", "--verbose", is_flag=True, help="Log every connection problem.")
 def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragment_size,
         idle_timeout, max_connections, max_message_size, max_incomplete_bytes,
-        incomplete_timeout, ready_file, verbose):
+        incomplete_timeout, release_memory, ready_file, verbose):
     """Serve an echo object: every operation returns its in/inout values as its result and
     out values where the types allow. Prints the IOR and corbaloc URL; Ctrl-C shuts down
     (CloseConnection on every connection)."""
@@ -70,7 +73,8 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
                               max_connections=max_connections,
                               max_message_size=max_message_size,
                               max_incomplete_bytes=max_incomplete_bytes,
-                              incomplete_message_timeout=incomplete_timeout)
+                              incomplete_message_timeout=incomplete_timeout,
+                              release_memory=release_memory)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     try:

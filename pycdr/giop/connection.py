@@ -188,14 +188,16 @@ class GiopConnection:
             version = self._fragmented_11.header.version
         elif self._fragmented:
             version = next(iter(self._fragmented.values())).header.version
-        self._release_buffers()
+        self.release_buffers()
         self._closed = ConnectionClosed(f"refused: {reason}", False, self._pending())
         return ProtocolViolation(GIOPError(reason, self._stream_offset),
                                  Answer.SEND_MESSAGE_ERROR_AND_CLOSE,
                                  message_error_bytes(self._answer_version(version)), None,
                                  self._stream_offset)
 
-    def _release_buffers(self) -> None:
+    def release_buffers(self) -> None:
+        """Drop everything received and not handed out (the connection is done:
+        its transport is closed)."""
         self._buf = bytearray()
         self._in_place = self._in_place_header = None
         self._in_place_filled = 0
@@ -406,7 +408,7 @@ class GiopConnection:
 
     def _fatal(self, error: PycdrError, answer: Answer) -> ProtocolViolation:
         self._closed = ConnectionClosed(f"protocol violation: {error}", False, self._pending())
-        self._release_buffers()         # (nothing more is read)
+        self.release_buffers()          # (nothing more is read)
         reply = message_error_bytes(self._answer_version()) \
             if answer is Answer.SEND_MESSAGE_ERROR_AND_CLOSE else b""
         return ProtocolViolation(error, answer, reply, None, self._stream_offset)

@@ -99,12 +99,14 @@ class _LoadWatch:
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
+        self.held = self.connections = 0        # as last noted
         self.peak_bytes = 0
         self.peak_connections = 0
         self.trims = 0
         self._timer: asyncio.TimerHandle | None = None
 
     def note(self, held: int, connections: int) -> None:
+        self.held, self.connections = held, connections
         if held > self.peak_bytes:
             self.peak_bytes = held
         if connections > self.peak_connections:
@@ -114,14 +116,16 @@ class _LoadWatch:
         if (self.peak_bytes >= TRIM_AFTER_BYTES and held <= self.peak_bytes // 4) or \
                 (self.peak_connections >= TRIM_AFTER_CONNECTIONS and
                  connections <= self.peak_connections // 2):
-            self._timer = asyncio.get_running_loop().call_later(TRIM_DELAY, self._trim,
-                                                                held, connections)
+            self._timer = asyncio.get_running_loop().call_later(TRIM_DELAY, self._trim)
 
-    def _trim(self, held: int, connections: int) -> None:
+    def _trim(self) -> None:
         self._timer = None
-        self.peak_bytes, self.peak_connections = held, connections
-        release_free_memory()
+        # The load as it is now is the peak a further drop is measured from.
+        self.peak_bytes, self.peak_connections = self.held, self.connections
+        released = release_free_memory()
         self.trims += 1
+        log.info("load dropped (%d connections, %d bytes in incomplete messages): memory "
+                 "%s", self.connections, self.held, "given back" if released else "kept")
 
     def stop(self) -> None:
         if self._timer is not None:
@@ -413,11 +417,15 @@ class _ServerConnection:
         self._finish()
 
     def _finish(self) -> None:
-        """The connection is done: close it, forget it."""
+        """The connection is done: close it, forget it, and let its buffers go now:
+        the stream and this object refer to each other, and a cycle waits for the
+        garbage collector, which an idle server may not run for a long time."""
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
         self._close()
+        self.giop.release_buffers()
+        self.stream.set_on_data(None)
         self.server._forget(self)
 
     def waiting_since(self) -> float | None:
