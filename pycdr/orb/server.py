@@ -179,7 +179,11 @@ class Server:
     async def start(self) -> "Server":
         loop = asyncio.get_running_loop()
         self._scratch = receive_scratch(loop)
-        self._listener = await loop.create_server(self._new_stream, self.host, self.port)
+        # A listen backlog as deep as the connection limit: in a connection flood
+        # the kernel's queue (asyncio's default: 100) overflowed and dropped the SYNs of
+        # honest clients too, which retried a second later.
+        self._listener = await loop.create_server(self._new_stream, self.host, self.port,
+                                                  backlog=self.limits.max_connections)
         for sock in self._listener.sockets:
             set_socket_buffers(sock)
         self.port = self._listener.sockets[0].getsockname()[1]
