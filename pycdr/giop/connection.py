@@ -54,8 +54,9 @@ __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 # messages a read brings, the more turns a message costs.  Measured on a 2-vCPU machine
 # with a stream of oneway requests, server CPU per message: in place from 16 KB with a
 # 256 KB scratch, 62-64 us at 64 KB and 98-102 us at 128 KB; through a 1 MB scratch,
-# 49-52 us and 78-81 us.  (Each connection used to grow a scratch of its own to 1 MB,
-# which a thousand stalled connections held at once: issue 22.)
+# 49-52 us and 78-81 us.  (Each connection used to keep a scratch of its own, 256 KB
+# and doubled to 1 MB while busy, which a thousand stalled connections held at once:
+# issue 22.)
 #
 # An incomplete message missing IN_PLACE_MIN or more bytes (up to IN_PLACE_MAX in all)
 # is received in place, in a buffer of its own that becomes the message, once

@@ -44,9 +44,9 @@ from ..ior import IOR, ior_to_string
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
-from .memory import release_free_memory
 from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
+from .memory import release_free_memory
 from .servant import Servant
 
 log = logging.getLogger("pycdr.orb.server")
@@ -444,13 +444,17 @@ class _ServerConnection:
         return self._last_activity
 
     def refuse_incomplete(self, why: str) -> None:
-        """Over the server's memory budget: drop the incomplete message, answer
-        MessageError, close.  MessageError rather than CloseConnection: a
-        CloseConnection tells the client that requests it has no reply for were not
+        """Drop the incomplete message, answer MessageError, close (over the memory
+        budget, or to make room at the connection limit).
+
+        Why MessageError: GIOP has no message for "refused for want of memory";
+        MessageError is its answer to a message the receiver will not process as
+        sent, and the one this server already gives a header claiming more than
+        max_message_size.  Either side may send it in every GIOP version (1.0
+        included), so it goes in the incomplete message's own version.  Not
+        CloseConnection: that tells the client its unanswered requests were not
         processed and may be sent again (CORBA 3.x Part 2, 9.3.6), which would bring
-        the same message straight back; MessageError says this one was refused, and
-        GIOP lets either side send it on any connection (1.0 defines it too, so the
-        message's own version is used)."""
+        the same message straight back."""
         event = self.giop.refuse_partial_message(why)
         log.warning("%s: %s", self.peer, event)
         self._write(event.reply)
