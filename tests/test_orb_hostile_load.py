@@ -14,8 +14,10 @@ import pytest
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
 from pycdr.giop.header import HEADER_SIZE, MsgType, encode_header, parse_header
-from pycdr.giop.messages import encode_message
-from pycdr.orb import ORB, ServerLimits
+from pycdr import tc
+from pycdr.giop.messages import KeyAddr, Request, encode_message
+from pycdr.marshal import encode
+from pycdr.orb import ORB, DynamicServant, Server, ServerLimits
 from pycdr.orb import memory as orb_memory
 from pycdr.orb import server as orb_server
 from test_orb_limits import run, serve
@@ -182,6 +184,43 @@ def test_a_flood_of_connections_that_send_nothing_does_not_lock_out_an_honest_cl
         assert await closed_with(flood[0][0]) == [MsgType.CloseConnection]
         assert len(server.connections) <= 8
         await close_all(w for _, w in flood)
+        await server.stop()
+    run(main())
+
+
+def test_bytes_that_arrive_while_handling_waits_count_in_the_budget():
+    # With one request in flight allowed and one running (its servant waits), the next
+    # request makes the connection's handling wait; an incomplete message sent then
+    # is counted at once, and is the oldest when another connection goes over the budget.
+    async def main():
+        release = asyncio.Event()
+
+        async def handler(name, args):
+            await release.wait()
+            return args[0]
+        budget = 100_000
+        server = Server(limits=ServerLimits(max_requests_in_flight=1,
+                                            max_message_size=budget,
+                                            max_incomplete_bytes=budget))
+        key = server.activate(DynamicServant(ECHO, handler), "Echo")
+        await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        for request_id in (1, 2):
+            writer.write(encode_message(Request(
+                version=(1, 2), request_id=request_id, target=KeyAddr(key),
+                operation="echo_long", body=encode(tc.long, request_id))))
+        await writer.drain()
+        (connection,) = server.connections
+        await until(lambda: connection._batch is not None, "handling waits")
+        writer.write(encode_header((1, 2), False, MsgType.Request, 90_000) + bytes(60_000))
+        await until(lambda: server.incomplete_bytes == HEADER_SIZE + 60_000,
+                    "the bytes counted while handling waits")
+        # Another connection's 50 KB go over the budget: the older one is refused.
+        other = await stalled_request(server.port, 90_000, 50_000)
+        assert MsgType.MessageError in await closed_with(reader)
+        assert server.refused_for_memory == 1 and not other[0].at_eof()
+        release.set()
+        await close_all([writer, other[1]])
         await server.stop()
     run(main())
 

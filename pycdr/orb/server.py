@@ -352,6 +352,8 @@ class _ServerConnection:
         """Bytes arrived, or the end of the stream: handle what is complete."""
         if self._batch is not None:
             self._again = True        # the batch that waits handles it when it is done
+            if not self.closed and not self._stopping:
+                self._track_incomplete()    # (its bytes count in the budget meanwhile)
             return
         if self._stopping:
             return
@@ -400,6 +402,11 @@ class _ServerConnection:
         if at_eof:
             self._finish()
             return
+        self._track_incomplete()
+
+    def _track_incomplete(self) -> None:
+        """Note whether a message is incomplete and since when it has not progressed,
+        and account the bytes it holds in the server's budget (which may refuse it)."""
         giop = self.giop
         if giop.has_partial_message:
             if self._partial_since is None or giop.stream_offset != self._partial_offset:
