@@ -101,9 +101,16 @@ def test_client_call_timeout_holds_while_a_reply_trickles_and_the_connection_is_
         hostile = await HostileServer(reply_size=1000, trickle=500, interval=0.01).start()
         async with ORB(timeout=0.5) as orb:
             ref = await orb.string_to_object(corbaloc(hostile.port), ECHO)
+            call = asyncio.ensure_future(ref.echo_long(1))
+            while hostile.sent < 5 and not call.done():
+                await asyncio.sleep(0.01)
+            (connection,) = orb._connections.values()
+            assert 0 < connection.giop.incomplete_bytes < 1000    # what came, so far
             with pytest.raises(TIMEOUT):
-                await ref.echo_long(1)
-            # The stalled reply would hold up every later one: the connection closed.
+                await call
+            # The stalled reply would hold up every later one: the connection closed,
+            # and what it held is let go.
+            assert connection.closed and connection.giop.incomplete_bytes == 0
             await asyncio.wait_for(hostile.client_closed.wait(), 5)
             assert hostile.sent < 500
             with pytest.raises(TIMEOUT):     # a new connection, the same trickle

@@ -630,6 +630,9 @@ class ClientConnection:
     def _close_transport(self) -> None:
         self.closed = True
         self.orb._forget(self)
+        # What a reply had brought goes now, not when the garbage collector finds this
+        # object and its stream (they refer to each other).
+        self.giop.release_buffers()
         if self.stream is not None:
             self.stream.close()
 
