@@ -210,9 +210,21 @@ def test_oversized_header_allocates_nothing_and_is_refused_as_before():
     del buf
     conn.received(len(claim))
     assert len(conn.receive_buffer()) == SCRATCH_SIZE
+    assert conn.buffered == 12          # the header that refuses it, not the read
     got = summary(drain(conn))
     assert got == reference_events(claim, eof=False, max_message_size=1 << 20)
     assert got[0][0] == "violation" and "exceeds the limit" in got[0][1]
+    # The same header split across two reads, a message before it in the first.
+    before = large_request(7, size=100)
+    conn = GiopConnection(Role.SERVER, max_message_size=1 << 20)
+    for piece in (before + claim[:5], claim[5:]):
+        buf = conn.receive_buffer()
+        buf[:len(piece)] = piece
+        del buf
+        conn.received(len(piece))
+    assert conn.buffered == len(before) + 12
+    assert summary(drain(conn)) == reference_events(before + claim, eof=False,
+                                                    max_message_size=1 << 20)
 
 
 def test_stream_ending_inside_an_in_place_message():

@@ -255,7 +255,9 @@ class GiopConnection:
         """Move the complete messages that ``data`` (the newest bytes) completes to
         _ready, each copied once; the bytes to keep in _buf.  The partial message
         _buf holds is completed with just the bytes it lacks.  Stops at anything
-        next_event() must judge (a bad header, several messages in _buf)."""
+        next_event() must judge (a bad header, several messages in _buf).  Of a
+        message whose header next_event() refuses (and then closes the connection),
+        only the header is kept: a claim of gigabytes costs 12 bytes, not a read."""
         buf = self._buf
         if buf:
             if len(buf) < HEADER_SIZE:
@@ -266,7 +268,7 @@ class GiopConnection:
                     return data
             header = self._frameable_header(buf, 0)
             if header is None:
-                return data
+                return data[:0]
             missing = header.total_size - len(buf)
             if not 0 < missing <= len(data):
                 return data
@@ -279,7 +281,7 @@ class GiopConnection:
         while end - pos >= HEADER_SIZE:
             header = self._frameable_header(data, pos)
             if header is None:
-                break
+                return data[pos:pos + HEADER_SIZE]
             total = header.total_size
             if total > end - pos:
                 break
