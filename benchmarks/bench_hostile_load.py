@@ -5,6 +5,7 @@ of a message claiming far more than they send.
     python benchmarks/bench_hostile_load.py                     # the issue's scale
     python benchmarks/bench_hostile_load.py --connections 200 --body-kb 16 --hold 2   # quick
     python benchmarks/bench_hostile_load.py --server-arg=--max-connections=256
+    python benchmarks/bench_hostile_load.py --waves 3       # attacks one after the other
 
 What runs, each in a process of its own:
 - the server: ``pycdr serve`` of conformance/echo.idl's EchoAll::Echo on a free loopback
@@ -18,7 +19,7 @@ What runs, each in a process of its own:
   ``pycdr call`` makes one), one after the other, before, during and after the attack.
 
 It prints per phase the server's RSS (VmRSS of /proc/PID/status; during the attack its
-peak, VmHWM), the honest calls' latency (p50, p99, max, connection included) and failures,
+peak, VmHWM: the highest since the server started, so with --waves the highest so far), the honest calls' latency (p50, p99, max, connection included) and failures,
 and the attack's bytes actually held by the server: the bytes sent on the attacker connections
 the server has not closed, at the end of the hold (the server has long accepted and read
 them all by then; while connections are being made the attacker also counts those the
@@ -287,6 +288,9 @@ def main(argv=None) -> int:
                         help="seconds the attacker holds its connections after the last")
     parser.add_argument("--calls", type=int, default=50,
                         help="honest calls at least, per phase")
+    parser.add_argument("--waves", type=int, default=1,
+                        help="attacks one after the other, each with its after phase (the "
+                             "targets: over all of them, RSS after the last)")
     parser.add_argument("--settle", type=float, default=3.0,
                         help="seconds after the attack before 'after' is measured")
     parser.add_argument("--server-arg", action="append", default=[],
@@ -301,6 +305,28 @@ def main(argv=None) -> int:
     if args.attacker:
         return run_attacker(args)
     return asyncio.run(orchestrate(args))
+
+
+async def run_wave(args, port, ior_text, interface, server_pid, label) -> dict:
+    """One attack, then the settle and the after phase; what they measured."""
+    during, state = await attack_phase(args, port, ior_text, interface, server_pid)
+    status = proc_status(server_pid)
+    peak = max(status["VmHWM"], state["rss_max"])
+    held = state["held_at_end"]
+    sent = state["sent"] or {}
+    print(f"during{label}: peak RSS {peak / MiB:.1f} MiB (VmHWM); bytes actually held "
+          f"{held / MiB:.1f} MiB (at the end of the hold; in the attacker's view while it "
+          f"connected, up to {state['held_max'] / MiB:.1f} MiB on {state['open_max']} "
+          f"connections; in {state['sending_took'] or 0:.1f} s {sent.get('sent')} sent "
+          f"their bytes, {sent.get('failed')} could not, {state['closed']} closed by the "
+          f"server during the attack); honest calls: {describe(during)}", flush=True)
+    await asyncio.sleep(args.settle)
+    after_calls = await honest_calls(ior_text, interface, lambda: True, args.calls)
+    after = proc_status(server_pid)["VmRSS"]
+    print(f"after{label}:  RSS {after / MiB:.1f} MiB; honest calls: {describe(after_calls)}",
+          flush=True)
+    return {"peak_rss": peak, "held": held, "after_rss": after, "during": during,
+            "after": after_calls, "attacker": state}
 
 
 async def orchestrate(args) -> int:
@@ -324,24 +350,11 @@ async def orchestrate(args) -> int:
             baseline = proc_status(server.pid)["VmRSS"]
             print(f"before: RSS {baseline / MiB:.1f} MiB; honest calls: {describe(before)}",
                   flush=True)
-            during, state = await attack_phase(args, port, ior_text, interface, server.pid)
-            status = proc_status(server.pid)
-            peak = max(status["VmHWM"], state["rss_max"])
-            held = state["held_at_end"]
-            sent = state["sent"] or {}
-            print(f"during: peak RSS {peak / MiB:.1f} MiB (VmHWM); bytes actually held "
-                  f"{held / MiB:.1f} MiB (at the end of the hold; in the attacker's view "
-                  f"while it connected, up to {state['held_max'] / MiB:.1f} MiB on "
-                  f"{state['open_max']} connections; in {state['sending_took'] or 0:.1f} s "
-                  f"{sent.get('sent')} sent their bytes, "
-                  f"{sent.get('failed')} "
-                  f"could not, {state['closed']} closed by the server during the attack); "
-                  f"honest calls: {describe(during)}", flush=True)
-            await asyncio.sleep(args.settle)
-            after_calls = await honest_calls(ior_text, interface, lambda: True, args.calls)
-            after = proc_status(server.pid)["VmRSS"]
-            print(f"after:  RSS {after / MiB:.1f} MiB; honest calls: {describe(after_calls)}",
-                  flush=True)
+            waves = []
+            for wave in range(args.waves):
+                label = f" (wave {wave + 1} of {args.waves})" if args.waves > 1 else ""
+                waves.append(await run_wave(args, port, ior_text, interface, server.pid,
+                                            label))
         finally:
             server.terminate()
             try:
@@ -349,6 +362,11 @@ async def orchestrate(args) -> int:
             except subprocess.TimeoutExpired:
                 server.kill()
                 server.wait()
+    during = {"latencies": [x for w in waves for x in w["during"]["latencies"]],
+              "failures": [x for w in waves for x in w["during"]["failures"]]}
+    peak = max(w["peak_rss"] for w in waves)
+    held = max(w["held"] for w in waves)
+    after = waves[-1]["after_rss"]
     p99 = percentile(during["latencies"], 99)
     checks = [
         ("honest calls succeed during the attack, p99 < 1 s",
@@ -365,8 +383,7 @@ async def orchestrate(args) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"baseline_rss": baseline, "peak_rss": peak, "held": held,
-                       "after_rss": after, "before": before, "during": during,
-                       "after": after_calls, "attacker": state,
+                       "after_rss": after, "before": before, "waves": waves,
                        "checks": {name: bool(ok) for name, ok, _ in checks}}, f, indent=1)
     return 0
 
