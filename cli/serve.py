@@ -15,6 +15,8 @@ from pycdr.orb import EchoServant, Server, ServerLimits
 
 from .main import EXIT_BAD_INPUT
 
+_LIMITS = ServerLimits()       # the defaults the options show
+
 
 @click.command("serve")
 @click.argument("idl_file", type=click.Path(exists=True, dir_okay=False))
@@ -28,6 +30,23 @@ from .main import EXIT_BAD_INPUT
 @click.option("--fragment-size", type=int, default=None,
               help="Fragment GIOP 1.2 replies longer than this many bytes.")
 @click.option("--idle-timeout", type=float, default=300.0, show_default=True)
+@click.option("--max-connections", type=click.IntRange(min=1), default=_LIMITS.max_connections,
+              show_default=True,
+              help="At the limit, the connection that waited longest (on an incomplete "
+                   "message, or idle) is closed to make room.")
+@click.option("--max-message-size", type=click.IntRange(min=0),
+              default=_LIMITS.max_message_size, show_default=True,
+              help="Largest message accepted, in bytes (a header claiming more is refused).")
+@click.option("--max-incomplete-bytes", type=click.IntRange(min=0),
+              default=_LIMITS.max_incomplete_bytes, show_default=True,
+              help="Bytes all connections together may hold in incomplete messages; beyond "
+                   "it the oldest is refused with MessageError. At least --max-message-size.")
+@click.option("--incomplete-timeout", type=click.FloatRange(min=0, min_open=True),
+              default=_LIMITS.incomplete_message_timeout, show_default=True,
+              help="Seconds an incomplete message may go without progress.")
+@click.option("--release-memory/--keep-memory", default=_LIMITS.release_memory,
+              show_default=True,
+              help="Give freed memory back to the system when the load drops (glibc).")
 @click.option("--ready-file", type=click.Path(dir_okay=False), default=None,
               help="Write the IOR to this file once listening.")
 @click.option("--forward-corbaloc", is_flag=True,
@@ -37,7 +56,8 @@ from .main import EXIT_BAD_INPUT
                    "and its code sets.")
 @click.option("-v", "--verbose", is_flag=True, help="Log every connection problem.")
 def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragment_size,
-        idle_timeout, ready_file, forward_corbaloc, verbose):
+        idle_timeout, max_connections, max_message_size, max_incomplete_bytes,
+        incomplete_timeout, release_memory, ready_file, forward_corbaloc, verbose):
     """Serve an echo object: every operation returns its in/inout values as its result and
     out values where the types allow. Prints the IOR and corbaloc URL; Ctrl-C shuts down
     (CloseConnection on every connection)."""
@@ -53,7 +73,15 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
         click.echo(f"no interface {interface_name!r} in {idl_file}; it has: "
                    f"{', '.join(sorted(module.interfaces)) or 'none'}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    limits = ServerLimits(fragment_size=fragment_size, idle_timeout=idle_timeout)
+    try:
+        limits = ServerLimits(fragment_size=fragment_size, idle_timeout=idle_timeout,
+                              max_connections=max_connections,
+                              max_message_size=max_message_size,
+                              max_incomplete_bytes=max_incomplete_bytes,
+                              incomplete_message_timeout=incomplete_timeout,
+                              release_memory=release_memory)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     try:
         asyncio.run(_serve(interface, host, port, object_name, limits, ready_file,
                            forward_corbaloc))

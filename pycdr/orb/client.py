@@ -27,7 +27,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from .aio import GiopStream
+from .aio import GiopStream, receive_scratch
 from .. import tc, values
 from ..corbaloc import Corbaloc, Corbaname, parse_object_url
 from ..errors import EncodeError, MessageTooLargeError, ObjectURLError, PycdrError
@@ -63,7 +63,10 @@ class ClientOptions:
     connect_timeout: float = 5.0
     max_forward_hops: int = 8
     fragment_size: int | None = None       # fragment GIOP 1.1+ requests longer than this
-    max_message_size: int = 64 << 20       # a reply's, compressed (ZIOP) or not
+    # The largest reply taken, compressed (ZIOP) or not: a header claiming more is
+    # refused before its body is buffered (the call gets COMM_FAILURE, the connection
+    # is closed), and ZIOP inflation stops at it.
+    max_message_size: int = 64 << 20
 
 
 class _PeerClosed(Exception):
@@ -431,7 +434,8 @@ class ClientConnection:
         self.version = version
         self.giop = GiopConnection(Role.CLIENT, version=CLIENT_GIOP_VERSION,
                                    max_message_size=orb.options.max_message_size,
-                                   field_offsets=False)
+                                   field_offsets=False,
+                                   scratch=receive_scratch(asyncio.get_running_loop()))
         self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
         self._code_sets_sent = False
         self._pending: dict[int, _Waiter] = {}
@@ -552,10 +556,20 @@ class ClientConnection:
     def _deadline_passed(self) -> None:
         self._timer = self._timer_at = None
         heap, now = self._deadlines, time.monotonic()
+        timed_out = False
         while heap and (heap[0][0] <= now or heap[0][2].future.done()):
             waiter = heapq.heappop(heap)[2]
             if not waiter.future.done():
                 waiter.future.set_result((None, None))   # result() raises TIMEOUT
+                timed_out = True
+        if timed_out and self.giop.has_partial_message:
+            # A reply is coming too slowly (trickled, or a size it will never reach):
+            # every later reply on this connection would wait behind it, so it closes.
+            log.warning("%s:%d: a call timed out while a message was incomplete: "
+                        "closing the connection", self.host, self.port)
+            self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+            self._close_transport()
+            return
         if heap:
             self._arm_timer(heap[0][0])
 
@@ -629,6 +643,9 @@ class ClientConnection:
     def _close_transport(self) -> None:
         self.closed = True
         self.orb._forget(self)
+        # What a reply had brought goes now, not when the garbage collector finds this
+        # object and its stream (they refer to each other).
+        self.giop.release_buffers()
         if self.stream is not None:
             self.stream.close()
 
