@@ -113,10 +113,13 @@ class Server:
     def ior_string(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> str:
         return ior_to_string(self.ior(key, version=version))
 
-    def corbaloc(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> str:
-        """corbaloc:iiop: for the plain port, corbaloc:ssliop: for a TLS-only server."""
-        address = IIOPAddress(self.advertised_host, self.port if self.plain else self.tls_port,
-                              version, tls=not self.plain)
+    def corbaloc(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION,
+                 tls: bool | None = None) -> str:
+        """corbaloc:iiop: for the plain port, corbaloc:ssliop: for the TLS port (by default
+        the plain one unless the server has none)."""
+        tls = not self.plain if tls is None else tls
+        address = IIOPAddress(self.advertised_host, self.tls_port if tls else self.port,
+                              version, tls=tls)
         return Corbaloc((address,), key).to_url()
 
     # --- running -------------------------------------------------------------------

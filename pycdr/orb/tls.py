@@ -15,10 +15,19 @@ one failed: :class:`TransportError` carries the step and a sentence on the cause
 from __future__ import annotations
 
 import asyncio
+import datetime
+import hashlib
+import ipaddress
 import os
 import socket
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+try:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+except ImportError:           # the tls extra; without it probe reports fingerprints only
+    x509 = None
 
 from ..errors import PycdrError
 from ..iiop import (CONFIDENTIALITY, ESTABLISH_TRUST_IN_CLIENT,
@@ -309,12 +318,111 @@ def server_components(host: str, port: int, *, client_auth: bool) -> tuple:
 
 
 # ----------------------------------------------------------------------------
-# What a TLS connection shows
-def session_facts(ssl_object) -> dict:
-    """Protocol, cipher and the peer's certificate (DER) of an ``ssl.SSLObject`` or
-    ``ssl.SSLSocket`` after the handshake."""
-    cipher = ssl_object.cipher()
-    return {"protocol": ssl_object.version(),
-            "cipher": cipher[0] if cipher else None,
-            "cipher_bits": cipher[2] if cipher else None,
-            "peer_certificate_der": ssl_object.getpeercert(binary_form=True)}
+# What a TLS endpoint shows (pycdr probe)
+def _hostname_matches(host: str, dns_names, ip_addresses) -> bool:
+    """RFC 6125 matching of ``host`` against a certificate's subjectAltNames (a wildcard
+    only as the whole left-most label)."""
+    try:
+        return ipaddress.ip_address(host) in ip_addresses
+    except ValueError:
+        pass
+    host = host.lower().rstrip(".")
+    for name in dns_names:
+        name = name.lower().rstrip(".")
+        if name == host:
+            return True
+        if name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:]:
+            return True
+    return False
+
+
+def certificate_facts(der: bytes, host: str) -> dict:
+    """Subject, issuer, validity, key type and size, subjectAltNames and whether they name
+    ``host``, from a DER certificate (the ``cryptography`` package; without it, the
+    SHA-256 fingerprint only)."""
+    facts = {"sha256": hashlib.sha256(der).hexdigest()}
+    if x509 is None:
+        facts["note"] = "install pycdr[tls] (the cryptography package) for the details"
+        return facts
+    try:
+        cert = x509.load_der_x509_certificate(der)
+    except ValueError as e:
+        facts["error"] = f"cannot parse the certificate: {e}"
+        return facts
+    key = cert.public_key()
+    key_type = {rsa.RSAPublicKey: "RSA", ec.EllipticCurvePublicKey: "EC",
+                dsa.DSAPublicKey: "DSA", ed25519.Ed25519PublicKey: "Ed25519",
+                ed448.Ed448PublicKey: "Ed448"}
+    kind = next((name for cls, name in key_type.items() if isinstance(key, cls)),
+                type(key).__name__)
+    size = getattr(key, "key_size", None)
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        dns_names = san.get_values_for_type(x509.DNSName)
+        ip_addresses = san.get_values_for_type(x509.IPAddress)
+    except x509.ExtensionNotFound:
+        dns_names, ip_addresses = [], []
+    not_before = getattr(cert, "not_valid_before_utc", None) or cert.not_valid_before
+    not_after = getattr(cert, "not_valid_after_utc", None) or cert.not_valid_after
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if not_after.tzinfo is None:
+        not_before = not_before.replace(tzinfo=datetime.timezone.utc)
+        not_after = not_after.replace(tzinfo=datetime.timezone.utc)
+    facts.update({
+        "subject": cert.subject.rfc4514_string(), "issuer": cert.issuer.rfc4514_string(),
+        "not_before": not_before.isoformat(), "not_after": not_after.isoformat(),
+        "valid_now": not_before <= now <= not_after,
+        "key_type": kind, "key_size": size,
+        "curve": key.curve.name if isinstance(key, ec.EllipticCurvePublicKey) else None,
+        "subject_alt_names": dns_names + [str(a) for a in ip_addresses],
+        "host_name_matches": _hostname_matches(host, dns_names, ip_addresses)})
+    return facts
+
+
+def session_facts(endpoint: Endpoint, options: TLSOptions = DEFAULT_TLS, *,
+                  timeout: float = 3.0) -> dict:
+    """A handshake at ``endpoint`` that verifies nothing (so an untrusted server still shows
+    its certificate): protocol, cipher, the server's certificates and whether it asked for a
+    client certificate; then whether ``options`` verify it (the step and reason if not).
+    TransportError when even the unverified handshake fails."""
+    ctx = replace(options, insecure=True).client_context()
+    asked = []
+
+    def watch(conn, direction, version, content_type, msg_type, data):
+        if direction == "read" and content_type == ssl._TLSContentType.HANDSHAKE and \
+                msg_type == ssl._TLSMessageType.CERTIFICATE_REQUEST:
+            asked.append(True)
+    # CPython's (private) message callback: the only way ssl shows a CertificateRequest.
+    can_watch = hasattr(ctx, "_msg_callback")
+    if can_watch:
+        ctx._msg_callback = watch
+    sock = connect(Endpoint(endpoint.host, endpoint.port), timeout=timeout)
+    try:
+        tls_sock = ctx.wrap_socket(sock, server_hostname=endpoint.host)
+    except OSError as e:
+        sock.close()
+        raise classify(e, STEP_HANDSHAKE, endpoint.host, endpoint.port) from e
+    with tls_sock:
+        cipher = tls_sock.cipher()
+        chain = [tls_sock.getpeercert(binary_form=True)]
+        # The whole chain the server sent: public in Python 3.13, in _ssl since 3.10.
+        unverified_chain = getattr(tls_sock._sslobj, "get_unverified_chain", None)
+        if unverified_chain is not None:
+            chain = [c if isinstance(c, bytes) else c.public_bytes(ssl._ssl.ENCODING_DER)
+                     for c in unverified_chain() or ()] or chain
+        facts = {"protocol": tls_sock.version(), "cipher": cipher[0] if cipher else None,
+                 "cipher_bits": cipher[2] if cipher else None,
+                 "client_certificate_requested": bool(asked) if can_watch else None,
+                 "certificates": [certificate_facts(der, endpoint.host)
+                                  for der in chain if der]}
+    if options.insecure:
+        facts["verified"] = None
+        facts["verification"] = "not checked (--insecure)"
+        return facts
+    try:
+        connect(endpoint, options, timeout=timeout).close()
+        facts["verified"] = True
+    except TransportError as e:
+        facts["verified"] = e.step not in (STEP_CERTIFICATE,)
+        facts["verification"] = str(e)
+    return facts
