@@ -1,8 +1,11 @@
 """GIOP inside TLS reaches the analyzers: the ORB client writes SSLKEYLOGFILE, tshark captures
 the loopback traffic, and with the key log Wireshark's TLS dissector hands the decrypted IIOP
-to the project's Lua dissector (its "tls" heuristic); without the key log nothing is GIOP."""
+to the project's Lua dissector (its "tls" heuristic); without the key log nothing is GIOP.
+`pycdr decode` gets the decrypted bytes of each direction from tshark's "follow,tls,raw"
+(the route README documents for captures of IIOP over TLS)."""
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -15,6 +18,8 @@ pytest.importorskip("cryptography")
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module  # noqa: E402
 from peers.process import REPO_ROOT, PeerProcess, free_port  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from pycdr.cli.main import main as pycdr_main  # noqa: E402
 from pycdr.orb import ORB, EchoServant, Server  # noqa: E402
 from pycdr.orb.tls import TLSOptions, server_context  # noqa: E402
 from tls_certs import make_certificates  # noqa: E402
@@ -71,3 +76,21 @@ def test_key_log_lets_the_lua_dissector_decode_giop_in_tls(tmp_path, monkeypatch
     assert giopx_fields() == []                     # without the key log: TLS only
     raw = capture.read_bytes()
     assert b"secret over TLS" not in raw            # (it was encrypted on the wire)
+
+    # The route for pycdr: tshark decrypts and follows the stream, pycdr decodes each direction.
+    done = subprocess.run([TSHARK, "-r", str(capture), "-o", f"tls.keylog_file:{keylog}", "-q",
+                           "-z", "follow,tls,raw,0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    directions = {True: "", False: ""}        # (tshark indents the second node's bytes)
+    for line in done.stdout.splitlines():
+        chunk = line.strip()
+        if chunk and all(c in "0123456789abcdef" for c in chunk):
+            directions[line.startswith("\t")] += chunk
+    messages = []
+    for hex_bytes in directions.values():
+        result = CliRunner().invoke(pycdr_main, ["decode", "--json", hex_bytes])
+        assert result.exit_code == 0, result.output
+        messages += json.loads(result.stdout)
+    # (and the CloseConnection the server sends as it stops)
+    assert sorted((m["type"], m.get("operation")) for m in messages) == \
+        [("CloseConnection", None), ("Reply", None), ("Request", "echo_string")]
