@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pycdr.giop.connection import GiopConnection, Role
 from pycdr.giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
-from pycdr.orb.tls import Endpoint, TLSOptions, connect
+from pycdr.orb.tls import TLSOptions, open_socket
 
 # An answer to one case is a handful of messages, at most a few times what was
 # sent (an echo); beyond that it is a flood.
@@ -47,8 +47,7 @@ class Wire:
                  tls: TLSOptions | None = None):
         self.host = host
         self.port = port
-        self.sock = connect(Endpoint(host, port, tls is not None), tls or TLSOptions(),
-                            timeout=connect_timeout)
+        self.sock = open_socket(host, port, tls, timeout=connect_timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # The observer parses what the endpoint sends: lenient (we want to see
         # everything) and with no books (a case may send any request id).

@@ -158,3 +158,15 @@ def test_conformance_over_tls(certs, both_ports):
     assert "total" in result.output
     result = invoke("conformance", tls_url, "--group", "locate")
     assert result.exit_code == 3 and "not trusted" in result.stderr
+
+
+def test_fuzz_over_tls(certs, both_ports, tmp_path):
+    ior, plain_url, tls_url = both_ports
+    result = invoke("fuzz", ior, "--cacert", certs.ca, "--max-cases", 150, "--seed", 3,
+                    "--json", "--out", tmp_path / "findings")
+    assert result.exit_code == 0, result.output + result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["cases"] == 150 and not summary["target_dead"]
+    assert summary["probes"] > 0 and summary["findings"] == []
+    result = invoke("fuzz", ior, "--max-cases", 5, "--json", "--out", tmp_path / "findings")
+    assert result.exit_code == 3 and "server certificate" in result.stderr

@@ -260,6 +260,12 @@ def connect(endpoint: Endpoint, options: TLSOptions = DEFAULT_TLS, *,
         raise classify(e, STEP_HANDSHAKE, endpoint.host, endpoint.port) from e
 
 
+def open_socket(host: str, port: int, tls: TLSOptions | None, *,
+                timeout: float = 3.0) -> socket.socket:
+    """:func:`connect` to host:port, in TLS with ``tls`` unless it is None."""
+    return connect(Endpoint(host, port, tls is not None), tls or DEFAULT_TLS, timeout=timeout)
+
+
 async def open_connection(loop: asyncio.AbstractEventLoop, protocol_factory,
                           endpoint: Endpoint, options: TLSOptions = DEFAULT_TLS, *,
                           timeout: float = 5.0):
