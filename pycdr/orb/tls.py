@@ -42,13 +42,16 @@ STEP_CERTIFICATE = "server certificate"
 STEP_CLIENT_CERTIFICATE = "client certificate"
 STEP_GIOP = "GIOP"
 
-# OpenSSL's reasons for an alert a server sends when it wants a client certificate it did
-# not get (TLS 1.3 sends certificate_required after the client's Finished, so the client
-# sees it on its first read; TLS 1.2 servers send handshake_failure or bad_certificate).
-_CLIENT_CERT_REQUIRED = ("TLSV13_ALERT_CERTIFICATE_REQUIRED", "SSLV3_ALERT_HANDSHAKE_FAILURE",
-                         "SSLV3_ALERT_BAD_CERTIFICATE")
+# OpenSSL's reason for the alert a TLS 1.3 server sends when it wants a client certificate
+# it did not get (after the client's Finished, so the client sees it on its first read).
+_CLIENT_CERT_REQUIRED = ("TLSV13_ALERT_CERTIFICATE_REQUIRED",)
 _CLIENT_CERT_REJECTED = ("TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_CERTIFICATE_UNKNOWN",
-                         "TLSV1_ALERT_DECRYPT_ERROR", "SSLV3_ALERT_CERTIFICATE_EXPIRED")
+                         "SSLV3_ALERT_BAD_CERTIFICATE", "SSLV3_ALERT_CERTIFICATE_EXPIRED",
+                         "TLSV1_ALERT_DECRYPT_ERROR")
+# handshake_failure says no more than that: no protocol version or cipher suite in common
+# (JSSE sends it when its key store has no usable key), or a TLS 1.2 server's missing
+# client certificate.
+_HANDSHAKE_FAILURE = "SSLV3_ALERT_HANDSHAKE_FAILURE"
 # A reply in clear text where a ServerHello was expected: the port speaks plain IIOP.
 _NOT_TLS = ("WRONG_VERSION_NUMBER", "UNKNOWN_PROTOCOL", "RECORD_LAYER_FAILURE",
             "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
@@ -216,6 +219,11 @@ def classify(e: BaseException, step: str, host: str = "", port: int = 0) -> Tran
         if reason in _CLIENT_CERT_REJECTED:
             return TransportError(STEP_CLIENT_CERTIFICATE,
                                   f"the server rejected the client certificate ({reason})",
+                                  host, port)
+        if reason == _HANDSHAKE_FAILURE:
+            return TransportError(STEP_HANDSHAKE, "the server refused the handshake "
+                                  f"({reason}): no protocol version or cipher suite in "
+                                  "common, or (TLS 1.2) it requires a client certificate",
                                   host, port)
         if reason in _NOT_TLS:
             return TransportError(STEP_HANDSHAKE, f"the endpoint does not speak TLS ({reason});"
