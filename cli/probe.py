@@ -24,8 +24,8 @@ from pycdr.iiop import ORBTypeComponent
 from pycdr.ior import IOR, ior_to_string, printable_key
 from pycdr.orb import ORB
 from pycdr.orb.client import RawConnection, first_iiop_profile, iiop_profiles
-from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, Endpoint, TLSConfigError, TransportError, choose_endpoint,
-                           plain_endpoint, session_facts, tls_endpoints)
+from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, Endpoint, TLSConfigError, TransportError,
+                           choose_endpoint, plain_endpoint, session_facts, tls_endpoints)
 
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
 from .tls import tls_options
@@ -322,7 +322,8 @@ def _print_tls(tls: dict) -> None:
         click.echo(f"  certificate: NOT verified: {tls['verification']}")
     for i, cert in enumerate(tls["certificates"]):
         if "subject" not in cert:
-            click.echo(f"    [{i}] sha256 {cert['sha256']} ({cert.get('note') or cert.get('error')})")
+            why = cert.get("note") or cert.get("error")
+            click.echo(f"    [{i}] sha256 {cert['sha256']} ({why})")
             continue
         key = f"{cert['key_type']} {cert['key_size']}" + \
             (f" {cert['curve']}" if cert["curve"] else "")

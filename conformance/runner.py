@@ -16,7 +16,7 @@ from pycdr import tc
 
 from .cases import Case, RenderContext, render_case
 from .target import Target, locate
-from .wire import Observation, Wire
+from .wire import Observation
 
 PASS = "pass"
 FAIL = "fail"

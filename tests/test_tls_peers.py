@@ -188,7 +188,8 @@ def test_jacorb_client_calls_the_reference_orb_over_tls(jacorb_stores, certs):
 
 def test_conformance_over_tls_against_jacorb(jacorb_ssl, certs, tmp_path):
     out = tmp_path / "verdicts.json"
-    result = CliRunner().invoke(pycdr_main, ["conformance", jacorb_ssl.ior, "--cacert", str(certs.ca),
+    result = CliRunner().invoke(pycdr_main, ["conformance", jacorb_ssl.ior,
+                                             "--cacert", str(certs.ca),
                                        "--group", "locate", "--group", "request",
                                        "--json", str(out)])
     assert "over TLS to 127.0.0.1" in result.output, result.output

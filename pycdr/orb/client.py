@@ -645,7 +645,8 @@ class ClientConnection:
             return classify(lost, STEP_GIOP, self.host, self.port)
         if not self._answered:
             # Some servers (Python's asyncio among them) close without sending the alert.
-            why = ("does not accept the client certificate does that" if self.orb.options.tls.cert else
+            why = ("does not accept the client certificate does that"
+                   if self.orb.options.tls.cert else
                    "requires a client certificate does that: give one with --cert/--key")
             return TransportError(STEP_GIOP, "the server closed the TLS connection before "
                                   f"any reply, without an alert; a server that {why}",

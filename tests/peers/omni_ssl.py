@@ -19,17 +19,20 @@ HEADER = "/usr/include/omniORB4/sslContext.h"
 def build_echo_server(folder):
     """Compile the server into ``folder``; its path.  PeerNotInstalled without the compiler,
     omniORB's headers or the C++ IDL compiler (.ci/install-peers.sh installs them)."""
-    missing = [name for name, there in (("g++", shutil.which("g++")), ("omniidl", os.path.exists(OMNIIDL)),
-                                        ("libomniorb4-dev", os.path.exists(HEADER))) if not there]
+    needs = (("g++", shutil.which("g++")), ("omniidl", os.path.exists(OMNIIDL)),
+             ("libomniorb4-dev", os.path.exists(HEADER)))
+    missing = [name for name, there in needs if not there]
     if missing:
-        raise PeerNotInstalled(f"omniORB C++ SSL peer needs {', '.join(missing)}: run .ci/install-peers.sh")
+        raise PeerNotInstalled(f"omniORB C++ SSL peer needs {', '.join(missing)}: "
+                               "run .ci/install-peers.sh")
     shutil.copy(ECHO_IDL, folder)
     for argv in ([OMNIIDL, "-bcxx", "echo.idl"],
                  ["g++", "-O1", "-o", "echo_server", SOURCE, "echoSK.cc", "-I.", "-lomniORB4",
                   "-lomnithread", "-lomnisslTP4", "-lssl", "-lcrypto", "-lpthread"]):
         done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
-            raise PeerError(f"building the omniORB SSL peer failed: {' '.join(argv)}\n{done.stderr}")
+            raise PeerError(f"building the omniORB SSL peer failed: {' '.join(argv)}\n"
+                            f"{done.stderr}")
     return os.path.join(folder, "echo_server")
 
 
