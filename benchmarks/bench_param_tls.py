@@ -32,6 +32,8 @@ from pycdr.orb.client import first_iiop_profile
 
 PARAM_DIR = param_common.PARAM_DIR
 OMNI_SOURCE = os.path.join(PARAM_DIR, "omni_cxx", "param_tls.cc")
+# serve_servant.h, shared with the test peers' omniORB server
+OMNI_INCLUDE = os.path.join(os.path.dirname(PARAM_DIR), os.pardir, "tests", "peers", "omni_ssl")
 OMNIIDL = "/usr/bin/omniidl"          # Debian's, with the C++ back end
 TRANSPORTS = ("TCP", "TLS")
 
@@ -63,6 +65,7 @@ def build_omni(folder: str) -> str | None:
     shutil.copy(param_common.IDL_PATH, folder)
     for argv in ([OMNIIDL, "-bcxx", "param.idl"],
                  ["g++", "-O2", "-o", "param_tls", OMNI_SOURCE, "paramSK.cc", "-I.",
+                  f"-I{OMNI_INCLUDE}",
                   "-lomniORB4", "-lomnithread", "-lomnisslTP4", "-lssl", "-lcrypto",
                   "-lpthread"]):
         done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=600)

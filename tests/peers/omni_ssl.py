@@ -27,7 +27,8 @@ def build_echo_server(folder):
                                "run .ci/install-peers.sh")
     shutil.copy(ECHO_IDL, folder)
     for argv in ([OMNIIDL, "-bcxx", "echo.idl"],
-                 ["g++", "-O1", "-o", "echo_server", SOURCE, "echoSK.cc", "-I.", "-lomniORB4",
+                 ["g++", "-O1", "-o", "echo_server", SOURCE, "echoSK.cc", "-I.",
+                  f"-I{os.path.dirname(SOURCE)}", "-lomniORB4",
                   "-lomnithread", "-lomnisslTP4", "-lssl", "-lcrypto", "-lpthread"]):
         done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:

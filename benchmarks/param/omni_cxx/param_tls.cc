@@ -17,9 +17,9 @@
 #include <iostream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 #include "param.hh"
+#include "serve_servant.h"      // tests/peers/omni_ssl
 
 using namespace ParamTest;
 static const int SEQUENCE_LENGTH = 16, STRING_LENGTH = 32;
@@ -128,21 +128,7 @@ static int serve(int argc, char** argv) {
   const char* options[][2] = {{"endPoint", tcp.c_str()}, {"endPoint", ssl.c_str()}, {0, 0}};
   int orb_argc = 1;
   CORBA::ORB_var orb = CORBA::ORB_init(orb_argc, argv, "omniORB4", options);
-  CORBA::Object_var obj = orb->resolve_initial_references("RootPOA");
-  PortableServer::POA_var poa = PortableServer::POA::_narrow(obj);
-  PortableServer::ObjectId_var id = poa->activate_object(new ParamImpl());
-  CORBA::Object_var ref = poa->id_to_reference(id);
-  CORBA::String_var ior = orb->object_to_string(ref);
-  poa->the_POAManager()->activate();
-  std::cout << ior.in() << "\nREADY" << std::endl;
-  std::thread([&orb]() {
-    char buffer[256];
-    while (std::fread(buffer, 1, sizeof buffer, stdin) > 0) {}
-    orb->shutdown(false);
-  }).detach();
-  orb->run();
-  orb->destroy();
-  return 0;
+  return serve_servant(orb, new ParamImpl());
 }
 
 static int client(int argc, char** argv) {

@@ -5,10 +5,9 @@
 #include <omniORB4/CORBA.h>
 #include <omniORB4/sslContext.h>
 #include <openssl/ssl.h>
-#include <cstdio>
 #include <iostream>
-#include <thread>
 #include "echo.hh"
+#include "serve_servant.h"
 
 class EchoImpl : public POA_PycdrTest::Echo {
 public:
@@ -36,20 +35,5 @@ int main(int argc, char** argv) {
   char** orb_argv = argv + 3;
   orb_argv[0] = argv[0];
   CORBA::ORB_var orb = CORBA::ORB_init(orb_argc, orb_argv);
-  CORBA::Object_var obj = orb->resolve_initial_references("RootPOA");
-  PortableServer::POA_var poa = PortableServer::POA::_narrow(obj);
-  EchoImpl* servant = new EchoImpl();
-  PortableServer::ObjectId_var id = poa->activate_object(servant);
-  CORBA::Object_var ref = poa->id_to_reference(id);
-  CORBA::String_var ior = orb->object_to_string(ref);
-  poa->the_POAManager()->activate();
-  std::cout << ior.in() << "\nREADY" << std::endl;
-  std::thread([&orb]() {
-    char buffer[256];
-    while (std::fread(buffer, 1, sizeof buffer, stdin) > 0) {}
-    orb->shutdown(false);
-  }).detach();
-  orb->run();
-  orb->destroy();
-  return 0;
+  return serve_servant(orb, new EchoImpl());
 }
