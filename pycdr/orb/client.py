@@ -224,7 +224,7 @@ class ObjectRef:
     @property
     def endpoint(self) -> Endpoint:
         """Where this reference's requests go (a TLS endpoint when its profile has one)."""
-        self.profile
+        self.profile              # (decoded with the profile when the target changed)
         return self._endpoint
 
     def giop_version(self, profile: IIOPProfile | None = None) -> tuple:
