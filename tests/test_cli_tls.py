@@ -170,3 +170,17 @@ def test_fuzz_over_tls(certs, both_ports, tmp_path):
     assert summary["probes"] > 0 and summary["findings"] == []
     result = invoke("fuzz", ior, "--max-cases", 5, "--json", "--out", tmp_path / "findings")
     assert result.exit_code == 3 and "server certificate" in result.stderr
+
+
+def test_pytest_plugin_over_tls(certs, both_ports, tmp_path):
+    """`pytest --pyargs pycdr.conformance --target ... --target-cacert CA`: the cases go over
+    TLS (without the CA they fail: the certificate is not trusted)."""
+    ior, plain_url, tls_url = both_ports
+    argv = [sys.executable, "-m", "pytest", "--pyargs", "pycdr.conformance", "-q",
+            "-p", "no:cacheprovider", "-k", "locate.existing", "--target", tls_url]
+    trusted = subprocess.run(argv + ["--target-cacert", str(certs.ca)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+    assert trusted.returncode == 0, trusted.stdout[-3000:]
+    assert "6 passed" in trusted.stdout
+    untrusted = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert untrusted.returncode == 1 and "6 failed" in untrusted.stdout
