@@ -234,3 +234,24 @@ def test_client_certificate_alerts_from_openssl_s_server(certs, client, words):
         server.stop()
     assert error.step == STEP_CLIENT_CERTIFICATE, str(error)
     assert words in str(error)
+
+
+def test_sni_and_host_name_check_use_the_profiles_host(certs):
+    """The host of the reference (here "localhost") goes out as SNI and is the name the
+    certificate must carry."""
+    async def main():
+        context = server_context(str(certs.server.cert), str(certs.server.key))
+        names = []
+        context.sni_callback = lambda ssl_object, name, ctx: names.append(name)
+        server = Server(tls=context, plain=False)
+        server.activate(EchoServant(ECHO), "Echo")
+        await server.start()
+        try:
+            async with ORB(tls=TLSOptions(cacert=str(certs.ca))) as orb:
+                ref = await orb.string_to_object(
+                    f"corbaloc:ssliop:1.2@localhost:{server.tls_port}/Echo", ECHO)
+                assert await ref.echo_long(4) == 4
+        finally:
+            await server.stop()
+        return names
+    assert run(main()) == ["localhost"]
