@@ -12,6 +12,7 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.idl import IdlError, load
 from pycdr.orb import EchoServant, Server, ServerLimits
+from pycdr.orb.tls import server_context
 
 from .main import EXIT_BAD_INPUT
 
@@ -54,10 +55,22 @@ _LIMITS = ServerLimits()       # the defaults the options show
                    "corbaloc one) with OBJECT_FORWARD / LOCATION_FORWARD to the object's full "
                    "IOR, as TAO's IOR table does: a client resolving the corbaloc gets the IOR "
                    "and its code sets.")
+@click.option("--tls", "tls_files", nargs=2, type=click.Path(exists=True, dir_okay=False),
+              default=None, metavar="CERT KEY",
+              help="Serve IIOP over TLS only (IIOP port 0 in the IOR; the TLS port in "
+                   "TAG_SSL_SEC_TRANS and CSIv2 TAG_TLS_SEC_TRANS).")
+@click.option("--tls-port", type=int, default=0, show_default=True,
+              help="TLS port (0: any free port).")
+@click.option("--require-client-cert", "client_ca", type=click.Path(exists=True,
+              dir_okay=False), default=None, metavar="CA",
+              help="With --tls: clients must present a certificate signed by CA.")
+@click.option("--also-plain", is_flag=True,
+              help="With --tls: keep the plain IIOP port too (--port).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every connection problem.")
 def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragment_size,
         idle_timeout, max_connections, max_message_size, max_incomplete_bytes,
-        incomplete_timeout, release_memory, ready_file, forward_corbaloc, verbose):
+        incomplete_timeout, release_memory, ready_file, forward_corbaloc, tls_files, tls_port,
+        client_ca, also_plain, verbose):
     """Serve an echo object: every operation returns its in/inout values as its result and
     out values where the types allow. Prints the IOR and corbaloc URL; Ctrl-C shuts down
     (CloseConnection on every connection)."""
@@ -73,6 +86,8 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
         click.echo(f"no interface {interface_name!r} in {idl_file}; it has: "
                    f"{', '.join(sorted(module.interfaces)) or 'none'}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    if (client_ca or also_plain) and not tls_files:
+        raise click.UsageError("--require-client-cert and --also-plain need --tls CERT KEY")
     try:
         limits = ServerLimits(fragment_size=fragment_size, idle_timeout=idle_timeout,
                               max_connections=max_connections,
@@ -83,15 +98,16 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     try:
-        asyncio.run(_serve(interface, host, port, object_name, limits, ready_file,
-                           forward_corbaloc))
+        tls = server_context(tls_files[0], tls_files[1], client_ca) if tls_files else None
+        server = Server(host=host, port=port, limits=limits, tls=tls, tls_port=tls_port,
+                        plain=tls is None or also_plain)
+        asyncio.run(_serve(server, interface, object_name, ready_file, forward_corbaloc))
     except (OSError, PycdrError) as e:
         click.echo(f"cannot serve: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
 
 
-async def _serve(interface, host, port, object_name, limits, ready_file, forward_corbaloc):
-    server = Server(host=host, port=port, limits=limits)
+async def _serve(server, interface, object_name, ready_file, forward_corbaloc):
     servant = EchoServant(interface)
     # Forwarding: the object under a key of the adapter's own, the name forwarded to it (the
     # IOR is made once the port is known).
@@ -103,6 +119,8 @@ async def _serve(interface, host, port, object_name, limits, ready_file, forward
     ior = server.ior_string(key)
     click.echo(ior)
     click.echo(server.corbaloc(corbaloc_key))
+    if server.tls is not None and server.plain:
+        click.echo(server.corbaloc(corbaloc_key, tls=True))
     sys.stdout.flush()
     if ready_file:
         with open(ready_file, "w") as f:

@@ -165,6 +165,12 @@ class GiopStream(asyncio.BufferedProtocol):
     def at_eof(self) -> bool:
         return self._eof
 
+    @property
+    def lost_because(self) -> BaseException | None:
+        """The exception the transport was lost with (None while open; a
+        ConnectionResetError when it closed without one)."""
+        return self._lost
+
     def _eof_seen(self) -> None:
         if not self._eof:
             self._eof = True

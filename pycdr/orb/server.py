@@ -25,10 +25,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import ssl
 import time
 from dataclasses import dataclass
 
-from ..corbaloc import escape_key
+from ..corbaloc import Corbaloc, IIOPAddress
 from ..errors import EncodeError, PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
@@ -49,6 +50,7 @@ from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .memory import release_free_memory
 from .servant import Servant
+from .tls import server_components
 
 log = logging.getLogger("pycdr.orb.server")
 
@@ -137,10 +139,20 @@ class _LoadWatch:
 class Server:
     def __init__(self, adapter: ObjectAdapter | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, limits: ServerLimits | None = None,
-                 advertised_host: str | None = None):
+                 advertised_host: str | None = None, tls: ssl.SSLContext | None = None,
+                 tls_port: int = 0, plain: bool = True):
+        """``tls``: also listen for IIOP over TLS on ``tls_port`` (IORs then carry it in
+        TAG_SSL_SEC_TRANS and CSIv2 TAG_TLS_SEC_TRANS); ``plain=False``: TLS only (port 0
+        in the IIOP profile)."""
+        if not plain and tls is None:
+            raise ValueError("a server without its plain port needs TLS")
         self.adapter = adapter if adapter is not None else ObjectAdapter()
         self.host = host
         self.port = port
+        self.tls = tls
+        self.tls_port = tls_port
+        self.plain = plain
+        self._tls_listener: asyncio.base_events.Server | None = None
         self.advertised_host = advertised_host or host
         self.limits = limits or ServerLimits()
         self.connections: set[_ServerConnection] = set()
@@ -166,15 +178,25 @@ class Server:
         type_id = servant.repo_id if servant is not None else ""
         components = (ORBTypeComponent(PYCDR_ORB_TYPE), orb_codesets.SERVER_CODE_SETS) \
             if version >= (1, 1) else ()
-        return make_ior(type_id, [IIOPProfile(version, self.advertised_host, self.port, key,
+        if self.tls is not None and version >= (1, 1):
+            components += server_components(
+                self.advertised_host, self.tls_port,
+                client_auth=self.tls.verify_mode == ssl.CERT_REQUIRED)
+        return make_ior(type_id, [IIOPProfile(version, self.advertised_host,
+                                              self.port if self.plain else 0, key,
                                               components)])
 
     def ior_string(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> str:
         return ior_to_string(self.ior(key, version=version))
 
-    def corbaloc(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> str:
-        return (f"corbaloc:iiop:{version[0]}.{version[1]}@{self.advertised_host}:{self.port}/"
-                f"{escape_key(key)}")
+    def corbaloc(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION,
+                 tls: bool | None = None) -> str:
+        """corbaloc:iiop: for the plain port, corbaloc:ssliop: for the TLS port (by default
+        the plain one unless the server has none)."""
+        tls = not self.plain if tls is None else tls
+        address = IIOPAddress(self.advertised_host, self.tls_port if tls else self.port,
+                              version, tls=tls)
+        return Corbaloc((address,), key).to_url()
 
     # --- running -------------------------------------------------------------------
     async def start(self) -> "Server":
@@ -183,29 +205,41 @@ class Server:
         # A listen backlog as deep as the connection limit: in a connection flood
         # the kernel's queue (asyncio's default: 100) overflowed and dropped the SYNs of
         # honest clients too, which retried a second later.
-        self._listener = await loop.create_server(self._new_stream, self.host, self.port,
-                                                  backlog=self.limits.max_connections)
-        for sock in self._listener.sockets:
-            set_socket_buffers(sock)
-        self.port = self._listener.sockets[0].getsockname()[1]
-        log.info("listening on %s:%d", self.host, self.port)
+        if self.plain:
+            self._listener = await loop.create_server(self._new_stream, self.host, self.port,
+                                                      backlog=self.limits.max_connections)
+            for sock in self._listener.sockets:
+                set_socket_buffers(sock)
+            self.port = self._listener.sockets[0].getsockname()[1]
+            log.info("listening on %s:%d", self.host, self.port)
+        if self.tls is not None:
+            self._tls_listener = await loop.create_server(self._new_stream, self.host,
+                                                          self.tls_port, ssl=self.tls,
+                                                          backlog=self.limits.max_connections)
+            for sock in self._tls_listener.sockets:
+                set_socket_buffers(sock)
+            self.tls_port = self._tls_listener.sockets[0].getsockname()[1]
+            log.info("listening for TLS on %s:%d", self.host, self.tls_port)
         return self
 
     async def serve_forever(self) -> None:
-        if self._listener is None:
+        if self._listener is None and self._tls_listener is None:
             await self.start()
-        await self._listener.serve_forever()
+        await asyncio.gather(*(listener.serve_forever()
+                               for listener in (self._listener, self._tls_listener)
+                               if listener is not None))
 
     async def stop(self) -> None:
         """Stop accepting, let in-flight requests finish (up to
         ``shutdown_grace``), send CloseConnection on every connection, close."""
-        if self._listener is not None:
-            self._listener.close()
+        listeners = [x for x in (self._listener, self._tls_listener) if x is not None]
+        for listener in listeners:
+            listener.close()
         await asyncio.gather(*(c.shut_down(self.limits.shutdown_grace)
                                for c in list(self.connections)), return_exceptions=True)
-        if self._listener is not None:
-            await self._listener.wait_closed()
-            self._listener = None
+        for listener in listeners:
+            await listener.wait_closed()
+        self._listener = self._tls_listener = None
         self.load.stop()
 
     async def __aenter__(self):
