@@ -117,7 +117,7 @@ def test_probe_reports_tls_facts(certs, tls_only):
     assert leaf["issuer"] == "CN=test-ca,O=pycdr tests"
     assert (leaf["key_type"], leaf["key_size"]) == ("RSA", 2048)
     assert leaf["host_name_matches"] and leaf["valid_now"]
-    assert report["giop"] and report["locate"]["Echo"]["locate_status"] == "OBJECT_HERE"
+    assert report["giop"] and report["locate"][0]["locate_status"] == "OBJECT_HERE"
     assert "other_port" not in report          # TLS only: no plain port to try
     # without the client certificate, the step that failed is named
     result = invoke("probe", ior, "--json", "--timeout", 10, "--cacert", certs.ca)

@@ -90,7 +90,8 @@ def test_key_log_lets_the_lua_dissector_decode_giop_in_tls(tmp_path, monkeypatch
     for hex_bytes in directions.values():
         result = CliRunner().invoke(pycdr_main, ["decode", "--json", hex_bytes])
         assert result.exit_code == 0, result.output
-        messages += json.loads(result.stdout)
+        # JSON Lines: one object a message.
+        messages += [json.loads(line) for line in result.stdout.splitlines()]
     # (and the CloseConnection the server sends as it stops)
     assert sorted((m["type"], m.get("operation")) for m in messages) == \
         [("CloseConnection", None), ("Reply", None), ("Request", "echo_string")]
