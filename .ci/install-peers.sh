@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real peer ORBs and tools the tests use, as root on Debian (CI=true or by hand):
 #   - from Debian: a JDK and Maven (if `java`/`javac`/`mvn` are missing), omniORB's utilities
-#     (`catior`), omniORB's IDL files, tshark;
+#     (`catior`), omniORB's IDL files, tshark, omniORB's C++ headers and IDL compiler with g++
+#     and OpenSSL's headers (the omniORB SSL peer);
 #   - from Maven Central: JacORB 3.9 and the jars it needs, into .peers/jacorb/lib (gitignored);
 #   - compiles the JacORB test programs (tests/peers/jacorb/src) into .peers/jacorb/classes.
 # omniORBpy and omniNames come from the Python test extra (salome-omniorb), not from here.
@@ -21,6 +22,13 @@ command -v catior >/dev/null || missing_packages+=(omniorb)
 command -v tshark >/dev/null || missing_packages+=(tshark)
 command -v cpp >/dev/null || missing_packages+=(cpp)      # the IDL oracle preprocesses with it
 command -v gcc >/dev/null || missing_packages+=(gcc)      # builds pycdr._speedups
+# The omniORB C++ SSL peer of the TLS tests (tests/peers/omni_ssl): compiler, headers, the C++
+# IDL back end; libomniorb4-2 (a dependency) ships the SSL transport libomnisslTP4.
+command -v g++ >/dev/null || missing_packages+=(g++)
+[ -f /usr/include/omniORB4/sslContext.h ] || missing_packages+=(libomniorb4-dev)
+[ -x /usr/bin/omniidl ] || missing_packages+=(omniidl)
+[ -f /usr/include/openssl/ssl.h ] || missing_packages+=(libssl-dev)
+command -v openssl >/dev/null || missing_packages+=(openssl)
 
 if [ ${#missing_packages[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then

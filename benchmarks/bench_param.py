@@ -33,16 +33,14 @@ for _folder in (BENCH_DIR, PARAM_DIR):
         sys.path.insert(0, _folder)
 
 import benchprocs  # noqa: E402
+import bench_param_tls  # noqa: E402
 import param_common  # noqa: E402
+from bench_param_tls import BenchmarkError  # noqa: E402  (one class for both runs)
 
 OPERATIONS = param_common.OPERATIONS
 SERVERS = ("pycdr", "omniORBpy")
 CLIENTS = ("pycdr", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
 QUICK = {"seconds": 0.05, "repeat": 1}
-
-
-class BenchmarkError(Exception):
-    """A client got back other values than it sent: its numbers would be meaningless."""
 
 
 def _script(name: str) -> str:
@@ -156,8 +154,11 @@ OMNI_DII_NOTE = ("omDII: omniORBpy has no CORBA::Request (no Object._request/_cr
 def format_tables(results: dict) -> str:
     """Two tables: calls/s per operation for each client -> server pair; then the ratios:
     the reference ORB end to end against omniORBpy end to end, each ORB's client and
-    server against omniORBpy's, and DII against static invocation for each ORB."""
+    server against omniORBpy's, and DII against static invocation for each ORB.  (A --tls
+    run: bench_param_tls's table.)"""
     meta = results["meta"]
+    if meta.get("kind") == "tls":
+        return bench_param_tls.format_tables(results)
     best = {(r["client"], r["server"], r["operation"]): r["best"] for r in results["results"]}
     pairs = list(dict.fromkeys((r["client"], r["server"]) for r in results["results"]))
     ratios = [r for r in RATIOS if r[1] in pairs and r[2] in pairs]
@@ -191,6 +192,8 @@ def plot(results: dict, directory: str) -> list[str]:
     """One PNG: calls/s per operation, a bar per client -> server pair."""
     from benchplot import bar_panels
     meta = results["meta"]
+    if meta.get("kind") == "tls":
+        return bench_param_tls.plot(results, directory)
     series: dict = {}
     for row in results["results"]:
         name = f"{client_label(meta, row['client'])} -> {row['server']}"
@@ -220,14 +223,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="pycdr path in the peer processes (python: PYCDR_PURE=1)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     parser.add_argument("--quick", action="store_true", help="a smoke run in seconds")
+    parser.add_argument("--tls", action="store_true",
+                        help="calls/s over TLS against plain TCP: the reference ORB and "
+                             "omniORB C++ (its SSL transport), each against itself")
 
 
 def run_from_arguments(args, progress=None) -> dict:
-    return run(operations=args.operations,
-               seconds=args.seconds if args.seconds is not None else 1.0,
-               repeat=args.repeat if args.repeat is not None else 3, quick=args.quick,
-               pure={"auto": None, "python": True, "c": False}[args.impl],
-               pin=not args.no_pin, progress=progress)
+    run_function = bench_param_tls.run if args.tls else run
+    return run_function(operations=args.operations,
+                        seconds=args.seconds if args.seconds is not None else 1.0,
+                        repeat=args.repeat if args.repeat is not None else 3,
+                        quick=args.quick,
+                        pure={"auto": None, "python": True, "c": False}[args.impl],
+                        pin=not args.no_pin, progress=progress)
 
 
 def main(argv=None) -> int:

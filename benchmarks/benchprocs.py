@@ -129,15 +129,16 @@ def import_omni_idl(idl_path: str):
     return omni_idl
 
 
-def serve_pycdr(servant, key: bytes, port: int) -> None:
+def serve_pycdr(servant, key: bytes, port: int, tls=None) -> None:
     """Serve ``servant`` (a pycdr.orb Servant) under ``key`` on 127.0.0.1:``port`` with the
-    reference ORB; print the banner; return once stdin closes."""
+    reference ORB (also over TLS on another port with ``tls``, a server SSLContext); print
+    the banner; return once stdin closes."""
     import asyncio
 
     from pycdr.orb import Server
 
     async def serve():
-        server = Server(host=LOOPBACK, port=port)
+        server = Server(host=LOOPBACK, port=port, tls=tls)
         server.activate(servant, key)
         await server.start()
         print_banner(server.ior_string(key), key)

@@ -16,7 +16,10 @@ from pycdr.orb.invocation import UnknownUserException
 from pycdr.orb.jsonvalues import from_json, to_json
 from pycdr.values import UserException
 
+from pycdr.orb.tls import TLSConfigError
+
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
+from .tls import failure_text, tls_options
 
 
 def _version(text):
@@ -39,8 +42,9 @@ def _version(text):
 @click.option("--little", is_flag=True, help="Send little-endian requests.")
 @click.option("--timeout", default=10.0, show_default=True, help="Seconds.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
+@tls_options
 def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, little,
-        timeout, as_json):
+        timeout, as_json, tls):
     """Invoke OPERATION on TARGET (IOR, corbaloc or corbaname) with ARGS as JSON values (the
     in and inout parameters in order) and print the result (and out values)."""
     try:
@@ -61,9 +65,12 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
         sys.exit(EXIT_USAGE)
     try:
         outcome = asyncio.run(_call(target, interface, op, values, _version(giop), little,
-                                    timeout))
+                                    timeout, tls))
+    except TLSConfigError as e:
+        click.echo(str(e), err=True)
+        sys.exit(EXIT_USAGE)
     except (TRANSIENT, COMM_FAILURE, TIMEOUT, OSError) as e:
-        click.echo(f"unreachable: {e}", err=True)
+        click.echo(f"unreachable: {failure_text(e)}", err=True)
         sys.exit(EXIT_UNREACHABLE)
     except PycdrError as e:
         click.echo(f"error: {e}", err=True)
@@ -90,9 +97,9 @@ def _find_interface(module, name, operation):
     return having[0]
 
 
-async def _call(target, interface, op, values, version, little, timeout):
+async def _call(target, interface, op, values, version, little, timeout, tls):
     async with ORB(version=version, little=little, timeout=timeout,
-                   connect_timeout=timeout) as orb:
+                   connect_timeout=timeout, tls=tls) as orb:
         ref = await orb.string_to_object(target, interface)
         try:
             result = await ref.invoke(op, *values)

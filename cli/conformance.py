@@ -11,6 +11,7 @@ import click
 from pycdr.conformance.cases import TOLERANCE_CODES
 
 from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+from .tls import failure_text, tls_options
 
 
 @click.command("conformance")
@@ -37,8 +38,9 @@ from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
               type=click.Choice(sorted(TOLERANCE_CODES)),
               help="List only the tolerated deviations with this reason code (repeatable): "
                    + "; ".join(f"{k}: {v}" for k, v in TOLERANCE_CODES.items()) + ".")
+@tls_options
 def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, list_only,
-                    client_command, tolerated_reasons):
+                    client_command, tolerated_reasons, tls):
     """Run the GIOP conformance suite against TARGET (an IOR, a corbaloc URL or
     host:port). Without TARGET, against the built-in reference ORB.
 
@@ -56,15 +58,20 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
     from pycdr.conformance.suite import Suite, target_or_reference
     from pycdr.conformance.target import TargetError
     from pycdr.errors import PycdrError
+    from pycdr.orb.tls import TLSConfigError
     try:
         from rich.progress import Progress
     except ImportError:  # pragma: no cover - rich is a dependency
         Progress = None
     with target_or_reference(target) as endpoint:
         try:
-            suite = Suite(endpoint, wide_chars=not no_wide, groups=set(groups) or None)
+            suite = Suite(endpoint, wide_chars=not no_wide, groups=set(groups) or None,
+                          tls=tls)
+        except TLSConfigError as e:
+            click.echo(str(e), err=True)
+            sys.exit(EXIT_USAGE)
         except (TargetError, PycdrError, OSError) as e:
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {failure_text(e)}", err=True)
             sys.exit(EXIT_UNREACHABLE)
         if list_only:
             from pycdr.conformance.cases import render_case
@@ -78,6 +85,13 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
                     for data in render_case(case, suite.runner.ctx):
                         click.echo(f"    {data.hex()}")
             sys.exit(EXIT_OK)
+        try:
+            suite.target.wire().close()      # reachable (TCP, and TLS where spoken)?
+        except OSError as e:
+            click.echo(f"error: {failure_text(e)}", err=True)
+            sys.exit(EXIT_UNREACHABLE)
+        if suite.target.tls is not None:
+            click.echo(f"over TLS to {suite.target.host}:{suite.target.port}")
         if Progress is not None and sys.stderr.isatty():
             with Progress(transient=True) as progress:
                 task = progress.add_task("conformance", total=len(suite.cases))

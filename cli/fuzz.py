@@ -11,8 +11,10 @@ import time
 import click
 
 from pycdr.errors import PycdrError
+from pycdr.orb.tls import TLSConfigError
 
-from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
+from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+from .tls import failure_text, tls_options
 
 
 def _seed_sources(idl_file, interface, corpus, seed, no_catalog):
@@ -84,8 +86,9 @@ def _status(campaign):
 @click.option("--no-minimize", is_flag=True, help="Save findings without minimizing them.")
 @click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
               help="Send a saved finding's messages again and say whether it reproduces.")
+@tls_options
 def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_file, interface,
-        corpus, no_catalog, timeout, probe_interval, no_minimize, replay_dir):
+        corpus, no_catalog, timeout, probe_interval, no_minimize, replay_dir, tls):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc URL or host:port; or --spawn CMD).
 
     Exit code 1 when a finding was made (or a replay reproduced it)."""
@@ -104,7 +107,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
             kind, messages = load_messages(replay_dir)
             from pycdr.fuzz.seeds import Seed
             campaign = Campaign(target, spawn=spawn, timeout=timeout,
-                                seeds=[Seed("replay", messages)])
+                                seeds=[Seed("replay", messages)], tls=tls)
             try:
                 verdict = campaign.check(messages)
             finally:
@@ -121,9 +124,19 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
                             probe_interval=probe_interval, rate=rate,
                             minimize=not no_minimize,
                             seed_sources=_seed_sources(idl_file, interface, corpus, seed,
-                                                       no_catalog))
+                                                       no_catalog), tls=tls)
+        if campaign.target.tls is not None:
+            # (a certificate that is not trusted would look like a dead target)
+            try:
+                campaign.target.wire().close()
+            except OSError:
+                campaign.close()
+                raise
+    except TLSConfigError as e:
+        click.echo(str(e), err=True)
+        sys.exit(EXIT_USAGE)
     except (PycdrError, OSError) as e:
-        click.echo(f"cannot fuzz: {e}", err=True)
+        click.echo(f"cannot fuzz: {failure_text(e)}", err=True)
         sys.exit(EXIT_UNREACHABLE)
 
     def on_finding(finding):

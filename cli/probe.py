@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import replace
 
 import click
 
@@ -24,8 +25,11 @@ from pycdr.ior import IOR, ior_to_string
 from pycdr.objectkey import hex_and_text, identify, printable
 from pycdr.orb import ORB
 from pycdr.orb.client import RawConnection, first_iiop_profile, iiop_profiles
+from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, Endpoint, TLSConfigError, TransportError,
+                           choose_endpoint, plain_endpoint, session_facts, tls_endpoints)
 
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
+from .tls import tls_options
 
 # Keys an IIOP scanner asks for at a bare host:port (omniORB, JacORB, TAO, ORBacus answer some).
 WELL_KNOWN_KEYS = (b"NameService", b"NamingService", b"InterfaceRepository", b"RootPOA")
@@ -38,16 +42,25 @@ MAX_READ = 64 << 10
 @click.option("--is-a", "is_a_id", default=None, help="Repository id to ask _is_a about.")
 @click.option("--timeout", default=2.0, show_default=True, help="Seconds per step.")
 @click.option("--json", "as_json", is_flag=True)
-def cmd(target, is_a_id, timeout, as_json):
+@tls_options
+def cmd(target, is_a_id, timeout, as_json, tls):
     """Probe TARGET (IOR, corbaloc, or host:port): GIOP versions and byte orders accepted and
     how others are refused, LocateRequest results (and forwarded IORs with vendor and every
-    address), _non_existent, _is_a, round-trip latency."""
+    address), _non_existent, _is_a, round-trip latency.  Over TLS (an IOR's
+    TAG_SSL_SEC_TRANS/TAG_TLS_SEC_TRANS, corbaloc:ssliop:, or --tls): protocol, cipher,
+    the server's certificates, whether it asks for a client certificate, and whether the
+    plain port answers too."""
     try:
-        host, port, keys = _target(target)
+        endpoint, other, keys = _target(target, tls)
+        if endpoint.tls:
+            tls.client_context()          # the files are usable
+    except TLSConfigError as e:
+        click.echo(str(e), err=True)
+        sys.exit(EXIT_USAGE)
     except (PycdrError, ValueError) as e:
         click.echo(f"bad target: {e}", err=True)
         sys.exit(EXIT_USAGE)
-    report = asyncio.run(_probe(host, port, keys, is_a_id, timeout))
+    report = asyncio.run(_probe(endpoint, other, keys, is_a_id, timeout, tls))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
@@ -57,32 +70,41 @@ def cmd(target, is_a_id, timeout, as_json):
     sys.exit(0 if report["giop"] else EXIT_BAD_INPUT)
 
 
-def _target(text: str):
+def _target(text: str, tls):
+    """The endpoint to probe, the reference's other endpoint (its plain port when TLS is
+    probed, its TLS port when plain is) or None, and the object keys to ask for."""
     if text.split(":", 1)[0].lower() in ("ior", "corbaloc", "corbaname"):
         parsed = parse_object_url(text)
         if isinstance(parsed, Corbaname):
             parsed = parsed.corbaloc
         if isinstance(parsed, Corbaloc):
-            address = next((a for a in parsed.addresses if isinstance(a, IIOPAddress)), None)
-            if address is None:
-                raise ValueError(f"{text!r} has no IIOP address to probe")
-            return address.host, address.port, [parsed.key]
+            if not any(isinstance(a, IIOPAddress) for a in parsed.addresses):
+                raise ValueError(f"{text!r} has no iiop or ssliop address to probe")
+            parsed = parsed.to_ior()
         profile = first_iiop_profile(parsed)
-        return profile.host, profile.port, [profile.object_key]
+        endpoint = choose_endpoint(profile, tls)
+        if endpoint.tls:
+            other = plain_endpoint(profile) if tls_endpoints(profile) else None
+        else:
+            other = next(iter(tls_endpoints(profile)), None)
+        return endpoint, other, [profile.object_key]
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"{text!r} is not an IOR, a corbaloc URL or host:port")
-    return host.strip("[]"), int(port), list(WELL_KNOWN_KEYS)
+    endpoint = Endpoint(host.strip("[]"), int(port), tls.force, "--tls" if tls.force else
+                        "host:port")
+    return endpoint, None, list(WELL_KNOWN_KEYS)
 
 
-async def _exchange(host, port, data: bytes, timeout: float) -> dict:
+async def _exchange(endpoint: Endpoint, tls, data: bytes, timeout: float) -> dict:
     """Send ``data`` on a fresh connection; classify what comes back (the answer's own GIOP
     version and byte order as ``reply_version`` and ``reply_little_endian``)."""
-    raw = RawConnection(None, host, port)
+    raw = RawConnection(None, endpoint.host, endpoint.port, tls=endpoint.tls,
+                        tls_options=tls)
     try:
         await raw.open(timeout)
-    except (OSError, asyncio.TimeoutError) as e:
-        return {"outcome": "unreachable", "detail": str(e) or type(e).__name__}
+    except TransportError as e:
+        return {"outcome": "unreachable", "step": e.step, "detail": e.detail}
     try:
         started = time.monotonic()
         await raw.send(data)
@@ -153,17 +175,54 @@ def _locate(version, little, key, request_id=1) -> bytes:
                                         target=KeyAddr(key)))
 
 
-async def _probe(host, port, keys, is_a_id, timeout) -> dict:
-    report = {"host": host, "port": port, "reachable": True, "giop": False, "versions": {},
-              "locate": []}
-    first = await _exchange(host, port, _locate((1, 0), False, keys[0]), timeout)
+GIOP_ANSWERS = ("LocateReply", "MessageError", "CloseConnection")
+
+
+async def _tls_facts(endpoint: Endpoint, tls, timeout: float) -> dict:
+    try:
+        return await asyncio.to_thread(session_facts, endpoint, tls, timeout=timeout)
+    except TransportError as e:
+        return {"error": str(e), "step": e.step}
+
+
+async def _probe(endpoint: Endpoint, other, keys, is_a_id, timeout, tls) -> dict:
+    host, port = endpoint.host, endpoint.port
+    report = {"host": host, "port": port, "transport": "TLS" if endpoint.tls else "TCP",
+              "endpoint_from": endpoint.source, "reachable": True, "giop": False,
+              "versions": {}, "locate": []}
+    if endpoint.tls:
+        report["tls"] = await _tls_facts(endpoint, tls, timeout)
+        if tls.insecure:
+            report["insecure"] = True
+    first = await _exchange(endpoint, tls, _locate((1, 0), False, keys[0]), timeout)
     if first["outcome"] == "unreachable":
         report["reachable"] = False
         report["detail"] = first["detail"]
+        report["failed_step"] = first["step"]
         return report
-    report["giop"] = first["outcome"] in ("LocateReply", "MessageError", "CloseConnection")
+    report["giop"] = first["outcome"] in GIOP_ANSWERS
+    if other is not None:
+        answer = await _exchange(other, tls, _locate((1, 0), False, keys[0]), timeout)
+        report["other_port"] = {"port": other.port, "transport": "TLS" if other.tls else "TCP",
+                                "answers_giop": answer["outcome"] in GIOP_ANSWERS,
+                                "answer": answer}
     if not report["giop"]:
         report["first_answer"] = first
+        if endpoint.tls and first["outcome"] == "closed" and not tls.cert and \
+                report["tls"].get("client_certificate_requested"):
+            # The TLS session was accepted, then closed unanswered: the certificate it asked
+            # for was required (some servers close without the alert that says so).
+            report["reachable"] = False
+            report["failed_step"] = STEP_CLIENT_CERTIFICATE
+            report["detail"] = ("the server asked for a client certificate and closed the "
+                                "connection without one: give one with --cert/--key")
+            return report
+        if not endpoint.tls:
+            facts = await _tls_facts(Endpoint(host, port, True), tls, timeout)
+            if "error" not in facts:
+                report["speaks_tls"] = True
+                report["tls"] = facts
+                report["hint"] = "this port speaks TLS: probe it with --tls"
         return report
     accepted = []
     for version in PROBE_VERSIONS:
@@ -172,7 +231,8 @@ async def _probe(host, port, keys, is_a_id, timeout) -> dict:
             if version == (1, 0) and not little:
                 result = first
             else:
-                result = await _exchange(host, port, _locate(version, little, keys[0]), timeout)
+                result = await _exchange(endpoint, tls, _locate(version, little, keys[0]),
+                                         timeout)
             # What was sent; the answer's own version and byte order are reply_* fields.
             report["versions"][name] = {"version": f"{version[0]}.{version[1]}",
                                         "little_endian": little, **result}
@@ -182,20 +242,22 @@ async def _probe(host, port, keys, is_a_id, timeout) -> dict:
     report["highest_version_accepted"] = f"{best[0]}.{best[1]}" if accepted else None
     found = None
     for key in keys:
-        result = await _exchange(host, port, _locate(best, False, key), timeout)
+        result = await _exchange(endpoint, tls, _locate(best, False, key), timeout)
         report["locate"].append({**key_json(key), **result})
         if found is None and result.get("locate_status") in ("OBJECT_HERE", "OBJECT_FORWARD",
                                                              "OBJECT_FORWARD_PERM"):
             found = key
     if found is not None:
-        report["object"] = await _object_checks(host, port, found, best, is_a_id, timeout)
+        report["object"] = await _object_checks(endpoint, found, best, is_a_id, timeout, tls)
     return report
 
 
-async def _object_checks(host, port, key, version, is_a_id, timeout) -> dict:
+async def _object_checks(endpoint, key, version, is_a_id, timeout, tls) -> dict:
     out = key_json(key)
-    url = Corbaloc((IIOPAddress(host, port, min(version, (1, 2))),), key).to_url()
-    async with ORB(timeout=timeout, connect_timeout=timeout) as orb:
+    url = Corbaloc((IIOPAddress(endpoint.host, endpoint.port, min(version, (1, 2))),),
+                   key).to_url()
+    async with ORB(timeout=timeout, connect_timeout=timeout,
+                   tls=replace(tls, force=endpoint.tls)) as orb:
         ref = await orb.string_to_object(url)
         for name, call in (("non_existent", lambda: ref.non_existent()),
                            ("is_a", (lambda: ref.is_a(is_a_id)) if is_a_id else None)):
@@ -222,12 +284,21 @@ async def _object_checks(host, port, key, version, is_a_id, timeout) -> dict:
 
 
 def _print(report: dict) -> None:
-    click.echo(f"{report['host']}:{report['port']}")
+    click.echo(f"{report['host']}:{report['port']} ({report['transport']}, "
+               f"from {report['endpoint_from']})")
+    if "tls" in report:
+        _print_tls(report["tls"])
     if not report["reachable"]:
-        click.echo(f"  unreachable: {report.get('detail')}")
+        click.echo(f"  unreachable: {report.get('failed_step')} failed: {report.get('detail')}")
         return
+    other = report.get("other_port")
+    if other:
+        click.echo(f"  {other['transport']} port {other['port']} answers GIOP: "
+                   f"{'yes' if other['answers_giop'] else 'no'}")
     if not report["giop"]:
         click.echo(f"  not GIOP: {report.get('first_answer')}")
+        if report.get("hint"):
+            click.echo(f"  {report['hint']}")
         return
     click.echo("  GIOP: yes")
     for name, result in report["versions"].items():
@@ -254,3 +325,31 @@ def _print(report: dict) -> None:
         for name in ("non_existent", "is_a", "round_trip_ms"):
             if name in obj:
                 click.echo(f"  {name}: {obj[name]}")
+
+
+def _print_tls(tls: dict) -> None:
+    if "error" in tls:
+        click.echo(f"  TLS: {tls['error']}")
+        return
+    asked = {True: "yes", False: "no", None: "unknown"}[tls["client_certificate_requested"]]
+    click.echo(f"  TLS: {tls['protocol']} {tls['cipher']} ({tls['cipher_bits']} bits); "
+               f"client certificate requested: {asked}")
+    if tls["verified"] is None:
+        click.echo(f"  certificate: {tls['verification']}")
+    elif tls["verified"]:
+        click.echo("  certificate: verified (trusted, host name matches)")
+    else:
+        click.echo(f"  certificate: NOT verified: {tls['verification']}")
+    for i, cert in enumerate(tls["certificates"]):
+        if "subject" not in cert:
+            why = cert.get("note") or cert.get("error")
+            click.echo(f"    [{i}] sha256 {cert['sha256']} ({why})")
+            continue
+        key = f"{cert['key_type']} {cert['key_size']}" + \
+            (f" {cert['curve']}" if cert["curve"] else "")
+        click.echo(f"    [{i}] subject {cert['subject']}")
+        click.echo(f"        issuer  {cert['issuer']}")
+        click.echo(f"        valid   {cert['not_before']} .. {cert['not_after']}"
+                   f"{'' if cert['valid_now'] else ' (NOT valid now)'}")
+        click.echo(f"        key     {key}; names {', '.join(cert['subject_alt_names']) or '-'}"
+                   f"; host name matches: {'yes' if cert['host_name_matches'] else 'no'}")

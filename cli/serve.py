@@ -12,8 +12,11 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.idl import IdlError, load
 from pycdr.orb import EchoServant, Server, ServerLimits
+from pycdr.orb.tls import server_context
 
 from .main import EXIT_BAD_INPUT
+
+_LIMITS = ServerLimits()       # the defaults the options show
 
 
 @click.command("serve")
@@ -28,6 +31,23 @@ from .main import EXIT_BAD_INPUT
 @click.option("--fragment-size", type=int, default=None,
               help="Fragment GIOP 1.2 replies longer than this many bytes.")
 @click.option("--idle-timeout", type=float, default=300.0, show_default=True)
+@click.option("--max-connections", type=click.IntRange(min=1), default=_LIMITS.max_connections,
+              show_default=True,
+              help="At the limit, the connection that waited longest (on an incomplete "
+                   "message, or idle) is closed to make room.")
+@click.option("--max-message-size", type=click.IntRange(min=0),
+              default=_LIMITS.max_message_size, show_default=True,
+              help="Largest message accepted, in bytes (a header claiming more is refused).")
+@click.option("--max-incomplete-bytes", type=click.IntRange(min=0),
+              default=_LIMITS.max_incomplete_bytes, show_default=True,
+              help="Bytes all connections together may hold in incomplete messages; beyond "
+                   "it the oldest is refused with MessageError. At least --max-message-size.")
+@click.option("--incomplete-timeout", type=click.FloatRange(min=0, min_open=True),
+              default=_LIMITS.incomplete_message_timeout, show_default=True,
+              help="Seconds an incomplete message may go without progress.")
+@click.option("--release-memory/--keep-memory", default=_LIMITS.release_memory,
+              show_default=True,
+              help="Give freed memory back to the system when the load drops (glibc).")
 @click.option("--ready-file", type=click.Path(dir_okay=False), default=None,
               help="Write the IOR to this file once listening.")
 @click.option("--forward-corbaloc", is_flag=True,
@@ -35,9 +55,22 @@ from .main import EXIT_BAD_INPUT
                    "corbaloc one) with OBJECT_FORWARD / LOCATION_FORWARD to the object's full "
                    "IOR, as TAO's IOR table does: a client resolving the corbaloc gets the IOR "
                    "and its code sets.")
+@click.option("--tls", "tls_files", nargs=2, type=click.Path(exists=True, dir_okay=False),
+              default=None, metavar="CERT KEY",
+              help="Serve IIOP over TLS only (IIOP port 0 in the IOR; the TLS port in "
+                   "TAG_SSL_SEC_TRANS and CSIv2 TAG_TLS_SEC_TRANS).")
+@click.option("--tls-port", type=int, default=0, show_default=True,
+              help="TLS port (0: any free port).")
+@click.option("--require-client-cert", "client_ca", type=click.Path(exists=True,
+              dir_okay=False), default=None, metavar="CA",
+              help="With --tls: clients must present a certificate signed by CA.")
+@click.option("--also-plain", is_flag=True,
+              help="With --tls: keep the plain IIOP port too (--port).")
 @click.option("-v", "--verbose", is_flag=True, help="Log every connection problem.")
 def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragment_size,
-        idle_timeout, ready_file, forward_corbaloc, verbose):
+        idle_timeout, max_connections, max_message_size, max_incomplete_bytes,
+        incomplete_timeout, release_memory, ready_file, forward_corbaloc, tls_files, tls_port,
+        client_ca, also_plain, verbose):
     """Serve an echo object: every operation returns its in/inout values as its result and
     out values where the types allow. Prints the IOR and corbaloc URL; Ctrl-C shuts down
     (CloseConnection on every connection)."""
@@ -53,17 +86,28 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
         click.echo(f"no interface {interface_name!r} in {idl_file}; it has: "
                    f"{', '.join(sorted(module.interfaces)) or 'none'}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    limits = ServerLimits(fragment_size=fragment_size, idle_timeout=idle_timeout)
+    if (client_ca or also_plain) and not tls_files:
+        raise click.UsageError("--require-client-cert and --also-plain need --tls CERT KEY")
     try:
-        asyncio.run(_serve(interface, host, port, object_name, limits, ready_file,
-                           forward_corbaloc))
+        limits = ServerLimits(fragment_size=fragment_size, idle_timeout=idle_timeout,
+                              max_connections=max_connections,
+                              max_message_size=max_message_size,
+                              max_incomplete_bytes=max_incomplete_bytes,
+                              incomplete_message_timeout=incomplete_timeout,
+                              release_memory=release_memory)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    try:
+        tls = server_context(tls_files[0], tls_files[1], client_ca) if tls_files else None
+        server = Server(host=host, port=port, limits=limits, tls=tls, tls_port=tls_port,
+                        plain=tls is None or also_plain)
+        asyncio.run(_serve(server, interface, object_name, ready_file, forward_corbaloc))
     except (OSError, PycdrError) as e:
         click.echo(f"cannot serve: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
 
 
-async def _serve(interface, host, port, object_name, limits, ready_file, forward_corbaloc):
-    server = Server(host=host, port=port, limits=limits)
+async def _serve(server, interface, object_name, ready_file, forward_corbaloc):
     servant = EchoServant(interface)
     # Forwarding: the object under a key of the adapter's own, the name forwarded to it (the
     # IOR is made once the port is known).
@@ -75,6 +119,8 @@ async def _serve(interface, host, port, object_name, limits, ready_file, forward
     ior = server.ior_string(key)
     click.echo(ior)
     click.echo(server.corbaloc(corbaloc_key))
+    if server.tls is not None and server.plain:
+        click.echo(server.corbaloc(corbaloc_key, tls=True))
     sys.stdout.flush()
     if ready_file:
         with open(ready_file, "w") as f:

@@ -25,6 +25,13 @@ def pytest_addoption(parser):
     group.addoption("--client", default=None, metavar="CMD",
                     help="test an ORB's client instead: run CMD ({ior}, {corbaloc}, {operation}, "
                          "{args} replaced) against a crafted server, one case a test")
+    group.addoption("--target-tls", action="store_true", default=False,
+                    help="speak TLS to a corbaloc:iiop or host:port target")
+    group.addoption("--target-cacert", default=None, help="CA certificates (PEM) for TLS")
+    group.addoption("--target-cert", default=None, help="client certificate (PEM) for TLS")
+    group.addoption("--target-key", default=None, help="the client certificate's key (PEM)")
+    group.addoption("--target-insecure", action="store_true", default=False,
+                    help="do not verify the target's certificate")
     group.addoption("--conformance-json", default=None,
                     help="write every verdict, with the bytes sent and received, as JSON")
 
@@ -33,11 +40,17 @@ def conformance_suite_for(config):
     """The session's Suite (resolved once, at collection)."""
     suite = getattr(config, "_pycdr_conformance_suite", None)
     if suite is None:
+        from pycdr.orb.tls import TLSOptions
         from .suite import Suite, target_or_reference
         context = target_or_reference(config.getoption("--target"))
         endpoint = context.__enter__()
         config.add_cleanup(lambda: context.__exit__(None, None, None))
-        suite = Suite(endpoint, wide_chars=not config.getoption("--no-wide"))
+        tls = TLSOptions(force=config.getoption("--target-tls"),
+                         cacert=config.getoption("--target-cacert"),
+                         cert=config.getoption("--target-cert"),
+                         key=config.getoption("--target-key"),
+                         insecure=config.getoption("--target-insecure"))
+        suite = Suite(endpoint, wide_chars=not config.getoption("--no-wide"), tls=tls)
         config._pycdr_conformance_suite = suite
     return suite
 

@@ -16,7 +16,7 @@ from pycdr import tc
 
 from .cases import Case, RenderContext, render_case
 from .target import Target, locate
-from .wire import Observation, Wire
+from .wire import Observation
 
 PASS = "pass"
 FAIL = "fail"
@@ -259,7 +259,7 @@ class Runner:
         start = time.monotonic()
         obs = Observation()
         try:
-            with Wire(self.target.host, self.target.port) as wire:
+            with self.target.wire() as wire:
                 for data in messages:
                     chunks = _chunks(case.delivery, data, split)
                     delay = 0.002 if case.delivery == "bytewise" else 0.0
@@ -299,7 +299,7 @@ class Runner:
 
     def is_alive(self) -> bool:
         return locate(self.target.host, self.target.port, self.target.object_key,
-                      timeout=3.0) is not None
+                      timeout=3.0, tls=self.target.tls) is not None
 
 
 def run_suite(target: Target, cases, **kw) -> list[Result]:

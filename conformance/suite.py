@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from .cases import catalog, echo_catalog
 from .echo import ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module
 from .runner import Result, Runner, verdict_counts
+from pycdr.orb.tls import DEFAULT_TLS, TLSOptions
+
 from .target import Target, resolve_target
 
 
@@ -30,13 +32,13 @@ def serves_echo(target: Target) -> bool:
     from pycdr.giop.messages import KeyAddr, Reply, ReplyStatus, Request, encode_message
     from pycdr.marshal import read_value
     from pycdr import tc
-    from .wire import Observation, Wire
+    from .wire import Observation
     if target.type_id == ECHO_REPO_ID:
         return True
     msg = Request(version=(1, 2), request_id=1, target=KeyAddr(target.object_key),
                   operation="_is_a")
     try:
-        with Wire(target.host, target.port) as wire:
+        with target.wire() as wire:
             wire.send(encode_message(msg, write_body=lambda w: w.write_string(ECHO_REPO_ID)))
             obs = wire.observe(Observation(), want=1, timeout=3.0)
     except OSError:
@@ -55,8 +57,8 @@ class Suite:
     """The cases for one target, ready to run one by one (pytest) or all at once."""
 
     def __init__(self, target_text: str, *, wide_chars: bool | None = None, groups=None,
-                 progress=None):
-        self.target = resolve_target(target_text)
+                 progress=None, tls: TLSOptions = DEFAULT_TLS):
+        self.target = resolve_target(target_text, tls=tls)
         module = iface = None
         if serves_echo(self.target):
             module = load_echo_module()

@@ -11,6 +11,7 @@ from pycdr.errors import PycdrError
 from pycdr.giop.messages import KeyAddr, LocateReply, LocateRequest, LocateStatus, encode_message
 from pycdr.iiop import IIOPProfile, decode_profile
 from pycdr.ior import IOR, ior_from_string
+from pycdr.orb.tls import DEFAULT_TLS, TLSOptions, choose_endpoint
 
 from .wire import Observation, Wire
 
@@ -33,49 +34,58 @@ class Target:
     label: str = ""
     echo: bool = False               # serves the conformance Echo interface
     type_id: str = ""
+    tls: TLSOptions | None = None    # the connections speak TLS with these options
+
+    def wire(self, **options) -> Wire:
+        """A new connection to the endpoint (TLS when the target speaks it)."""
+        return Wire(self.host, self.port, tls=self.tls, **options)
 
     def describe(self) -> str:
         return self.label or f"{self.host}:{self.port}/{self.object_key!r}"
 
 
-def _from_ior(ior: IOR, label: str) -> Target:
+def _from_ior(ior: IOR, label: str, tls: TLSOptions, type_id: str = "") -> Target:
     for p in ior.profiles:
         prof = decode_profile(p)
         if isinstance(prof, IIOPProfile):
-            return Target(prof.host, prof.port, prof.object_key, prof.version, ior=ior,
-                          label=label, type_id=ior.type_id)
+            endpoint = choose_endpoint(prof, tls)
+            return Target(endpoint.host, endpoint.port, prof.object_key, prof.version, ior=ior,
+                          label=label, type_id=type_id, tls=tls if endpoint.tls else None)
     raise TargetError("the IOR has no IIOP profile to test")
 
 
-def resolve_target(text: str, *, timeout: float = 3.0) -> Target:
+def resolve_target(text: str, *, timeout: float = 3.0, tls: TLSOptions = DEFAULT_TLS) -> Target:
     """IOR:..., corbaloc:..., or host:port (then the well-known keys are tried
-    with the LocateRequest every IIOP scanner sends)."""
+    with the LocateRequest every IIOP scanner sends).  TLS when the reference says so
+    (TAG_SSL_SEC_TRANS, TAG_TLS_SEC_TRANS, corbaloc:ssliop:) or ``tls.force``."""
     text = text.strip()
     if text[:4].upper() == "IOR:":
-        return _from_ior(ior_from_string(text), text[:40] + "...")
+        ior = ior_from_string(text)
+        return _from_ior(ior, text[:40] + "...", tls, ior.type_id)
     if text.lower().startswith(("corbaloc:", "corbaname:")):
         url = parse_object_url(text)
         loc = url if isinstance(url, Corbaloc) else url.corbaloc
         for addr in loc.addresses:
             if isinstance(addr, IIOPAddress):
-                return Target(addr.host, addr.port, loc.key, addr.version, ior=loc.to_ior(),
-                              label=text)
+                return _from_ior(Corbaloc((addr,), loc.key).to_ior(), text, tls)
         raise TargetError(f"{text}: no iiop address to test")
     m = re.fullmatch(r"\[?([^\]]+?)\]?:(\d+)", text)
     if not m:
         raise TargetError(f"{text!r} is not an IOR, a corbaloc URL or host:port")
     host, port = m.group(1), int(m.group(2))
+    speaks = tls if tls.force else None
     for key in WELL_KNOWN_KEYS:
-        if locate(host, port, key, timeout=timeout) == LocateStatus.OBJECT_HERE:
-            return Target(host, port, key, label=text)
+        if locate(host, port, key, timeout=timeout, tls=speaks) == LocateStatus.OBJECT_HERE:
+            return Target(host, port, key, label=text, tls=speaks)
     # Nothing known there: cases that need an existing object will say so.
-    return Target(host, port, WELL_KNOWN_KEYS[0], label=text)
+    return Target(host, port, WELL_KNOWN_KEYS[0], label=text, tls=speaks)
 
 
-def locate(host: str, port: int, key: bytes, *, version=(1, 2), timeout: float = 3.0):
+def locate(host: str, port: int, key: bytes, *, version=(1, 2), timeout: float = 3.0,
+           tls: TLSOptions | None = None):
     """The LocateReply status for ``key``, or None if no LocateReply came."""
     try:
-        with Wire(host, port, connect_timeout=timeout) as wire:
+        with Wire(host, port, connect_timeout=timeout, tls=tls) as wire:
             wire.send(encode_message(LocateRequest(version=version, request_id=1,
                                                    target=KeyAddr(key))))
             obs = wire.observe(Observation(), want=1, timeout=timeout)

@@ -9,11 +9,13 @@ nothing here waits without a deadline or buffers without a limit.
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 from dataclasses import dataclass, field
 
 from pycdr.giop.connection import GiopConnection, Role
 from pycdr.giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
+from pycdr.orb.tls import TLSOptions, open_socket
 
 # An answer to one case is a handful of messages, at most a few times what was
 # sent (an echo); beyond that it is a flood.
@@ -38,12 +40,14 @@ class Observation:
 
 
 class Wire:
-    """One TCP connection to the endpoint."""
+    """One TCP connection to the endpoint, in TLS when ``tls`` options are given (a
+    TransportError, an OSError, names the step that failed)."""
 
-    def __init__(self, host: str, port: int, *, connect_timeout: float = 3.0):
+    def __init__(self, host: str, port: int, *, connect_timeout: float = 3.0,
+                 tls: TLSOptions | None = None):
         self.host = host
         self.port = port
-        self.sock = socket.create_connection((host, port), timeout=connect_timeout)
+        self.sock = open_socket(host, port, tls, timeout=connect_timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # The observer parses what the endpoint sends: lenient (we want to see
         # everything) and with no books (a case may send any request id).
@@ -81,7 +85,7 @@ class Wire:
             if pos < len(data):
                 self.sock.sendall(data[pos:])
             return True
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, ssl.SSLError):
             return False
 
     def observe(self, obs: Observation, *, want: int, timeout: float,
@@ -109,7 +113,8 @@ class Wire:
                 data = self.sock.recv(65536)
             except socket.timeout:
                 continue
-            except (ConnectionResetError, ConnectionAbortedError):
+            except (ConnectionResetError, ConnectionAbortedError, ssl.SSLError):
+                # (over TLS, an alert or a broken record ends the connection as a reset does)
                 obs.reset = obs.closed = True
                 self.eof = True
                 self.peer.receive_data(b"")

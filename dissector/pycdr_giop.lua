@@ -2210,18 +2210,32 @@ function giopx.dissector(tvb, pinfo, root)
   return len
 end
 
--- Heuristic: a TCP payload starting with a GIOP header.
-local function heuristic(tvb, pinfo, root)
+local function starts_with_giop(tvb)
   if not giopx.prefs.heuristic or tvb:len() < 12 then return false end
   local header = tvb:raw(0, 6)
   if strsub(header, 1, 4) ~= "GIOP" then return false end
   local major, minor = byte(header, 5, 6)
-  if major ~= 1 or minor > 3 then return false end
+  return major == 1 and minor <= 3
+end
+
+-- Heuristic: a TCP payload starting with a GIOP header.
+local function heuristic(tvb, pinfo, root)
+  if not starts_with_giop(tvb) then return false end
   pinfo.conversation = giopx
   giopx.dissector(tvb, pinfo, root)
   return true
 end
 giopx:register_heuristic("tcp", heuristic)
+
+-- Heuristic: decrypted TLS application data starting with a GIOP header (IIOP over TLS,
+-- SSLIOP; Wireshark's TLS dissector decrypts it given a key log).  The conversation stays
+-- TLS's: its records must still be decrypted first.
+local function heuristic_in_tls(tvb, pinfo, root)
+  if not starts_with_giop(tvb) then return false end
+  giopx.dissector(tvb, pinfo, root)
+  return true
+end
+giopx:register_heuristic("tls", heuristic_in_tls)
 
 local registered_ports
 local function register_ports()

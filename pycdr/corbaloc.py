@@ -1,7 +1,7 @@
 """corbaloc and corbaname URLs (CORBA 3.x Part 2, 7.6.10 / Naming Service 2.5).
 
     corbaloc:<obj_addr>[,<obj_addr>]*["/"<key_string>]
-    obj_addr   = "rir:" | [ "iiop" ] ":" [ <major>.<minor> "@" ] <host> [ ":" <port> ]
+    obj_addr   = "rir:" | [ "iiop" | "ssliop" ] ":" [ <major>.<minor> "@" ] <host> [ ":" <port> ]
                  | <other protocol> ":" <anything up to "," or "/">
     host       = DNS name | IPv4 address | "[" IPv6 address "]"
     corbaname:<obj_addr>[,<obj_addr>]*[/<key_string>]["#"<string_name>]
@@ -12,6 +12,11 @@ default initial-reference prefix) the object key is empty.  ``rir:`` names an
 initial reference (``NameService`` when the key is absent or empty) and cannot
 be mixed with other addresses.  corbaname's key
 defaults to ``NameService``; resolving the name is the ORB's job.
+
+``ssliop:`` (the form TAO and JacORB print) is an IIOP address whose port speaks TLS; its
+IOR is what a TLS-only server publishes: port 0 in the profile and the TLS port in a
+TAG_SSL_SEC_TRANS component (so the profile is IIOP 1.1 at least, the first to carry
+components).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from dataclasses import dataclass
 
 from .errors import ObjectURLError
 from .ior import IOR
-from .iiop import IIOPProfile, make_ior
+from .iiop import (CONFIDENTIALITY, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, IIOPProfile,
+                   SSLSecTrans, make_ior)
 
 DEFAULT_PORT = 2809
 DEFAULT_IIOP_VERSION = (1, 0)
@@ -35,10 +41,19 @@ class IIOPAddress:
     host: str
     port: int = DEFAULT_PORT
     version: tuple = DEFAULT_IIOP_VERSION
+    tls: bool = False              # an ssliop: address
 
     def to_url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"iiop:{self.version[0]}.{self.version[1]}@{host}:{self.port}"
+        protocol = "ssliop" if self.tls else "iiop"
+        return f"{protocol}:{self.version[0]}.{self.version[1]}@{host}:{self.port}"
+
+    def to_profile(self, key: bytes) -> IIOPProfile:
+        if not self.tls:
+            return IIOPProfile(self.version, self.host, self.port, key)
+        ssl = SSLSecTrans(INTEGRITY | CONFIDENTIALITY | ESTABLISH_TRUST_IN_TARGET,
+                          INTEGRITY | CONFIDENTIALITY, self.port)
+        return IIOPProfile(max(self.version, (1, 1)), self.host, 0, key, (ssl,))
 
 
 @dataclass(frozen=True)
@@ -73,8 +88,7 @@ class Corbaloc:
     def to_ior(self, type_id: str = "") -> IOR:
         """An IOR with one IIOP profile per IIOP address (what an ORB builds
         before it asks the server)."""
-        profiles = [IIOPProfile(a.version, a.host, a.port, self.key)
-                    for a in self.addresses if isinstance(a, IIOPAddress)]
+        profiles = [a.to_profile(self.key) for a in self.addresses if isinstance(a, IIOPAddress)]
         if not profiles:
             raise ObjectURLError("no IIOP address to build an IOR from", 0)
         return make_ior(type_id, profiles)
@@ -187,7 +201,7 @@ def _parse_address(part: str, base: int):
         if rest:
             raise ObjectURLError("'rir:' takes no address", base + colon + 1)
         return RIRAddress()
-    if protocol not in ("", "iiop"):
+    if protocol not in ("", "iiop", "ssliop"):
         return OtherAddress(protocol, rest)
     rest_base = base + colon + 1
     version = DEFAULT_IIOP_VERSION
@@ -231,7 +245,7 @@ def _parse_address(part: str, base: int):
             port = int(port_text)
             if port > 65535:
                 raise ObjectURLError(f"port {port} is above 65535", tail_base + 1)
-    return IIOPAddress(host, port, version)
+    return IIOPAddress(host, port, version, protocol == "ssliop")
 
 
 def parse_string_name(text: str) -> list:

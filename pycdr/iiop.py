@@ -207,6 +207,29 @@ class AlternateIIOPAddress(_TypedComponent):
         return {"host": self.host, "port": self.port}
 
 
+# Security::AssociationOptions bits, the target_supports/target_requires of the SSL and TLS
+# components (CORBA Security Service; CSIv2, CORBA 3.x Part 2, 24).
+NO_PROTECTION = 0x0001
+INTEGRITY = 0x0002
+CONFIDENTIALITY = 0x0004
+DETECT_REPLAY = 0x0008
+DETECT_MISORDERING = 0x0010
+ESTABLISH_TRUST_IN_TARGET = 0x0020
+ESTABLISH_TRUST_IN_CLIENT = 0x0040
+ASSOCIATION_OPTION_NAMES = {
+    NO_PROTECTION: "NoProtection", INTEGRITY: "Integrity", CONFIDENTIALITY: "Confidentiality",
+    DETECT_REPLAY: "DetectReplay", DETECT_MISORDERING: "DetectMisordering",
+    ESTABLISH_TRUST_IN_TARGET: "EstablishTrustInTarget",
+    ESTABLISH_TRUST_IN_CLIENT: "EstablishTrustInClient",
+    0x0080: "NoDelegation", 0x0100: "SimpleDelegation", 0x0200: "CompositeDelegation",
+    0x0400: "IdentityAssertion", 0x0800: "DelegationByClient"}
+
+
+def association_options(bits: int) -> list:
+    """The names of the AssociationOptions set in ``bits``."""
+    return [name for bit, name in ASSOCIATION_OPTION_NAMES.items() if bits & bit]
+
+
 @dataclass(frozen=True)
 class SSLSecTrans(_TypedComponent):
     """SSLIOP::SSL { AssociationOptions target_supports, target_requires; ushort port; }"""

@@ -116,3 +116,24 @@ def test_cli_bench_param_and_marshal_run(tmp_path):
 def test_cli_bench_rejects_unknown_options():
     result = CliRunner().invoke(main, ["bench", "ttcp", "--no-such-option"])
     assert result.exit_code == 2
+
+
+def test_cli_bench_param_tls_measures_both_orbs_over_tcp_and_tls(tmp_path):
+    """`pycdr bench param --tls`: the reference ORB and omniORB C++ (built here; skipped
+    without its tools), each over plain TCP and TLS, with the TLS/TCP ratios."""
+    pytest.importorskip("cryptography")
+    if not os.path.exists("/usr/include/omniORB4/sslContext.h"):
+        pytest.skip("omniORB C++ headers missing: run .ci/install-peers.sh")
+    json_file = tmp_path / "tls.json"
+    result = CliRunner().invoke(main, ["bench", "param", "--quick", "--tls", "--json",
+                                       str(json_file), "--operations",
+                                       "test_short,test_struct_sequence", "--seconds", "0.02"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(json_file.read_text())["results"]
+    assert {(r["orb"], r["transport"], r["operation"]) for r in rows} == {
+        (orb, transport, operation) for orb in ("pycdr", "omniORB") for transport in ("TCP", "TLS")
+        for operation in ("test_short", "test_struct_sequence")}
+    assert all(r["best"] > 0 for r in rows)
+    row = next(line.split() for line in result.stdout.splitlines()
+               if line.startswith("test_short"))
+    assert len(row) == 1 + 4 + 2 + 1          # calls/s, the two TLS/TCP ratios, py/omni

@@ -20,7 +20,9 @@ from pycdr.ior import IOR, ior_to_string
     ("corbaloc:rir:/NameService", (RIRAddress(),), b"NameService"),
     ("corbaloc:rir:/", (RIRAddress(),), b"NameService"),
     ("CORBALOC:IIOP:h/k", (IIOPAddress("h"),), b"k"),
-    ("corbaloc:ssliop:h:1,iiop:h2/k", (OtherAddress("ssliop", "h:1"), IIOPAddress("h2")), b"k"),
+    ("corbaloc:ssliop:h:1,iiop:h2/k", (IIOPAddress("h", 1, tls=True), IIOPAddress("h2")), b"k"),
+    ("corbaloc:ssliop:1.2@h:1/k", (IIOPAddress("h", 1, (1, 2), tls=True),), b"k"),
+    ("corbaloc:uiop:x,iiop:h2/k", (OtherAddress("uiop", "x"), IIOPAddress("h2")), b"k"),
     ("corbaloc::h:/k", (IIOPAddress("h"),), b"k"),
     # "/"<key_string> is optional in the grammar: no key is the empty key, and for rir: the
     # default initial reference.

@@ -17,18 +17,18 @@ from giop_samples import sample_messages, with_size
 from test_giop_connection import drain, stream_for_server
 
 # The framing does not depend on the sizes: the tests use small ones (the module's
-# are hundreds of KB), so that byte-by-byte reads and growing scratch buffers stay quick.
+# are hundreds of KB), so that byte-by-byte reads and growing buffers stay quick.
 IN_PLACE_MIN = 16 * 1024
+IN_PLACE_START = 4 * 1024
 SCRATCH_SIZE = 8 * 1024
-SCRATCH_MAX = 32 * 1024
 LARGE = IN_PLACE_MIN * 3
 
 
 @pytest.fixture(autouse=True)
 def small_buffers(monkeypatch):
     monkeypatch.setattr(giop_connection, "IN_PLACE_MIN", IN_PLACE_MIN)
+    monkeypatch.setattr(giop_connection, "IN_PLACE_START", IN_PLACE_START)
     monkeypatch.setattr(giop_connection, "SCRATCH_SIZE", SCRATCH_SIZE)
-    monkeypatch.setattr(giop_connection, "SCRATCH_MAX", SCRATCH_MAX)
 
 
 def large_request(rid, size=LARGE, little=False):
@@ -111,21 +111,29 @@ def test_buffer_api_with_random_reads():
         assert feed_by_buffer(stream, sizes, rng.choice([1, 2, 5])) == expected
 
 
-def test_large_message_is_received_in_place():
+def test_large_message_is_received_in_place_in_a_buffer_grown_with_the_data():
     message = large_request(1)
     conn = GiopConnection(Role.SERVER)
     first = conn.receive_buffer()
-    first[:100] = message[:100]
-    conn.received(100)
-    rest = conn.receive_buffer()
-    assert len(rest) == len(message) - 100      # the message's own buffer, not scratch
-    rest[:] = message[100:]
-    del rest, first
-    conn.received(len(message) - 100)
+    first[:IN_PLACE_START] = message[:IN_PLACE_START]
+    del first
+    conn.received(IN_PLACE_START)
+    assert conn.incomplete_bytes < IN_PLACE_START + 1024      # what came, not the claim
+    pos, sizes = IN_PLACE_START, []
+    while pos < len(message):
+        rest = conn.receive_buffer()
+        sizes.append(len(rest))
+        # The message's own buffer, never more than twice the bytes received.
+        assert conn.incomplete_bytes <= max(2 * pos, IN_PLACE_START + 1024)
+        rest[:] = message[pos:pos + len(rest)]
+        pos += len(rest)
+        del rest
+        conn.received(sizes[-1])
+    assert sizes[:3] == [IN_PLACE_START, 2 * IN_PLACE_START, 4 * IN_PLACE_START]
     assert conn.buffered == len(message)
     (event,) = drain(conn)
     assert event.raw == message and event.message.body == decode_message(message)[0].body
-    assert conn.buffered == 0 and not conn.has_partial_message
+    assert conn.buffered == 0 and conn.incomplete_bytes == 0 and not conn.has_partial_message
 
 
 def test_reader_wakes_once_per_in_place_message_not_per_read():
@@ -142,40 +150,56 @@ def test_reader_wakes_once_per_in_place_message_not_per_read():
         for start in range(0, len(message), 4000):           # 4000-byte reads
             piece = message[start:start + 4000]
             buffer = stream.get_buffer(-1)
+            assert len(buffer) >= len(piece)
             buffer[:len(piece)] = piece
             del buffer
             stream.buffer_updated(len(piece))
-    # Per message: the first read (its header, not yet in place) and the last one.
-    assert len(wakes) == 4 and not any(wakes)
+    # Per message: the reads before it goes in place (until IN_PLACE_START of it
+    # have come) and the last one.
+    before_in_place = -(-IN_PLACE_START // 4000)
+    assert len(wakes) == 2 * (before_in_place + 1) and not any(wakes)
     assert [e.raw for e in received] == messages
 
 
-def test_scratch_grows_while_reads_fill_it_up_to_its_limit():
-    # A light connection keeps the first scratch; reads that fill it (more was
-    # waiting) double it, up to SCRATCH_MAX; the messages come out as from receive_data.
+def test_connections_sharing_a_scratch_hold_only_what_they_received():
+    # Two connections read through one scratch, their reads interleaved; each holds
+    # the bytes of its incomplete message (not a read buffer), and the messages come
+    # out as from receive_data.
+    scratch = bytearray(SCRATCH_SIZE)
     small, _big = stream_for_server()
-    conn = GiopConnection(Role.SERVER)
-    buf = conn.receive_buffer()
-    assert len(buf) == SCRATCH_SIZE
-    buf[:100] = small[:100]
-    del buf
-    conn.received(100)
-    assert len(conn.receive_buffer()) == SCRATCH_SIZE
-    stream = small[100:] + b"".join(large_request(rid, size=IN_PLACE_MIN // 4)
-                                    for rid in range(20, 40))
-    sizes, pos = [], 0
-    while pos < len(stream):
-        buf = conn.receive_buffer()
-        sizes.append(len(buf))
-        n = min(len(buf), len(stream) - pos)
-        buf[:n] = stream[pos:pos + n]
+    streams = [small + large_request(20, size=IN_PLACE_START // 2),
+               large_request(21, size=IN_PLACE_START // 3, little=True) + small]
+    conns = [GiopConnection(Role.SERVER, scratch=scratch) for _ in streams]
+    events = [[], []]
+    positions = [0, 0]
+    rng = random.Random(3)
+    while positions != [len(s) for s in streams]:
+        i = rng.choice([i for i in (0, 1) if positions[i] < len(streams[i])])
+        buf = conns[i].receive_buffer()
+        assert buf.obj is scratch
+        n = min(rng.choice([5, 100, 3000]), len(streams[i]) - positions[i])
+        buf[:n] = streams[i][positions[i]:positions[i] + n]
         del buf
-        conn.received(n)
-        pos += n
-    assert sizes[:3] == [SCRATCH_SIZE, 2 * SCRATCH_SIZE, 4 * SCRATCH_SIZE]
-    assert max(sizes) == SCRATCH_MAX
-    conn.receive_data(b"")
-    assert summary(drain(conn)) == reference_events(small + stream[len(small) - 100:])
+        conns[i].received(n)
+        positions[i] += n
+        events[i] += drain(conns[i])
+        assert conns[i].incomplete_bytes <= conns[i].buffered + 16
+    for i, conn in enumerate(conns):
+        conn.receive_data(b"")
+        assert summary(events[i] + drain(conn)) == reference_events(streams[i])
+
+
+def test_refusing_a_partial_message_releases_it_and_answers_in_its_version():
+    claim = encode_header((1, 1), True, MsgType.Request, 1 << 20) + bytes(5000)
+    conn = GiopConnection(Role.SERVER)
+    conn.receive_data(claim)
+    assert drain(conn) == [] and conn.incomplete_bytes >= len(claim)
+    event = conn.refuse_partial_message("over the budget")
+    assert isinstance(event, ProtocolViolation) and "over the budget" in str(event.error)
+    header = parse_header(event.reply)
+    assert header.msg_type == MsgType.MessageError and header.version == (1, 1)
+    assert conn.incomplete_bytes == 0 and not conn.has_partial_message
+    assert isinstance(conn.next_event(), ConnectionClosed)
 
 
 def test_oversized_header_allocates_nothing_and_is_refused_as_before():
@@ -186,9 +210,21 @@ def test_oversized_header_allocates_nothing_and_is_refused_as_before():
     del buf
     conn.received(len(claim))
     assert len(conn.receive_buffer()) == SCRATCH_SIZE
+    assert conn.buffered == 12          # the header that refuses it, not the read
     got = summary(drain(conn))
     assert got == reference_events(claim, eof=False, max_message_size=1 << 20)
     assert got[0][0] == "violation" and "exceeds the limit" in got[0][1]
+    # The same header split across two reads, a message before it in the first.
+    before = large_request(7, size=100)
+    conn = GiopConnection(Role.SERVER, max_message_size=1 << 20)
+    for piece in (before + claim[:5], claim[5:]):
+        buf = conn.receive_buffer()
+        buf[:len(piece)] = piece
+        del buf
+        conn.received(len(piece))
+    assert conn.buffered == len(before) + 12
+    assert summary(drain(conn)) == reference_events(before + claim, eof=False,
+                                                    max_message_size=1 << 20)
 
 
 def test_stream_ending_inside_an_in_place_message():

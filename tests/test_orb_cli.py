@@ -216,3 +216,45 @@ def test_serve_forwards_its_corbaloc_key_to_the_full_ior():
         if process.poll() is None:
             process.kill()
         process.wait(10)
+
+
+def test_serve_limits_options_reach_the_server():
+    # Two stalled connections fill --max-connections 2; a call still gets in (one of
+    # them, the one that waited longest, is closed with MessageError).
+    import socket
+    from pycdr.giop.header import MsgType, encode_header, parse_header
+    process = subprocess.Popen(PYCDR + ["serve", ECHO_ALL_IDL, "--interface", "EchoAll::Echo",
+                                        "--max-connections", "2", "--max-message-size",
+                                        "100000", "--max-incomplete-bytes", "200000",
+                                        "--incomplete-timeout", "60"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stalled = []
+    try:
+        process.stdout.readline()
+        url = process.stdout.readline().strip()
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        for _ in range(2):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            sock.sendall(encode_header((1, 2), False, MsgType.Request, 50_000) + bytes(100))
+            stalled.append(sock)
+        result = invoke("call", url, "echo_long", "5", "--idl", ECHO_ALL_IDL)
+        assert result.exit_code == 0 and result.output.strip() == "5", result.output
+        answers = []
+        for sock in stalled:
+            sock.settimeout(0.5)
+            try:
+                answers.append(parse_header(sock.recv(100)).msg_type)
+            except socket.timeout:
+                answers.append(None)
+        assert sorted(answers, key=str) == [MsgType.MessageError, None]
+    finally:
+        for sock in stalled:
+            sock.close()
+        process.kill()
+        process.wait(10)
+
+
+def test_serve_refuses_a_budget_below_the_message_size():
+    result = invoke("serve", ECHO_ALL_IDL, "--interface", "EchoAll::Echo",
+                    "--max-message-size", "1000", "--max-incomplete-bytes", "999")
+    assert result.exit_code == 2 and "max_incomplete_bytes" in result.output

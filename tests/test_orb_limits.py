@@ -127,7 +127,9 @@ def test_activity_keeps_moving_the_idle_deadline():
     run(main())
 
 
-def test_connection_limit_and_shutdown_close_connection():
+def test_connection_limit_closes_the_longest_idle_and_shutdown_closes_all():
+    # At the limit a new connection gets in: the one idle longest gets CloseConnection
+    # (an orderly close its client retries after).
     async def main():
         server, key = await serve(max_connections=2)
         async with ORB() as orb:
@@ -137,10 +139,15 @@ def test_connection_limit_and_shutdown_close_connection():
                 await raw.send(locate_bytes(key))
                 assert (await raw.read_messages(1, timeout=3)).messages
             third = await orb.raw_connection("127.0.0.1", server.port)
-            read = await third.read_until_closed(timeout=3)
-            assert read.closed and not read.data
+            await third.send(locate_bytes(key))
+            assert msg_type((await third.read_messages(1, timeout=3)).messages[0]) == \
+                MsgType.LocateReply
+            read = await first.read_until_closed(timeout=3)
+            assert read.closed and [msg_type(m) for m in read.messages] == \
+                [MsgType.CloseConnection]
+            assert server.evicted_at_limit == 1 and len(server.connections) == 2
             await server.stop()
-            for raw in (first, second):
+            for raw in (second, third):
                 read = await raw.read_until_closed(timeout=3)
                 assert read.closed and [msg_type(m) for m in read.messages] == \
                     [MsgType.CloseConnection]

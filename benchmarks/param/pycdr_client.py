@@ -20,6 +20,7 @@ from benchprocs import pin_to_cpu
 from pycdr import idl
 from pycdr.marshal import IMPLEMENTATION
 from pycdr.orb import ORB
+from pycdr.orb.tls import TLSOptions
 
 
 async def calls_per_second(call, seconds: float, repeat: int) -> list:
@@ -59,9 +60,10 @@ async def measure(ref, module, name: str, style: str, seconds: float, repeat: in
     return {"operation": name, "calls_per_s": rates, "correct": correct}
 
 
-async def run(ior: str, style: str, operations, seconds: float, repeat: int) -> list:
+async def run(ior: str, style: str, operations, seconds: float, repeat: int,
+              cacert: str | None = None) -> list:
     module = idl.load(common.IDL_PATH)
-    orb = ORB()
+    orb = ORB(tls=TLSOptions(cacert=cacert))
     try:
         ref = await orb.string_to_object(ior, module.interfaces[common.INTERFACE])
         return [await measure(ref, module, name, style, seconds, repeat)
@@ -78,10 +80,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cpu", type=int, default=None)
+    parser.add_argument("--cacert", default=None, help="CA certificates for a TLS target")
     args = parser.parse_args()
     pinned = pin_to_cpu(args.cpu)
     results = asyncio.run(run(args.ior, args.style, args.operations.split(","), args.seconds,
-                              args.repeat))
+                              args.repeat, args.cacert))
     print(json.dumps({"implementation": IMPLEMENTATION, "pinned": pinned, "results": results}))
 
 

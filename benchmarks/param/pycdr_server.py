@@ -1,9 +1,10 @@
 """The reference ORB's Param_Test server (param.idl), in a process of its own.
 
-    python pycdr_server.py --port P [--cpu N]
+    python pycdr_server.py --port P [--cpu N] [--tls CERT KEY]
 
 A DynamicServant answering every operation with (s1, s1, s1): the result, the new inout
 value and the out value. Prints "IOR:...", "KEY <hex>", "READY"; serves until stdin closes.
+With --tls also on a TLS port (in the IOR's TAG_SSL_SEC_TRANS).
 """
 
 import argparse
@@ -13,17 +14,20 @@ from benchprocs import pin_to_cpu, serve_pycdr
 
 from pycdr import idl
 from pycdr.orb import DynamicServant
+from pycdr.orb.tls import server_context
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cpu", type=int, default=None)
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"), default=None)
     args = parser.parse_args()
     pin_to_cpu(args.cpu)
     interface = idl.load(common.IDL_PATH).interfaces[common.INTERFACE]
     servant = DynamicServant(interface, lambda _operation, args: common.answer(*args))
-    serve_pycdr(servant, b"Param_Test", args.port)
+    serve_pycdr(servant, b"Param_Test", args.port,
+                tls=server_context(*args.tls) if args.tls else None)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,8 @@ from ..giop.events import (NEED_DATA, Answer, ConnectionClosed, MessageReceived,
 from ..giop.header import MsgType
 from ..giop.messages import (CloseConnection, KeyAddr, LocateReply, LocateRequest,
                              MessageError, Request, encode_message)
-from ..conformance.wire import FLOOD_MESSAGES, Observation, Wire
+from ..conformance.wire import FLOOD_MESSAGES, Observation
+from ..orb.tls import DEFAULT_TLS, TLSOptions, open_socket
 from .mutators import MutationContext, mutate, target_profile
 
 SENTINEL_ID = 0x7E570000       # request ids of the pipelining sentinels (and probes)
@@ -255,9 +256,9 @@ class SpawnedTarget:
         return self.start()
 
 
-def resolve(text: str):
+def resolve(text: str, tls: TLSOptions = DEFAULT_TLS):
     from ..conformance.target import resolve_target
-    return resolve_target(text)
+    return resolve_target(text, tls=tls)
 
 
 # --------------------------------------------------------------------------
@@ -290,13 +291,14 @@ class Campaign:
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
                  connections: int = 8,
                  rss_limit: int = 256 << 20, seeds=None, seed_sources=None, minimize=True,
-                 on_finding=None, log=None):
+                 on_finding=None, log=None, tls: TLSOptions = DEFAULT_TLS):
         self.seed = seed
+        self.tls = tls                 # TLS options, for targets that speak TLS
         self.spawned = SpawnedTarget(spawn) if spawn else None
         self.target_text = target_text
         if self.spawned is not None:
             self.target_text = self.spawned.start()
-        self.target = resolve(self.target_text)
+        self.target = resolve(self.target_text, tls)
         self.timeout = timeout
         self.probe_timeout = probe_timeout
         self.probe_interval = probe_interval
@@ -448,7 +450,8 @@ class Campaign:
         want = sum(c.prediction.answers for c in cases)
         try:
             if self._pipe is None:
-                self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key)
+                self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key,
+                                   self.target.tls)
             ok = self._pipe.run(b"".join(b"".join(c.messages) for c in cases), want,
                                 self.timeout, sentinel=tail is None,
                                 while_waiting=lambda: self._make_ahead(len(cases)))
@@ -502,8 +505,7 @@ class Campaign:
         p = prediction or predict(messages)
         obs = Observation()
         try:
-            with Wire(self.target.host, self.target.port,
-                      connect_timeout=self.probe_timeout) as wire:
+            with self.target.wire(connect_timeout=self.probe_timeout) as wire:
                 for data in messages:
                     if not wire.send(data):
                         break
@@ -540,8 +542,7 @@ class Campaign:
         try:
             for case in cases:
                 try:
-                    wire = Wire(self.target.host, self.target.port,
-                                connect_timeout=self.probe_timeout)
+                    wire = self.target.wire(connect_timeout=self.probe_timeout)
                 except OSError:
                     wires.append(None)
                     continue
@@ -639,8 +640,7 @@ class Campaign:
             if code is not None:
                 return f"exited({code})"
         try:
-            with Wire(self.target.host, self.target.port,
-                      connect_timeout=self.probe_timeout) as wire:
+            with self.target.wire(connect_timeout=self.probe_timeout) as wire:
                 wire.send(encode_message(LocateRequest(
                     request_id=SENTINEL_ID, target=KeyAddr(self.target.object_key))))
                 obs = wire.observe(Observation(), want=1, timeout=self.probe_timeout)
@@ -707,7 +707,7 @@ class Campaign:
         the campaign ends unless the target answers again."""
         if self.spawned is not None:
             self.target_text = self.spawned.restart()
-            self.target = resolve(self.target_text)
+            self.target = resolve(self.target_text, self.tls)
             self.ctx.object_key = self.target.object_key
             self.ctx.profile, self.ctx.ior = target_profile(self.target)
             # Cases made ahead hold the old object key and address.
@@ -739,8 +739,8 @@ class Campaign:
 class _Pipe:
     """A reused connection for pipelined batches."""
 
-    def __init__(self, host, port, object_key):
-        self.sock = socket.create_connection((host, port), timeout=3.0)
+    def __init__(self, host, port, object_key, tls=None):
+        self.sock = open_socket(host, port, tls, timeout=3.0)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.key = object_key
         self.conn = GiopConnection(Role.CLIENT, version=(1, 3), lenient=True,

@@ -50,20 +50,27 @@ from .sysexc import IMP_LIMIT, OMG_VMCID, CompletionStatus
 
 __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 
-# receive_buffer(): messages this long or longer (up to IN_PLACE_MAX) are received
-# in place; shorter ones, several to a read, through a scratch buffer of SCRATCH_SIZE,
-# which doubles (up to SCRATCH_MAX, the ORB's socket buffer) whenever a read fills it.
-# Why: each read costs a turn of the transport's loop, and the fewer messages a read
-# brings, the more turns a message costs.  A message received in place takes at least
-# one read of its own, so in-place pays only for messages too large to come several to
-# a read.  Measured on a 2-vCPU machine with a stream of oneway requests, server CPU per
-# message: in place from 16 KB with a 256 KB scratch, 62-64 us at 64 KB and 98-102 us at
-# 128 KB; through a scratch grown to 1 MB, 49-52 us and 78-81 us.  A busy connection
-# holds SCRATCH_MAX; an idle or light one keeps the first SCRATCH_SIZE.
+# receive_buffer(): reads go into a scratch buffer of SCRATCH_SIZE, several messages to
+# a read; the complete messages are copied out of it, and the bytes of an incomplete one
+# are appended to the connection's own buffer, which so holds what was received and
+# no more.  Many connections share one scratch (the ``scratch`` argument: the ORB passes
+# one per event loop), so an idle or stalled connection holds no read buffer at all.
+# Why one large scratch: each read costs a turn of the transport's loop, and the fewer
+# messages a read brings, the more turns a message costs.  Measured on a 2-vCPU machine
+# with a stream of oneway requests, server CPU per message: in place from 16 KB with a
+# 256 KB scratch, 62-64 us at 64 KB and 98-102 us at 128 KB; through a 1 MB scratch,
+# 49-52 us and 78-81 us.  (Each connection used to keep a scratch of its own, 256 KB
+# and doubled to 1 MB while busy, which a thousand stalled connections held at once:
+# issue 22.)
+#
+# An incomplete message missing IN_PLACE_MIN or more bytes (up to IN_PLACE_MAX in all)
+# is received in place, in a buffer of its own that becomes the message, once
+# IN_PLACE_START of it have come: that buffer grows as reads fill it, to at most twice
+# the bytes received, never to what the header claims before they come.
 IN_PLACE_MIN = 256 * 1024
 IN_PLACE_MAX = 1 << 20
-SCRATCH_SIZE = 256 * 1024
-SCRATCH_MAX = 1 << 20
+IN_PLACE_START = 64 * 1024
+SCRATCH_SIZE = 1 << 20
 
 
 class Role(enum.Enum):
@@ -95,7 +102,8 @@ class GiopConnection:
                  lenient: bool = False, bidirectional: bool = False,
                  check_request_ids: bool = True, max_message_size: int = MAX_MESSAGE_SIZE,
                  max_reassembly_size: int = 64 << 20,
-                 max_pending_fragmented: int = 64, field_offsets: bool = True):
+                 max_pending_fragmented: int = 64, field_offsets: bool = True,
+                 scratch: bytearray | None = None):
         self.role = role
         # False (an ORB): messages come without the analyzer's offsets and padding
         # (decode_message's field_offsets), decoded faster.
@@ -111,12 +119,14 @@ class GiopConnection:
         self.max_pending_fragmented = max_pending_fragmented
         self._buf = bytearray()
         self._stream_offset = 0         # stream offset of the next message handed out
-        # receive_buffer()/received(): bytes arrive in _scratch; the complete
-        # messages among them wait in _ready as (checked header, bytes), the rest
-        # goes to _buf.  A large message's bytes go straight into a buffer of its
-        # size (_in_place, filled up to _in_place_filled).  Stream order: _ready,
-        # then _in_place, then _buf.
-        self._scratch: memoryview | None = None
+        # receive_buffer()/received(): bytes arrive in _scratch (shared, or made at
+        # the first read); the complete messages among them wait in _ready as
+        # (checked header, bytes), the rest goes to _buf.  A large message's bytes
+        # go straight into a buffer of its own (_in_place, filled up to
+        # _in_place_filled, grown as they come).  Stream order: _ready, then
+        # _in_place, then _buf.
+        self._scratch: memoryview | None = memoryview(scratch) if scratch is not None \
+            else None
         self._in_place: bytearray | None = None
         self._in_place_header: GiopHeader | None = None
         self._in_place_filled = 0
@@ -147,6 +157,62 @@ class GiopConnection:
         reading above a limit)."""
         return len(self._buf) + self._in_place_filled + self._ready_bytes
 
+    @property
+    def incomplete_bytes(self) -> int:
+        """Bytes of memory held for messages not complete yet: the buffer of the
+        partial message (its own when received in place) and pending fragments (an
+        ORB budgets these across its connections).  Complete messages waiting to
+        be handed out are not counted (``buffered`` bounds them)."""
+        held = len(self._buf)
+        if self._in_place is not None:
+            held += len(self._in_place)
+        for entry in self._fragmented.values():
+            held += entry.size
+        if self._fragmented_11 is not None:
+            held += self._fragmented_11.size
+        return held
+
+    @property
+    def stream_offset(self) -> int:
+        """Stream offset of the next message to hand out: it moves whenever a
+        message (or fragment) is complete, so an ORB can tell a partial message
+        that makes progress from one that stalls."""
+        return self._stream_offset
+
+    def refuse_partial_message(self, reason: str) -> ProtocolViolation:
+        """Give up on what is buffered (an ORB over its memory budget): drop it,
+        close, and return the violation whose ``reply`` is a MessageError in the
+        version of the incomplete message when it is one this side speaks."""
+        version = None
+        try:
+            partial = self._in_place_header or (parse_header(self._buf)
+                                                if len(self._buf) >= HEADER_SIZE else None)
+        except PycdrError:
+            partial = None
+        if partial is not None:
+            version = partial.version
+        elif self._fragmented_11 is not None:
+            version = self._fragmented_11.header.version
+        elif self._fragmented:
+            version = next(iter(self._fragmented.values())).header.version
+        self.release_buffers()
+        self._closed = ConnectionClosed(f"refused: {reason}", False, self._pending())
+        return ProtocolViolation(GIOPError(reason, self._stream_offset),
+                                 Answer.SEND_MESSAGE_ERROR_AND_CLOSE,
+                                 message_error_bytes(self._answer_version(version)), None,
+                                 self._stream_offset)
+
+    def release_buffers(self) -> None:
+        """Drop everything received and not handed out (the connection is done:
+        its transport is closed)."""
+        self._buf = bytearray()
+        self._in_place = self._in_place_header = None
+        self._in_place_filled = 0
+        self._ready.clear()
+        self._ready_bytes = 0
+        self._fragmented.clear()
+        self._fragmented_11 = None
+
     # --- receiving ---------------------------------------------------------------
     def receive_data(self, data: bytes) -> None:
         """Feed bytes from the peer; ``b""`` means the peer closed the stream."""
@@ -160,16 +226,21 @@ class GiopConnection:
 
     def receive_buffer(self, sizehint: int = -1) -> memoryview:
         """Where the peer's next bytes may be written (``asyncio.BufferedProtocol
-        .get_buffer``); call :meth:`received` with how many were written at its start.
+        .get_buffer``); call :meth:`received` with how many were written at its start,
+        before any other connection sharing the scratch asks for its buffer (asyncio's
+        selector transports call get_buffer, recv_into and buffer_updated in one go).
 
-        While a message of IN_PLACE_MIN to IN_PLACE_MAX bytes is incomplete, this is
-        the rest of a buffer of the message's size, so its bytes are received in
-        place, without being copied through the framing buffer.  The header is
-        checked as next_event() checks it before that buffer is allocated, and at
-        most IN_PLACE_MAX bytes are ever allocated ahead of the data."""
-        if self._in_place is None and len(self._buf) >= HEADER_SIZE:
+        While a message missing IN_PLACE_MIN or more bytes (IN_PLACE_MAX in all) is
+        incomplete and IN_PLACE_START of it have come, this is the rest of the
+        message's own buffer, so its bytes are received in place, without being
+        copied through the framing buffer.  The header is checked as next_event()
+        checks it first, and the buffer is grown as reads fill it, to at most twice
+        the bytes received."""
+        if self._in_place is None and len(self._buf) >= IN_PLACE_START:
             self._start_in_place()
         if self._receiving_in_place():
+            if self._in_place_filled == len(self._in_place):
+                self._grow_in_place()
             return memoryview(self._in_place)[self._in_place_filled:]
         # (bytes after a complete in-place message, not yet handed out, go to _buf)
         if self._scratch is None:
@@ -181,21 +252,18 @@ class GiopConnection:
         if self._receiving_in_place():
             self._in_place_filled += nbytes
         elif self._closed is None:
-            scratch = self._scratch
-            data = scratch[:nbytes]
+            data = self._scratch[:nbytes]
             if self._in_place is None:      # (else _buf's bytes follow it: keep them there)
                 data = self._frame_ready(data)
             self._buf += data
-            if nbytes == len(scratch) and nbytes < SCRATCH_MAX:
-                # More was waiting: the next reads take more at once (the old
-                # scratch's bytes are all copied out by now).
-                self._scratch = memoryview(bytearray(min(2 * nbytes, SCRATCH_MAX)))
 
     def _frame_ready(self, data: memoryview) -> memoryview:
         """Move the complete messages that ``data`` (the newest bytes) completes to
         _ready, each copied once; the bytes to keep in _buf.  The partial message
         _buf holds is completed with just the bytes it lacks.  Stops at anything
-        next_event() must judge (a bad header, several messages in _buf)."""
+        next_event() must judge (a bad header, several messages in _buf).  Of a
+        message whose header next_event() refuses (and then closes the connection),
+        only the header is kept: a claim of gigabytes costs 12 bytes, not a read."""
         buf = self._buf
         if buf:
             if len(buf) < HEADER_SIZE:
@@ -206,7 +274,7 @@ class GiopConnection:
                     return data
             header = self._frameable_header(buf, 0)
             if header is None:
-                return data
+                return data[:0]
             missing = header.total_size - len(buf)
             if not 0 < missing <= len(data):
                 return data
@@ -219,7 +287,7 @@ class GiopConnection:
         while end - pos >= HEADER_SIZE:
             header = self._frameable_header(data, pos)
             if header is None:
-                break
+                return data[pos:pos + HEADER_SIZE]
             total = header.total_size
             if total > end - pos:
                 break
@@ -237,7 +305,8 @@ class GiopConnection:
         return header if self._header_problem(header) is None else None
 
     def _receiving_in_place(self) -> bool:
-        return self._in_place is not None and self._in_place_filled < len(self._in_place)
+        return self._in_place is not None and \
+            self._in_place_filled < self._in_place_header.total_size
 
     @property
     def receiving_in_place(self) -> bool:
@@ -256,17 +325,23 @@ class GiopConnection:
         if missing < IN_PLACE_MIN or total > IN_PLACE_MAX or \
                 self._header_problem(header) is not None:
             return
-        self._in_place = bytearray(total)
+        self._in_place = bytearray(self._buf)     # (the bytes received, no more yet)
         self._in_place_header = header
-        self._in_place[:len(self._buf)] = self._buf
         self._in_place_filled = len(self._buf)
-        self._buf.clear()
+        self._buf = bytearray()
+
+    def _grow_in_place(self) -> None:
+        """Room for the next read: the buffer doubles, up to the message's size.
+        (Called from receive_buffer(), when no view of the buffer is left.)"""
+        size = min(self._in_place_header.total_size, 2 * self._in_place_filled)
+        # bytes(n) comes from calloc: its pages are not touched before the copy.
+        self._in_place += bytes(size - len(self._in_place))
 
     def _fill_in_place(self, data):
         """Put what fits of ``data`` into the in-place message; the rest."""
-        room = len(self._in_place) - self._in_place_filled
-        take = min(room, len(data))
-        self._in_place[self._in_place_filled:self._in_place_filled + take] = data[:take]
+        take = min(self._in_place_header.total_size - self._in_place_filled, len(data))
+        del self._in_place[self._in_place_filled:]
+        self._in_place += data[:take]
         self._in_place_filled += take
         return data[take:]
 
@@ -290,7 +365,7 @@ class GiopConnection:
                 header, raw = self._ready.popleft()
                 self._ready_bytes -= len(raw)
             elif self._in_place is not None:
-                if self._in_place_filled < len(self._in_place):
+                if self._receiving_in_place():
                     return self._at_end_of_data()
                 # The buffer itself, not a copy: nothing else holds it now.
                 raw = self._in_place
@@ -342,6 +417,7 @@ class GiopConnection:
 
     def _fatal(self, error: PycdrError, answer: Answer) -> ProtocolViolation:
         self._closed = ConnectionClosed(f"protocol violation: {error}", False, self._pending())
+        self.release_buffers()          # (nothing more is read)
         reply = message_error_bytes(self._answer_version()) \
             if answer is Answer.SEND_MESSAGE_ERROR_AND_CLOSE else b""
         return ProtocolViolation(error, answer, reply, None, self._stream_offset)

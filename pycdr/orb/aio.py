@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import weakref
+
+from ..giop.connection import SCRATCH_SIZE
 
 # Bulk transfers: the seed papers' TTCP finding that socket buffer sizes matter
 # more than the toolkit. Large socket buffers and a large write buffer keep
@@ -19,6 +22,25 @@ def set_socket_buffers(sock) -> None:
             sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER)
         except OSError:
             pass
+
+
+# The read buffer of each event loop's ORB connections (GiopConnection's scratch).
+_SCRATCH_OF_LOOP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def receive_scratch(loop: asyncio.AbstractEventLoop) -> bytearray | None:
+    """The read buffer the ORB connections of ``loop`` share, or None (each makes
+    its own) when the loop's transports may hold a buffer across callbacks.  A
+    selector loop's transport calls get_buffer, recv_into and buffer_updated in one
+    callback, and the connection copies the bytes out in buffer_updated, so one
+    buffer serves every connection of the loop; a proactor loop hands the buffer
+    to an overlapped read that outlives the callback."""
+    if not isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop):
+        return None
+    scratch = _SCRATCH_OF_LOOP.get(loop)
+    if scratch is None:
+        scratch = _SCRATCH_OF_LOOP[loop] = bytearray(SCRATCH_SIZE)
+    return scratch
 
 
 # GiopStream pauses reading while more than this is received and not yet handed
@@ -142,6 +164,12 @@ class GiopStream(asyncio.BufferedProtocol):
     @property
     def at_eof(self) -> bool:
         return self._eof
+
+    @property
+    def lost_because(self) -> BaseException | None:
+        """The exception the transport was lost with (None while open; a
+        ConnectionResetError when it closed without one)."""
+        return self._lost
 
     def _eof_seen(self) -> None:
         if not self._eof:

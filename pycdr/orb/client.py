@@ -24,10 +24,11 @@ import asyncio
 import heapq
 import itertools
 import logging
+import ssl
 import time
 from dataclasses import dataclass, field
 
-from .aio import GiopStream
+from .aio import GiopStream, receive_scratch
 from .. import tc, values
 from ..corbaloc import Corbaloc, Corbaname, parse_object_url
 from ..errors import EncodeError, MessageTooLargeError, ObjectURLError, PycdrError
@@ -44,6 +45,8 @@ from ..iiop import CodeSetsComponent, IIOPProfile, decode_profile
 from ..ior import IOR
 from ..marshal import read_value
 from . import codesets as orb_codesets
+from .tls import (DEFAULT_TLS, STEP_GIOP, Endpoint, TLSOptions, TransportError,
+                  choose_endpoint, classify, open_connection)
 from .invocation import (IS_A, NON_EXISTENT, UnknownUserException, dynamic_operation,
                          read_results, values_to_results, write_arguments)
 
@@ -63,7 +66,11 @@ class ClientOptions:
     connect_timeout: float = 5.0
     max_forward_hops: int = 8
     fragment_size: int | None = None       # fragment GIOP 1.1+ requests longer than this
-    max_message_size: int = 64 << 20       # a reply's, compressed (ZIOP) or not
+    # The largest reply taken, compressed (ZIOP) or not: a header claiming more is
+    # refused before its body is buffered (the call gets COMM_FAILURE, the connection
+    # is closed), and ZIOP inflation stops at it.
+    max_message_size: int = 64 << 20
+    tls: TLSOptions = DEFAULT_TLS          # certificates, --tls for plain references
 
 
 class _PeerClosed(Exception):
@@ -108,8 +115,8 @@ class ORB:
         return ObjectRef(self, ior, interface, **options)
 
     # --- connections ---------------------------------------------------------------
-    async def connection(self, host: str, port: int, version: tuple) -> "ClientConnection":
-        key = (host, port, version)
+    async def connection(self, endpoint: Endpoint, version: tuple) -> "ClientConnection":
+        key = (endpoint.key, version)
         conn = self._connections.get(key)
         if conn is not None and conn.usable:
             return conn
@@ -119,7 +126,7 @@ class ORB:
         future = asyncio.get_running_loop().create_future()
         self._connecting[key] = future
         try:
-            conn = ClientConnection(self, host, port, version)
+            conn = ClientConnection(self, endpoint, version)
             await conn.open(self.options.connect_timeout)
             self._connections[key] = conn
             future.set_result(conn)
@@ -132,14 +139,15 @@ class ORB:
             del self._connecting[key]
 
     def _forget(self, conn: "ClientConnection") -> None:
-        key = (conn.host, conn.port, conn.version)
+        key = (conn.endpoint.key, conn.version)
         if self._connections.get(key) is conn:
             del self._connections[key]
 
-    async def raw_connection(self, host: str, port: int,
-                             timeout: float | None = None) -> "RawConnection":
-        """A managed connection for pre-built messages (closed by close())."""
-        raw = RawConnection(self, host, port)
+    async def raw_connection(self, host: str, port: int, timeout: float | None = None, *,
+                             tls: bool = False) -> "RawConnection":
+        """A managed connection for pre-built messages (closed by close()); over TLS with
+        the ORB's TLS options when ``tls``."""
+        raw = RawConnection(self, host, port, tls=tls, tls_options=self.options.tls)
         await raw.open(timeout if timeout is not None else self.options.connect_timeout)
         self._raw.add(raw)
         return raw
@@ -191,6 +199,7 @@ class ObjectRef:
         self._forward: IOR | None = None   # a LOCATION_FORWARD target, until it fails
         self._profile_of: IOR | None = None    # the IOR self._profile was decoded from
         self._profile: IIOPProfile | None = None
+        self._endpoint: Endpoint | None = None
         self._operations = interface.all_operations() if interface is not None else {}
 
     # --- options -------------------------------------------------------------------
@@ -212,8 +221,15 @@ class ObjectRef:
         target = self._forward or self._ior
         if self._profile_of is not target:
             self._profile = first_iiop_profile(target)
+            self._endpoint = choose_endpoint(self._profile, self._orb.options.tls)
             self._profile_of = target
         return self._profile
+
+    @property
+    def endpoint(self) -> Endpoint:
+        """Where this reference's requests go (a TLS endpoint when its profile has one)."""
+        self.profile              # (decoded with the profile when the target changed)
+        return self._endpoint
 
     def giop_version(self, profile: IIOPProfile | None = None) -> tuple:
         """The version requests use: the lowest of the profile's, the ORB's cap
@@ -289,7 +305,7 @@ class ObjectRef:
         """A LocateRequest for this reference's key; the LocateReply."""
         profile = self.profile
         version = self.giop_version(profile)
-        conn = await self._orb.connection(profile.host, profile.port, version)
+        conn = await self._orb.connection(self.endpoint, version)
         return await conn.locate(version, self._little, profile.object_key,
                                  self._timeout if timeout == -1 else timeout)
 
@@ -327,7 +343,7 @@ class DeferredRequest:
         profile = ref.profile
         version = ref.giop_version(profile)
         for attempt in range(3):
-            conn = await ref._orb.connection(profile.host, profile.port, version)
+            conn = await ref._orb.connection(ref.endpoint, version)
             if conn.code_sets is None:
                 conn.code_sets = orb_codesets.choose(profile.component(CodeSetsComponent))
             try:
@@ -424,14 +440,16 @@ class _Waiter:
 
 
 class ClientConnection:
-    def __init__(self, orb: ORB, host: str, port: int, version: tuple):
+    def __init__(self, orb: ORB, endpoint: Endpoint, version: tuple):
         self.orb = orb
-        self.host = host
-        self.port = port
+        self.endpoint = endpoint
+        self.host = endpoint.host
+        self.port = endpoint.port
         self.version = version
         self.giop = GiopConnection(Role.CLIENT, version=CLIENT_GIOP_VERSION,
                                    max_message_size=orb.options.max_message_size,
-                                   field_offsets=False)
+                                   field_offsets=False,
+                                   scratch=receive_scratch(asyncio.get_running_loop()))
         self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
         self._code_sets_sent = False
         self._pending: dict[int, _Waiter] = {}
@@ -445,6 +463,7 @@ class ClientConnection:
         self._timer_at: float | None = None
         self.stream: GiopStream | None = None
         self.closed = False
+        self._answered = False       # a reply came (so the TLS session was accepted)
 
     @property
     def usable(self) -> bool:
@@ -453,9 +472,9 @@ class ClientConnection:
     async def open(self, timeout: float) -> None:
         self.stream = GiopStream(self.giop, on_data=self._on_data)
         try:
-            await asyncio.wait_for(asyncio.get_running_loop().create_connection(
-                lambda: self.stream, self.host, self.port), timeout)
-        except (OSError, asyncio.TimeoutError) as e:
+            await open_connection(asyncio.get_running_loop(), lambda: self.stream,
+                                  self.endpoint, self.orb.options.tls, timeout=timeout)
+        except OSError as e:       # a TransportError: the step that failed is its cause
             raise TRANSIENT(OMG_VMCID | 2, _NO) from e
 
     def reader_kwargs(self) -> dict:
@@ -552,10 +571,20 @@ class ClientConnection:
     def _deadline_passed(self) -> None:
         self._timer = self._timer_at = None
         heap, now = self._deadlines, time.monotonic()
+        timed_out = False
         while heap and (heap[0][0] <= now or heap[0][2].future.done()):
             waiter = heapq.heappop(heap)[2]
             if not waiter.future.done():
                 waiter.future.set_result((None, None))   # result() raises TIMEOUT
+                timed_out = True
+        if timed_out and self.giop.has_partial_message:
+            # A reply is coming too slowly (trickled, or a size it will never reach):
+            # every later reply on this connection would wait behind it, so it closes.
+            log.warning("%s:%d: a call timed out while a message was incomplete: "
+                        "closing the connection", self.host, self.port)
+            self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
+            self._close_transport()
+            return
         if heap:
             self._arm_timer(heap[0][0])
 
@@ -592,6 +621,7 @@ class ClientConnection:
             self._close_transport()
 
     def _deliver(self, msg) -> None:
+        self._answered = True
         if isinstance(msg, Reply):
             waiter = self._pending.pop(msg.request_id, None)
             if waiter is not None and not waiter.future.done():
@@ -611,10 +641,15 @@ class ClientConnection:
     def _fail(self, error: BaseException) -> None:
         self.closed = True
         self.orb._forget(self)
+        cause = self._tls_failure()
         for waiter in self._pending.values():
             if not waiter.future.done():
-                waiter.future.set_exception(error if isinstance(error, _PeerClosed)
-                                            else type(error)(error.minor, error.completed))
+                if isinstance(error, _PeerClosed):
+                    waiter.future.set_exception(error)
+                else:
+                    failure = type(error)(error.minor, error.completed)
+                    failure.__cause__ = cause
+                    waiter.future.set_exception(failure)
         for future in self._pending_locates.values():
             if not future.done():
                 future.set_exception(TRANSIENT(OMG_VMCID | 0, _NO)
@@ -626,9 +661,30 @@ class ClientConnection:
             self._timer.cancel()
             self._timer = self._timer_at = None
 
+    def _tls_failure(self):
+        """Why a TLS connection broke, when TLS said so: a server that wants a client
+        certificate tells a TLS 1.3 client only after the handshake, on its first read."""
+        if not self.endpoint.tls:
+            return None
+        lost = self.stream.lost_because if self.stream is not None else None
+        if isinstance(lost, ssl.SSLError):
+            return classify(lost, STEP_GIOP, self.host, self.port)
+        if not self._answered:
+            # Some servers (Python's asyncio among them) close without sending the alert.
+            why = ("does not accept the client certificate does that"
+                   if self.orb.options.tls.cert else
+                   "requires a client certificate does that: give one with --cert/--key")
+            return TransportError(STEP_GIOP, "the server closed the TLS connection before "
+                                  f"any reply, without an alert; a server that {why}",
+                                  self.host, self.port)
+        return None
+
     def _close_transport(self) -> None:
         self.closed = True
         self.orb._forget(self)
+        # What a reply had brought goes now, not when the garbage collector finds this
+        # object and its stream (they refer to each other).
+        self.giop.release_buffers()
         if self.stream is not None:
             self.stream.close()
 
@@ -655,18 +711,32 @@ class RawConnection:
     """A TCP connection for hand-made messages.  Every read is bounded in
     bytes and time, so a flood or a silent peer cannot hang the caller."""
 
-    def __init__(self, orb: ORB | None, host: str, port: int):
+    def __init__(self, orb: ORB | None, host: str, port: int, *, tls: bool = False,
+                 tls_options: TLSOptions = DEFAULT_TLS):
         self.orb = orb
         self.host = host
         self.port = port
+        self.endpoint = Endpoint(host, port, tls, "--tls" if tls else "IIOP profile")
+        self.tls_options = tls_options
         self.reader = self.writer = None
         self._buffer = bytearray()     # read but not yet handed out as a message
         self.eof = False
 
     async def open(self, timeout: float = 5.0) -> "RawConnection":
-        self.reader, self.writer = await asyncio.wait_for(
-            asyncio.open_connection(self.host, self.port), timeout)
+        """Connect (TCP, then TLS for a TLS endpoint); TransportError names the step that
+        failed."""
+        loop = asyncio.get_running_loop()
+        self.reader = asyncio.StreamReader(loop=loop)
+        protocol = asyncio.StreamReaderProtocol(self.reader, loop=loop)
+        transport, _ = await open_connection(loop, lambda: protocol, self.endpoint,
+                                             self.tls_options, timeout=timeout)
+        self.writer = asyncio.StreamWriter(transport, protocol, self.reader, loop)
         return self
+
+    @property
+    def ssl_object(self) -> ssl.SSLObject | None:
+        """The TLS session (None on plain TCP)."""
+        return self.writer.get_extra_info("ssl_object") if self.writer is not None else None
 
     async def send(self, data: bytes) -> bool:
         """Send ``data``; False if the peer has closed or reset the connection

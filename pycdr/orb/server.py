@@ -13,7 +13,11 @@ Request runs in its own task, so async servants serve requests of one
 connection concurrently and replies go out as they are ready (out of order
 when they finish out of order).  Replies use the request's GIOP version and
 byte order.  Limits (:class:`ServerLimits`) bound message size, connections,
-in-flight requests, idle connections and incomplete messages.
+in-flight requests, idle connections and incomplete messages: their age and, across
+all connections, the memory they hold (``max_incomplete_bytes``).  At the connection
+limit the connection that has waited longest (on its incomplete message, or idle) makes
+room for the new one, so a flood of stalled connections cannot lock honest clients out;
+when the load drops, freed memory is given back to the system (glibc's malloc_trim).
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import ssl
 import time
 from dataclasses import dataclass
 
-from ..corbaloc import escape_key
+from ..corbaloc import Corbaloc, IIOPAddress
 from ..errors import EncodeError, PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
@@ -41,9 +46,11 @@ from ..ior import IOR, ior_to_string
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
-from .aio import GiopStream, Resume, set_socket_buffers
+from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
+from .memory import release_free_memory
 from .servant import Servant
+from .tls import server_components
 
 log = logging.getLogger("pycdr.orb.server")
 
@@ -59,26 +66,106 @@ _MAYBE = CompletionStatus.COMPLETED_MAYBE
 @dataclass
 class ServerLimits:
     max_message_size: int = MAX_MESSAGE_SIZE  # message_size, compressed (ZIOP) or not
-    max_connections: int = 1024
+    max_connections: int = 1024             # at it, the longest-waiting one is closed
     max_requests_in_flight: int = 256       # per connection; reading pauses beyond it
     idle_timeout: float | None = 300.0      # seconds without messages and requests
-    incomplete_message_timeout: float = 10.0   # a started message must complete in this
+    incomplete_message_timeout: float = 10.0   # a started message must progress in this
+    # Bytes all connections together may hold in incomplete messages (and pending
+    # fragments); beyond it the one whose incomplete message is oldest is refused.
+    # At least max_message_size, so one message of the largest size can come.
+    max_incomplete_bytes: int = 64 << 20
+    release_memory: bool = True             # malloc_trim when the load drops (glibc)
     fragment_size: int | None = None        # fragment GIOP 1.1+ replies longer than this
     shutdown_grace: float = 2.0             # seconds in-flight requests get at stop()
+
+    def __post_init__(self):
+        if self.max_incomplete_bytes < self.max_message_size:
+            raise ValueError(f"max_incomplete_bytes ({self.max_incomplete_bytes}) is below "
+                             f"max_message_size ({self.max_message_size}): a message of "
+                             "the largest size could never come")
+        if self.max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+
+
+# Memory is given back (malloc_trim) once the bytes held in incomplete messages fall to
+# a quarter of their peak, if that peak was TRIM_AFTER_BYTES or more, or the connections
+# to half of theirs, if that was TRIM_AFTER_CONNECTIONS or more; TRIM_DELAY seconds
+# after the drop, so a wave of closes costs one trim (a trim of a large heap takes ms).
+TRIM_AFTER_BYTES = 8 << 20
+TRIM_AFTER_CONNECTIONS = 128
+TRIM_DELAY = 1.0
+
+
+class _LoadWatch:
+    """Watches the bytes held in incomplete messages and the connection count, and
+    gives freed memory back when they drop (see TRIM_AFTER_BYTES)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.held = self.connections = 0        # as last noted
+        self.peak_bytes = 0
+        self.peak_connections = 0
+        self.trims = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def note(self, held: int, connections: int) -> None:
+        self.held, self.connections = held, connections
+        if held > self.peak_bytes:
+            self.peak_bytes = held
+        if connections > self.peak_connections:
+            self.peak_connections = connections
+        if not self.enabled or self._timer is not None:
+            return
+        if (self.peak_bytes >= TRIM_AFTER_BYTES and held <= self.peak_bytes // 4) or \
+                (self.peak_connections >= TRIM_AFTER_CONNECTIONS and
+                 connections <= self.peak_connections // 2):
+            self._timer = asyncio.get_running_loop().call_later(TRIM_DELAY, self._trim)
+
+    def _trim(self) -> None:
+        self._timer = None
+        # The load as it is now is the peak a further drop is measured from.
+        self.peak_bytes, self.peak_connections = self.held, self.connections
+        released = release_free_memory()
+        self.trims += 1
+        log.info("load dropped (%d connections, %d bytes in incomplete messages): memory "
+                 "%s", self.connections, self.held, "given back" if released else "kept")
+
+    def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class Server:
     def __init__(self, adapter: ObjectAdapter | None = None, *, host: str = "127.0.0.1",
                  port: int = 0, limits: ServerLimits | None = None,
-                 advertised_host: str | None = None):
+                 advertised_host: str | None = None, tls: ssl.SSLContext | None = None,
+                 tls_port: int = 0, plain: bool = True):
+        """``tls``: also listen for IIOP over TLS on ``tls_port`` (IORs then carry it in
+        TAG_SSL_SEC_TRANS and CSIv2 TAG_TLS_SEC_TRANS); ``plain=False``: TLS only (port 0
+        in the IIOP profile)."""
+        if not plain and tls is None:
+            raise ValueError("a server without its plain port needs TLS")
         self.adapter = adapter if adapter is not None else ObjectAdapter()
         self.host = host
         self.port = port
+        self.tls = tls
+        self.tls_port = tls_port
+        self.plain = plain
+        self._tls_listener: asyncio.base_events.Server | None = None
         self.advertised_host = advertised_host or host
         self.limits = limits or ServerLimits()
         self.connections: set[_ServerConnection] = set()
         self._listener: asyncio.base_events.Server | None = None
         self.requests_served = 0
+        # Bytes held in incomplete messages, all connections together; the
+        # connections with one, the one incomplete longest first (dicts keep order).
+        self.incomplete_bytes = 0
+        self._incomplete: dict[_ServerConnection, None] = {}
+        self.refused_for_memory = 0         # connections closed over the budget
+        self.evicted_at_limit = 0           # closed to make room at max_connections
+        self.load = _LoadWatch(self.limits.release_memory)
+        self._scratch: bytearray | None = None
 
     # --- objects -------------------------------------------------------------------
     def activate(self, servant: Servant, name: str | bytes | None = None) -> bytes:
@@ -91,41 +178,69 @@ class Server:
         type_id = servant.repo_id if servant is not None else ""
         components = (ORBTypeComponent(PYCDR_ORB_TYPE), orb_codesets.SERVER_CODE_SETS) \
             if version >= (1, 1) else ()
-        return make_ior(type_id, [IIOPProfile(version, self.advertised_host, self.port, key,
+        if self.tls is not None and version >= (1, 1):
+            components += server_components(
+                self.advertised_host, self.tls_port,
+                client_auth=self.tls.verify_mode == ssl.CERT_REQUIRED)
+        return make_ior(type_id, [IIOPProfile(version, self.advertised_host,
+                                              self.port if self.plain else 0, key,
                                               components)])
 
     def ior_string(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> str:
         return ior_to_string(self.ior(key, version=version))
 
-    def corbaloc(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION) -> str:
-        return (f"corbaloc:iiop:{version[0]}.{version[1]}@{self.advertised_host}:{self.port}/"
-                f"{escape_key(key)}")
+    def corbaloc(self, key: bytes, *, version: tuple = SERVER_GIOP_VERSION,
+                 tls: bool | None = None) -> str:
+        """corbaloc:iiop: for the plain port, corbaloc:ssliop: for the TLS port (by default
+        the plain one unless the server has none)."""
+        tls = not self.plain if tls is None else tls
+        address = IIOPAddress(self.advertised_host, self.tls_port if tls else self.port,
+                              version, tls=tls)
+        return Corbaloc((address,), key).to_url()
 
     # --- running -------------------------------------------------------------------
     async def start(self) -> "Server":
-        self._listener = await asyncio.get_running_loop().create_server(
-            self._new_stream, self.host, self.port)
-        for sock in self._listener.sockets:
-            set_socket_buffers(sock)
-        self.port = self._listener.sockets[0].getsockname()[1]
-        log.info("listening on %s:%d", self.host, self.port)
+        loop = asyncio.get_running_loop()
+        self._scratch = receive_scratch(loop)
+        # A listen backlog as deep as the connection limit: in a connection flood
+        # the kernel's queue (asyncio's default: 100) overflowed and dropped the SYNs of
+        # honest clients too, which retried a second later.
+        if self.plain:
+            self._listener = await loop.create_server(self._new_stream, self.host, self.port,
+                                                      backlog=self.limits.max_connections)
+            for sock in self._listener.sockets:
+                set_socket_buffers(sock)
+            self.port = self._listener.sockets[0].getsockname()[1]
+            log.info("listening on %s:%d", self.host, self.port)
+        if self.tls is not None:
+            self._tls_listener = await loop.create_server(self._new_stream, self.host,
+                                                          self.tls_port, ssl=self.tls,
+                                                          backlog=self.limits.max_connections)
+            for sock in self._tls_listener.sockets:
+                set_socket_buffers(sock)
+            self.tls_port = self._tls_listener.sockets[0].getsockname()[1]
+            log.info("listening for TLS on %s:%d", self.host, self.tls_port)
         return self
 
     async def serve_forever(self) -> None:
-        if self._listener is None:
+        if self._listener is None and self._tls_listener is None:
             await self.start()
-        await self._listener.serve_forever()
+        await asyncio.gather(*(listener.serve_forever()
+                               for listener in (self._listener, self._tls_listener)
+                               if listener is not None))
 
     async def stop(self) -> None:
         """Stop accepting, let in-flight requests finish (up to
         ``shutdown_grace``), send CloseConnection on every connection, close."""
-        if self._listener is not None:
-            self._listener.close()
+        listeners = [x for x in (self._listener, self._tls_listener) if x is not None]
+        for listener in listeners:
+            listener.close()
         await asyncio.gather(*(c.shut_down(self.limits.shutdown_grace)
                                for c in list(self.connections)), return_exceptions=True)
-        if self._listener is not None:
-            await self._listener.wait_closed()
-            self._listener = None
+        for listener in listeners:
+            await listener.wait_closed()
+        self._listener = self._tls_listener = None
+        self.load.stop()
 
     async def __aenter__(self):
         return await self.start()
@@ -137,18 +252,64 @@ class Server:
         # Accepted sockets inherit the listening socket's buffer sizes (set once).
         giop = GiopConnection(Role.SERVER, version=SERVER_GIOP_VERSION,
                               max_message_size=self.limits.max_message_size,
-                              field_offsets=False)
+                              max_reassembly_size=self.limits.max_incomplete_bytes,
+                              field_offsets=False, scratch=self._scratch)
         return GiopStream(giop, socket_buffers=False, on_connect=self._accept)
 
     def _accept(self, stream: GiopStream) -> None:
         if len(self.connections) >= self.limits.max_connections:
-            log.warning("connection refused: %d connections open (the limit)",
-                        len(self.connections))
-            stream.close()
-            return
+            longest = self._longest_waiting()
+            if longest is None:
+                log.warning("connection refused: %d connections open (the limit), all "
+                            "busy", len(self.connections))
+                stream.close()
+                return
+            self.evicted_at_limit += 1
+            longest.make_room()
         connection = _ServerConnection(self, stream)
         self.connections.add(connection)
         connection.start()
+
+    def _longest_waiting(self) -> "_ServerConnection | None":
+        """The connection that has waited longest, on an incomplete message or idle
+        (no request running): the one to close when a new one needs its place.  A
+        connection making progress has neither wait; one that stalls, or holds a
+        connection it does not use, is the likeliest attacker and the cheapest loss."""
+        longest, since = None, None
+        for connection in self.connections:
+            waiting = connection.waiting_since()
+            if waiting is not None and (since is None or waiting < since):
+                longest, since = connection, waiting
+        return longest
+
+    # --- the memory budget -----------------------------------------------------------
+    def _account(self, connection: "_ServerConnection", held: int) -> None:
+        """``connection`` now holds ``held`` bytes in incomplete messages; over the
+        budget, the oldest incomplete messages are refused until it fits."""
+        self.incomplete_bytes += held - connection.held
+        connection.held = held
+        self.load.note(self.incomplete_bytes, len(self.connections))
+        while self.incomplete_bytes > self.limits.max_incomplete_bytes and self._incomplete:
+            oldest = next(iter(self._incomplete))
+            self.refused_for_memory += 1
+            oldest.refuse_incomplete(
+                f"{self.incomplete_bytes} bytes held in incomplete messages, over the "
+                f"server's {self.limits.max_incomplete_bytes}; this connection's was the "
+                "oldest")
+
+    def _incomplete_started(self, connection: "_ServerConnection") -> None:
+        self._incomplete.pop(connection, None)
+        self._incomplete[connection] = None          # the newest
+
+    def _incomplete_ended(self, connection: "_ServerConnection") -> None:
+        self._incomplete.pop(connection, None)
+
+    def _forget(self, connection: "_ServerConnection") -> None:
+        self.connections.discard(connection)
+        self._incomplete.pop(connection, None)
+        self.incomplete_bytes -= connection.held
+        connection.held = 0
+        self.load.note(self.incomplete_bytes, len(self.connections))
 
 
 def target_object_key(target) -> bytes | None:
@@ -208,7 +369,11 @@ class _ServerConnection:
         self._again = False           # data arrived while _batch ran
         self._stopping = False        # shut_down(): no more messages are handled
         self._last_activity = time.monotonic()
+        # Since when the incomplete message has not progressed (a message or fragment
+        # completed moves the stream offset): its age, for the timeout and the budget.
         self._partial_since: float | None = None
+        self._partial_offset = 0
+        self.held = 0               # bytes in incomplete messages, as last accounted
         # One timer for the idle and incomplete-message timeouts (see _arm_watchdog).
         self._watchdog: asyncio.TimerHandle | None = None
 
@@ -222,6 +387,8 @@ class _ServerConnection:
         """Bytes arrived, or the end of the stream: handle what is complete."""
         if self._batch is not None:
             self._again = True        # the batch that waits handles it when it is done
+            if not self.closed and not self._stopping:
+                self._track_incomplete()    # (its bytes count in the budget meanwhile)
             return
         if self._stopping:
             return
@@ -270,24 +437,83 @@ class _ServerConnection:
         if at_eof:
             self._finish()
             return
-        if self.giop.has_partial_message:
-            if self._partial_since is None:
+        self._track_incomplete()
+
+    def _track_incomplete(self) -> None:
+        """Note whether a message is incomplete and since when it has not progressed,
+        and account the bytes it holds in the server's budget (which may refuse it)."""
+        giop = self.giop
+        if giop.has_partial_message:
+            if self._partial_since is None or giop.stream_offset != self._partial_offset:
+                first = self._partial_since is None
                 self._partial_since = time.monotonic()
-                self._arm_watchdog()     # the incomplete-message deadline is sooner
-        else:
+                self._partial_offset = giop.stream_offset
+                self.server._incomplete_started(self)
+                if first:
+                    self._arm_watchdog()     # the incomplete-message deadline is sooner
+        elif self._partial_since is not None:
             self._partial_since = None
+            self.server._incomplete_ended(self)
+        held = giop.incomplete_bytes
+        if held != self.held:
+            self.server._account(self, held)
 
     def _failed(self) -> None:
         log.exception("connection from %s failed", self.peer)
         self._finish()
 
     def _finish(self) -> None:
-        """The connection is done: close it, forget it."""
+        """The connection is done: close it, forget it, and let its buffers go now:
+        the stream and this object refer to each other, and a cycle waits for the
+        garbage collector, which an idle server may not run for a long time."""
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
         self._close()
-        self.server.connections.discard(self)
+        self.giop.release_buffers()
+        self.stream.set_on_data(None)
+        self.server._forget(self)
+
+    def waiting_since(self) -> float | None:
+        """Since when the connection has waited on its incomplete message, or been
+        idle (nothing received or running); None while it is busy."""
+        if self.closed:
+            return None
+        if self._partial_since is not None:
+            return self._partial_since
+        if self.tasks or self._batch is not None:
+            return None
+        return self._last_activity
+
+    def refuse_incomplete(self, why: str) -> None:
+        """Drop the incomplete message, answer MessageError, close (over the memory
+        budget, or to make room at the connection limit).
+
+        Why MessageError: GIOP has no message for "refused for want of memory";
+        MessageError is its answer to a message the receiver will not process as
+        sent, and the one this server already gives a header claiming more than
+        max_message_size.  Either side may send it in every GIOP version (1.0
+        included), so it goes in the incomplete message's own version.  Not
+        CloseConnection: that tells the client its unanswered requests were not
+        processed and may be sent again (CORBA 3.x Part 2, 9.3.6), which would bring
+        the same message straight back."""
+        event = self.giop.refuse_partial_message(why)
+        log.warning("%s: %s", self.peer, event)
+        self._write(event.reply)
+        self._finish()
+
+    def make_room(self) -> None:
+        """Close to make room at the connection limit: an incomplete message is
+        refused (MessageError); an idle connection gets CloseConnection, the orderly
+        close a client retries after (it sent nothing unanswered)."""
+        if self._partial_since is not None:
+            self.refuse_incomplete("the connection limit is reached and this "
+                                   "connection's incomplete message waited longest")
+        else:
+            log.info("%s: idle for %.1f s at the connection limit: CloseConnection",
+                     self.peer, self._idle_for())
+            self._send_close_connection()
+            self._finish()
 
     def _deadline(self) -> float | None:
         """When the read loop must look at the connection (time.monotonic()): the

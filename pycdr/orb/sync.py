@@ -43,10 +43,10 @@ class SyncORB:
 
     def serve(self, servant: Servant | None = None, name: str | bytes | None = None, *,
               host: str = "127.0.0.1", port: int = 0,
-              limits: ServerLimits | None = None) -> "SyncServer":
+              limits: ServerLimits | None = None, **server_options) -> "SyncServer":
         """Start a Server on the ORB's loop, with ``servant`` activated under
-        ``name`` if given."""
-        server = Server(host=host, port=port, limits=limits)
+        ``name`` if given (``server_options``: Server's TLS ones)."""
+        server = Server(host=host, port=port, limits=limits, **server_options)
         key = server.activate(servant, name) if servant is not None else None
         self.run(server.start())
         running = SyncServer(self, server, key)

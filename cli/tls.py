@@ -1,0 +1,46 @@
+"""The TLS options every connecting command shares (--tls, --cacert, --cert/--key,
+--insecure), and how their failures are told."""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from pycdr.orb.tls import TLSOptions, transport_error_of
+
+INSECURE_WARNING = ("WARNING: --insecure: the server's certificate and host name are NOT "
+                    "verified")
+
+
+def tls_options(command):
+    """Add the shared TLS options; the command receives one ``tls`` argument (TLSOptions)."""
+    @click.option("--tls", "tls_force", is_flag=True,
+                  help="Speak TLS to a corbaloc:iiop URL or host:port (an IOR with "
+                       "TAG_SSL_SEC_TRANS or TAG_TLS_SEC_TRANS, and corbaloc:ssliop:, "
+                       "select TLS by themselves).")
+    @click.option("--cacert", type=click.Path(exists=True, dir_okay=False),
+                  help="CA certificates (PEM) to verify the server with (default: the "
+                       "system's).")
+    @click.option("--cert", "tls_cert", type=click.Path(exists=True, dir_okay=False),
+                  help="Client certificate (PEM) for servers that require one.")
+    @click.option("--key", "tls_key", type=click.Path(exists=True, dir_okay=False),
+                  help="The client certificate's private key (PEM; default: in --cert).")
+    @click.option("--insecure", is_flag=True,
+                  help="Do not verify the server's certificate or host name.")
+    @functools.wraps(command)
+    def wrapper(*args, tls_force, cacert, tls_cert, tls_key, insecure, **kwargs):
+        if tls_key and not tls_cert:
+            raise click.UsageError("--key needs --cert")
+        if insecure:
+            click.echo(INSECURE_WARNING, err=True)
+        tls = TLSOptions(force=tls_force, cacert=cacert, cert=tls_cert, key=tls_key,
+                         insecure=insecure)
+        return command(*args, tls=tls, **kwargs)
+    return wrapper
+
+
+def failure_text(e: BaseException) -> str:
+    """What failed: the step and why when a TransportError is behind ``e``."""
+    error = transport_error_of(e)
+    return str(error) if error is not None else str(e)

@@ -1,0 +1,186 @@
+"""The command line over TLS: `pycdr serve --tls` as a process; `probe`, `call` and
+`conformance` against it with the shared options (--tls, --cacert, --cert/--key,
+--insecure), their TLS facts and their failures by step and exit status."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("cryptography")
+
+from orb_echo_values import ECHO_ALL_IDL  # noqa: E402
+from pycdr.cli.main import main  # noqa: E402
+from pycdr.iiop import CSISecMechList, SSLSecTrans, decode_profile  # noqa: E402
+from pycdr.ior import ior_from_string  # noqa: E402
+from tls_certs import make_certificates  # noqa: E402
+
+PYCDR = [os.path.join(os.path.dirname(sys.executable), "pycdr")]
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    return make_certificates(tmp_path_factory.mktemp("certs"))
+
+
+def serve(certs, *extra):
+    """`pycdr serve --tls` with ``extra`` options: (process, its output lines)."""
+    process = subprocess.Popen(
+        PYCDR + ["serve", ECHO_ALL_IDL, "--interface", "EchoAll::Echo",
+                 "--tls", str(certs.server.cert), str(certs.server.key), *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [process.stdout.readline().strip(), process.stdout.readline().strip()]
+    if "--also-plain" in extra:
+        lines.append(process.stdout.readline().strip())
+    assert lines[0].startswith("IOR:"), process.stderr.read() if process.poll() else lines
+    return process, lines
+
+
+@pytest.fixture(scope="module")
+def tls_only(certs):
+    process, lines = serve(certs, "--require-client-cert", str(certs.ca))
+    yield lines
+    process.kill()
+    process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def both_ports(certs):
+    process, lines = serve(certs, "--also-plain")
+    yield lines
+    process.kill()
+    process.wait(10)
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def client_cert(certs):
+    return ["--cacert", certs.ca, "--cert", certs.client.cert, "--key", certs.client.key]
+
+
+def test_serve_tls_only_publishes_port_0_and_ssliop(tls_only):
+    ior, url = tls_only
+    profile = decode_profile(ior_from_string(ior).profiles[0])
+    assert profile.port == 0
+    tls_port = profile.component(SSLSecTrans).port
+    assert url == f"corbaloc:ssliop:1.2@127.0.0.1:{tls_port}/Echo"
+    mech = profile.component(CSISecMechList).mechanisms[0]
+    assert mech.transport_mech.addresses == (("127.0.0.1", tls_port),)
+    result = invoke("ior", ior)
+    assert "TAG_SSL_SEC_TRANS" in result.output and "TAG_CSI_SEC_MECH_LIST" in result.output
+
+
+def test_call_over_tls_and_its_failures(certs, tls_only):
+    ior, url = tls_only
+    for target in (ior, url):
+        result = invoke("call", target, "echo_long", "41", "--idl", ECHO_ALL_IDL,
+                        *client_cert(certs))
+        assert result.exit_code == 0, result.output + result.stderr
+        assert json.loads(result.stdout) == 41
+    # no client certificate: the server closes after the handshake
+    result = invoke("call", ior, "echo_long", "1", "--idl", ECHO_ALL_IDL, "--cacert", certs.ca)
+    assert result.exit_code == 3
+    assert "GIOP to 127.0.0.1" in result.stderr and "client certificate" in result.stderr
+    # the system's CAs do not know the test CA
+    result = invoke("call", ior, "echo_long", "1", "--idl", ECHO_ALL_IDL,
+                    "--cert", certs.client.cert, "--key", certs.client.key)
+    assert result.exit_code == 3
+    assert "server certificate to 127.0.0.1" in result.stderr and \
+        "not trusted: self-signed certificate in certificate chain" in result.stderr
+    # --insecure works, and says so
+    result = invoke("call", ior, "echo_long", "2", "--idl", ECHO_ALL_IDL, "--insecure",
+                    "--cert", certs.client.cert, "--key", certs.client.key)
+    assert result.exit_code == 0 and json.loads(result.stdout) == 2
+    assert "--insecure" in result.stderr and "NOT verified" in result.stderr
+    # --key without --cert is a usage error
+    result = invoke("call", ior, "echo_long", "2", "--idl", ECHO_ALL_IDL,
+                    "--key", certs.client.key)
+    assert result.exit_code == 2
+
+
+def test_probe_reports_tls_facts(certs, tls_only):
+    ior, url = tls_only
+    result = invoke("probe", ior, "--json", "--timeout", 10, *client_cert(certs))
+    assert result.exit_code == 0, result.output + result.stderr
+    report = json.loads(result.stdout)
+    assert report["transport"] == "TLS" and report["endpoint_from"] == "TAG_SSL_SEC_TRANS"
+    tls = report["tls"]
+    assert tls["protocol"].startswith("TLSv1.") and tls["cipher"] and tls["cipher_bits"] >= 128
+    assert tls["client_certificate_requested"] is True and tls["verified"] is True
+    leaf = tls["certificates"][0]
+    assert leaf["subject"] == "CN=server,O=pycdr tests"
+    assert leaf["issuer"] == "CN=test-ca,O=pycdr tests"
+    assert (leaf["key_type"], leaf["key_size"]) == ("RSA", 2048)
+    assert leaf["host_name_matches"] and leaf["valid_now"]
+    assert report["giop"] and report["locate"][0]["locate_status"] == "OBJECT_HERE"
+    assert "other_port" not in report          # TLS only: no plain port to try
+    # without the client certificate, the step that failed is named
+    result = invoke("probe", ior, "--json", "--timeout", 10, "--cacert", certs.ca)
+    assert result.exit_code == 3
+    report = json.loads(result.stdout)
+    assert report["failed_step"] == "client certificate"
+    # text output
+    result = invoke("probe", url, "--timeout", 10, *client_cert(certs))
+    assert result.exit_code == 0
+    assert "TLSv1." in result.output and "client certificate requested: yes" in result.output
+    assert "RSA 2048" in result.output and "host name matches: yes" in result.output
+
+
+def test_probe_both_ports_and_plain_probe_of_the_tls_port(certs, both_ports):
+    ior, plain_url, tls_url = both_ports
+    result = invoke("probe", ior, "--json", "--timeout", 10, "--cacert", certs.ca)
+    assert result.exit_code == 0, result.output + result.stderr
+    report = json.loads(result.stdout)
+    assert report["transport"] == "TLS" and report["tls"]["client_certificate_requested"] is False
+    assert report["other_port"]["transport"] == "TCP" and report["other_port"]["answers_giop"]
+    # the plain URL: probed plain, and the IOR's TLS port is not in a corbaloc:iiop URL
+    tls_port = tls_url.rsplit(":", 1)[1].split("/")[0]
+    result = invoke("probe", f"127.0.0.1:{tls_port}", "--json", "--timeout", 10)
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["speaks_tls"] is True and "--tls" in report["hint"]
+    result = invoke("probe", f"127.0.0.1:{tls_port}", "--tls", "--json", "--timeout", 10,
+                    "--cacert", certs.ca)
+    assert result.exit_code == 0 and json.loads(result.stdout)["giop"]
+
+
+def test_conformance_over_tls(certs, both_ports):
+    ior, plain_url, tls_url = both_ports
+    result = invoke("conformance", tls_url, "--group", "locate", "--group", "request",
+                    "--cacert", certs.ca)
+    assert result.exit_code == 0, result.output + result.stderr
+    assert "over TLS to 127.0.0.1" in result.output
+    assert "total" in result.output
+    result = invoke("conformance", tls_url, "--group", "locate")
+    assert result.exit_code == 3 and "not trusted" in result.stderr
+
+
+def test_fuzz_over_tls(certs, both_ports, tmp_path):
+    ior, plain_url, tls_url = both_ports
+    result = invoke("fuzz", ior, "--cacert", certs.ca, "--max-cases", 150, "--seed", 3,
+                    "--json", "--out", tmp_path / "findings")
+    assert result.exit_code == 0, result.output + result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["cases"] == 150 and not summary["target_dead"]
+    assert summary["probes"] > 0 and summary["findings"] == []
+    result = invoke("fuzz", ior, "--max-cases", 5, "--json", "--out", tmp_path / "findings")
+    assert result.exit_code == 3 and "server certificate" in result.stderr
+
+
+def test_pytest_plugin_over_tls(certs, both_ports, tmp_path):
+    """`pytest --pyargs pycdr.conformance --target ... --target-cacert CA`: the cases go over
+    TLS (without the CA they fail: the certificate is not trusted)."""
+    ior, plain_url, tls_url = both_ports
+    argv = [sys.executable, "-m", "pytest", "--pyargs", "pycdr.conformance", "-q",
+            "-p", "no:cacheprovider", "-k", "locate.existing", "--target", tls_url]
+    trusted = subprocess.run(argv + ["--target-cacert", str(certs.ca)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+    assert trusted.returncode == 0, trusted.stdout[-3000:]
+    assert "6 passed" in trusted.stdout
+    untrusted = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert untrusted.returncode == 1 and "6 failed" in untrusted.stdout
