@@ -54,6 +54,10 @@ S_REQUEST_ID = "9.4.3.1 Reply Header (request_id matches a Request)"
 S_SIZE = "9.4.1 GIOP Message Header (message_size)"
 
 ANY_FAILURE = E("system_exception")
+# How ORBs report a call their own timeout ended (CORBA::TIMEOUT since CORBA 3.0; omniORB
+# says TRANSIENT, older ORBs NO_RESPONSE or COMM_FAILURE), or a claim refused first.
+OWN_TIMEOUT = E("system_exception", name=("TIMEOUT", "TRANSIENT", "NO_RESPONSE", "COMM_FAILURE",
+                                          "IMP_LIMIT", "MARSHAL", "NO_MEMORY"))
 CONNECTION_LOST = E("system_exception", name=("COMM_FAILURE", "TRANSIENT"))
 
 
@@ -115,6 +119,11 @@ RATIONALE_UNKNOWN_ID = (
     "Reply for an id never used; ignoring it and taking the right Reply that follows is the "
     "robust reading, a client that gives up on the connection (COMM_FAILURE, MARSHAL, INTERNAL) "
     "is tolerated as spec-silent; hanging or reporting the stray reply's value fails.")
+RATIONALE_OWN_TIMEOUT = (
+    "No GIOP rule bounds how long a reply may take; a client's own call timeout (the Messaging "
+    "RelativeRoundtripTimeoutPolicy, or the ORB's configuration) must end the call, and must "
+    "not wait for the octets a header merely claims. The contract asks client commands to set a "
+    "call timeout below the case's 15 s, so a client still waiting then is judged hung.")
 RATIONALE_HUGE = (
     "A message_size the server never fills must not be allocated up front (the house rule for "
     "every decoder) and the connection's close must end the call: COMM_FAILURE (or MARSHAL / "
@@ -244,6 +253,13 @@ def client_catalog() -> list[ClientCase]:
     add(_case("size.huge-claim-then-close", "a Reply header claiming 2 GiB, 32 bytes of it, "
               "then a close", S_SIZE, "echo_long", "huge_claim", [ANY_FAILURE],
               rationale=RATIONALE_HUGE))
+    add(_case("size.huge-claim-then-stall", "a Reply header claiming 2 GiB and 32 bytes of "
+              "it, then nothing: the client's own call timeout ends the call", S_SIZE,
+              "echo_long", "huge_claim", [OWN_TIMEOUT], params=(("stall", True),),
+              rationale=RATIONALE_OWN_TIMEOUT))
+    add(_case("timeout.no-reply", "the server reads the request and never answers: the "
+              "client's own call timeout ends the call", S_REPLY, "echo_long", "no_reply",
+              [OWN_TIMEOUT], rationale=RATIONALE_OWN_TIMEOUT))
     add(_case("size.trickled-reply", "the reply trickled one byte every 10 ms", S_HEADER,
               "echo_string", "trickle", [RESULT_OK], reply_value=LONG_STRING[:200]))
     # ---- Code sets -------------------------------------------------------------------------------

@@ -24,10 +24,10 @@ from pycdr.errors import PycdrError
 from pycdr.giop.connection import GiopConnection, Role
 from pycdr.giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from pycdr.giop.header import HEADER_SIZE, MsgType, encode_header
-from pycdr.giop.messages import (AddressingDisposition, CloseConnection, KeyAddr, LocateReply,
-                                 LocateRequest, LocateStatus, ProfileAddr, ReferenceAddr, Reply,
-                                 ReplyStatus, Request, encode_fragments, encode_message,
-                                 fragment_message)
+from pycdr.giop.messages import (AddressingDisposition, CancelRequest, CloseConnection, KeyAddr,
+                                 LocateReply, LocateRequest, LocateStatus, MessageError,
+                                 ProfileAddr, ReferenceAddr, Reply, ReplyStatus, Request,
+                                 encode_fragments, encode_message, fragment_message)
 from pycdr.giop.service_contexts import CodeSetsContext, RawServiceContext
 from pycdr.giop.sysexc import CompletionStatus, system_exception
 from pycdr.iiop import CodeSetsComponent, IIOPProfile, decode_profile, make_ior
@@ -108,6 +108,7 @@ class CraftedServer:
         self.connections: list[ConnectionRecord] = []
         self.requests: list[SeenRequest] = []
         self.locates = 0
+        self.sent_next: list[str] = []                # CancelRequest / MessageError names
         self.violations: list[str] = []
         self.threads: list[threading.Thread] = []
         self.closed_first = False
@@ -206,6 +207,11 @@ class CraftedServer:
             elif isinstance(msg, LocateRequest):
                 self.locates += 1
                 actions = [self._locate_reply(msg)]
+            elif isinstance(msg, (CancelRequest, MessageError)):
+                # A client may cancel a call it gave up on, and answer bytes it cannot read
+                # with MessageError: both are what it sent next, not mistakes.
+                self.sent_next.append(msg.type_name)
+                continue
             else:
                 self.violations.append(f"connection {index}: a {msg.type_name} from a client")
                 continue
@@ -423,9 +429,16 @@ def script_fragmented(s, req, nth, index, record, key, addressing):
 
 
 def script_huge_claim(s, req, nth, index, record, key, addressing):
+    """The reply's header claiming HUGE_SIZE octets, 32 of them, then a close (or nothing more
+    with the ``stall`` parameter)."""
     data = s.value_reply(req, record)
     order = "little" if s.case.little else "big"
-    return [data[:8] + HUGE_SIZE.to_bytes(4, order) + data[HEADER_SIZE:HEADER_SIZE + 32], "close"]
+    head = data[:8] + HUGE_SIZE.to_bytes(4, order) + data[HEADER_SIZE:HEADER_SIZE + 32]
+    return [head] if s.case.param("stall") else [head, "close"]
+
+
+def script_no_reply(s, req, nth, index, record, key, addressing):
+    return []
 
 
 def script_trickle(s, req, nth, index, record, key, addressing):
@@ -445,6 +458,7 @@ SCRIPTS = {
     "fragmented": script_fragmented,
     "huge_claim": script_huge_claim,
     "trickle": script_trickle,
+    "no_reply": script_no_reply,
 }
 
 
@@ -578,6 +592,7 @@ def request_details(server: CraftedServer) -> dict:
     first_ctx = next((ctx for s in reqs for ctx in s.message.service_contexts
                       if isinstance(ctx, CodeSetsContext)), None)
     details = {"requests": len(reqs), "locate_requests": server.locates,
+               "sent_next": ",".join(server.sent_next) or None,
                "connections": len(server.connections),
                "reconnected": len({s.connection for s in reqs}) > 1,
                "forwarded": any(s.key == FORWARDED_KEY for s in reqs),
