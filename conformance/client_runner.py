@@ -48,7 +48,8 @@ MAX_RECORDED = 1 << 20               # bytes recorded per connection and directi
 STRAY_VALUE = 99999                  # the value in a reply for a request id never used
 STRAY_TEXT = "stray reply; " * 30    # ... a string one
 HUGE_SIZE = 0x7FFFFFF0
-SERVER_SETTLE = 0.2                  # seconds for the server to finish after the client exits
+SERVER_SETTLE = 1.0                  # at most this long for the server to read the client's
+                                     # last bytes after it exited
 
 
 class ClientCommandError(PycdrError):
@@ -139,6 +140,13 @@ class CraftedServer:
         t.start()
         self.threads.append(t)
         return self
+
+    def settle(self, timeout: float) -> None:
+        """Wait (up to ``timeout`` s) until every connection handler has seen its connection
+        end: the client exited, so whatever it sent has arrived by then."""
+        deadline = time.monotonic() + timeout
+        for t in list(self.threads[1:]):
+            t.join(max(deadline - time.monotonic(), 0))
 
     def __exit__(self, *exc):
         self.stop_event.set()
@@ -645,7 +653,7 @@ class ClientRunner:
         with CraftedServer(case, self.interface) as server:
             argv = self.argv_for(server, case)
             stdout, stderr, returncode, hung = self._run_client(argv, case.timeout)
-            time.sleep(SERVER_SETTLE)
+            server.settle(SERVER_SETTLE)
         outcome = classify_report(case, parse_report(stdout), returncode, hung)
         outcome.details.update(request_details(server))
         problems = request_problems(server, case)

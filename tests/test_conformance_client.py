@@ -117,6 +117,10 @@ def test_cli_client_mode_with_reports(tmp_path):
     decoded = decode_capture(str(tmp_path / "pcaps" / "sysexc.yes_1.2-BE.pcap"))
     assert [m["type"] for m in decoded] == ["Request", "Reply"]
     assert decoded[1]["reply_status"] == "SYSTEM_EXCEPTION"
+    listing = subprocess.run([*PYCDR, "conformance", "--client", REFERENCE, "--list"],
+                             capture_output=True, text=True, timeout=60)
+    assert listing.returncode == 0 and "forward.loop[1.0-BE]" in listing.stdout
+    assert "why: 9.4.7/9.5.1" in listing.stdout            # a case's spec reasoning
     usage = subprocess.run([*PYCDR, "conformance", "--client", "noref"], capture_output=True,
                            text=True, timeout=60)
     assert usage.returncode == 2 and "{ior}" in usage.stderr
