@@ -161,6 +161,12 @@ def client_catalog() -> list[ClientCase]:
                   S_ALIGN, "echo_longlong", "reply", [RESULT_OK], little=n % 2 == 1,
                   params=(("contexts", (("pad", n),)),)))
     for le in (False, True):
+        add(_case("align.reply-body-unpadded", "a GIOP 1.2 echo_longlong reply without the "
+                  "padding before its body: read 8-aligned, the value runs past the end",
+                  S_ALIGN, "echo_longlong", "unpadded", [E("system_exception", name="MARSHAL")],
+                  tolerate=[T(E("system_exception", name=("COMM_FAILURE", "INTERNAL")),
+                              "other-refusal", "refuses the short reply with another "
+                              "exception")], little=le))
         add(_case("context.unknown-in-reply", "a reply with two unknown service contexts "
                   "(one with a vendor id, one empty) is read, the contexts ignored",
                   S_CONTEXTS, "echo_long", "reply", [RESULT_OK], little=le,

@@ -445,6 +445,17 @@ def script_huge_claim(s, req, nth, index, record, key, addressing):
     return [head] if s.case.param("stall") else [head, "close"]
 
 
+def script_unpadded(s, req, nth, index, record, key, addressing):
+    """A GIOP 1.2 reply whose header ends at 4 mod 8 (a 4-octet service context), its body
+    written right after it without the 4 padding octets, the size reduced to match."""
+    data = s.value_reply(req, record, contexts=[RawServiceContext(id=0x50594345,
+                                                                  data=b"\x00" * 4)])
+    header_end = HEADER_SIZE + 12 + 12       # request id, status, count; one context of 4
+    order = "little" if s.case.little else "big"
+    size = int.from_bytes(data[8:12], order) - 4
+    return [data[:8] + size.to_bytes(4, order) + data[12:header_end] + data[header_end + 4:]]
+
+
 def script_no_reply(s, req, nth, index, record, key, addressing):
     return []
 
@@ -467,6 +478,7 @@ SCRIPTS = {
     "huge_claim": script_huge_claim,
     "trickle": script_trickle,
     "no_reply": script_no_reply,
+    "unpadded": script_unpadded,
 }
 
 

@@ -186,6 +186,10 @@ def test_jacorb_client():
     assert not_passed.pop("forward.loop[1.2-BE]") == "hung"
     assert not_passed.pop("fragment.reply[1.1-BE]") == "bad_request"
     assert not_passed.pop("fragment.reply[1.1-LE]") == "bad_request"
+    # Known: JacORB reads a reply body past the message's end (the unpadded reply's long long
+    # takes 4 octets from beyond it) and reports a wrong value instead of MARSHAL.
+    assert not_passed.pop("align.reply-body-unpadded[1.2-BE]") == "result"
+    assert not_passed.pop("align.reply-body-unpadded[1.2-LE]") == "result"
     assert not_passed == {"addressing.needs-profile[1.2-BE]": "system_exception"}
 
 
