@@ -29,6 +29,30 @@ def _seed_sources(idl_file, interface, corpus, seed, no_catalog):
     return build
 
 
+def _probe_request(idl_file, interface):
+    """With --idl, the Request liveness probe calls one of its operations
+    (the shortest request of those expecting a reply) instead of
+    _non_existent: a function of the target (whose object key it needs)."""
+    if not idl_file:
+        return None
+    from pycdr.fuzz import seeds as S
+
+    def build(target):
+        requests = [s.messages[0] for s in S.idl_seeds(idl_file, interface, target.object_key,
+                                                         rng=random.Random("probe"))
+                    if s.messages and _expects_reply(s.messages[0])]
+        return min(requests, key=len) if requests else None
+    return build
+
+
+def _expects_reply(message: bytes) -> bool:
+    from pycdr.giop.messages import decode_message
+    try:
+        return decode_message(message, lenient=True)[0].response_expected
+    except PycdrError:
+        return False
+
+
 def _coverage_table(stats):
     from rich.table import Table
     versions = sorted({v for (_, v, _) in stats.coverage})
@@ -81,16 +105,18 @@ def _status(campaign):
               help="Seconds to wait for an answer before suspecting a hang.")
 @click.option("--probe-interval", type=float, default=2.0, show_default=True,
               help="Seconds between liveness probes.")
+@click.option("--rss-limit", type=float, default=256.0, show_default=True,
+              help="MB of RSS growth of a --spawn target that make a memory finding.")
 @click.option("--no-minimize", is_flag=True, help="Save findings without minimizing them.")
 @click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
               help="Send a saved finding's messages again and say whether it reproduces.")
 def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_file, interface,
-        corpus, no_catalog, timeout, probe_interval, no_minimize, replay_dir):
+        corpus, no_catalog, timeout, probe_interval, rss_limit, no_minimize, replay_dir):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc URL or host:port; or --spawn CMD).
 
     Exit code 1 when a finding was made (or a replay reproduced it)."""
     from pycdr.fuzz.engine import Campaign
-    from pycdr.fuzz.findings import load_messages, save
+    from pycdr.fuzz.findings import load_messages, save, save_unconfirmed
     if not target and not spawn:
         raise click.UsageError("give a TARGET or --spawn CMD")
     if idl_file and not interface:
@@ -104,12 +130,13 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
             kind, messages = load_messages(replay_dir)
             from pycdr.fuzz.seeds import Seed
             campaign = Campaign(target, spawn=spawn, timeout=timeout,
+                                rss_limit=int(rss_limit * (1 << 20)),
                                 seeds=[Seed("replay", messages)])
             try:
-                verdict = campaign.check(messages)
+                same = campaign.reproduces(kind, messages)
+                verdict = campaign.last_verdict
             finally:
                 campaign.close()
-            same = verdict.kind == kind
             result = {"finding": replay_dir, "expected": kind, "observed": verdict.kind,
                       "details": verdict.details, "reproduced": same}
             click.echo(json.dumps(result) if as_json else
@@ -119,9 +146,10 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
         saved = []
         campaign = Campaign(target, seed=seed, spawn=spawn, timeout=timeout,
                             probe_interval=probe_interval, rate=rate,
-                            minimize=not no_minimize,
+                            rss_limit=int(rss_limit * (1 << 20)), minimize=not no_minimize,
                             seed_sources=_seed_sources(idl_file, interface, corpus, seed,
-                                                       no_catalog))
+                                                       no_catalog),
+                            probe_request=_probe_request(idl_file, interface))
     except (PycdrError, OSError) as e:
         click.echo(f"cannot fuzz: {e}", err=True)
         sys.exit(EXIT_UNREACHABLE)
@@ -131,7 +159,12 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
         saved.append(save(finding, out_dir, len(saved) + 1, target_text=target, spawn=spawn,
                           answers=finding.answers))
 
+    def on_unconfirmed(finding):
+        saved_unconfirmed.append(save_unconfirmed(finding, out_dir, len(saved_unconfirmed) + 1))
+
+    saved_unconfirmed = []
     campaign.on_finding = on_finding
+    campaign.on_unconfirmed = on_unconfirmed
     if not as_json:
         click.echo(f"pycdr fuzz: seed {seed}, {len(campaign.seeds)} seeds, target "
                    f"{campaign.target.describe()}")
@@ -156,13 +189,21 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
                "elapsed": round(s.elapsed, 2), "cases_per_second": round(s.rate, 1),
                "pipelined": s.pipelined, "isolated": s.isolated, "probes": s.probes,
                "restarts": s.restarts, "target_dead": campaign.dead,
-               "findings": [f.to_json() for f in campaign.findings.values()]}
+               "answer_timeout": round(campaign.answer_timeout(), 4),
+               "outcomes": dict(s.outcomes), "notes": campaign.notes,
+               "findings": [f.to_json() for f in campaign.findings.values()],
+               "unconfirmed": [f.to_json() for f in campaign.unconfirmed]}
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:
         for f in campaign.findings.values():
             click.echo(f"{f.kind:6} {f.path}  ({f.case.seed_name}, case {f.case.index}, "
-                       f"{'reproducible' if f.reproducible else 'not reproduced'})  {f.folder}")
-        click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings; "
-                   f"seed {seed}")
+                       f"reproduced {f.reproductions} times alone)  {f.folder}")
+        for f in campaign.unconfirmed:
+            click.echo(f"{f.kind:6} unconfirmed: {f.details.get('unconfirmed')}; in flight: "
+                       f"{len(f.in_flight)} case(s)  {f.folder}")
+        for note in campaign.notes:
+            click.echo(f"note: {note}")
+        click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings "
+                   f"({len(campaign.unconfirmed)} unconfirmed); seed {seed}")
     sys.exit(EXIT_BAD_INPUT if campaign.findings else EXIT_OK)

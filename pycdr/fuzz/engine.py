@@ -44,8 +44,9 @@ from ..giop.events import (NEED_DATA, Answer, ConnectionClosed, MessageReceived,
                            ProtocolViolation)
 from ..giop.header import MsgType
 from ..giop.messages import (CloseConnection, KeyAddr, LocateReply, LocateRequest,
-                             MessageError, Request, encode_message)
+                             MessageError, Reply, Request, encode_message)
 from ..conformance.wire import FLOOD_MESSAGES, Observation, Wire
+from .findings import Finding, ddmin, minimize
 from .mutators import MutationContext, mutate, target_profile
 
 SENTINEL_ID = 0x7E570000       # request ids of the pipelining sentinels (and probes)
@@ -53,6 +54,57 @@ CLOSING_TYPES = (MsgType.CloseConnection, MsgType.MessageError)
 # How long a case's connection is watched after the answers it was to get
 # (a close, unsolicited messages); with no answer due, twice as long.
 LINGER = 0.005
+
+# Kinds after which the target needs a restart, by the probe status that shows them.
+BROKEN_BY_STATUS = {"exited": "crash", "refused": "crash", "silent": "hang",
+                    "requests-silent": "hang"}
+BROKEN = ("crash", "hang", "memory")
+# A finding is confirmed when its (minimized) case alone does it this many
+# times in a row, each time against a fresh target.
+REPRODUCTIONS = 3
+# Runs of the cases in flight (together, then fewer) spent looking for
+# the one that broke the target when several were in flight.
+ATTRIBUTION_TESTS = 16
+MAX_UNCONFIRMED = 64
+# Learned waits: a high percentile of the target's answer times times a
+# factor, never below the floor (scheduling noise on a busy machine).
+TIMEOUT_FACTOR = 8.0
+TIMEOUT_FLOOR = 0.05
+TIMEOUT_PERCENTILE = 0.99
+MIN_SAMPLES = 16
+CALIBRATION_PROBES = MIN_SAMPLES
+# A probe answered this many times slower than the target's baseline (and
+# past the floor) says the target is slow: not broken, and no case is blamed.
+SLOW_FACTOR = 20.0
+SLOW_FLOOR = 0.05
+
+
+class Latency:
+    """Answer times of the target; the waits are learned from them."""
+
+    def __init__(self, ceiling: float, keep: int = 512):
+        self.ceiling = ceiling
+        self.samples: deque = deque(maxlen=keep)
+        self._learned: float | None = None
+        self._added = 0
+
+    def add(self, seconds: float) -> None:
+        self.samples.append(seconds)
+        self._added += 1
+        if self._learned is None or self._added % 64 == 0:
+            self._learned = None
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def timeout(self) -> float:
+        if len(self.samples) < MIN_SAMPLES:
+            return self.ceiling
+        if self._learned is None:
+            self._learned = min(self.ceiling, max(
+                TIMEOUT_FLOOR, TIMEOUT_FACTOR * self.percentile(TIMEOUT_PERCENTILE)))
+        return self._learned
 
 
 # --------------------------------------------------------------------------
@@ -63,6 +115,7 @@ class Prediction:
     closes: bool = False       # it closes the connection
     partial: bool = False      # a message or fragment chain is left incomplete
     uncertain: bool = False    # a CancelRequest may or may not suppress a reply
+    message_error: bool = False  # it answers a violation with MessageError
 
 
 def predict(messages) -> Prediction:
@@ -89,6 +142,7 @@ def predict(messages) -> Prediction:
                     break
             elif isinstance(event, ProtocolViolation):
                 p.answers += bool(event.reply)
+                p.message_error = p.message_error or bool(event.reply)
                 if event.answer in (Answer.SEND_MESSAGE_ERROR_AND_CLOSE, Answer.CLOSE):
                     p.closes = True
                     break
@@ -268,7 +322,11 @@ class Stats:
     isolated: int = 0
     probes: int = 0
     restarts: int = 0
-    findings: Counter = field(default_factory=Counter)
+    findings: Counter = field(default_factory=Counter)    # breakages seen, per kind
+    # Closes judged against the spec (allowed after a malformed message, but
+    # not without MessageError): outcomes, not findings.
+    outcomes: Counter = field(default_factory=Counter)
+    slow_probes: int = 0
     coverage: Counter = field(default_factory=Counter)   # (type, version, mutator) -> n
     started: float = field(default_factory=time.monotonic)
 
@@ -290,7 +348,8 @@ class Campaign:
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
                  connections: int = 8,
                  rss_limit: int = 256 << 20, seeds=None, seed_sources=None, minimize=True,
-                 on_finding=None, log=None):
+                 on_finding=None, on_unconfirmed=None, probe_request=None,
+                 request_probes: bool = True, log=None):
         self.seed = seed
         self.spawned = SpawnedTarget(spawn) if spawn else None
         self.target_text = target_text
@@ -299,6 +358,16 @@ class Campaign:
         self.target = resolve(self.target_text)
         self.timeout = timeout
         self.probe_timeout = probe_timeout
+        # The longest wait, after a first silent probe, before calling it a hang.
+        self.hang_timeout = max(timeout, probe_timeout)
+        self.latency = Latency(timeout)
+        self.probe_latency = {"locate": Latency(probe_timeout), "request": Latency(probe_timeout)}
+        self.baseline: dict = {}            # probe kind -> median answer time at the start
+        # target -> the Request probe's bytes (default, or None: _non_existent)
+        self.probe_request = probe_request
+        self.request_probes = request_probes
+        self._probe_turn = 0
+        self.notes: list[str] = []
         self.probe_interval = probe_interval
         self.rate = rate
         self.batch_size = max(1, batch)
@@ -306,14 +375,21 @@ class Campaign:
         self.rss_limit = rss_limit
         self.minimize = minimize
         self.on_finding = on_finding
+        self.on_unconfirmed = on_unconfirmed
         self.log = log or (lambda text: None)
         self.stats = Stats()
-        self.findings: dict = {}           # (kind, path) -> Finding
+        self.findings: dict = {}           # (kind, path) -> confirmed Finding
+        self.unconfirmed: list = []        # Findings no case in flight did alone
+        # Cases sent since the target last answered a probe (the suspects
+        # when it turns out broken).
+        self._in_flight: deque[Case] = deque(maxlen=256)
+        self._attributed = 0               # confirmed (or known) findings so far
+        self._needs_restart = False
         self.dead = False                  # the target is gone and cannot be restarted
         self._pipe: _Pipe | None = None
         self._last_probe = time.monotonic()
-        self._recent: list[Case] = []
         self.last_received = b""
+        self.last_verdict: Verdict | None = None
         self._last_tail: Case | None = None
         # Cases made ahead, while the target works on the ones sent (the
         # fuzzer's CPU and the target's then overlap): see _make_ahead.
@@ -325,6 +401,7 @@ class Campaign:
             raise PycdrError("no seeds: nothing to mutate")
         profile, ior = target_profile(self.target)
         self.ctx = MutationContext(self.seeds, self.target.object_key, profile, ior)
+        self._calibrate()
 
     # --- cases ---------------------------------------------------------------------
     def make_case(self, index: int) -> Case:
@@ -446,25 +523,30 @@ class Campaign:
         if tail is not None:
             cases = cases + [tail]
         want = sum(c.prediction.answers for c in cases)
+        self._sent(cases)
+        rss_before = self.spawned.rss() if self.spawned is not None else None
         try:
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key)
             ok = self._pipe.run(b"".join(b"".join(c.messages) for c in cases), want,
-                                self.timeout, sentinel=tail is None,
+                                self.answer_timeout(), sentinel=tail is None,
                                 while_waiting=lambda: self._make_ahead(len(cases)))
         except OSError:
             ok = False
         previous_tail = self._last_tail
+        if ok and rss_before is not None and self._rss_growth(rss_before) is not None:
+            ok = False           # one of them made the target grow: which, alone
         if ok:
             self.stats.cases += len(cases)
             self.stats.pipelined += len(cases)
-            self._recent = cases[-4:]
             if tail is not None:
                 self._close_pipe()
             self._last_tail = tail
             return
         self._last_tail = None
-        if previous_tail is not None and self._probe() != "alive":
+        self._close_pipe()
+        broken = self._broken()
+        if broken is not None and previous_tail is not None:
             # The target broke after the last batch's tail, whose effect was
             # not waited for: that case goes first.
             self.stats.cases -= 1
@@ -472,13 +554,7 @@ class Campaign:
         # Not as predicted: each case again, alone, with full detection -- on
         # a working target (a case of the batch may have broken it; the
         # isolated runs find which).
-        self._close_pipe()
-        if self._probe() != "alive" and not self.recover():
-            return
-        for case in cases:
-            if self.dead:
-                break
-            self._run_isolated_case(case)
+        self._run_alone(cases, broken)
 
     def _close_pipe(self) -> None:
         if self._pipe is not None:
@@ -488,19 +564,22 @@ class Campaign:
     def _run_isolated_case(self, case: Case) -> None:
         self.stats.cases += 1
         self.stats.isolated += 1
-        self._recent = (self._recent + [case])[-4:]
+        self._sent([case])
         verdict = self.check(case.messages, case.prediction,
                              while_waiting=lambda: self._make_ahead(1))
         if verdict.kind is not None:
-            self._record(case, verdict)
+            self._attribute(verdict.kind, verdict.details, first=case)
 
     def check(self, messages, prediction: Prediction | None = None, *,
-              linger: float = LINGER, while_waiting=None) -> Verdict:
+              linger: float = LINGER, while_waiting=None, look_after: bool = False) -> Verdict:
         """Send ``messages`` on a fresh connection and judge what happens
         (``while_waiting`` is called once they are sent, before the answer is
-        read)."""
+        read).  The target's health is looked at when the connection showed
+        something a conforming server does not do, or always with
+        ``look_after`` (a case replayed to see whether it breaks the target)."""
         p = prediction or predict(messages)
         obs = Observation()
+        rss_before = self.spawned.rss() if self.spawned is not None else None
         try:
             with Wire(self.target.host, self.target.port,
                       connect_timeout=self.probe_timeout) as wire:
@@ -510,20 +589,42 @@ class Campaign:
                 if while_waiting is not None:
                     while_waiting()
                 wire.observe(obs, want=p.answers,
-                             timeout=self.timeout if p.answers else LINGER * 2,
+                             timeout=self.answer_timeout() if p.answers else LINGER * 2,
                              linger=linger, sent=sum(map(len, messages)))
         except OSError as e:
             obs.connect_error = str(e)
+        if obs.answer_time is not None:
+            self.latency.add(obs.answer_time)
         reason = suspicion(obs, p, messages, more_answers=linger < 0.1)
         if reason == "flood":
             return Verdict("flood", {"bytes": obs.total_received,
                                      "messages": len(obs.messages)}, obs)
         if reason == "more_answers":
             # More than a conforming server sends: look longer for a flood.
-            return self.check(messages, p, linger=0.5)
-        if reason is not None:
-            return self._after_suspicion(reason, obs)
-        return Verdict(None, {}, obs)
+            return self.check(messages, p, linger=0.5, look_after=look_after)
+        grown = self._rss_growth(rss_before)
+        if grown is not None:
+            return Verdict("memory", {"rss_growth": grown}, obs)
+        if reason is None and not look_after:
+            return Verdict(None, {}, obs)
+        status = self._health()
+        details = {"observed": reason, "answers": len(obs.messages), "probe": status}
+        kind = BROKEN_BY_STATUS.get(status.split("(")[0])
+        if kind is None and reason in ("closed", "reset"):
+            # An outcome to judge against the spec, not a finding: closing
+            # after a malformed message is allowed, without MessageError not.
+            self.stats.outcomes[f"{reason}, " + ("MessageError expected" if p.message_error
+                                                 else "well-formed case")] += 1
+        return Verdict(kind, details, obs)
+
+    def _rss_growth(self, before: int | None) -> int | None:
+        """The spawned target's RSS growth since ``before`` when it passes the limit."""
+        if before is None:
+            return None
+        after = self.spawned.rss()
+        if after is not None and after - before > self.rss_limit:
+            return after - before
+        return None
 
     def _run_isolated_group(self, cases: list) -> None:
         """Cases that need a connection each, all sent at once (one connection
@@ -537,6 +638,8 @@ class Campaign:
             return
         suspects = []
         wires = []
+        self._sent(cases)
+        rss_before = self.spawned.rss() if self.spawned is not None else None
         try:
             for case in cases:
                 try:
@@ -553,7 +656,7 @@ class Campaign:
             # First every case's answers; then, all at once, the linger that
             # check() gives each: what comes after them (a close, unsolicited
             # messages) during at least LINGER from when they were in.
-            deadline = time.monotonic() + self.timeout
+            deadline = time.monotonic() + self.answer_timeout()
             observations = []
             for case, wire in zip(cases, wires):
                 p = case.prediction
@@ -590,111 +693,294 @@ class Campaign:
             for wire in wires:
                 if wire is not None:
                     wire.close()
-        self._recent = (self._recent + cases)[-4:]
+        if self._rss_growth(rss_before) is not None:
+            suspects = cases          # one of them made the target grow: which, alone
+            self.stats.cases -= len(cases)
+            self.stats.isolated -= len(cases)
         if not suspects:
             self._last_tail = None
             return
         previous_tail = self._last_tail
         self._last_tail = None
-        if self._probe() != "alive":
+        broken = self._broken()
+        if broken is not None and suspects is not cases:
             # Broken: which case did it is not known -- every case of the
             # group again, alone (after the last tail, if there was one).
             counted = len(cases) - len(suspects)
             self.stats.cases -= counted
             self.stats.isolated -= counted
             suspects = cases
-            if previous_tail is not None:
-                self.stats.cases -= 1
-                suspects = [previous_tail] + suspects
-            if not self.recover():
-                return
-        for case in suspects:
+        if broken is not None and previous_tail is not None:
+            self.stats.cases -= 1
+            suspects = [previous_tail] + suspects
+        self._run_alone(suspects, broken)
+
+    def _run_alone(self, cases: list, broken: tuple | None) -> None:
+        """Cases again, each alone with the full detection of check(), after
+        a batch or group did not go as predicted; ``broken`` (kind, details)
+        when the target was found broken after it.  Then, if no case alone
+        did it, the breakage stays an unconfirmed finding naming every case
+        that was in flight."""
+        in_flight = list(self._in_flight)
+        attributed = self._attributed
+        if broken is not None and not self._fresh_target(restart=True):
+            self._unconfirmed(broken[0], broken[1], in_flight, "the target could not "
+                              "be restarted, nothing was run alone")
+            return
+        for case in cases:
             if self.dead:
                 break
             self._run_isolated_case(case)
+        if broken is not None and self._attributed == attributed and not self.dead:
+            # None of them did it alone: the cases in flight before them next.
+            self._attribute(broken[0], broken[1], in_flight=in_flight, skip=cases)
 
-    def _after_suspicion(self, reason: str, obs: Observation) -> Verdict:
-        """Is the target still there? Decide the finding kind."""
-        status = self._probe()
-        if status == "silent":
-            # A dying process may still accept a connection and then drop it:
-            # look again before calling it a hang.
-            time.sleep(0.1)
-            status = self._probe()
-        details = {"observed": reason, "answers": len(obs.messages), "probe": status}
-        if status == "alive":
-            if reason in ("closed", "reset"):
-                return Verdict(reason, details, obs)
-            return Verdict(None, details, obs)
-        if status.startswith("exited") or status == "refused":
-            return Verdict("crash", details, obs)
-        return Verdict("hang", details, obs)
+    # --- the target's health ----------------------------------------------------------
+    def answer_timeout(self) -> float:
+        """How long a case's answers are waited for: learned from the
+        target's own answer times, at most --timeout."""
+        return self.latency.timeout()
 
-    def _probe(self) -> str:
-        """alive | exited(CODE) | refused | silent | memory(BYTES)."""
+    def _build_probes(self) -> None:
+        version = min(tuple(self.target.version), (1, 2))
+        key = KeyAddr(self.target.object_key)
+        self._probe_messages = {
+            "locate": encode_message(LocateRequest(version=version, request_id=SENTINEL_ID,
+                                                   target=key)),
+            "request": (self.probe_request and self.probe_request(self.target)) or
+            encode_message(Request(
+                version=version, request_id=SENTINEL_ID + 1, target=key,
+                operation="_non_existent", response_flags=3)),
+        }
+
+    def _calibrate(self) -> None:
+        """Probe answer times of the target as it starts: the baseline that
+        slowness is judged against.  A target that never answers the Request
+        probe (no _non_existent for its key) is watched by LocateRequests only."""
+        self._build_probes()
+        kinds = ["locate", "request"] if self.request_probes else ["locate"]
+        for _ in range(CALIBRATION_PROBES):
+            for kind in kinds:
+                self._probe_one(kind, self.latency.ceiling)
+        if self.request_probes and not self.probe_latency["request"].samples \
+                and self.probe_latency["locate"].samples:
+            self.request_probes = False
+            self.notes.append("the target did not answer the Request probe; "
+                              "liveness by LocateRequest only")
+
+    def _probe_one(self, kind: str, timeout: float) -> str:
+        """One probe on a fresh connection: answered | silent | closed | refused."""
         self.stats.probes += 1
+        try:
+            with Wire(self.target.host, self.target.port,
+                      connect_timeout=max(timeout, self.probe_timeout)) as wire:
+                wire.send(self._probe_messages[kind])
+                obs = wire.observe(Observation(), want=1, timeout=timeout)
+        except OSError:
+            return "refused"
+        if obs.answer_time is not None and any(
+                isinstance(e.message, (LocateReply, Reply)) for e in obs.messages):
+            self.probe_latency[kind].add(obs.answer_time)
+            if self.baseline.get(kind) is None and \
+                    len(self.probe_latency[kind].samples) >= CALIBRATION_PROBES:
+                self.baseline[kind] = self.probe_latency[kind].percentile(0.5)
+            base = self.baseline.get(kind)
+            if base is not None and obs.answer_time > max(SLOW_FACTOR * base, SLOW_FLOOR):
+                self.stats.slow_probes += 1
+                return "slow"
+            return "answered"
+        return "closed" if obs.closed else "silent"
+
+    def _probe(self, kinds=("locate", "request"), timeout: float | None = None) -> str:
+        """alive | slow | exited(CODE) | refused | silent (no answer to a
+        LocateRequest) | requests-silent (LocateRequests answered, Requests
+        not: a hung servant behind a working ORB core)."""
         self._last_probe = time.monotonic()
         if self.spawned is not None:
             code = self.spawned.exited()
             if code is not None:
                 return f"exited({code})"
-        try:
-            with Wire(self.target.host, self.target.port,
-                      connect_timeout=self.probe_timeout) as wire:
-                wire.send(encode_message(LocateRequest(
-                    request_id=SENTINEL_ID, target=KeyAddr(self.target.object_key))))
-                obs = wire.observe(Observation(), want=1, timeout=self.probe_timeout)
-        except OSError:
-            if self.spawned is not None:
-                time.sleep(0.05)
+        slow = False
+        for kind in kinds:
+            if kind == "request" and not self.request_probes:
+                continue
+            answer = self._probe_one(kind, timeout or self.probe_timeout_now(kind))
+            if answer in ("refused", "closed", "silent") and self.spawned is not None:
+                time.sleep(0.05)         # a dying process may still accept, then drop
                 code = self.spawned.exited()
                 if code is not None:
                     return f"exited({code})"
-            return "refused"
-        if any(isinstance(e.message, LocateReply) for e in obs.messages):
-            return "alive"
-        if self.spawned is not None:
-            code = self.spawned.exited()
-            if code is not None:
-                return f"exited({code})"
-        return "silent"
+            if answer == "refused":
+                return "refused"
+            if answer in ("silent", "closed"):
+                return "silent" if kind == "locate" else "requests-silent"
+            slow = slow or answer == "slow"
+        self._in_flight.clear()       # what was sent before did not break it
+        return "slow" if slow else "alive"
+
+    def probe_timeout_now(self, kind: str) -> float:
+        """A probe's wait: learned from the probe's answer times, at most
+        probe_timeout."""
+        return self.probe_latency[kind].timeout()
+
+    def _health(self) -> str:
+        """The target's state after something unexpected: both probes, and
+        when either is silent both again with the longest wait (one silent
+        probe is not a hang)."""
+        status = self._probe()
+        if status in ("silent", "requests-silent"):
+            status = self._probe(timeout=self.hang_timeout)
+        return status
+
+    def _broken(self) -> tuple | None:
+        """(kind, details) when the target is broken (crash or hang), else None."""
+        status = self._health()
+        kind = BROKEN_BY_STATUS.get(status.split("(")[0])
+        return None if kind is None else (kind, {"probe": status})
 
     def _periodic_probe(self) -> None:
-        status = self._probe()
+        # Probes alternate: a LocateRequest (the ORB core), a Request (past it).
+        self._probe_turn += 1
+        kind = "request" if self._probe_turn % 2 and self.request_probes else "locate"
+        status = self._probe((kind,))
+        if status not in ("alive", "slow"):
+            broken = self._broken()
+            if broken is not None:
+                self._close_pipe()
+                self._attribute(broken[0], dict(broken[1], periodic=True))
+                return
         rss = self.spawned.rss() if self.spawned is not None else None
         if rss is not None:
             if self.spawned.baseline_rss is None:
                 self.spawned.baseline_rss = rss
-            elif rss - self.spawned.baseline_rss > self.rss_limit and self._recent:
-                self._record(self._recent[-1], Verdict("memory", {
-                    "rss": rss, "baseline": self.spawned.baseline_rss}))
-                return
-        if status != "alive" and self._recent:
-            kind = "hang" if status == "silent" else "crash"
-            self._record(self._recent[-1], Verdict(kind, {"probe": status, "periodic": True}))
+            elif rss - self.spawned.baseline_rss > self.rss_limit:
+                self._close_pipe()
+                self._attribute("memory", {"rss": rss, "baseline": self.spawned.baseline_rss,
+                                           "periodic": True})
 
-    # --- findings ------------------------------------------------------------------
-    def _record(self, case: Case, verdict: Verdict) -> None:
-        from .findings import Finding, minimize
+    # --- attribution --------------------------------------------------------------------
+    def _sent(self, cases) -> None:
+        """Cases go in flight: sent since the target last answered a probe."""
+        self._in_flight.extend(cases)
+
+    def _attribute(self, kind: str, details: dict, first: Case | None = None, *,
+                   in_flight: list | None = None, skip=()) -> None:
+        """The target broke (crash, hang, memory) or flooded with cases in
+        flight.  A case is blamed only when it does the same alone against a
+        fresh target, REPRODUCTIONS times (see _record).  ``first`` (the case
+        whose connection showed it) is tried alone first; then the others in
+        flight (but those in ``skip``, run alone already) are run again
+        together, in order, on a fresh target, and when that does it too,
+        delta debugging narrows them to the one that does it alone.  When
+        none does, the finding is unconfirmed and lists them all."""
+        in_flight = list(self._in_flight) if in_flight is None else in_flight
+        if first is not None and first not in in_flight:
+            in_flight.append(first)
+        self._in_flight.clear()
         self._close_pipe()
-        keys = case.field_keys
-        key = (verdict.kind, "+".join(sorted(keys)))
-        duplicate = key in self.findings or any((verdict.kind, k) in self.findings
-                                                for k in keys)
-        self.stats.findings[verdict.kind] += 1
-        self.log(f"case {case.index}: {verdict.kind} at {case.path} ({case.seed_name})")
-        target_broken = verdict.kind in ("crash", "hang", "memory")
-        if target_broken:
-            self.recover()
-        if duplicate or self.dead:
+        self.stats.findings[kind] += 1
+        self.log(f"{kind} with {len(in_flight)} case(s) in flight"
+                 + (f"; case {first.index} at {first.path}" if first is not None else ""))
+        culprit = None
+        if first is not None and self.reproduces(kind, first.messages, fresh=True):
+            culprit = first
+        else:
+            skip = {id(c) for c in skip} | {id(first)}
+            others = [c for c in in_flight if id(c) not in skip]
+            budget = [ATTRIBUTION_TESTS]
+
+            def together(cases) -> bool:
+                if budget[0] <= 0 or self.dead:
+                    return False
+                budget[0] -= 1
+                return self._reproduces_together(kind, cases)
+            if others and together(others):
+                narrowed = ddmin(others, together)
+                if len(narrowed) == 1 and \
+                        self.reproduces(kind, narrowed[0].messages, fresh=True):
+                    culprit = narrowed[0]
+        if culprit is None:
+            self._unconfirmed(kind, details, in_flight,
+                              "the target could not be restarted" if self.dead else
+                              "no case in flight did it alone against a fresh target")
+        elif self._known(kind, culprit):
+            self._attributed += 1          # a known finding, done again
+        else:
+            self._record(kind, culprit, details, in_flight)
             return
-        finding = Finding(verdict.kind, case.path, case, verdict.details, self.seed,
-                          self.seed_of(case))
-        self.findings[key] = finding
+        self._fresh_target(restart=self._needs_restart)
+
+    def _reproduces_together(self, kind: str, cases) -> bool:
+        """Whether ``cases``, each on its own connection one after the other,
+        do ``kind`` to a fresh target."""
+        if not self._fresh_target(restart=True):
+            return False
+        self._needs_restart = True
+        rss_before = self.spawned.rss() if self.spawned is not None else None
+        for case in cases:
+            verdict = self.check(case.messages, case.prediction)
+            if verdict.kind == kind:
+                return True
+            if verdict.kind is not None:
+                return False
+        if kind == "memory":
+            return self._rss_growth(rss_before) is not None
+        broken = self._broken() if kind in BROKEN else None
+        return broken is not None and broken[0] == kind
+
+    def _key(self, kind: str, case: Case):
+        return (kind, "+".join(sorted(case.field_keys)))
+
+    def _known(self, kind: str, case: Case) -> bool:
+        """A confirmed finding of ``kind`` sharing a mutated field with ``case``."""
+        keys = case.field_keys
+        return any(k == kind and keys & set(path.split("+"))
+                   for k, path in self.findings)
+
+    def _record(self, kind: str, case: Case, details: dict, in_flight: list) -> None:
+        """``case`` did ``kind`` alone once: minimize it, then confirm."""
+        finding = Finding(kind, case.path, case, details, self.seed, self.seed_of(case),
+                          in_flight=in_flight)
         if self.minimize:
             minimize(self, finding)
-        if self.on_finding is not None:
-            self.on_finding(finding)
+        finding.reproductions = self._confirm(kind, finding.messages)
+        if finding.reproductions < REPRODUCTIONS and finding.minimized:
+            # The minimized case is flaky where the whole one was not.
+            finding.minimized = []
+            finding.reproductions = self._confirm(kind, finding.messages)
+        finding.confirmed = finding.reproductions == REPRODUCTIONS
+        if finding.confirmed:
+            self._attributed += 1
+            self.findings[self._key(kind, case)] = finding
+            if self.on_finding is not None:
+                self.on_finding(finding)
+        else:
+            self._keep_unconfirmed(finding, f"did it alone {finding.reproductions + 1} "
+                                            f"time(s), then not")
+        self._fresh_target(restart=False)
+
+    def _confirm(self, kind: str, messages) -> int:
+        """How many times in a row (at most REPRODUCTIONS) ``messages`` do
+        ``kind`` alone against a fresh target."""
+        for n in range(REPRODUCTIONS):
+            if not self.reproduces(kind, messages, fresh=True):
+                return n
+        return REPRODUCTIONS
+
+    def _unconfirmed(self, kind: str, details: dict, in_flight: list, why: str) -> None:
+        case = in_flight[-1] if in_flight else Case(-1, "none", [], [])
+        self._keep_unconfirmed(Finding(kind, case.path, case, details, self.seed,
+                                       self.seed_of(case), in_flight=in_flight), why)
+
+    def _keep_unconfirmed(self, finding, why: str) -> None:
+        finding.confirmed = False
+        finding.details = dict(finding.details, unconfirmed=why)
+        self.log(f"{finding.kind}: unconfirmed ({why}); in flight: "
+                 f"{[c.index for c in finding.in_flight]}")
+        if len(self.unconfirmed) < MAX_UNCONFIRMED:
+            self.unconfirmed.append(finding)
+            if self.on_unconfirmed is not None:
+                self.on_unconfirmed(finding)
 
     def seed_of(self, case: Case):
         for s in self.seeds:
@@ -702,32 +988,66 @@ class Campaign:
                 return s
         return None
 
-    def recover(self) -> bool:
-        """After a crash or hang: restart a spawned target; without --spawn
-        the campaign ends unless the target answers again."""
-        if self.spawned is not None:
+    def _fresh_target(self, *, restart: bool) -> bool:
+        """A target to run a case alone against: under --spawn restarted
+        (when ``restart``, or when it does not answer) and answering probes;
+        without, the one there, if it answers.  False when there is none."""
+        if self.dead:
+            return False
+        if self.spawned is None:
+            if self._health() in ("alive", "slow"):
+                return True
+            self.dead = True
+            return False
+        if not restart and self._health() in ("alive", "slow"):
+            return True
+        return self._restart()
+
+    def _restart(self) -> bool:
+        """Restart the spawned target and wait until it answers probes."""
+        self._close_pipe()
+        try:
             self.target_text = self.spawned.restart()
-            self.target = resolve(self.target_text)
-            self.ctx.object_key = self.target.object_key
-            self.ctx.profile, self.ctx.ior = target_profile(self.target)
-            # Cases made ahead hold the old object key and address.
-            self._ahead.clear()
-            self.stats.restarts += 1
-            return True
-        if self._probe() == "alive":
-            return True
+        except PycdrError as e:
+            self.notes.append(f"restart failed: {e}")
+            self.dead = True
+            return False
+        self.target = resolve(self.target_text)
+        self.ctx.object_key = self.target.object_key
+        self.ctx.profile, self.ctx.ior = target_profile(self.target)
+        # Cases made ahead hold the old object key and address.
+        self._ahead.clear()
+        self._build_probes()
+        self.stats.restarts += 1
+        deadline = time.monotonic() + self.spawned.start_timeout
+        while time.monotonic() < deadline:
+            if self._probe() in ("alive", "slow"):
+                return True
+            time.sleep(0.05)
+        self.notes.append("the restarted target did not answer")
         self.dead = True
         return False
 
-    def reproduces(self, kind: str, messages) -> bool:
-        """Whether ``messages`` alone trigger a finding of ``kind`` (the target
-        is restarted first if the last test broke it)."""
-        if self.spawned is not None and self._probe() != "alive":
-            self.recover()
-        verdict = self.check(messages)
+    def recover(self) -> bool:
+        """A working target again (restarted under --spawn); False when the
+        campaign cannot go on."""
+        return self._fresh_target(restart=False)
+
+    def reproduces(self, kind: str, messages, *, fresh: bool = False) -> bool:
+        """Whether ``messages`` alone do ``kind`` to the target: run on a
+        fresh target (restarted first under --spawn when ``fresh``, or when
+        the last run broke it), and the target's health looked at after."""
+        if not self._fresh_target(restart=fresh or self._needs_restart):
+            self.last_verdict = Verdict(None, {"unreachable": True})
+            return False
+        self._needs_restart = False
+        self._in_flight.clear()
+        verdict = self.check(messages, look_after=kind in BROKEN)
+        self._in_flight.clear()
+        self.last_verdict = verdict
         self.last_received = verdict.observation.received if verdict.observation else b""
-        if verdict.kind in ("crash", "hang", "memory"):
-            self.recover()
+        if verdict.kind in BROKEN:
+            self._needs_restart = True
         return verdict.kind == kind
 
     def close(self) -> None:
