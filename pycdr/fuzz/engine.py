@@ -66,6 +66,9 @@ REPRODUCTIONS = 3
 # the one that broke the target when several were in flight.
 ATTRIBUTION_TESTS = 16
 MAX_UNCONFIRMED = 64
+# Seconds a target that cannot be restarted gets to answer again before the
+# campaign gives it up.
+RECOVERY_WAIT = 10.0
 # Learned waits: a high percentile of the target's answer times times a
 # factor, never below the floor (scheduling noise on a busy machine).
 TIMEOUT_FACTOR = 8.0
@@ -995,8 +998,15 @@ class Campaign:
         if self.dead:
             return False
         if self.spawned is None:
-            if self._health() in ("alive", "slow"):
-                return True
+            # A target we cannot restart may be slow for a while (a JVM's
+            # pause on a busy machine): it gets time to answer again.
+            deadline = time.monotonic() + RECOVERY_WAIT
+            while True:
+                if self._health() in ("alive", "slow"):
+                    return True
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.2)
             self.dead = True
             return False
         if not restart and self._health() in ("alive", "slow"):
