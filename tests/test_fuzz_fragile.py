@@ -130,7 +130,7 @@ def test_fault_among_concurrent_cases_is_told_apart(campaign_findings, kind):
         trigger = Case(10 ** 6, "planted", list(trigger_messages), [],
                        predict(trigger_messages))
         group = bystanders[:3] + [trigger] + bystanders[3:]
-        campaign._run_isolated_group(group)
+        campaign._run_group(group)
         assert campaign.stats.cases == len(group)
         found = [f for f in campaign.findings.values() if f.kind == kind]
         assert [f.case.index for f in found] == [trigger.index], campaign.findings

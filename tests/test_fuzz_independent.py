@@ -128,7 +128,8 @@ TARGETS = {
 
 def _campaign(command, out, timeout=0.5, **options):
     campaign = Campaign(None, seed=SEED, spawn=command, timeout=timeout, probe_timeout=timeout,
-                        rss_limit=RSS_LIMIT, seed_sources=catalog_seeds, **options)
+                        rss_limit=RSS_LIMIT, seed_sources=catalog_seeds,
+                        log=lambda text: print(text, flush=True), **options)
     saved = {}
 
     def keep(finding):

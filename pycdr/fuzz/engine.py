@@ -42,7 +42,7 @@ from ..errors import PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import (NEED_DATA, Answer, ConnectionClosed, MessageReceived,
                            ProtocolViolation)
-from ..giop.header import MsgType
+from ..giop.header import HEADER_SIZE, MsgType
 from ..giop.messages import (CloseConnection, KeyAddr, LocateReply, LocateRequest,
                              MessageError, Reply, Request, encode_message)
 from ..conformance.wire import FLOOD_MESSAGES, Observation, Wire
@@ -64,8 +64,12 @@ BROKEN = ("crash", "hang", "memory")
 REPRODUCTIONS = 3
 # Runs of the cases in flight (together, then fewer) spent looking for
 # the one that broke the target when several were in flight.
-ATTRIBUTION_TESTS = 16
+ATTRIBUTION_TESTS = 24
 MAX_UNCONFIRMED = 64
+# How long a replayed case's memory growth is waited for.
+MEMORY_SETTLE = 0.3
+# At most this many batchable cases go as groups after failed batches.
+MAX_PIPE_PAUSE = 4096
 # Seconds a target that cannot be restarted gets to answer again before the
 # campaign gives it up.
 RECOVERY_WAIT = 10.0
@@ -119,6 +123,15 @@ class Prediction:
     partial: bool = False      # a message or fragment chain is left incomplete
     uncertain: bool = False    # a CancelRequest may or may not suppress a reply
     message_error: bool = False  # it answers a violation with MessageError
+    # The bytes end inside a message, by the headers' own sizes: a server
+    # may rightly wait for the rest instead of answering (a message cut
+    # short, a size claiming more than was sent).
+    may_wait: bool = False
+
+    @property
+    def wanted(self) -> int:
+        """The answers to wait for: none where the server may rightly wait."""
+        return 0 if self.may_wait else self.answers
 
 
 def predict(messages) -> Prediction:
@@ -154,7 +167,22 @@ def predict(messages) -> Prediction:
                 break
     if not p.closes:
         p.partial = conn.has_partial_message
+    p.may_wait = leaves_waiting(messages)
     return p
+
+
+def leaves_waiting(messages) -> bool:
+    """Whether the bytes end inside a message, by the GIOP headers' own
+    message sizes (the server cannot tell the sizes lie before the rest
+    comes)."""
+    data = b"".join(messages)
+    pos = 0
+    while pos + HEADER_SIZE <= len(data):
+        if data[pos:pos + 4] != b"GIOP":
+            return False
+        size = int.from_bytes(data[pos + 8:pos + 12], "little" if data[pos + 6] & 1 else "big")
+        pos += HEADER_SIZE + size
+    return pos != len(data)
 
 
 def suspicion(obs: Observation, p: Prediction, messages, *,
@@ -349,7 +377,7 @@ class Campaign:
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
-                 connections: int = 8,
+                 connections: int = 32,
                  rss_limit: int = 256 << 20, seeds=None, seed_sources=None, minimize=True,
                  on_finding=None, on_unconfirmed=None, probe_request=None,
                  request_probes: bool = True, log=None):
@@ -387,13 +415,14 @@ class Campaign:
         # when it turns out broken).
         self._in_flight: deque[Case] = deque(maxlen=256)
         self._attributed = 0               # confirmed (or known) findings so far
+        self._pipe_failures = 0            # batches in a row not as predicted
+        self._pipe_pause = 0               # cases to send as groups before pipelining again
         self._needs_restart = False
         self.dead = False                  # the target is gone and cannot be restarted
         self._pipe: _Pipe | None = None
         self._last_probe = time.monotonic()
         self.last_received = b""
         self.last_verdict: Verdict | None = None
-        self._last_tail: Case | None = None
         # Cases made ahead, while the target works on the ones sent (the
         # fuzzer's CPU and the target's then overlap): see _make_ahead.
         self._ahead: deque[Case] = deque()
@@ -440,10 +469,7 @@ class Campaign:
         self._taken = start_index - 1
         self._ahead_end = start_index + max_cases if max_cases is not None else None
         pending: list[Case] = []       # batchable cases for the reused connection
-        # Cases that need a connection each: those the target is to close
-        # and those whose connection stays open (their groups wait out the
-        # linger once, see _run_isolated_group).
-        solo = {True: [], False: []}
+        group: list[Case] = []         # cases that need a connection each
         while not self.dead:
             if max_cases is not None and index >= start_index + max_cases:
                 break
@@ -460,12 +486,12 @@ class Campaign:
             # connection effects), so batches and groups need not keep the
             # index order: a case that needs its own connection does not cut
             # the batch short.  --rate sends them one at a time, in order.
-            pipelining = self.batch_size > 1 and not self.rate
-            # Several cases on their own connections at once only when the
-            # target can be restarted: if they break it, each is run again
-            # alone to tell which did; a target we cannot restart gets one
-            # case at a time, so that the one breaking it is known.
-            grouping = pipelining and self.spawned is not None
+            concurrent = self.batch_size > 1 and not self.rate
+            # Pipelining pays while batches go as predicted; after a batch
+            # that did not, the next ones go as groups for a while (longer
+            # after each failure in a row: a target that answers otherwise
+            # than pycdr's prediction is not pipelined for long).
+            pipelining = concurrent and self._pipe_pause == 0
             if case.batchable and pipelining:
                 pending.append(case)
                 if len(pending) >= self.batch_size:
@@ -474,12 +500,13 @@ class Campaign:
             elif case.tail and pipelining:
                 self._run_batch(pending, tail=case)
                 pending = []
-            elif grouping:
-                closes = case.prediction.closes
-                solo[closes].append(case)
-                if len(solo[closes]) >= self.connections:
-                    self._run_isolated_group(solo[closes])
-                    solo[closes] = []
+            elif concurrent:
+                if case.batchable or case.tail:
+                    self._pipe_pause = max(0, self._pipe_pause - 1)
+                group.append(case)
+                if len(group) >= self.connections:
+                    self._run_group(group)
+                    group = []
             else:
                 self._run_isolated_case(case)
             if time.monotonic() - self._last_probe >= self.probe_interval:
@@ -488,9 +515,8 @@ class Campaign:
                 progress(self)
         if pending and not self.dead:
             self._run_batch(pending)
-        for group in solo.values():
-            if group and not self.dead:
-                self._run_isolated_group(group)
+        if group and not self.dead:
+            self._run_group(group)
         self._close_pipe()
         self._ahead.clear()
         self._taken = self._ahead_end = None
@@ -536,28 +562,31 @@ class Campaign:
                                 while_waiting=lambda: self._make_ahead(len(cases)))
         except OSError:
             ok = False
-        previous_tail = self._last_tail
         if ok and rss_before is not None and self._rss_growth(rss_before) is not None:
             ok = False           # one of them made the target grow: which, alone
         if ok:
+            self._pipe_failures = 0
             self.stats.cases += len(cases)
             self.stats.pipelined += len(cases)
             if tail is not None:
                 self._close_pipe()
-            self._last_tail = tail
             return
-        self._last_tail = None
         self._close_pipe()
+        self._pipe_failures += 1
+        self._pipe_pause = min(MAX_PIPE_PAUSE, self.batch_size << self._pipe_failures)
         broken = self._broken()
-        if broken is not None and previous_tail is not None:
-            # The target broke after the last batch's tail, whose effect was
-            # not waited for: that case goes first.
-            self.stats.cases -= 1
-            cases = [previous_tail] + cases
-        # Not as predicted: each case again, alone, with full detection -- on
-        # a working target (a case of the batch may have broken it; the
-        # isolated runs find which).
-        self._run_alone(cases, broken)
+        if broken is not None:
+            self.stats.cases += len(cases)
+            self.stats.isolated += len(cases)
+            self._attribute(*broken)
+            return
+        # Not as predicted, the target fine: the cases again on a connection
+        # each (a case may have closed the connection under the others, or
+        # flooded it).
+        for k in range(0, len(cases), self.connections):
+            if self.dead:
+                break
+            self._run_group(cases[k:k + self.connections])
 
     def _close_pipe(self) -> None:
         if self._pipe is not None:
@@ -574,12 +603,14 @@ class Campaign:
             self._attribute(verdict.kind, verdict.details, first=case)
 
     def check(self, messages, prediction: Prediction | None = None, *,
-              linger: float = LINGER, while_waiting=None, look_after: bool = False) -> Verdict:
+              linger: float = LINGER, while_waiting=None, look_after: bool = False,
+              settle: float = 0.0) -> Verdict:
         """Send ``messages`` on a fresh connection and judge what happens
         (``while_waiting`` is called once they are sent, before the answer is
         read).  The target's health is looked at when the connection showed
         something a conforming server does not do, or always with
-        ``look_after`` (a case replayed to see whether it breaks the target)."""
+        ``look_after`` (a case replayed to see whether it breaks the target);
+        its memory growth for up to ``settle`` seconds."""
         p = prediction or predict(messages)
         obs = Observation()
         rss_before = self.spawned.rss() if self.spawned is not None else None
@@ -591,8 +622,8 @@ class Campaign:
                         break
                 if while_waiting is not None:
                     while_waiting()
-                wire.observe(obs, want=p.answers,
-                             timeout=self.answer_timeout() if p.answers else LINGER * 2,
+                wire.observe(obs, want=p.wanted,
+                             timeout=self.answer_timeout() if p.wanted else LINGER * 2,
                              linger=linger, sent=sum(map(len, messages)))
         except OSError as e:
             obs.connect_error = str(e)
@@ -604,8 +635,8 @@ class Campaign:
                                      "messages": len(obs.messages)}, obs)
         if reason == "more_answers":
             # More than a conforming server sends: look longer for a flood.
-            return self.check(messages, p, linger=0.5, look_after=look_after)
-        grown = self._rss_growth(rss_before)
+            return self.check(messages, p, linger=0.5, look_after=look_after, settle=settle)
+        grown = self._rss_growth(rss_before, settle)
         if grown is not None:
             return Verdict("memory", {"rss_growth": grown}, obs)
         if reason is None and not look_after:
@@ -614,35 +645,64 @@ class Campaign:
         details = {"observed": reason, "answers": len(obs.messages), "probe": status}
         kind = BROKEN_BY_STATUS.get(status.split("(")[0])
         if kind is None and reason in ("closed", "reset"):
-            # An outcome to judge against the spec, not a finding: closing
-            # after a malformed message is allowed, without MessageError not.
-            self.stats.outcomes[f"{reason}, " + ("MessageError expected" if p.message_error
-                                                 else "well-formed case")] += 1
+            self._outcome(reason, p)
         return Verdict(kind, details, obs)
 
-    def _rss_growth(self, before: int | None) -> int | None:
-        """The spawned target's RSS growth since ``before`` when it passes the limit."""
+    def _rss_growth(self, before: int | None, settle: float = 0.0) -> int | None:
+        """The spawned target's RSS growth since ``before`` when it passes the
+        limit, looked at for up to ``settle`` seconds (a target may still be
+        allocating when its answer is late or not due)."""
         if before is None:
             return None
-        after = self.spawned.rss()
-        if after is not None and after - before > self.rss_limit:
-            return after - before
-        return None
+        deadline = time.monotonic() + settle
+        while True:
+            after = self.spawned.rss()
+            if after is not None and after - before > self.rss_limit:
+                return after - before
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
 
-    def _run_isolated_group(self, cases: list) -> None:
+    def _run_group(self, cases: list) -> None:
         """Cases that need a connection each, all sent at once (one connection
-        per case) and their answers read after, so the target works on all
-        of them while we read.  A case whose connection shows anything but
-        what a conforming server does is run again alone with the full
-        detection of check() -- first on a working target: the case that
-        broke it may be another one of the group (or the last tail)."""
+        per case, at most ``connections`` of them) and their answers read
+        after, so the target works on all of them while we read.  Whatever a
+        connection shows that a conforming server would not do, the target's
+        health is then looked at once for the group: when it is broken (or
+        grew), the cases in flight are searched for the one that does it
+        alone (_attribute); a flood is put to the case whose connection it
+        came on; otherwise what the connections showed are outcomes, not
+        findings."""
         if len(cases) == 1:
             self._run_isolated_case(cases[0])
             return
-        suspects = []
-        wires = []
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
+        observations = self._observe_group(cases)
+        self.stats.cases += len(cases)
+        self.stats.isolated += len(cases)
+        reasons = [suspicion(obs, case.prediction, case.messages)
+                   for case, obs in zip(cases, observations)]
+        flooding = [case for case, r in zip(cases, reasons) if r in ("flood", "more_answers")]
+        broken = None
+        if any(r not in (None, "flood", "more_answers") for r in reasons):
+            broken = self._broken()
+        if broken is None and self._rss_growth(rss_before) is not None:
+            broken = ("memory", {"rss_growth": True})
+        if broken is not None:
+            self._attribute(*broken)
+            return
+        for case, obs, reason in zip(cases, observations, reasons):
+            if reason in ("closed", "reset"):
+                self._outcome(reason, case.prediction)
+        for case in flooding:
+            # More than a conforming server sends: alone, looked at longer.
+            verdict = self.check(case.messages, case.prediction, linger=0.5)
+            if verdict.kind is not None:
+                self._attribute(verdict.kind, verdict.details, first=case)
+
+    def _observe_group(self, cases: list) -> list:
+        wires = []
         try:
             for case in cases:
                 try:
@@ -662,18 +722,20 @@ class Campaign:
             deadline = time.monotonic() + self.answer_timeout()
             observations = []
             for case, wire in zip(cases, wires):
-                p = case.prediction
                 obs = Observation()
                 observations.append(obs)
                 if wire is None:
                     obs.connect_error = "refused"
                     continue
+                want = case.prediction.wanted
                 try:
-                    wire.observe(obs, want=p.answers,
+                    wire.observe(obs, want=want,
                                  timeout=max(deadline - time.monotonic(), 0.001)
-                                 if p.answers else LINGER * 2, sent=sum(map(len, case.messages)))
+                                 if want else LINGER * 2, sent=sum(map(len, case.messages)))
                 except OSError as e:
                     obs.connect_error = str(e)
+                if obs.answer_time is not None:
+                    self.latency.add(obs.answer_time)
             linger_end = time.monotonic() + LINGER
             for case, wire, obs in zip(cases, wires, observations):
                 if wire is None or wire.eof or obs.connect_error or obs.timed_out \
@@ -681,62 +743,22 @@ class Campaign:
                     continue
                 try:
                     # Past linger_end, still one read: what came meanwhile.
-                    wire.observe(obs, want=case.prediction.answers, timeout=LINGER * 2,
+                    wire.observe(obs, want=case.prediction.wanted, timeout=LINGER * 2,
                                  linger=max(linger_end - time.monotonic(), 0.001),
                                  sent=sum(map(len, case.messages)))
                 except OSError as e:
                     obs.connect_error = str(e)
-            for case, obs in zip(cases, observations):
-                if suspicion(obs, case.prediction, case.messages) is None:
-                    self.stats.cases += 1
-                    self.stats.isolated += 1
-                else:
-                    suspects.append(case)
+            return observations
         finally:
             for wire in wires:
                 if wire is not None:
                     wire.close()
-        if self._rss_growth(rss_before) is not None:
-            suspects = cases          # one of them made the target grow: which, alone
-            self.stats.cases -= len(cases)
-            self.stats.isolated -= len(cases)
-        if not suspects:
-            self._last_tail = None
-            return
-        previous_tail = self._last_tail
-        self._last_tail = None
-        broken = self._broken()
-        if broken is not None and suspects is not cases:
-            # Broken: which case did it is not known -- every case of the
-            # group again, alone (after the last tail, if there was one).
-            counted = len(cases) - len(suspects)
-            self.stats.cases -= counted
-            self.stats.isolated -= counted
-            suspects = cases
-        if broken is not None and previous_tail is not None:
-            self.stats.cases -= 1
-            suspects = [previous_tail] + suspects
-        self._run_alone(suspects, broken)
 
-    def _run_alone(self, cases: list, broken: tuple | None) -> None:
-        """Cases again, each alone with the full detection of check(), after
-        a batch or group did not go as predicted; ``broken`` (kind, details)
-        when the target was found broken after it.  Then, if no case alone
-        did it, the breakage stays an unconfirmed finding naming every case
-        that was in flight."""
-        in_flight = list(self._in_flight)
-        attributed = self._attributed
-        if broken is not None and not self._fresh_target(restart=True):
-            self._unconfirmed(broken[0], broken[1], in_flight, "the target could not "
-                              "be restarted, nothing was run alone")
-            return
-        for case in cases:
-            if self.dead:
-                break
-            self._run_isolated_case(case)
-        if broken is not None and self._attributed == attributed and not self.dead:
-            # None of them did it alone: the cases in flight before them next.
-            self._attribute(broken[0], broken[1], in_flight=in_flight, skip=cases)
+    def _outcome(self, reason: str, p: Prediction) -> None:
+        """A close judged against the spec: allowed after a malformed
+        message, but not without MessageError; not a finding."""
+        self.stats.outcomes[f"{reason}, " + ("MessageError expected" if p.message_error
+                                             else "well-formed case")] += 1
 
     # --- the target's health ----------------------------------------------------------
     def answer_timeout(self) -> float:
@@ -911,24 +933,27 @@ class Campaign:
         else:
             self._record(kind, culprit, details, in_flight)
             return
-        self._fresh_target(restart=self._needs_restart)
+        # (A target that grew is restarted too: its growth is judged from its start.)
+        self._fresh_target(restart=self._needs_restart or kind == "memory")
 
     def _reproduces_together(self, kind: str, cases) -> bool:
-        """Whether ``cases``, each on its own connection one after the other,
-        do ``kind`` to a fresh target."""
+        """Whether ``cases``, each on its own connection and up to
+        ``connections`` at once (as the campaign sent them), do ``kind`` to
+        a fresh target."""
         if not self._fresh_target(restart=True):
             return False
         self._needs_restart = True
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        for case in cases:
-            verdict = self.check(case.messages, case.prediction)
-            if verdict.kind == kind:
-                return True
-            if verdict.kind is not None:
-                return False
+        for k in range(0, len(cases), self.connections):
+            chunk = cases[k:k + self.connections]
+            for case, obs in zip(chunk, self._observe_group(chunk)):
+                if suspicion(obs, case.prediction, case.messages) == "flood":
+                    return kind == "flood"
         if kind == "memory":
-            return self._rss_growth(rss_before) is not None
-        broken = self._broken() if kind in BROKEN else None
+            return self._rss_growth(rss_before, MEMORY_SETTLE) is not None
+        if kind == "flood":
+            return False
+        broken = self._broken()
         return broken is not None and broken[0] == kind
 
     def _key(self, kind: str, case: Case):
@@ -1052,7 +1077,8 @@ class Campaign:
             return False
         self._needs_restart = False
         self._in_flight.clear()
-        verdict = self.check(messages, look_after=kind in BROKEN)
+        verdict = self.check(messages, look_after=kind in BROKEN,
+                             settle=MEMORY_SETTLE if kind == "memory" else 0.0)
         self._in_flight.clear()
         self.last_verdict = verdict
         self.last_received = verdict.observation.received if verdict.observation else b""
