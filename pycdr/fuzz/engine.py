@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import random
 import re
+import selectors
 import shlex
 import socket
 import subprocess
@@ -45,7 +46,7 @@ from ..giop.events import (NEED_DATA, Answer, ConnectionClosed, MessageReceived,
 from ..giop.header import HEADER_SIZE, MsgType
 from ..giop.messages import (CloseConnection, KeyAddr, LocateReply, LocateRequest,
                              MessageError, Reply, Request, encode_message)
-from ..conformance.wire import FLOOD_MESSAGES, Observation, Wire
+from ..conformance.wire import FLOOD_BYTES, FLOOD_FACTOR, FLOOD_MESSAGES, Observation, Wire
 from .findings import Finding, ddmin, minimize
 from .mutators import MutationContext, mutate, target_profile
 
@@ -66,6 +67,8 @@ REPRODUCTIONS = 3
 # the one that broke the target when several were in flight.
 ATTRIBUTION_TESTS = 24
 MAX_UNCONFIRMED = 64
+# Cases judged together as a group (on up to --connections connections at once).
+GROUP_CASES = 1024
 # How long a replayed case's memory growth is waited for.
 MEMORY_SETTLE = 0.3
 # At most this many batchable cases go as groups after failed batches.
@@ -75,7 +78,7 @@ MAX_PIPE_PAUSE = 4096
 RECOVERY_WAIT = 10.0
 # Learned waits: a high percentile of the target's answer times times a
 # factor, never below the floor (scheduling noise on a busy machine).
-TIMEOUT_FACTOR = 8.0
+TIMEOUT_FACTOR = 4.0
 TIMEOUT_FLOOR = 0.05
 TIMEOUT_PERCENTILE = 0.99
 MIN_SAMPLES = 16
@@ -413,7 +416,7 @@ class Campaign:
         self.unconfirmed: list = []        # Findings no case in flight did alone
         # Cases sent since the target last answered a probe (the suspects
         # when it turns out broken).
-        self._in_flight: deque[Case] = deque(maxlen=256)
+        self._in_flight: deque[Case] = deque(maxlen=4 * GROUP_CASES)
         self._attributed = 0               # confirmed (or known) findings so far
         self._pipe_failures = 0            # batches in a row not as predicted
         self._pipe_pause = 0               # cases to send as groups before pipelining again
@@ -504,7 +507,7 @@ class Campaign:
                 if case.batchable or case.tail:
                     self._pipe_pause = max(0, self._pipe_pause - 1)
                 group.append(case)
-                if len(group) >= self.connections:
+                if len(group) >= GROUP_CASES:
                     self._run_group(group)
                     group = []
             else:
@@ -530,20 +533,22 @@ class Campaign:
         self._ahead.clear()
         return self.make_case(index)
 
-    def _make_ahead(self, sent: int) -> None:
+    def _make_ahead(self, sent: int) -> int:
         """Called between sending bytes and reading the answer: make as many
-        of the next cases as were just sent (up to two batches ahead), so the
-        target's processing and ours overlap instead of taking turns.  Cases
-        depend on their index only, so making them early changes nothing."""
+        of the next cases as were just sent (up to two batches or a group
+        ahead), so the target's processing and ours overlap instead of
+        taking turns.  Cases depend on their index only, so making them
+        early changes nothing.  How many were made."""
         if self._taken is None:
-            return       # not inside run()
-        limit = 2 * self.batch_size
-        for _ in range(sent):
+            return 0     # not inside run()
+        limit = max(2 * self.batch_size, GROUP_CASES)
+        for made in range(sent):
             index = self._ahead[-1].index + 1 if self._ahead else self._taken + 1
             if len(self._ahead) >= limit or \
                     (self._ahead_end is not None and index >= self._ahead_end):
-                return
+                return made
             self._ahead.append(self.make_case(index))
+        return sent
 
     def _run_batch(self, cases: list, tail: Case | None = None) -> None:
         """Cases on the reused connection, then a sentinel -- or, when a
@@ -578,15 +583,14 @@ class Campaign:
         if broken is not None:
             self.stats.cases += len(cases)
             self.stats.isolated += len(cases)
-            self._attribute(*broken)
+            culprit = self._attribute(*broken)
+            if culprit is not None and not self.dead:
+                self._run_group([c for c in cases if c is not culprit], again=True)
             return
         # Not as predicted, the target fine: the cases again on a connection
         # each (a case may have closed the connection under the others, or
         # flooded it).
-        for k in range(0, len(cases), self.connections):
-            if self.dead:
-                break
-            self._run_group(cases[k:k + self.connections])
+        self._run_group(cases)
 
     def _close_pipe(self) -> None:
         if self._pipe is not None:
@@ -663,34 +667,40 @@ class Campaign:
                 return None
             time.sleep(0.02)
 
-    def _run_group(self, cases: list) -> None:
+    def _run_group(self, cases: list, *, again: bool = False) -> None:
         """Cases that need a connection each, all sent at once (one connection
         per case, at most ``connections`` of them) and their answers read
         after, so the target works on all of them while we read.  Whatever a
         connection shows that a conforming server would not do, the target's
         health is then looked at once for the group: when it is broken (or
         grew), the cases in flight are searched for the one that does it
-        alone (_attribute); a flood is put to the case whose connection it
-        came on; otherwise what the connections showed are outcomes, not
-        findings."""
-        if len(cases) == 1:
+        alone (_attribute), and the others run again (``again``: not counted
+        twice) -- what they would have shown was hidden by the breakage; a
+        flood is put to the case whose connection it came on; otherwise what
+        the connections showed are outcomes, not findings."""
+        if len(cases) == 1 and not again:
             self._run_isolated_case(cases[0])
             return
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
         observations = self._observe_group(cases)
-        self.stats.cases += len(cases)
-        self.stats.isolated += len(cases)
+        if not again:
+            self.stats.cases += len(cases)
+            self.stats.isolated += len(cases)
         reasons = [suspicion(obs, case.prediction, case.messages)
                    for case, obs in zip(cases, observations)]
         flooding = [case for case, r in zip(cases, reasons) if r in ("flood", "more_answers")]
         broken = None
         if any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
+        in_flight = None
         if broken is None and self._rss_growth(rss_before) is not None:
-            broken = ("memory", {"rss_growth": True})
+            # (The probes above saw a live target and forgot the cases before.)
+            broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         if broken is not None:
-            self._attribute(*broken)
+            culprit = self._attribute(*broken, in_flight=in_flight)
+            if culprit is not None and not self.dead:
+                self._run_group([c for c in cases if c is not culprit], again=True)
             return
         for case, obs, reason in zip(cases, observations, reasons):
             if reason in ("closed", "reset"):
@@ -702,57 +712,67 @@ class Campaign:
                 self._attribute(verdict.kind, verdict.details, first=case)
 
     def _observe_group(self, cases: list) -> list:
-        wires = []
+        """Each case on a connection of its own, up to ``connections`` open
+        at once: a new one opens as soon as one is done (its answers in and
+        LINGER past them, or closed, or its wait over), so a case the target
+        is silent on holds one connection, not the others.  The
+        observations, in the order of ``cases``."""
+        observations = [Observation() for _ in cases]
+        selector = selectors.DefaultSelector()
+        waiting = deque(range(len(cases)))
+        open_: dict = {}              # case position -> _Slot
+        made = 0
         try:
-            for case in cases:
-                try:
-                    wire = Wire(self.target.host, self.target.port,
-                                connect_timeout=self.probe_timeout)
-                except OSError:
-                    wires.append(None)
-                    continue
-                wires.append(wire)
-                for data in case.messages:
-                    if not wire.send(data):
-                        break
-            self._make_ahead(len(cases))
-            # First every case's answers; then, all at once, the linger that
-            # check() gives each: what comes after them (a close, unsolicited
-            # messages) during at least LINGER from when they were in.
-            deadline = time.monotonic() + self.answer_timeout()
-            observations = []
-            for case, wire in zip(cases, wires):
-                obs = Observation()
-                observations.append(obs)
-                if wire is None:
-                    obs.connect_error = "refused"
-                    continue
-                want = case.prediction.wanted
-                try:
-                    wire.observe(obs, want=want,
-                                 timeout=max(deadline - time.monotonic(), 0.001)
-                                 if want else LINGER * 2, sent=sum(map(len, case.messages)))
-                except OSError as e:
-                    obs.connect_error = str(e)
-                if obs.answer_time is not None:
-                    self.latency.add(obs.answer_time)
-            linger_end = time.monotonic() + LINGER
-            for case, wire, obs in zip(cases, wires, observations):
-                if wire is None or wire.eof or obs.connect_error or obs.timed_out \
-                        or obs.flooded:
-                    continue
-                try:
-                    # Past linger_end, still one read: what came meanwhile.
-                    wire.observe(obs, want=case.prediction.wanted, timeout=LINGER * 2,
-                                 linger=max(linger_end - time.monotonic(), 0.001),
-                                 sent=sum(map(len, case.messages)))
-                except OSError as e:
-                    obs.connect_error = str(e)
-            return observations
+            while waiting or open_:
+                while waiting and len(open_) < self.connections:
+                    k = waiting.popleft()
+                    slot = self._open_slot(cases[k], observations[k])
+                    if slot is not None:
+                        open_[k] = slot
+                        selector.register(slot.wire.sock, selectors.EVENT_READ, k)
+                now = time.monotonic()
+                wait = max(0.0, min((slot.until for slot in open_.values()), default=now) - now)
+                if wait > 0 and made < len(cases):
+                    # While the target works: the next cases (see _make_ahead).
+                    if self._make_ahead(1):
+                        made += 1
+                        wait = 0.0
+                    else:
+                        made = len(cases)
+                ready = selector.select(wait) if open_ else []
+                for key, _ in ready:
+                    slot = open_.get(key.data)
+                    if slot is not None and slot.read():
+                        selector.unregister(slot.wire.sock)
+                        slot.wire.close()
+                        del open_[key.data]
+                now = time.monotonic()
+                for k in [k for k, slot in open_.items() if slot.expired(now)]:
+                    slot = open_.pop(k)
+                    selector.unregister(slot.wire.sock)
+                    slot.wire.close()
         finally:
-            for wire in wires:
-                if wire is not None:
-                    wire.close()
+            for slot in open_.values():
+                slot.wire.close()
+            selector.close()
+        for obs in observations:
+            if obs.answer_time is not None:
+                self.latency.add(obs.answer_time)
+        return observations
+
+    def _open_slot(self, case: Case, obs: Observation):
+        try:
+            wire = Wire(self.target.host, self.target.port, connect_timeout=self.probe_timeout)
+        except OSError as e:
+            obs.connect_error = str(e)
+            return None
+        for data in case.messages:
+            if not wire.send(data):
+                break
+        wire.sock.setblocking(False)
+        want = case.prediction.wanted
+        return _Slot(wire, obs, want, self.answer_timeout() if want else LINGER * 2,
+                     sum(map(len, case.messages)))
 
     def _outcome(self, reason: str, p: Prediction) -> None:
         """A close judged against the spec: allowed after a malformed
@@ -889,7 +909,7 @@ class Campaign:
         self._in_flight.extend(cases)
 
     def _attribute(self, kind: str, details: dict, first: Case | None = None, *,
-                   in_flight: list | None = None, skip=()) -> None:
+                   in_flight: list | None = None, skip=()) -> Case | None:
         """The target broke (crash, hang, memory) or flooded with cases in
         flight.  A case is blamed only when it does the same alone against a
         fresh target, REPRODUCTIONS times (see _record).  ``first`` (the case
@@ -897,7 +917,8 @@ class Campaign:
         flight (but those in ``skip``, run alone already) are run again
         together, in order, on a fresh target, and when that does it too,
         delta debugging narrows them to the one that does it alone.  When
-        none does, the finding is unconfirmed and lists them all."""
+        none does, the finding is unconfirmed and lists them all.  The case
+        blamed, if one is."""
         in_flight = list(self._in_flight) if in_flight is None else in_flight
         if first is not None and first not in in_flight:
             in_flight.append(first)
@@ -932,9 +953,10 @@ class Campaign:
             self._attributed += 1          # a known finding, done again
         else:
             self._record(kind, culprit, details, in_flight)
-            return
+            return culprit
         # (A target that grew is restarted too: its growth is judged from its start.)
         self._fresh_target(restart=self._needs_restart or kind == "memory")
+        return culprit
 
     def _reproduces_together(self, kind: str, cases) -> bool:
         """Whether ``cases``, each on its own connection and up to
@@ -944,11 +966,9 @@ class Campaign:
             return False
         self._needs_restart = True
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        for k in range(0, len(cases), self.connections):
-            chunk = cases[k:k + self.connections]
-            for case, obs in zip(chunk, self._observe_group(chunk)):
-                if suspicion(obs, case.prediction, case.messages) == "flood":
-                    return kind == "flood"
+        for case, obs in zip(cases, self._observe_group(cases)):
+            if suspicion(obs, case.prediction, case.messages) == "flood":
+                return kind == "flood"
         if kind == "memory":
             return self._rss_growth(rss_before, MEMORY_SETTLE) is not None
         if kind == "flood":
@@ -1090,6 +1110,65 @@ class Campaign:
         self._close_pipe()
         if self.spawned is not None:
             self.spawned.stop()
+
+
+class _Slot:
+    """One case's connection in a window (Campaign._observe_group): what
+    Wire.observe does, a read at a time, without blocking."""
+
+    def __init__(self, wire: Wire, obs: Observation, want: int, timeout: float, sent: int):
+        self.wire = wire
+        self.obs = obs
+        self.want = want
+        self.start = time.monotonic()
+        self.until = self.start + timeout        # the wait, then the linger's end
+        self.lingering = False
+        self.flood_bytes = max(FLOOD_BYTES, FLOOD_FACTOR * sent)
+        self._answered(self.start)
+
+    def _answered(self, now: float) -> None:
+        if not self.lingering and len(self.obs.messages) >= self.want:
+            self.lingering = True
+            if self.want:
+                self.obs.answer_time = now - self.start
+            self.until = min(self.until, now + LINGER) if self.want else self.until
+
+    def read(self) -> bool:
+        """Take what came; True when the connection is done."""
+        obs = self.obs
+        try:
+            data = self.wire.sock.recv(65536)
+        except BlockingIOError:
+            return False
+        except (ConnectionResetError, ConnectionAbortedError):
+            obs.reset = obs.closed = True
+            self.wire.peer.receive_data(b"")
+            self.wire._drain(obs)
+            return True
+        except OSError as e:
+            obs.connect_error = str(e)
+            return True
+        obs.total_received += len(data)
+        if len(obs.received) < self.flood_bytes:
+            obs.received += data[:self.flood_bytes - len(obs.received)]
+        self.wire.peer.receive_data(data)
+        self.wire._drain(obs)
+        if not data:
+            obs.closed = True
+            return True
+        if obs.total_received > self.flood_bytes or \
+                len(obs.messages) > self.want + FLOOD_MESSAGES:
+            obs.flooded = True
+            return True
+        self._answered(time.monotonic())
+        return False
+
+    def expired(self, now: float) -> bool:
+        if now < self.until:
+            return False
+        if not self.lingering:
+            self.obs.timed_out = True
+        return True
 
 
 class _Pipe:
