@@ -102,7 +102,10 @@ def _status(campaign):
               help="Seed with the client messages of the pcaps in this folder.")
 @click.option("--no-catalog", is_flag=True, help="Do not seed with the conformance catalog.")
 @click.option("--timeout", type=float, default=1.0, show_default=True,
-              help="Seconds to wait for an answer before suspecting a hang.")
+              help="The longest wait for an answer or a probe; shorter waits are learned "
+                   "from the target's answer times.")
+@click.option("--connections", type=click.IntRange(1, 64), default=32, show_default=True,
+              help="Connections open at once for cases that need one each.")
 @click.option("--probe-interval", type=float, default=2.0, show_default=True,
               help="Seconds between liveness probes.")
 @click.option("--rss-limit", type=float, default=256.0, show_default=True,
@@ -111,10 +114,14 @@ def _status(campaign):
 @click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
               help="Send a saved finding's messages again and say whether it reproduces.")
 def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_file, interface,
-        corpus, no_catalog, timeout, probe_interval, rss_limit, no_minimize, replay_dir):
+        corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
+        replay_dir):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc URL or host:port; or --spawn CMD).
 
-    Exit code 1 when a finding was made (or a replay reproduced it)."""
+    A finding is reported when its case, alone, did it again against a fresh
+    target (restarted, under --spawn) three times; breakages no case did
+    alone are listed as unconfirmed, with the cases that were in flight.
+    Exit code 1 when a (confirmed) finding was made (or a replay reproduced it)."""
     from pycdr.fuzz.engine import Campaign
     from pycdr.fuzz.findings import load_messages, save, save_unconfirmed
     if not target and not spawn:
@@ -145,7 +152,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
             sys.exit(EXIT_BAD_INPUT if same else EXIT_OK)
         saved = []
         campaign = Campaign(target, seed=seed, spawn=spawn, timeout=timeout,
-                            probe_interval=probe_interval, rate=rate,
+                            probe_interval=probe_interval, rate=rate, connections=connections,
                             rss_limit=int(rss_limit * (1 << 20)), minimize=not no_minimize,
                             seed_sources=_seed_sources(idl_file, interface, corpus, seed,
                                                        no_catalog),

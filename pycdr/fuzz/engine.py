@@ -8,21 +8,35 @@ and its index.  A case's messages go to the target in one of two ways:
   no fragment chain left open, no close expected) share one connection, a
   batch at a time, closed by a LocateRequest "sentinel"; the number of
   answers is predicted by pycdr's own sans-I/O GIOP connection (the reference
-  ORB's logic), so waiting stops as soon as they are in;
-- isolated: a fresh connection (the other cases, and every case of a batch
-  that did not go as predicted).  With a target the fuzzer can restart
-  (``--spawn``), up to ``connections`` of them go at once, each on its own
-  connection; any that does not go as predicted runs again alone.
+  ORB's logic), so waiting stops as soon as they are in.  After batches that
+  did not go as predicted, pipelining pauses (a target that answers otherwise
+  is not pipelined for long);
+- in groups: every other case (and every case while pipelining pauses) on a
+  connection of its own, up to ``connections`` at once in a sliding window.
 
-While the target works on what was sent, the next cases are made (they
-depend on their index only), so the fuzzer and the target use a core each.
+Waits are learned from the target's own answer times (a high percentile
+times a factor, with a floor, at most ``timeout``); no answer is waited for
+where the bytes end inside a message by the headers' own sizes (a target may
+rightly wait for the rest).  While the target works, the next cases are made.
 
-Detection on an isolated case: a close or reset without MessageError, fewer
-answers than predicted within the timeout, answers beyond them (then a
-longer look for a flood), and after every such case a liveness probe (a
-fresh connection and a LocateRequest); with ``--spawn`` the target's exit
-(and signal) and its RSS growth too.  A probe also runs every
-``probe_interval`` seconds.  Only the target given is ever contacted.
+What a connection shows beyond what a conforming server does (no answer, a
+close without MessageError, answers beyond the predicted ones, a flood) leads
+to one look at the target's health per group or batch: probes on fresh
+connections, a LocateRequest (the ORB core) and a Request (``_non_existent``,
+or an --idl operation: past the core), and when either is silent both again
+with the longest wait.  A close in answer to a malformed message is an
+outcome counted against the spec, not a finding.  Probes also run every
+``probe_interval`` seconds (alternating the two kinds), and under --spawn the
+target's exit and RSS growth are watched.
+
+Attribution: when the target is broken (crash, hang, memory) or floods, the
+cases in flight since it last answered a probe are the suspects.  A finding
+is *confirmed* only when one case, alone, does the same against a fresh
+target (under --spawn restarted and answering) REPRODUCTIONS times in a row
+after minimization; the suspect whose connection showed it is tried alone
+first, then the others together and narrowed by delta debugging.  Otherwise
+the finding is kept *unconfirmed*, listing every case in flight.  Only the
+target given is ever contacted.
 """
 
 from __future__ import annotations
