@@ -94,7 +94,7 @@ RECOVERY_WAIT = 10.0
 # factor, never below the floor (scheduling noise on a busy machine).
 TIMEOUT_FACTOR = 4.0
 TIMEOUT_FLOOR = 0.05
-TIMEOUT_PERCENTILE = 0.99
+TIMEOUT_PERCENTILE = 0.9
 MIN_SAMPLES = 16
 CALIBRATION_PROBES = MIN_SAMPLES
 # A probe answered this many times slower than the target's baseline (and
