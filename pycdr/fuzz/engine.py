@@ -703,7 +703,6 @@ class Campaign:
             self.stats.isolated += len(cases)
         reasons = [suspicion(obs, case.prediction, case.messages)
                    for case, obs in zip(cases, observations)]
-        flooding = [case for case, r in zip(cases, reasons) if r in ("flood", "more_answers")]
         broken = None
         if any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
@@ -719,11 +718,15 @@ class Campaign:
         for case, obs, reason in zip(cases, observations, reasons):
             if reason in ("closed", "reset"):
                 self._outcome(reason, case.prediction)
-        for case in flooding:
-            # More than a conforming server sends: alone, looked at longer.
-            verdict = self.check(case.messages, case.prediction, linger=0.5)
-            if verdict.kind is not None:
-                self._attribute(verdict.kind, verdict.details, first=case)
+        for case, obs, reason in zip(cases, observations, reasons):
+            if reason == "flood":
+                self._attribute("flood", {"bytes": obs.total_received,
+                                          "messages": len(obs.messages)}, first=case)
+            elif reason == "more_answers":
+                # More than a conforming server sends: alone, looked at longer.
+                verdict = self.check(case.messages, case.prediction, linger=0.5)
+                if verdict.kind is not None:
+                    self._attribute(verdict.kind, verdict.details, first=case)
 
     def _observe_group(self, cases: list) -> list:
         """Each case on a connection of its own, up to ``connections`` open
@@ -942,6 +945,11 @@ class Campaign:
         self.log(f"{kind} with {len(in_flight)} case(s) in flight"
                  + (f"; case {first.index} at {first.path}" if first is not None else ""))
         culprit = None
+        if first is not None and self._known(kind, first):
+            # The same field did it before, confirmed: counted, not tried again.
+            self._attributed += 1
+            self._fresh_target(restart=kind in BROKEN)
+            return first
         if first is not None and self.reproduces(kind, first.messages, fresh=True):
             culprit = first
         else:
