@@ -77,9 +77,12 @@ def _status(campaign):
     head = Text(f"target {campaign.target.describe()}  seed {campaign.seed}  cases {s.cases}  "
                 f"{s.rate:.0f} cases/s  pipelined {s.pipelined}  isolated {s.isolated}  "
                 f"probes {s.probes}  restarts {s.restarts}\n"
-                f"findings: " + (", ".join(f"{k} {n}" for k, n in sorted(s.findings.items()))
+                f"breakages seen: " + (", ".join(f"{k} {n}" for k, n in sorted(s.findings.items()))
+                                       or "none") +
+                f"  (findings {len(campaign.findings)}, unconfirmed {len(campaign.unconfirmed)})\n"
+                f"outcomes: " + (", ".join(f"{k} {n}" for k, n in sorted(s.outcomes.items()))
                                  or "none") +
-                f"  (unique {len(campaign.findings)})")
+                f"  wait {1000 * campaign.answer_timeout():.0f} ms")
     return Group(head, _coverage_table(s))
 
 

@@ -175,6 +175,24 @@ def test_planted_fault_found_and_blamed_on_its_trigger(campaigns, name, kind):
     assert not set(k for k, _ in campaign.findings) - set(TARGETS[name][1])
 
 
+def test_cases_in_flight_searched_for_a_crash_despite_a_flood(campaigns, tmp_path):
+    """The search among cases in flight runs them again together: a flood
+    among them does not end the look for the crash (it did: a group holding
+    the C server's flood trigger left its crash unconfirmed)."""
+    from pycdr.fuzz.engine import Case, predict
+    campaign, _, command = campaigns["c"]
+    found = {f.kind: f.messages for f in campaign.findings.values()}
+    cases = [Case(k, kind, list(found[kind]), [], predict(found[kind]))
+             for k, kind in enumerate(("flood", "crash"))]
+    search, _ = _campaign(command, tmp_path, minimize=False)
+    try:
+        assert search._reproduces_together("crash", cases)
+        assert search._reproduces_together("flood", cases)
+        assert not search._reproduces_together("crash", cases[:1])
+    finally:
+        search.close()
+
+
 def test_requests_only_hang_is_seen_past_the_orb_core(campaigns):
     """The raw server's hang stalls Requests only; LocateRequests are still
     answered: the Request probe is what shows it."""

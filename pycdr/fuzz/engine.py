@@ -261,8 +261,9 @@ def normalize_path(path: str) -> str:
 
 @dataclass
 class Verdict:
-    """What one isolated run showed: ``kind`` is None (nothing wrong) or a
-    finding kind: crash, hang, flood, closed, reset, memory."""
+    """What one run of a case on its own connection showed: ``kind`` is None
+    (nothing wrong, or a close: an outcome) or a finding kind: crash, hang,
+    flood, memory."""
     kind: str | None
     details: dict = field(default_factory=dict)
     observation: Observation | None = None
@@ -988,13 +989,12 @@ class Campaign:
             return False
         self._needs_restart = True
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        for case, obs in zip(cases, self._observe_group(cases)):
-            if suspicion(obs, case.prediction, case.messages) == "flood":
-                return kind == "flood"
+        observations = self._observe_group(cases)
+        if kind == "flood":
+            return any(suspicion(obs, case.prediction, case.messages) == "flood"
+                       for case, obs in zip(cases, observations))
         if kind == "memory":
             return self._rss_growth(rss_before, MEMORY_SETTLE) is not None
-        if kind == "flood":
-            return False
         broken = self._broken()
         return broken is not None and broken[0] == kind
 
