@@ -29,30 +29,6 @@ def _seed_sources(idl_file, interface, corpus, seed, no_catalog):
     return build
 
 
-def _probe_request(idl_file, interface):
-    """With --idl, the Request liveness probe calls one of its operations
-    (the shortest request of those expecting a reply) instead of
-    _non_existent: a function of the target (whose object key it needs)."""
-    if not idl_file:
-        return None
-    from pycdr.fuzz import seeds as S
-
-    def build(target):
-        requests = [s.messages[0] for s in S.idl_seeds(idl_file, interface, target.object_key,
-                                                         rng=random.Random("probe"))
-                    if s.messages and _expects_reply(s.messages[0])]
-        return min(requests, key=len) if requests else None
-    return build
-
-
-def _expects_reply(message: bytes) -> bool:
-    from pycdr.giop.messages import decode_message
-    try:
-        return decode_message(message, lenient=True)[0].response_expected
-    except PycdrError:
-        return False
-
-
 def _coverage_table(stats):
     from rich.table import Table
     versions = sorted({v for (_, v, _) in stats.coverage})
@@ -127,6 +103,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
     Exit code 1 when a (confirmed) finding was made (or a replay reproduced it)."""
     from pycdr.fuzz.engine import Campaign
     from pycdr.fuzz.findings import load_messages, save, save_unconfirmed
+    from pycdr.fuzz.seeds import idl_probe_request
     if not target and not spawn:
         raise click.UsageError("give a TARGET or --spawn CMD")
     if idl_file and not interface:
@@ -159,7 +136,8 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
                             rss_limit=int(rss_limit * (1 << 20)), minimize=not no_minimize,
                             seed_sources=_seed_sources(idl_file, interface, corpus, seed,
                                                        no_catalog),
-                            probe_request=_probe_request(idl_file, interface))
+                            probe_request=idl_probe_request(idl_file, interface)
+                            if idl_file else None)
     except (PycdrError, OSError) as e:
         click.echo(f"cannot fuzz: {e}", err=True)
         sys.exit(EXIT_UNREACHABLE)

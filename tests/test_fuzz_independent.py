@@ -252,3 +252,19 @@ def test_raw_server_does_not_use_pycdr():
         source = f.read()
     assert "pycdr" not in source.split('"""', 2)[2]
     assert struct is raw.struct
+
+
+def test_request_probe_calls_an_idl_operation(tmp_path):
+    """With --idl, the Request probe calls one of the IDL's operations (the
+    shortest request expecting a reply) instead of _non_existent."""
+    from pycdr.fuzz.seeds import idl_probe_request
+    from pycdr.giop.messages import decode_message
+    idl = os.path.join(os.path.dirname(HERE), "conformance", "echo.idl")
+    campaign, _ = _campaign(f"{RAW} --no-faults", tmp_path,
+                            probe_request=idl_probe_request(idl, "EchoAll::Echo"))
+    try:
+        request = decode_message(campaign._probe_messages["request"])[0]
+        assert request.operation != "_non_existent" and request.response_expected
+        assert campaign.request_probes and campaign._probe() == "alive"
+    finally:
+        campaign.close()
