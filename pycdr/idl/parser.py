@@ -30,6 +30,10 @@ class Parser:
                                # has been reported already)
 
     # --- token access --------------------------------------------------------
+    def position(self):
+        """Where parsing is (the next token), for a diagnostic."""
+        return self.tokens[min(self.index, len(self.tokens) - 1)].pos
+
     def peek(self, ahead: int = 0) -> Token:
         while self.tokens[self.index].kind in ("pragma", "file"):
             tok = self.tokens[self.index]
