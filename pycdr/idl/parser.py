@@ -123,6 +123,12 @@ class Parser:
             self.flush_meta(body)
             if self.peek().kind == "eof":
                 break
+            if self.at("}"):
+                # recover() stops before a '}' (it closes a body): at the top level
+                # nothing does, so skip it here or the loop would not advance.
+                self.reporter.error(self.peek().pos, "'}' without a matching '{'")
+                self.next()
+                continue
             self.definition_into(body, self.definition)
         if self.attempted == 0:
             self.reporter.error(self.peek().pos, "the specification has no definitions")

@@ -169,6 +169,14 @@ def preprocess(path: str, include_dirs=(), defines=None, reporter: Reporter | No
     except _ExpansionLimit as exc:
         reporter.error(exc.position, exc.message)
         reporter.check()    # nothing useful was made: stop here
+    except Exception as exc:  # noqa: BLE001 - pcpp fails on some malformed directives
+        # (IndexError for a bare "#pragma", ...): report where it was.
+        directive = pp.lastdirective
+        where = Position(directive.source, directive.lineno, 1) if directive is not None \
+            else Position(str(path), 1, 1)
+        reporter.error(where, f"the preprocessor cannot handle this line "
+                              f"({type(exc).__name__}: {exc})")
+        reporter.check()
     if own_reporter:
         reporter.check()
     return out.getvalue()
