@@ -43,7 +43,7 @@ def cmd(target, is_a_id, timeout, as_json):
     address), _non_existent, _is_a, round-trip latency."""
     try:
         host, port, keys = _target(target)
-    except (PycdrError, ValueError) as e:
+    except (PycdrError, SystemException, ValueError) as e:   # INV_OBJREF: no IIOP profile
         click.echo(f"bad target: {e}", err=True)
         sys.exit(EXIT_USAGE)
     report = asyncio.run(_probe(host, port, keys, is_a_id, timeout))
@@ -62,13 +62,17 @@ def _target(text: str):
         if isinstance(parsed, Corbaname):
             parsed = parsed.corbaloc
         if isinstance(parsed, Corbaloc):
-            address = next(a for a in parsed.addresses if isinstance(a, IIOPAddress))
+            address = next((a for a in parsed.addresses if isinstance(a, IIOPAddress)), None)
+            if address is None:
+                raise ValueError(f"{text!r} has no IIOP address to probe")
             return address.host, address.port, [parsed.key]
         profile = first_iiop_profile(parsed)
         return profile.host, profile.port, [profile.object_key]
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isdigit() or not port.isascii():
         raise ValueError(f"{text!r} is not an IOR, a corbaloc URL or host:port")
+    if int(port) > 65535:
+        raise ValueError(f"port {port} is above 65535")
     return host.strip("[]"), int(port), list(WELL_KNOWN_KEYS)
 
 

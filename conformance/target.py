@@ -65,6 +65,8 @@ def resolve_target(text: str, *, timeout: float = 3.0) -> Target:
     if not m:
         raise TargetError(f"{text!r} is not an IOR, a corbaloc URL or host:port")
     host, port = m.group(1), int(m.group(2))
+    if port > 65535:
+        raise TargetError(f"{text!r}: port {port} is above 65535")
     for key in WELL_KNOWN_KEYS:
         if locate(host, port, key, timeout=timeout) == LocateStatus.OBJECT_HERE:
             return Target(host, port, key, label=text)

@@ -14,6 +14,7 @@ from pycdr.idl.diagnostics import MAX_DIAGNOSTICS
 from pycdr.idl.preprocess import MAX_EXPANSION_DEPTH
 
 from bounded import assert_diagnostic, run_pycdr
+from hostile_idl import chain, diamond
 
 
 def write(folder, name: str, text: str) -> str:
@@ -21,22 +22,6 @@ def write(folder, name: str, text: str) -> str:
     with open(path, "w") as f:
         f.write(text)
     return path
-
-
-def diamond(levels: int) -> str:
-    """I<n> inherits A<n> and B<n>, both inheriting I<n-1>: 2**levels paths to I0."""
-    out = ["interface I0 { void op0(); };"]
-    for i in range(1, levels + 1):
-        out += [f"interface A{i} : I{i - 1} {{ void fa{i}(); }};",
-                f"interface B{i} : I{i - 1} {{ void fb{i}(); }};",
-                f"interface I{i} : A{i}, B{i} {{ void op{i}(); }};"]
-    return "\n".join(out) + "\n"
-
-
-def chain(length: int) -> str:
-    out = ["interface C0 { void op0(); };"]
-    out += [f"interface C{i} : C{i - 1} {{ void op{i}(); }};" for i in range(1, length)]
-    return "\n".join(out) + "\n"
 
 
 # --- the preprocessor -----------------------------------------------------------
