@@ -49,9 +49,18 @@ def test_deep_macro_chain_is_refused(tmp_path):
                       f"macros nested more than {MAX_EXPANSION_DEPTH} deep")
 
 
+def test_deeply_nested_macro_arguments_are_refused_where_they_are(tmp_path):
+    text = "#define F(x) x\nconst long c = " + "F(" * 400 + "1" + ")" * 400 + ";\n"
+    path = write(tmp_path, "args.idl", text)
+    line = assert_diagnostic(run_pycdr("idl", "show", path), "args.idl",
+                             f"macros nested more than {MAX_EXPANSION_DEPTH} deep")
+    assert line.startswith(path + ":2:")
+
+
 def test_a_macro_chain_within_the_limits_still_expands(tmp_path):
-    lines = ["#define M0 7"] + [f"#define M{i} M{i - 1}" for i in range(1, 50)]
-    path = write(tmp_path, "ok.idl", "\n".join(lines + ["const long c = M49;"]) + "\n")
+    lines = ["#define M0 7", "#define F(x) x"] + [f"#define M{i} M{i - 1}" for i in range(1, 30)]
+    text = "\n".join(lines + ["const long c = " + "F(" * 20 + "M29" + ")" * 20 + ";"]) + "\n"
+    path = write(tmp_path, "ok.idl", text)
     assert idl.load(path, register=False).constants["c"] == 7
 
 

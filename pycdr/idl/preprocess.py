@@ -9,8 +9,8 @@ pcpp itself has no bounds, so hostile IDL could make it recurse or expand
 forever; this step bounds it:
 
 * macro expansion: at most :data:`MAX_EXPANSION_TOKENS` tokens produced by
-  macros in one run and :data:`MAX_EXPANSION_DEPTH` macros expanding inside
-  one another (a chain of 26 ``#define Mi M(i-1) M(i-1)`` would make 2**26);
+  macros in one run and :data:`MAX_EXPANSION_DEPTH` expansions inside one
+  another (macros in macros, macros in arguments) (a chain of 26 ``#define Mi M(i-1) M(i-1)`` would make 2**26);
 * ``#include``: a file that is still open (a file including itself, or two
   including each other) is refused with the chain of includes -- unless its
   include guard is defined, so the inclusion is empty; includes nest at most
@@ -72,10 +72,12 @@ class _IdlPreprocessor(Preprocessor):
 
     # --- bounded expansion ----------------------------------------------------
     def expand_macros(self, tokens, expanding_from=[]):  # noqa: B006 (pcpp's signature)
-        if len(expanding_from) >= MAX_EXPANSION_DEPTH:
+        # Nesting counts every expansion inside another: a macro's replacement
+        # and the arguments of function-like macros (F(F(F(...)))) alike.
+        if self.expansion_nesting >= MAX_EXPANSION_DEPTH:
             raise _ExpansionLimit(self.expansion_site or self._where(tokens),
-                                  f"macros nested more than {MAX_EXPANSION_DEPTH} deep "
-                                  f"(expanding {expanding_from[0]})")
+                                  f"macros nested more than {MAX_EXPANSION_DEPTH} deep" +
+                                  (f" (expanding {expanding_from[0]})" if expanding_from else ""))
         if self.expansion_nesting == 0:
             self.expansion_site = self._where(tokens)
         self.expansion_nesting += 1
