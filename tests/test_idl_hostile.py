@@ -188,3 +188,11 @@ def test_thousand_deep_inheritance_chain(tmp_path):
     assert len(last.all_operations()) == 1000
     assert last.operation("op0").name == "op0"
     assert last.is_a("IDL:C0:1.0")
+
+
+def test_excerpts_do_not_pass_control_characters_to_the_terminal(tmp_path):
+    path = write(tmp_path, "ctl.idl", "const long x = \x1b[2J\x07;\n")
+    result = run_pycdr("idl", "show", path)
+    assert_diagnostic(result, "ctl.idl", "unexpected character '\\x1b'")
+    assert "\x1b" not in result.stderr and "\x07" not in result.stderr
+    assert "const long x = ?[2J?;\n               ^" in result.stderr

@@ -41,7 +41,10 @@ class Diagnostic:
                         text = text.rstrip("\n").expandtabs(1)
                         caret = self.position.column - 1
                         start = max(0, min(caret - EXCERPT_WIDTH // 2, len(text) - EXCERPT_WIDTH))
-                        text = text[start:start + EXCERPT_WIDTH]
+                        # Control characters would garble the terminal: one '?' each
+                        # keeps the caret in its column.
+                        text = "".join(c if c.isprintable() else "?"
+                                       for c in text[start:start + EXCERPT_WIDTH])
                         return f"{text}\n{' ' * (caret - start)}^"
         except OSError:
             pass
