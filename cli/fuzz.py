@@ -105,7 +105,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
     alone are listed as unconfirmed, with the cases that were in flight.
     Exit code 1 when a (confirmed) finding was made (or a replay reproduced it)."""
     from pycdr.fuzz.engine import Campaign
-    from pycdr.fuzz.findings import load_messages, save, save_unconfirmed
+    from pycdr.fuzz.findings import FindingError, load_messages, save, save_unconfirmed
     from pycdr.fuzz.seeds import idl_probe_request
     if not target and not spawn:
         raise click.UsageError("give a TARGET or --spawn CMD")
@@ -115,9 +115,14 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
         seed = random.SystemRandom().randrange(1 << 31)
     if max_cases is None and duration is None and not replay_dir:
         max_cases = 10000
+    if replay_dir:
+        try:
+            kind, messages = load_messages(replay_dir)
+        except FindingError as e:
+            click.echo(f"cannot replay: {e}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
     try:
         if replay_dir:
-            kind, messages = load_messages(replay_dir)
             from pycdr.fuzz.seeds import Seed
             campaign = Campaign(target, spawn=spawn, timeout=timeout,
                                 rss_limit=int(rss_limit * (1 << 20)),

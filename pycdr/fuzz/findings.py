@@ -30,6 +30,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from ..errors import PycdrError
 from .mutators import fix_size
 
 # Tests a minimization may spend (each is one isolated run, maybe a restart).
@@ -167,11 +168,34 @@ def save_unconfirmed(finding: Finding, out_dir: str, number: int) -> str:
     return folder
 
 
+class FindingError(PycdrError):
+    """A saved finding that cannot be read back (a damaged or hand-edited folder)."""
+
+
 def load_messages(folder: str) -> tuple[str, list]:
-    """(kind, minimized messages) of a saved finding."""
-    with open(os.path.join(folder, "finding.json")) as f:
-        data = json.load(f)
-    return data["kind"], [bytes.fromhex(h) for h in data["minimized"]]
+    """(kind, minimized messages) of a saved finding; FindingError if it is damaged."""
+    path = os.path.join(folder, "finding.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise FindingError(f"{path}: cannot read: {e.strerror}") from None
+    except (ValueError, RecursionError) as e:    # not UTF-8, not JSON, or absurdly nested
+        raise FindingError(f"{path}: not a finding's JSON ({e or 'nested too deeply'})") from None
+    if not isinstance(data, dict):
+        raise FindingError(f"{path}: not a finding (a JSON object is expected)")
+    kind, minimized = data.get("kind"), data.get("minimized")
+    if not isinstance(kind, str):
+        raise FindingError(f"{path}: no \"kind\" string")
+    if not isinstance(minimized, list) or not minimized:
+        raise FindingError(f"{path}: no \"minimized\" list of messages")
+    messages = []
+    for number, text in enumerate(minimized):
+        try:
+            messages.append(bytes.fromhex(text))
+        except (TypeError, ValueError):
+            raise FindingError(f"{path}: minimized message {number} is not hex") from None
+    return kind, messages
 
 
 def write_pcap(path: str, messages, answers: bytes = b"", port: int = 2809) -> bool:
