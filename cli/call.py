@@ -8,12 +8,13 @@ import sys
 
 import click
 
+from pycdr import encode
 from pycdr.errors import PycdrError
 from pycdr.giop.sysexc import COMM_FAILURE, TIMEOUT, TRANSIENT, SystemException
 from pycdr.idl import IdlError, load
 from pycdr.orb import ORB
 from pycdr.orb.invocation import UnknownUserException
-from pycdr.orb.jsonvalues import from_json, to_json
+from pycdr.orb.jsonvalues import from_json, to_json, type_name
 from pycdr.values import UserException
 
 from pycdr.orb.tls import TLSConfigError
@@ -26,11 +27,69 @@ def _version(text):
     try:
         major, minor = (int(x) for x in text.split("."))
     except ValueError:
-        raise click.BadParameter(f"{text!r} is not a GIOP version like 1.2") from None
+        raise click.BadParameter(f"{text!r} is not a GIOP version like 1.2",
+                                 param_hint="--giop") from None
+    if major != 1 or not 0 <= minor <= 3:
+        raise click.BadParameter(f"GIOP {text} does not exist (1.0 to 1.3)",
+                                 param_hint="--giop")
     return (major, minor)
 
 
-@click.command("call")
+class _CallCommand(click.Command):
+    """Negative numbers are arguments (JSON values), not options: with Click's
+    ``ignore_unknown_options`` "-5" reaches ARGS; any other unknown option is
+    still refused as one."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("context_settings", {})["ignore_unknown_options"] = True
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, ctx, args):
+        rest = super().parse_args(ctx, args)
+        for arg in ctx.params.get("args", ()):
+            if arg.startswith("-") and not _is_json_number(arg):
+                raise click.NoSuchOption(arg, ctx=ctx)
+        return rest
+
+
+def _is_json_number(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _argument(param, text: str, version, little: bool):
+    """The value of one in/inout parameter from its JSON text; click.BadParameter
+    (exit code 2) naming the parameter and its type if it is not one."""
+    shown = text if len(text) <= 40 else f"{text[:30]}... ({len(text)} characters)"
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        raise click.BadParameter(f"{shown} is nested too deeply", param_hint=param.name) from None
+    except ValueError as e:     # not JSON, or an integer of more digits than Python reads
+        raise click.BadParameter(f"{shown} is not JSON pycdr reads ({e})",
+                                 param_hint=param.name) from None
+    try:
+        value = from_json(param.type, obj)
+    except RecursionError:
+        raise click.BadParameter("nested too deeply", param_hint=param.name) from None
+    except (ValueError, TypeError, PycdrError) as e:    # from_json names the type
+        raise click.BadParameter(str(e), param_hint=param.name) from None
+    try:
+        # What from_json leaves to the marshaller (bounds, sizes, characters the
+        # code set cannot carry) is refused here, before any connection.
+        encode(param.type, value, little=little, version=version)
+    except RecursionError:
+        raise click.BadParameter("nested too deeply", param_hint=param.name) from None
+    except PycdrError as e:
+        raise click.BadParameter(f"{e} ({type_name(param.type)})",
+                                 param_hint=param.name) from None
+    return value
+
+
+@click.command("call", cls=_CallCommand)
 @click.argument("target")
 @click.argument("operation")
 @click.argument("args", nargs=-1)
@@ -53,18 +112,19 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
         click.echo(str(e), err=True)
         sys.exit(EXIT_BAD_INPUT)
     interface = _find_interface(module, interface_name, operation)
-    op = interface.all_operations()[operation]
+    operations = interface.all_operations()
+    if operation not in operations:
+        raise click.BadParameter(f"{interface.scoped_name} has no operation {operation!r}",
+                                 param_hint="OPERATION")
+    op = operations[operation]
     if len(args) != len(op.in_params):
         click.echo(f"{operation} takes {len(op.in_params)} in/inout arguments "
                    f"({', '.join(p.name for p in op.in_params)}), not {len(args)}", err=True)
         sys.exit(EXIT_USAGE)
+    version = _version(giop)
+    values = [_argument(p, a, version, little) for p, a in zip(op.in_params, args)]
     try:
-        values = [from_json(p.type, json.loads(a)) for p, a in zip(op.in_params, args)]
-    except (ValueError, TypeError) as e:
-        click.echo(f"bad argument: {e}", err=True)
-        sys.exit(EXIT_USAGE)
-    try:
-        outcome = asyncio.run(_call(target, interface, op, values, _version(giop), little,
+        outcome = asyncio.run(_call(target, interface, op, values, version, little,
                                     timeout, tls))
     except TLSConfigError as e:
         click.echo(str(e), err=True)
@@ -72,7 +132,7 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
     except (TRANSIENT, COMM_FAILURE, TIMEOUT, OSError) as e:
         click.echo(f"unreachable: {failure_text(e)}", err=True)
         sys.exit(EXIT_UNREACHABLE)
-    except PycdrError as e:
+    except (PycdrError, SystemException) as e:   # INV_OBJREF: a reference with no IIOP profile
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     kind, value = outcome

@@ -49,8 +49,10 @@ def install(dest, type_tables):
 
 @click.command("capture")
 @click.option("-i", "--interface", default="lo", show_default=True)
-@click.option("-p", "--port", "ports", multiple=True, type=int, help="TCP port (default 683, 2809).")
-@click.option("-c", "--count", type=int, default=0, help="Stop after this many packets (0: Ctrl-C).")
+@click.option("-p", "--port", "ports", multiple=True, type=click.IntRange(1, 65535),
+              help="TCP port (default 683, 2809).")
+@click.option("-c", "--count", type=click.IntRange(min=0), default=0,
+              help="Stop after this many packets (0: Ctrl-C).")
 @click.option("-t", "--timeout", type=float, default=None, help="Stop after this many seconds.")
 @click.argument("output", type=click.Path(dir_okay=False))
 def capture(interface, ports, count, timeout, output):
@@ -60,10 +62,15 @@ def capture(interface, ports, count, timeout, output):
     from scapy.utils import wrpcap
     ports = ports or (683, 2809)
     bpf = " or ".join(f"tcp port {p}" for p in ports)
+    from scapy.error import Scapy_Exception
     try:
         packets = sniff(iface=interface, filter=bpf, count=count, timeout=timeout)
-    except (PermissionError, OSError) as e:
+    except (OSError, ValueError, Scapy_Exception) as e:   # ValueError: no such interface
         click.echo(f"error: cannot capture on {interface}: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    wrpcap(output, packets)
+    try:
+        wrpcap(output, packets)
+    except OSError as e:
+        click.echo(f"error: cannot write {output}: {e.strerror}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     click.echo(f"{len(packets)} packets written to {output}")

@@ -55,9 +55,12 @@ def _status(campaign):
     head = Text(f"target {campaign.target.describe()}  seed {campaign.seed}  cases {s.cases}  "
                 f"{s.rate:.0f} cases/s  pipelined {s.pipelined}  isolated {s.isolated}  "
                 f"probes {s.probes}  restarts {s.restarts}\n"
-                f"findings: " + (", ".join(f"{k} {n}" for k, n in sorted(s.findings.items()))
+                f"breakages seen: " + (", ".join(f"{k} {n}" for k, n in sorted(s.findings.items()))
+                                       or "none") +
+                f"  (findings {len(campaign.findings)}, unconfirmed {len(campaign.unconfirmed)})\n"
+                f"outcomes: " + (", ".join(f"{k} {n}" for k, n in sorted(s.outcomes.items()))
                                  or "none") +
-                f"  (unique {len(campaign.findings)})")
+                f"  wait {1000 * campaign.answer_timeout():.0f} ms")
     return Group(head, _coverage_table(s))
 
 
@@ -80,20 +83,30 @@ def _status(campaign):
               help="Seed with the client messages of the pcaps in this folder.")
 @click.option("--no-catalog", is_flag=True, help="Do not seed with the conformance catalog.")
 @click.option("--timeout", type=float, default=1.0, show_default=True,
-              help="Seconds to wait for an answer before suspecting a hang.")
+              help="The longest wait for an answer or a probe; shorter waits are learned "
+                   "from the target's answer times.")
+@click.option("--connections", type=click.IntRange(1, 64), default=32, show_default=True,
+              help="Connections open at once for cases that need one each.")
 @click.option("--probe-interval", type=float, default=2.0, show_default=True,
               help="Seconds between liveness probes.")
+@click.option("--rss-limit", type=float, default=256.0, show_default=True,
+              help="MB of RSS growth of a --spawn target that make a memory finding.")
 @click.option("--no-minimize", is_flag=True, help="Save findings without minimizing them.")
 @click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
               help="Send a saved finding's messages again and say whether it reproduces.")
 @tls_options
 def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_file, interface,
-        corpus, no_catalog, timeout, probe_interval, no_minimize, replay_dir, tls):
+        corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
+        replay_dir, tls):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc URL or host:port; or --spawn CMD).
 
-    Exit code 1 when a finding was made (or a replay reproduced it)."""
+    A finding is reported when its case, alone, did it again against a fresh
+    target (restarted, under --spawn) three times; breakages no case did
+    alone are listed as unconfirmed, with the cases that were in flight.
+    Exit code 1 when a (confirmed) finding was made (or a replay reproduced it)."""
     from pycdr.fuzz.engine import Campaign
-    from pycdr.fuzz.findings import load_messages, save
+    from pycdr.fuzz.findings import FindingError, load_messages, save, save_unconfirmed
+    from pycdr.fuzz.seeds import idl_probe_request
     if not target and not spawn:
         raise click.UsageError("give a TARGET or --spawn CMD")
     if idl_file and not interface:
@@ -102,17 +115,23 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
         seed = random.SystemRandom().randrange(1 << 31)
     if max_cases is None and duration is None and not replay_dir:
         max_cases = 10000
+    if replay_dir:
+        try:
+            kind, messages = load_messages(replay_dir)
+        except FindingError as e:
+            click.echo(f"cannot replay: {e}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
     try:
         if replay_dir:
-            kind, messages = load_messages(replay_dir)
             from pycdr.fuzz.seeds import Seed
             campaign = Campaign(target, spawn=spawn, timeout=timeout,
+                                rss_limit=int(rss_limit * (1 << 20)),
                                 seeds=[Seed("replay", messages)], tls=tls)
             try:
-                verdict = campaign.check(messages)
+                same = campaign.reproduces(kind, messages)
+                verdict = campaign.last_verdict
             finally:
                 campaign.close()
-            same = verdict.kind == kind
             result = {"finding": replay_dir, "expected": kind, "observed": verdict.kind,
                       "details": verdict.details, "reproduced": same}
             click.echo(json.dumps(result) if as_json else
@@ -121,10 +140,12 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
             sys.exit(EXIT_BAD_INPUT if same else EXIT_OK)
         saved = []
         campaign = Campaign(target, seed=seed, spawn=spawn, timeout=timeout,
-                            probe_interval=probe_interval, rate=rate,
-                            minimize=not no_minimize,
+                            probe_interval=probe_interval, rate=rate, connections=connections,
+                            rss_limit=int(rss_limit * (1 << 20)), minimize=not no_minimize,
                             seed_sources=_seed_sources(idl_file, interface, corpus, seed,
-                                                       no_catalog), tls=tls)
+                                                       no_catalog),
+                            probe_request=idl_probe_request(idl_file, interface)
+                            if idl_file else None, tls=tls)
         if campaign.target.tls is not None:
             # (a certificate that is not trusted would look like a dead target)
             try:
@@ -144,7 +165,12 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
         saved.append(save(finding, out_dir, len(saved) + 1, target_text=target, spawn=spawn,
                           answers=finding.answers))
 
+    def on_unconfirmed(finding):
+        saved_unconfirmed.append(save_unconfirmed(finding, out_dir, len(saved_unconfirmed) + 1))
+
+    saved_unconfirmed = []
     campaign.on_finding = on_finding
+    campaign.on_unconfirmed = on_unconfirmed
     if not as_json:
         click.echo(f"pycdr fuzz: seed {seed}, {len(campaign.seeds)} seeds, target "
                    f"{campaign.target.describe()}")
@@ -169,13 +195,21 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
                "elapsed": round(s.elapsed, 2), "cases_per_second": round(s.rate, 1),
                "pipelined": s.pipelined, "isolated": s.isolated, "probes": s.probes,
                "restarts": s.restarts, "target_dead": campaign.dead,
-               "findings": [f.to_json() for f in campaign.findings.values()]}
+               "answer_timeout": round(campaign.answer_timeout(), 4),
+               "outcomes": dict(s.outcomes), "notes": campaign.notes,
+               "findings": [f.to_json() for f in campaign.findings.values()],
+               "unconfirmed": [f.to_json() for f in campaign.unconfirmed]}
     if as_json:
         click.echo(json.dumps(summary, indent=1))
     else:
         for f in campaign.findings.values():
             click.echo(f"{f.kind:6} {f.path}  ({f.case.seed_name}, case {f.case.index}, "
-                       f"{'reproducible' if f.reproducible else 'not reproduced'})  {f.folder}")
-        click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings; "
-                   f"seed {seed}")
+                       f"reproduced {f.reproductions} times alone)  {f.folder}")
+        for f in campaign.unconfirmed:
+            click.echo(f"{f.kind:6} unconfirmed: {f.details.get('unconfirmed')}; in flight: "
+                       f"{len(f.in_flight)} case(s)  {f.folder}")
+        for note in campaign.notes:
+            click.echo(f"note: {note}")
+        click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings "
+                   f"({len(campaign.unconfirmed)} unconfirmed); seed {seed}")
     sys.exit(EXIT_BAD_INPUT if campaign.findings else EXIT_OK)

@@ -23,7 +23,7 @@ def _load(path, include_dirs, defines):
         return idl_frontend.load(path, include_dirs, macros, register=False)
     except idl_frontend.IdlError as exc:
         click.echo(str(exc), err=True)
-        click.echo(f"{len(exc.diagnostics)} error(s)", err=True)
+        click.echo(f"{exc.count} error(s)", err=True)
         sys.exit(EXIT_BAD_INPUT)
 
 

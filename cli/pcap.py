@@ -18,7 +18,7 @@ from .main import EXIT_BAD_INPUT
               help="A JSON array: `pycdr decode --json` objects plus frame, stream, src, dst.")
 @click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="IDL file whose operations decode arguments and results (repeatable).")
-@click.option("-p", "--port", "ports", multiple=True, type=int,
+@click.option("-p", "--port", "ports", multiple=True, type=click.IntRange(1, 65535),
               help="TCP port carrying GIOP (default 683 and 2809; GIOP magic is found anywhere).")
 def cmd(file, as_json, idl_files, ports):
     """Decode the GIOP traffic of a capture (TCP reassembly, fragments, reply matching)."""

@@ -57,7 +57,7 @@ def cmd(target, is_a_id, timeout, as_json, tls):
     except TLSConfigError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_USAGE)
-    except (PycdrError, ValueError) as e:
+    except (PycdrError, SystemException, ValueError) as e:   # INV_OBJREF: no IIOP profile
         click.echo(f"bad target: {e}", err=True)
         sys.exit(EXIT_USAGE)
     report = asyncio.run(_probe(endpoint, other, keys, is_a_id, timeout, tls))
@@ -79,7 +79,7 @@ def _target(text: str, tls):
             parsed = parsed.corbaloc
         if isinstance(parsed, Corbaloc):
             if not any(isinstance(a, IIOPAddress) for a in parsed.addresses):
-                raise ValueError(f"{text!r} has no iiop or ssliop address to probe")
+                raise ValueError(f"{text!r} has no IIOP address (iiop: or ssliop:) to probe")
             parsed = parsed.to_ior()
         profile = first_iiop_profile(parsed)
         endpoint = choose_endpoint(profile, tls)
@@ -89,8 +89,10 @@ def _target(text: str, tls):
             other = next(iter(tls_endpoints(profile)), None)
         return endpoint, other, [profile.object_key]
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not port.isdigit() or not port.isascii():
         raise ValueError(f"{text!r} is not an IOR, a corbaloc URL or host:port")
+    if int(port) > 65535:
+        raise ValueError(f"port {port} is above 65535")
     endpoint = Endpoint(host.strip("[]"), int(port), tls.force, "--tls" if tls.force else
                         "host:port")
     return endpoint, None, list(WELL_KNOWN_KEYS)

@@ -25,7 +25,8 @@ _LIMITS = ServerLimits()       # the defaults the options show
               help="Scoped name of the interface to serve, e.g. Demo::Echo.")
 @click.option("-I", "--include", "include_dirs", multiple=True, help="IDL include folder.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=0, show_default=True, help="Port (0: any free port).")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
+              help="Port (0: any free port).")
 @click.option("--name", "object_name", default="Echo", show_default=True,
               help="Persistent object key (for corbaloc URLs).")
 @click.option("--fragment-size", type=int, default=None,

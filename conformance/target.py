@@ -73,6 +73,8 @@ def resolve_target(text: str, *, timeout: float = 3.0, tls: TLSOptions = DEFAULT
     if not m:
         raise TargetError(f"{text!r} is not an IOR, a corbaloc URL or host:port")
     host, port = m.group(1), int(m.group(2))
+    if port > 65535:
+        raise TargetError(f"{text!r}: port {port} is above 65535")
     speaks = tls if tls.force else None
     for key in WELL_KNOWN_KEYS:
         if locate(host, port, key, timeout=timeout, tls=speaks) == LocateStatus.OBJECT_HERE:

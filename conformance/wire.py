@@ -37,6 +37,8 @@ class Observation:
     flooded: bool = False           # more than any answer could be
     connect_error: str | None = None
     elapsed: float = 0.0
+    # Seconds from the start of the read to the last wanted message (None: not all came).
+    answer_time: float | None = None
 
 
 class Wire:
@@ -101,6 +103,8 @@ class Wire:
             now = time.monotonic()
             if lingering_until is None and len(obs.messages) >= want:
                 lingering_until = now + linger
+                if want:
+                    obs.answer_time = now - start
             end = deadline if lingering_until is None else min(deadline, lingering_until)
             if now >= end:
                 if lingering_until is None:

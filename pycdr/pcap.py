@@ -27,6 +27,7 @@ an ``error`` entry, retransmitted bytes are skipped.
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass, field
 
@@ -65,23 +66,49 @@ def read_tcp_segments(path) -> list[TcpSegment]:
         raise PycdrError("reading captures needs scapy: pip install 'pycdr[pcap]'") from e
     segments = []
     try:
-        reader = PcapReader(os.fspath(path))
+        reader = PcapReader(_SizeCheckedFile(os.fspath(path)))
     except Exception as e:      # scapy raises Scapy_Exception for a file that is no capture
         raise PycdrError(f"{path}: not a pcap or pcapng file ({e})") from None
+    frame = 0
     with reader:
-        for frame, pkt in enumerate(reader, 1):
-            ip = pkt.getlayer(IP) or pkt.getlayer(IPv6)
-            tcp = pkt.getlayer(TCP)
-            if ip is None or tcp is None:
-                continue
-            payload = bytes(tcp.payload)
-            if ip.haslayer(IP):
-                # Ethernet minimum-frame padding sits after the IP datagram.
-                end = ip.len - ip.ihl * 4 - tcp.dataofs * 4
-                payload = payload[:max(end, 0)]
-            segments.append(TcpSegment(frame, float(pkt.time), ip.src, tcp.sport, ip.dst,
-                                       tcp.dport, tcp.seq, int(tcp.flags), payload))
+        try:
+            for frame, pkt in enumerate(reader, 1):
+                ip = pkt.getlayer(IP) or pkt.getlayer(IPv6)
+                tcp = pkt.getlayer(TCP)
+                if ip is None or tcp is None:
+                    continue
+                payload = bytes(tcp.payload)
+                if ip.haslayer(IP):
+                    # Ethernet minimum-frame padding sits after the IP datagram.
+                    end = ip.len - ip.ihl * 4 - tcp.dataofs * 4
+                    payload = payload[:max(end, 0)]
+                segments.append(TcpSegment(frame, float(pkt.time), ip.src, tcp.sport, ip.dst,
+                                           tcp.dport, tcp.seq, int(tcp.flags), payload))
+        except Exception as e:  # scapy raises anything (struct.error, ...) on a damaged capture
+            raise CaptureError(f"{path}: frame {frame + 1}: damaged capture "
+                               f"({type(e).__name__}: {e})") from None
     return segments
+
+
+class CaptureError(PycdrError):
+    """A capture file that cannot be read on (a damaged record or block)."""
+
+
+class _SizeCheckedFile(io.BufferedReader):
+    """A capture file whose reads never ask for more than what is left of it:
+    scapy reads a record or block in one read() of the length the file claims,
+    which allocates that length first (4 GiB for a damaged pcapng block).  A
+    short read is what scapy gets from a truncated capture anyway: it ends
+    there, as for one cut while being written."""
+
+    def __init__(self, path: str):
+        super().__init__(io.FileIO(path))
+        self.size = os.fstat(self.fileno()).st_size
+
+    def read(self, size=-1):
+        if size is not None and size > 0:
+            size = min(size, max(self.size - self.tell(), 0))
+        return super().read(size)
 
 
 @dataclass

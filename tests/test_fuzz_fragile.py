@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from pycdr.cdr import CDRReader
-from pycdr.fuzz.engine import Campaign
+from pycdr.fuzz.engine import REPRODUCTIONS, Campaign
 from pycdr.fuzz.findings import save
 from pycdr.fuzz.seeds import catalog_seeds
 from pycdr.giop.header import MsgType, parse_header
@@ -63,7 +63,7 @@ def test_all_three_faults_found(campaign_findings):
 
 def test_crash_minimizes_to_self_indirection(campaign_findings):
     f = _first(campaign_findings[0], "crash")
-    assert f.reproducible and len(f.messages) == 1
+    assert f.confirmed and f.reproductions == REPRODUCTIONS and len(f.messages) == 1
     m = f.messages[0]
     assert b"echo_any" in m
     little = bool(m[6] & 1)
@@ -74,7 +74,7 @@ def test_crash_minimizes_to_self_indirection(campaign_findings):
 
 def test_hang_minimizes_to_lying_fragment(campaign_findings):
     f = _first(campaign_findings[0], "hang")
-    assert f.reproducible and len(f.messages) == 2
+    assert f.confirmed and f.reproductions == REPRODUCTIONS and len(f.messages) == 2
     first, fragment = (parse_header(m) for m in f.messages)
     assert first.more_fragments and fragment.msg_type == MsgType.Fragment
     rid = [CDRReader(m, start=12, little=h.little).read_ulong()
@@ -84,7 +84,7 @@ def test_hang_minimizes_to_lying_fragment(campaign_findings):
 
 def test_flood_minimizes_to_bad_target_address(campaign_findings):
     f = _first(campaign_findings[0], "flood")
-    assert f.reproducible and len(f.messages) == 1
+    assert f.confirmed and f.reproductions == REPRODUCTIONS and len(f.messages) == 1
     h = parse_header(f.messages[0])
     assert h.msg_type == MsgType.LocateRequest
     r = CDRReader(f.messages[0], start=12, little=h.little)
@@ -130,7 +130,7 @@ def test_fault_among_concurrent_cases_is_told_apart(campaign_findings, kind):
         trigger = Case(10 ** 6, "planted", list(trigger_messages), [],
                        predict(trigger_messages))
         group = bystanders[:3] + [trigger] + bystanders[3:]
-        campaign._run_isolated_group(group)
+        campaign._run_group(group)
         assert campaign.stats.cases == len(group)
         found = [f for f in campaign.findings.values() if f.kind == kind]
         assert [f.case.index for f in found] == [trigger.index], campaign.findings

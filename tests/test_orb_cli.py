@@ -165,14 +165,19 @@ def test_probe_names_the_vendor_of_a_forward_and_shows_keys_in_hex():
 
 
 def test_call_reports_a_local_bad_param_as_raised_locally(served):
-    """A bound exceeded or a wstring in GIOP 1.0 cannot be marshalled: BAD_PARAM is raised
-    here and nothing is sent; the report says so, apart from a server's exceptions."""
+    """What cannot be marshalled is never reported like a server's exception. An argument
+    its IDL type cannot hold (a bound exceeded) is refused before any connection, naming the
+    type; a wstring to a GIOP 1.0 address (the version is known only once the reference is
+    resolved) gets BAD_PARAM raised here, and the report says nothing was sent."""
     process, ior, url = served
     result = invoke("call", url, "echo_short8", '"far longer than eight"', "--idl", ECHO_ALL_IDL)
+    assert result.exit_code == 2, result.output
+    assert "exceeds bound 8" in result.output and "string<8>" in result.output
+    giop10_url = url.replace("iiop:1.2@", "iiop:1.0@")
+    result = invoke("call", giop10_url, "echo_wstring", '"w"', "--idl", ECHO_ALL_IDL)
     assert result.exit_code == 1, result.output
     assert result.output.startswith("BAD_PARAM raised locally, nothing sent: ")
-    result = invoke("call", ior, "echo_wstring", '"w"', "--idl", ECHO_ALL_IDL, "--giop", "1.0",
-                    "--json")
+    result = invoke("call", giop10_url, "echo_wstring", '"w"', "--idl", ECHO_ALL_IDL, "--json")
     assert result.exit_code == 1, result.output
     local = json.loads(result.output)["local_exception"]
     assert local["name"] == "BAD_PARAM" and local["raised_locally"] is True

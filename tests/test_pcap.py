@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import struct
 
 import pytest
 from click.testing import CliRunner
@@ -81,3 +82,39 @@ def test_not_a_capture_is_a_clear_error(tmp_path):
     bad.write_bytes(b"not a capture at all")
     out = CliRunner().invoke(main, ["pcap", str(bad)])
     assert out.exit_code == 1 and "not a pcap" in out.output
+
+
+def _pcapng_with_block_claiming(length: int) -> bytes:
+    """A section header, an Ethernet interface, then a block whose length field
+    says ``length`` and whose body is 64 bytes."""
+    shb = struct.pack("<IIIHHqI", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1, 28)
+    idb = struct.pack("<IIHHII", 1, 20, 1, 0, 0, 20)
+    return shb + idb + struct.pack("<II", 6, length) + bytes(64)
+
+
+def test_block_claiming_4_gib_is_not_allocated(tmp_path):
+    # Issue 25: scapy read the claimed 4 GiB in one read(); under an address-space
+    # limit that was a MemoryError traceback.  Now the capture ends there.
+    from bounded import run_pycdr
+    path = tmp_path / "huge.pcapng"
+    path.write_bytes(_pcapng_with_block_claiming(0xFFFFFFF0))
+    result = run_pycdr("pcap", path, "--json")
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode == 0 and json.loads(result.stdout) == []
+
+
+def test_damaged_capture_names_the_frame(tmp_path, monkeypatch):
+    # Whatever scapy raises inside the packet loop becomes pycdr's error with the frame.
+    from scapy.utils import PcapReader
+    calls = []
+    original = PcapReader.read_packet
+
+    def failing_third(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise MemoryError("as for a length field claiming 4 GiB")
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(PcapReader, "read_packet", failing_third)
+    out = CliRunner().invoke(main, ["pcap", os.path.join(CAPTURES, "kinds.pcap")])
+    assert out.exit_code == 1 and isinstance(out.exception, SystemExit), out.exception
+    assert "kinds.pcap: frame 3: damaged capture (MemoryError" in out.output

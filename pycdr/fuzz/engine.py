@@ -8,27 +8,42 @@ and its index.  A case's messages go to the target in one of two ways:
   no fragment chain left open, no close expected) share one connection, a
   batch at a time, closed by a LocateRequest "sentinel"; the number of
   answers is predicted by pycdr's own sans-I/O GIOP connection (the reference
-  ORB's logic), so waiting stops as soon as they are in;
-- isolated: a fresh connection (the other cases, and every case of a batch
-  that did not go as predicted).  With a target the fuzzer can restart
-  (``--spawn``), up to ``connections`` of them go at once, each on its own
-  connection; any that does not go as predicted runs again alone.
+  ORB's logic), so waiting stops as soon as they are in.  After batches that
+  did not go as predicted, pipelining pauses (a target that answers otherwise
+  is not pipelined for long);
+- in groups: every other case (and every case while pipelining pauses) on a
+  connection of its own, up to ``connections`` at once in a sliding window.
 
-While the target works on what was sent, the next cases are made (they
-depend on their index only), so the fuzzer and the target use a core each.
+Waits are learned from the target's own answer times (a high percentile
+times a factor, with a floor, at most ``timeout``); no answer is waited for
+where the bytes end inside a message by the headers' own sizes (a target may
+rightly wait for the rest).  While the target works, the next cases are made.
 
-Detection on an isolated case: a close or reset without MessageError, fewer
-answers than predicted within the timeout, answers beyond them (then a
-longer look for a flood), and after every such case a liveness probe (a
-fresh connection and a LocateRequest); with ``--spawn`` the target's exit
-(and signal) and its RSS growth too.  A probe also runs every
-``probe_interval`` seconds.  Only the target given is ever contacted.
+What a connection shows beyond what a conforming server does (no answer, a
+close without MessageError, answers beyond the predicted ones, a flood) leads
+to one look at the target's health per group or batch: probes on fresh
+connections, a LocateRequest (the ORB core) and a Request (``_non_existent``,
+or an --idl operation: past the core), and when either is silent both again
+with the longest wait.  A close in answer to a malformed message is an
+outcome counted against the spec, not a finding.  Probes also run every
+``probe_interval`` seconds (alternating the two kinds), and under --spawn the
+target's exit and RSS growth are watched.
+
+Attribution: when the target is broken (crash, hang, memory) or floods, the
+cases in flight since it last answered a probe are the suspects.  A finding
+is *confirmed* only when one case, alone, does the same against a fresh
+target (under --spawn restarted and answering) REPRODUCTIONS times in a row
+after minimization; the suspect whose connection showed it is tried alone
+first, then the others together and narrowed by delta debugging.  Otherwise
+the finding is kept *unconfirmed*, listing every case in flight.  Only the
+target given is ever contacted.
 """
 
 from __future__ import annotations
 
 import random
 import re
+import selectors
 import shlex
 import socket
 import subprocess
@@ -42,11 +57,12 @@ from ..errors import PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import (NEED_DATA, Answer, ConnectionClosed, MessageReceived,
                            ProtocolViolation)
-from ..giop.header import MsgType
+from ..giop.header import HEADER_SIZE, MsgType
 from ..giop.messages import (CloseConnection, KeyAddr, LocateReply, LocateRequest,
-                             MessageError, Request, encode_message)
-from ..conformance.wire import FLOOD_MESSAGES, Observation
+                             MessageError, Reply, Request, encode_message)
+from ..conformance.wire import FLOOD_BYTES, FLOOD_FACTOR, FLOOD_MESSAGES, Observation, Wire
 from ..orb.tls import DEFAULT_TLS, TLSOptions, open_socket
+from .findings import Finding, ddmin, minimize
 from .mutators import MutationContext, mutate, target_profile
 
 SENTINEL_ID = 0x7E570000       # request ids of the pipelining sentinels (and probes)
@@ -54,6 +70,66 @@ CLOSING_TYPES = (MsgType.CloseConnection, MsgType.MessageError)
 # How long a case's connection is watched after the answers it was to get
 # (a close, unsolicited messages); with no answer due, twice as long.
 LINGER = 0.005
+
+# Kinds after which the target needs a restart, by the probe status that shows them.
+BROKEN_BY_STATUS = {"exited": "crash", "refused": "crash", "silent": "hang",
+                    "requests-silent": "hang"}
+BROKEN = ("crash", "hang", "memory")
+# A finding is confirmed when its (minimized) case alone does it this many
+# times in a row, each time against a fresh target.
+REPRODUCTIONS = 3
+# Runs of the cases in flight (together, then fewer) spent looking for
+# the one that broke the target when several were in flight.
+ATTRIBUTION_TESTS = 24
+MAX_UNCONFIRMED = 64
+# Cases judged together as a group (on up to --connections connections at once).
+GROUP_CASES = 1024
+# How long a replayed case's memory growth is waited for.
+MEMORY_SETTLE = 0.3
+# At most this many batchable cases go as groups after failed batches.
+MAX_PIPE_PAUSE = 4096
+# Seconds a target that cannot be restarted gets to answer again before the
+# campaign gives it up.
+RECOVERY_WAIT = 10.0
+# Learned waits: a high percentile of the target's answer times times a
+# factor, never below the floor (scheduling noise on a busy machine).
+TIMEOUT_FACTOR = 4.0
+TIMEOUT_FLOOR = 0.05
+TIMEOUT_PERCENTILE = 0.9
+MIN_SAMPLES = 16
+CALIBRATION_PROBES = MIN_SAMPLES
+# A probe answered this many times slower than the target's baseline (and
+# past the floor) says the target is slow: not broken, and no case is blamed.
+SLOW_FACTOR = 20.0
+SLOW_FLOOR = 0.05
+
+
+class Latency:
+    """Answer times of the target; the waits are learned from them."""
+
+    def __init__(self, ceiling: float, keep: int = 512):
+        self.ceiling = ceiling
+        self.samples: deque = deque(maxlen=keep)
+        self._learned: float | None = None
+        self._added = 0
+
+    def add(self, seconds: float) -> None:
+        self.samples.append(seconds)
+        self._added += 1
+        if self._learned is None or self._added % 64 == 0:
+            self._learned = None
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def timeout(self) -> float:
+        if len(self.samples) < MIN_SAMPLES:
+            return self.ceiling
+        if self._learned is None:
+            self._learned = min(self.ceiling, max(
+                TIMEOUT_FLOOR, TIMEOUT_FACTOR * self.percentile(TIMEOUT_PERCENTILE)))
+        return self._learned
 
 
 # --------------------------------------------------------------------------
@@ -64,6 +140,16 @@ class Prediction:
     closes: bool = False       # it closes the connection
     partial: bool = False      # a message or fragment chain is left incomplete
     uncertain: bool = False    # a CancelRequest may or may not suppress a reply
+    message_error: bool = False  # it answers a violation with MessageError
+    # The bytes end inside a message, by the headers' own sizes: a server
+    # may rightly wait for the rest instead of answering (a message cut
+    # short, a size claiming more than was sent).
+    may_wait: bool = False
+
+    @property
+    def wanted(self) -> int:
+        """The answers to wait for: none where the server may rightly wait."""
+        return 0 if self.may_wait else self.answers
 
 
 def predict(messages) -> Prediction:
@@ -90,6 +176,7 @@ def predict(messages) -> Prediction:
                     break
             elif isinstance(event, ProtocolViolation):
                 p.answers += bool(event.reply)
+                p.message_error = p.message_error or bool(event.reply)
                 if event.answer in (Answer.SEND_MESSAGE_ERROR_AND_CLOSE, Answer.CLOSE):
                     p.closes = True
                     break
@@ -98,7 +185,22 @@ def predict(messages) -> Prediction:
                 break
     if not p.closes:
         p.partial = conn.has_partial_message
+    p.may_wait = leaves_waiting(messages)
     return p
+
+
+def leaves_waiting(messages) -> bool:
+    """Whether the bytes end inside a message, by the GIOP headers' own
+    message sizes (the server cannot tell the sizes lie before the rest
+    comes)."""
+    data = b"".join(messages)
+    pos = 0
+    while pos + HEADER_SIZE <= len(data):
+        if data[pos:pos + 4] != b"GIOP":
+            return False
+        size = int.from_bytes(data[pos + 8:pos + 12], "little" if data[pos + 6] & 1 else "big")
+        pos += HEADER_SIZE + size
+    return pos != len(data)
 
 
 def suspicion(obs: Observation, p: Prediction, messages, *,
@@ -160,8 +262,9 @@ def normalize_path(path: str) -> str:
 
 @dataclass
 class Verdict:
-    """What one isolated run showed: ``kind`` is None (nothing wrong) or a
-    finding kind: crash, hang, flood, closed, reset, memory."""
+    """What one run of a case on its own connection showed: ``kind`` is None
+    (nothing wrong, or a close: an outcome) or a finding kind: crash, hang,
+    flood, memory."""
     kind: str | None
     details: dict = field(default_factory=dict)
     observation: Observation | None = None
@@ -269,7 +372,11 @@ class Stats:
     isolated: int = 0
     probes: int = 0
     restarts: int = 0
-    findings: Counter = field(default_factory=Counter)
+    findings: Counter = field(default_factory=Counter)    # breakages seen, per kind
+    # Closes judged against the spec (allowed after a malformed message, but
+    # not without MessageError): outcomes, not findings.
+    outcomes: Counter = field(default_factory=Counter)
+    slow_probes: int = 0
     coverage: Counter = field(default_factory=Counter)   # (type, version, mutator) -> n
     started: float = field(default_factory=time.monotonic)
 
@@ -289,9 +396,10 @@ class Campaign:
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
-                 connections: int = 8,
+                 connections: int = 32,
                  rss_limit: int = 256 << 20, seeds=None, seed_sources=None, minimize=True,
-                 on_finding=None, log=None, tls: TLSOptions = DEFAULT_TLS):
+                 on_finding=None, on_unconfirmed=None, probe_request=None,
+                 request_probes: bool = True, log=None, tls: TLSOptions = DEFAULT_TLS):
         self.seed = seed
         self.tls = tls                 # TLS options, for targets that speak TLS
         self.spawned = SpawnedTarget(spawn) if spawn else None
@@ -301,6 +409,16 @@ class Campaign:
         self.target = resolve(self.target_text, tls)
         self.timeout = timeout
         self.probe_timeout = probe_timeout
+        # The longest wait, after a first silent probe, before calling it a hang.
+        self.hang_timeout = max(timeout, probe_timeout)
+        self.latency = Latency(timeout)
+        self.probe_latency = {"locate": Latency(probe_timeout), "request": Latency(probe_timeout)}
+        self.baseline: dict = {}            # probe kind -> median answer time at the start
+        # target -> the Request probe's bytes (default, or None: _non_existent)
+        self.probe_request = probe_request
+        self.request_probes = request_probes
+        self._probe_turn = 0
+        self.notes: list[str] = []
         self.probe_interval = probe_interval
         self.rate = rate
         self.batch_size = max(1, batch)
@@ -308,15 +426,23 @@ class Campaign:
         self.rss_limit = rss_limit
         self.minimize = minimize
         self.on_finding = on_finding
+        self.on_unconfirmed = on_unconfirmed
         self.log = log or (lambda text: None)
         self.stats = Stats()
-        self.findings: dict = {}           # (kind, path) -> Finding
+        self.findings: dict = {}           # (kind, path) -> confirmed Finding
+        self.unconfirmed: list = []        # Findings no case in flight did alone
+        # Cases sent since the target last answered a probe (the suspects
+        # when it turns out broken).
+        self._in_flight: deque[Case] = deque(maxlen=4 * GROUP_CASES)
+        self._attributed = 0               # confirmed (or known) findings so far
+        self._pipe_failures = 0            # batches in a row not as predicted
+        self._pipe_pause = 0               # cases to send as groups before pipelining again
+        self._needs_restart = False
         self.dead = False                  # the target is gone and cannot be restarted
         self._pipe: _Pipe | None = None
         self._last_probe = time.monotonic()
-        self._recent: list[Case] = []
         self.last_received = b""
-        self._last_tail: Case | None = None
+        self.last_verdict: Verdict | None = None
         # Cases made ahead, while the target works on the ones sent (the
         # fuzzer's CPU and the target's then overlap): see _make_ahead.
         self._ahead: deque[Case] = deque()
@@ -327,6 +453,7 @@ class Campaign:
             raise PycdrError("no seeds: nothing to mutate")
         profile, ior = target_profile(self.target)
         self.ctx = MutationContext(self.seeds, self.target.object_key, profile, ior)
+        self._calibrate()
 
     # --- cases ---------------------------------------------------------------------
     def make_case(self, index: int) -> Case:
@@ -362,10 +489,7 @@ class Campaign:
         self._taken = start_index - 1
         self._ahead_end = start_index + max_cases if max_cases is not None else None
         pending: list[Case] = []       # batchable cases for the reused connection
-        # Cases that need a connection each: those the target is to close
-        # and those whose connection stays open (their groups wait out the
-        # linger once, see _run_isolated_group).
-        solo = {True: [], False: []}
+        group: list[Case] = []         # cases that need a connection each
         while not self.dead:
             if max_cases is not None and index >= start_index + max_cases:
                 break
@@ -382,12 +506,12 @@ class Campaign:
             # connection effects), so batches and groups need not keep the
             # index order: a case that needs its own connection does not cut
             # the batch short.  --rate sends them one at a time, in order.
-            pipelining = self.batch_size > 1 and not self.rate
-            # Several cases on their own connections at once only when the
-            # target can be restarted: if they break it, each is run again
-            # alone to tell which did; a target we cannot restart gets one
-            # case at a time, so that the one breaking it is known.
-            grouping = pipelining and self.spawned is not None
+            concurrent = self.batch_size > 1 and not self.rate
+            # Pipelining pays while batches go as predicted; after a batch
+            # that did not, the next ones go as groups for a while (longer
+            # after each failure in a row: a target that answers otherwise
+            # than pycdr's prediction is not pipelined for long).
+            pipelining = concurrent and self._pipe_pause == 0
             if case.batchable and pipelining:
                 pending.append(case)
                 if len(pending) >= self.batch_size:
@@ -396,12 +520,13 @@ class Campaign:
             elif case.tail and pipelining:
                 self._run_batch(pending, tail=case)
                 pending = []
-            elif grouping:
-                closes = case.prediction.closes
-                solo[closes].append(case)
-                if len(solo[closes]) >= self.connections:
-                    self._run_isolated_group(solo[closes])
-                    solo[closes] = []
+            elif concurrent:
+                if case.batchable or case.tail:
+                    self._pipe_pause = max(0, self._pipe_pause - 1)
+                group.append(case)
+                if len(group) >= GROUP_CASES:
+                    self._run_group(group)
+                    group = []
             else:
                 self._run_isolated_case(case)
             if time.monotonic() - self._last_probe >= self.probe_interval:
@@ -410,9 +535,8 @@ class Campaign:
                 progress(self)
         if pending and not self.dead:
             self._run_batch(pending)
-        for group in solo.values():
-            if group and not self.dead:
-                self._run_isolated_group(group)
+        if group and not self.dead:
+            self._run_group(group)
         self._close_pipe()
         self._ahead.clear()
         self._taken = self._ahead_end = None
@@ -426,20 +550,22 @@ class Campaign:
         self._ahead.clear()
         return self.make_case(index)
 
-    def _make_ahead(self, sent: int) -> None:
+    def _make_ahead(self, sent: int) -> int:
         """Called between sending bytes and reading the answer: make as many
-        of the next cases as were just sent (up to two batches ahead), so the
-        target's processing and ours overlap instead of taking turns.  Cases
-        depend on their index only, so making them early changes nothing."""
+        of the next cases as were just sent (up to two batches or a group
+        ahead), so the target's processing and ours overlap instead of
+        taking turns.  Cases depend on their index only, so making them
+        early changes nothing.  How many were made."""
         if self._taken is None:
-            return       # not inside run()
-        limit = 2 * self.batch_size
-        for _ in range(sent):
+            return 0     # not inside run()
+        limit = max(2 * self.batch_size, GROUP_CASES)
+        for made in range(sent):
             index = self._ahead[-1].index + 1 if self._ahead else self._taken + 1
             if len(self._ahead) >= limit or \
                     (self._ahead_end is not None and index >= self._ahead_end):
-                return
+                return made
             self._ahead.append(self.make_case(index))
+        return sent
 
     def _run_batch(self, cases: list, tail: Case | None = None) -> None:
         """Cases on the reused connection, then a sentinel -- or, when a
@@ -448,40 +574,41 @@ class Campaign:
         if tail is not None:
             cases = cases + [tail]
         want = sum(c.prediction.answers for c in cases)
+        self._sent(cases)
+        rss_before = self.spawned.rss() if self.spawned is not None else None
         try:
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key,
                                    self.target.tls)
             ok = self._pipe.run(b"".join(b"".join(c.messages) for c in cases), want,
-                                self.timeout, sentinel=tail is None,
+                                self.answer_timeout(), sentinel=tail is None,
                                 while_waiting=lambda: self._make_ahead(len(cases)))
         except OSError:
             ok = False
-        previous_tail = self._last_tail
+        if ok and rss_before is not None and self._rss_growth(rss_before) is not None:
+            ok = False           # one of them made the target grow: which, alone
         if ok:
+            self._pipe_failures = 0
             self.stats.cases += len(cases)
             self.stats.pipelined += len(cases)
-            self._recent = cases[-4:]
             if tail is not None:
                 self._close_pipe()
-            self._last_tail = tail
             return
-        self._last_tail = None
-        if previous_tail is not None and self._probe() != "alive":
-            # The target broke after the last batch's tail, whose effect was
-            # not waited for: that case goes first.
-            self.stats.cases -= 1
-            cases = [previous_tail] + cases
-        # Not as predicted: each case again, alone, with full detection -- on
-        # a working target (a case of the batch may have broken it; the
-        # isolated runs find which).
         self._close_pipe()
-        if self._probe() != "alive" and not self.recover():
+        self._pipe_failures += 1
+        self._pipe_pause = min(MAX_PIPE_PAUSE, self.batch_size << self._pipe_failures)
+        broken = self._broken()
+        if broken is not None:
+            self.stats.cases += len(cases)
+            self.stats.isolated += len(cases)
+            culprit = self._attribute(*broken)
+            if culprit is not None and not self.dead:
+                self._run_group([c for c in cases if c is not culprit], again=True)
             return
-        for case in cases:
-            if self.dead:
-                break
-            self._run_isolated_case(case)
+        # Not as predicted, the target fine: the cases again on a connection
+        # each (a case may have closed the connection under the others, or
+        # flooded it).
+        self._run_group(cases)
 
     def _close_pipe(self) -> None:
         if self._pipe is not None:
@@ -491,19 +618,24 @@ class Campaign:
     def _run_isolated_case(self, case: Case) -> None:
         self.stats.cases += 1
         self.stats.isolated += 1
-        self._recent = (self._recent + [case])[-4:]
+        self._sent([case])
         verdict = self.check(case.messages, case.prediction,
                              while_waiting=lambda: self._make_ahead(1))
         if verdict.kind is not None:
-            self._record(case, verdict)
+            self._attribute(verdict.kind, verdict.details, first=case)
 
     def check(self, messages, prediction: Prediction | None = None, *,
-              linger: float = LINGER, while_waiting=None) -> Verdict:
+              linger: float = LINGER, while_waiting=None, look_after: bool = False,
+              settle: float = 0.0) -> Verdict:
         """Send ``messages`` on a fresh connection and judge what happens
         (``while_waiting`` is called once they are sent, before the answer is
-        read)."""
+        read).  The target's health is looked at when the connection showed
+        something a conforming server does not do, or always with
+        ``look_after`` (a case replayed to see whether it breaks the target);
+        its memory growth for up to ``settle`` seconds."""
         p = prediction or predict(messages)
         obs = Observation()
+        rss_before = self.spawned.rss() if self.spawned is not None else None
         try:
             with self.target.wire(connect_timeout=self.probe_timeout) as wire:
                 for data in messages:
@@ -511,190 +643,415 @@ class Campaign:
                         break
                 if while_waiting is not None:
                     while_waiting()
-                wire.observe(obs, want=p.answers,
-                             timeout=self.timeout if p.answers else LINGER * 2,
+                wire.observe(obs, want=p.wanted,
+                             timeout=self.answer_timeout() if p.wanted else LINGER * 2,
                              linger=linger, sent=sum(map(len, messages)))
         except OSError as e:
             obs.connect_error = str(e)
+        if obs.answer_time is not None:
+            self.latency.add(obs.answer_time)
         reason = suspicion(obs, p, messages, more_answers=linger < 0.1)
         if reason == "flood":
             return Verdict("flood", {"bytes": obs.total_received,
                                      "messages": len(obs.messages)}, obs)
         if reason == "more_answers":
             # More than a conforming server sends: look longer for a flood.
-            return self.check(messages, p, linger=0.5)
-        if reason is not None:
-            return self._after_suspicion(reason, obs)
-        return Verdict(None, {}, obs)
+            return self.check(messages, p, linger=0.5, look_after=look_after, settle=settle)
+        grown = self._rss_growth(rss_before, settle)
+        if grown is not None:
+            return Verdict("memory", {"rss_growth": grown}, obs)
+        if reason is None and not look_after:
+            return Verdict(None, {}, obs)
+        status = self._health()
+        details = {"observed": reason, "answers": len(obs.messages), "probe": status}
+        kind = BROKEN_BY_STATUS.get(status.split("(")[0])
+        if kind is None and reason in ("closed", "reset"):
+            self._outcome(reason, p)
+        return Verdict(kind, details, obs)
 
-    def _run_isolated_group(self, cases: list) -> None:
+    def _rss_growth(self, before: int | None, settle: float = 0.0) -> int | None:
+        """The spawned target's RSS growth since ``before`` when it passes the
+        limit, looked at for up to ``settle`` seconds (a target may still be
+        allocating when its answer is late or not due)."""
+        if before is None:
+            return None
+        deadline = time.monotonic() + settle
+        while True:
+            after = self.spawned.rss()
+            if after is not None and after - before > self.rss_limit:
+                return after - before
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+
+    def _run_group(self, cases: list, *, again: bool = False) -> None:
         """Cases that need a connection each, all sent at once (one connection
-        per case) and their answers read after, so the target works on all
-        of them while we read.  A case whose connection shows anything but
-        what a conforming server does is run again alone with the full
-        detection of check() -- first on a working target: the case that
-        broke it may be another one of the group (or the last tail)."""
-        if len(cases) == 1:
+        per case, at most ``connections`` of them) and their answers read
+        after, so the target works on all of them while we read.  Whatever a
+        connection shows that a conforming server would not do, the target's
+        health is then looked at once for the group: when it is broken (or
+        grew), the cases in flight are searched for the one that does it
+        alone (_attribute), and the others run again (``again``: not counted
+        twice) -- what they would have shown was hidden by the breakage; a
+        flood is put to the case whose connection it came on; otherwise what
+        the connections showed are outcomes, not findings."""
+        if len(cases) == 1 and not again:
             self._run_isolated_case(cases[0])
             return
-        suspects = []
-        wires = []
-        try:
-            for case in cases:
-                try:
-                    wire = self.target.wire(connect_timeout=self.probe_timeout)
-                except OSError:
-                    wires.append(None)
-                    continue
-                wires.append(wire)
-                for data in case.messages:
-                    if not wire.send(data):
-                        break
-            self._make_ahead(len(cases))
-            # First every case's answers; then, all at once, the linger that
-            # check() gives each: what comes after them (a close, unsolicited
-            # messages) during at least LINGER from when they were in.
-            deadline = time.monotonic() + self.timeout
-            observations = []
-            for case, wire in zip(cases, wires):
-                p = case.prediction
-                obs = Observation()
-                observations.append(obs)
-                if wire is None:
-                    obs.connect_error = "refused"
-                    continue
-                try:
-                    wire.observe(obs, want=p.answers,
-                                 timeout=max(deadline - time.monotonic(), 0.001)
-                                 if p.answers else LINGER * 2, sent=sum(map(len, case.messages)))
-                except OSError as e:
-                    obs.connect_error = str(e)
-            linger_end = time.monotonic() + LINGER
-            for case, wire, obs in zip(cases, wires, observations):
-                if wire is None or wire.eof or obs.connect_error or obs.timed_out \
-                        or obs.flooded:
-                    continue
-                try:
-                    # Past linger_end, still one read: what came meanwhile.
-                    wire.observe(obs, want=case.prediction.answers, timeout=LINGER * 2,
-                                 linger=max(linger_end - time.monotonic(), 0.001),
-                                 sent=sum(map(len, case.messages)))
-                except OSError as e:
-                    obs.connect_error = str(e)
-            for case, obs in zip(cases, observations):
-                if suspicion(obs, case.prediction, case.messages) is None:
-                    self.stats.cases += 1
-                    self.stats.isolated += 1
-                else:
-                    suspects.append(case)
-        finally:
-            for wire in wires:
-                if wire is not None:
-                    wire.close()
-        self._recent = (self._recent + cases)[-4:]
-        if not suspects:
-            self._last_tail = None
+        self._sent(cases)
+        rss_before = self.spawned.rss() if self.spawned is not None else None
+        observations = self._observe_group(cases)
+        if not again:
+            self.stats.cases += len(cases)
+            self.stats.isolated += len(cases)
+        reasons = [suspicion(obs, case.prediction, case.messages)
+                   for case, obs in zip(cases, observations)]
+        broken = None
+        if any(r not in (None, "flood", "more_answers") for r in reasons):
+            broken = self._broken()
+        in_flight = None
+        if broken is None and self._rss_growth(rss_before) is not None:
+            # (The probes above saw a live target and forgot the cases before.)
+            broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
+        if broken is not None:
+            culprit = self._attribute(*broken, in_flight=in_flight)
+            if culprit is not None and not self.dead:
+                self._run_group([c for c in cases if c is not culprit], again=True)
             return
-        previous_tail = self._last_tail
-        self._last_tail = None
-        if self._probe() != "alive":
-            # Broken: which case did it is not known -- every case of the
-            # group again, alone (after the last tail, if there was one).
-            counted = len(cases) - len(suspects)
-            self.stats.cases -= counted
-            self.stats.isolated -= counted
-            suspects = cases
-            if previous_tail is not None:
-                self.stats.cases -= 1
-                suspects = [previous_tail] + suspects
-            if not self.recover():
-                return
-        for case in suspects:
-            if self.dead:
-                break
-            self._run_isolated_case(case)
-
-    def _after_suspicion(self, reason: str, obs: Observation) -> Verdict:
-        """Is the target still there? Decide the finding kind."""
-        status = self._probe()
-        if status == "silent":
-            # A dying process may still accept a connection and then drop it:
-            # look again before calling it a hang.
-            time.sleep(0.1)
-            status = self._probe()
-        details = {"observed": reason, "answers": len(obs.messages), "probe": status}
-        if status == "alive":
+        for case, obs, reason in zip(cases, observations, reasons):
             if reason in ("closed", "reset"):
-                return Verdict(reason, details, obs)
-            return Verdict(None, details, obs)
-        if status.startswith("exited") or status == "refused":
-            return Verdict("crash", details, obs)
-        return Verdict("hang", details, obs)
+                self._outcome(reason, case.prediction)
+        for case, obs, reason in zip(cases, observations, reasons):
+            if reason == "flood":
+                self._attribute("flood", {"bytes": obs.total_received,
+                                          "messages": len(obs.messages)}, first=case)
+            elif reason == "more_answers":
+                # More than a conforming server sends: alone, looked at longer.
+                verdict = self.check(case.messages, case.prediction, linger=0.5)
+                if verdict.kind is not None:
+                    self._attribute(verdict.kind, verdict.details, first=case)
 
-    def _probe(self) -> str:
-        """alive | exited(CODE) | refused | silent | memory(BYTES)."""
+    def _observe_group(self, cases: list) -> list:
+        """Each case on a connection of its own, up to ``connections`` open
+        at once: a new one opens as soon as one is done (its answers in and
+        LINGER past them, or closed, or its wait over), so a case the target
+        is silent on holds one connection, not the others.  The
+        observations, in the order of ``cases``."""
+        observations = [Observation() for _ in cases]
+        selector = selectors.DefaultSelector()
+        waiting = deque(range(len(cases)))
+        open_: dict = {}              # case position -> _Slot
+        made = 0
+        try:
+            while waiting or open_:
+                while waiting and len(open_) < self.connections:
+                    k = waiting.popleft()
+                    slot = self._open_slot(cases[k], observations[k])
+                    if slot is not None:
+                        open_[k] = slot
+                        selector.register(slot.wire.sock, selectors.EVENT_READ, k)
+                now = time.monotonic()
+                wait = max(0.0, min((slot.until for slot in open_.values()), default=now) - now)
+                if wait > 0 and made < len(cases):
+                    # While the target works: the next cases (see _make_ahead).
+                    if self._make_ahead(1):
+                        made += 1
+                        wait = 0.0
+                    else:
+                        made = len(cases)
+                ready = selector.select(wait) if open_ else []
+                for key, _ in ready:
+                    slot = open_.get(key.data)
+                    if slot is not None and slot.read():
+                        selector.unregister(slot.wire.sock)
+                        slot.wire.close()
+                        del open_[key.data]
+                now = time.monotonic()
+                for k in [k for k, slot in open_.items() if slot.expired(now)]:
+                    slot = open_.pop(k)
+                    selector.unregister(slot.wire.sock)
+                    slot.wire.close()
+        finally:
+            for slot in open_.values():
+                slot.wire.close()
+            selector.close()
+        for obs in observations:
+            if obs.answer_time is not None:
+                self.latency.add(obs.answer_time)
+        return observations
+
+    def _open_slot(self, case: Case, obs: Observation):
+        try:
+            wire = self.target.wire(connect_timeout=self.probe_timeout)
+        except OSError as e:
+            obs.connect_error = str(e)
+            return None
+        for data in case.messages:
+            if not wire.send(data):
+                break
+        wire.sock.setblocking(False)
+        want = case.prediction.wanted
+        return _Slot(wire, obs, want, self.answer_timeout() if want else LINGER * 2,
+                     sum(map(len, case.messages)))
+
+    def _outcome(self, reason: str, p: Prediction) -> None:
+        """A close judged against the spec: allowed after a malformed
+        message, but not without MessageError; not a finding."""
+        self.stats.outcomes[f"{reason}, " + ("MessageError expected" if p.message_error
+                                             else "well-formed case")] += 1
+
+    # --- the target's health ----------------------------------------------------------
+    def answer_timeout(self) -> float:
+        """How long a case's answers are waited for: learned from the
+        target's own answer times, at most --timeout."""
+        return self.latency.timeout()
+
+    def _build_probes(self) -> None:
+        version = min(tuple(self.target.version), (1, 2))
+        key = KeyAddr(self.target.object_key)
+        self._probe_messages = {
+            "locate": encode_message(LocateRequest(version=version, request_id=SENTINEL_ID,
+                                                   target=key)),
+            "request": (self.probe_request and self.probe_request(self.target)) or
+            encode_message(Request(
+                version=version, request_id=SENTINEL_ID + 1, target=key,
+                operation="_non_existent", response_flags=3)),
+        }
+
+    def _calibrate(self) -> None:
+        """Probe answer times of the target as it starts: the baseline that
+        slowness is judged against.  A target that never answers the Request
+        probe (no _non_existent for its key) is watched by LocateRequests only."""
+        self._build_probes()
+        kinds = ["locate", "request"] if self.request_probes else ["locate"]
+        for _ in range(CALIBRATION_PROBES):
+            for kind in kinds:
+                self._probe_one(kind, self.latency.ceiling)
+        if self.request_probes and not self.probe_latency["request"].samples \
+                and self.probe_latency["locate"].samples:
+            self.request_probes = False
+            self.notes.append("the target did not answer the Request probe; "
+                              "liveness by LocateRequest only")
+
+    def _probe_one(self, kind: str, timeout: float) -> str:
+        """One probe on a fresh connection: answered | silent | closed | refused."""
         self.stats.probes += 1
+        try:
+            with self.target.wire(connect_timeout=max(timeout, self.probe_timeout)) as wire:
+                wire.send(self._probe_messages[kind])
+                obs = wire.observe(Observation(), want=1, timeout=timeout)
+        except OSError:
+            return "refused"
+        if obs.answer_time is not None and any(
+                isinstance(e.message, (LocateReply, Reply)) for e in obs.messages):
+            self.probe_latency[kind].add(obs.answer_time)
+            if self.baseline.get(kind) is None and \
+                    len(self.probe_latency[kind].samples) >= CALIBRATION_PROBES:
+                self.baseline[kind] = self.probe_latency[kind].percentile(0.5)
+            base = self.baseline.get(kind)
+            if base is not None and obs.answer_time > max(SLOW_FACTOR * base, SLOW_FLOOR):
+                self.stats.slow_probes += 1
+                return "slow"
+            return "answered"
+        return "closed" if obs.closed else "silent"
+
+    def _probe(self, kinds=("locate", "request"), timeout: float | None = None) -> str:
+        """alive | slow | exited(CODE) | refused | silent (no answer to a
+        LocateRequest) | requests-silent (LocateRequests answered, Requests
+        not: a hung servant behind a working ORB core)."""
         self._last_probe = time.monotonic()
         if self.spawned is not None:
             code = self.spawned.exited()
             if code is not None:
                 return f"exited({code})"
-        try:
-            with self.target.wire(connect_timeout=self.probe_timeout) as wire:
-                wire.send(encode_message(LocateRequest(
-                    request_id=SENTINEL_ID, target=KeyAddr(self.target.object_key))))
-                obs = wire.observe(Observation(), want=1, timeout=self.probe_timeout)
-        except OSError:
-            if self.spawned is not None:
-                time.sleep(0.05)
+        slow = False
+        for kind in kinds:
+            if kind == "request" and not self.request_probes:
+                continue
+            answer = self._probe_one(kind, timeout or self.probe_timeout_now(kind))
+            if answer in ("refused", "closed", "silent") and self.spawned is not None:
+                time.sleep(0.05)         # a dying process may still accept, then drop
                 code = self.spawned.exited()
                 if code is not None:
                     return f"exited({code})"
-            return "refused"
-        if any(isinstance(e.message, LocateReply) for e in obs.messages):
-            return "alive"
-        if self.spawned is not None:
-            code = self.spawned.exited()
-            if code is not None:
-                return f"exited({code})"
-        return "silent"
+            if answer == "refused":
+                return "refused"
+            if answer in ("silent", "closed"):
+                return "silent" if kind == "locate" else "requests-silent"
+            slow = slow or answer == "slow"
+        self._in_flight.clear()       # what was sent before did not break it
+        return "slow" if slow else "alive"
+
+    def probe_timeout_now(self, kind: str) -> float:
+        """A probe's wait: learned from the probe's answer times, at most
+        probe_timeout."""
+        return self.probe_latency[kind].timeout()
+
+    def _health(self) -> str:
+        """The target's state after something unexpected: both probes, and
+        when either is silent both again with the longest wait (one silent
+        probe is not a hang)."""
+        status = self._probe()
+        if status in ("silent", "requests-silent"):
+            status = self._probe(timeout=self.hang_timeout)
+        return status
+
+    def _broken(self) -> tuple | None:
+        """(kind, details) when the target is broken (crash or hang), else None."""
+        status = self._health()
+        kind = BROKEN_BY_STATUS.get(status.split("(")[0])
+        return None if kind is None else (kind, {"probe": status})
 
     def _periodic_probe(self) -> None:
-        status = self._probe()
+        # Probes alternate: a LocateRequest (the ORB core), a Request (past it).
+        self._probe_turn += 1
+        kind = "request" if self._probe_turn % 2 and self.request_probes else "locate"
+        status = self._probe((kind,))
+        if status not in ("alive", "slow"):
+            broken = self._broken()
+            if broken is not None:
+                self._close_pipe()
+                self._attribute(broken[0], dict(broken[1], periodic=True))
+                return
         rss = self.spawned.rss() if self.spawned is not None else None
         if rss is not None:
             if self.spawned.baseline_rss is None:
                 self.spawned.baseline_rss = rss
-            elif rss - self.spawned.baseline_rss > self.rss_limit and self._recent:
-                self._record(self._recent[-1], Verdict("memory", {
-                    "rss": rss, "baseline": self.spawned.baseline_rss}))
-                return
-        if status != "alive" and self._recent:
-            kind = "hang" if status == "silent" else "crash"
-            self._record(self._recent[-1], Verdict(kind, {"probe": status, "periodic": True}))
+            elif rss - self.spawned.baseline_rss > self.rss_limit:
+                self._close_pipe()
+                self._attribute("memory", {"rss": rss, "baseline": self.spawned.baseline_rss,
+                                           "periodic": True})
 
-    # --- findings ------------------------------------------------------------------
-    def _record(self, case: Case, verdict: Verdict) -> None:
-        from .findings import Finding, minimize
+    # --- attribution --------------------------------------------------------------------
+    def _sent(self, cases) -> None:
+        """Cases go in flight: sent since the target last answered a probe."""
+        self._in_flight.extend(cases)
+
+    def _attribute(self, kind: str, details: dict, first: Case | None = None, *,
+                   in_flight: list | None = None, skip=()) -> Case | None:
+        """The target broke (crash, hang, memory) or flooded with cases in
+        flight.  A case is blamed only when it does the same alone against a
+        fresh target, REPRODUCTIONS times (see _record).  ``first`` (the case
+        whose connection showed it) is tried alone first; then the others in
+        flight (but those in ``skip``, run alone already) are run again
+        together, in order, on a fresh target, and when that does it too,
+        delta debugging narrows them to the one that does it alone.  When
+        none does, the finding is unconfirmed and lists them all.  The case
+        blamed, if one is."""
+        in_flight = list(self._in_flight) if in_flight is None else in_flight
+        if first is not None and first not in in_flight:
+            in_flight.append(first)
+        self._in_flight.clear()
         self._close_pipe()
+        self.stats.findings[kind] += 1
+        self.log(f"{kind} with {len(in_flight)} case(s) in flight"
+                 + (f"; case {first.index} at {first.path}" if first is not None else ""))
+        culprit = None
+        if first is not None and self._known(kind, first):
+            # The same field did it before, confirmed: counted, not tried again.
+            self._attributed += 1
+            self._fresh_target(restart=kind in BROKEN)
+            return first
+        if first is not None and self.reproduces(kind, first.messages, fresh=True):
+            culprit = first
+        else:
+            skip = {id(c) for c in skip} | {id(first)}
+            others = [c for c in in_flight if id(c) not in skip]
+            budget = [ATTRIBUTION_TESTS]
+
+            def together(cases) -> bool:
+                if budget[0] <= 0 or self.dead:
+                    return False
+                budget[0] -= 1
+                return self._reproduces_together(kind, cases)
+            if others and together(others):
+                narrowed = ddmin(others, together)
+                if len(narrowed) == 1 and \
+                        self.reproduces(kind, narrowed[0].messages, fresh=True):
+                    culprit = narrowed[0]
+        if culprit is None:
+            self._unconfirmed(kind, details, in_flight,
+                              "the target could not be restarted" if self.dead else
+                              "no case in flight did it alone against a fresh target")
+        elif self._known(kind, culprit):
+            self._attributed += 1          # a known finding, done again
+        else:
+            self._record(kind, culprit, details, in_flight)
+            return culprit
+        # (A target that grew is restarted too: its growth is judged from its start.)
+        self._fresh_target(restart=self._needs_restart or kind == "memory")
+        return culprit
+
+    def _reproduces_together(self, kind: str, cases) -> bool:
+        """Whether ``cases``, each on its own connection and up to
+        ``connections`` at once (as the campaign sent them), do ``kind`` to
+        a fresh target."""
+        if not self._fresh_target(restart=True):
+            return False
+        self._needs_restart = True
+        rss_before = self.spawned.rss() if self.spawned is not None else None
+        observations = self._observe_group(cases)
+        if kind == "flood":
+            return any(suspicion(obs, case.prediction, case.messages) == "flood"
+                       for case, obs in zip(cases, observations))
+        if kind == "memory":
+            return self._rss_growth(rss_before, MEMORY_SETTLE) is not None
+        broken = self._broken()
+        return broken is not None and broken[0] == kind
+
+    def _key(self, kind: str, case: Case):
+        return (kind, "+".join(sorted(case.field_keys)))
+
+    def _known(self, kind: str, case: Case) -> bool:
+        """A confirmed finding of ``kind`` sharing a mutated field with ``case``."""
         keys = case.field_keys
-        key = (verdict.kind, "+".join(sorted(keys)))
-        duplicate = key in self.findings or any((verdict.kind, k) in self.findings
-                                                for k in keys)
-        self.stats.findings[verdict.kind] += 1
-        self.log(f"case {case.index}: {verdict.kind} at {case.path} ({case.seed_name})")
-        target_broken = verdict.kind in ("crash", "hang", "memory")
-        if target_broken:
-            self.recover()
-        if duplicate or self.dead:
-            return
-        finding = Finding(verdict.kind, case.path, case, verdict.details, self.seed,
-                          self.seed_of(case))
-        self.findings[key] = finding
+        return any(k == kind and keys & set(path.split("+"))
+                   for k, path in self.findings)
+
+    def _record(self, kind: str, case: Case, details: dict, in_flight: list) -> None:
+        """``case`` did ``kind`` alone once: minimize it, then confirm."""
+        finding = Finding(kind, case.path, case, details, self.seed, self.seed_of(case),
+                          in_flight=in_flight)
         if self.minimize:
             minimize(self, finding)
-        if self.on_finding is not None:
-            self.on_finding(finding)
+        finding.reproductions = self._confirm(kind, finding.messages)
+        if finding.reproductions < REPRODUCTIONS and finding.minimized:
+            # The minimized case is flaky where the whole one was not.
+            finding.minimized = []
+            finding.reproductions = self._confirm(kind, finding.messages)
+        finding.confirmed = finding.reproductions == REPRODUCTIONS
+        if finding.confirmed:
+            self._attributed += 1
+            self.findings[self._key(kind, case)] = finding
+            if self.on_finding is not None:
+                self.on_finding(finding)
+        else:
+            self._keep_unconfirmed(finding, f"did it alone {finding.reproductions + 1} "
+                                            f"time(s), then not")
+        self._fresh_target(restart=False)
+
+    def _confirm(self, kind: str, messages) -> int:
+        """How many times in a row (at most REPRODUCTIONS) ``messages`` do
+        ``kind`` alone against a fresh target."""
+        for n in range(REPRODUCTIONS):
+            if not self.reproduces(kind, messages, fresh=True):
+                return n
+        return REPRODUCTIONS
+
+    def _unconfirmed(self, kind: str, details: dict, in_flight: list, why: str) -> None:
+        case = in_flight[-1] if in_flight else Case(-1, "none", [], [])
+        self._keep_unconfirmed(Finding(kind, case.path, case, details, self.seed,
+                                       self.seed_of(case), in_flight=in_flight), why)
+
+    def _keep_unconfirmed(self, finding, why: str) -> None:
+        finding.confirmed = False
+        finding.details = dict(finding.details, unconfirmed=why)
+        self.log(f"{finding.kind}: unconfirmed ({why}); in flight: "
+                 f"{[c.index for c in finding.in_flight]}")
+        if len(self.unconfirmed) < MAX_UNCONFIRMED:
+            self.unconfirmed.append(finding)
+            if self.on_unconfirmed is not None:
+                self.on_unconfirmed(finding)
 
     def seed_of(self, case: Case):
         for s in self.seeds:
@@ -702,38 +1059,139 @@ class Campaign:
                 return s
         return None
 
-    def recover(self) -> bool:
-        """After a crash or hang: restart a spawned target; without --spawn
-        the campaign ends unless the target answers again."""
-        if self.spawned is not None:
+    def _fresh_target(self, *, restart: bool) -> bool:
+        """A target to run a case alone against: under --spawn restarted
+        (when ``restart``, or when it does not answer) and answering probes;
+        without, the one there, if it answers.  False when there is none."""
+        if self.dead:
+            return False
+        if self.spawned is None:
+            # A target we cannot restart may be slow for a while (a JVM's
+            # pause on a busy machine): it gets time to answer again.
+            deadline = time.monotonic() + RECOVERY_WAIT
+            while True:
+                if self._health() in ("alive", "slow"):
+                    return True
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.2)
+            self.dead = True
+            return False
+        if not restart and self._health() in ("alive", "slow"):
+            return True
+        return self._restart()
+
+    def _restart(self) -> bool:
+        """Restart the spawned target and wait until it answers probes."""
+        self._close_pipe()
+        try:
             self.target_text = self.spawned.restart()
-            self.target = resolve(self.target_text, self.tls)
-            self.ctx.object_key = self.target.object_key
-            self.ctx.profile, self.ctx.ior = target_profile(self.target)
-            # Cases made ahead hold the old object key and address.
-            self._ahead.clear()
-            self.stats.restarts += 1
-            return True
-        if self._probe() == "alive":
-            return True
+        except PycdrError as e:
+            self.notes.append(f"restart failed: {e}")
+            self.dead = True
+            return False
+        self.target = resolve(self.target_text, self.tls)
+        self.ctx.object_key = self.target.object_key
+        self.ctx.profile, self.ctx.ior = target_profile(self.target)
+        # Cases made ahead hold the old object key and address.
+        self._ahead.clear()
+        self._build_probes()
+        self.stats.restarts += 1
+        deadline = time.monotonic() + self.spawned.start_timeout
+        while time.monotonic() < deadline:
+            if self._probe() in ("alive", "slow"):
+                return True
+            time.sleep(0.05)
+        self.notes.append("the restarted target did not answer")
         self.dead = True
         return False
 
-    def reproduces(self, kind: str, messages) -> bool:
-        """Whether ``messages`` alone trigger a finding of ``kind`` (the target
-        is restarted first if the last test broke it)."""
-        if self.spawned is not None and self._probe() != "alive":
-            self.recover()
-        verdict = self.check(messages)
+    def recover(self) -> bool:
+        """A working target again (restarted under --spawn); False when the
+        campaign cannot go on."""
+        return self._fresh_target(restart=False)
+
+    def reproduces(self, kind: str, messages, *, fresh: bool = False) -> bool:
+        """Whether ``messages`` alone do ``kind`` to the target: run on a
+        fresh target (restarted first under --spawn when ``fresh``, or when
+        the last run broke it), and the target's health looked at after."""
+        if not self._fresh_target(restart=fresh or self._needs_restart):
+            self.last_verdict = Verdict(None, {"unreachable": True})
+            return False
+        self._needs_restart = False
+        self._in_flight.clear()
+        verdict = self.check(messages, look_after=kind in BROKEN,
+                             settle=MEMORY_SETTLE if kind == "memory" else 0.0)
+        self._in_flight.clear()
+        self.last_verdict = verdict
         self.last_received = verdict.observation.received if verdict.observation else b""
-        if verdict.kind in ("crash", "hang", "memory"):
-            self.recover()
+        if verdict.kind in BROKEN:
+            self._needs_restart = True
         return verdict.kind == kind
 
     def close(self) -> None:
         self._close_pipe()
         if self.spawned is not None:
             self.spawned.stop()
+
+
+class _Slot:
+    """One case's connection in a window (Campaign._observe_group): what
+    Wire.observe does, a read at a time, without blocking."""
+
+    def __init__(self, wire: Wire, obs: Observation, want: int, timeout: float, sent: int):
+        self.wire = wire
+        self.obs = obs
+        self.want = want
+        self.start = time.monotonic()
+        self.until = self.start + timeout        # the wait, then the linger's end
+        self.lingering = False
+        self.flood_bytes = max(FLOOD_BYTES, FLOOD_FACTOR * sent)
+        self._answered(self.start)
+
+    def _answered(self, now: float) -> None:
+        if not self.lingering and len(self.obs.messages) >= self.want:
+            self.lingering = True
+            if self.want:
+                self.obs.answer_time = now - self.start
+            self.until = min(self.until, now + LINGER) if self.want else self.until
+
+    def read(self) -> bool:
+        """Take what came; True when the connection is done."""
+        obs = self.obs
+        try:
+            data = self.wire.sock.recv(65536)
+        except BlockingIOError:
+            return False
+        except (ConnectionResetError, ConnectionAbortedError):
+            obs.reset = obs.closed = True
+            self.wire.peer.receive_data(b"")
+            self.wire._drain(obs)
+            return True
+        except OSError as e:
+            obs.connect_error = str(e)
+            return True
+        obs.total_received += len(data)
+        if len(obs.received) < self.flood_bytes:
+            obs.received += data[:self.flood_bytes - len(obs.received)]
+        self.wire.peer.receive_data(data)
+        self.wire._drain(obs)
+        if not data:
+            obs.closed = True
+            return True
+        if obs.total_received > self.flood_bytes or \
+                len(obs.messages) > self.want + FLOOD_MESSAGES:
+            obs.flooded = True
+            return True
+        self._answered(time.monotonic())
+        return False
+
+    def expired(self, now: float) -> bool:
+        if now < self.until:
+            return False
+        if not self.lingering:
+            self.obs.timed_out = True
+        return True
 
 
 class _Pipe:

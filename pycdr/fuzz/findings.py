@@ -2,17 +2,24 @@
 
 A finding is keyed by its kind and the field path the case mutated (two
 cases that break the same field the same way are one finding).  It is
-minimized by delta debugging: first the message sequence (ddmin over the
-messages), then each remaining message's tail (the shortest prefix, with the
-header's size fixed, that still triggers).  The folder holds:
+confirmed only when its case, alone, does the same against a fresh target
+several times (the engine's _attribute); it is minimized on the way by delta
+debugging: first the message sequence (ddmin over the messages), then each
+remaining message's tail (the shortest prefix, with the header's size
+fixed, that still triggers).  A confirmed finding's folder holds:
 
     finding.json    kind, path, details, the case (index, campaign seed,
-                    mutations), the original and the minimized messages
+                    mutations), the original and the minimized messages,
+                    how often it reproduced, the cases that were in flight
     messages.hex    the minimized messages, one per line
     original.hex    the case's messages as first sent
     seed.json       the seed the case was mutated from
     capture.pcap    the minimized messages and the answers to them (scapy)
     replay.txt      the one-line `pycdr fuzz ... --replay FOLDER` command
+
+An unconfirmed one (the target broke, but no case in flight did it alone)
+gets finding.json and in-flight.hex (every case in flight, one line of
+hex messages joined by spaces per case), and no replay.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from ..errors import PycdrError
 from .mutators import fix_size
 
 # Tests a minimization may spend (each is one isolated run, maybe a restart).
@@ -38,7 +46,9 @@ class Finding:
     campaign_seed: int
     seed: object = None                # seeds.Seed
     minimized: list = field(default_factory=list)
-    reproducible: bool | None = None
+    confirmed: bool = False
+    reproductions: int = 0             # in a row, alone, against a fresh target
+    in_flight: list = field(default_factory=list)   # engine.Case sent while it happened
     tests: int = 0
     folder: str | None = None
     answers: bytes = b""
@@ -49,7 +59,9 @@ class Finding:
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "path": self.path, "details": self.details,
-                "reproducible": self.reproducible, "minimization_tests": self.tests,
+                "confirmed": self.confirmed, "reproductions": self.reproductions,
+                "in_flight": [c.index for c in self.in_flight],
+                "minimization_tests": self.tests,
                 "campaign_seed": self.campaign_seed, "case": self.case.to_json(),
                 "minimized": [m.hex() for m in self.messages], "folder": self.folder}
 
@@ -77,7 +89,8 @@ def ddmin(items: list, test) -> list:
 
 
 def minimize(campaign, finding: Finding) -> None:
-    """Shrink the finding's messages while they still trigger its kind."""
+    """Shrink the finding's messages while they still trigger its kind (its
+    case is known to trigger it once)."""
     budget = [MAX_TESTS]
 
     def test(messages) -> bool:
@@ -90,12 +103,7 @@ def minimize(campaign, finding: Finding) -> None:
             return True
         return False
 
-    messages = list(finding.case.messages)
-    if not test(messages):
-        finding.reproducible = False
-        return
-    finding.reproducible = True
-    messages = ddmin(messages, test)
+    messages = ddmin(list(finding.case.messages), test)
     # The tail of each message: binary search for the shortest prefix.
     for i, message in enumerate(messages):
         lo, hi = min(16, len(message)), len(message)
@@ -123,6 +131,8 @@ def replay_command(target_text: str | None, spawn: str | None, folder: str) -> s
 
 def save(finding: Finding, out_dir: str, number: int, *, target_text, spawn,
          answers: bytes = b"") -> str:
+    if not finding.confirmed:
+        return save_unconfirmed(finding, out_dir, number)
     folder = os.path.join(out_dir, f"{number:03d}-{finding.kind}-{_slug(finding.path)}")
     os.makedirs(folder, exist_ok=True)
     finding.folder = folder
@@ -145,11 +155,47 @@ def save(finding: Finding, out_dir: str, number: int, *, target_text, spawn,
     return folder
 
 
+def save_unconfirmed(finding: Finding, out_dir: str, number: int) -> str:
+    folder = os.path.join(out_dir, "unconfirmed", f"{number:03d}-{finding.kind}")
+    os.makedirs(folder, exist_ok=True)
+    finding.folder = folder
+    with open(os.path.join(folder, "finding.json"), "w") as f:
+        json.dump(dict(finding.to_json(),
+                       in_flight_cases=[c.to_json() for c in finding.in_flight]), f, indent=1)
+    with open(os.path.join(folder, "in-flight.hex"), "w") as f:
+        f.write("".join(" ".join(m.hex() for m in c.messages) + "\n"
+                        for c in finding.in_flight))
+    return folder
+
+
+class FindingError(PycdrError):
+    """A saved finding that cannot be read back (a damaged or hand-edited folder)."""
+
+
 def load_messages(folder: str) -> tuple[str, list]:
-    """(kind, minimized messages) of a saved finding."""
-    with open(os.path.join(folder, "finding.json")) as f:
-        data = json.load(f)
-    return data["kind"], [bytes.fromhex(h) for h in data["minimized"]]
+    """(kind, minimized messages) of a saved finding; FindingError if it is damaged."""
+    path = os.path.join(folder, "finding.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise FindingError(f"{path}: cannot read: {e.strerror}") from None
+    except (ValueError, RecursionError) as e:    # not UTF-8, not JSON, or absurdly nested
+        raise FindingError(f"{path}: not a finding's JSON ({e or 'nested too deeply'})") from None
+    if not isinstance(data, dict):
+        raise FindingError(f"{path}: not a finding (a JSON object is expected)")
+    kind, minimized = data.get("kind"), data.get("minimized")
+    if not isinstance(kind, str):
+        raise FindingError(f"{path}: no \"kind\" string")
+    if not isinstance(minimized, list) or not minimized:
+        raise FindingError(f"{path}: no \"minimized\" list of messages")
+    messages = []
+    for number, text in enumerate(minimized):
+        try:
+            messages.append(bytes.fromhex(text))
+        except (TypeError, ValueError):
+            raise FindingError(f"{path}: minimized message {number} is not hex") from None
+    return kind, messages
 
 
 def write_pcap(path: str, messages, answers: bytes = b"", port: int = 2809) -> bool:

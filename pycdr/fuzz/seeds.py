@@ -21,7 +21,7 @@ from decimal import Decimal
 
 from ..errors import PycdrError
 from ..giop.header import FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType, parse_header
-from ..giop.messages import KeyAddr, Request, encode_message
+from ..giop.messages import KeyAddr, Request, decode_message, encode_message
 from ..marshal import write_value
 from ..typecode import DEFAULT, INTEGER_RANGES, TCKind, resolve
 from ..values import Any, LongDouble, class_for
@@ -115,6 +115,23 @@ def idl_seeds(idl_file: str, interface_name: str, object_key: bytes, *, rng: ran
             if len(data) <= MAX_SEED_BYTES:
                 seeds.append(Seed(f"idl:{name}#{n}", [data], types, "idl"))
     return seeds
+
+
+def idl_probe_request(idl_file: str, interface_name: str, *, include_dirs=()):
+    """For the liveness probe past the ORB core: a function of the target
+    giving the shortest of idl_seeds' requests that expect a reply (None if
+    there is none) -- a Request that reaches the servant."""
+    def build(target):
+        requests = []
+        for seed in idl_seeds(idl_file, interface_name, target.object_key,
+                              rng=random.Random("probe"), include_dirs=include_dirs):
+            try:
+                if decode_message(seed.messages[0], lenient=True)[0].response_expected:
+                    requests.append(seed.messages[0])
+            except PycdrError:
+                continue
+        return min(requests, key=len) if requests else None
+    return build
 
 
 _CHARS = string.ascii_letters + string.digits + " _-\xe9\xfc"

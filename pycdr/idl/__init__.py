@@ -25,6 +25,7 @@ from .loader import build_module
 from .model import Attribute, IdlModule, Interface, Operation, Param  # noqa: F401
 from .parser import Parser
 from .preprocess import preprocess
+from .typecodes import TypeNestingError
 
 
 def load(path, include_dirs=(), defines=None, register: bool = True) -> IdlModule:
@@ -40,16 +41,25 @@ def load(path, include_dirs=(), defines=None, register: bool = True) -> IdlModul
     text = preprocess(path, include_dirs, defines, reporter)
     keyword_clashes: dict = {}
     tokens = tokenize(text, reporter, path, keyword_clashes)
+    parser = Parser(tokens, reporter)
     try:
-        tree = Parser(tokens, reporter).parse_specification()
-        reporter.check()   # do not check names on a tree with syntax errors
-        checker = Checker(reporter, keyword_clashes)
-        checker.check(tree)
+        tree = parser.parse_specification()
     except RecursionError:
         # Absurdly deep nesting (expressions, sequences, modules): refuse it.
-        reporter.error(Position(path, 1, 1), "declarations or expressions nested too deeply")
+        reporter.error(parser.position(), "declarations or expressions nested too deeply")
+    reporter.check()   # do not check names on a tree with syntax errors
+    checker = Checker(reporter, keyword_clashes)
+    try:
+        checker.check(tree)
+    except RecursionError:
+        reporter.error(checker.position(path), "declarations or expressions nested too deeply")
     reporter.check()
-    return build_module(path, checker, register)
+    try:
+        module = build_module(path, checker, register)
+    except TypeNestingError as exc:
+        reporter.error(exc.position, exc.message)
+    reporter.check()
+    return module
 
 
 def load_string(source: str, include_dirs=(), defines=None, register: bool = True,

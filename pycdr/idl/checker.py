@@ -16,7 +16,7 @@ import re
 
 from . import ast
 from .constants import ConstError, Evaluator, category
-from .diagnostics import Reporter
+from .diagnostics import Position, Reporter
 from .scope import (ArrayRef, BaseRef, FixedRef, LookupError_, NamedRef, SequenceRef,
                     StringRef, Symbol, lookup, unalias)
 
@@ -29,6 +29,7 @@ class Checker:
         self.scope = self.root
         self.evaluator = Evaluator(self.resolve_name)
         self.declared: list[Symbol] = []     # every named entity, in declaration order
+        self.current = None                  # the definition being checked
         self._declare_builtins()
 
     def _declare_builtins(self):
@@ -98,12 +99,21 @@ class Checker:
         return sym
 
     def all_bases(self, sym: Symbol) -> list:
-        out, stack = [], list(sym.bases)
+        """Every interface or value ``sym`` inherits from, each once (kept in
+        ``info``: bases are final when the body is checked, and each of its
+        operations asks)."""
+        known = sym.info.get("all_bases")
+        if known is not None:
+            return known
+        out, seen, stack = [], set(), list(sym.bases)
         while stack:
             b = stack.pop()
-            if all(b is not o for o in out):
+            if id(b) not in seen:
+                seen.add(id(b))
                 out.append(b)
                 stack.extend(b.bases)
+        if not sym.forward:
+            sym.info["all_bases"] = out
         return out
 
     def enter(self, sym: Symbol):
@@ -122,8 +132,14 @@ class Checker:
     def check(self, body: list):
         self.definitions(body)
 
+    def position(self, path: str) -> Position:
+        """Where checking is (the definition being checked), for a diagnostic."""
+        node = self.current
+        return node.pos if node is not None and node.pos is not None else Position(path, 1, 1)
+
     def definitions(self, body: list):
         for node in body:
+            self.current = node
             method = getattr(self, "do_" + type(node).__name__.rstrip("_"), None)
             if method is None:
                 self.error(node.pos, f"{type(node).__name__} is not allowed here")

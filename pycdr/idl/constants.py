@@ -20,6 +20,10 @@ INTEGER_RANGES = {
     "octet": (0, 255),
 }
 FLOAT_TYPES = ("float", "double", "long double")
+# Integer expressions are evaluated in 64 bits (CORBA 3.0 section 3.10.2:
+# long long or unsigned long long): an intermediate value outside both
+# ranges is an error, which also keeps the arithmetic on small numbers.
+INTERMEDIATE_RANGE = (-2**63, 2**64 - 1)
 
 
 class ConstError(Exception):
@@ -136,7 +140,11 @@ class Evaluator:
                 return (2**32 - 1) - v
             return -(v + 1)
         if isinstance(expr, ast.BinaryOp):
-            return self.binary(expr, cat)
+            value = self.binary(expr, cat)
+            if cat == "int" and not INTERMEDIATE_RANGE[0] <= value <= INTERMEDIATE_RANGE[1]:
+                raise ConstError(expr.pos, f"integer expression overflows 64 bits (operator "
+                                           f"{expr.op})")
+            return value
         raise ConstError(expr.pos, "not a constant expression")
 
     def binary(self, expr, cat):

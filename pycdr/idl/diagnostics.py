@@ -2,7 +2,9 @@
 
 The front end keeps going after an error where it can (the parser skips to the
 next declaration, the checker to the next name), so one run reports several
-problems; they are raised together as one :class:`IdlError`.
+problems; they are raised together as one :class:`IdlError` -- the first
+:data:`MAX_DIAGNOSTICS` of them, and how many more there were (hostile input
+can make one per character).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import PycdrError
+
+MAX_DIAGNOSTICS = 100
+EXCERPT_WIDTH = 120     # columns of the source line shown around the caret
 
 
 @dataclass(frozen=True)
@@ -34,7 +39,13 @@ class Diagnostic:
                 for number, text in enumerate(f, 1):
                     if number == self.position.line:
                         text = text.rstrip("\n").expandtabs(1)
-                        return f"{text}\n{' ' * (self.position.column - 1)}^"
+                        caret = self.position.column - 1
+                        start = max(0, min(caret - EXCERPT_WIDTH // 2, len(text) - EXCERPT_WIDTH))
+                        # Control characters would garble the terminal: one '?' each
+                        # keeps the caret in its column.
+                        text = "".join(c if c.isprintable() else "?"
+                                       for c in text[start:start + EXCERPT_WIDTH])
+                        return f"{text}\n{' ' * (caret - start)}^"
         except OSError:
             pass
         return ""
@@ -48,9 +59,14 @@ class Diagnostic:
 class IdlError(PycdrError):
     """IDL that cannot be compiled; ``diagnostics`` lists every problem found."""
 
-    def __init__(self, diagnostics: list[Diagnostic]):
+    def __init__(self, diagnostics: list[Diagnostic], more: int = 0):
         self.diagnostics = list(diagnostics)
-        super().__init__("\n".join(str(d) for d in self.diagnostics))
+        self.more = more        # problems found beyond the ones listed
+        self.count = len(self.diagnostics) + more
+        text = "\n".join(str(d) for d in self.diagnostics)
+        if more:
+            text += f"\n... and {more} more error(s)"
+        super().__init__(text)
 
 
 class Reporter:
@@ -58,10 +74,14 @@ class Reporter:
 
     def __init__(self):
         self.diagnostics: list[Diagnostic] = []
+        self.more = 0
 
     def error(self, position: Position, message: str) -> None:
-        self.diagnostics.append(Diagnostic(position, message))
+        if len(self.diagnostics) < MAX_DIAGNOSTICS:
+            self.diagnostics.append(Diagnostic(position, message))
+        else:
+            self.more += 1
 
     def check(self) -> None:
         if self.diagnostics:
-            raise IdlError(self.diagnostics)
+            raise IdlError(self.diagnostics, self.more)

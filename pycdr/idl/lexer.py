@@ -43,15 +43,16 @@ class Token:
         return f"Token({self.kind}, {self.value!r}, {self.pos})"
 
 
+# Every alternative matches in time linear in its length: numbers are one
+# alternative (classified afterwards) so a long run of digits is not tried
+# once per numeric form, each backtracking over it.
 _TOKEN_RE = re.compile(r"""
   (?P<ws>[ \t\r\f\v]+)
 | (?P<newline>\n)
 | (?P<linecomment>//[^\n]*)
 | (?P<blockcomment>/\*.*?\*/)
 | (?P<directive>\#[^\n]*)
-| (?P<fixed>(?:\d+\.?\d*|\.\d+)[dD])
-| (?P<float>(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+)
-| (?P<int>0[xX][0-9a-fA-F]+|\d+)
+| (?P<number>0[xX][0-9a-fA-F]+|(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?[dD]?)
 | (?P<wchar>L'(?:\\.|[^'\\\n])(?:[^'\\\n]|\\.)*')
 | (?P<wstring>L"(?:[^"\\\n]|\\.)*")
 | (?P<char>'(?:[^'\\\n]|\\.)(?:[^'\\\n]|\\.)*')
@@ -59,10 +60,18 @@ _TOKEN_RE = re.compile(r"""
 | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
 | (?P<punct>::|<<|>>|[;{}:,=+\-()<>\[\]|^&*/%~])
 """, re.VERBOSE | re.DOTALL | re.MULTILINE)
+# The most significant digits an integer literal of at most 64 bits can have
+# (leading zeros aside), by base: longer ones are refused before conversion
+# (Python's int() is quadratic in the digits and refuses more than 4,300).
+_MAX_DIGITS = {10: 20, 16: 16, 8: 22}
+MAX_INTEGER = 2**64 - 1
 
 _LINE_RE = re.compile(r'^[ \t]*#[ \t]*(?:line[ \t]+)?(\d+)(?:[ \t]+"([^"]*)")?')
 _PRAGMA_RE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(.*)$")
 
+_OCTAL_ESCAPE = re.compile(r"[0-7]{1,3}")
+_HEX2_ESCAPE = re.compile(r"[0-9a-fA-F]{1,2}")
+_HEX4_ESCAPE = re.compile(r"[0-9a-fA-F]{1,4}")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "v": "\v", "b": "\b", "r": "\r", "f": "\f",
                    "a": "\a", "\\": "\\", "?": "?", "'": "'", '"': '"'}
 
@@ -83,17 +92,17 @@ def unescape(body: str, wide: bool) -> str:
             out.append(_SIMPLE_ESCAPES[e])
             i += 1
         elif e in "01234567":
-            m = re.match(r"[0-7]{1,3}", body[i:])
+            m = _OCTAL_ESCAPE.match(body, i)
             out.append(chr(int(m.group(), 8)))
             i += len(m.group())
         elif e == "x":
-            m = re.match(r"[0-9a-fA-F]{1,2}", body[i + 1:])
+            m = _HEX2_ESCAPE.match(body, i + 1)
             if not m:
                 raise ValueError("\\x needs hex digits")
             out.append(chr(int(m.group(), 16)))
             i += 1 + len(m.group())
         elif e == "u" and wide:
-            m = re.match(r"[0-9a-fA-F]{1,4}", body[i + 1:])
+            m = _HEX4_ESCAPE.match(body, i + 1)
             if not m:
                 raise ValueError("\\u needs hex digits")
             out.append(chr(int(m.group(), 16)))
@@ -101,6 +110,36 @@ def unescape(body: str, wide: bool) -> str:
         else:
             raise ValueError(f"unknown escape \\{e}")
     return "".join(out)
+
+
+def shorten(text: str, limit: int = 40) -> str:
+    """``text`` for a message: long literals cut in the middle, their length said."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit // 2]}...{text[-8:]} ({len(text):,} characters)"
+
+
+def _number(text: str):
+    """(token kind, value, problem or "") of a numeric literal."""
+    if text[-1] in "dD":
+        if "e" in text or "E" in text:
+            return "fixed", text, f"fixed-point literal {shorten(text)} cannot have an exponent"
+        return "fixed", text, ""
+    if text[:2] in ("0x", "0X"):
+        base, digits = 16, text[2:]
+    elif "." in text or "e" in text or "E" in text:
+        return "float", text, ""
+    elif len(text) > 1 and text[0] == "0":
+        base, digits = 8, text[1:]
+        if not digits.isdigit() or "8" in digits or "9" in digits:
+            return "int", 0, f"bad octal number {shorten(text)}"
+    else:
+        base, digits = 10, text
+    significant = digits.lstrip("0")
+    if len(significant) > _MAX_DIGITS[base] or int(significant or "0", base) > MAX_INTEGER:
+        return "int", 0, (f"integer literal {shorten(text)} is too large "
+                          "(IDL integers have at most 64 bits)")
+    return "int", int(significant or "0", base), ""
 
 
 def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>",
@@ -112,6 +151,7 @@ def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>",
         keyword_clashes = {}
     main_file = os.path.abspath(first_file)
     tokens: list[Token] = []
+    pieces: dict[int, list[str]] = {}   # token index -> the string literals it joins
     file = first_file
     file_stack: list[str] = []
     line = 1
@@ -170,7 +210,7 @@ def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>",
                 # The marker names the number of the *next* line.
                 line = int(marker.group(1)) - 1
                 continue
-            reporter.error(where, f"unknown preprocessor directive {value.strip()!r}")
+            reporter.error(where, f"unknown preprocessor directive {shorten(value.strip())!r}")
             continue
         if kind == "ident":
             low = value.lower()
@@ -184,38 +224,36 @@ def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>",
                 tokens.append(Token("ident", value[1:], where, value))  # escaped identifier
             else:
                 tokens.append(Token("ident", value, where, value))
-        elif kind == "int":
-            try:
-                number = int(value, 16) if value[:2] in ("0x", "0X") else \
-                    int(value, 8) if len(value) > 1 and value[0] == "0" else int(value)
-            except ValueError:
-                reporter.error(where, f"bad octal number {value}")
-                number = 0
-            tokens.append(Token("int", number, where, value))
-        elif kind in ("float", "fixed"):
-            tokens.append(Token(kind, value, where, value))
+        elif kind == "number":
+            kind, number, problem = _number(value)
+            if problem:
+                reporter.error(where, problem)
+            tokens.append(Token(kind, number, where, value))
         elif kind in ("char", "wchar", "string", "wstring"):
             wide = kind.startswith("w")
             body = value[2:-1] if wide else value[1:-1]
             try:
                 chars = unescape(body, wide)
             except ValueError as exc:
-                reporter.error(where, f"bad literal {value}: {exc}")
+                reporter.error(where, f"bad literal {shorten(value)}: {exc}")
                 chars = "?"
             if kind in ("char", "wchar") and len(chars) != 1:
-                reporter.error(where, f"character literal {value} must hold one character")
+                reporter.error(where, f"character literal {shorten(value)} must hold one "
+                                      "character")
                 chars = chars[:1] or "?"
             if kind == "char" and ord(chars) > 255:
-                reporter.error(where, f"character literal {value} does not fit a char")
-            # Adjacent string literals concatenate.
-            if kind in ("string", "wstring") and tokens and tokens[-1].kind == kind:
-                tokens[-1].value += chars
-                continue
+                reporter.error(where, f"character literal {shorten(value)} does not fit a char")
             if kind == "string" and "\0" in chars:
                 reporter.error(where, "a string literal cannot contain a nul character")
+            # Adjacent string literals concatenate (joined at the end: linear).
+            if kind in ("string", "wstring") and tokens and tokens[-1].kind == kind:
+                pieces.setdefault(len(tokens) - 1, [tokens[-1].value]).append(chars)
+                continue
             tokens.append(Token(kind, chars, where, value))
         else:
             tokens.append(Token("punct", value, where, value))
+    for index, parts in pieces.items():
+        tokens[index].value = "".join(parts)
     while file_stack:
         file_stack.pop()
         tokens.append(Token("file", "leave", Position(file, line, 1)))

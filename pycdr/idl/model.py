@@ -64,22 +64,53 @@ class Interface:
     type: TypeCode | None = None
     _module: "IdlModule | None" = field(default=None, repr=False)
 
+    # Computed on first use (the module is complete by then): the server asks
+    # is_a on every _is_a request, and walking a diamond of inheritance path by
+    # path costs 2**depth.
+    _lineage: tuple | None = field(default=None, init=False, repr=False, compare=False)
+    _operations: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _repo_ids: frozenset | None = field(default=None, init=False, repr=False, compare=False)
+
+    def lineage(self) -> tuple:
+        """This interface and every one it inherits from, each once, every base
+        before the interfaces derived from it (an iterative depth-first walk)."""
+        if self._lineage is None:
+            order, seen = [], {id(self)}
+            stack = [(self, iter(self.bases))]
+            while stack:
+                iface, bases = stack[-1]
+                for name in bases:
+                    base = self._module.interfaces[name]
+                    if id(base) not in seen:
+                        seen.add(id(base))
+                        stack.append((base, iter(base.bases)))
+                        break
+                else:
+                    stack.pop()
+                    order.append(iface)
+            self._lineage = tuple(order)
+        return self._lineage
+
     def all_operations(self) -> dict:
         """Every operation the interface supports, inherited ones included, by name."""
-        ops: dict = {}
-        for base in self.bases:
-            ops.update(self._module.interfaces[base].all_operations())
-        for op in self.operations:
-            ops[op.name] = op
-        return ops
+        if self._operations is None:
+            ops: dict = {}
+            for iface in self.lineage():
+                for op in iface.operations:
+                    ops[op.name] = op
+            self._operations = ops
+        return dict(self._operations)
 
     def operation(self, name: str) -> Operation:
-        return self.all_operations()[name]
+        if self._operations is None:
+            self.all_operations()
+        return self._operations[name]
 
     def is_a(self, repo_id: str) -> bool:
-        if repo_id in (self.repo_id, "IDL:omg.org/CORBA/Object:1.0"):
-            return True
-        return any(self._module.interfaces[b].is_a(repo_id) for b in self.bases)
+        if self._repo_ids is None:
+            self._repo_ids = frozenset([i.repo_id for i in self.lineage()]
+                                       + ["IDL:omg.org/CORBA/Object:1.0"])
+        return repo_id in self._repo_ids
 
 
 @dataclass

@@ -30,6 +30,10 @@ class Parser:
                                # has been reported already)
 
     # --- token access --------------------------------------------------------
+    def position(self):
+        """Where parsing is (the next token), for a diagnostic."""
+        return self.tokens[min(self.index, len(self.tokens) - 1)].pos
+
     def peek(self, ahead: int = 0) -> Token:
         while self.tokens[self.index].kind in ("pragma", "file"):
             tok = self.tokens[self.index]
@@ -119,6 +123,12 @@ class Parser:
             self.flush_meta(body)
             if self.peek().kind == "eof":
                 break
+            if self.at("}"):
+                # recover() stops before a '}' (it closes a body): at the top level
+                # nothing does, so skip it here or the loop would not advance.
+                self.reporter.error(self.peek().pos, "'}' without a matching '{'")
+                self.next()
+                continue
             self.definition_into(body, self.definition)
         if self.attempted == 0:
             self.reporter.error(self.peek().pos, "the specification has no definitions")

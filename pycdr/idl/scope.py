@@ -103,21 +103,27 @@ class LookupError_(Exception):
         self.message = message
 
 
-def _find_in(scope: Symbol, name: str, seen: set):
+def _find_in(scope: Symbol, name: str):
     """name declared in scope or (for interfaces and values) inherited by it.
-    Returns a list of candidate symbols (several: ambiguous inheritance)."""
+    Returns a list of candidate symbols (several: ambiguous inheritance).
+    Each base is searched once, without recursion (inheritance can be deep)."""
     low = name.lower()
     sym = scope.members.get(low)
     if sym is not None:
         return [sym]
     found = []
-    for base in scope.bases:
+    seen = set()
+    stack = list(reversed(scope.bases))
+    while stack:
+        base = stack.pop()
         if id(base) in seen:
             continue
         seen.add(id(base))
-        for cand in _find_in(base, name, seen):
-            if all(cand is not f for f in found):
-                found.append(cand)
+        cand = base.members.get(low)
+        if cand is None:
+            stack.extend(reversed(base.bases))
+        elif all(cand is not f for f in found):
+            found.append(cand)
     return found
 
 
@@ -141,7 +147,7 @@ def lookup(scope: Symbol, name: ast.ScopedName, root: Symbol) -> Symbol:
         first = None
         s = scope
         while s is not None:
-            found = _find_in(s, parts[0], set())
+            found = _find_in(s, parts[0])
             if len(found) > 1:
                 raise LookupError_(f"{parts[0]!r} is ambiguous: inherited from "
                                    + " and ".join(f.parent.scoped_name() for f in found))
@@ -158,7 +164,7 @@ def lookup(scope: Symbol, name: ast.ScopedName, root: Symbol) -> Symbol:
         if not parts:
             return current
     for part in parts:
-        found = _find_in(current, part, set())
+        found = _find_in(current, part)
         if not found:
             raise LookupError_(f"{part!r} is not declared in {current.scoped_name() or '::'}")
         if len(found) > 1:

@@ -8,8 +8,21 @@ which the constructor of the enclosing TypeCode binds.
 from __future__ import annotations
 
 from .. import tc
+from ..tcmarshal import MAX_TC_DEPTH
 from ..typecode import TypeCode
+from .diagnostics import Position
 from .scope import ArrayRef, BaseRef, FixedRef, NamedRef, SequenceRef, StringRef, Symbol
+
+
+class TypeNestingError(Exception):
+    """A type whose TypeCode would nest deeper than pycdr reads TypeCodes
+    (a typedef or value-type chain hundreds long): refused before its
+    TypeCode is built, as building one walks it recursively."""
+
+    def __init__(self, position: Position, message: str):
+        super().__init__(message)
+        self.position = position
+        self.message = message
 
 _BASE = {
     "short": tc.short, "long": tc.long, "long long": tc.longlong,
@@ -19,6 +32,9 @@ _BASE = {
     "boolean": tc.boolean, "octet": tc.octet, "any": tc.any, "void": tc.void,
     "Object": tc.Object, "ValueBase": tc.ValueBase,
 }
+# The IDL spelling of each basic type, for messages ("unsigned long long", not
+# the TCKind's "ulonglong").
+IDL_NAMES = {t.kind(): name for name, t in _BASE.items()}
 _BUILTIN = {"TypeCode": getattr(tc, "TypeCode"), "Principal": tc.Principal}
 
 
@@ -26,6 +42,45 @@ class TypeCodeBuilder:
     def __init__(self):
         self.memo: dict[int, TypeCode] = {}
         self.in_progress: set[int] = set()
+        self.depths: dict[int, int] = {}    # id(symbol) -> nesting of its TypeCode
+
+    def nesting(self, sym: Symbol) -> int:
+        """How deep the TypeCode of ``sym`` nests TypeCodes.  Symbols are built
+        in declaration order, so what ``sym`` refers to is known already (a
+        recursive reference counts 1: it is a placeholder)."""
+        known = self.depths.get(id(sym))
+        if known is not None:
+            return known
+        if id(sym) in self.in_progress:
+            return 1
+        info = sym.info
+        refs = []
+        if sym.kind in ("typedef", "valuebox"):
+            refs.append(sym.type)
+        elif sym.kind in ("struct", "exception"):
+            refs += [r for _, r in info.get("members", ())]
+        elif sym.kind == "union":
+            refs.append(info.get("discriminator"))
+            refs += [case[2] for case in info.get("cases", ())]
+        elif sym.kind == "value":
+            refs += [NamedRef(b) for b in info.get("value_bases", ())[:1]]
+            refs += [r for _, r, _ in info.get("state", ())]
+        self.in_progress.add(id(sym))
+        try:
+            depth = 1 + max((self._ref_nesting(r) for r in refs if r is not None), default=0)
+        finally:
+            self.in_progress.discard(id(sym))
+        self.depths[id(sym)] = depth
+        return depth
+
+    def _ref_nesting(self, ref) -> int:
+        levels = 0
+        while isinstance(ref, (SequenceRef, ArrayRef)):
+            levels += 1 if isinstance(ref, SequenceRef) else len(ref.dims)
+            ref = ref.element
+        if isinstance(ref, NamedRef):
+            levels += self.nesting(ref.symbol)
+        return levels
 
     def of_ref(self, ref) -> TypeCode:
         if isinstance(ref, BaseRef):
@@ -48,6 +103,9 @@ class TypeCodeBuilder:
             return self.memo[key]
         if key in self.in_progress:
             return tc.recursive(sym.repo_id)
+        if self.nesting(sym) > MAX_TC_DEPTH:
+            raise TypeNestingError(sym.pos, f"{sym.scoped_name()} nests types more than "
+                                            f"{MAX_TC_DEPTH} deep (pycdr's TypeCode limit)")
         self.in_progress.add(key)
         try:
             result = self._build(sym)

@@ -9,15 +9,21 @@ sequences and arrays as lists, object references as ``IOR:`` strings (or null), 
 
 from __future__ import annotations
 
-from decimal import Decimal
+import json
+import math
+from decimal import Decimal, InvalidOperation
 
 from .. import tc as tcs
+from ..idl.typecodes import IDL_NAMES
 from ..ior import IOR, ior_from_string, ior_to_string
-from ..typecode import TCKind as K
+from ..typecode import INTEGER_RANGES, TCKind as K, describe
 from ..values import Any, EnumItem, LongDouble, Struct, Union, UserException, class_for
 
 _ANY_BASIC = {"long": tcs.long, "double": tcs.double, "string": tcs.string,
               "boolean": tcs.boolean, "longlong": tcs.longlong, "octet": tcs.octet}
+
+
+_FLOAT_MAX = 3.4028234663852886e38    # the largest finite IEEE single
 
 
 def _unalias(t):
@@ -26,46 +32,107 @@ def _unalias(t):
     return t
 
 
+def type_name(t) -> str:
+    """The IDL name of a type, for messages: ``long``, ``Money (fixed<10,3>)``."""
+    inner = _unalias(t)
+    k = inner.kind()
+    if k in IDL_NAMES:
+        text = IDL_NAMES[k]
+    elif k == K.tk_fixed:
+        text = f"fixed<{inner.fixed_digits()},{inner.fixed_scale()}>"
+    elif k in (K.tk_string, K.tk_wstring):
+        word = "string" if k == K.tk_string else "wstring"
+        text = f"{word}<{inner.length()}>" if inner.length() else word
+    elif k in (K.tk_sequence, K.tk_array, K.tk_enum, K.tk_struct, K.tk_union, K.tk_except,
+               K.tk_objref):
+        text = describe(inner)
+    else:
+        text = k.name[3:]
+    return f"{t.name()} ({text})" if t.kind() == K.tk_alias else text
+
+
+def _shown(obj) -> str:
+    """A JSON value in a message: bounded, whatever its size or depth."""
+    if isinstance(obj, list):
+        return f"a list of {len(obj)}"
+    if isinstance(obj, dict):
+        return f"an object with {len(obj)} member(s)"
+    if isinstance(obj, int) and obj.bit_length() > 256:
+        return f"an integer of {obj.bit_length()} bits"
+    text = json.dumps(obj)
+    return text if len(text) <= 60 else text[:40] + f"... ({len(text)} characters)"
+
+
 def from_json(t, obj):
-    """The pycdr value of type ``t`` for the JSON value ``obj``."""
+    """The pycdr value of type ``t`` for the JSON value ``obj``.
+
+    Raises ValueError (naming the type) for a value of another kind or one the type
+    cannot hold: numbers are never truncated or wrapped (1.5 is no long, 300 no octet).
+    Sizes, bounds and characters the marshaller checks are left to it."""
+    declared = t
     t = _unalias(t)
     k = t.kind()
-    if k in (K.tk_short, K.tk_long, K.tk_ushort, K.tk_ulong, K.tk_longlong, K.tk_ulonglong,
-             K.tk_octet):
-        return int(obj)
-    if k in (K.tk_float, K.tk_double):
-        return float(obj)
-    if k == K.tk_longdouble:
-        return LongDouble.from_float(float(obj))
+    if k in INTEGER_RANGES:
+        if isinstance(obj, float) and obj.is_integer():
+            obj = int(obj)      # 1e3 is an integer; 1.5 is not
+        if not isinstance(obj, int) or isinstance(obj, bool):
+            raise ValueError(f"{_shown(obj)} is not an integer ({type_name(declared)})")
+        lo, hi = INTEGER_RANGES[k]
+        if not lo <= obj <= hi:
+            raise ValueError(f"{_shown(obj)} does not fit {type_name(declared)} ({lo}..{hi})")
+        return obj
+    if k in (K.tk_float, K.tk_double, K.tk_longdouble):
+        if not isinstance(obj, (int, float)) or isinstance(obj, bool):
+            raise ValueError(f"{_shown(obj)} is not a number ({type_name(declared)})")
+        try:
+            number = float(obj)
+        except OverflowError:
+            raise ValueError(f"{_shown(obj)} does not fit {type_name(declared)}") from None
+        if k == K.tk_float and math.isfinite(number) and abs(number) > _FLOAT_MAX:
+            raise ValueError(f"{_shown(obj)} does not fit {type_name(declared)}")
+        return LongDouble.from_float(number) if k == K.tk_longdouble else number
     if k == K.tk_boolean:
         if not isinstance(obj, bool):
-            raise ValueError(f"expected true or false, not {obj!r}")
+            raise ValueError(f"expected true or false, not {_shown(obj)}")
         return obj
     if k in (K.tk_char, K.tk_wchar, K.tk_string, K.tk_wstring):
         if not isinstance(obj, str):
-            raise ValueError(f"expected a string, not {obj!r}")
+            raise ValueError(f"expected a string ({type_name(declared)}), not {_shown(obj)}")
+        if k in (K.tk_char, K.tk_wchar) and len(obj) != 1:
+            raise ValueError(f"{_shown(obj)} is not one character ({type_name(declared)})")
         return obj
     if k == K.tk_fixed:
-        return Decimal(str(obj))
+        # A string (exact) or a JSON number.
+        if not isinstance(obj, (str, int, float)) or isinstance(obj, bool):
+            raise ValueError(f"{_shown(obj)} is not a decimal number ({type_name(declared)})")
+        try:
+            value = Decimal(obj if isinstance(obj, (str, int)) else repr(obj))
+        except InvalidOperation:
+            raise ValueError(f"{_shown(obj)} is not a decimal number "
+                             f"({type_name(declared)})") from None
+        if not value.is_finite():
+            raise ValueError(f"{_shown(obj)} is not a finite number ({type_name(declared)})")
+        return value
     if k == K.tk_enum:
         cls = class_for(t)
         names = [t.member_name(i) for i in range(t.member_count())]
-        if obj not in names:
-            raise ValueError(f"{obj!r} is not one of {names}")
+        if not isinstance(obj, str) or obj not in names:
+            raise ValueError(f"{_shown(obj)} is not one of {names} ({type_name(declared)})")
         return cls._items[names.index(obj)]
     if k in (K.tk_struct, K.tk_except):
         if not isinstance(obj, dict):
-            raise ValueError(f"expected an object for {t.name()}, not {obj!r}")
+            raise ValueError(f"expected an object for {t.name()}, not {_shown(obj)}")
         cls = class_for(t)
         members = {t.member_name(i): t.member_type(i) for i in range(t.member_count())}
         unknown = set(obj) - set(members)
         if unknown:
-            raise ValueError(f"{t.name()} has no member(s) {sorted(unknown)}")
+            raise ValueError(f"{t.name()} has no member(s) {sorted(unknown)[:10]}")
         return cls(**{name: from_json(members[name], obj[name]) for name in members
                       if name in obj})
     if k == K.tk_union:
         if not isinstance(obj, dict) or set(obj) != {"d", "v"}:
-            raise ValueError(f"a union is {{\"d\": discriminator, \"v\": value}}, not {obj!r}")
+            raise ValueError(f"a union is {{\"d\": discriminator, \"v\": value}}, "
+                             f"not {_shown(obj)}")
         d = from_json(t.discriminator_type(), obj["d"])
         for i in range(t.member_count()):
             if t.member_label(i) == d:
@@ -79,17 +146,19 @@ def from_json(t, obj):
         if content.kind() == K.tk_octet and isinstance(obj, str):
             return bytes.fromhex(obj)
         if not isinstance(obj, list):
-            raise ValueError(f"expected a list, not {obj!r}")
+            raise ValueError(f"expected a list ({type_name(declared)}), not {_shown(obj)}")
         items = [from_json(content, x) for x in obj]
         return bytes(items) if content.kind() == K.tk_octet else items
     if k == K.tk_objref:
+        if obj is not None and not isinstance(obj, str):
+            raise ValueError(f"expected an IOR string or null, not {_shown(obj)}")
         return None if obj is None else ior_from_string(obj)
     if k == K.tk_any:
         if not isinstance(obj, dict) or obj.get("type") not in _ANY_BASIC:
             raise ValueError(f"an any is {{\"type\": one of {sorted(_ANY_BASIC)}, "
                              f"\"value\": ...}}")
         inner = _ANY_BASIC[obj["type"]]
-        return Any(inner, from_json(inner, obj["value"]))
+        return Any(inner, from_json(inner, obj.get("value")))
     raise ValueError(f"no JSON form for {k.name} values")
 
 
