@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real peer ORBs and tools the tests use, as root on Debian (CI=true or by hand):
 #   - from Debian: a JDK and Maven (if `java`/`javac`/`mvn` are missing), omniORB's utilities
-#     (`catior`), omniORB's IDL files, tshark;
+#     (`catior`), omniORB's IDL files, tshark, Combat (tcl-combat);
 #   - from Maven Central: JacORB 3.9, the OpenJDK ORB 10.1.3 and the GlassFish ORB 5.0.0 with the
 #     jars they need, into .peers/{jacorb,openjdk-orb,glassfish-orb}/lib (gitignored);
 #   - compiles the Java test programs (tests/peers/jacorb/src) into .peers/jacorb/classes; they
@@ -23,6 +23,9 @@ command -v catior >/dev/null || missing_packages+=(omniorb)
 command -v tshark >/dev/null || missing_packages+=(tshark)
 command -v cpp >/dev/null || missing_packages+=(cpp)      # the IDL oracle preprocesses with it
 command -v gcc >/dev/null || missing_packages+=(gcc)      # builds pycdr._speedups
+# Combat 0.8.1, the Tcl ORB (tests/peers/combat.py); tclsh comes with it.
+dpkg-query -W -f '${Status}' tcl-combat 2>/dev/null | grep -q "ok installed" \
+    || missing_packages+=(tcl-combat)
 
 if [ ${#missing_packages[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
@@ -83,4 +86,4 @@ else
     touch "$jacorb_home/classes.stamp"
 fi
 
-echo "install-peers: ready (JacORB in ${jacorb_home#"$repo_root"/})"
+echo "install-peers: ready (Java ORBs in .peers/, Combat from tcl-combat)"

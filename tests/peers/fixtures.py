@@ -8,6 +8,7 @@
 
 import pytest
 
+from peers.combat import start_combat_echo_server
 from peers.jacorb import start_jacorb_echo_server
 from peers.java_orb import start_java_echo_server
 from peers.jdk_orbs import GLASSFISH_ORB, OPENJDK_ORB
@@ -57,6 +58,13 @@ def jdk_orb_echo_server(jdk_orb):
     """An echo server of the conformance Echo (EchoAll::Echo) on jdk_orb, shared by a test
     module (one JVM a module and ORB)."""
     with start_java_echo_server(jdk_orb, load_echo_module().interfaces[ECHO_INTERFACE]) as peer:
+        yield peer
+
+
+@pytest.fixture(scope="module")
+def combat_echo_server():
+    """A Combat echo server of the conformance Echo (EchoAll::Echo), shared by a test module."""
+    with start_combat_echo_server(load_echo_module().interfaces[ECHO_INTERFACE]) as peer:
         yield peer
 
 
