@@ -62,7 +62,8 @@ class _Writer:
         raise ValueError(f"Combat's IR form has no {kind.name}")
 
     def _members(self, type_code):
-        return _tcl_list(*(_tcl_list(type_code.member_name(i), self.type_name(type_code.member_type(i)))
+        return _tcl_list(*(_tcl_list(type_code.member_name(i),
+                                     self.type_name(type_code.member_type(i)))
                            for i in range(type_code.member_count())))
 
     def define(self, type_code):
@@ -93,7 +94,8 @@ class _Writer:
             names = [type_code.member_name(i) for i in range(type_code.member_count())]
             self.items.append(_tcl_list("enum", header, _tcl_list(*names)))
         else:   # alias
-            self.items.append(_tcl_list("typedef", header, self.type_name(type_code.content_type())))
+            original = self.type_name(type_code.content_type())
+            self.items.append(_tcl_list("typedef", header, original))
 
 
 def _scoped_id(interface, name):
@@ -137,7 +139,8 @@ def _method(operation):
     names = [f"p{i}" for i in range(len(operation.params))]
     sent = [p.type for p in operation.in_params]
     if operation.result_types and list(operation.result_types) != sent:
-        body = "error [list IDL:omg.org/CORBA/NO_IMPLEMENT:1.0 {minor 0 completion_status COMPLETED_NO}]"
+        body = ("error [list IDL:omg.org/CORBA/NO_IMPLEMENT:1.0"
+                " {minor 0 completion_status COMPLETED_NO}]")
     elif operation.oneway or operation.result.kind() == TCKind.tk_void:
         body = ""
     elif operation.params[0].mode == "inout":
