@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the real peer ORBs and tools the tests use, as root on Debian (CI=true or by hand):
 #   - from Debian: a JDK and Maven (if `java`/`javac`/`mvn` are missing), omniORB's utilities
-#     (`catior`), omniORB's IDL files, tshark, omniORB's C++ headers and IDL compiler with g++
-#     and OpenSSL's headers (the omniORB SSL peer);
-#   - from Maven Central: JacORB 3.9 and the jars it needs, into .peers/jacorb/lib (gitignored);
-#   - compiles the JacORB test programs (tests/peers/jacorb/src) into .peers/jacorb/classes.
+#     (`catior`), omniORB's IDL files, tshark, Combat (tcl-combat), omniORB's C++ headers
+#     and IDL compiler with g++ and OpenSSL's headers (the omniORB SSL peer);
+#   - from Maven Central: JacORB 3.9, the OpenJDK ORB 10.1.3 and the GlassFish ORB 5.0.0 with the
+#     jars they need, into .peers/{jacorb,openjdk-orb,glassfish-orb}/lib (gitignored);
+#   - compiles the Java test programs (tests/peers/jacorb/src) into .peers/jacorb/classes; they
+#     run on any of the three ORBs' jars.
 # omniORBpy and omniNames come from the Python test extra (salome-omniorb), not from here.
 # Idempotent: every step is skipped when its result is already there and up to date.
 set -euo pipefail
@@ -29,6 +31,9 @@ command -v g++ >/dev/null || missing_packages+=(g++)
 [ -x /usr/bin/omniidl ] || missing_packages+=(omniidl)
 [ -f /usr/include/openssl/ssl.h ] || missing_packages+=(libssl-dev)
 command -v openssl >/dev/null || missing_packages+=(openssl)
+# Combat 0.8.1, the Tcl ORB (tests/peers/combat.py); tclsh comes with it.
+dpkg-query -W -f '${Status}' tcl-combat 2>/dev/null | grep -q "ok installed" \
+    || missing_packages+=(tcl-combat)
 
 if [ ${#missing_packages[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
@@ -43,24 +48,35 @@ if [ ${#missing_packages[@]} -gt 0 ]; then
     apt-get install -y -qq --no-install-recommends "${missing_packages[@]}" >/dev/null
 fi
 
-# --- JacORB jars ------------------------------------------------------------------------------
-# The stamp holds the hash of the pom the jars were copied for; a changed pom fetches them anew.
-pom_hash="$(sha256sum "$peer_sources/pom.xml" | cut -d' ' -f1)"
-if [ "$(cat "$jacorb_home/lib.stamp" 2>/dev/null)" != "$pom_hash" ]; then
-    echo "install-peers: fetching JacORB jars with Maven"
-    rm -rf "$jacorb_home/lib" "$jacorb_home/lib.stamp"
-    mkdir -p "$jacorb_home"
-    maven_log="$(mktemp)"
-    if ! mvn -B -f "$peer_sources/pom.xml" \
-            org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
-            -DoutputDirectory="$jacorb_home/lib" >"$maven_log" 2>&1; then
-        cat "$maven_log" >&2
+# --- Java ORB jars ----------------------------------------------------------------------------
+# One Maven pom a Java ORB (tests/peers/<orb>/pom.xml), its jars into .peers/<orb>/lib. The stamp
+# holds the hash of the pom the jars were copied for; a changed pom fetches them anew.
+fetch_jars() {   # fetch_jars ORB_NAME
+    local pom="$repo_root/tests/peers/$1/pom.xml" home="$repo_root/.peers/$1"
+    local hash
+    hash="$(sha256sum "$pom" | cut -d' ' -f1)"
+    if [ "$(cat "$home/lib.stamp" 2>/dev/null)" != "$hash" ]; then
+        echo "install-peers: fetching $1 jars with Maven"
+        rm -rf "$home/lib" "$home/lib.stamp"
+        mkdir -p "$home"
+        local maven_log
+        maven_log="$(mktemp)"
+        if ! mvn -B -f "$pom" \
+                org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+                -DoutputDirectory="$home/lib" >"$maven_log" 2>&1; then
+            cat "$maven_log" >&2
+            rm -f "$maven_log"
+            exit 1
+        fi
         rm -f "$maven_log"
-        exit 1
+        echo "$hash" > "$home/lib.stamp"
     fi
-    rm -f "$maven_log"
-    echo "$pom_hash" > "$jacorb_home/lib.stamp"
-fi
+}
+# JacORB, and the two JDK-lineage ORBs the same test programs also run on.
+for java_orb in jacorb openjdk-orb glassfish-orb; do
+    fetch_jars "$java_orb"
+done
+pom_hash="$(cat "$jacorb_home/lib.stamp")"
 
 # --- JacORB test programs ---------------------------------------------------------------------
 # Plain javac (no Maven build): quick, and the pom only lists jars.
@@ -78,4 +94,4 @@ else
     touch "$jacorb_home/classes.stamp"
 fi
 
-echo "install-peers: ready (JacORB in ${jacorb_home#"$repo_root"/})"
+echo "install-peers: ready (Java ORBs in .peers/, Combat from tcl-combat)"

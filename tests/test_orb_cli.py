@@ -1,35 +1,21 @@
 """`pycdr serve`, `pycdr call` and `pycdr probe`, as processes (serve) and through Click."""
 
 import json
-import os
 import signal
 import subprocess
-import sys
 
 import pytest
 from click.testing import CliRunner
 
 from orb_echo_values import ECHO_ALL_IDL
 from pycdr.cli.main import main
-
-# The console script installed beside the interpreter (pip install -e .).
-PYCDR = [os.path.join(os.path.dirname(sys.executable), "pycdr")]
+from pycdr_serve import PYCDR, serving_echo
 
 
 @pytest.fixture
 def served():
-    process = subprocess.Popen(PYCDR + ["serve", ECHO_ALL_IDL, "--interface", "EchoAll::Echo"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        ior = process.stdout.readline().strip()
-        url = process.stdout.readline().strip()
-        assert ior.startswith("IOR:") and url.startswith("corbaloc:iiop:1.2@127.0.0.1:"), \
-            process.stderr.read() if process.poll() is not None else ior
+    with serving_echo() as (process, ior, url):
         yield process, ior, url
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(10)
 
 
 def invoke(*args):
@@ -195,14 +181,8 @@ def test_serve_forwards_its_corbaloc_key_to_the_full_ior():
     from peers.jacorb import call_from_jacorb
     from peers.omni import run_omni_client
     from pycdr.conformance.echo import ECHO_INTERFACE, load_echo_module
-    process = subprocess.Popen(PYCDR + ["serve", ECHO_ALL_IDL, "--interface", ECHO_INTERFACE,
-                                        "--forward-corbaloc"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        ior = process.stdout.readline().strip()
-        url = process.stdout.readline().strip()
-        assert ior.startswith("IOR:") and url.endswith("/Echo"), process.stderr.read() \
-            if process.poll() is not None else url
+    with serving_echo("--forward-corbaloc") as (process, ior, url):
+        assert url.endswith("/Echo")
         report = json.loads(invoke("probe", url, "--json", "--timeout", "10").output)
         located = report["locate"][0]
         assert located["locate_status"] == "OBJECT_FORWARD"
@@ -217,10 +197,6 @@ def test_serve_forwards_its_corbaloc_key_to_the_full_ior():
         assert [c.get("result") for c in jacorb] == [7, "w\u00e9\u20ac"], jacorb
         process.send_signal(signal.SIGINT)
         assert process.wait(10) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(10)
 
 
 def test_serve_limits_options_reach_the_server():

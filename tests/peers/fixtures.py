@@ -8,8 +8,12 @@
 
 import pytest
 
+from peers.combat import start_combat_echo_server
 from peers.jacorb import start_jacorb_echo_server
+from peers.java_orb import start_java_echo_server
+from peers.jdk_orbs import GLASSFISH_ORB, OPENJDK_ORB
 from peers.omni import start_omni_echo_server, start_omni_names
+from pycdr.conformance.echo import ECHO_INTERFACE, load_echo_module
 
 
 @pytest.fixture
@@ -39,6 +43,28 @@ def omni_echo_server():
 def jacorb_echo_server():
     """A JacORB echo server (GIOP 1.2) shared by a test module."""
     with start_jacorb_echo_server() as peer:
+        yield peer
+
+
+@pytest.fixture(scope="module", params=[OPENJDK_ORB, GLASSFISH_ORB], ids=lambda orb: orb.name)
+def jdk_orb(request):
+    """The two JDK-lineage ORBs (peers.jdk_orbs.JavaOrb), one after the other: a module's tests
+    that use it run for the OpenJDK ORB, then for the GlassFish ORB."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def jdk_orb_echo_server(jdk_orb):
+    """An echo server of the conformance Echo (EchoAll::Echo) on jdk_orb, shared by a test
+    module (one JVM a module and ORB)."""
+    with start_java_echo_server(jdk_orb, load_echo_module().interfaces[ECHO_INTERFACE]) as peer:
+        yield peer
+
+
+@pytest.fixture(scope="module")
+def combat_echo_server():
+    """A Combat echo server of the conformance Echo (EchoAll::Echo), shared by a test module."""
+    with start_combat_echo_server(load_echo_module().interfaces[ECHO_INTERFACE]) as peer:
         yield peer
 
 

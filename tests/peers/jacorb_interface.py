@@ -1,7 +1,8 @@
-"""What the JacORB peers know of an IDL interface, and how values cross to them: pycdr computes
-everything, JacORB only reads it. One fact, one place: the IDL goes through pycdr's IDL front end;
-its TypeCodes are written with pycdr.tcmarshal as CDR encapsulations; the JacORB programs
-(jacorb/src/pycdrpeers/InterfaceDescription.java) read them with JacORB's own CDR input stream.
+"""What the Java peers (JacORB, the OpenJDK and GlassFish ORBs) know of an IDL interface, and how
+values cross to them: pycdr computes everything, the ORB only reads it. One fact, one place: the
+IDL goes through pycdr's IDL front end; its TypeCodes are written with pycdr.tcmarshal as CDR
+encapsulations; the Java programs (jacorb/src/pycdrpeers/InterfaceDescription.java) read them with
+the ORB's own CDR streams (JacORB) or the standard IOP Codec (the others).
 
 The description file (UTF-8 text, one record a line, fields separated by one space; TypeCodes as
 the hex of their little-endian CDR encapsulation, see TYPECODE_LITTLE_ENDIAN):
@@ -15,7 +16,7 @@ the hex of their little-endian CDR encapsulation, see TYPECODE_LITTLE_ENDIAN):
 Values cross the process boundary as CDR too: the in/inout arguments of a call, and the result
 followed by the out/inout values of a reply, each as one big-endian GIOP 1.2 CDR encapsulation
 (ISO-8859-1 char data, UTF-16 wchar data), written and read with pycdr.orb.invocation here and
-with org.omg.CORBA.Any.read_value/write_value on JacORB's CDR streams there.
+with org.omg.CORBA.Any.read_value/write_value on the ORB's CDR streams there.
 """
 
 from pycdr.cdr import CDRReader, CDRWriter

@@ -16,9 +16,10 @@ import org.omg.CORBA.TypeCode;
 import org.omg.CORBA.UnknownUserException;
 
 /**
- * JacORB client for tests: calls operations of any IDL interface through the DII, from the
- * description pycdr wrote for it (InterfaceDescription), so no IDL compiler is needed.
- * Usage: EchoClient DESCRIPTION_FILE IOR_OR_CORBALOC CALLS_FILE [name=value JacORB property ...]
+ * Client for tests, on JacORB, the OpenJDK ORB or the GlassFish ORB: calls operations of any IDL
+ * interface through the DII, from the description pycdr wrote for it (InterfaceDescription), so no
+ * IDL compiler is needed.
+ * Usage: EchoClient DESCRIPTION_FILE IOR_OR_CORBALOC CALLS_FILE [name=value ORB property ...]
  * CALLS_FILE has one call a line: "<operation> <hex of a CDR encapsulation of the in/inout values>".
  * For each call it prints one JSON object on a line:
  *   {"op": "echo_long", "reply": "<hex of an encapsulation: result unless void, then out/inout values>"}
@@ -33,7 +34,8 @@ public final class EchoClient {
             System.exit(2);
         }
         ORB orb = ORB.init(new String[0], PeerSupport.orbProperties(Arrays.copyOfRange(args, 3, args.length)));
-        InterfaceDescription description = InterfaceDescription.read(orb, args[0]);
+        ValueStreams streams = ValueStreams.forOrb(orb);
+        InterfaceDescription description = InterfaceDescription.read(streams, args[0]);
         org.omg.CORBA.Object target = orb.string_to_object(args[1]);
         for (String line : Files.readAllLines(Paths.get(args[2]), StandardCharsets.US_ASCII)) {
             if (line.isEmpty()) {
@@ -47,15 +49,15 @@ public final class EchoClient {
             if (operation == null) {
                 throw new IllegalArgumentException("the description has no operation " + fields[0]);
             }
-            System.out.println(invoke(orb, target, operation, fields[1]));
+            System.out.println(invoke(orb, streams, target, operation, fields[1]));
             System.out.flush();
         }
         orb.shutdown(true);
     }
 
-    private static String invoke(ORB orb, org.omg.CORBA.Object target, InterfaceDescription.Operation operation,
+    private static String invoke(ORB orb, ValueStreams streams, org.omg.CORBA.Object target, InterfaceDescription.Operation operation,
                                  String argumentsHex) {
-        Any[] argumentValues = InterfaceDescription.readValues(orb, operation.argumentTypes(), argumentsHex);
+        Any[] argumentValues = InterfaceDescription.readValues(streams, operation.argumentTypes(), argumentsHex);
         Request request = target._request(operation.name);
         int next = 0;
         for (InterfaceDescription.Parameter parameter : operation.parameters) {
@@ -98,7 +100,7 @@ public final class EchoClient {
                 throw new IllegalStateException("a user exception's TypeCode has no id", e);
             }
             return start + "\"user_exception\": \"" + repositoryId + "\", \"body\": \""
-                    + InterfaceDescription.writeValues(orb, InterfaceDescription.list(exception)) + "\"}";
+                    + InterfaceDescription.writeValues(streams, InterfaceDescription.list(exception)) + "\"}";
         }
         if (raised != null) {
             throw new IllegalStateException("unexpected exception from the DII", raised);
@@ -117,7 +119,7 @@ public final class EchoClient {
                 }
             }
         }
-        return start + "\"reply\": \"" + InterfaceDescription.writeValues(orb, reply) + "\"}";
+        return start + "\"reply\": \"" + InterfaceDescription.writeValues(streams, reply) + "\"}";
     }
 
     private static String systemExceptionJson(SystemException e) {

@@ -21,10 +21,11 @@ import org.omg.PortableServer.POA;
 import org.omg.PortableServer.POAHelper;
 
 /**
- * JacORB echo server for tests: serves any IDL interface through the DSI, from the description
+ * Echo server for tests, on JacORB, the OpenJDK ORB or the GlassFish ORB (whichever
+ * org.omg.CORBA.ORBClass names): serves any IDL interface through the DSI, from the description
  * pycdr wrote for it (InterfaceDescription), so no IDL compiler is needed.
- * Usage: EchoServer DESCRIPTION_FILE [name=value JacORB property ...] (the test passes OAIAddr,
- * OAPort, jacorb.implname, ...). Prints "IOR:...", then "KEY <hex object key>", then "READY" on
+ * Usage: EchoServer DESCRIPTION_FILE [name=value ORB property ...] (tests/peers/java_orb.py passes
+ * the ORB class and the ORB's host and port settings). Prints "IOR:...", then "KEY <hex object key>", then "READY" on
  * stdout, and runs until standard input closes.
  *
  * Echo semantics, as pycdr's reference echo servant (pycdr.orb.servant.echo_handler) and the
@@ -131,9 +132,10 @@ public final class EchoServer {
         }
         ORB orb = ORB.init(new String[0],
                 PeerSupport.orbProperties(java.util.Arrays.copyOfRange(args, 1, args.length)));
-        InterfaceDescription description = InterfaceDescription.read(orb, args[0]);
+        ValueStreams streams = ValueStreams.forOrb(orb);
+        InterfaceDescription description = InterfaceDescription.read(streams, args[0]);
         POA rootPoa = POAHelper.narrow(orb.resolve_initial_references("RootPOA"));
-        // PERSISTENT + USER_ID gives a fixed object key, <implname>/EchoPOA/Echo, usable in corbaloc.
+        // PERSISTENT + USER_ID gives a fixed object key (JacORB: <implname>/EchoPOA/Echo), usable in corbaloc.
         Policy[] policies = {
             rootPoa.create_lifespan_policy(LifespanPolicyValue.PERSISTENT),
             rootPoa.create_id_assignment_policy(IdAssignmentPolicyValue.USER_ID),
@@ -144,9 +146,7 @@ public final class EchoServer {
         rootPoa.the_POAManager().activate();
 
         org.omg.CORBA.Object reference = echoPoa.id_to_reference(objectId);
-        // Read from the parsed IOR: Delegate.getObjectKey() would bind, i.e. connect to ourselves.
-        byte[] objectKey = ((org.jacorb.orb.Delegate) ((org.omg.CORBA.portable.ObjectImpl) reference)._get_delegate())
-                .getParsedIOR().get_object_key();
+        byte[] objectKey = streams.objectKey(reference);
         System.out.println(orb.object_to_string(reference));
         System.out.println("KEY " + PeerSupport.toHex(objectKey));
         System.out.println("READY");

@@ -10,34 +10,23 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import org.jacorb.orb.CDRInputStream;
-import org.jacorb.orb.CDROutputStream;
-import org.jacorb.orb.CodeSet;
 import org.omg.CORBA.ARG_IN;
 import org.omg.CORBA.ARG_INOUT;
 import org.omg.CORBA.ARG_OUT;
 import org.omg.CORBA.Any;
-import org.omg.CORBA.ORB;
 import org.omg.CORBA.TCKind;
 import org.omg.CORBA.TypeCode;
 
 /**
  * An IDL interface as pycdr describes it (tests/peers/jacorb_interface.py writes the file; its
  * docstring gives the format): repository ids, and for each operation its call kind, result,
- * parameters and exceptions, all TypeCodes read from pycdr's CDR encapsulations with JacORB's
- * own CDR input stream. No IDL compiler and no hand-written TypeCode is involved.
+ * parameters and exceptions, all TypeCodes read from pycdr's CDR encapsulations by the ORB the
+ * program runs on (ValueStreams). No IDL compiler and no hand-written TypeCode is involved.
  *
- * Values cross between pycdr and JacORB as big-endian GIOP 1.2 CDR encapsulations (hex), read
- * into and written from Anys by JacORB (readValues / writeValues).
+ * Values cross between pycdr and the ORB as GIOP 1.2 CDR encapsulations (hex), read into and
+ * written from Anys by the ORB (readValues / writeValues).
  */
 final class InterfaceDescription {
-    /** The GIOP minor version of the CDR of exchanged values (VALUE_VERSION in Python). */
-    static final int VALUE_GIOP_MINOR = 2;
-    /** Their code sets: pycdr's defaults, ISO-8859-1 for char data and UTF-16 for wchar data. A
-     *  JacORB stream without them reads and writes char data as UTF-8. */
-    static final CodeSet VALUE_CHAR_CODE_SET = CodeSet.getCodeSet(0x00010001);
-    static final CodeSet VALUE_WCHAR_CODE_SET = CodeSet.getCodeSet(0x00010109);
-
     static final class Parameter {
         final String name;
         final int mode;          // ARG_IN.value, ARG_OUT.value or ARG_INOUT.value
@@ -109,7 +98,7 @@ final class InterfaceDescription {
         this.repositoryId = repositoryId;
     }
 
-    static InterfaceDescription read(ORB orb, String path) throws IOException {
+    static InterfaceDescription read(ValueStreams streams, String path) throws IOException {
         InterfaceDescription description = null;
         Operation current = null;
         int lineNumber = 0;
@@ -131,17 +120,17 @@ final class InterfaceDescription {
                     break;
                 case "operation":
                     expectFields(fields, 4, where);
-                    current = new Operation(fields[1], fields[2], readTypeCode(orb, fields[3]));
+                    current = new Operation(fields[1], fields[2], streams.readTypeCode(PeerSupport.fromHex(fields[3])));
                     requireInterface(description, where).operations.put(current.name, current);
                     break;
                 case "param":
                     expectFields(fields, 4, where);
                     requireOperation(current, where).parameters.add(
-                            new Parameter(fields[1], mode(fields[2], where), readTypeCode(orb, fields[3])));
+                            new Parameter(fields[1], mode(fields[2], where), streams.readTypeCode(PeerSupport.fromHex(fields[3]))));
                     break;
                 case "raises":
                     expectFields(fields, 2, where);
-                    requireOperation(current, where).exceptions.add(readTypeCode(orb, fields[1]));
+                    requireOperation(current, where).exceptions.add(streams.readTypeCode(PeerSupport.fromHex(fields[1])));
                     break;
                 default:
                     throw new IllegalArgumentException(where + "unknown record " + fields[0]);
@@ -179,52 +168,14 @@ final class InterfaceDescription {
         }
     }
 
-    /** A TypeCode from the hex of its CDR encapsulation (pycdr.tcmarshal.encode_typecode_encapsulation). */
-    static TypeCode readTypeCode(ORB orb, String hex) {
-        CDRInputStream in = encapsulationStream(orb, PeerSupport.fromHex(hex));
-        TypeCode type = in.read_TypeCode();
-        requireEnd(in, "TypeCode");
-        return type;
-    }
-
-    /** A JacORB input stream on an encapsulation, past its byte-order octet. */
-    private static CDRInputStream encapsulationStream(ORB orb, byte[] bytes) {
-        CDRInputStream in = new CDRInputStream(orb, bytes);
-        in.setGIOPMinor(VALUE_GIOP_MINOR);
-        in.setCodeSet(VALUE_CHAR_CODE_SET, VALUE_WCHAR_CODE_SET);
-        in.openEncapsulatedArray();   // reads the byte-order octet; alignment counts from it
-        return in;
-    }
-
-    private static void requireEnd(CDRInputStream in, String what) {
-        int left = in.available();
-        if (left != 0) {
-            throw new IllegalArgumentException(left + " bytes left after the " + what);
-        }
-    }
-
     /** Anys of the given types, read in order from the hex of an encapsulation. */
-    static Any[] readValues(ORB orb, List<TypeCode> types, String hex) {
-        CDRInputStream in = encapsulationStream(orb, PeerSupport.fromHex(hex));
-        Any[] values = new Any[types.size()];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = orb.create_any();
-            values[i].read_value(in, types.get(i));
-        }
-        requireEnd(in, "values");
-        return values;
+    static Any[] readValues(ValueStreams streams, List<TypeCode> types, String hex) {
+        return streams.readValues(types, PeerSupport.fromHex(hex));
     }
 
     /** The hex of an encapsulation holding the values of the Anys, in order. */
-    static String writeValues(ORB orb, List<Any> values) {
-        CDROutputStream out = new CDROutputStream(orb);
-        out.setGIOPMinor(VALUE_GIOP_MINOR);
-        out.setCodeSets(VALUE_CHAR_CODE_SET, VALUE_WCHAR_CODE_SET);
-        out.beginEncapsulatedArray();   // writes the byte-order octet (big-endian)
-        for (Any value : values) {
-            value.write_value(out);
-        }
-        return PeerSupport.toHex(out.getBufferCopy());
+    static String writeValues(ValueStreams streams, List<Any> values) {
+        return PeerSupport.toHex(streams.writeValues(values));
     }
 
     static List<Any> list(Any... values) {

@@ -2,15 +2,14 @@ package pycdrpeers;
 
 import java.util.Properties;
 
-/** What the JacORB test programs share: ORB properties, the stdin watch, hex. */
+/** What the Java test programs share: ORB properties, the stdin watch, hex. */
 final class PeerSupport {
     private PeerSupport() {}
 
-    /** ORB properties from "name=value" arguments, on top of the ones that select JacORB. */
+    /** ORB properties from "name=value" arguments; they select the ORB too (org.omg.CORBA.ORBClass,
+     *  given by tests/peers/java_orb.py), so one program runs on any ORB's jars. */
     static Properties orbProperties(String[] args) {
         Properties props = new Properties();
-        props.setProperty("org.omg.CORBA.ORBClass", "org.jacorb.orb.ORB");
-        props.setProperty("org.omg.CORBA.ORBSingletonClass", "org.jacorb.orb.ORBSingleton");
         for (String arg : args) {
             int eq = arg.indexOf('=');
             if (eq <= 0) {
