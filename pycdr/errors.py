@@ -105,3 +105,28 @@ class ObjectURLError(DecodeError):
 class LocalProtocolError(PycdrError):
     """This side was asked to do something GIOP forbids (send a Reply to a
     request it never received, reuse an outstanding request id, ...)."""
+
+
+class CaptureError(PycdrError):
+    """A pcap/pcapng file that cannot be read on: not a capture, a record or
+    block whose length does not fit the file, an unknown interface.  ``offset``
+    is the file offset of the record or block, ``frame`` the 1-based number
+    the packet would have had (None for a block that holds no packet)."""
+
+    def __init__(self, message: str, offset: int | None = None, frame: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.frame = frame
+
+    def __str__(self) -> str:
+        where = []
+        if self.frame is not None:
+            where.append(f"frame {self.frame}")
+        if self.offset is not None:
+            where.append(f"file offset {self.offset}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+
+class CaptureTruncatedError(CaptureError):
+    """The file ends inside a record or block (a capture cut short)."""

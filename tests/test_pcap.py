@@ -70,7 +70,8 @@ def test_cli_json_and_listing():
     out = CliRunner().invoke(main, ["pcap", pcap, "--json", "--idl",
                                     os.path.join(CAPTURES, "capture_test.idl")])
     assert out.exit_code == 0
-    reply = [e for e in json.loads(out.output) if e.get("type") == "Reply"][0]
+    # JSON Lines: one object a line.
+    reply = [e for e in map(json.loads, out.output.splitlines()) if e.get("type") == "Reply"][0]
     assert ["return.host", "found.example"] in reply["decoded"]["values"]
     listing = CliRunner().invoke(main, ["pcap", pcap])
     assert "GIOP 1.2 Reply id=3 NO_EXCEPTION" in listing.output
@@ -81,3 +82,29 @@ def test_not_a_capture_is_a_clear_error(tmp_path):
     bad.write_bytes(b"not a capture at all")
     out = CliRunner().invoke(main, ["pcap", str(bad)])
     assert out.exit_code == 1 and "not a pcap" in out.output
+
+
+def test_pcap_needs_no_scapy():
+    """`pip install -e .` alone is enough: the command runs with scapy unimportable."""
+    import subprocess
+    import sys
+    pcap = os.path.join(CAPTURES, "wsfault-ior-result.pcap")
+    code = ("import sys; sys.modules['scapy'] = None; from pycdr.cli.main import main; "
+            f"main(['pcap', '--json', {pcap!r}])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["type"] for line in proc.stdout.splitlines()][:2] == \
+        ["Request", "Reply"]
+
+
+def test_listing_streams_before_the_end_of_a_bad_file(tmp_path):
+    """Entries decoded before a broken record are written, then the error (exit 1)."""
+    pcap = os.path.join(CAPTURES, "segments.pcap")
+    data = open(pcap, "rb").read()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data + data[24:40])       # a record header claiming what is not there
+    out = CliRunner().invoke(main, ["pcap", str(cut)])
+    assert out.exit_code == 1
+    assert out.output.count("GIOP 1.") == len([e for e in decode_capture(pcap) if "type" in e])
+    assert "error: frame" in out.output
