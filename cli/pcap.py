@@ -24,15 +24,20 @@ PROGRESS_EVERY = 4096
               help="IDL file whose operations decode arguments and results (repeatable).")
 @click.option("-p", "--port", "ports", multiple=True, type=int,
               help="TCP port carrying GIOP (default 683 and 2809; GIOP magic is found anywhere).")
+@click.option("--stats", "stats", is_flag=True,
+              help="Statistics instead of messages: per operation and endpoint pair (calls, "
+                   "replies, exceptions, unanswered, response times, bytes), versions, "
+                   "violations; a table, or one JSON object with --json.")
 @click.option("--progress/--no-progress", default=None,
               help="A progress bar on stderr (default: when stderr is a terminal).")
-def cmd(file, as_json, idl_files, ports, progress):
+def cmd(file, as_json, idl_files, ports, stats, progress):
     """Decode the GIOP traffic of a capture (TCP reassembly, fragments, reply matching).
 
     Entries are written as they are decoded; memory stays flat whatever the size
     of the capture."""
     from pycdr.pcap import IdlBodyDecoder, iter_capture
     from pycdr.pcapread import CaptureReader
+    from pycdr.pcapstats import CaptureStats
     try:
         decoder = None
         if idl_files:
@@ -45,11 +50,22 @@ def cmd(file, as_json, idl_files, ports, progress):
     if progress is None:
         progress = sys.stderr.isatty()
     write = sys.stdout.write
-    entries = iter_capture(None, reader=reader, ports=ports or None, decode_body=decoder)
+    counter = CaptureStats() if stats else None
+    entries = iter_capture(None, reader=reader, ports=ports or None, decode_body=decoder,
+                           matched=counter and counter.matched,
+                           unanswered=counter and counter.unanswered)
     if progress:
         entries = _with_progress(entries, reader)
     try:
-        if as_json:
+        if counter is not None:
+            add = counter.add
+            for entry in entries:
+                add(entry)
+            if as_json:
+                write(json.dumps(counter.to_json(), indent=1) + "\n")
+            else:
+                print_stats(counter.to_json())
+        elif as_json:
             dumps = json.JSONEncoder(ensure_ascii=True).encode
             for entry in entries:
                 write(dumps(entry))
@@ -106,3 +122,55 @@ def entry_text(e: dict) -> str:
         lines.append(f"    {w['severity']}: [{w['code']}] {w['message']}")
     lines.append("")
     return "\n".join(lines)
+
+
+def _ms(seconds) -> str:
+    return "" if seconds is None else f"{seconds * 1000:.3f}"
+
+
+def print_stats(stats: dict) -> None:
+    """``CaptureStats.to_json()`` as rich tables on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+    # Piped or redirected: wide enough for the columns rather than 80 characters.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    for title, key, first in (("Operations", "operations", "operation"),
+                              ("Endpoint pairs (client -> server)", "endpoint_pairs", "pair")):
+        table = Table(title=title)
+        for column in (first, "calls", "oneway", "replies", "user exc", "sys exc",
+                       "no reply", "p50 ms", "p90 ms", "p99 ms", "max ms", "bytes"):
+            table.add_column(column, justify="left" if column == first else "right")
+        exceptions = []
+        for name, s in stats[key].items():
+            rt = s["response_time"]
+            table.add_row(name, str(s["calls"]), str(s["oneway"]), str(s["replies"]),
+                          str(sum(s["user_exceptions"].values())),
+                          str(sum(s["system_exceptions"].values())), str(s["unanswered"]),
+                          _ms(rt["p50"]), _ms(rt["p90"]), _ms(rt["p99"]), _ms(rt["max"]),
+                          f"{s['bytes']:,}")
+            if key == "operations":
+                exceptions += [(name, exc, n) for kind in ("user_exceptions", "system_exceptions")
+                               for exc, n in s[kind].items()]
+        console.print(table)
+        if exceptions:
+            table = Table(title="Exceptions by operation")
+            for column in ("operation", "exception", "count"):
+                table.add_column(column, justify="right" if column == "count" else "left")
+            for name, exc, n in exceptions:
+                table.add_row(name, exc, str(n))
+            console.print(table)
+    for title, key, column in (("Message types", "message_types", "type"),
+                               ("GIOP versions and byte orders", "versions", "version"),
+                               ("Protocol violations", "violations", "code"),
+                               ("Undecodable", "errors", "error")):
+        if not stats[key]:
+            continue
+        table = Table(title=title)
+        table.add_column(column)
+        table.add_column("messages", justify="right")
+        for name, n in stats[key].items():
+            table.add_row(name, f"{n:,}")
+        console.print(table)
+    if stats["replies_without_request"]:
+        console.print(f"replies without their request in the capture: "
+                      f"{stats['replies_without_request']}")

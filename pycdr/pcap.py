@@ -88,18 +88,20 @@ class CaptureDecoder:
     """The GIOP layer over :class:`TcpReassembler`: frames, decodes and matches
     messages per connection; every entry goes to ``emit`` as soon as it is made.
 
-    ``closed(stream, unanswered)`` (optional) hears of each connection's end with
-    its requests never answered (the request entries)."""
+    ``unanswered(request)`` (optional) hears of each request entry no reply will
+    be matched to: its connection ended, or a request reused its id first;
+    ``matched(request, reply)`` (optional) of each reply matched to its request."""
 
     def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
-                 decode_body=None, closed=None):
+                 decode_body=None, unanswered=None, matched=None):
         self.emit = emit
         self.ports = frozenset(GIOP_PORTS if ports is None else ports)
         self.heuristic = heuristic
         self.user_exceptions = user_exceptions
         # decode_body(msg, request) -> dict of decoded arguments/results, or None
         self.decode_body = decode_body
-        self.on_closed = closed
+        self.on_unanswered = unanswered
+        self.on_matched = matched
 
     # -- the TcpReassembler sink -------------------------------------------------
     def data(self, flow, data: bytes, frame: int, ts: int) -> None:
@@ -188,8 +190,9 @@ class CaptureDecoder:
         connection.app = None
         for flow in connection.flows:
             flow.app = None
-        if self.on_closed is not None and requests is not None:
-            self.on_closed(connection.index, [entry for entry, _ in requests.values()])
+        if self.on_unanswered is not None and requests is not None:
+            for entry, _ in requests.values():
+                self.on_unanswered(entry)
 
     # -- framing -------------------------------------------------------------------
     def _resync(self, data, offset: int):
@@ -326,12 +329,19 @@ class CaptureDecoder:
             if decoded is not None:
                 entry["decoded"] = decoded
         if t in _ANSWER_OF:
-            requests[(_ANSWER_OF[t], rid)] = (entry, ts)
+            # A oneway request waits for nothing (and would be held until the close).
+            if t != MsgType.Request or msg.response_expected:
+                displaced = requests.get((_ANSWER_OF[t], rid))
+                if displaced is not None and self.on_unanswered is not None:
+                    self.on_unanswered(displaced[0])
+                requests[(_ANSWER_OF[t], rid)] = (entry, ts)
         elif request is not None:
             request_entry, request_ts = request
             entry["request_frame"] = request_entry["frame"]
             entry["response_time"] = round((ts - request_ts) / _NS, 9)
             request_entry["reply_frame"] = entry["frame"]
+            if self.on_matched is not None:
+                self.on_matched(request_entry, entry)
 
 
 def _bytes_json(b, pos: int, end: int) -> dict:
@@ -346,12 +356,14 @@ def _error_json(e: PycdrError) -> dict:
 
 
 def iter_capture(source, *, ports=None, heuristic: bool = True, user_exceptions=None,
-                 decode_body=None, closed=None, reader: CaptureReader | None = None):
+                 decode_body=None, unanswered=None, matched=None,
+                 reader: CaptureReader | None = None):
     """Every GIOP message of a capture as a JSON-ready dict (see the module doc),
     yielded as the file is read.  ``source``: a path or binary file (or pass an
-    open ``reader``)."""
+    open ``reader``); ``unanswered``, ``matched``: see :class:`CaptureDecoder`."""
     out: list = []
-    decoder = CaptureDecoder(out.append, ports, heuristic, user_exceptions, decode_body, closed)
+    decoder = CaptureDecoder(out.append, ports, heuristic, user_exceptions, decode_body,
+                             unanswered, matched)
     tcp = TcpReassembler(decoder)
     feed = tcp.feed
     if reader is None:

@@ -201,11 +201,10 @@ def test_replies_matched_and_unanswered_requests_reported_at_close():
     segs = [seg(1, A, B, 0, flags=SYN), seg(2, A, B, 1, request(1) + request(2)),
             seg(3, B, A, 0, reply), seg(4, A, B, 1, flags=RST)]
     out, unanswered = [], []
-    tcp = TcpReassembler(CaptureDecoder(out.append,
-                                        closed=lambda s, reqs: unanswered.append((s, reqs))))
+    tcp = TcpReassembler(CaptureDecoder(out.append, unanswered=unanswered.append))
     for s in segs:
         tcp.feed(s)
     assert out[0]["reply_frame"] == 3 and out[2]["request_frame"] == 2
     assert out[2]["response_time"] == 1e-6
-    assert [(s, [r["request_id"] for r in reqs]) for s, reqs in unanswered] == [(0, [2])]
+    assert [r["request_id"] for r in unanswered] == [2]
     assert not tcp.flows
