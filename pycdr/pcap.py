@@ -47,6 +47,8 @@ found in the stream.
 
 from __future__ import annotations
 
+import struct
+
 from .errors import PycdrError, TruncatedError
 from .giop.connection import GiopConnection, Role
 from .giop.events import NEED_DATA, MessageReceived, ProtocolViolation
@@ -64,6 +66,7 @@ MAX_ERROR_BYTES = 4096
 _ANSWER_OF = {MsgType.Request: MsgType.Reply, MsgType.LocateRequest: MsgType.LocateReply}
 _MAGICS = (GIOP_MAGIC, ZIOP_MAGIC)
 _NS = 1_000_000_000
+_ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
 
 
 class _GiopFlow:
@@ -84,6 +87,71 @@ class _GiopFlow:
         self.message_frames: dict = {}
 
 
+class _ShapeMemo:
+    """Decodings of Requests and NO_EXCEPTION Replies, reused for the messages
+    of the same shape that follow (real traffic repeats a handful of shapes).
+
+    :func:`decode_message` takes such a message's body as opaque bytes: all it
+    reports -- fields, offsets, padding, warnings -- comes from the bytes before
+    the body, but for ``request_id`` (read, never judged), ``message_size`` and
+    the body itself.  A message whose bytes before its body are those of one
+    decoded already, but for the request id, decodes to the same message with
+    those three fields its own.  Only messages with a non-empty body and, in
+    GIOP 1.2+, an 8-aligned one are taken: an empty or short body changes
+    whether the padding before it is there.
+    ``tests/test_pcap.py`` compares the entries with and without the memo.
+    """
+    SHAPES_PER_KIND = 8
+
+    def __init__(self):
+        self.kinds: dict = {}       # header bytes 4..8 (version, flags, type) -> [shape]
+
+    def lookup(self, raw: bytes):
+        """(message, its JSON) for ``raw`` from a shape seen, or None."""
+        shapes = self.kinds.get(raw[4:8])
+        if not shapes:
+            return None
+        n = len(raw)
+        for i, shape in enumerate(shapes):
+            rid_at, body_at, before_rid, after_rid, msg, json_template, unpack = shape
+            if n > body_at and raw[rid_at + 4:body_at] == after_rid and \
+                    raw[12:rid_at] == before_rid:
+                if i:
+                    shapes.insert(0, shapes.pop(i))
+                request_id = unpack(raw, rid_at)[0]
+                body = raw[body_at:]
+                copy = object.__new__(type(msg))
+                copy.__dict__.update(msg.__dict__)
+                copy.request_id = request_id
+                copy.body = body
+                copy.message_size = n - HEADER_SIZE
+                out = dict(json_template)
+                out["message_size"] = n - HEADER_SIZE
+                out["request_id"] = request_id
+                out["body"] = body.hex()
+                out["warnings"] = list(json_template["warnings"])
+                return copy, out
+        return None
+
+    def store(self, raw: bytes, msg, msg_json: dict) -> None:
+        if msg.msg_type == MsgType.Reply:
+            if msg.reply_status != 0:
+                return
+        elif msg.msg_type != MsgType.Request:
+            return
+        body_at = msg.body_offset
+        if msg.more_fragments or msg.ziop is not None or msg.segments or body_at is None \
+                or body_at >= len(raw) or raw[:4] != GIOP_MAGIC:
+            return
+        if msg.version >= (1, 2) and body_at & 7:
+            return      # a 1.2 body too short for its padding: a longer one is aligned
+        rid_at = msg.offsets["request_id"]
+        shapes = self.kinds.setdefault(raw[4:8], [])
+        shapes.insert(0, (rid_at, body_at, raw[12:rid_at], raw[rid_at + 4:body_at], msg, msg_json,
+                          _ULONG[msg.little].unpack_from))
+        del shapes[self.SHAPES_PER_KIND:]
+
+
 class CaptureDecoder:
     """The GIOP layer over :class:`TcpReassembler`: frames, decodes and matches
     messages per connection; every entry goes to ``emit`` as soon as it is made.
@@ -93,7 +161,7 @@ class CaptureDecoder:
     ``matched(request, reply)`` (optional) of each reply matched to its request."""
 
     def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
-                 decode_body=None, unanswered=None, matched=None):
+                 decode_body=None, unanswered=None, matched=None, memo: bool = True):
         self.emit = emit
         self.ports = frozenset(GIOP_PORTS if ports is None else ports)
         self.heuristic = heuristic
@@ -102,6 +170,7 @@ class CaptureDecoder:
         self.decode_body = decode_body
         self.on_unanswered = unanswered
         self.on_matched = matched
+        self.memo = _ShapeMemo() if memo else None
 
     # -- the TcpReassembler sink -------------------------------------------------
     def data(self, flow, data: bytes, frame: int, ts: int) -> None:
@@ -255,15 +324,25 @@ class CaptureDecoder:
                            **_bytes_json(b, pos, end))
 
     def _message(self, flow, st, raw: bytes, header, offset: int, frame: int, ts: int) -> None:
-        try:
-            msg, _ = decode_message(raw, lenient=True, user_exceptions=self.user_exceptions,
-                                    header=header)
-        except PycdrError as e:
-            entry = self._error_entry(flow, frame, ts, offset, e, raw, 0, len(raw), header)
-            decoded = False
-        else:
-            entry = self._entry(flow, frame, ts, offset, msg=msg)
+        memo = self.memo
+        known = memo.lookup(raw) if memo is not None else None
+        if known is not None:
+            entry = self._entry(flow, frame, ts, offset, msg=known[0], msg_json=known[1])
             decoded = True
+        else:
+            try:
+                msg, _ = decode_message(raw, lenient=True, user_exceptions=self.user_exceptions,
+                                        header=header)
+            except PycdrError as e:
+                entry = self._error_entry(flow, frame, ts, offset, e, raw, 0, len(raw), header)
+                decoded = False
+            else:
+                msg_json = msg.to_json()
+                if memo is not None:
+                    memo.store(raw, msg, msg_json)
+                entry = self._entry(flow, frame, ts, offset, msg=msg, msg_json=dict(
+                    msg_json, warnings=list(msg_json["warnings"])))
+                decoded = True
         self.emit(entry)
         if header.msg_type == MsgType.Fragment or header.more_fragments or \
                 (st.connection is not None and st.connection._fragmented_11 is not None):
@@ -306,11 +385,11 @@ class CaptureDecoder:
                 st.connection = None
                 return
 
-    def _entry(self, flow, frame, ts, offset, msg=None, **extra) -> dict:
+    def _entry(self, flow, frame, ts, offset, msg=None, msg_json=None, **extra) -> dict:
         entry = {"frame": frame, "time": round(ts / _NS, 6), "stream": flow.connection.index,
                  "src": flow.src, "dst": flow.dst, "stream_offset": offset}
         if msg is not None:
-            entry.update(msg.to_json())
+            entry.update(msg.to_json() if msg_json is None else msg_json)
             if not msg.more_fragments:
                 self._match(flow, entry, msg, ts)
         entry.update(extra)
@@ -357,13 +436,13 @@ def _error_json(e: PycdrError) -> dict:
 
 def iter_capture(source, *, ports=None, heuristic: bool = True, user_exceptions=None,
                  decode_body=None, unanswered=None, matched=None,
-                 reader: CaptureReader | None = None):
+                 reader: CaptureReader | None = None, memo: bool = True):
     """Every GIOP message of a capture as a JSON-ready dict (see the module doc),
     yielded as the file is read.  ``source``: a path or binary file (or pass an
     open ``reader``); ``unanswered``, ``matched``: see :class:`CaptureDecoder`."""
     out: list = []
     decoder = CaptureDecoder(out.append, ports, heuristic, user_exceptions, decode_body,
-                             unanswered, matched)
+                             unanswered, matched, memo)
     tcp = TcpReassembler(decoder)
     feed = tcp.feed
     if reader is None:
