@@ -76,6 +76,8 @@ _IPV6_FRAGMENT, _IPV6_AH = 44, 51
 _TCP = 6
 
 _TCP_HEADER = struct.Struct("!HHIIH")
+# version/IHL, total length, flags/fragment offset, protocol, source, destination
+_IPV4_HEADER = struct.Struct("!BxHxxHxB2x4s4s").unpack_from
 _U16 = struct.Struct("!H")
 _BE_U32 = struct.Struct(">I")
 _LE_U32 = struct.Struct("<I")
@@ -108,11 +110,10 @@ def endpoint_text(address: bytes, port: int) -> str:
 
 class CaptureCounts:
     """What the reader passed over, for reports."""
-    __slots__ = ("frames", "tcp_segments", "ip_fragments", "truncated_headers")
+    __slots__ = ("frames", "ip_fragments", "truncated_headers")
 
     def __init__(self):
         self.frames = 0
-        self.tcp_segments = 0
         self.ip_fragments = 0         # IPv4/IPv6 fragments (no IP reassembly)
         self.truncated_headers = 0    # frames cut (snap length) inside a header
 
@@ -249,6 +250,7 @@ class CaptureReader:
                 buf = self._refill(buf, pos, 16)
                 pos, blen = 0, len(buf)
                 if blen == 0:
+                    counts.frames = frame
                     return
                 if blen < 16:
                     raise CaptureTruncatedError(f"record header cut at {blen} bytes",
@@ -266,11 +268,11 @@ class CaptureReader:
                     raise CaptureTruncatedError(f"record claims {incl} bytes of packet but "
                                                 f"the file has {blen - 16} left",
                                                 self._base, frame)
-            counts.frames = frame
             seg = segment(link, buf, start, end, frame, ts_sec * 1_000_000_000 + ts_frac * frac_ns,
                           counts)
             pos = end
             if seg is not None:
+                counts.frames = frame
                 yield seg
 
     def _check_link(self, link: int, offset) -> None:
@@ -288,6 +290,7 @@ class CaptureReader:
         blen = len(buf)
         frame = 0
         u32 = _LE_U32.unpack_from
+        u32x2 = struct.Struct("<II").unpack_from   # (the section header's type reads alike)
         epb = opb = None
         interfaces: list = []
         while True:
@@ -295,10 +298,11 @@ class CaptureReader:
                 buf = self._refill(buf, pos, 12)
                 pos, blen = 0, len(buf)
                 if blen == 0:
+                    counts.frames = frame
                     return
                 if blen < 12:
                     raise CaptureTruncatedError(f"block header cut at {blen} bytes", self._base)
-            btype = u32(buf, pos)[0]
+            btype, length = u32x2(buf, pos)
             if btype == PCAPNG_SHB:
                 bom = _LE_U32.unpack_from(buf, pos + 8)[0]
                 if bom == PCAPNG_BYTE_ORDER_MAGIC:
@@ -310,22 +314,21 @@ class CaptureReader:
                                        f"{bytes(buf[pos + 8:pos + 12]).hex()}",
                                        self._base + pos)
                 u32 = struct.Struct(e + "I").unpack_from
+                u32x2 = struct.Struct(e + "II").unpack_from
                 epb = struct.Struct(e + "IIIII").unpack_from
                 opb = struct.Struct(e + "HHIIII").unpack_from
                 interfaces = []
+                length = u32(buf, pos + 4)[0]
             elif epb is None:
                 raise CaptureError("pcapng file without a section header first",
                                    self._base + pos)
-            else:
-                btype = u32(buf, pos)[0]
-            length = u32(buf, pos + 4)[0]
-            is_packet = btype in (BLOCK_EPB, BLOCK_SPB, BLOCK_OPB)
-            number = frame + 1 if is_packet else None
-            if length < 12 or length % 4:
-                raise CaptureError(f"block of type {btype:#x} with length {length} (not a "
-                                   "multiple of 4 of at least 12)", self._base + pos, number)
             end = pos + length
-            if end > blen:
+            if length < 12 or length & 3 or end > blen:
+                number = frame + 1 if btype in (BLOCK_EPB, BLOCK_SPB, BLOCK_OPB) else None
+                if length < 12 or length & 3:
+                    raise CaptureError(f"block of type {btype:#x} with length {length} (not "
+                                       "a multiple of 4 of at least 12)", self._base + pos,
+                                       number)
                 self._check_claim(pos, length, f"block of type {btype:#x}", number)
                 buf = self._refill(buf, pos, length)
                 pos, blen, end = 0, len(buf), length
@@ -334,6 +337,7 @@ class CaptureReader:
                                                 f"bytes but the file has {blen} left",
                                                 self._base, number)
             if u32(buf, end - 4)[0] != length:
+                number = frame + 1 if btype in (BLOCK_EPB, BLOCK_SPB, BLOCK_OPB) else None
                 raise CaptureError(f"block of type {btype:#x}: trailing length "
                                    f"{u32(buf, end - 4)[0]} differs from {length}",
                                    self._base + pos, number)
@@ -384,10 +388,10 @@ class CaptureReader:
                 if div != 1:
                     ts //= div
                 ts += offset_ns
-            counts.frames = frame
             seg = segment(link, buf, start, start + cap, frame, ts, counts)
             pos = end
             if seg is not None:
+                counts.frames = frame
                 yield seg
 
     def _interface(self, buf: bytes, pos: int, end: int, e: str) -> tuple:
@@ -473,19 +477,16 @@ def _segment(link: int, b: bytes, p: int, end: int, frame: int, ts: int, counts)
         if end - p < 20:
             counts.truncated_headers += 1
             return None
-        vihl = b[p]
+        vihl, total, fragment, protocol, src, dst = _IPV4_HEADER(b, p)
         ihl = (vihl & 15) * 4
-        if vihl >> 4 != 4 or ihl < 20 or b[p + 9] != _TCP:
+        if vihl >> 4 != 4 or ihl < 20 or protocol != _TCP:
             return None
-        if (b[p + 6] << 8 | b[p + 7]) & 0x3FFF:      # more fragments, or not the first
+        if fragment & 0x3FFF:                        # more fragments, or not the first
             counts.ip_fragments += 1
             return None
-        total = b[p + 2] << 8 | b[p + 3]
         # The datagram ends at its total length (Ethernet pads short frames);
         # 0 is what segmentation offload leaves there.
         ip_end = p + total if total and p + total < end else end
-        src = b[p + 12:p + 16]
-        dst = b[p + 16:p + 20]
         t = p + ihl
     elif version == 6:
         if end - p < 40 or b[p] >> 4 != 6:
@@ -523,7 +524,6 @@ def _segment(link: int, b: bytes, p: int, end: int, frame: int, ts: int, counts)
     if data > ip_end or data < t + 20:
         counts.truncated_headers += 1
         return None
-    counts.tcp_segments += 1
     return (frame, ts, src, sport, dst, dport, seq, ack, off_flags & 0x1FF, b[data:ip_end])
 
 
