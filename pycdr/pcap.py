@@ -52,7 +52,8 @@ import struct
 from .errors import PycdrError, TruncatedError
 from .giop.connection import GiopConnection, Role
 from .giop.events import NEED_DATA, MessageReceived, ProtocolViolation
-from .giop.header import GIOP_MAGIC, HEADER_SIZE, ZIOP_MAGIC, MsgType, parse_header
+from .giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, SUPPORTED_VERSIONS,
+                          ZIOP_MAGIC, MsgType, parse_header)
 from .giop.messages import decode_message
 from .pcapread import CaptureReader
 from .tcpstream import TcpReassembler
@@ -67,6 +68,11 @@ _ANSWER_OF = {MsgType.Request: MsgType.Reply, MsgType.LocateRequest: MsgType.Loc
 _MAGICS = (GIOP_MAGIC, ZIOP_MAGIC)
 _NS = 1_000_000_000
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
+_LE_U32 = _ULONG[True].unpack_from
+_BE_U32 = _ULONG[False].unpack_from
+# magic, version (major, minor as 2 bytes), flags, message type
+_FRAMING = struct.Struct(">4s2sBB").unpack_from
+_VERSIONS = frozenset(bytes(v) for v in SUPPORTED_VERSIONS)
 
 
 class _GiopFlow:
@@ -107,7 +113,8 @@ class _ShapeMemo:
         self.kinds: dict = {}       # header bytes 4..8 (version, flags, type) -> [shape]
 
     def lookup(self, raw: bytes):
-        """(message, its JSON) for ``raw`` from a shape seen, or None."""
+        """(decoded message, its JSON, request id, body offset) of the shape of
+        ``raw``, or None."""
         shapes = self.kinds.get(raw[4:8])
         if not shapes:
             return None
@@ -118,19 +125,7 @@ class _ShapeMemo:
                     raw[12:rid_at] == before_rid:
                 if i:
                     shapes.insert(0, shapes.pop(i))
-                request_id = unpack(raw, rid_at)[0]
-                body = raw[body_at:]
-                copy = object.__new__(type(msg))
-                copy.__dict__.update(msg.__dict__)
-                copy.request_id = request_id
-                copy.body = body
-                copy.message_size = n - HEADER_SIZE
-                out = dict(json_template)
-                out["message_size"] = n - HEADER_SIZE
-                out["request_id"] = request_id
-                out["body"] = body.hex()
-                out["warnings"] = list(json_template["warnings"])
-                return copy, out
+                return msg, json_template, unpack(raw, rid_at)[0], body_at
         return None
 
     def store(self, raw: bytes, msg, msg_json: dict) -> None:
@@ -293,14 +288,17 @@ class CaptureDecoder:
         n = len(b)
         base = offset - pos
         while n - pos >= HEADER_SIZE:
-            try:
-                header = parse_header(b, pos)
-            except PycdrError as e:
-                # No framing without a header: the rest of the bytes are not GIOP.
-                self.emit(self._error_entry(flow, frame, ts, base + pos, e, b, pos, n))
-                return None
-            total = header.total_size
-            if header.size > MAX_MESSAGE_SIZE:
+            # The header's framing fields read directly; parse_header (a GiopHeader,
+            # or the error) only when the memo does not know the message.
+            magic, version, flags, msg_type = _FRAMING(b, pos)
+            size = (_LE_U32 if flags & 1 else _BE_U32)(b, pos + 8)[0]
+            if magic not in _MAGICS or version not in _VERSIONS or size > MAX_MESSAGE_SIZE:
+                try:
+                    header = parse_header(b, pos)
+                except PycdrError as e:
+                    # No framing without a header: the rest of the bytes are not GIOP.
+                    self.emit(self._error_entry(flow, frame, ts, base + pos, e, b, pos, n))
+                    return None
                 # GiopConnection's limit: not buffered; the stream cannot be framed on.
                 self.emit(self._entry(flow, frame, ts, base + pos, error={
                     "type": "GIOPError", "kind": "malformed", "offset": 8,
@@ -308,10 +306,11 @@ class CaptureDecoder:
                                f"{MAX_MESSAGE_SIZE}"}, header=header.to_json(),
                     **_bytes_json(b, pos, n)))
                 return None
+            total = HEADER_SIZE + size
             if n - pos < total:
                 break
             raw = b[pos:pos + total] if type(b) is bytes else bytes(b[pos:pos + total])
-            self._message(flow, st, raw, header, base + pos, frame, ts)
+            self._message(flow, st, raw, magic, flags, msg_type, base + pos, frame, ts)
             pos += total
         return pos
 
@@ -323,13 +322,30 @@ class CaptureDecoder:
         return self._entry(flow, frame, ts, offset, error=error, **extra,
                            **_bytes_json(b, pos, end))
 
-    def _message(self, flow, st, raw: bytes, header, offset: int, frame: int, ts: int) -> None:
+    def _message(self, flow, st, raw: bytes, magic: bytes, flags: int, msg_type: int,
+                 offset: int, frame: int, ts: int) -> None:
         memo = self.memo
         known = memo.lookup(raw) if memo is not None else None
         if known is not None:
-            entry = self._entry(flow, frame, ts, offset, msg=known[0], msg_json=known[1])
+            shape_msg, shape_json, request_id, body_at = known
+            body = raw[body_at:]
+            entry = self._entry(flow, frame, ts, offset)
+            entry.update(shape_json)
+            entry["message_size"] = len(raw) - HEADER_SIZE
+            entry["request_id"] = request_id
+            entry["body"] = body.hex()
+            entry["warnings"] = list(shape_json["warnings"])
+            msg = shape_msg
+            if self.decode_body is not None:         # the message itself, to decode its body
+                msg = object.__new__(type(shape_msg))
+                msg.__dict__.update(shape_msg.__dict__)
+                msg.request_id = request_id
+                msg.body = body
+                msg.message_size = len(raw) - HEADER_SIZE
+            self._match(flow, entry, msg, ts, request_id)
             decoded = True
         else:
+            header = parse_header(raw)
             try:
                 msg, _ = decode_message(raw, lenient=True, user_exceptions=self.user_exceptions,
                                         header=header)
@@ -344,9 +360,10 @@ class CaptureDecoder:
                     msg_json, warnings=list(msg_json["warnings"])))
                 decoded = True
         self.emit(entry)
-        if header.msg_type == MsgType.Fragment or header.more_fragments or \
+        # (more fragments: the flag, in GIOP 1.1 and later)
+        if msg_type == MsgType.Fragment or (flags & FLAG_MORE_FRAGMENTS and raw[5]) or \
                 (st.connection is not None and st.connection._fragmented_11 is not None):
-            if not header.is_ziop:
+            if magic != ZIOP_MAGIC:
                 self._reassemble(flow, st, raw, frame, ts, entry, decoded)
 
     def _reassemble(self, flow, st, raw, frame, ts, entry, decoded) -> None:
@@ -391,14 +408,15 @@ class CaptureDecoder:
         if msg is not None:
             entry.update(msg.to_json() if msg_json is None else msg_json)
             if not msg.more_fragments:
-                self._match(flow, entry, msg, ts)
+                self._match(flow, entry, msg, ts, getattr(msg, "request_id", None))
         entry.update(extra)
         return entry
 
-    def _match(self, flow, entry, msg, ts) -> None:
+    def _match(self, flow, entry, msg, ts, rid) -> None:
+        """Replies to requests (``rid``: the message's request id, which a
+        message taken from the memo does not hold)."""
         requests = flow.connection.app
         t = msg.msg_type
-        rid = getattr(msg, "request_id", None)
         request = None
         if t in (MsgType.Reply, MsgType.LocateReply):
             request = requests.pop((t, rid), None)
