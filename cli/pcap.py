@@ -16,7 +16,7 @@ PROGRESS_EVERY = 4096
 
 
 @click.command("pcap")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True,
               help="JSON Lines: one `pycdr decode --json` object a message, plus frame, "
                    "stream, src, dst (error entries: error, stream_offset, bytes).")
@@ -28,28 +28,55 @@ PROGRESS_EVERY = 4096
               help="Statistics instead of messages: per operation and endpoint pair (calls, "
                    "replies, exceptions, unanswered, response times, bytes), versions, "
                    "violations; a table, or one JSON object with --json.")
+@click.option("-i", "--interface",
+              help="Capture live from this interface instead of reading FILE (libpcap, through "
+                   "Wireshark's dumpcap; needs capture rights).  Ctrl-C ends it.")
+@click.option("-f", "--filter", "bpf", help="With -i: a capture filter (BPF), e.g. 'tcp port 2809'.")
+@click.option("-w", "--write", "save", type=click.Path(dir_okay=False),
+              help="With -i: also save the packets to this pcapng file.")
+@click.option("-c", "--count", type=int, help="With -i: stop after this many packets.")
+@click.option("--duration", type=float, help="With -i: stop after this many seconds.")
 @click.option("--progress/--no-progress", default=None,
               help="A progress bar on stderr (default: when stderr is a terminal).")
-def cmd(file, as_json, idl_files, ports, stats, progress):
-    """Decode the GIOP traffic of a capture (TCP reassembly, fragments, reply matching).
+def cmd(file, as_json, idl_files, ports, stats, interface, bpf, save, count, duration, progress):
+    """Decode the GIOP traffic of a capture file or a live interface (TCP
+    reassembly, fragments, reply matching).
 
     Entries are written as they are decoded; memory stays flat whatever the size
     of the capture."""
     from pycdr.pcap import IdlBodyDecoder, iter_capture
+    from pycdr.pcaplive import LiveCapture
     from pycdr.pcapread import CaptureReader
     from pycdr.pcapstats import CaptureStats
+    if (file is None) == (interface is None):
+        raise click.UsageError("give a capture FILE or -i INTERFACE (one of them)")
+    if interface is None and (bpf or save or count or duration):
+        raise click.UsageError("-f, -w, -c and --duration go with -i")
+    live = None
     try:
         decoder = None
         if idl_files:
             from pycdr import idl
             decoder = IdlBodyDecoder([idl.load(p, register=False) for p in idl_files])
-        reader = CaptureReader(file)
+        if interface is not None:
+            live = LiveCapture(interface, bpf, count=count, duration=duration, save=save)
+            progress = False
+            try:
+                reader = CaptureReader(live.stream)
+            except PycdrError as e:
+                live.close()
+                raise live.failure() or e from None
+            click.echo(f"capturing on {interface}", err=True)
+        else:
+            reader = CaptureReader(file)
     except PycdrError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     if progress is None:
         progress = sys.stderr.isatty()
     write = sys.stdout.write
+    # Live: each entry out at once (a pipe's reader waits for it); a file: block writes.
+    flush = sys.stdout.flush if live is not None else (lambda: None)
     counter = CaptureStats() if stats else None
     entries = iter_capture(None, reader=reader, ports=ports or None, decode_body=decoder,
                            matched=counter and counter.matched,
@@ -58,9 +85,12 @@ def cmd(file, as_json, idl_files, ports, stats, progress):
         entries = _with_progress(entries, reader)
     try:
         if counter is not None:
-            add = counter.add
-            for entry in entries:
-                add(entry)
+            if live is not None and sys.stdout.isatty() and not as_json:
+                _live_table(entries, counter)
+            else:
+                add = counter.add
+                for entry in entries:
+                    add(entry)
             if as_json:
                 write(json.dumps(counter.to_json(), indent=1) + "\n")
             else:
@@ -70,9 +100,11 @@ def cmd(file, as_json, idl_files, ports, stats, progress):
             for entry in entries:
                 write(dumps(entry))
                 write("\n")
+                flush()
         else:
             for entry in entries:
                 write(entry_text(entry))
+                flush()
     except PycdrError as e:
         sys.stdout.flush()
         click.echo(f"error: {e}", err=True)
@@ -80,6 +112,43 @@ def cmd(file, as_json, idl_files, ports, stats, progress):
     except BrokenPipeError:
         sys.stderr.close()      # `pycdr pcap F | head`: the reader left; nothing to say
         sys.exit(0)
+    except KeyboardInterrupt:
+        if live is None:
+            raise
+        # Ctrl-C ends a live capture: what was counted is shown.
+        if counter is not None:
+            if as_json:
+                write(json.dumps(counter.to_json(), indent=1) + "\n")
+            else:
+                print_stats(counter.to_json())
+    finally:
+        if live is not None:
+            live.close()
+    if live is not None:
+        failure = live.failure()
+        if failure is not None:
+            click.echo(f"error: {failure}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+
+
+# Seconds between two redraws of the live statistics table.
+LIVE_REFRESH = 0.5
+
+
+def _live_table(entries, counter) -> None:
+    """Count ``entries`` while a rich Live display shows the tables so far."""
+    import time
+
+    from rich.console import Group
+    from rich.live import Live
+    shown = time.monotonic()
+    with Live(Group(*stats_tables(counter.to_json())), refresh_per_second=4,
+              transient=True) as display:
+        for entry in entries:
+            counter.add(entry)
+            if time.monotonic() - shown >= LIVE_REFRESH:
+                display.update(Group(*stats_tables(counter.to_json())))
+                shown = time.monotonic()
 
 
 def _with_progress(entries, reader):
@@ -131,9 +200,16 @@ def _ms(seconds) -> str:
 def print_stats(stats: dict) -> None:
     """``CaptureStats.to_json()`` as rich tables on stdout."""
     from rich.console import Console
-    from rich.table import Table
     # Piped or redirected: wide enough for the columns rather than 80 characters.
     console = Console() if sys.stdout.isatty() else Console(width=200)
+    for renderable in stats_tables(stats):
+        console.print(renderable)
+
+
+def stats_tables(stats: dict) -> list:
+    """``CaptureStats.to_json()`` as rich renderables."""
+    from rich.table import Table
+    out = []
     for title, key, first in (("Operations", "operations", "operation"),
                               ("Endpoint pairs (client -> server)", "endpoint_pairs", "pair")):
         table = Table(title=title)
@@ -151,14 +227,14 @@ def print_stats(stats: dict) -> None:
             if key == "operations":
                 exceptions += [(name, exc, n) for kind in ("user_exceptions", "system_exceptions")
                                for exc, n in s[kind].items()]
-        console.print(table)
+        out.append(table)
         if exceptions:
             table = Table(title="Exceptions by operation")
             for column in ("operation", "exception", "count"):
                 table.add_column(column, justify="right" if column == "count" else "left")
             for name, exc, n in exceptions:
                 table.add_row(name, exc, str(n))
-            console.print(table)
+            out.append(table)
     for title, key, column in (("Message types", "message_types", "type"),
                                ("GIOP versions and byte orders", "versions", "version"),
                                ("Protocol violations", "violations", "code"),
@@ -170,7 +246,8 @@ def print_stats(stats: dict) -> None:
         table.add_column("messages", justify="right")
         for name, n in stats[key].items():
             table.add_row(name, f"{n:,}")
-        console.print(table)
+        out.append(table)
     if stats["replies_without_request"]:
-        console.print(f"replies without their request in the capture: "
-                      f"{stats['replies_without_request']}")
+        out.append(f"replies without their request in the capture: "
+                   f"{stats['replies_without_request']}")
+    return out

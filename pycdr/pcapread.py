@@ -139,6 +139,9 @@ class CaptureReader:
             self._owned = False
         self.size = _regular_file_size(self._file)
         self.chunk_size = chunk_size
+        # From a pipe (a live capture), what is there now: not a megabyte's wait.
+        read1 = getattr(self._file, "read1", None)
+        self._read = read1 if self.size is None and read1 is not None else self._file.read
         self.counts = CaptureCounts()
         self.link_types: set = set()
         self._buf = b""
@@ -178,17 +181,8 @@ class CaptureReader:
     # -- buffer ---------------------------------------------------------------
     def _read_at_least(self, n: int) -> bytes:
         """Bytes from the file, at least ``n`` unless the file ends first."""
-        parts = []
-        got = 0
-        while got < n:
-            chunk = self._file.read(max(self.chunk_size, n - got))
-            if not chunk:
-                break
-            parts.append(chunk)
-            got += len(chunk)
-        data = b"".join(parts)
-        self._buf = data
-        return data
+        self._buf = self._read_more(n)
+        return self._buf
 
     def _refill(self, buf: bytes, pos: int, need: int) -> bytes:
         """A buffer starting at file offset ``base + pos`` holding at least
@@ -205,7 +199,7 @@ class CaptureReader:
         parts = []
         got = 0
         while got < n:
-            chunk = self._file.read(max(self.chunk_size, n - got))
+            chunk = self._read(max(self.chunk_size, n - got))
             if not chunk:
                 break
             parts.append(chunk)
