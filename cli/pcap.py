@@ -28,6 +28,9 @@ PROGRESS_EVERY = 4096
               help="Statistics instead of messages: per operation and endpoint pair (calls, "
                    "replies, exceptions, unanswered, response times, bytes), versions, "
                    "violations; a table, or one JSON object with --json.")
+@click.option("--parquet", "parquet", type=click.Path(dir_okay=False),
+              help="Write one row a message to this Parquet file, in row groups as it goes "
+                   "(needs pyarrow: pip install 'pycdr[parquet]').")
 @click.option("-i", "--interface",
               help="Capture live from this interface instead of reading FILE (libpcap, through "
                    "Wireshark's dumpcap; needs capture rights).  Ctrl-C ends it.")
@@ -38,7 +41,8 @@ PROGRESS_EVERY = 4096
 @click.option("--duration", type=float, help="With -i: stop after this many seconds.")
 @click.option("--progress/--no-progress", default=None,
               help="A progress bar on stderr (default: when stderr is a terminal).")
-def cmd(file, as_json, idl_files, ports, stats, interface, bpf, save, count, duration, progress):
+def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, count, duration,
+        progress):
     """Decode the GIOP traffic of a capture file or a live interface (TCP
     reassembly, fragments, reply matching).
 
@@ -52,8 +56,18 @@ def cmd(file, as_json, idl_files, ports, stats, interface, bpf, save, count, dur
         raise click.UsageError("give a capture FILE or -i INTERFACE (one of them)")
     if interface is None and (bpf or save or count or duration):
         raise click.UsageError("-f, -w, -c and --duration go with -i")
+    if parquet and (stats or as_json):
+        raise click.UsageError("--parquet writes a file instead of --stats or --json output")
     live = None
+    sink = None
     try:
+        if parquet:
+            try:
+                from pycdr.pcapparquet import ParquetSink
+            except ImportError:
+                raise PycdrError("--parquet needs pyarrow: pip install 'pycdr[parquet]'") \
+                    from None
+            sink = ParquetSink(parquet)
         decoder = None
         if idl_files:
             from pycdr import idl
@@ -78,13 +92,18 @@ def cmd(file, as_json, idl_files, ports, stats, interface, bpf, save, count, dur
     # Live: each entry out at once (a pipe's reader waits for it); a file: block writes.
     flush = sys.stdout.flush if live is not None else (lambda: None)
     counter = CaptureStats() if stats else None
+    matched = counter.matched if counter is not None else sink.matched if sink is not None \
+        else None
     entries = iter_capture(None, reader=reader, ports=ports or None, decode_body=decoder,
-                           matched=counter and counter.matched,
-                           unanswered=counter and counter.unanswered)
+                           matched=matched, unanswered=counter and counter.unanswered)
     if progress:
         entries = _with_progress(entries, reader)
     try:
-        if counter is not None:
+        if sink is not None:
+            add = sink.add
+            for entry in entries:
+                add(entry)
+        elif counter is not None:
             if live is not None and sys.stdout.isatty() and not as_json:
                 _live_table(entries, counter)
             else:
@@ -124,6 +143,10 @@ def cmd(file, as_json, idl_files, ports, stats, interface, bpf, save, count, dur
     finally:
         if live is not None:
             live.close()
+        if sink is not None:
+            sink.close()
+            click.echo(f"{sink.rows_written} rows in {sink.row_groups} row groups written to "
+                       f"{parquet}", err=True)
     if live is not None:
         failure = live.failure()
         if failure is not None:
