@@ -64,7 +64,9 @@ MAX_MESSAGE_SIZE = 16 << 20
 # At most this many undecodable bytes are put into an error entry (as hex).
 MAX_ERROR_BYTES = 4096
 # Messages that expect an answer, and the answer's type.
-_ANSWER_OF = {MsgType.Request: MsgType.Reply, MsgType.LocateRequest: MsgType.LocateReply}
+_REQUEST, _REPLY = MsgType.Request.value, MsgType.Reply.value
+_LOCATE_REQUEST, _LOCATE_REPLY = MsgType.LocateRequest.value, MsgType.LocateReply.value
+_ANSWER_OF = {_REQUEST: _REPLY, _LOCATE_REQUEST: _LOCATE_REPLY}
 _MAGICS = (GIOP_MAGIC, ZIOP_MAGIC)
 _NS = 1_000_000_000
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
@@ -416,9 +418,9 @@ class CaptureDecoder:
         """Replies to requests (``rid``: the message's request id, which a
         message taken from the memo does not hold)."""
         requests = flow.connection.app
-        t = msg.msg_type
+        t = msg.msg_type.value          # (keys of plain ints: an enum hashes in Python)
         request = None
-        if t in (MsgType.Reply, MsgType.LocateReply):
+        if t == _REPLY or t == _LOCATE_REPLY:
             request = requests.pop((t, rid), None)
         if self.decode_body is not None:
             # A reply is decoded with its request's operation.
@@ -427,7 +429,7 @@ class CaptureDecoder:
                 entry["decoded"] = decoded
         if t in _ANSWER_OF:
             # A oneway request waits for nothing (and would be held until the close).
-            if t != MsgType.Request or msg.response_expected:
+            if t != _REQUEST or msg.response_expected:
                 displaced = requests.get((_ANSWER_OF[t], rid))
                 if displaced is not None and self.on_unanswered is not None:
                     self.on_unanswered(displaced[0])

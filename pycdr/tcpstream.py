@@ -80,6 +80,7 @@ class TcpReassembler:
         self.max_pending = max_pending
         self.flows: dict = {}               # (src, sport, dst, dport) -> Flow
         self.counts = ReassemblyCounts()
+        self.waiting = 0                    # out-of-order segments held, all flows
         self._frame = 0
         self._ts = 0
 
@@ -92,7 +93,7 @@ class TcpReassembler:
         frame, ts, src, sport, dst, dport, seq, ack, flags, payload = segment
         self._frame = frame
         self._ts = ts
-        if flags & ACK:
+        if self.waiting and flags & ACK:
             peer = self.flows.get((dst, dport, src, sport))
             if peer is not None and peer.pending:
                 self._gaps_before(peer, ack)
@@ -125,6 +126,7 @@ class TcpReassembler:
                 self.counts.out_of_order_segments += 1
                 held = flow.pending.get(seq)
                 if held is None or len(held) < len(payload):
+                    self.waiting += held is None
                     flow.pending[seq] = payload
                     flow.pending_bytes += len(payload) - (len(held) if held else 0)
                     if flow.pending_bytes > self.max_pending:
@@ -194,12 +196,14 @@ class TcpReassembler:
         while pending:
             next_seq = flow.next_seq
             data = pending.pop(next_seq, None)
+            self.waiting -= data is not None
             if data is None:
                 # A waiting segment that starts before next_seq (an overlap)?
                 for seq in pending:
                     seen = (next_seq - seq) & _MASK
                     if seen < _HALF:
                         data = pending.pop(seq)
+                        self.waiting -= 1
                         flow.pending_bytes -= len(data)
                         self.counts.retransmitted_bytes += min(seen, len(data))
                         data = data[seen:]
