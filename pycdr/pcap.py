@@ -54,9 +54,13 @@ from .giop.connection import GiopConnection, Role
 from .giop.events import NEED_DATA, MessageReceived, ProtocolViolation
 from .giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, SUPPORTED_VERSIONS,
                           ZIOP_MAGIC, MsgType, parse_header)
-from .giop.messages import decode_message
+from .giop.messages import Reply, ReplyStatus, Request, decode_message
+from .iiop import IIOPProfile, decode_profile
+from .marshal import read_value
 from .pcapread import CaptureReader
 from .tcpstream import TcpReassembler
+from .typecode import NAMED_KINDS, TCKind, resolve, value_members
+from .values import field_names
 
 GIOP_PORTS = (683, 2809)
 # GiopConnection's default max_message_size, and the dissector's default too.
@@ -501,9 +505,6 @@ def decode_capture(path, *, ports=None, heuristic: bool = True, user_exceptions=
 #   shown (an indirection: shared or cyclic); value box: "null" or the boxed
 #   value at "path".  ``seen`` (value -> path) spans one message's values.
 def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> list:
-    from .iiop import IIOPProfile, decode_profile
-    from .typecode import TCKind, resolve, value_members
-    from .values import field_names
     if seen is None:
         seen = {}
     tc = resolve(tc)
@@ -571,7 +572,6 @@ def typecode_text(tc) -> str:
     """A TypeCode in one line: its kind without "tk_", the repository id of
     named kinds, bounds and parameters of the others ("sequence<long,10>",
     "fixed<5,2>", "struct IDL:Demo/Point:1.0")."""
-    from .typecode import NAMED_KINDS, TCKind, resolve
     tc = resolve(tc)
     kind = tc.kind()
     name = kind.name[3:]
@@ -649,9 +649,6 @@ class IdlBodyDecoder:
                         self.exceptions.setdefault(exc.id(), exc)
 
     def __call__(self, msg, request):
-        from .marshal import read_value
-        from .giop.messages import Reply, ReplyStatus, Request
-        from .typecode import TCKind
         if isinstance(msg, Request):
             op = self.operations.get(msg.operation)
             if op is None:
