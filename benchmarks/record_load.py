@@ -63,7 +63,8 @@ orb.destroy()
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("output")
-    ap.add_argument("--calls", type=int, default=70000, help="calls in all (with --megabytes: none)")
+    ap.add_argument("--calls", type=int, default=70000,
+                    help="calls in all (with --megabytes: none)")
     ap.add_argument("--megabytes", type=float, help="call until the capture is this large")
     ap.add_argument("--clients", type=int, default=4, help="client processes (connections)")
     ap.add_argument("--big", type=int, default=1,

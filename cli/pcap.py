@@ -34,7 +34,8 @@ PROGRESS_EVERY = 4096
 @click.option("-i", "--interface",
               help="Capture live from this interface instead of reading FILE (libpcap, through "
                    "Wireshark's dumpcap; needs capture rights).  Ctrl-C ends it.")
-@click.option("-f", "--filter", "bpf", help="With -i: a capture filter (BPF), e.g. 'tcp port 2809'.")
+@click.option("-f", "--filter", "bpf",
+              help="With -i: a capture filter (BPF), e.g. 'tcp port 2809'.")
 @click.option("-w", "--write", "save", type=click.Path(dir_okay=False),
               help="With -i: also save the packets to this pcapng file.")
 @click.option("-c", "--count", type=int, help="With -i: stop after this many packets.")
