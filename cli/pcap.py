@@ -49,7 +49,7 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
 
     Entries are written as they are decoded; memory stays flat whatever the size
     of the capture."""
-    from pycdr.pcap import IdlBodyDecoder, iter_capture
+    from pycdr.pcap import IdlBodyDecoder, entry_json, iter_capture
     from pycdr.pcaplive import LiveCapture
     from pycdr.pcapread import CaptureReader
     from pycdr.pcapstats import CaptureStats
@@ -116,9 +116,8 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
             else:
                 print_stats(counter.to_json())
         elif as_json:
-            dumps = json.JSONEncoder(ensure_ascii=True).encode
             for entry in entries:
-                write(dumps(entry))
+                write(entry_json(entry))
                 write("\n")
                 flush()
         else:

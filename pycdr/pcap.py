@@ -47,6 +47,7 @@ found in the stream.
 
 from __future__ import annotations
 
+import json
 import struct
 
 from .errors import PycdrError, TruncatedError
@@ -119,19 +120,19 @@ class _ShapeMemo:
         self.kinds: dict = {}       # header bytes 4..8 (version, flags, type) -> [shape]
 
     def lookup(self, raw: bytes):
-        """(decoded message, its JSON, request id, body offset) of the shape of
-        ``raw``, or None."""
+        """(the shape of ``raw``, its request id), or None."""
         shapes = self.kinds.get(raw[4:8])
         if not shapes:
             return None
         n = len(raw)
         for i, shape in enumerate(shapes):
-            rid_at, body_at, before_rid, after_rid, msg, json_template, unpack = shape
-            if n > body_at and raw[rid_at + 4:body_at] == after_rid and \
-                    raw[12:rid_at] == before_rid:
+            rid_at = shape.rid_at
+            body_at = shape.body_at
+            if n > body_at and raw[rid_at + 4:body_at] == shape.after_rid and \
+                    raw[12:rid_at] == shape.before_rid:
                 if i:
                     shapes.insert(0, shapes.pop(i))
-                return msg, json_template, unpack(raw, rid_at)[0], body_at
+                return shape, shape.unpack(raw, rid_at)[0]
         return None
 
     def store(self, raw: bytes, msg, msg_json: dict) -> None:
@@ -146,11 +147,84 @@ class _ShapeMemo:
             return
         if msg.version >= (1, 2) and body_at & 7:
             return      # a 1.2 body too short for its padding: a longer one is aligned
-        rid_at = msg.offsets["request_id"]
         shapes = self.kinds.setdefault(raw[4:8], [])
-        shapes.insert(0, (rid_at, body_at, raw[12:rid_at], raw[rid_at + 4:body_at], msg, msg_json,
-                          _ULONG[msg.little].unpack_from))
+        shapes.insert(0, _Shape(raw, msg, msg_json))
         del shapes[self.SHAPES_PER_KIND:]
+
+
+class _Shape:
+    """A message decoded once, as the memo keeps it (see :class:`_ShapeMemo`)."""
+    __slots__ = ("rid_at", "body_at", "before_rid", "after_rid", "msg", "json", "unpack",
+                 "_json_parts")
+    # The JSON fields each message of the shape has its own (warnings: a fresh list).
+    OWN = ("message_size", "request_id", "body", "warnings")
+
+    def __init__(self, raw: bytes, msg, msg_json: dict):
+        self.rid_at = rid_at = msg.offsets["request_id"]
+        self.body_at = body_at = msg.body_offset
+        self.before_rid = raw[12:rid_at]
+        self.after_rid = raw[rid_at + 4:body_at]
+        self.msg = msg
+        self.json = msg_json
+        self.unpack = _ULONG[msg.little].unpack_from
+        self._json_parts = None
+
+    def json_parts(self) -> tuple:
+        """The JSON text of the shape's fields, cut where a message's own go:
+        (texts, own keys, the shape's warnings), ``texts`` one longer."""
+        if self._json_parts is None:
+            texts, own = [], []
+            text = ""
+            for key, value in self.json.items():
+                text += ", " + _encode_str(key) + ": "
+                if key in self.OWN:
+                    texts.append(text)
+                    own.append(key)
+                    text = ""
+                else:
+                    text += _dumps(value)
+            texts.append(text)
+            self._json_parts = (tuple(texts), tuple(own), _dumps(self.json["warnings"]))
+        return self._json_parts
+
+
+class ShapedEntry(dict):
+    """An entry made from a :class:`_Shape`: :func:`entry_json` writes the
+    shape's fields from text made once."""
+    __slots__ = ("shape",)
+
+
+_dumps = json.JSONEncoder().encode            # what json.dumps(obj) gives
+_encode_str = json.encoder.encode_basestring_ascii
+_HEAD_KEYS = 6                                 # frame ... stream_offset: CaptureDecoder._entry
+
+
+def entry_json(entry: dict) -> str:
+    """``json.dumps(entry)``; entries from the memo written from their shape's
+    text (tests/test_pcap.py checks the two agree)."""
+    if type(entry) is not ShapedEntry:
+        return _dumps(entry)
+    texts, own, warnings_text = entry.shape.json_parts()
+    out = [f'{{"frame": {entry["frame"]}, "time": {entry["time"]!r}, '
+           f'"stream": {entry["stream"]}, "src": {_encode_str(entry["src"])}, '
+           f'"dst": {_encode_str(entry["dst"])}, "stream_offset": {entry["stream_offset"]}']
+    template = entry.shape.json
+    for text, key in zip(texts, own):
+        out.append(text)
+        value = entry[key]
+        if key == "body":
+            out.append(f'"{value}"')                # hex: nothing to escape
+        elif key == "warnings":
+            out.append(warnings_text if value == template["warnings"] else _dumps(value))
+        else:
+            out.append(str(value))
+    out.append(texts[-1])
+    known = _HEAD_KEYS + len(template)
+    if len(entry) > known:                          # matched frames, decoded values
+        for key in list(entry)[known:]:
+            out.append(", " + _encode_str(key) + ": " + _dumps(entry[key]))
+    out.append("}")
+    return "".join(out)
 
 
 class CaptureDecoder:
@@ -333,9 +407,12 @@ class CaptureDecoder:
         memo = self.memo
         known = memo.lookup(raw) if memo is not None else None
         if known is not None:
-            shape_msg, shape_json, request_id, body_at = known
-            body = raw[body_at:]
-            entry = self._entry(flow, frame, ts, offset)
+            shape, request_id = known
+            shape_msg = shape.msg
+            shape_json = shape.json
+            body = raw[shape.body_at:]
+            entry = ShapedEntry(self._entry(flow, frame, ts, offset))
+            entry.shape = shape
             entry.update(shape_json)
             entry["message_size"] = len(raw) - HEADER_SIZE
             entry["request_id"] = request_id

@@ -30,6 +30,17 @@ def test_expected_json_is_current(pcap):
         assert decode_capture(pcap, decode_body=body_decoder()) == json.load(f)
 
 
+@pytest.mark.parametrize("pcap", sorted(glob.glob(os.path.join(CAPTURES, "*.pcap"))
+                                         + glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))),
+                         ids=os.path.basename)
+def test_entry_json_is_json_dumps(pcap):
+    from pycdr.pcap import ShapedEntry, entry_json
+    entries = decode_capture(pcap, decode_body=body_decoder())
+    assert [entry_json(e) for e in entries] == [json.dumps(e) for e in entries]
+    if "real" in pcap:
+        assert any(type(e) is ShapedEntry for e in entries)
+
+
 def test_every_type_version_and_byte_order_is_in_the_corpus():
     entries = json.load(open(os.path.join(CAPTURES, "messages.json")))
     seen = {(e["type"], e["version"], e["little_endian"]) for e in entries if "type" in e}
@@ -170,6 +181,9 @@ def test_shape_memo_gives_the_decoder_s_entries():
     finally:
         _ShapeMemo.lookup = original
     assert sum(h is not None for h in hits) > len(stream) // 4    # the memo was used
+    # Entries from the memo are written as json.dumps writes them.
+    from pycdr.pcap import entry_json
+    assert [entry_json(e) for e in with_memo] == [json.dumps(e) for e in with_memo]
     without = entries(False)[0]
     for a, b in zip(with_memo, without):
         assert {k: v for k, v in a.items() if a.get(k) != b.get(k)} == \
