@@ -189,3 +189,13 @@ def test_shape_memo_gives_the_decoder_s_entries():
         assert {k: v for k, v in a.items() if a.get(k) != b.get(k)} == \
             {k: v for k, v in b.items() if a.get(k) != b.get(k)}, a["frame"]
     assert with_memo == without
+
+
+def test_progress_bar_leaves_the_output_alone(monkeypatch):
+    import pycdr.cli.pcap as cli_pcap
+    monkeypatch.setattr(cli_pcap, "PROGRESS_EVERY", 1)      # an update every entry
+    pcap = os.path.join(CAPTURES, "fragments.pcap")
+    plain = CliRunner().invoke(main, ["pcap", "--no-progress", pcap])
+    shown = CliRunner().invoke(main, ["pcap", "--progress", pcap])
+    assert shown.exit_code == plain.exit_code == 0
+    assert shown.stdout == plain.stdout       # the bar goes to stderr only
