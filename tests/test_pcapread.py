@@ -265,3 +265,40 @@ def test_bad_files_are_typed_errors(data, words):
     with pytest.raises(CaptureError) as e:
         segments(io.BytesIO(data))
     assert words in str(e.value)
+
+
+def test_mutated_captures_give_entries_or_a_capture_error():
+    """Bytes changed, cut or repeated anywhere in the corpus files (pcap and a
+    pcapng copy): the reader and pycdr.pcap give entries or a PycdrError, nothing else."""
+    import random
+
+    from pycdr.errors import PycdrError
+    from pycdr.pcap import iter_capture
+    rng = random.Random(4)
+    sources = []
+    for path in sorted(glob.glob(os.path.join(CAPTURES, "*.pcap")))[:6]:
+        data = open(path, "rb").read()
+        frames = [p for p in scapy_frames(path)]
+        sources += [data, shb("<") + idb("<", 1) + b"".join(epb("<", 0, i, f)
+                                                             for i, f in enumerate(frames))]
+    for _ in range(300):
+        data = bytearray(rng.choice(sources))
+        for _ in range(rng.randrange(1, 6)):
+            i = rng.randrange(len(data))
+            kind = rng.randrange(3)
+            if kind == 0:
+                data[i] = rng.randrange(256)
+            elif kind == 1:
+                del data[i:i + rng.randrange(1, 64)]
+            else:
+                data[i:i] = data[i:i + rng.randrange(1, 64)]
+        try:
+            for _ in iter_capture(io.BytesIO(bytes(data))):
+                pass
+        except PycdrError:
+            pass
+
+
+def scapy_frames(path):
+    with PcapReader(path) as reader:
+        return [bytes(p) for p in reader]
