@@ -341,7 +341,8 @@ class CaptureDecoder:
     # -- framing -------------------------------------------------------------------
     def _resync(self, data, offset: int):
         """(data from the next plausible GIOP header on, its offset), or (None, 0)
-        when ``data`` holds none (its last 3 bytes kept: a magic may straddle)."""
+        when ``data`` holds none (a magic cut by a segment boundary is not seen:
+        framing then resumes at the header after it)."""
         pos = 0
         while True:
             hits = [i for i in (data.find(GIOP_MAGIC, pos), data.find(ZIOP_MAGIC, pos)) if i >= 0]
