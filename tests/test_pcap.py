@@ -199,3 +199,17 @@ def test_progress_bar_leaves_the_output_alone(monkeypatch):
     shown = CliRunner().invoke(main, ["pcap", "--progress", pcap])
     assert shown.exit_code == plain.exit_code == 0
     assert shown.stdout == plain.stdout       # the bar goes to stderr only
+
+
+def test_cli_block_claiming_4_gib_is_a_typed_error(tmp_path):
+    """A pcapng block whose length claims 4 GiB: nothing allocated for it, the
+    error names the frame and the file offset, exit 1, no traceback."""
+    import struct
+    shb = struct.pack("<IIIHHqI", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1, 28)
+    idb = struct.pack("<IIHHII", 1, 20, 1, 0, 0, 20)
+    path = tmp_path / "huge.pcapng"
+    path.write_bytes(shb + idb + struct.pack("<II", 6, 0xFFFFFFF0) + bytes(64))
+    out = CliRunner().invoke(main, ["pcap", "--json", str(path)])
+    assert out.exit_code == 1 and out.stdout == ""
+    assert "frame 1, file offset 48" in out.stderr and "4294967280" in out.stderr
+    assert out.exception is None or isinstance(out.exception, SystemExit)
