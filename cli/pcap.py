@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
 import click
 
 from pycdr.errors import PycdrError
+from pycdr.pcap import ShapedEntry
 
 from .main import EXIT_BAD_INPUT
 
@@ -194,6 +196,34 @@ def _with_progress(entries, reader):
 
 def entry_text(e: dict) -> str:
     """One entry as the listing shows it (lines, each ending in a newline)."""
+    if type(e) is ShapedEntry:
+        return _shaped_entry_text(e)
+    return _entry_text(e)
+
+
+def _shaped_entry_text(e) -> str:
+    """entry_text of an entry from the memo: what its shape fixes is written once."""
+    kind, status, warnings = _shape_text(e.shape)
+    line = f"frame {e['frame']} {e['src']} -> {e['dst']}: {kind}{e['request_id']}{status}"
+    if "response_time" in e:
+        line += f" [{e['response_time'] * 1000:.3f} ms after frame {e['request_frame']}]"
+    if "decoded" in e or e["warnings"] != e.shape.json["warnings"]:
+        return _entry_text(e)
+    return f"{line}\n{warnings}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_text(shape) -> tuple:
+    """(" GIOP 1.2 Request id=" part, operation/status part, warning lines) of a shape."""
+    j = shape.json
+    status = "".join(f" {j[key]}" for key in ("operation", "reply_status", "locate_status")
+                     if key in j)
+    warnings = "".join(f"    {w['severity']}: [{w['code']}] {w['message']}\n"
+                       for w in j["warnings"])
+    return f"GIOP {j['version']} {j['type']} id=", status, warnings
+
+
+def _entry_text(e: dict) -> str:
     where = f"frame {e['frame']} {e['src']} -> {e['dst']}"
     if "error" in e:
         return f"{where}: undecodable: {e['error']['message']}\n"

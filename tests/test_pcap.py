@@ -213,3 +213,13 @@ def test_cli_block_claiming_4_gib_is_a_typed_error(tmp_path):
     assert out.exit_code == 1 and out.stdout == ""
     assert "frame 1, file offset 48" in out.stderr and "4294967280" in out.stderr
     assert out.exception is None or isinstance(out.exception, SystemExit)
+
+
+@pytest.mark.parametrize("pcap", sorted(glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))),
+                         ids=os.path.basename)
+def test_listing_of_memo_entries_is_the_general_one(pcap):
+    from pycdr.cli.pcap import _entry_text, entry_text
+    from pycdr.pcap import ShapedEntry
+    entries = decode_capture(pcap)
+    assert any(type(e) is ShapedEntry for e in entries)
+    assert [entry_text(e) for e in entries] == [_entry_text(dict(e)) for e in entries]
