@@ -582,6 +582,13 @@ def decode_capture(path, *, ports=None, heuristic: bool = True, user_exceptions=
 #   then its members as "path.member", or "-> <path>" for a value already
 #   shown (an indirection: shared or cyclic); value box: "null" or the boxed
 #   value at "path".  ``seen`` (value -> path) spans one message's values.
+# Kinds shown by _leaf_text, as plain ints (an enum member hashes in Python).
+_LEAF_KINDS = frozenset(k.value for k in (
+    TCKind.tk_short, TCKind.tk_long, TCKind.tk_ushort, TCKind.tk_ulong, TCKind.tk_longlong,
+    TCKind.tk_ulonglong, TCKind.tk_float, TCKind.tk_double, TCKind.tk_boolean, TCKind.tk_char,
+    TCKind.tk_octet, TCKind.tk_string, TCKind.tk_wchar, TCKind.tk_wstring, TCKind.tk_enum))
+
+
 def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> list:
     if seen is None:
         seen = {}
@@ -590,7 +597,9 @@ def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> 
     while kind == TCKind.tk_alias:
         tc = resolve(tc.content_type())
         kind = tc.kind()
-    if kind in (TCKind.tk_struct, TCKind.tk_except):
+    if kind._value_ in _LEAF_KINDS:          # (the common case first)
+        out.append([path, _leaf_text(value)])
+    elif kind in (TCKind.tk_struct, TCKind.tk_except):
         for i in range(tc.member_count()):
             name = tc.member_name(i)
             member = value[i] if isinstance(value, (tuple, list)) else \
@@ -719,27 +728,35 @@ class IdlBodyDecoder:
     def __init__(self, modules):
         self.operations: dict = {}
         self.exceptions: dict = {}
+        # Per operation name: (name, TypeCode) of its arguments, and of its results.
+        self.arguments: dict = {}
+        self.results: dict = {}
         for m in modules:
             for iface in m.interfaces.values():
                 for name, op in iface.all_operations().items():
-                    self.operations.setdefault(name, op)
                     for exc in op.raises:
                         self.exceptions.setdefault(exc.id(), exc)
+                    if name in self.operations:
+                        continue
+                    self.operations[name] = op
+                    self.arguments[name] = tuple((p.name, p.type) for p in op.in_params)
+                    self.results[name] = \
+                        (() if op.result.kind() == TCKind.tk_void else (("return", op.result),)) \
+                        + tuple((p.name, p.type) for p in op.out_params)
 
     def __call__(self, msg, request):
         if isinstance(msg, Request):
             op = self.operations.get(msg.operation)
             if op is None:
                 return None
-            items = [(p.name, p.type) for p in op.in_params]
+            items = self.arguments[msg.operation]
             kind = "arguments"
         elif isinstance(msg, Reply) and request is not None:
             op = self.operations.get(request.get("operation"))
             if op is None:
                 return None
             if msg.reply_status == ReplyStatus.NO_EXCEPTION:
-                items = [] if op.result.kind() == TCKind.tk_void else [("return", op.result)]
-                items += [(p.name, p.type) for p in op.out_params]
+                items = self.results[request["operation"]]
                 kind = "results"
             elif msg.reply_status == ReplyStatus.USER_EXCEPTION:
                 exc = self.exceptions.get(msg.exception_id)
