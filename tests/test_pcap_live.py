@@ -24,13 +24,27 @@ pytestmark = pytest.mark.skipif(shutil.which("dumpcap") is None or os.geteuid() 
 PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()", "pcap"]
 
 
-def read_line(stream, deadline):
-    """A line of ``stream`` (a pipe), or None when the deadline passes first."""
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([stream], [], [], 0.2)
-        if ready:
-            return stream.readline().decode()
-    return None
+class Lines:
+    """Lines of a pipe as they come, with a deadline (its own buffer: a buffered
+    reader may hold lines select() does not see)."""
+
+    def __init__(self, pipe):
+        self.fd = pipe.fileno()
+        self.buf = b""
+
+    def read(self, deadline):
+        """The next line, or None when the deadline passes first."""
+        while b"\n" not in self.buf:
+            if time.monotonic() >= deadline:
+                return None
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if ready:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    return None
+                self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line.decode()
 
 
 def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
@@ -42,7 +56,8 @@ def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 30
-        line = read_line(proc.stderr, deadline)
+        stdout = Lines(proc.stdout)
+        line = Lines(proc.stderr).read(deadline)
         assert line is not None and line.startswith("capturing on lo"), line
         client = socket.create_connection(("127.0.0.1", port))
         peer, _ = server.accept()
@@ -56,7 +71,7 @@ def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
             client.recv(65536)
             # The entries come while the capture runs.
             while len(entries) < 2 * rid:
-                line = read_line(proc.stdout, deadline)
+                line = stdout.read(deadline)
                 assert line is not None, "no entry within the deadline"
                 entries.append(json.loads(line))
         client.close()
@@ -69,7 +84,7 @@ def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, err
-    entries += [json.loads(line) for line in out.decode().splitlines()]
+    entries += [json.loads(line) for line in (stdout.buf + out).decode().splitlines()]
     assert [e.get("operation") for e in entries if e.get("type") == "Request"] == operations
     replies = [e for e in entries if e.get("type") == "Reply"]
     assert [e["request_id"] for e in replies] == [1, 2, 3]
