@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from pycdr.errors import MessageTooLargeError, PycdrError, error_json
+from pycdr.errors import MessageTooLargeError, PycdrError, error_json, undecodable_bytes_json
 from pycdr.giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, parse_header
 from pycdr.giop.messages import decode_message
 
@@ -71,13 +71,14 @@ def decode_stream(data: bytes, lenient: bool, max_message_size: int = MAX_MESSAG
 
 def error_entry(data: bytes, offset: int, end: int, error: PycdrError) -> dict:
     """The JSON object of a message that cannot be decoded: ``error`` (as `pycdr
-    pcap --json` gives it), its ``header`` when that parses, its ``bytes`` (hex)."""
+    pcap --json` gives it), its ``header`` when that parses, its ``bytes`` (hex, at most
+    MAX_ERROR_BYTES of them) and ``bytes_length``."""
     entry = {"stream_offset": offset, "error": error_json(error)}
     try:
         entry["header"] = parse_header(data, offset).to_json()
     except PycdrError:
         pass
-    entry["bytes"] = data[offset:end].hex()
+    entry.update(undecodable_bytes_json(data, offset, end))
     return entry
 
 

@@ -10,6 +10,8 @@ Exit codes (all subcommands):
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 EXIT_OK = 0
@@ -18,13 +20,8 @@ EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="pycdr")
-def main() -> None:
-    """pycdr: CORBA CDR/GIOP/IIOP analyzer, conformance suite and reference ORB."""
-
-
-# (module under pycdr.cli, attribute) of every subcommand, in --help order.
+# (module under pycdr.cli, attribute) of every subcommand, in --help order.  The
+# command's name is the module's for ``cmd`` and ``<module>_cmd``, else the attribute's.
 SUBCOMMANDS = (
     ("decode", "cmd"), ("ior", "cmd"), ("idl", "cmd"), ("pcap", "cmd"),
     ("dissector", "cmd"), ("dissector", "capture"), ("serve", "cmd"), ("call", "cmd"),
@@ -32,13 +29,28 @@ SUBCOMMANDS = (
 )
 
 
-def _register() -> None:
-    import importlib
-    for module, attribute in SUBCOMMANDS:
-        main.add_command(getattr(importlib.import_module(f"pycdr.cli.{module}"), attribute))
+def _command_name(module: str, attribute: str) -> str:
+    return module if attribute in ("cmd", f"{module}_cmd") else attribute
 
 
-_register()
+class _LazyGroup(click.Group):
+    """Imports a subcommand's module when that command runs: `pycdr pcap` does
+    not pay for the ORB, asyncio and the IDL front end (a third of a second)."""
+
+    def list_commands(self, ctx) -> list:
+        return sorted(_command_name(m, a) for m, a in SUBCOMMANDS)
+
+    def get_command(self, ctx, name):
+        for module, attribute in SUBCOMMANDS:
+            if _command_name(module, attribute) == name:
+                return getattr(importlib.import_module(f"pycdr.cli.{module}"), attribute)
+        return None
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pycdr")
+def main() -> None:
+    """pycdr: CORBA CDR/GIOP/IIOP analyzer, conformance suite and reference ORB."""
 
 if __name__ == "__main__":
     main()

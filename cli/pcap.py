@@ -1,57 +1,306 @@
-"""`pycdr pcap FILE`: GIOP messages of a pcap/pcapng capture, decoded by pycdr."""
+"""`pycdr pcap FILE`: GIOP messages of a pcap/pcapng capture, decoded by pycdr, as they come."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
 import click
 
 from pycdr.errors import PycdrError
+from pycdr.pcap import ShapedEntry
 
 from .main import EXIT_BAD_INPUT
 
+# Segments between two updates of the progress bar (an update costs microseconds).
+PROGRESS_EVERY = 4096
+
 
 @click.command("pcap")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True,
-              help="A JSON array: `pycdr decode --json` objects plus frame, stream, src, dst.")
+              help="JSON Lines: one `pycdr decode --json` object a message, plus frame, "
+                   "stream, src, dst (error entries: error, stream_offset, bytes).")
 @click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="IDL file whose operations decode arguments and results (repeatable).")
 @click.option("-p", "--port", "ports", multiple=True, type=click.IntRange(1, 65535),
               help="TCP port carrying GIOP (default 683 and 2809; GIOP magic is found anywhere).")
-def cmd(file, as_json, idl_files, ports):
-    """Decode the GIOP traffic of a capture (TCP reassembly, fragments, reply matching)."""
-    from pycdr.pcap import IdlBodyDecoder, decode_capture
+@click.option("--stats", "stats", is_flag=True,
+              help="Statistics instead of messages: per operation and endpoint pair (calls, "
+                   "replies, exceptions, unanswered, response times, bytes), versions, "
+                   "violations; a table, or one JSON object with --json.")
+@click.option("--parquet", "parquet", type=click.Path(dir_okay=False),
+              help="Write one row a message to this Parquet file, in row groups as it goes "
+                   "(needs pyarrow: pip install 'pycdr[parquet]').")
+@click.option("-i", "--interface",
+              help="Capture live from this interface instead of reading FILE (libpcap, through "
+                   "Wireshark's dumpcap; needs capture rights).  Ctrl-C ends it.")
+@click.option("-f", "--filter", "bpf",
+              help="With -i: a capture filter (BPF), e.g. 'tcp port 2809'.")
+@click.option("-w", "--write", "save", type=click.Path(dir_okay=False),
+              help="With -i: also save the packets to this pcapng file.")
+@click.option("-c", "--count", type=int, help="With -i: stop after this many packets.")
+@click.option("--duration", type=float, help="With -i: stop after this many seconds.")
+@click.option("--progress/--no-progress", default=None,
+              help="A progress bar on stderr (default: when stderr is a terminal).")
+def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, count, duration,
+        progress):
+    """Decode the GIOP traffic of a capture file or a live interface (TCP
+    reassembly, fragments, reply matching).
+
+    Entries are written as they are decoded; memory stays flat whatever the size
+    of the capture."""
+    from pycdr.pcap import IdlBodyDecoder, entry_json, iter_capture
+    from pycdr.pcaplive import LiveCapture
+    from pycdr.pcapread import CaptureReader
+    from pycdr.pcapstats import CaptureStats
+    if (file is None) == (interface is None):
+        raise click.UsageError("give a capture FILE or -i INTERFACE (one of them)")
+    if interface is None and (bpf or save or count or duration):
+        raise click.UsageError("-f, -w, -c and --duration go with -i")
+    if parquet and (stats or as_json):
+        raise click.UsageError("--parquet writes a file instead of --stats or --json output")
+    live = None
+    sink = None
     try:
+        if parquet:
+            try:
+                from pycdr.pcapparquet import ParquetSink
+            except ImportError:
+                raise PycdrError("--parquet needs pyarrow: pip install 'pycdr[parquet]'") \
+                    from None
+            sink = ParquetSink(parquet)
         decoder = None
         if idl_files:
             from pycdr import idl
             decoder = IdlBodyDecoder([idl.load(p, register=False) for p in idl_files])
-        entries = decode_capture(file, ports=ports or None, decode_body=decoder)
+        if interface is not None:
+            live = LiveCapture(interface, bpf, count=count, duration=duration, save=save)
+            progress = False
+            try:
+                reader = CaptureReader(live.stream)
+            except PycdrError as e:
+                live.close()
+                raise live.failure() or e from None
+            click.echo(f"capturing on {interface}", err=True)
+        else:
+            reader = CaptureReader(file)
     except PycdrError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    if as_json:
-        click.echo(json.dumps(entries, indent=1))
-        return
-    for e in entries:
-        where = f"frame {e['frame']} {e['src']} -> {e['dst']}"
-        if "error" in e:
-            click.echo(f"{where}: undecodable: {e['error']['message']}")
+    if progress is None:
+        progress = sys.stderr.isatty()
+    write = sys.stdout.write
+    # Live: each entry out at once (a pipe's reader waits for it); a file: block writes.
+    flush = sys.stdout.flush if live is not None else (lambda: None)
+    counter = CaptureStats() if stats else None
+    matched = counter.matched if counter is not None else sink.matched if sink is not None \
+        else None
+    entries = iter_capture(None, reader=reader, ports=ports or None, decode_body=decoder,
+                           matched=matched, unanswered=counter and counter.unanswered)
+    if progress:
+        entries = _with_progress(entries, reader)
+    try:
+        if sink is not None:
+            add = sink.add
+            for entry in entries:
+                add(entry)
+        elif counter is not None:
+            if live is not None and sys.stdout.isatty() and not as_json:
+                _live_table(entries, counter)
+            else:
+                add = counter.add
+                for entry in entries:
+                    add(entry)
+            if as_json:
+                write(json.dumps(counter.to_json(), indent=1) + "\n")
+            else:
+                print_stats(counter.to_json())
+        elif as_json:
+            for entry in entries:
+                write(entry_json(entry))
+                write("\n")
+                flush()
+        else:
+            for entry in entries:
+                write(entry_text(entry))
+                flush()
+    except PycdrError as e:
+        sys.stdout.flush()
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except BrokenPipeError:
+        sys.stderr.close()      # `pycdr pcap F | head`: the reader left; nothing to say
+        sys.exit(0)
+    except KeyboardInterrupt:
+        if live is None:
+            raise
+        # Ctrl-C ends a live capture: what was counted is shown.
+        if counter is not None:
+            if as_json:
+                write(json.dumps(counter.to_json(), indent=1) + "\n")
+            else:
+                print_stats(counter.to_json())
+    finally:
+        if live is not None:
+            live.close()
+        if sink is not None:
+            sink.close()
+            click.echo(f"{sink.rows_written} rows in {sink.row_groups} row groups written to "
+                       f"{parquet}", err=True)
+    if live is not None:
+        failure = live.failure()
+        if failure is not None:
+            click.echo(f"error: {failure}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+
+
+# Seconds between two redraws of the live statistics table.
+LIVE_REFRESH = 0.5
+
+
+def _live_table(entries, counter) -> None:
+    """Count ``entries`` while a rich Live display shows the tables so far."""
+    import time
+
+    from rich.console import Group
+    from rich.live import Live
+    shown = time.monotonic()
+    with Live(Group(*stats_tables(counter.to_json())), refresh_per_second=4,
+              transient=True) as display:
+        for entry in entries:
+            counter.add(entry)
+            if time.monotonic() - shown >= LIVE_REFRESH:
+                display.update(Group(*stats_tables(counter.to_json())))
+                shown = time.monotonic()
+
+
+def _with_progress(entries, reader):
+    """``entries`` as they come, a rich progress bar of the file's bytes on stderr."""
+    from rich.console import Console
+    from rich.progress import (BarColumn, DownloadColumn, Progress, TimeRemainingColumn,
+                               TransferSpeedColumn)
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                  TransferSpeedColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(reader.name, total=reader.size)
+        n = 0
+        for entry in entries:
+            yield entry
+            n += 1
+            if n % PROGRESS_EVERY == 0:
+                bar.update(task, completed=reader.bytes_read)
+        bar.update(task, completed=reader.bytes_read)
+
+
+def entry_text(e: dict) -> str:
+    """One entry as the listing shows it (lines, each ending in a newline)."""
+    if type(e) is ShapedEntry:
+        return _shaped_entry_text(e)
+    return _entry_text(e)
+
+
+def _shaped_entry_text(e) -> str:
+    """entry_text of an entry from the memo: what its shape fixes is written once."""
+    kind, status, warnings = _shape_text(e.shape)
+    line = f"frame {e['frame']} {e['src']} -> {e['dst']}: {kind}{e['request_id']}{status}"
+    if "response_time" in e:
+        line += f" [{e['response_time'] * 1000:.3f} ms after frame {e['request_frame']}]"
+    if "decoded" in e or e["warnings"] != e.shape.json["warnings"]:
+        return _entry_text(e)
+    return f"{line}\n{warnings}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_text(shape) -> tuple:
+    """(" GIOP 1.2 Request id=" part, operation/status part, warning lines) of a shape."""
+    j = shape.json
+    status = "".join(f" {j[key]}" for key in ("operation", "reply_status", "locate_status")
+                     if key in j)
+    warnings = "".join(f"    {w['severity']}: [{w['code']}] {w['message']}\n"
+                       for w in j["warnings"])
+    return f"GIOP {j['version']} {j['type']} id=", status, warnings
+
+
+def _entry_text(e: dict) -> str:
+    where = f"frame {e['frame']} {e['src']} -> {e['dst']}"
+    if "error" in e:
+        return f"{where}: undecodable: {e['error']['message']}\n"
+    line = f"{where}: GIOP {e['version']} {e['type']}"
+    if "request_id" in e:
+        line += f" id={e['request_id']}"
+    for key in ("operation", "reply_status", "locate_status"):
+        if key in e:
+            line += f" {e[key]}"
+    if "reassembled" in e:
+        line += f" (reassembled from {e['reassembled']['fragments']} messages)"
+    if "response_time" in e:
+        line += f" [{e['response_time'] * 1000:.3f} ms after frame {e['request_frame']}]"
+    lines = [line]
+    for path, text in e.get("decoded", {}).get("values", []):
+        lines.append(f"    {path} = {text}")
+    for w in e.get("warnings", []):
+        lines.append(f"    {w['severity']}: [{w['code']}] {w['message']}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _ms(seconds) -> str:
+    return "" if seconds is None else f"{seconds * 1000:.3f}"
+
+
+def print_stats(stats: dict) -> None:
+    """``CaptureStats.to_json()`` as rich tables on stdout."""
+    from rich.console import Console
+    # Piped or redirected: wide enough for the columns rather than 80 characters.
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    for renderable in stats_tables(stats):
+        console.print(renderable)
+
+
+def stats_tables(stats: dict) -> list:
+    """``CaptureStats.to_json()`` as rich renderables."""
+    from rich.table import Table
+    out = []
+    for title, key, first in (("Operations", "operations", "operation"),
+                              ("Endpoint pairs (client -> server)", "endpoint_pairs", "pair")):
+        table = Table(title=title)
+        for column in (first, "calls", "oneway", "replies", "user exc", "sys exc",
+                       "no reply", "p50 ms", "p90 ms", "p99 ms", "max ms", "bytes"):
+            table.add_column(column, justify="left" if column == first else "right")
+        exceptions = []
+        for name, s in stats[key].items():
+            rt = s["response_time"]
+            table.add_row(name, str(s["calls"]), str(s["oneway"]), str(s["replies"]),
+                          str(sum(s["user_exceptions"].values())),
+                          str(sum(s["system_exceptions"].values())), str(s["unanswered"]),
+                          _ms(rt["p50"]), _ms(rt["p90"]), _ms(rt["p99"]), _ms(rt["max"]),
+                          f"{s['bytes']:,}")
+            if key == "operations":
+                exceptions += [(name, exc, n) for kind in ("user_exceptions", "system_exceptions")
+                               for exc, n in s[kind].items()]
+        out.append(table)
+        if exceptions:
+            table = Table(title="Exceptions by operation")
+            for column in ("operation", "exception", "count"):
+                table.add_column(column, justify="right" if column == "count" else "left")
+            for name, exc, n in exceptions:
+                table.add_row(name, exc, str(n))
+            out.append(table)
+    for title, key, column in (("Message types", "message_types", "type"),
+                               ("GIOP versions and byte orders", "versions", "version"),
+                               ("Protocol violations", "violations", "code"),
+                               ("Undecodable", "errors", "error")):
+        if not stats[key]:
             continue
-        line = f"{where}: GIOP {e['version']} {e['type']}"
-        if "request_id" in e:
-            line += f" id={e['request_id']}"
-        for key in ("operation", "reply_status", "locate_status"):
-            if key in e:
-                line += f" {e[key]}"
-        if "reassembled" in e:
-            line += f" (reassembled from {e['reassembled']['fragments']} messages)"
-        if "response_time" in e:
-            line += f" [{e['response_time'] * 1000:.3f} ms after frame {e['request_frame']}]"
-        click.echo(line)
-        for path, text in e.get("decoded", {}).get("values", []):
-            click.echo(f"    {path} = {text}")
-        for w in e.get("warnings", []):
-            click.echo(f"    {w['severity']}: [{w['code']}] {w['message']}")
+        table = Table(title=title)
+        table.add_column(column)
+        table.add_column("messages", justify="right")
+        for name, n in stats[key].items():
+            table.add_row(name, f"{n:,}")
+        out.append(table)
+    if stats["replies_without_request"]:
+        out.append(f"replies without their request in the capture: "
+                   f"{stats['replies_without_request']}")
+    return out

@@ -120,9 +120,45 @@ class LocalProtocolError(PycdrError):
     request it never received, reuse an outstanding request id, ...)."""
 
 
+# At most this many undecodable bytes are put into an analyzer's error entry (as hex).
+MAX_ERROR_BYTES = 4096
+
+
+def undecodable_bytes_json(data, start: int, end: int) -> dict:
+    """The ``bytes`` of an analyzer's error entry (hex, at most MAX_ERROR_BYTES of
+    ``data[start:end]``) and their whole length, ``bytes_length``."""
+    return {"bytes": bytes(data[start:min(end, start + MAX_ERROR_BYTES)]).hex(),
+            "bytes_length": end - start}
+
+
 def error_json(e: PycdrError) -> dict:
     """An error as the analyzers report it (``pycdr pcap --json``, ``pycdr decode
     --json``): its class, whether the data ended early, its message and offset."""
     kind = "truncated" if isinstance(e, TruncatedError) else "malformed"
     return {"type": type(e).__name__, "kind": kind, "message": getattr(e, "message", str(e)),
             "offset": getattr(e, "offset", None)}
+
+
+class CaptureError(PycdrError):
+    """A pcap/pcapng file that cannot be read on: not a capture, a record or
+    block whose length does not fit the file, an unknown interface.  ``offset``
+    is the file offset of the record or block, ``frame`` the 1-based number
+    the packet would have had (None for a block that holds no packet)."""
+
+    def __init__(self, message: str, offset: int | None = None, frame: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.frame = frame
+
+    def __str__(self) -> str:
+        where = []
+        if self.frame is not None:
+            where.append(f"frame {self.frame}")
+        if self.offset is not None:
+            where.append(f"file offset {self.offset}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+
+class CaptureTruncatedError(CaptureError):
+    """The file ends inside a record or block (a capture cut short)."""

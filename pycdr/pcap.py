@@ -1,274 +1,475 @@
-"""GIOP in packet captures: pcap/pcapng in, pycdr's decodings out.
+"""GIOP in packet captures: pcap/pcapng in, pycdr's decodings out, as it goes.
 
-    for entry in decode_capture("session.pcap"):
+    for entry in iter_capture("session.pcap"):
         print(entry["frame"], entry.get("type"), entry.get("operation"))
 
-Reads the capture with scapy (the ``pcap`` extra), reassembles each TCP
-direction by sequence number, frames the byte stream into GIOP messages and
-decodes every one with :func:`pycdr.giop.messages.decode_message` in lenient
-mode.  Fragmented messages are joined by :class:`pycdr.giop.connection.
-GiopConnection` (GIOP 1.1 by stream order, 1.2+ by request_id) and reported
-once more, whole, at the frame of their last fragment.  Replies are matched to
-their requests by request_id per TCP connection, with the response time.
+:class:`pycdr.pcapread.CaptureReader` streams the TCP segments of the file,
+:class:`pycdr.tcpstream.TcpReassembler` puts each direction's bytes in order
+(out-of-order segments, retransmissions, overlaps; holes become gaps), and
+:class:`CaptureDecoder` frames each GIOP stream into messages and decodes every
+one with :func:`pycdr.giop.messages.decode_message` in lenient mode.
+Fragmented messages are joined by :class:`pycdr.giop.connection.GiopConnection`
+(GIOP 1.1 by stream order, 1.2+ by request_id) and reported once more, whole,
+at the frame of their last fragment.  Replies are matched to their requests by
+request_id per TCP connection, with the response time.  A connection's state is
+dropped when it closes (FIN both ways, RST), so memory stays flat whatever the
+size of the capture.
 
 Each entry is ``pycdr decode --json``'s message object plus where it was seen:
-``frame`` (1-based, the frame holding the message's last byte, as Wireshark
-shows a reassembled PDU), ``time``, ``stream`` (TCP connection index in order
-of appearance), ``src``/``dst`` and ``stream_offset``.  A message that cannot
-be decoded at all gives an entry with ``error`` (its ``offset`` in the direction's
-byte stream, as ``stream_offset``), the ``header`` fields and its ``bytes`` (hex),
-as ``pycdr decode --json`` gives it; one whose header
-claims more than MAX_MESSAGE_SIZE, or a ZIOP one that inflates past it, cannot be.
+``frame`` (1-based, the frame at which the message's last byte arrived in
+order, as Wireshark shows a reassembled PDU), ``time`` (seconds since the
+epoch), ``stream`` (TCP connection index in order of appearance), ``src``/
+``dst`` and ``stream_offset``.  A reply gets ``request_frame`` and
+``response_time``; its request gets ``reply_frame`` *when the reply is seen*
+(after the request entry was yielded: a consumer keeping the dicts sees it,
+one that wrote the request out already does not).
 
-The capture is assumed to be in order per direction (as loopback captures
-are); a gap in the sequence numbers drops what was buffered and is reported as
-an ``error`` entry, retransmitted bytes are skipped.
+Error entries (stable; ``pycdr decode --json`` uses the same shape)::
+
+    {"frame", "time", "stream", "src", "dst", "stream_offset",
+     "error": {"type": <pycdr error class or "CaptureGap">,
+               "kind": "truncated" | "malformed" | "gap",
+               "message": <text>,
+               "offset": <byte offset in the stream, as stream_offset, or null>},
+     "header": {...},        # when the 12 header bytes parsed
+     "bytes": <hex of the undecodable bytes, at most MAX_ERROR_BYTES>,
+     "bytes_length": <their full length>}
+
+A message that does not decode at all gives such an entry with its header; a
+stream that stops being GIOP (bad header) gives one with the bytes dropped
+(framing starts again at the next segment).  A gap (bytes missing from the
+capture) gives one of kind ``gap`` with ``missing`` (bytes) and, when it cut
+a message whose header had arrived, ``lost`` (that message's offset and
+header): that message alone is lost -- framing resumes at its end.  When the
+gap leaves no known message boundary, framing resumes at the next GIOP header
+found in the stream.
 """
 
 from __future__ import annotations
 
-import io
-import os
-from dataclasses import dataclass, field
+import json
+import struct
 
-from .errors import MessageTooLargeError, PycdrError, error_json
+from .errors import MessageTooLargeError, PycdrError, error_json, undecodable_bytes_json
 from .giop.connection import GiopConnection, Role
 from .giop.events import NEED_DATA, MessageReceived, ProtocolViolation
-from .giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, MsgType, parse_header
-from .giop.messages import decode_message
+from .giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
+                          SUPPORTED_VERSIONS, ZIOP_MAGIC, MsgType, parse_header)
+from .giop.messages import Reply, ReplyStatus, Request, decode_message
+from .iiop import IIOPProfile, decode_profile
+from .marshal import read_value
+from .pcapread import CaptureReader
+from .tcpstream import TcpReassembler
+from .typecode import NAMED_KINDS, TCKind, resolve, value_members
+from .values import field_names
 
 GIOP_PORTS = (683, 2809)
 # Messages that expect an answer, and the answer's type.
-_ANSWER_OF = {MsgType.Request: MsgType.Reply, MsgType.LocateRequest: MsgType.LocateReply}
+_REQUEST, _REPLY = MsgType.Request.value, MsgType.Reply.value
+_LOCATE_REQUEST, _LOCATE_REPLY = MsgType.LocateRequest.value, MsgType.LocateReply.value
+_ANSWER_OF = {_REQUEST: _REPLY, _LOCATE_REQUEST: _LOCATE_REPLY}
+_MAGICS = (GIOP_MAGIC, ZIOP_MAGIC)
+_NS = 1_000_000_000
+_ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
+_LE_U32 = _ULONG[True].unpack_from
+_BE_U32 = _ULONG[False].unpack_from
+# magic, version (major, minor as 2 bytes), flags, message type
+_FRAMING = struct.Struct(">4s2sBB").unpack_from
+_VERSIONS = frozenset(bytes(v) for v in SUPPORTED_VERSIONS)
 
 
-@dataclass
-class TcpSegment:
-    frame: int
-    time: float
-    src: str
-    sport: int
-    dst: str
-    dport: int
-    seq: int
-    flags: int
-    payload: bytes
+class _GiopFlow:
+    """The GIOP side of one TCP direction."""
+    __slots__ = ("giop", "buf", "buf_offset", "skip_until", "resync", "connection", "fed",
+                 "message_frames")
+
+    def __init__(self):
+        self.giop = False                # carries GIOP (port or magic seen)
+        self.buf = bytearray()           # bytes of a message not complete yet
+        self.buf_offset = 0              # stream offset of buf[0]
+        self.skip_until = 0              # stream offset where framing resumes after a gap
+        self.resync = False              # after a gap: look for the next GIOP header
+        # Fragment reassembly: a GiopConnection fed every message involved, the
+        # bytes fed so far and the frame of each message by offset.
+        self.connection: GiopConnection | None = None
+        self.fed = 0
+        self.message_frames: dict = {}
 
 
-def read_tcp_segments(path) -> list[TcpSegment]:
-    """Every TCP segment of a pcap or pcapng file (IPv4 and IPv6), with its
-    1-based frame number; other frames are counted but not returned."""
-    try:
-        from scapy.layers.inet import IP, TCP
-        from scapy.layers.inet6 import IPv6
-        from scapy.utils import PcapReader
-    except ImportError as e:    # pragma: no cover - depends on the install
-        raise PycdrError("reading captures needs scapy: pip install 'pycdr[pcap]'") from e
-    segments = []
-    try:
-        reader = PcapReader(_SizeCheckedFile(os.fspath(path)))
-    except Exception as e:      # scapy raises Scapy_Exception for a file that is no capture
-        raise PycdrError(f"{path}: not a pcap or pcapng file ({e})") from None
-    frame = 0
-    with reader:
-        try:
-            for frame, pkt in enumerate(reader, 1):
-                ip = pkt.getlayer(IP) or pkt.getlayer(IPv6)
-                tcp = pkt.getlayer(TCP)
-                if ip is None or tcp is None:
-                    continue
-                payload = bytes(tcp.payload)
-                if ip.haslayer(IP):
-                    # Ethernet minimum-frame padding sits after the IP datagram.
-                    end = ip.len - ip.ihl * 4 - tcp.dataofs * 4
-                    payload = payload[:max(end, 0)]
-                segments.append(TcpSegment(frame, float(pkt.time), ip.src, tcp.sport, ip.dst,
-                                           tcp.dport, tcp.seq, int(tcp.flags), payload))
-        except Exception as e:  # scapy raises anything (struct.error, ...) on a damaged capture
-            raise CaptureError(f"{path}: frame {frame + 1}: damaged capture "
-                               f"({type(e).__name__}: {e})") from None
-    return segments
+class _ShapeMemo:
+    """Decodings of Requests and NO_EXCEPTION Replies, reused for the messages
+    of the same shape that follow (real traffic repeats a handful of shapes).
+
+    :func:`decode_message` takes such a message's body as opaque bytes: all it
+    reports -- fields, offsets, padding, warnings -- comes from the bytes before
+    the body, but for ``request_id`` (read, never judged), ``message_size`` and
+    the body itself.  A message whose bytes before its body are those of one
+    decoded already, but for the request id, decodes to the same message with
+    those three fields its own.  Only messages with a non-empty body and, in
+    GIOP 1.2+, an 8-aligned one are taken: an empty or short body changes
+    whether the padding before it is there.
+    ``tests/test_pcap.py`` compares the entries with and without the memo.
+    """
+    SHAPES_PER_KIND = 8
+
+    def __init__(self):
+        self.kinds: dict = {}       # header bytes 4..8 (version, flags, type) -> [shape]
+
+    def lookup(self, raw: bytes):
+        """(the shape of ``raw``, its request id), or None."""
+        shapes = self.kinds.get(raw[4:8])
+        if not shapes:
+            return None
+        n = len(raw)
+        for i, shape in enumerate(shapes):
+            rid_at = shape.rid_at
+            body_at = shape.body_at
+            if n > body_at and raw[rid_at + 4:body_at] == shape.after_rid and \
+                    raw[12:rid_at] == shape.before_rid:
+                if i:
+                    shapes.insert(0, shapes.pop(i))
+                return shape, shape.unpack(raw, rid_at)[0]
+        return None
+
+    def store(self, raw: bytes, msg, msg_json: dict) -> None:
+        if msg.msg_type == MsgType.Reply:
+            if msg.reply_status != 0:
+                return
+        elif msg.msg_type != MsgType.Request:
+            return
+        body_at = msg.body_offset
+        if msg.more_fragments or msg.ziop is not None or msg.segments or body_at is None \
+                or body_at >= len(raw) or raw[:4] != GIOP_MAGIC:
+            return
+        if msg.version >= (1, 2) and body_at & 7:
+            return      # a 1.2 body too short for its padding: a longer one is aligned
+        shapes = self.kinds.setdefault(raw[4:8], [])
+        shapes.insert(0, _Shape(raw, msg, msg_json))
+        del shapes[self.SHAPES_PER_KIND:]
 
 
-class CaptureError(PycdrError):
-    """A capture file that cannot be read on (a damaged record or block)."""
+class _Shape:
+    """A message decoded once, as the memo keeps it (see :class:`_ShapeMemo`)."""
+    __slots__ = ("rid_at", "body_at", "before_rid", "after_rid", "msg", "json", "unpack",
+                 "_json_parts")
+    # The JSON fields each message of the shape has its own (warnings: a fresh list).
+    OWN = ("message_size", "request_id", "body", "warnings")
+
+    def __init__(self, raw: bytes, msg, msg_json: dict):
+        self.rid_at = rid_at = msg.offsets["request_id"]
+        self.body_at = body_at = msg.body_offset
+        self.before_rid = raw[12:rid_at]
+        self.after_rid = raw[rid_at + 4:body_at]
+        self.msg = msg
+        self.json = msg_json
+        self.unpack = _ULONG[msg.little].unpack_from
+        self._json_parts = None
+
+    def json_parts(self) -> tuple:
+        """The JSON text of the shape's fields, cut where a message's own go:
+        (texts, own keys, the shape's warnings), ``texts`` one longer."""
+        if self._json_parts is None:
+            texts, own = [], []
+            text = ""
+            for key, value in self.json.items():
+                text += ", " + _encode_str(key) + ": "
+                if key in self.OWN:
+                    texts.append(text)
+                    own.append(key)
+                    text = ""
+                else:
+                    text += _dumps(value)
+            texts.append(text)
+            self._json_parts = (tuple(texts), tuple(own), _dumps(self.json["warnings"]))
+        return self._json_parts
 
 
-class _SizeCheckedFile(io.BufferedReader):
-    """A capture file whose reads never ask for more than what is left of it:
-    scapy reads a record or block in one read() of the length the file claims,
-    which allocates that length first (4 GiB for a damaged pcapng block).  A
-    short read is what scapy gets from a truncated capture anyway: it ends
-    there, as for one cut while being written."""
-
-    def __init__(self, path: str):
-        super().__init__(io.FileIO(path))
-        self.size = os.fstat(self.fileno()).st_size
-
-    def read(self, size=-1):
-        if size is not None and size > 0:
-            size = min(size, max(self.size - self.tell(), 0))
-        return super().read(size)
+class ShapedEntry(dict):
+    """An entry made from a :class:`_Shape`: :func:`entry_json` writes the
+    shape's fields from text made once."""
+    __slots__ = ("shape",)
 
 
-@dataclass
-class _Direction:
-    """One direction of a TCP connection: its byte stream and who sent it."""
-    stream: int
-    src: str
-    dst: str
-    next_seq: int | None = None
-    buf: bytearray = field(default_factory=bytearray)
-    buf_offset: int = 0                       # stream offset of buf[0]
-    frame_ends: list = field(default_factory=list)   # (stream end offset, frame, time)
-    connection: GiopConnection | None = None
-    # Bytes given to the connection so far, and the frame of each message it
-    # was given by offset (to name the first frame of a reassembled message).
-    fed: int = 0
-    message_frames: dict = field(default_factory=dict)
+_dumps = json.JSONEncoder().encode            # what json.dumps(obj) gives
+_encode_str = json.encoder.encode_basestring_ascii
+_HEAD_KEYS = 6                                 # frame ... stream_offset: CaptureDecoder._entry
 
-    def frame_of(self, end_offset: int) -> tuple[int, float]:
-        """The frame that delivered the byte before ``end_offset``."""
-        for end, frame, time in self.frame_ends:
-            if end >= end_offset:
-                return frame, time
-        return self.frame_ends[-1][1:]
+
+def entry_json(entry: dict) -> str:
+    """``json.dumps(entry)``; entries from the memo written from their shape's
+    text (tests/test_pcap.py checks the two agree)."""
+    if type(entry) is not ShapedEntry:
+        return _dumps(entry)
+    texts, own, warnings_text = entry.shape.json_parts()
+    out = [f'{{"frame": {entry["frame"]}, "time": {entry["time"]!r}, '
+           f'"stream": {entry["stream"]}, "src": {_encode_str(entry["src"])}, '
+           f'"dst": {_encode_str(entry["dst"])}, "stream_offset": {entry["stream_offset"]}']
+    template = entry.shape.json
+    for text, key in zip(texts, own):
+        out.append(text)
+        value = entry[key]
+        if key == "body":
+            out.append(f'"{value}"')                # hex: nothing to escape
+        elif key == "warnings":
+            out.append(warnings_text if value == template["warnings"] else _dumps(value))
+        else:
+            out.append(str(value))
+    out.append(texts[-1])
+    known = _HEAD_KEYS + len(template)
+    if len(entry) > known:                          # matched frames, decoded values
+        for key in list(entry)[known:]:
+            out.append(", " + _encode_str(key) + ": " + _dumps(entry[key]))
+    out.append("}")
+    return "".join(out)
 
 
 class CaptureDecoder:
-    """Turns TCP segments into decoded GIOP entries, keeping per-connection
-    state (streams, fragment reassembly, outstanding requests)."""
+    """The GIOP layer over :class:`TcpReassembler`: frames, decodes and matches
+    messages per connection; every entry goes to ``emit`` as soon as it is made.
 
-    def __init__(self, ports=None, heuristic: bool = True, user_exceptions=None,
-                 decode_body=None):
-        self.ports = set(GIOP_PORTS if ports is None else ports)
+    ``unanswered(request)`` (optional) hears of each request entry no reply will
+    be matched to: its connection ended, or a request reused its id first;
+    ``matched(request, reply)`` (optional) of each reply matched to its request."""
+
+    def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
+                 decode_body=None, unanswered=None, matched=None, memo: bool = True):
+        self.emit = emit
+        self.ports = frozenset(GIOP_PORTS if ports is None else ports)
         self.heuristic = heuristic
         self.user_exceptions = user_exceptions
         # decode_body(msg, request) -> dict of decoded arguments/results, or None
         self.decode_body = decode_body
-        self.directions: dict = {}
-        self.connections: dict = {}
-        self.requests: dict = {}      # (stream, MsgType of answer, request_id) -> request entry
-        self.entries: list = []
+        self.on_unanswered = unanswered
+        self.on_matched = matched
+        self.memo = _ShapeMemo() if memo else None
 
-    def _direction(self, seg: TcpSegment) -> _Direction:
-        key = (seg.src, seg.sport, seg.dst, seg.dport)
-        d = self.directions.get(key)
-        if d is None:
-            conn_key = frozenset(((seg.src, seg.sport), (seg.dst, seg.dport)))
-            stream = self.connections.setdefault(conn_key, len(self.connections))
-            d = _Direction(stream, f"{seg.src}:{seg.sport}", f"{seg.dst}:{seg.dport}")
-            self.directions[key] = d
-        return d
-
-    def _is_giop(self, seg: TcpSegment, d: _Direction) -> bool:
-        if d.connection is not None or d.buf:
-            return True
-        if seg.sport in self.ports or seg.dport in self.ports:
-            return True
-        return self.heuristic and seg.payload[:4] in (b"GIOP", b"ZIOP")
-
-    def feed(self, seg: TcpSegment) -> None:
-        d = self._direction(seg)
-        if seg.flags & 0x02:                         # SYN
-            d.next_seq = (seg.seq + 1) & 0xFFFFFFFF
-            return
-        payload = seg.payload
-        if not payload:
-            return
-        if d.next_seq is None:
-            d.next_seq = seg.seq
-        delta = (seg.seq - d.next_seq) & 0xFFFFFFFF
-        if delta >= 0x80000000:                      # retransmitted/overlapping bytes
-            overlap = (d.next_seq - seg.seq) & 0xFFFFFFFF
-            payload = payload[overlap:]
-            if not payload:
+    # -- the TcpReassembler sink -------------------------------------------------
+    def data(self, flow, data: bytes, frame: int, ts: int) -> None:
+        st = flow.app
+        if st is None:
+            st = flow.app = _GiopFlow()
+            if flow.connection.app is None:
+                flow.connection.app = {}     # (answer type, request_id) -> (entry, ts)
+        offset = flow.offset
+        if not st.giop:
+            key = flow.key
+            if key[1] in self.ports or key[3] in self.ports or \
+                    (self.heuristic and data[:4] in _MAGICS):
+                st.giop = True
+            else:
                 return
-        elif delta:                                  # bytes missing from the capture
-            self._entry(d, seg.frame, seg.time, d.buf_offset + len(d.buf), error={
-                "type": "CaptureGap", "message": f"{delta} bytes missing before this "
-                "segment; buffered bytes dropped", "offset": None})
-            d.buf_offset += len(d.buf) + delta
-            d.buf.clear()
-        d.next_seq = (seg.seq + len(seg.payload)) & 0xFFFFFFFF
-        if not self._is_giop(seg, d):
-            d.buf_offset += len(payload)
+        if st.skip_until > offset:
+            cut = st.skip_until - offset
+            if cut >= len(data):
+                return
+            data = data[cut:]
+            offset += cut
+        buf = st.buf
+        if not buf:
+            if st.resync:
+                data, offset = self._resync(data, offset)
+                if data is None:
+                    return
+            # The common case: whole messages in the segment, framed in place.
+            pos = self._frame(flow, st, data, 0, offset, frame, ts)
+            if pos is not None and pos < len(data):
+                buf += data[pos:] if pos else data
+                st.buf_offset = offset + pos
             return
-        d.buf += payload
-        d.frame_ends.append((d.buf_offset + len(d.buf), seg.frame, seg.time))
-        self._frame_messages(d)
+        buf += data
+        if st.resync:
+            rest, start = self._resync(bytes(buf), st.buf_offset)
+            buf.clear()
+            if rest is None:
+                return
+            buf += rest
+            st.buf_offset = start
+        pos = self._frame(flow, st, buf, 0, st.buf_offset, frame, ts)
+        if pos is None:
+            buf.clear()
+        elif pos:
+            del buf[:pos]
+            st.buf_offset += pos
 
-    def _frame_messages(self, d: _Direction) -> None:
-        while len(d.buf) >= HEADER_SIZE:
-            offset = d.buf_offset
+    def gap(self, flow, missing: int, frame: int, ts: int) -> None:
+        st = flow.app
+        if st is None or not st.giop:
+            return
+        offset = flow.offset                    # where the missing bytes start
+        entry = self._entry(flow, frame, ts, offset, error={
+            "type": "CaptureGap", "kind": "gap", "offset": None,
+            "message": f"{missing} bytes missing from the capture"}, missing=missing)
+        gap_end = offset + missing
+        if st.skip_until > offset:
+            pass                                # inside a message lost already
+        elif st.buf and len(st.buf) >= HEADER_SIZE and not st.resync:
             try:
-                header = parse_header(d.buf)
-            except PycdrError as e:
-                # No framing without a header: the rest of the stream is not GIOP.
-                frame, time = d.frame_of(offset + len(d.buf))
-                self._entry(d, frame, time, offset, error=error_json(e))
-                d.buf_offset += len(d.buf)
-                d.buf.clear()
-                return
-            if header.size > MAX_MESSAGE_SIZE:
+                header = parse_header(st.buf)
+            except PycdrError:
+                header = None
+            if header is not None:
+                entry["lost"] = {"stream_offset": st.buf_offset, "header": header.to_json()}
+                end = st.buf_offset + header.total_size
+                if end >= gap_end:
+                    st.skip_until = end         # framing resumes right after it
+                    entry["error"]["message"] += "; the message they cut is lost"
+                else:
+                    st.resync = True
+            else:
+                st.resync = True
+        elif st.buf or not st.resync:
+            st.resync = True
+        if st.resync:
+            entry["error"]["message"] += "; framing resumes at the next GIOP header"
+        st.buf.clear()
+        st.buf_offset = gap_end
+        self.emit(entry)
+
+    def closed(self, connection) -> None:
+        requests = connection.app
+        connection.app = None
+        for flow in connection.flows:
+            flow.app = None
+        if self.on_unanswered is not None and requests is not None:
+            for entry, _ in requests.values():
+                self.on_unanswered(entry)
+
+    # -- framing -------------------------------------------------------------------
+    def _resync(self, data, offset: int):
+        """(data from the next plausible GIOP header on, its offset), or (None, 0)
+        when ``data`` holds none (a magic cut by a segment boundary is not seen:
+        framing then resumes at the header after it)."""
+        pos = 0
+        while True:
+            hits = [i for i in (data.find(GIOP_MAGIC, pos), data.find(ZIOP_MAGIC, pos)) if i >= 0]
+            if not hits:
+                break
+            pos = min(hits)
+            if len(data) - pos < HEADER_SIZE:
+                return data[pos:], offset + pos     # the rest decides
+            try:
+                header = parse_header(data, pos)
+            except PycdrError:
+                header = None
+            if header is not None and header.msg_type <= MsgType.Fragment and \
+                    header.size <= MAX_MESSAGE_SIZE:
+                return data[pos:], offset + pos
+            pos += 1
+        return None, 0
+
+    def _frame(self, flow, st: _GiopFlow, b, pos: int, offset: int, frame: int, ts: int):
+        """Decode the whole messages of ``b`` from ``pos`` (at stream offset
+        ``offset``); the position of the first byte left, or None when the
+        rest is to be dropped."""
+        st.resync = False
+        n = len(b)
+        base = offset - pos
+        while n - pos >= HEADER_SIZE:
+            # The header's framing fields read directly; parse_header (a GiopHeader,
+            # or the error) only when the memo does not know the message.
+            magic, version, flags, msg_type = _FRAMING(b, pos)
+            size = (_LE_U32 if flags & 1 else _BE_U32)(b, pos + 8)[0]
+            if magic not in _MAGICS or version not in _VERSIONS or size > MAX_MESSAGE_SIZE:
+                try:
+                    header = parse_header(b, pos)
+                except PycdrError as e:
+                    # No framing without a header: the rest of the bytes are not GIOP.
+                    self.emit(self._error_entry(flow, frame, ts, base + pos, e, b, pos, n))
+                    return None
                 # GiopConnection's limit: not buffered; the stream cannot be framed on.
-                frame, time = d.frame_of(offset + len(d.buf))
-                self._entry(d, frame, time, offset, error=error_json(MessageTooLargeError(
-                    f"message of {header.size} bytes exceeds the limit of {MAX_MESSAGE_SIZE}",
-                    offset + 8)), header=header.to_json())
-                d.buf_offset += len(d.buf)
-                d.buf.clear()
-                return
-            if len(d.buf) < header.total_size:
-                return
-            raw = bytes(d.buf[:header.total_size])
-            del d.buf[:header.total_size]
-            d.buf_offset += header.total_size
-            frame, time = d.frame_of(offset + header.total_size)
-            self._message(d, raw, header, offset, frame, time)
-        del d.frame_ends[:-1]
+                self.emit(self._entry(flow, frame, ts, base + pos, error=error_json(
+                    MessageTooLargeError(f"message of {header.size} bytes exceeds the limit "
+                                         f"of {MAX_MESSAGE_SIZE}", base + pos + 8)),
+                    header=header.to_json(), **undecodable_bytes_json(b, pos, n)))
+                return None
+            total = HEADER_SIZE + size
+            if n - pos < total:
+                break
+            raw = b[pos:pos + total] if type(b) is bytes else bytes(b[pos:pos + total])
+            self._message(flow, st, raw, magic, flags, msg_type, base + pos, frame, ts)
+            pos += total
+        return pos
 
-    def _message(self, d, raw, header, offset, frame, time) -> None:
-        try:
-            # (the budget of a message holds for what a ZIOP one inflates to as well)
-            msg, _ = decode_message(raw, lenient=True, user_exceptions=self.user_exceptions,
-                                    max_message_size=MAX_MESSAGE_SIZE)
-        except PycdrError as e:
-            if getattr(e, "offset", None) is not None:
-                e.offset += offset                   # in the stream, as stream_offset
-            entry = self._entry(d, frame, time, offset, error=error_json(e),
-                                header=header.to_json(), bytes=raw.hex())
-            decoded = False
-        else:
-            entry = self._entry(d, frame, time, offset, msg=msg)
+    def _error_entry(self, flow, frame, ts, offset, e: PycdrError, b, pos, end, header=None):
+        error = error_json(e)
+        if error["offset"] is not None and b is not None:
+            error["offset"] += offset - pos          # in the stream, as stream_offset
+        extra = {} if header is None else {"header": header.to_json()}
+        return self._entry(flow, frame, ts, offset, error=error, **extra,
+                           **undecodable_bytes_json(b, pos, end))
+
+    def _message(self, flow, st, raw: bytes, magic: bytes, flags: int, msg_type: int,
+                 offset: int, frame: int, ts: int) -> None:
+        memo = self.memo
+        known = memo.lookup(raw) if memo is not None else None
+        if known is not None:
+            shape, request_id = known
+            shape_msg = shape.msg
+            shape_json = shape.json
+            body = raw[shape.body_at:]
+            entry = ShapedEntry(self._entry(flow, frame, ts, offset))
+            entry.shape = shape
+            entry.update(shape_json)
+            entry["message_size"] = len(raw) - HEADER_SIZE
+            entry["request_id"] = request_id
+            entry["body"] = body.hex()
+            entry["warnings"] = list(shape_json["warnings"])
+            msg = shape_msg
+            if self.decode_body is not None:         # the message itself, to decode its body
+                msg = object.__new__(type(shape_msg))
+                msg.__dict__.update(shape_msg.__dict__)
+                msg.request_id = request_id
+                msg.body = body
+                msg.message_size = len(raw) - HEADER_SIZE
+            self._match(flow, entry, msg, ts, request_id)
             decoded = True
-        self._reassemble(d, raw, header, frame, time, entry, decoded)
+        else:
+            header = parse_header(raw)
+            try:
+                # (the budget of a message holds for what a ZIOP one inflates to as well)
+                msg, _ = decode_message(raw, lenient=True, user_exceptions=self.user_exceptions,
+                                        header=header, max_message_size=MAX_MESSAGE_SIZE)
+            except PycdrError as e:
+                entry = self._error_entry(flow, frame, ts, offset, e, raw, 0, len(raw), header)
+                decoded = False
+            else:
+                msg_json = msg.to_json()
+                if memo is not None:
+                    memo.store(raw, msg, msg_json)
+                entry = self._entry(flow, frame, ts, offset, msg=msg, msg_json=dict(
+                    msg_json, warnings=list(msg_json["warnings"])))
+                decoded = True
+        self.emit(entry)
+        # (more fragments: the flag, in GIOP 1.1 and later)
+        if msg_type == MsgType.Fragment or (flags & FLAG_MORE_FRAGMENTS and raw[5]) or \
+                (st.connection is not None and st.connection._fragmented_11 is not None):
+            if magic != ZIOP_MAGIC:
+                self._reassemble(flow, st, raw, frame, ts, entry, decoded)
 
-    def _reassemble(self, d, raw, header, frame, time, entry, decoded) -> None:
+    def _reassemble(self, flow, st, raw, frame, ts, entry, decoded) -> None:
         """Let a GiopConnection join fragments; report the joined message."""
-        involved = header.msg_type == MsgType.Fragment or header.more_fragments or \
-            (d.connection is not None and d.connection._fragmented_11 is not None)
-        if not involved or header.is_ziop:
-            return
-        if d.connection is None:
+        if st.connection is None:
             # A passive observer: no role or request-id books, every version.
-            d.connection = GiopConnection(Role.SERVER, version=(1, 3), lenient=True,
-                                          bidirectional=True, check_request_ids=False)
-            d.fed = 0
-            d.message_frames.clear()
-        conn = d.connection
-        d.message_frames[d.fed] = frame
-        d.fed += len(raw)
+            st.connection = GiopConnection(Role.SERVER, version=(1, 3), lenient=True,
+                                           bidirectional=True, check_request_ids=False)
+            st.fed = 0
+            st.message_frames.clear()
+        conn = st.connection
+        st.message_frames[st.fed] = frame
+        st.fed += len(raw)
         conn.receive_data(raw)
         while True:
             event = conn.next_event()
             if event is NEED_DATA:
+                if not conn.has_partial_message:
+                    st.message_frames.clear()       # no fragment chain open
                 return
             if isinstance(event, MessageReceived):
                 if event.fragments > 1:
-                    e = self._entry(d, frame, time, entry["stream_offset"], msg=event.message)
+                    e = self._entry(flow, frame, ts, entry["stream_offset"], msg=event.message)
                     e["reassembled"] = {"fragments": event.fragments,
-                                        "first_frame": d.message_frames.get(event.offset)}
+                                        "first_frame": st.message_frames.get(event.offset)}
+                    self.emit(e)
             elif isinstance(event, ProtocolViolation):
                 # Fragment misuse, or a joined message that does not decode.
                 own = {w["code"] for w in entry.get("warnings", [])}
@@ -278,48 +479,76 @@ class CaptureDecoder:
                                               "offset": 0, "severity": "warning"})
             else:
                 # ConnectionClosed after a fatal violation: start afresh for what follows.
-                d.connection = None
+                st.connection = None
                 return
 
-    def _entry(self, d, frame, time, offset, msg=None, **extra) -> dict:
-        entry = {"frame": frame, "time": round(time, 6), "stream": d.stream, "src": d.src,
-                 "dst": d.dst, "stream_offset": offset}
+    def _entry(self, flow, frame, ts, offset, msg=None, msg_json=None, **extra) -> dict:
+        entry = {"frame": frame, "time": round(ts / _NS, 6), "stream": flow.connection.index,
+                 "src": flow.src, "dst": flow.dst, "stream_offset": offset}
         if msg is not None:
-            entry.update(msg.to_json())
-            if self.decode_body is not None and not msg.more_fragments:
-                # A reply is decoded with its request's operation (before matching pops it).
-                request = self.requests.get((d.stream, MsgType.Reply,
-                                             getattr(msg, "request_id", None)))
-                decoded = self.decode_body(msg, request)
-                if decoded is not None:
-                    entry["decoded"] = decoded
-            self._match(d, entry, msg)
+            entry.update(msg.to_json() if msg_json is None else msg_json)
+            if not msg.more_fragments:
+                self._match(flow, entry, msg, ts, getattr(msg, "request_id", None))
         entry.update(extra)
-        self.entries.append(entry)
         return entry
 
-    def _match(self, d, entry, msg) -> None:
-        if msg.more_fragments:
-            return          # matched when whole
-        t = msg.msg_type
-        rid = getattr(msg, "request_id", None)
+    def _match(self, flow, entry, msg, ts, rid) -> None:
+        """Replies to requests (``rid``: the message's request id, which a
+        message taken from the memo does not hold)."""
+        requests = flow.connection.app
+        t = msg.msg_type.value          # (keys of plain ints: an enum hashes in Python)
+        request = None
+        if t == _REPLY or t == _LOCATE_REPLY:
+            request = requests.pop((t, rid), None)
+        if self.decode_body is not None:
+            # A reply is decoded with its request's operation.
+            decoded = self.decode_body(msg, None if request is None else request[0])
+            if decoded is not None:
+                entry["decoded"] = decoded
         if t in _ANSWER_OF:
-            self.requests[(d.stream, _ANSWER_OF[t], rid)] = entry
-        elif t in (MsgType.Reply, MsgType.LocateReply):
-            request = self.requests.pop((d.stream, t, rid), None)
-            if request is not None:
-                entry["request_frame"] = request["frame"]
-                entry["response_time"] = round(entry["time"] - request["time"], 6)
-                request["reply_frame"] = entry["frame"]
+            # A oneway request waits for nothing (and would be held until the close).
+            if t != _REQUEST or msg.response_expected:
+                displaced = requests.get((_ANSWER_OF[t], rid))
+                if displaced is not None and self.on_unanswered is not None:
+                    self.on_unanswered(displaced[0])
+                requests[(_ANSWER_OF[t], rid)] = (entry, ts)
+        elif request is not None:
+            request_entry, request_ts = request
+            entry["request_frame"] = request_entry["frame"]
+            entry["response_time"] = round((ts - request_ts) / _NS, 9)
+            request_entry["reply_frame"] = entry["frame"]
+            if self.on_matched is not None:
+                self.on_matched(request_entry, entry)
+
+
+def iter_capture(source, *, ports=None, heuristic: bool = True, user_exceptions=None,
+                 decode_body=None, unanswered=None, matched=None,
+                 reader: CaptureReader | None = None, memo: bool = True):
+    """Every GIOP message of a capture as a JSON-ready dict (see the module doc),
+    yielded as the file is read.  ``source``: a path or binary file (or pass an
+    open ``reader``); ``unanswered``, ``matched``: see :class:`CaptureDecoder`."""
+    out: list = []
+    decoder = CaptureDecoder(out.append, ports, heuristic, user_exceptions, decode_body,
+                             unanswered, matched, memo)
+    tcp = TcpReassembler(decoder)
+    feed = tcp.feed
+    if reader is None:
+        reader = CaptureReader(source)
+    with reader:
+        for segment in reader:
+            feed(segment)
+            if out:
+                yield from out
+                out.clear()
+        tcp.finish()
+        yield from out
 
 
 def decode_capture(path, *, ports=None, heuristic: bool = True, user_exceptions=None,
                    decode_body=None) -> list[dict]:
-    """Every GIOP message of a capture as a JSON-ready dict (see the module doc)."""
-    decoder = CaptureDecoder(ports, heuristic, user_exceptions, decode_body)
-    for seg in read_tcp_segments(path):
-        decoder.feed(seg)
-    return decoder.entries
+    """Every GIOP message of a capture, as a list (small captures; see :func:`iter_capture`)."""
+    return list(iter_capture(path, ports=ports, heuristic=heuristic,
+                             user_exceptions=user_exceptions, decode_body=decode_body))
 
 
 # ----------------------------------------------------------------------------
@@ -338,10 +567,14 @@ def decode_capture(path, *, ports=None, heuristic: bool = True, user_exceptions=
 #   then its members as "path.member", or "-> <path>" for a value already
 #   shown (an indirection: shared or cyclic); value box: "null" or the boxed
 #   value at "path".  ``seen`` (value -> path) spans one message's values.
+# Kinds shown by _leaf_text, as plain ints (an enum member hashes in Python).
+_LEAF_KINDS = frozenset(k.value for k in (
+    TCKind.tk_short, TCKind.tk_long, TCKind.tk_ushort, TCKind.tk_ulong, TCKind.tk_longlong,
+    TCKind.tk_ulonglong, TCKind.tk_float, TCKind.tk_double, TCKind.tk_boolean, TCKind.tk_char,
+    TCKind.tk_octet, TCKind.tk_string, TCKind.tk_wchar, TCKind.tk_wstring, TCKind.tk_enum))
+
+
 def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> list:
-    from .iiop import IIOPProfile, decode_profile
-    from .typecode import TCKind, resolve, value_members
-    from .values import field_names
     if seen is None:
         seen = {}
     tc = resolve(tc)
@@ -349,7 +582,9 @@ def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> 
     while kind == TCKind.tk_alias:
         tc = resolve(tc.content_type())
         kind = tc.kind()
-    if kind in (TCKind.tk_struct, TCKind.tk_except):
+    if kind._value_ in _LEAF_KINDS:          # (the common case first)
+        out.append([path, _leaf_text(value)])
+    elif kind in (TCKind.tk_struct, TCKind.tk_except):
         for i in range(tc.member_count()):
             name = tc.member_name(i)
             member = value[i] if isinstance(value, (tuple, list)) else \
@@ -409,7 +644,6 @@ def typecode_text(tc) -> str:
     """A TypeCode in one line: its kind without "tk_", the repository id of
     named kinds, bounds and parameters of the others ("sequence<long,10>",
     "fixed<5,2>", "struct IDL:Demo/Point:1.0")."""
-    from .typecode import NAMED_KINDS, TCKind, resolve
     tc = resolve(tc)
     kind = tc.kind()
     name = kind.name[3:]
@@ -479,30 +713,35 @@ class IdlBodyDecoder:
     def __init__(self, modules):
         self.operations: dict = {}
         self.exceptions: dict = {}
+        # Per operation name: (name, TypeCode) of its arguments, and of its results.
+        self.arguments: dict = {}
+        self.results: dict = {}
         for m in modules:
             for iface in m.interfaces.values():
                 for name, op in iface.all_operations().items():
-                    self.operations.setdefault(name, op)
                     for exc in op.raises:
                         self.exceptions.setdefault(exc.id(), exc)
+                    if name in self.operations:
+                        continue
+                    self.operations[name] = op
+                    self.arguments[name] = tuple((p.name, p.type) for p in op.in_params)
+                    self.results[name] = \
+                        (() if op.result.kind() == TCKind.tk_void else (("return", op.result),)) \
+                        + tuple((p.name, p.type) for p in op.out_params)
 
     def __call__(self, msg, request):
-        from .marshal import read_value
-        from .giop.messages import Reply, ReplyStatus, Request
-        from .typecode import TCKind
         if isinstance(msg, Request):
             op = self.operations.get(msg.operation)
             if op is None:
                 return None
-            items = [(p.name, p.type) for p in op.in_params]
+            items = self.arguments[msg.operation]
             kind = "arguments"
         elif isinstance(msg, Reply) and request is not None:
             op = self.operations.get(request.get("operation"))
             if op is None:
                 return None
             if msg.reply_status == ReplyStatus.NO_EXCEPTION:
-                items = [] if op.result.kind() == TCKind.tk_void else [("return", op.result)]
-                items += [(p.name, p.type) for p in op.out_params]
+                items = self.results[request["operation"]]
                 kind = "results"
             elif msg.reply_status == ReplyStatus.USER_EXCEPTION:
                 exc = self.exceptions.get(msg.exception_id)

@@ -19,6 +19,7 @@ from pycdr.pcap import decode_capture  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURES = os.path.join(ROOT, "captures")
 sys_path_added = __import__("sys").path.insert(0, CAPTURES)
+__import__("sys").path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_captures import body_decoder  # noqa: E402
 
 
@@ -28,6 +29,17 @@ from make_captures import body_decoder  # noqa: E402
 def test_expected_json_is_current(pcap):
     with open(pcap[:-5] + ".json") as f:
         assert decode_capture(pcap, decode_body=body_decoder()) == json.load(f)
+
+
+@pytest.mark.parametrize("pcap", sorted(glob.glob(os.path.join(CAPTURES, "*.pcap"))
+                                         + glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))),
+                         ids=os.path.basename)
+def test_entry_json_is_json_dumps(pcap):
+    from pycdr.pcap import ShapedEntry, entry_json
+    entries = decode_capture(pcap, decode_body=body_decoder())
+    assert [entry_json(e) for e in entries] == [json.dumps(e) for e in entries]
+    if "real" in pcap:
+        assert any(type(e) is ShapedEntry for e in entries)
 
 
 def test_every_type_version_and_byte_order_is_in_the_corpus():
@@ -71,7 +83,8 @@ def test_cli_json_and_listing():
     out = CliRunner().invoke(main, ["pcap", pcap, "--json", "--idl",
                                     os.path.join(CAPTURES, "capture_test.idl")])
     assert out.exit_code == 0
-    reply = [e for e in json.loads(out.output) if e.get("type") == "Reply"][0]
+    # JSON Lines: one object a line.
+    reply = [e for e in map(json.loads, out.output.splitlines()) if e.get("type") == "Reply"][0]
     assert ["return.host", "found.example"] in reply["decoded"]["values"]
     listing = CliRunner().invoke(main, ["pcap", pcap])
     assert "GIOP 1.2 Reply id=3 NO_EXCEPTION" in listing.output
@@ -84,37 +97,130 @@ def test_not_a_capture_is_a_clear_error(tmp_path):
     assert out.exit_code == 1 and "not a pcap" in out.output
 
 
-def _pcapng_with_block_claiming(length: int) -> bytes:
-    """A section header, an Ethernet interface, then a block whose length field
-    says ``length`` and whose body is 64 bytes."""
+def test_pcap_needs_no_scapy():
+    """`pip install -e .` alone is enough: the command runs with scapy unimportable."""
+    import subprocess
+    import sys
+    pcap = os.path.join(CAPTURES, "wsfault-ior-result.pcap")
+    code = ("import sys; sys.modules['scapy'] = None; from pycdr.cli.main import main; "
+            f"main(['pcap', '--json', {pcap!r}])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [json.loads(line)["type"] for line in proc.stdout.splitlines()][:2] == \
+        ["Request", "Reply"]
+
+
+def test_listing_streams_before_the_end_of_a_bad_file(tmp_path):
+    """Entries decoded before a broken record are written, then the error (exit 1)."""
+    pcap = os.path.join(CAPTURES, "segments.pcap")
+    data = open(pcap, "rb").read()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data + data[24:40])       # a record header claiming what is not there
+    out = CliRunner().invoke(main, ["pcap", str(cut)])
+    assert out.exit_code == 1
+    assert out.output.count("GIOP 1.") == len([e for e in decode_capture(pcap) if "type" in e])
+    assert "error: frame" in out.output
+
+
+def test_shape_memo_gives_the_decoder_s_entries():
+    """Messages decoded by their shape (request id, size and body their own) are
+    what decoding them gives: random variants of every sample message and of
+    the corpus' messages -- new request ids and bodies, bytes changed anywhere
+    after the header, cut short -- with the memo and without."""
+    import random
+    import struct
+
+    from giop_samples import sample_messages
+    from pycdr.giop.messages import split_messages
+    from pycdr.pcap import CaptureDecoder, _ShapeMemo
+    from pycdr.pcapread import read_tcp_segments
+    from pycdr.tcpstream import TcpReassembler
+
+    bases = list(sample_messages())
+    for path in sorted(glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))):
+        data = b"".join(s.payload for s in read_tcp_segments(path))
+        bases += [data[o:o + h.total_size] for (o, h), _ in zip(split_messages(data), range(40))]
+    rng = random.Random(11)
+    stream = []
+    for base in bases:
+        little = base[6] & 1
+        for _ in range(12):
+            m = bytearray(base)
+            kind = rng.randrange(4)
+            if kind == 0 and len(m) > 16:
+                m[12:16] = rng.randbytes(4)            # request_id in 1.2 (elsewhere: a field)
+            elif kind == 1:
+                m += rng.randbytes(rng.randrange(1, 40))
+            elif kind == 2 and len(m) > 12:
+                i = rng.randrange(12, len(m))
+                m[i] = rng.randrange(256)
+            elif kind == 3 and len(m) > 13:
+                del m[rng.randrange(13, len(m)):]
+            m[8:12] = struct.pack("<I" if little else ">I", len(m) - 12)
+            stream += [base, bytes(m)]
+
+    def entries(memo):
+        out = []
+        decoder = CaptureDecoder(out.append, memo=memo)
+        tcp = TcpReassembler(decoder)
+        a, b = (b"\x0a\0\0\x01", 40000), (b"\x0a\0\0\x02", 2809)
+        seq = 1
+        tcp.feed((1, 0, a[0], a[1], b[0], b[1], 0, 0, 0x02, b""))
+        for frame, m in enumerate(stream, 2):
+            tcp.feed((frame, frame, a[0], a[1], b[0], b[1], seq, 0, 0x18, m))
+            seq += len(m)
+        tcp.finish()
+        return out, decoder.memo
+
+    with_memo, memo = entries(True)
+    hits = []
+    original = _ShapeMemo.lookup
+    try:
+        _ShapeMemo.lookup = lambda self, raw: hits.append(original(self, raw)) or hits[-1]
+        with_memo, memo = entries(True)
+    finally:
+        _ShapeMemo.lookup = original
+    assert sum(h is not None for h in hits) > len(stream) // 4    # the memo was used
+    # Entries from the memo are written as json.dumps writes them.
+    from pycdr.pcap import entry_json
+    assert [entry_json(e) for e in with_memo] == [json.dumps(e) for e in with_memo]
+    without = entries(False)[0]
+    for a, b in zip(with_memo, without):
+        assert {k: v for k, v in a.items() if a.get(k) != b.get(k)} == \
+            {k: v for k, v in b.items() if a.get(k) != b.get(k)}, a["frame"]
+    assert with_memo == without
+
+
+def test_progress_bar_leaves_the_output_alone(monkeypatch):
+    import pycdr.cli.pcap as cli_pcap
+    monkeypatch.setattr(cli_pcap, "PROGRESS_EVERY", 1)      # an update every entry
+    pcap = os.path.join(CAPTURES, "fragments.pcap")
+    plain = CliRunner().invoke(main, ["pcap", "--no-progress", pcap])
+    shown = CliRunner().invoke(main, ["pcap", "--progress", pcap])
+    assert shown.exit_code == plain.exit_code == 0
+    assert shown.stdout == plain.stdout       # the bar goes to stderr only
+
+
+def test_cli_block_claiming_4_gib_is_a_typed_error(tmp_path):
+    """A pcapng block whose length claims 4 GiB: nothing allocated for it, the
+    error names the frame and the file offset, exit 1, no traceback."""
+    import struct
     shb = struct.pack("<IIIHHqI", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1, 28)
     idb = struct.pack("<IIHHII", 1, 20, 1, 0, 0, 20)
-    return shb + idb + struct.pack("<II", 6, length) + bytes(64)
-
-
-def test_block_claiming_4_gib_is_not_allocated(tmp_path):
-    # Issue 25: scapy read the claimed 4 GiB in one read(); under an address-space
-    # limit that was a MemoryError traceback.  Now the capture ends there.
-    from bounded import run_pycdr
     path = tmp_path / "huge.pcapng"
-    path.write_bytes(_pcapng_with_block_claiming(0xFFFFFFF0))
-    result = run_pycdr("pcap", path, "--json")
-    assert "Traceback" not in result.stderr, result.stderr[-2000:]
-    assert result.returncode == 0 and json.loads(result.stdout) == []
+    path.write_bytes(shb + idb + struct.pack("<II", 6, 0xFFFFFFF0) + bytes(64))
+    out = CliRunner().invoke(main, ["pcap", "--json", str(path)])
+    assert out.exit_code == 1 and out.stdout == ""
+    assert "frame 1, file offset 48" in out.stderr and "4294967280" in out.stderr
+    assert out.exception is None or isinstance(out.exception, SystemExit)
 
 
-def test_damaged_capture_names_the_frame(tmp_path, monkeypatch):
-    # Whatever scapy raises inside the packet loop becomes pycdr's error with the frame.
-    from scapy.utils import PcapReader
-    calls = []
-    original = PcapReader.read_packet
-
-    def failing_third(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise MemoryError("as for a length field claiming 4 GiB")
-        return original(self, *args, **kwargs)
-    monkeypatch.setattr(PcapReader, "read_packet", failing_third)
-    out = CliRunner().invoke(main, ["pcap", os.path.join(CAPTURES, "kinds.pcap")])
-    assert out.exit_code == 1 and isinstance(out.exception, SystemExit), out.exception
-    assert "kinds.pcap: frame 3: damaged capture (MemoryError" in out.output
+@pytest.mark.parametrize("pcap", sorted(glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))),
+                         ids=os.path.basename)
+def test_listing_of_memo_entries_is_the_general_one(pcap):
+    from pycdr.cli.pcap import _entry_text, entry_text
+    from pycdr.pcap import ShapedEntry
+    entries = decode_capture(pcap)
+    assert any(type(e) is ShapedEntry for e in entries)
+    assert [entry_text(e) for e in entries] == [_entry_text(dict(e)) for e in entries]

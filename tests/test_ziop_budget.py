@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from pycdr.errors import MessageTooLargeError
+from pycdr.errors import MAX_ERROR_BYTES, MessageTooLargeError
 from pycdr.giop import sysexc
 from pycdr.giop.connection import NEED_DATA, GiopConnection, Role
 from pycdr.giop.events import Answer, MessageReceived, ProtocolViolation
@@ -280,7 +280,8 @@ def test_decode_json_of_the_issues_eight_bombs_reports_each_with_bounded_memory(
                 assert entry["stream_offset"] == offset
                 assert entry["error"]["type"] == "MessageTooLargeError"
                 assert entry["error"]["offset"] == offset + HEADER_SIZE + 4
-                assert entry["bytes"] == bomb.hex() and entry["header"]["magic"] == "ZIOP"
+                assert entry["bytes"] == bomb[:MAX_ERROR_BYTES].hex()
+                assert entry["bytes_length"] == len(bomb) and entry["header"]["magic"] == "ZIOP"
                 offset += len(bomb)
         else:
             assert out.count("undecodable: MessageTooLargeError") == 8
@@ -320,12 +321,15 @@ def test_pcap_reports_a_bomb_with_its_offset_and_goes_on(tmp_path):
     code, out, peak = cli_peak_rss(tmp_path, "pcap", str(path), "--idl", ECHO_ALL_IDL,
                                    "--json")
     assert code == 0, out
-    entries = json.loads(out)
+    entries = [json.loads(line) for line in out.splitlines()]     # JSON Lines
     assert [e.get("request_id") for e in entries] == [1, None, 3]
     error = entries[1]["error"]
     assert error["type"] == "MessageTooLargeError"
     assert error["offset"] == len(first) + HEADER_SIZE + 4
-    assert entries[1]["stream_offset"] == len(first) and entries[1]["bytes"] == bomb.hex()
+    assert entries[1]["stream_offset"] == len(first)
+    # (at most MAX_ERROR_BYTES of the undecodable bytes as hex, and their whole length)
+    assert entries[1]["bytes"] == bomb[:MAX_ERROR_BYTES].hex()
+    assert entries[1]["bytes_length"] == len(bomb)
     assert peak < 150, f"peak RSS {peak:.0f} MiB"
 
 

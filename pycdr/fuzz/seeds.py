@@ -201,7 +201,7 @@ def random_value(t, rng: random.Random, depth: int = 0):
 def pcap_seeds(corpus_dir: str) -> list[Seed]:
     """Client-side GIOP messages of every pcap/pcapng under ``corpus_dir``:
     one seed per message, a fragment chain kept together."""
-    from ..pcap import read_tcp_segments
+    from ..pcapread import read_tcp_segments
     seeds = []
     paths = sorted(glob.glob(os.path.join(corpus_dir, "**", "*.pcap*"), recursive=True))
     for path in paths:
