@@ -1,6 +1,6 @@
-/* pycdr._speedups: the marshal plans of pycdr/plan.py, run in C.
+/* pycdr._speedups: the marshal plans of pycdr/plan/, run in C.
  *
- * The Python plan compiler (pycdr/plan.py) turns a TypeCode into a tree of
+ * The Python plan compiler (pycdr/plan/compiler.py) turns a TypeCode into a tree of
  * nodes, each with an `op` name and plain parameters.  This module compiles
  * such a tree once more, into C structs (cached on each node as a capsule in
  * its `_c` attribute), and runs them over a reader state (buffer, position,
@@ -560,7 +560,7 @@ compile_node(PyObject *node)
     }
     if (rc < 0 && (PyErr_ExceptionMatches(PyExc_AttributeError) ||
                    PyErr_ExceptionMatches(PyExc_TypeError))) {
-        /* A node whose parameters are not what this module knows (plan.py
+        /* A node whose parameters are not what this module knows (pycdr/plan/
          * changed shape): run that node in Python rather than fail. */
         PyErr_Clear();
         p->op = OP_PYTHON;
