@@ -27,6 +27,8 @@ from pycdr.tcmarshal import write_typecode
 from pycdr.values import Any
 from pycdr import tc
 
+from .echo import WIDE_OPERATIONS, echo_values
+
 VERSIONS = ((1, 0), (1, 1), (1, 2), (1, 3))
 ORDERS = (False, True)     # big-endian, little-endian
 UNKNOWN_KEY = b"pycdr-no-such-object-\xff"
@@ -714,7 +716,6 @@ def catalog(target_version=(1, 2)) -> list[Case]:
 def echo_catalog(module, interface) -> list[Case]:
     """Cases for the conformance Echo interface (every IDL type, padding, wide
     characters, big payloads). ``module``/``interface``: its pycdr.idl objects."""
-    from .echo import WIDE_OPERATIONS, echo_values
     operations = interface.all_operations()
     cases = []
     for v, le in _variants():

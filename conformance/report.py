@@ -3,8 +3,12 @@ Markdown results matrix across endpoints (docs/CONFORMANCE.md)."""
 
 from __future__ import annotations
 
+import os
+import re
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
+
+from pycdr.pcapwrite import TcpSession, write_pcap
 
 from .cases import TOLERANCE_CODES
 from .runner import FAIL, NOT_RUN, PASS, TOLERATED
@@ -97,9 +101,6 @@ def export_pcaps(run, folder: str) -> list[str]:
     """One pcap a case: what was sent and what came back, as a TCP session to
     the target's port (so Wireshark and ``pycdr pcap`` dissect it as GIOP); a
     client case: each of the client's connections to the crafted server, in order."""
-    import os
-    import re
-    from pycdr.pcapwrite import TcpSession, write_pcap
     os.makedirs(folder, exist_ok=True)
     paths = []
     for r in run.results:

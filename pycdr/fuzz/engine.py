@@ -60,6 +60,7 @@ from ..giop.events import (NEED_DATA, Answer, ConnectionClosed, MessageReceived,
 from ..giop.header import HEADER_SIZE, MsgType
 from ..giop.messages import (CloseConnection, KeyAddr, LocateReply, LocateRequest,
                              MessageError, Reply, Request, encode_message)
+from ..conformance.target import resolve_target
 from ..conformance.wire import FLOOD_BYTES, FLOOD_FACTOR, FLOOD_MESSAGES, Observation, Wire
 from ..orb.tls import DEFAULT_TLS, TLSOptions, open_socket
 from .findings import Finding, ddmin, minimize
@@ -360,7 +361,6 @@ class SpawnedTarget:
 
 
 def resolve(text: str, tls: TLSOptions = DEFAULT_TLS):
-    from ..conformance.target import resolve_target
     return resolve_target(text, tls=tls)
 
 
