@@ -16,7 +16,7 @@ from ..header import GIOP_MAGIC, GiopHeader, MsgType, parse_header
 from .model import AddressingDisposition, KeyAddr, Message, Reply, ReplyStatus, Request
 
 if marshal.IMPLEMENTATION == "c":
-    from ... import _speedups
+    from ..._speedups import configure_giop, decode_common_12
 
 
 # --- The ORB's hot path: GIOP 1.2/1.3 Requests with a KeyAddr target and
@@ -139,10 +139,9 @@ def _c_decode_common_12():
     on the pure-Python path."""
     if marshal.IMPLEMENTATION != "c":
         return None
-    _speedups.configure_giop(Request, *_field_template(Request), Reply,
-                             *_field_template(Reply), KeyAddr, _fast_service_contexts,
-                             parse_header, _decode_common_12)
-    return _speedups.decode_common_12
+    configure_giop(Request, *_field_template(Request), Reply, *_field_template(Reply), KeyAddr,
+                   _fast_service_contexts, parse_header, _decode_common_12)
+    return decode_common_12
 
 
 _decode_common_12_python = _decode_common_12
