@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ..errors import PycdrError
-from ..conformance.cases import RenderContext, catalog, echo_catalog, render_case
+from ..conformance.cases import catalog, echo_catalog
+from ..conformance.rendering import RenderContext, render_case
 from ..conformance.echo import ECHO_INTERFACE, load_echo_module
 from ..conformance.suite import serves_echo
 from ..idl import load
