@@ -128,7 +128,6 @@ def replace_section(path: str, name: str, text: str) -> None:
     """Write ``text`` into the file at ``path`` between the markers of section ``name``
     (appended when the file has none), leaving the other sections as they are: the server and
     client matrices share docs/CONFORMANCE.md, each written by its own test."""
-    import os
     begin, end = f"<!-- matrix:{name} begin -->\n", f"<!-- matrix:{name} end -->\n"
     old = open(path).read() if os.path.exists(path) else ""
     block = begin + text.rstrip("\n") + "\n" + end
