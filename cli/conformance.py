@@ -74,7 +74,7 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
             click.echo(f"error: {failure_text(e)}", err=True)
             sys.exit(EXIT_UNREACHABLE)
         if list_only:
-            from pycdr.conformance.cases import render_case
+            from pycdr.conformance.rendering import render_case
             for case in suite.cases:
                 click.echo(f"{case.id}  {case.title}  [{case.spec}]")
                 for t in case.tolerate:

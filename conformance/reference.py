@@ -3,7 +3,11 @@ conformance Echo interface."""
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
+
+from pycdr.orb import EchoServant, ServerLimits
+from pycdr.orb.sync import SyncORB
 
 from .echo import ECHO_INTERFACE, load_echo_module
 
@@ -13,9 +17,6 @@ def reference_endpoint(tls=None):
     """Start the reference ORB on 127.0.0.1 (a free port) with an Echo servant
     under the persistent key ``Echo``; yield its IOR; stop it after.  With ``tls``
     (a server ssl.SSLContext) it listens for TLS only."""
-    import logging
-    from pycdr.orb import EchoServant, ServerLimits
-    from pycdr.orb.sync import SyncORB
     # The suite provokes protocol violations on purpose; the ORB's log of each
     # one is noise here (the verdicts say what happened).
     logging.getLogger("pycdr.orb").setLevel(logging.ERROR)

@@ -3,8 +3,12 @@ Markdown results matrix across endpoints (docs/CONFORMANCE.md)."""
 
 from __future__ import annotations
 
+import os
+import re
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
+
+from pycdr.pcapwrite import TcpSession, write_pcap
 
 from .cases import TOLERANCE_CODES
 from .runner import FAIL, NOT_RUN, PASS, TOLERATED
@@ -97,9 +101,6 @@ def export_pcaps(run, folder: str) -> list[str]:
     """One pcap a case: what was sent and what came back, as a TCP session to
     the target's port (so Wireshark and ``pycdr pcap`` dissect it as GIOP); a
     client case: each of the client's connections to the crafted server, in order."""
-    import os
-    import re
-    from pycdr.pcapwrite import TcpSession, write_pcap
     os.makedirs(folder, exist_ok=True)
     paths = []
     for r in run.results:
@@ -127,7 +128,6 @@ def replace_section(path: str, name: str, text: str) -> None:
     """Write ``text`` into the file at ``path`` between the markers of section ``name``
     (appended when the file has none), leaving the other sections as they are: the server and
     client matrices share docs/CONFORMANCE.md, each written by its own test."""
-    import os
     begin, end = f"<!-- matrix:{name} begin -->\n", f"<!-- matrix:{name} end -->\n"
     old = open(path).read() if os.path.exists(path) else ""
     block = begin + text.rstrip("\n") + "\n" + end

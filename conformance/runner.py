@@ -14,7 +14,8 @@ from pycdr.giop.sysexc import CompletionStatus
 from pycdr.marshal import read_value
 from pycdr import tc
 
-from .cases import Case, RenderContext, render_case
+from .cases import Case
+from .rendering import RenderContext, render_case
 from .target import Target, locate
 from .wire import Observation
 

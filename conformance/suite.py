@@ -7,12 +7,17 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .cases import catalog, echo_catalog
-from .echo import ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module
-from .runner import Result, Runner, verdict_counts
+from pycdr import tc
+from pycdr.giop.messages import KeyAddr, Reply, ReplyStatus, Request, encode_message
+from pycdr.marshal import read_value
 from pycdr.orb.tls import DEFAULT_TLS, TLSOptions
 
+from .cases import catalog, echo_catalog
+from .echo import ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module
+from .reference import reference_endpoint
+from .runner import Result, Runner, verdict_counts
 from .target import Target, resolve_target
+from .wire import Observation
 
 
 @dataclass
@@ -29,10 +34,6 @@ class Run:
 
 def serves_echo(target: Target) -> bool:
     """Whether the target implements the conformance Echo (asked with _is_a)."""
-    from pycdr.giop.messages import KeyAddr, Reply, ReplyStatus, Request, encode_message
-    from pycdr.marshal import read_value
-    from pycdr import tc
-    from .wire import Observation
     if target.type_id == ECHO_REPO_ID:
         return True
     msg = Request(version=(1, 2), request_id=1, target=KeyAddr(target.object_key),
@@ -95,6 +96,5 @@ def target_or_reference(target_text: str | None):
     if target_text:
         yield target_text
         return
-    from .reference import reference_endpoint
     with reference_endpoint() as ior:
         yield ior

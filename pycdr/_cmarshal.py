@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import functools
 
-from . import _speedups, codesets
-from ._speedups import Fallback, read as _c_read, touches_context, write as _c_write
+from . import codesets
+from ._speedups import (Fallback, configure as _c_configure, entry as _c_entry, read as _c_read,
+                        touches_context, write as _c_write)
 from .cdr import DEFAULT_VERSION, CDRReader, CDRWriter
 from .errors import CDRError
 from .plan import plan_for
@@ -62,8 +63,8 @@ def _writer_for(buf, little, version, offset, tcs_c, tcs_w, wstring_bom):
 def wrap(py_read_value, py_write_value, py_encode, py_decode, py_encode_encapsulation,
          py_decode_encapsulation):
     """C-backed versions of marshal's entry points (same order, same signatures)."""
-    _speedups.configure(globals(), plan_for, TypeCode, CDRError, _reader_for, _writer_for,
-                        _ISO_8859_1, DEFAULT_VERSION, _DEFAULT_TCS_C, _DEFAULT_TCS_W)
+    _c_configure(globals(), plan_for, TypeCode, CDRError, _reader_for, _writer_for,
+                 _ISO_8859_1, DEFAULT_VERSION, _DEFAULT_TCS_C, _DEFAULT_TCS_W)
 
     def read_value(r, tc):
         if (enabled and type(r) is CDRReader and not r.lenient and r.tcs_c == _ISO_8859_1
@@ -102,7 +103,7 @@ def wrap(py_read_value, py_write_value, py_encode, py_decode, py_encode_encapsul
 
     def c_entry(py_fn):
         # name, doc, __wrapped__ (so inspect.signature shows py_fn's) from py_fn
-        return functools.update_wrapper(_speedups.entry(py_fn.__name__, py_fn), py_fn)
+        return functools.update_wrapper(_c_entry(py_fn.__name__, py_fn), py_fn)
 
     return (read_value, write_value, c_entry(py_encode), c_entry(py_decode),
             c_entry(py_encode_encapsulation), c_entry(py_decode_encapsulation))

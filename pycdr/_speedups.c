@@ -1,6 +1,6 @@
-/* pycdr._speedups: the marshal plans of pycdr/plan.py, run in C.
+/* pycdr._speedups: the marshal plans of pycdr/plan/, run in C.
  *
- * The Python plan compiler (pycdr/plan.py) turns a TypeCode into a tree of
+ * The Python plan compiler (pycdr/plan/compiler.py) turns a TypeCode into a tree of
  * nodes, each with an `op` name and plain parameters.  This module compiles
  * such a tree once more, into C structs (cached on each node as a capsule in
  * its `_c` attribute), and runs them over a reader state (buffer, position,
@@ -30,7 +30,7 @@
  *
  * One more thing runs here besides the plans: the ORB's fast decode of common
  * GIOP 1.2/1.3 Requests and Replies (decode_common_12, near the end), the C
- * form of pycdr/giop/messages.py's _decode_common_12.
+ * form of pycdr/giop/messages/fast12.py's _decode_common_12.
  *
  * Ownership: input is read through the buffer protocol without copying; every
  * value returned is a new Python object (bytes for sequence<octet>, str for
@@ -560,7 +560,7 @@ compile_node(PyObject *node)
     }
     if (rc < 0 && (PyErr_ExceptionMatches(PyExc_AttributeError) ||
                    PyErr_ExceptionMatches(PyExc_TypeError))) {
-        /* A node whose parameters are not what this module knows (plan.py
+        /* A node whose parameters are not what this module knows (pycdr/plan/
          * changed shape): run that node in Python rather than fail. */
         PyErr_Clear();
         p->op = OP_PYTHON;
@@ -2526,7 +2526,7 @@ speedups_touches_context(PyObject *self, PyObject *node)
  * GIOP 1.2/1.3 messages: the ORB's fast decode                           *
  *************************************************************************/
 
-/* decode_common_12(data, header) is pycdr/giop/messages.py's
+/* decode_common_12(data, header) is pycdr/giop/messages/fast12.py's
  * _decode_common_12, the ORB's hot path (GIOP 1.2/1.3 Requests with a KeyAddr
  * target, NO_EXCEPTION Replies), in C: the same checks in the same order, the
  * same result -- the message, or None where the Python function returns None
@@ -2744,7 +2744,7 @@ fail:
 
 PyDoc_STRVAR(decode_common_12_doc,
 "decode_common_12(data, header)\n--\n\n"
-"pycdr.giop.messages._decode_common_12 in C: the Request or Reply of the ORB's\n"
+"pycdr.giop.messages.fast12._decode_common_12 in C: the Request or Reply of the ORB's\n"
 "hot path decoded from the whole message `data`, or None for the general\n"
 "decoder.  `header` is parse_header(data), or None.  configure_giop() first.");
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ObjectURLError
-from .ior import IOR
+from .ior import IOR, ior_from_string
 from .iiop import (CONFIDENTIALITY, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, IIOPProfile,
                    SSLSecTrans, make_ior)
 
@@ -131,7 +131,6 @@ def unescape(text: str, base: int) -> bytes:
 
 def parse_object_url(text: str):
     """An IOR, Corbaloc or Corbaname for a stringified object reference."""
-    from .ior import ior_from_string
     text = text.strip()
     scheme = text.split(":", 1)[0].lower()
     if scheme == "ior":

@@ -24,6 +24,8 @@ from the wire, in anys); every kind pycdr's value decoder reads is described.
 
 from __future__ import annotations
 
+from . import codesets, iiop
+from .giop import service_contexts, sysexc
 from .typecode import NAMED_KINDS, PRIMITIVE_KINDS, TCKind, TypeCode, resolve
 
 
@@ -145,8 +147,6 @@ def type_table(modules) -> str:
 
 def names_table() -> str:
     """dissector/pycdr_names.lua: pycdr's name tables as Lua."""
-    from . import codesets, iiop
-    from .giop import service_contexts, sysexc
 
     def table(name, mapping):
         items = ", ".join(f"[{k}] = {lua_string(v)}" for k, v in sorted(mapping.items()))

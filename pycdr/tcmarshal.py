@@ -15,14 +15,16 @@ TypeCode.
 
 from __future__ import annotations
 
+import copyreg
 import struct
 
 from .cdr import BE, LE, CDRReader, CDRWriter
 from .errors import (BadTypeCodeError, CDRError, EncodeError, InvalidTypeCodeError,
                      RecursionLimitError)
-from .typecode import (DEFAULT, DISCRIMINATOR_KINDS, PRIMITIVE_KINDS, RecursiveTypeCode,
-                       TCKind, TypeCode, enum_tc, exception_tc, primitive, resolve,
-                       struct_tc, union_tc, value_tc)
+from .scalars import scalar_plan
+from .typecode import (DEFAULT, DISCRIMINATOR_KINDS, INTEGER_RANGES, PRIMITIVE_KINDS,
+                       RecursiveTypeCode, TCKind, TypeCode, enum_tc, exception_tc, primitive,
+                       resolve, struct_tc, union_tc, value_tc)
 
 K = TCKind
 INDIRECTION = 0xFFFFFFFF
@@ -92,7 +94,6 @@ def _write_tc(w: CDRWriter, tc: TypeCode, positions: dict, open_: set, repeated:
 
 
 def _write_params(w, tc, positions, open_, repeated, encaps_little=None):
-    from .plan import plan_for
     k = tc._kind
     if k in _ID_NAME_KINDS:
         w.write_string(tc._id)
@@ -110,7 +111,7 @@ def _write_params(w, tc, positions, open_, repeated, encaps_little=None):
         _write_tc(w, tc._disc, positions, open_, repeated, encaps_little)
         w.write_long(tc._default_index)
         w.write_ulong(len(tc._member_names))
-        disc_plan = plan_for(tc._disc)
+        disc_plan = scalar_plan(tc._disc)
         for label, name, mtype in zip(tc._labels, tc._member_names, tc._member_types):
             if label is DEFAULT:
                 _write_default_label(w, tc._disc, tc)
@@ -154,13 +155,10 @@ def _write_default_label(w: CDRWriter, disc: TypeCode, union: TypeCode) -> None:
     it, so the bytes equal the oracle's: for signed types the lowest value no
     label uses, for unsigned types the highest, for char 0xff downwards, for
     boolean TRUE unless taken, for enums the first unused enumerator."""
-    from .plan import plan_for
-    plan_for(disc).write(w, default_label_value(union))
+    scalar_plan(disc).write(w, default_label_value(union))
 
 
 def default_label_value(union: TypeCode):
-    from .typecode import INTEGER_RANGES
-    from .values import EnumItem
     disc = resolve(union._disc).unalias()
     k = disc._kind
     used = {lbl for lbl in union._labels if lbl is not DEFAULT}
@@ -283,7 +281,6 @@ def _read_tc(r: CDRReader, table: _TCTable) -> TypeCode:
 
 
 def _read_params(r: CDRReader, k: TCKind, table: _TCTable, pos: int) -> TypeCode:
-    from .plan import plan_for
     if k in _ID_NAME_KINDS:
         rid = r.read_string()
         name = r.read_string()
@@ -309,7 +306,7 @@ def _read_params(r: CDRReader, k: TCKind, table: _TCTable, pos: int) -> TypeCode
         n = r.read_count(10, "member list")
         if not -1 <= default_index < n:
             raise _bad(f"union default index {default_index} out of range for {n} members", pos)
-        disc_plan = plan_for(disc)
+        disc_plan = scalar_plan(disc)
         members = []
         for i in range(n):
             if i == default_index:
@@ -364,3 +361,13 @@ def decode_typecode_encapsulation(data: bytes) -> TypeCode:
     r = CDRReader(data)
     r.read_encapsulation_byte_order()
     return read_typecode(r)
+
+
+def _reduce_typecode(tc: TypeCode):
+    return (decode_typecode_encapsulation, (encode_typecode_encapsulation(tc),))
+
+
+# TypeCodes pickle and copy through their CDR encoding, which handles recursion.
+for _cls in (TypeCode, RecursiveTypeCode):
+    copyreg.pickle(_cls, _reduce_typecode)
+del _cls

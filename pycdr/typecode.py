@@ -287,11 +287,6 @@ class TypeCode:
     def __repr__(self) -> str:
         return f"<TypeCode {describe(self)}>"
 
-    def __reduce__(self):
-        # Pickle through the CDR encoding, which handles recursion.
-        from .tcmarshal import encode_typecode_encapsulation, decode_typecode_encapsulation
-        return (decode_typecode_encapsulation, (encode_typecode_encapsulation(self),))
-
 
 class RecursiveTypeCode(TypeCode):
     """Placeholder for a recursive reference (CORBA create_recursive_tc).

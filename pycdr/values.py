@@ -41,7 +41,7 @@ import unicodedata
 from decimal import Decimal
 from fractions import Fraction
 
-from .typecode import DEFAULT, TCKind, TypeCode, resolve, value_members
+from .typecode import DEFAULT, INTEGER_RANGES, TCKind, TypeCode, resolve, value_members
 
 K = TCKind
 
@@ -350,7 +350,6 @@ def implicit_default_label(tc: TypeCode):
     """A discriminator value that no explicit label uses (for the default
     branch, or for an implicit default with no branch), or None if every value
     is taken."""
-    from .typecode import INTEGER_RANGES
     used = {lbl for lbl in tc._labels if lbl is not DEFAULT}
     disc = tc._disc.unalias()
     k = disc._kind

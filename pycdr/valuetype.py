@@ -24,7 +24,7 @@ from __future__ import annotations
 from .cdr import CDRReader, CDRWriter
 from .errors import (CDRError, DecodeError, EncodeError, InvalidValueError,
                      NotSupportedError, RecursionLimitError, TruncatedError)
-from .typecode import (VM_CUSTOM, VM_TRUNCATABLE, TCKind, TypeCode, resolve,
+from .typecode import (VALUE_KINDS, VM_CUSTOM, VM_TRUNCATABLE, TCKind, TypeCode, resolve,
                        value_members)
 from . import values as V
 
@@ -102,8 +102,10 @@ def _close_chunk(w: CDRWriter, vc: _ValueContext) -> None:
         w.buf[start:start + 4] = (w.fmt.long.pack(length))
 
 
-def write_value_instance(w: CDRWriter, formal: TypeCode | None, v) -> None:
-    from .plan import plan_for
+def write_value_instance(w: CDRWriter, formal: TypeCode | None, v, plans) -> None:
+    """Write a value (or null, or an indirection to one written before) of the
+    formal type ``formal`` (None: the value's own type); ``plans`` gives the
+    plan of each member's TypeCode (pycdr.plan.plan_for)."""
     vc = _ctx(w)
     if v is None:
         if vc.chunk_start is not None:
@@ -148,7 +150,7 @@ def write_value_instance(w: CDRWriter, formal: TypeCode | None, v) -> None:
         _open_chunk(w, vc)
     try:
         if boxed:
-            plan_for(tc._content).write(w, v)
+            plans(tc._content).write(w, v)
         else:
             members = value_members(tc)
             for pyname, (name, mtype) in zip(V.field_names([m[0] for m in members]), members):
@@ -157,7 +159,7 @@ def write_value_instance(w: CDRWriter, formal: TypeCode | None, v) -> None:
                 except AttributeError:
                     raise EncodeError(f"value {tc._name} has no member {name!r}") from None
                 try:
-                    plan_for(mtype).write(w, value)
+                    plans(mtype).write(w, value)
                 except CDRError as e:
                     e.add_path("." + name)
                     raise
@@ -194,7 +196,6 @@ def _read_indirectable_string(r: CDRReader, vc: _ValueContext, what: str) -> str
 
 def _learn(vc: _ValueContext, tc: TypeCode) -> None:
     """Remember the value TypeCodes reachable from a formal type, by id."""
-    from .typecode import VALUE_KINDS
     stack = [tc]
     seen = set()
     while stack:
@@ -247,8 +248,10 @@ def _leave_chunk(r: CDRReader, vc: _ValueContext) -> None:
         r.set_limit(vc.outer_end)
 
 
-def read_value_instance(r: CDRReader, formal: TypeCode | None):
-    from .plan import plan_for
+def read_value_instance(r: CDRReader, formal: TypeCode | None, plans):
+    """Read a value (or null, or an indirection) of the formal type ``formal``
+    (None: whatever type the value names); ``plans`` gives the plan of each
+    member's TypeCode (pycdr.plan.plan_for)."""
     vc = _ctx(r)
     if vc.outer_end is None:
         vc.outer_end = r.limit
@@ -328,7 +331,7 @@ def read_value_instance(r: CDRReader, formal: TypeCode | None):
     r.depth += 1
     try:
         if tc._kind == K.tk_value_box:
-            result = _read_member(r, vc, plan_for(tc._content), chunked, "boxed value")
+            result = _read_member(r, vc, plans(tc._content), chunked, "boxed value")
         else:
             cls = V.class_for(tc)
             obj = cls.__new__(cls)
@@ -337,7 +340,7 @@ def read_value_instance(r: CDRReader, formal: TypeCode | None):
                 obj._codebase = codebase
             members = value_members(tc)
             for attr, (name, mtype) in zip(V.field_names([m[0] for m in members]), members):
-                setattr(obj, attr, _read_member(r, vc, plan_for(mtype), chunked, name))
+                setattr(obj, attr, _read_member(r, vc, plans(mtype), chunked, name))
             result = obj
         if tc._kind == K.tk_value_box:
             vc.values[tag_pos] = result
@@ -363,8 +366,7 @@ def _read_null_or_indirection(r, vc):
 
 
 def _read_member(r, vc, node, chunked, name):
-    from .plan import ValueNode, AbstractInterfaceNode
-    if chunked and not isinstance(node, (ValueNode, AbstractInterfaceNode)):
+    if chunked and not node.holds_values:
         if vc.chunk_end is not None and r.pos == vc.chunk_end:
             _leave_chunk(r, vc)          # a chunk may end between two members
         if vc.chunk_end is None:

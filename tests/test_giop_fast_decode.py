@@ -1,5 +1,5 @@
 """The ORB's fast GIOP 1.2/1.3 decode in C (pycdr._speedups.decode_common_12) against
-its Python form (pycdr.giop.messages._decode_common_12_python): for every message of
+its Python form (pycdr.giop.messages.fast12._decode_common_12_python): for every message of
 the captures and the samples, mutated and cut, the same message -- every field, of
 the same type -- or None from both, and the same error when there is one."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from pycdr import marshal
 from pycdr.errors import PycdrError
-from pycdr.giop import messages
+from pycdr.giop.messages import fast12
 from pycdr.giop.header import parse_header
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
 from pycdr.giop.service_contexts import CodeSetsContext
@@ -22,7 +22,7 @@ from test_giop_connection_properties import PIECES
 pytestmark = pytest.mark.skipif(marshal.IMPLEMENTATION != "c",
                                 reason="the C path is not in use (PYCDR_PURE=1 or not built)")
 
-PYTHON = messages._decode_common_12_python
+PYTHON = fast12._decode_common_12_python
 
 
 def c_decode(data, header):
@@ -61,10 +61,10 @@ def test_c_decodes_every_message_as_python():
 
 
 def test_module_uses_the_c_form_and_the_messages_behave():
-    assert messages._decode_common_12 is not PYTHON
+    assert fast12._decode_common_12 is not PYTHON
     data = encode_message(Request(version=(1, 2), request_id=9, operation="op",
                                   target=KeyAddr(b"key"), body=b"\0\0\0\1"))
-    first, second = messages._decode_common_12(data, None), messages._decode_common_12(data, None)
+    first, second = fast12._decode_common_12(data, None), fast12._decode_common_12(data, None)
     assert first == second == PYTHON(data, None)
     # fresh default_factory fields, not the template's
     first.warnings.append("x")

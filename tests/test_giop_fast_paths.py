@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from pycdr.errors import EncodeError
-from pycdr.giop import messages
+from pycdr.giop.messages import encoding
 from pycdr.giop.messages import (KeyAddr, ProfileAddr, Reply, ReplyStatus, Request,
                                  decode_message, encode_message)
 from pycdr.giop.service_contexts import CodeSetsContext
@@ -15,8 +15,8 @@ from pycdr.ior import TaggedProfile
 
 def general_encoding(monkeypatch, msg, **kwargs):
     with monkeypatch.context() as m:
-        m.setattr(messages, "_pack_request_12", lambda w, msg: False)
-        m.setattr(messages, "_pack_reply_12", lambda w, msg: False)
+        m.setattr(encoding, "_pack_request_12", lambda w, msg: False)
+        m.setattr(encoding, "_pack_reply_12", lambda w, msg: False)
         return encode_message(msg, **kwargs)
 
 
@@ -38,15 +38,15 @@ def replies():
 
 def test_common_headers_are_packed_as_the_general_encoder_writes_them(monkeypatch):
     packed = []
-    real_request, real_reply = messages._pack_request_12, messages._pack_reply_12
+    real_request, real_reply = encoding._pack_request_12, encoding._pack_reply_12
 
     def recording(real):
         def pack(w, msg):
             packed.append(real(w, msg))
             return packed[-1]
         return pack
-    monkeypatch.setattr(messages, "_pack_request_12", recording(real_request))
-    monkeypatch.setattr(messages, "_pack_reply_12", recording(real_reply))
+    monkeypatch.setattr(encoding, "_pack_request_12", recording(real_request))
+    monkeypatch.setattr(encoding, "_pack_reply_12", recording(real_reply))
     count = 0
     for msg in itertools.chain(requests(), replies()):
         data = encode_message(msg)

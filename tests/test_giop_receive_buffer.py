@@ -11,7 +11,8 @@ from pycdr.giop import connection as giop_connection
 from pycdr.giop.connection import NEED_DATA, GiopConnection, Role
 from pycdr.giop.events import ConnectionClosed, MessageReceived, ProtocolViolation
 from pycdr.giop.header import MsgType, encode_header, parse_header
-from pycdr.giop.messages import KeyAddr, Request, decode_message, _decode_common_12, encode_message
+from pycdr.giop.messages import KeyAddr, Request, decode_message, encode_message
+from pycdr.giop.messages.fast12 import _decode_common_12
 
 from giop_samples import sample_messages, with_size
 from test_giop_connection import drain, stream_for_server

@@ -18,6 +18,7 @@ from unittest import mock
 import pytest
 
 from pycdr import plan, tc, values
+from pycdr.plan import columns
 from pycdr.cdr import CDRReader, CDRWriter
 from pycdr.errors import CDRError
 from pycdr.values import class_for
@@ -25,7 +26,7 @@ from pycdr.values import class_for
 from flat_structs import (ALL_KINDS, BIN_STRUCT, CHAR_LONG_LONG, NESTED, SHORT_OCTET,
                           all_kinds, bin_struct, char_long_long)
 
-MIN = plan._COLUMNS_READ_MIN
+MIN = columns._COLUMNS_READ_MIN
 
 # One member, a boolean: the generated loop's one-name form.
 FLAG = tc.struct("IDL:test/ColumnReadsFlag:1.0", "Flag", [("on", tc.boolean)])
@@ -45,13 +46,13 @@ def nested(i: int):
 
 @pytest.fixture(autouse=True)
 def columns_for_every_width(monkeypatch):
-    """The column reader for structs of any number of members (plan.py uses it
+    """The column reader for structs of any number of members (pycdr.plan uses it
     only for narrow ones, where it is the faster path)."""
-    monkeypatch.setattr(plan, "_COLUMNS_READ_MAX_MEMBERS", 1 << 62)
+    monkeypatch.setattr(columns, "_COLUMNS_READ_MAX_MEMBERS", 1 << 62)
 
 
 def row_path():
-    return mock.patch.object(plan, "_COLUMNS_READ_MIN", 1 << 62)
+    return mock.patch.object(columns, "_COLUMNS_READ_MIN", 1 << 62)
 
 
 @contextmanager

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pycdr import marshal, plan, tc
+from pycdr.plan import columns
 from pycdr.cdr import CDRWriter, FragmentingWriter
 from pycdr.errors import CDRError
 from pycdr.values import class_for
@@ -29,7 +30,7 @@ from pycdr.values import class_for
 from flat_structs import (ALL_KINDS, BIN_STRUCT, CHAR_LONG_LONG, NESTED, SHORT_OCTET,
                           all_kinds, bin_struct, char_long_long)
 
-MIN = plan._COLUMNS_MIN
+MIN = columns._COLUMNS_MIN
 
 # An enum member has no column packer: element path.
 COLOR = tc.enum("IDL:test/Color:1.0", "Color", ["red", "green"])
@@ -38,37 +39,37 @@ WITH_ENUM = tc.struct("IDL:test/WithEnum:1.0", "WithEnum", [("e", COLOR), ("l", 
 
 @pytest.fixture(autouse=True)
 def columns_for_every_width(monkeypatch):
-    """The column writer for structs of any number of members (plan.py uses it
+    """The column writer for structs of any number of members (pycdr.plan uses it
     only for narrow ones, where it is the faster path)."""
-    monkeypatch.setattr(plan, "_COLUMNS_MAX_MEMBERS", 1 << 62)
+    monkeypatch.setattr(columns, "_COLUMNS_MAX_MEMBERS", 1 << 62)
 
 
 @contextmanager
 def element_path():
     """The general path: no column writer, no element packer
     (tests/test_plan_short_structs.py)."""
-    saved = plan._COLUMNS_MIN, plan._PACK_ELEMENTS
-    plan._COLUMNS_MIN, plan._PACK_ELEMENTS = 1 << 62, False
+    saved = columns._COLUMNS_MIN, columns._PACK_ELEMENTS
+    columns._COLUMNS_MIN, columns._PACK_ELEMENTS = 1 << 62, False
     try:
         yield
     finally:
-        plan._COLUMNS_MIN, plan._PACK_ELEMENTS = saved
+        columns._COLUMNS_MIN, columns._PACK_ELEMENTS = saved
 
 
 @contextmanager
 def column_calls():
     """Counts the column writer's successful block writes (the real function runs)."""
     calls = []
-    real = plan._scatter
+    real = columns._scatter
 
     def counting(*args):
         calls.append(args[2])
         return real(*args)
-    plan._scatter = counting
+    columns._scatter = counting
     try:
         yield calls
     finally:
-        plan._scatter = real
+        columns._scatter = real
 
 
 def outcome(write, t, value, **writer_options):

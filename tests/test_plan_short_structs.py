@@ -1,5 +1,5 @@
 """The pure-Python plan's element packer for sequences of fixed-size structs
-(pycdr.plan._element_packer and SequenceNode._write_packed, issue 7): the same
+(pycdr.plan.columns._element_packer and SequenceNode._write_packed, issue 7): the same
 octets as the general path (FlatCodec.flatten, then member by member), and where
 that path rejects a value, the same error (type, message, offset, path) with the
 writer left as it leaves it.
@@ -21,13 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pycdr import codesets, marshal, plan, tc
+from pycdr.plan import columns
 from pycdr.values import class_for
 import test_plan_columns as columns_test
 from test_plan_columns import (ALL_KINDS, BIN_STRUCT, CHAR_LONG_LONG, NESTED, ODD_MEMBERS,
                                SHORT_OCTET, WITH_ENUM, all_kinds, bin_struct,
                                c_and_python_octets, char_long_long, member_values, vars_of)
 
-SHORT = plan._COLUMNS_MIN - 1        # the longest sequence the column writer leaves alone
+SHORT = columns._COLUMNS_MIN - 1        # the longest sequence the column writer leaves alone
 LONG_OCTET = tc.struct("IDL:test/LongOctet:1.0", "LongOctet", [("o", tc.octet), ("l", tc.long),
                                                                 ("o2", tc.octet)])
 SHAPES = [(BIN_STRUCT, bin_struct), (ALL_KINDS, all_kinds), (CHAR_LONG_LONG, char_long_long),

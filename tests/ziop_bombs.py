@@ -3,7 +3,7 @@ what they inflate to (the tests' hostile inputs for issue 25's budget)."""
 
 import functools
 
-from pycdr.conformance.cases import ziop_bomb as _ziop_bomb
+from pycdr.conformance.rendering import ziop_bomb as _ziop_bomb
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
 
 # (cached: several tests send the same bomb)

@@ -30,6 +30,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from .. import pcapwrite
 from ..errors import PycdrError
 from .mutators import fix_size
 
@@ -203,14 +204,13 @@ def write_pcap(path: str, messages, answers: bytes = b"", port: int = 2809) -> b
     answer bytes (pycdr.pcapwrite).  False when scapy (the pcap extra) is
     missing."""
     try:
-        from ..pcapwrite import TcpSession, write_pcap as write
         packets: list = []
-        session = TcpSession(packets, server_port=port, client_port=40000)
+        session = pcapwrite.TcpSession(packets, server_port=port, client_port=40000)
     except ImportError:
         return False
     for m in messages:
         session.client_sends(m)
     if answers:
         session.server_sends(answers)
-    write(path, packets)
+    pcapwrite.write_pcap(path, packets)
     return True

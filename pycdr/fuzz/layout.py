@@ -14,8 +14,9 @@ from ..errors import PycdrError
 from ..giop.header import HEADER_SIZE, MsgType, parse_header
 from ..giop.messages import decode_message
 from ..ior import read_ior
+from ..marshal import read_value
 from ..tcmarshal import read_typecode
-from ..typecode import TCKind, resolve
+from ..typecode import DEFAULT, TCKind, resolve
 
 K = TCKind
 INDIRECTION = 0xFFFFFFFF
@@ -200,7 +201,6 @@ def walk_value(r: CDRReader, t, path: str, out: list, depth: int) -> None:
         out.append(Field(f"{path}.discriminator", r.pos, size, "discriminator"))
         start = r.pos
         r.pos = start
-        from ..marshal import read_value
         d = read_value(r, disc)
         member = _union_member(t, d)
         if member is not None:
@@ -226,7 +226,6 @@ def walk_value(r: CDRReader, t, path: str, out: list, depth: int) -> None:
 
 
 def _union_member(t, d):
-    from ..typecode import DEFAULT
     default = None
     for i in range(t.member_count()):
         label = t.member_label(i)

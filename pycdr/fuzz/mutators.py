@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from ..errors import PycdrError
+from ..iiop import IIOPProfile, encode_profile
+from ..ior import IOR
 from ..giop.header import (FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType,
                            encode_header)
 from ..giop.messages import (KeyAddr, LocateRequest, ProfileAddr, ReferenceAddr, Request,
@@ -541,8 +543,6 @@ def mutate(messages, rng: random.Random, ctx: MutationContext,
 
 def target_profile(target):
     """The TaggedProfile and IOR the readdressing mutator uses for ``target``."""
-    from ..iiop import IIOPProfile, encode_profile
-    from ..ior import IOR
     profile = encode_profile(IIOPProfile((1, 2), target.host, target.port, target.object_key,
                                          (), False))
     ior = target.ior if target.ior is not None and target.ior.profiles else \

@@ -20,6 +20,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ..errors import PycdrError
+from ..conformance.cases import catalog, echo_catalog
+from ..conformance.rendering import RenderContext, render_case
+from ..conformance.echo import ECHO_INTERFACE, load_echo_module
+from ..conformance.suite import serves_echo
+from ..idl import load
+from ..pcapread import read_tcp_segments
 from ..giop.header import FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType, parse_header
 from ..giop.messages import KeyAddr, Request, decode_message, encode_message
 from ..marshal import write_value
@@ -52,9 +58,6 @@ def catalog_seeds(target, *, echo: bool | None = None) -> list[Seed]:
     """The conformance catalog's messages for ``target`` (a
     pycdr.conformance.target.Target); the echo cases too when the target serves
     the conformance Echo interface (asked with _is_a unless ``echo`` says)."""
-    from ..conformance.cases import RenderContext, catalog, echo_catalog, render_case
-    from ..conformance.echo import ECHO_INTERFACE, load_echo_module
-    from ..conformance.suite import serves_echo
     iface = None
     cases = catalog(target.version)
     if echo is None:
@@ -86,7 +89,6 @@ def idl_seeds(idl_file: str, interface_name: str, object_key: bytes, *, rng: ran
               per_operation: int = 4, include_dirs=()) -> list[Seed]:
     """Requests for every operation of the interface, random valid arguments,
     random GIOP version (1.0-1.2) and byte order."""
-    from ..idl import load
     module = load(idl_file, list(include_dirs))
     iface = module.interfaces.get(interface_name)
     if iface is None:
@@ -201,7 +203,6 @@ def random_value(t, rng: random.Random, depth: int = 0):
 def pcap_seeds(corpus_dir: str) -> list[Seed]:
     """Client-side GIOP messages of every pcap/pcapng under ``corpus_dir``:
     one seed per message, a fragment chain kept together."""
-    from ..pcapread import read_tcp_segments
     seeds = []
     paths = sorted(glob.glob(os.path.join(corpus_dir, "**", "*.pcap*"), recursive=True))
     for path in paths:

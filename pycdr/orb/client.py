@@ -38,8 +38,8 @@ from ..giop.header import HEADER_SIZE, parse_header
 from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest, Reply,
                              ReplyStatus, Request)
 from ..giop.service_contexts import CodeSetsContext
-from ..giop.sysexc import (BAD_PARAM, COMM_FAILURE, IMP_LIMIT, INV_OBJREF, MARSHAL, OMG_VMCID,
-                           TIMEOUT, TRANSIENT, CompletionStatus)
+from ..giop.sysexc import (BAD_PARAM, COMM_FAILURE, IMP_LIMIT, INV_OBJREF, MARSHAL,
+                           OBJECT_NOT_EXIST, OMG_VMCID, TIMEOUT, TRANSIENT, CompletionStatus)
 from ..idl.model import Interface, Operation, Param
 from ..iiop import CodeSetsComponent, IIOPProfile, decode_profile
 from ..ior import IOR
@@ -295,7 +295,6 @@ class ObjectRef:
 
     async def non_existent(self, timeout: float | None = -1) -> bool:
         """_non_existent; OBJECT_NOT_EXIST counts as true."""
-        from ..giop.sysexc import OBJECT_NOT_EXIST
         try:
             return await self.invoke(NON_EXISTENT, timeout=timeout)
         except OBJECT_NOT_EXIST:

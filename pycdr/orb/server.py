@@ -43,6 +43,7 @@ from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHA
                            SystemException)
 from ..iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
 from ..ior import IOR, ior_to_string
+from ..marshal import write_value
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
@@ -840,7 +841,6 @@ def _results_writer(op, values, tcs_c=None, tcs_w=None):
 
 
 def _user_exception_writer(exc_tc, exc, tcs_c, tcs_w):
-    from ..marshal import write_value
 
     def write(w):
         _set_code_sets(w, tcs_c, tcs_w)

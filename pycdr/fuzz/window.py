@@ -1,0 +1,170 @@
+"""The campaign's connections: a case's own connection in a window of them
+(``_Slot``, read without blocking) and the reused connection of pipelined
+batches (``_Pipe``)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from ..giop.connection import GiopConnection, Role
+from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.messages import CloseConnection, KeyAddr, LocateReply, LocateRequest, encode_message
+from ..conformance.wire import FLOOD_BYTES, FLOOD_FACTOR, FLOOD_MESSAGES, Observation, Wire
+from ..orb.tls import open_socket
+
+SENTINEL_ID = 0x7E570000       # request ids of the pipelining sentinels (and probes)
+# How long a case's connection is watched after the answers it was to get
+# (a close, unsolicited messages); with no answer due, twice as long.
+LINGER = 0.005
+
+
+class _Slot:
+    """One case's connection in a window (Campaign._observe_group): what
+    Wire.observe does, a read at a time, without blocking."""
+
+    def __init__(self, wire: Wire, obs: Observation, want: int, timeout: float, sent: int):
+        self.wire = wire
+        self.obs = obs
+        self.want = want
+        self.start = time.monotonic()
+        self.until = self.start + timeout        # the wait, then the linger's end
+        self.lingering = False
+        self.flood_bytes = max(FLOOD_BYTES, FLOOD_FACTOR * sent)
+        self._answered(self.start)
+
+    def _answered(self, now: float) -> None:
+        if not self.lingering and len(self.obs.messages) >= self.want:
+            self.lingering = True
+            if self.want:
+                self.obs.answer_time = now - self.start
+            self.until = min(self.until, now + LINGER) if self.want else self.until
+
+    def read(self) -> bool:
+        """Take what came; True when the connection is done."""
+        obs = self.obs
+        try:
+            data = self.wire.sock.recv(65536)
+        except BlockingIOError:
+            return False
+        except (ConnectionResetError, ConnectionAbortedError):
+            obs.reset = obs.closed = True
+            self.wire.peer.receive_data(b"")
+            self.wire._drain(obs)
+            return True
+        except OSError as e:
+            obs.connect_error = str(e)
+            return True
+        obs.total_received += len(data)
+        if len(obs.received) < self.flood_bytes:
+            obs.received += data[:self.flood_bytes - len(obs.received)]
+        self.wire.peer.receive_data(data)
+        self.wire._drain(obs)
+        if not data:
+            obs.closed = True
+            return True
+        if obs.total_received > self.flood_bytes or \
+                len(obs.messages) > self.want + FLOOD_MESSAGES:
+            obs.flooded = True
+            return True
+        self._answered(time.monotonic())
+        return False
+
+    def expired(self, now: float) -> bool:
+        if now < self.until:
+            return False
+        if not self.lingering:
+            self.obs.timed_out = True
+        return True
+
+
+class _Pipe:
+    """A reused connection for pipelined batches."""
+
+    def __init__(self, host, port, object_key, tls=None):
+        self.sock = open_socket(host, port, tls, timeout=3.0)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.key = object_key
+        self.conn = GiopConnection(Role.CLIENT, version=(1, 3), lenient=True,
+                                   check_request_ids=False)
+        self.sentinels = 0
+
+    def run(self, data: bytes, want: int, timeout: float, *, sentinel: bool = True,
+            while_waiting=None) -> bool:
+        """Send a batch and its sentinel; True when exactly the predicted
+        answers and the sentinel's came back and the connection stays up.
+        Without a sentinel (a batch that ends the connection), True when the
+        predicted answers came back."""
+        self.sentinels += 1
+        sentinel_id = SENTINEL_ID + (self.sentinels & 0xFFFF)
+        if sentinel:
+            data += encode_message(LocateRequest(request_id=sentinel_id,
+                                                 target=KeyAddr(self.key)))
+            want += 1
+        self.sock.sendall(data)
+        if while_waiting is not None:
+            while_waiting()
+        got = 0
+        seen_sentinel = not sentinel
+        deadline = time.monotonic() + timeout
+        while got < want or not seen_sentinel:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.sock.settimeout(remaining)
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                return False
+            if not chunk:
+                return False
+            self.conn.receive_data(chunk)
+            n, sentinel_seen, bad = self._drain(sentinel_id)
+            got += n
+            seen_sentinel = seen_sentinel or sentinel_seen
+            if bad or got > want + FLOOD_MESSAGES:
+                return False
+        if got != want:
+            return False
+        # Anything already waiting beyond the answers is unsolicited.
+        try:
+            self.sock.setblocking(False)
+            extra = self.sock.recv(65536)
+            if not sentinel:
+                return self._no_more_messages(extra)
+            return False if extra or extra == b"" else True
+        except BlockingIOError:
+            return True
+        finally:
+            self.sock.setblocking(True)
+
+    def _no_more_messages(self, extra: bytes) -> bool:
+        if not extra:
+            return True            # closed, as the tail case may do
+        self.conn.receive_data(extra)
+        n, _, bad = self._drain(None)
+        return n == 0 and not bad
+
+    def _drain(self, sentinel_id):
+        n = 0
+        seen = False
+        bad = False
+        while True:
+            event = self.conn.next_event()
+            if event is NEED_DATA:
+                return n, seen, bad
+            if isinstance(event, MessageReceived):
+                n += 1
+                msg = event.message
+                if isinstance(msg, (CloseConnection,)):
+                    bad = True
+                if isinstance(msg, LocateReply) and msg.request_id == sentinel_id:
+                    seen = True
+            elif isinstance(event, (ProtocolViolation, ConnectionClosed)):
+                return n, seen, True
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass

@@ -1,0 +1,148 @@
+"""The ORB's hot path of decoding: GIOP 1.2/1.3 Requests with a KeyAddr target
+and NO_EXCEPTION Replies read by struct calls over the bytes, in Python or
+(on the C path) by :mod:`pycdr._speedups`; anything else is left to
+:func:`pycdr.giop.messages.decode_message`'s general decoder."""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+from ... import marshal
+from ...cdr import CDRReader
+from ...errors import PycdrError
+from .. import service_contexts as sc
+from ..header import GIOP_MAGIC, GiopHeader, MsgType, parse_header
+from .model import AddressingDisposition, KeyAddr, Message, Reply, ReplyStatus, Request
+
+if marshal.IMPLEMENTATION == "c":
+    from ..._speedups import configure_giop, decode_common_12
+
+
+# --- The ORB's hot path: GIOP 1.2/1.3 Requests with a KeyAddr target and
+# NO_EXCEPTION Replies, as struct calls over the bytes instead of a reader and
+# a field reader (a third of a small call's server time went to the general
+# decoder).  Anything else -- another version, target or status, a note-worthy
+# flag or reserved octet, a bound crossed -- returns None and takes the general
+# path, which judges it and gives the detailed decoder's errors.
+# pycdr._speedups.decode_common_12 is _decode_common_12 in C, used on the C path
+# (see _c_decode_common_12 below): a change here is a change there too, and
+# tests/test_giop_fast_decode.py and .ci/fuzz_speedups.py compare the two.
+_REQUEST_12_START = {False: struct.Struct(">IB3sH"), True: struct.Struct("<IB3sH")}
+_REPLY_12_START = {False: struct.Struct(">II"), True: struct.Struct("<II")}
+_ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
+_FAST_VERSIONS = ((1, 2), (1, 3))
+
+
+def _decode_common_12(data, header: GiopHeader | None) -> Message | None:
+    if header is None:
+        header = parse_header(data)
+    end = header.total_size
+    if end != len(data) or header.version not in _FAST_VERSIONS or header.flags > 1 \
+            or header.magic != GIOP_MAGIC:
+        return None
+    little = header.flags == 1
+    if header.msg_type == MsgType.Request:
+        if end < 28:
+            return None
+        request_id, response_flags, reserved, disposition = \
+            _REQUEST_12_START[little].unpack_from(data, 12)
+        if disposition != AddressingDisposition.KeyAddr or reserved != b"\0\0\0":
+            return None
+        ulong = _ULONG[little].unpack_from
+        key_end = 28 + ulong(data, 24)[0]
+        pos = key_end + (-key_end & 3)          # the operation's length, 4-aligned
+        if pos + 4 > end:
+            return None
+        object_key = bytes(data[28:key_end])
+        n = ulong(data, pos)[0]
+        pos += 4
+        if n == 0 or pos + n > end or data[pos + n - 1] != 0:
+            return None
+        cls = Request
+        fields = {"request_id": request_id, "response_flags": response_flags,
+                  "target": KeyAddr(object_key),
+                  "operation": bytes(data[pos:pos + n - 1]).decode("latin-1")}
+        pos += n
+    elif header.msg_type == MsgType.Reply:
+        if end < 24:
+            return None
+        request_id, reply_status = _REPLY_12_START[little].unpack_from(data, 12)
+        if reply_status != ReplyStatus.NO_EXCEPTION:
+            return None
+        cls = Reply
+        fields = {"request_id": request_id, "reply_status": reply_status}
+        pos = 20
+    else:
+        return None
+    contexts, pos = _fast_service_contexts(data, pos, end, little, header.version)
+    if contexts is None:
+        return None
+    body, body_offset = _fast_body(data, pos, end)
+    if body is None:
+        return None
+    msg = cls(version=header.version, little=little, service_contexts=contexts, body=body,
+              body_offset=body_offset, **fields)
+    msg.message_size = header.size
+    return msg
+
+
+def _fast_service_contexts(data, pos: int, end: int, little: bool, version):
+    """(contexts, position after them) at the 4-aligned ``pos``; (None, 0) when the
+    general decoder must look (an error there is its to report)."""
+    pos += -pos & 3
+    if pos + 4 > end:
+        return None, 0
+    if _ULONG[little].unpack_from(data, pos)[0] == 0:
+        return [], pos + 4
+    r = CDRReader(data, start=pos, end=end, origin=0, little=little, version=version)
+    try:
+        contexts = sc.read_service_contexts(r)
+    except PycdrError:
+        return None, 0
+    if r.warnings:
+        return None, 0
+    return contexts, r.pos
+
+
+def _fast_body(data, pos: int, end: int):
+    """(body, body_offset): the 8-aligned rest of a 1.2 message (no padding when
+    nothing follows the header); (None, 0) when the padding does not fit."""
+    if pos < end:
+        pos += -pos & 7
+        if pos > end:
+            return None, 0
+    # One copy whatever the buffer (a bytearray when received in place).
+    body = data[pos:end] if type(data) is bytes else bytes(memoryview(data)[pos:end])
+    return body, pos
+
+
+def _field_template(cls) -> tuple[dict, tuple]:
+    """A dataclass's field defaults in field order (None where a default_factory
+    makes the value) and its ((field, default_factory), ...): what the C decoder
+    copies instead of calling __init__."""
+    defaults, factories = {}, []
+    for f in dataclasses.fields(cls):
+        if f.default_factory is not dataclasses.MISSING:
+            defaults[f.name] = None
+            factories.append((f.name, f.default_factory))
+        elif f.default is not dataclasses.MISSING:
+            defaults[f.name] = f.default
+        else:
+            raise TypeError(f"{cls.__name__}.{f.name} has no default")
+    return defaults, tuple(factories)
+
+
+def _c_decode_common_12():
+    """_decode_common_12 run by pycdr._speedups when pycdr runs its C path (the same
+    messages, or None, for the same bytes: tests/test_giop_fast_decode.py); None
+    on the pure-Python path."""
+    if marshal.IMPLEMENTATION != "c":
+        return None
+    configure_giop(Request, *_field_template(Request), Reply, *_field_template(Reply), KeyAddr,
+                   _fast_service_contexts, parse_header, _decode_common_12)
+    return decode_common_12
+
+
+_decode_common_12_python = _decode_common_12
+_decode_common_12 = _c_decode_common_12() or _decode_common_12
