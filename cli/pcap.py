@@ -9,6 +9,8 @@ import sys
 import click
 
 from pycdr.errors import PycdrError
+from pycdr.iiop import IIOPProfile, decode_profile
+from pycdr.ior import ior_from_string
 from pycdr.pcap import ShapedEntry
 
 from .main import EXIT_BAD_INPUT
@@ -207,7 +209,8 @@ def _shaped_entry_text(e) -> str:
     line = f"frame {e['frame']} {e['src']} -> {e['dst']}: {kind}{e['request_id']}{status}"
     if "response_time" in e:
         line += f" [{e['response_time'] * 1000:.3f} ms after frame {e['request_frame']}]"
-    if "decoded" in e or e["warnings"] != e.shape.json["warnings"]:
+    if "decoded" in e or e["warnings"] != e.shape.json["warnings"] or \
+            "system_exception" in e or "forward" in e:
         return _entry_text(e)
     return f"{line}\n{warnings}"
 
@@ -233,6 +236,10 @@ def _entry_text(e: dict) -> str:
     for key in ("operation", "reply_status", "locate_status"):
         if key in e:
             line += f" {e[key]}"
+    if "system_exception" in e:
+        line += " " + system_exception_text(e["system_exception"])
+    if "forward" in e:
+        line += " -> " + forward_text(e["forward"])
     if "reassembled" in e:
         line += f" (reassembled from {e['reassembled']['fragments']} messages)"
     if "response_time" in e:
@@ -244,6 +251,40 @@ def _entry_text(e: dict) -> str:
         lines.append(f"    {w['severity']}: [{w['code']}] {w['message']}")
     lines.append("")
     return "\n".join(lines)
+
+
+def system_exception_text(exc: dict) -> str:
+    """``OBJECT_NOT_EXIST minor 0x4f4d0002 (OMG 2) COMPLETED_NO``, as omniORB's traces
+    name a system exception: the name, the minor code whole and split into its vendor
+    and code, and the completion status."""
+    minor = exc.get("minor")
+    text = exc.get("name") or exc.get("exception_id", "?")
+    if minor is not None:
+        text += f" minor 0x{minor:08x}"
+        if exc.get("vendor") is not None and exc.get("minor_code") is not None:
+            text += f" ({exc['vendor']} {exc['minor_code']})"
+    if exc.get("completed"):
+        text += f" {exc['completed']}"
+    return text
+
+
+def forward_text(ior_text: str) -> str:
+    """Where a LOCATION_FORWARD or OBJECT_FORWARD sends the client: the IOR's type id
+    and the host:port of its IIOP profiles (the IOR itself is in --json)."""
+    try:
+        ior = ior_from_string(ior_text, lenient=True)
+    except PycdrError as e:
+        return f"(an IOR that does not decode: {e})"
+    addresses = []
+    for tagged in ior.profiles:
+        try:
+            profile = decode_profile(tagged, lenient=True)
+        except PycdrError:
+            continue
+        if isinstance(profile, IIOPProfile):
+            addresses += [f"{h}:{p}" for h, p in profile.addresses if p]
+    where = ", ".join(addresses) or "no IIOP address"
+    return f"{ior.type_id or '(no type id)'} at {where}"
 
 
 def _ms(seconds) -> str:

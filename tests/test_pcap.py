@@ -224,3 +224,17 @@ def test_listing_of_memo_entries_is_the_general_one(pcap):
     entries = decode_capture(pcap)
     assert any(type(e) is ShapedEntry for e in entries)
     assert [entry_text(e) for e in entries] == [_entry_text(dict(e)) for e in entries]
+
+
+def test_listing_names_system_exceptions_and_forward_targets():
+    """Issue 27: the text listing gives a system exception's name, minor code (whole and
+    as vendor and code) and completion status, and where a forward sends the client."""
+    out = CliRunner().invoke(main, ["pcap", os.path.join(CAPTURES, "messages.pcap")])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert any("Reply id=9 SYSTEM_EXCEPTION OBJECT_NOT_EXIST minor 0x4f4d0002 (OMG 2) "
+               "COMPLETED_NO" in line for line in lines)
+    assert any("Reply id=10 LOCATION_FORWARD -> IDL:CaptureTest/Demo:1.0 at "
+               "demo.example:2810" in line for line in lines)
+    assert any("LocateReply id=12 OBJECT_FORWARD -> IDL:CaptureTest/Demo:1.0 at "
+               "demo.example:2811" in line for line in lines)
