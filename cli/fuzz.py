@@ -177,6 +177,12 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
     try:
         if as_json:
             campaign.run(max_cases=max_cases, duration=duration)
+        elif not sys.stdout.isatty():
+            # Piped or redirected: no live refresh (its redraws would land in the file as
+            # repeated, 80-column wrapped copies); the final status once, as wide as its table.
+            from rich.console import Console
+            campaign.run(max_cases=max_cases, duration=duration)
+            Console(width=200).print(_status(campaign))
         else:
             from rich.live import Live
             last = [0.0]

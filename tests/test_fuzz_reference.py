@@ -23,3 +23,19 @@ def test_reference_orb_survives_campaign():
     assert not campaign.findings, [(f.kind, f.path, f.details) for f in
                                    campaign.findings.values()]
     assert stats.restarts == 0 and not campaign.dead
+
+
+def test_summary_piped_to_a_file_is_whole_lines():
+    """Issue 27: `pycdr fuzz` with its output in a file (not a terminal) writes its status
+    once, unwrapped, and the summary line on a line of its own (the live display's redraws
+    and 80-column wrapping broke them)."""
+    import subprocess
+    pycdr = os.path.join(os.path.dirname(sys.executable), "pycdr")
+    done = subprocess.run([pycdr, "fuzz", "--spawn", SERVE, "--max-cases", "200", "--seed",
+                           "3"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    status = [line for line in lines if line.startswith("target ")]
+    assert len(status) == 1 and "cases 200" in status[0] and "cases/s" in status[0], lines
+    assert lines[-1].startswith("200 cases in "), lines[-3:]
+    assert not any(len(line) > 200 for line in lines)
