@@ -194,6 +194,13 @@ class GiopStream(asyncio.BufferedProtocol):
     def write(self, data) -> None:
         self.transport.write(data)
 
+    @property
+    def must_drain(self) -> bool:
+        """Whether drain() has anything to do (wait, yield or raise): a writer
+        skips the coroutine when not."""
+        return self._writing_paused or self._lost is not None or \
+            (self.transport is not None and self.transport.is_closing())
+
     async def drain(self) -> None:
         """Wait while the transport's write buffer is above its high-water mark;
         ConnectionError once the connection is lost."""

@@ -118,10 +118,16 @@ class ORB:
         return ObjectRef(self, ior, interface, **options)
 
     # --- connections ---------------------------------------------------------------
+    def open_connection(self, endpoint: Endpoint, version: tuple) -> "ClientConnection | None":
+        """The usable connection to ``endpoint`` for ``version`` if there is one
+        (what connection() returns without a coroutine, on every call after the first)."""
+        conn = self._connections.get((endpoint.key, version))
+        return conn if conn is not None and conn.usable else None
+
     async def connection(self, endpoint: Endpoint, version: tuple) -> "ClientConnection":
         key = (endpoint.key, version)
-        conn = self._connections.get(key)
-        if conn is not None and conn.usable:
+        conn = self.open_connection(endpoint, version)
+        if conn is not None:
             return conn
         waiting = self._connecting.get(key)
         if waiting is not None:
@@ -269,7 +275,9 @@ class ObjectRef:
         """Invoke ``op`` with its in/inout values; returns as invocation says."""
         if isinstance(op, str):
             op = self.operation(op)
-        pending = await self._send(op, args, timeout)
+        pending = DeferredRequest(self, op, args, self._timeout if timeout == -1 else timeout,
+                                  op.oneway)
+        await pending.send()
         return await pending.result()
 
     async def invoke_dynamic(self, name: str, params, result=tc.void, args=(), raises=(),
@@ -345,7 +353,8 @@ class DeferredRequest:
         profile = ref.profile
         version = ref.giop_version(profile)
         for attempt in range(3):
-            conn = await ref._orb.connection(ref.endpoint, version)
+            conn = ref._orb.open_connection(ref.endpoint, version) \
+                or await ref._orb.connection(ref.endpoint, version)
             if conn.code_sets is None:
                 conn.code_sets = orb_codesets.choose(profile.component(CodeSetsComponent))
             try:
@@ -530,6 +539,8 @@ class ClientConnection:
             if deadline is not None:
                 self._watch(waiter, deadline)
         self.stream.write(data)
+        if not self.stream.must_drain:
+            return waiter
         try:
             await self.stream.drain()
         except (ConnectionError, OSError) as e:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import logging
 import ssl
 import time
@@ -668,21 +669,22 @@ class _ServerConnection:
                 # they are gone.
                 gc.disable()
                 try:
-                    outcome = await self._execute(req, key, servant)
+                    outcome = await self._execute(req, key, servant, inline)
                 finally:
                     gc.enable()
             else:
-                outcome = await self._execute(req, key, servant)
+                outcome = await self._execute(req, key, servant, inline)
         except asyncio.CancelledError:
             return          # CancelRequest or shutdown: no reply
         self.server.requests_served += 1
         if req.response_expected and req.response_flags != 1:
             self._send_reply(req, outcome)
-            await self._drain()
+            if self.stream.must_drain:
+                await self._drain()
         self.twoway_tasks.pop(req.request_id, None)
 
     async def _execute(self, req: Request, key: bytes | None,
-                       servant: Servant | None) -> _Outcome:
+                       servant: Servant | None, inline: bool = False) -> _Outcome:
         if servant is None:
             # (a key with a servant is never forwarded: forward() deactivates it)
             forward = self.adapter.forwarded(key) if key is not None else None
@@ -708,7 +710,14 @@ class _ServerConnection:
         if op is OBJECT_OPERATIONS.get(op.name):
             return self._object_operation(servant, op, args)
         try:
-            returned = await servant.invoke(op, args)
+            if inline:
+                # (no coroutine: the method does not await; what it returns may
+                # still be awaitable, a plain function handing back a coroutine)
+                returned = servant.call(op, args)
+                if inspect.isawaitable(returned):
+                    returned = await returned
+            else:
+                returned = await servant.invoke(op, args)
         except asyncio.CancelledError:
             raise
         except SystemException as e:
