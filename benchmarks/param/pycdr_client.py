@@ -10,7 +10,6 @@ args)``), as a DII client creates a Request per call.
 """
 
 import argparse
-import asyncio
 import json
 import time
 
@@ -18,6 +17,7 @@ import param_common as common
 from benchprocs import pin_to_cpu
 
 from pycdr import idl
+from pycdr.orb.aio import run as run_loop
 from pycdr.marshal import IMPLEMENTATION
 from pycdr.orb import ORB
 from pycdr.orb.tls import TLSOptions
@@ -83,7 +83,7 @@ def main() -> None:
     parser.add_argument("--cacert", default=None, help="CA certificates for a TLS target")
     args = parser.parse_args()
     pinned = pin_to_cpu(args.cpu)
-    results = asyncio.run(run(args.ior, args.style, args.operations.split(","), args.seconds,
+    results = run_loop(run(args.ior, args.style, args.operations.split(","), args.seconds,
                               args.repeat, args.cacert))
     print(json.dumps({"implementation": IMPLEMENTATION, "pinned": pinned, "results": results}))
 
