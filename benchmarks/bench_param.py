@@ -92,7 +92,7 @@ def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: flo
                     progress(f"{client} -> {server_name}")
                 argv = [*_client_argv(client), "--ior", server.ior, "--operations",
                         ",".join(operations), "--seconds", str(seconds),
-                        "--repeat", str(repeat)]
+                        "--repeat", str(repeat), "--server-pid", str(server.pid)]
                 if env is not None:
                     argv = ["env", *(["PYCDR_PURE=1"] if pure else ["-u", "PYCDR_PURE"]),
                             *argv]
@@ -109,7 +109,8 @@ def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: flo
                     rates = result["calls_per_s"]
                     rows.append({"server": server_name, "client": client,
                                  "operation": result["operation"], "calls_per_s": rates,
-                                 "best": max(rates), "min": min(rates), "max": max(rates)})
+                                 "best": max(rates), "min": min(rates), "max": max(rates),
+                                 "server_cpu_us": result.get("server_cpu_us")})
         finally:
             server.stop()
     meta = {"pycdr": implementation, "python": platform.python_version(),
@@ -175,6 +176,15 @@ def format_tables(results: dict) -> str:
         cells = [best.get((c, s, operation)) for c, s in pairs]
         lines.append(f"{operation:<22}"
                      + "".join(f"{v:13.0f}" if v else f"{'-':>13}" for v in cells))
+    server_cpu = {(r["client"], r["server"], r["operation"]): r.get("server_cpu_us")
+                  for r in results["results"]}
+    if any(v is not None for v in server_cpu.values()):
+        lines += ["", "server CPU us per call (its process, all threads, over the timings)",
+                  header, "-" * len(header)]
+        for operation in operations:
+            cells = [server_cpu.get((c, s, operation)) for c, s in pairs]
+            lines.append(f"{operation:<22}" + "".join(
+                f"{v:13.1f}" if v is not None else f"{'-':>13}" for v in cells))
     if ratios:
         header = f"{'ratios':<22}" + "".join(f"{r[0]:>11}" for r in ratios)
         lines += ["", header, "-" * len(header)]

@@ -136,6 +136,7 @@ def serve_pycdr(servant, key: bytes, port: int, tls=None) -> None:
     import asyncio
 
     from pycdr.orb import Server
+    from pycdr.orb.aio import run as run_loop
 
     async def serve():
         server = Server(host=LOOPBACK, port=port, tls=tls)
@@ -147,7 +148,7 @@ def serve_pycdr(servant, key: bytes, port: int, tls=None) -> None:
         stop_when_stdin_closes(lambda: loop.call_soon_threadsafe(stop.set))
         await stop.wait()
         await server.stop()
-    asyncio.run(serve())
+    run_loop(serve())
 
 
 def serve_omni(idl_path: str, interface: str, make_servant, key: bytes, port: int) -> None:

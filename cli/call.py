@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
@@ -13,6 +12,7 @@ from pycdr.errors import PycdrError
 from pycdr.giop.sysexc import COMM_FAILURE, TIMEOUT, TRANSIENT, SystemException
 from pycdr.idl import IdlError, load
 from pycdr.orb import ORB
+from pycdr.orb.aio import run as run_loop
 from pycdr.orb.invocation import UnknownUserException
 from pycdr.orb.jsonvalues import from_json, to_json, type_name
 from pycdr.values import UserException
@@ -124,7 +124,7 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
     version = _version(giop)
     values = [_argument(p, a, version, little) for p, a in zip(op.in_params, args)]
     try:
-        outcome = asyncio.run(_call(target, interface, op, values, version, little,
+        outcome = run_loop(_call(target, interface, op, values, version, little,
                                     timeout, tls))
     except TLSConfigError as e:
         click.echo(str(e), err=True)

@@ -24,6 +24,7 @@ from pycdr.iiop import ORBTypeComponent
 from pycdr.ior import IOR, ior_to_string
 from pycdr.objectkey import hex_and_text, identify, printable
 from pycdr.orb import ORB
+from pycdr.orb.aio import run as run_loop
 from pycdr.orb.client import RawConnection, first_iiop_profile, iiop_profiles
 from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, Endpoint, TLSConfigError, TransportError,
                            choose_endpoint, plain_endpoint, session_facts, tls_endpoints)
@@ -60,7 +61,7 @@ def cmd(target, is_a_id, timeout, as_json, tls):
     except (PycdrError, SystemException, ValueError) as e:   # INV_OBJREF: no IIOP profile
         click.echo(f"bad target: {e}", err=True)
         sys.exit(EXIT_USAGE)
-    report = asyncio.run(_probe(endpoint, other, keys, is_a_id, timeout, tls))
+    report = run_loop(_probe(endpoint, other, keys, is_a_id, timeout, tls))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:

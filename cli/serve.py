@@ -12,6 +12,7 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.idl import IdlError, load
 from pycdr.orb import EchoServant, Server, ServerLimits
+from pycdr.orb.aio import run as run_loop
 from pycdr.orb.tls import server_context
 
 from .main import EXIT_BAD_INPUT
@@ -102,7 +103,7 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
         tls = server_context(tls_files[0], tls_files[1], client_ca) if tls_files else None
         server = Server(host=host, port=port, limits=limits, tls=tls, tls_port=tls_port,
                         plain=tls is None or also_plain)
-        asyncio.run(_serve(server, interface, object_name, ready_file, forward_corbaloc))
+        run_loop(_serve(server, interface, object_name, ready_file, forward_corbaloc))
     except (OSError, PycdrError) as e:
         click.echo(f"cannot serve: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)

@@ -81,11 +81,15 @@ def test_param_quick_run_measures_every_pair_and_checks_answers(param):
         assert column in table
     for ratio in ("py/omni", "pyDII/st", "omDII/st", "DII py/om"):
         assert ratio in table
-    # test_short has a calls/s row with a number in every column and a ratio row with
-    # every ratio computed (a missing cell shows as "-").
-    calls_row, ratio_row = [line.split() for line in table.splitlines()
-                            if line.startswith("test_short")]
+    # test_short has a calls/s row with a number in every column, a server CPU row (the
+    # server's microseconds per call, read from /proc) and a ratio row with every ratio
+    # computed (a missing cell shows as "-").
+    calls_row, cpu_row, ratio_row = [line.split() for line in table.splitlines()
+                                     if line.startswith("test_short")]
     assert len(calls_row) == 1 + 8 and all(float(cell) > 0 for cell in calls_row[1:])
+    assert "server CPU us per call" in table
+    assert len(cpu_row) == 1 + 8 and all(float(cell) >= 0 for cell in cpu_row[1:])
+    assert all(row["server_cpu_us"] is not None for row in rows)
     assert len(ratio_row) == 1 + 6 and all(cell.endswith("x") for cell in ratio_row[1:])
 
 

@@ -364,3 +364,25 @@ def test_cyclic_gc_is_paused_only_while_a_synchronous_request_runs():
             (gc.enable if was else gc.disable)()
             await server.stop()
     run(main())
+
+
+def test_a_servant_subclass_that_redefines_invoke_is_served_through_it():
+    # The server runs a servant that does not await through Servant.call, without
+    # invoke's coroutine; a subclass's own invoke must still be what runs.
+    class Counting(EchoServant):
+        invoked = 0
+
+        async def invoke(self, op, args):
+            Counting.invoked += 1
+            return await super().invoke(op, args)
+
+    async def main():
+        server = Server(host="127.0.0.1", port=0)
+        key = server.activate(Counting(ECHO), "Counting")
+        await server.start()
+        async with ORB() as orb:
+            ref = await orb.string_to_object(server.ior_string(key), ECHO)
+            assert await ref.echo_long(5) == 5
+        await server.stop()
+    run(main())
+    assert Counting.invoked == 1

@@ -43,6 +43,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cpu", type=int, default=None)
+    parser.add_argument("--server-pid", type=int, default=None,
+                        help="the server's process: its CPU per call is reported")
     args = parser.parse_args()
     pinned = pin_to_cpu(args.cpu)
     orb, obj = omni_client(common.IDL_PATH, common.INTERFACE, args.ior)
@@ -57,9 +59,12 @@ def main() -> None:
             method = dynamic_call(obj, module.Param_Test, name)
         answer = method(value, value)
         correct = common.members(list(answer)) == common.members([value, value, value])
+        counted: list = []
+        meter = common.ServerCPU(args.server_pid)
         rates = common.calls_per_second(lambda: method(value, value), args.seconds,
-                                        args.repeat)
-        results.append({"operation": name, "calls_per_s": rates, "correct": correct})
+                                        args.repeat, counted)
+        results.append({"operation": name, "calls_per_s": rates, "correct": correct,
+                        "server_cpu_us": meter.per_call(sum(counted))})
     orb.destroy()
     print(json.dumps({"implementation": "omniORBpy", "pinned": pinned, "results": results}))
 

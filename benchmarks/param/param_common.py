@@ -69,8 +69,40 @@ def members(value):
     return value
 
 
-def calls_per_second(call, seconds: float, repeat: int) -> list[float]:
-    """``repeat`` timings of calling ``call()`` for at least ``seconds`` each."""
+def process_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds the process ``pid`` (all its threads) has used so far,
+    from /proc (None without a pid or /proc): the server's CPU per call, read by the
+    client around its timings."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServerCPU:
+    """Server CPU microseconds per call over a client's timings:
+
+        meter = ServerCPU(pid); ... timings, counting calls ...; meter.per_call(calls)"""
+
+    def __init__(self, pid: int | None):
+        self.pid = pid
+        self.start = process_cpu_seconds(pid)
+
+    def per_call(self, calls: int) -> float | None:
+        end = process_cpu_seconds(self.pid)
+        if self.start is None or end is None or not calls:
+            return None
+        return (end - self.start) / calls * 1e6
+
+
+def calls_per_second(call, seconds: float, repeat: int, counted: list | None = None) \
+        -> list[float]:
+    """``repeat`` timings of calling ``call()`` for at least ``seconds`` each (the number
+    of calls made is appended to ``counted``, if given)."""
     rates = []
     for _ in range(repeat):
         calls = 0
@@ -84,4 +116,6 @@ def calls_per_second(call, seconds: float, repeat: int) -> list[float]:
             if now >= deadline:
                 break
         rates.append(calls / (now - started))
+        if counted is not None:
+            counted.append(calls)
     return rates

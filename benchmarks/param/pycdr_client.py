@@ -10,7 +10,6 @@ args)``), as a DII client creates a Request per call.
 """
 
 import argparse
-import asyncio
 import json
 import time
 
@@ -18,12 +17,13 @@ import param_common as common
 from benchprocs import pin_to_cpu
 
 from pycdr import idl
+from pycdr.orb.aio import run as run_loop
 from pycdr.marshal import IMPLEMENTATION
 from pycdr.orb import ORB
 from pycdr.orb.tls import TLSOptions
 
 
-async def calls_per_second(call, seconds: float, repeat: int) -> list:
+async def calls_per_second(call, seconds: float, repeat: int, counted: list) -> list:
     """The async form of param_common.calls_per_second."""
     rates = []
     for _ in range(repeat):
@@ -38,10 +38,12 @@ async def calls_per_second(call, seconds: float, repeat: int) -> list:
             if now >= deadline:
                 break
         rates.append(calls / (now - started))
+        counted.append(calls)
     return rates
 
 
-async def measure(ref, module, name: str, style: str, seconds: float, repeat: int) -> dict:
+async def measure(ref, module, name: str, style: str, seconds: float, repeat: int,
+                  server_pid: int | None = None) -> dict:
     classes = {n: module[f"ParamTest::{n}"]
                for n in ("Fixed_Struct", "Var_Struct", "Nested_Struct")}
     value = common.make_value(name, classes)
@@ -56,17 +58,20 @@ async def measure(ref, module, name: str, style: str, seconds: float, repeat: in
             return ref.invoke_dynamic(name, params, op.result, (value, value))
     answer = await call()
     correct = common.members(list(answer)) == common.members([value, value, value])
-    rates = await calls_per_second(call, seconds, repeat)
-    return {"operation": name, "calls_per_s": rates, "correct": correct}
+    counted: list = []
+    meter = common.ServerCPU(server_pid)
+    rates = await calls_per_second(call, seconds, repeat, counted)
+    return {"operation": name, "calls_per_s": rates, "correct": correct,
+            "server_cpu_us": meter.per_call(sum(counted))}
 
 
 async def run(ior: str, style: str, operations, seconds: float, repeat: int,
-              cacert: str | None = None) -> list:
+              cacert: str | None = None, server_pid: int | None = None) -> list:
     module = idl.load(common.IDL_PATH)
     orb = ORB(tls=TLSOptions(cacert=cacert))
     try:
         ref = await orb.string_to_object(ior, module.interfaces[common.INTERFACE])
-        return [await measure(ref, module, name, style, seconds, repeat)
+        return [await measure(ref, module, name, style, seconds, repeat, server_pid)
                 for name in operations]
     finally:
         await orb.close()
@@ -81,10 +86,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cpu", type=int, default=None)
     parser.add_argument("--cacert", default=None, help="CA certificates for a TLS target")
+    parser.add_argument("--server-pid", type=int, default=None,
+                        help="the server's process: its CPU per call is reported")
     args = parser.parse_args()
     pinned = pin_to_cpu(args.cpu)
-    results = asyncio.run(run(args.ior, args.style, args.operations.split(","), args.seconds,
-                              args.repeat, args.cacert))
+    results = run_loop(run(args.ior, args.style, args.operations.split(","), args.seconds,
+                              args.repeat, args.cacert, args.server_pid))
     print(json.dumps({"implementation": IMPLEMENTATION, "pinned": pinned, "results": results}))
 
 

@@ -18,6 +18,7 @@ import ttcp_common as common
 from benchprocs import pin_to_cpu
 
 from pycdr import idl
+from pycdr.orb.aio import run as run_loop
 from pycdr.marshal import IMPLEMENTATION
 from pycdr.orb import ORB
 
@@ -74,7 +75,7 @@ def main() -> None:
     parser.add_argument("--cpu", type=int, default=None)
     args = parser.parse_args()
     pinned = pin_to_cpu(args.cpu)
-    results = asyncio.run(run(args.ior, args.points, args.repeat, args.arrays))
+    results = run_loop(run(args.ior, args.points, args.repeat, args.arrays))
     print(json.dumps({"implementation": IMPLEMENTATION, "pinned": pinned, "results": results}))
 
 

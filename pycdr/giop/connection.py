@@ -44,8 +44,9 @@ from . import service_contexts as sc
 from .events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
 from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHeader, MsgType,
                      encode_header, message_error_bytes, may_fragment, parse_header)
-from .messages import (CloseConnection, Message, MessageError, Reply, ReplyStatus,
-                       decode_message, encode_fragments, encode_message)
+from .messages import (CloseConnection, Message, MessageError, MessageTemplate, Reply,
+                       ReplyStatus, Request, decode_message, encode_fragments,
+                       encode_message)
 from .sysexc import IMP_LIMIT, OMG_VMCID, CompletionStatus
 
 __all__ = ["GiopConnection", "Role", "NEED_DATA"]
@@ -670,6 +671,35 @@ class GiopConnection:
     def send(self, msg: Message, *, write_body=None, fragment_size: int | None = None) -> bytes:
         """The bytes to send for ``msg`` (fragments concatenated when
         ``fragment_size`` is given), after checking it against the books."""
+        self._check_sendable(msg)
+        data = encode_message(msg, write_body=write_body)
+        self._book_sent(msg, getattr(msg, "request_id", None))
+        if fragment_size is not None and len(data) > fragment_size:
+            return b"".join(encode_fragments(msg, data, fragment_size, write_body=write_body))
+        return data
+
+    def template(self, msg: Request | Reply) -> MessageTemplate:
+        """A template of ``msg`` (its request id left open) for send_templated,
+        checked as send() checks a message."""
+        self._check_sendable(msg)
+        return MessageTemplate(msg)
+
+    def send_templated(self, template: MessageTemplate, request_id: int, write_body, *,
+                       fragment_size: int | None = None):
+        """What send(template.message_with(request_id), write_body=write_body, ...)
+        returns (as a bytearray when it is one message), without making the message:
+        the per-call path of an ORB."""
+        msg = template.message
+        if self._closed is not None:
+            raise LocalProtocolError(f"connection is closed ({self._closed.reason})")
+        data = template.encode(request_id, write_body)
+        self._book_sent(msg, request_id)
+        if fragment_size is not None and len(data) > fragment_size:
+            return b"".join(encode_fragments(template.message_with(request_id), data,
+                                             fragment_size, write_body=write_body))
+        return data
+
+    def _check_sendable(self, msg: Message) -> None:
         if self._closed is not None and not isinstance(msg, (MessageError, CloseConnection)):
             raise LocalProtocolError(f"connection is closed ({self._closed.reason})")
         if msg.version > self.version:
@@ -679,8 +709,10 @@ class GiopConnection:
         allowed = _CLIENT_SENDS if self.role is Role.CLIENT else _SERVER_SENDS
         if t not in allowed and not self.bidirectional:
             raise LocalProtocolError(f"a {self.role.value} does not send {t.name} messages")
-        data = encode_message(msg, write_body=write_body)
-        rid = getattr(msg, "request_id", None)
+
+    def _book_sent(self, msg: Message, rid) -> None:
+        """Enter an encoded message (request id ``rid``) in the books."""
+        t = msg.msg_type
         if t == MsgType.Request and msg.response_expected:
             if rid in self.outstanding:
                 raise LocalProtocolError(f"request id {rid} is already outstanding")
@@ -701,9 +733,6 @@ class GiopConnection:
             self.outstanding_locates.discard(rid)
         elif t == MsgType.CloseConnection:
             self._closed = ConnectionClosed("we sent CloseConnection", True, self._pending())
-        if fragment_size is not None and len(data) > fragment_size:
-            return b"".join(encode_fragments(msg, data, fragment_size, write_body=write_body))
-        return data
 
 
 def _type_name(msg_type: int) -> str:

@@ -5,9 +5,44 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
+import sys
 import weakref
 
 from ..giop.connection import SCRATCH_SIZE
+
+try:        # pycdr[fast]: libuv's event loop, which costs the ORB less per message
+    import uvloop
+except ImportError:
+    uvloop = None
+
+
+def uses_uvloop() -> bool:
+    """Whether new_event_loop() gives uvloop's loop: when uvloop is installed and
+    the environment does not ask for the standard one (PYCDR_LOOP=asyncio)."""
+    return uvloop is not None and os.environ.get("PYCDR_LOOP", "") != "asyncio"
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """The event loop the ORB's own programs run on (the CLI, SyncORB's thread,
+    the benchmarks' peers): uvloop's when uses_uvloop(), else asyncio's.  An
+    application picks its own loop; the ORB runs on either."""
+    return uvloop.new_event_loop() if uses_uvloop() else asyncio.new_event_loop()
+
+
+def run(main):
+    """asyncio.run(main) on a new_event_loop()."""
+    if sys.version_info >= (3, 11):
+        with asyncio.Runner(loop_factory=new_event_loop) as runner:
+            return runner.run(main)
+    if uses_uvloop():           # (3.10: no Runner; uvloop's policy for this run)
+        policy = asyncio.get_event_loop_policy()
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+        try:
+            return asyncio.run(main)
+        finally:
+            asyncio.set_event_loop_policy(policy)
+    return asyncio.run(main)
 
 # Bulk transfers: the seed papers' TTCP finding that socket buffer sizes matter
 # more than the toolkit. Large socket buffers and a large write buffer keep
@@ -25,6 +60,8 @@ def set_socket_buffers(sock) -> None:
 
 
 # The read buffer of each event loop's ORB connections (GiopConnection's scratch).
+_SHARED_SCRATCH_LOOPS = (asyncio.selector_events.BaseSelectorEventLoop,) + \
+    ((uvloop.Loop,) if uvloop is not None else ())
 _SCRATCH_OF_LOOP: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -33,9 +70,10 @@ def receive_scratch(loop: asyncio.AbstractEventLoop) -> bytearray | None:
     its own) when the loop's transports may hold a buffer across callbacks.  A
     selector loop's transport calls get_buffer, recv_into and buffer_updated in one
     callback, and the connection copies the bytes out in buffer_updated, so one
-    buffer serves every connection of the loop; a proactor loop hands the buffer
-    to an overlapped read that outlives the callback."""
-    if not isinstance(loop, asyncio.selector_events.BaseSelectorEventLoop):
+    buffer serves every connection of the loop; so does uvloop's (libuv asks for
+    the buffer, reads and reports the read in one go, per stream); a proactor loop
+    hands the buffer to an overlapped read that outlives the callback."""
+    if not isinstance(loop, _SHARED_SCRATCH_LOOPS):
         return None
     scratch = _SCRATCH_OF_LOOP.get(loop)
     if scratch is None:
@@ -193,6 +231,13 @@ class GiopStream(asyncio.BufferedProtocol):
 
     def write(self, data) -> None:
         self.transport.write(data)
+
+    @property
+    def must_drain(self) -> bool:
+        """Whether drain() has anything to do (wait, yield or raise): a writer
+        skips the coroutine when not."""
+        return self._writing_paused or self._lost is not None or \
+            (self.transport is not None and self.transport.is_closing())
 
     async def drain(self) -> None:
         """Wait while the transport's write buffer is above its high-water mark;

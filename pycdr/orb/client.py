@@ -35,8 +35,8 @@ from ..errors import EncodeError, MessageTooLargeError, ObjectURLError, PycdrErr
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.header import HEADER_SIZE, parse_header
-from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest, Reply,
-                             ReplyStatus, Request)
+from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest,
+                             MessageTemplate, Reply, ReplyStatus, Request)
 from ..giop.service_contexts import CodeSetsContext
 from ..giop.sysexc import (BAD_PARAM, COMM_FAILURE, IMP_LIMIT, INV_OBJREF, MARSHAL,
                            OBJECT_NOT_EXIST, OMG_VMCID, TIMEOUT, TRANSIENT, CompletionStatus)
@@ -55,6 +55,9 @@ log = logging.getLogger("pycdr.orb.client")
 _NO = CompletionStatus.COMPLETED_NO
 _MAYBE = CompletionStatus.COMPLETED_MAYBE
 _YES = CompletionStatus.COMPLETED_YES
+# Request templates a connection keeps (one per operation and object key called): a
+# client calling ever new keys starts over instead of growing without end.
+_MAX_TEMPLATES = 256
 CLIENT_GIOP_VERSION = (1, 2)      # the highest version this client sends
 
 
@@ -115,10 +118,16 @@ class ORB:
         return ObjectRef(self, ior, interface, **options)
 
     # --- connections ---------------------------------------------------------------
+    def open_connection(self, endpoint: Endpoint, version: tuple) -> "ClientConnection | None":
+        """The usable connection to ``endpoint`` for ``version`` if there is one
+        (what connection() returns without a coroutine, on every call after the first)."""
+        conn = self._connections.get((endpoint.key, version))
+        return conn if conn is not None and conn.usable else None
+
     async def connection(self, endpoint: Endpoint, version: tuple) -> "ClientConnection":
         key = (endpoint.key, version)
-        conn = self._connections.get(key)
-        if conn is not None and conn.usable:
+        conn = self.open_connection(endpoint, version)
+        if conn is not None:
             return conn
         waiting = self._connecting.get(key)
         if waiting is not None:
@@ -266,7 +275,9 @@ class ObjectRef:
         """Invoke ``op`` with its in/inout values; returns as invocation says."""
         if isinstance(op, str):
             op = self.operation(op)
-        pending = await self._send(op, args, timeout)
+        pending = DeferredRequest(self, op, args, self._timeout if timeout == -1 else timeout,
+                                  op.oneway)
+        await pending.send()
         return await pending.result()
 
     async def invoke_dynamic(self, name: str, params, result=tc.void, args=(), raises=(),
@@ -342,7 +353,8 @@ class DeferredRequest:
         profile = ref.profile
         version = ref.giop_version(profile)
         for attempt in range(3):
-            conn = await ref._orb.connection(ref.endpoint, version)
+            conn = ref._orb.open_connection(ref.endpoint, version) \
+                or await ref._orb.connection(ref.endpoint, version)
             if conn.code_sets is None:
                 conn.code_sets = orb_codesets.choose(profile.component(CodeSetsComponent))
             try:
@@ -452,6 +464,7 @@ class ClientConnection:
         self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
         self._code_sets_sent = False
         self._pending: dict[int, _Waiter] = {}
+        self._templates: dict[tuple, MessageTemplate] = {}     # see _request_template
         self._pending_locates: dict[int, asyncio.Future] = {}
         # Request deadlines: one timer for the connection, at the earliest, instead
         # of a timeout per call (which cost a tenth of a small call's client time).
@@ -494,18 +507,25 @@ class ClientConnection:
             tcs_c, tcs_w = self.code_sets or orb_codesets.choose(None)
             contexts.append(CodeSetsContext(char_data=tcs_c, wchar_data=tcs_w))
         rid = self.giop.next_request_id()
-        msg = Request(version=version, little=little, request_id=rid,
-                      response_flags=3 if response_expected else 0, target=KeyAddr(key),
-                      operation=op.name, service_contexts=contexts)
-        tcs = self.reader_kwargs()
+        code_sets = self.code_sets
 
         def write_body(w):
-            for name, value in tcs.items():
-                setattr(w, name, value)
+            if code_sets is not None:
+                w.tcs_c, w.tcs_w = code_sets
             write_arguments(w, op, args)
         fragment_size = self.orb.options.fragment_size     # GIOP 1.0 messages go whole
         try:
-            data = self.giop.send(msg, write_body=write_body, fragment_size=fragment_size)
+            if contexts:
+                msg = Request(version=version, little=little, request_id=rid,
+                              response_flags=3 if response_expected else 0,
+                              target=KeyAddr(key), operation=op.name,
+                              service_contexts=contexts)
+                data = self.giop.send(msg, write_body=write_body, fragment_size=fragment_size)
+            else:
+                template = self._request_template(version, little, key, op.name,
+                                                  response_expected)
+                data = self.giop.send_templated(template, rid, write_body,
+                                                fragment_size=fragment_size)
         except (EncodeError, TypeError, ValueError, AttributeError) as e:
             local = BAD_PARAM(OMG_VMCID | 0, _NO)
             local.raised_locally = True
@@ -519,6 +539,8 @@ class ClientConnection:
             if deadline is not None:
                 self._watch(waiter, deadline)
         self.stream.write(data)
+        if not self.stream.must_drain:
+            return waiter
         try:
             await self.stream.drain()
         except (ConnectionError, OSError) as e:
@@ -526,6 +548,20 @@ class ClientConnection:
             self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
             raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
         return waiter
+
+    def _request_template(self, version, little, key, operation: str,
+                          response_expected: bool) -> MessageTemplate:
+        """The Request template of a call of ``operation`` on ``key`` (without
+        service contexts), made on its first call."""
+        index = (version, little, key, operation, response_expected)
+        template = self._templates.get(index)
+        if template is None:
+            if len(self._templates) >= _MAX_TEMPLATES:
+                self._templates.clear()
+            template = self._templates[index] = self.giop.template(Request(
+                version=version, little=little, response_flags=3 if response_expected else 0,
+                target=KeyAddr(key), operation=operation))
+        return template
 
     async def locate(self, version, little, key, timeout) -> LocateReply:
         if self.closed:

@@ -61,9 +61,21 @@ class Servant(abc.ABC):
     async def invoke(self, op: Operation, args: list):
         """Run ``op``; returns what the operation returns (see invocation)."""
 
+    def call(self, op: Operation, args: list):
+        """Start ``op`` without a coroutine: what it returns, or an awaitable of
+        that.  The server calls it for operations that are not concurrent (their
+        code does not await), saving the coroutines of invoke per request."""
+        return self.invoke(op, args)
 
-async def _call(function, *args):
-    value = function(*args)
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "invoke" in cls.__dict__ and "call" not in cls.__dict__:
+            # A subclass that redefines invoke is served through it.
+            cls.call = Servant.call
+
+
+async def _awaited(value):
+    """``value``, or what it gives when it is awaitable."""
     if inspect.isawaitable(value):
         value = await value
     return value
@@ -86,7 +98,11 @@ class DynamicServant(Servant):
         return answer
 
     async def invoke(self, op: Operation, args: list):
-        return await _call(self.handler, op.name, args)
+        # (this class's call: a subclass's call may be Servant's, which awaits invoke)
+        return await _awaited(DynamicServant.call(self, op, args))
+
+    def call(self, op: Operation, args: list):
+        return self.handler(op.name, args)
 
 
 class ClassServant(Servant):
@@ -117,10 +133,13 @@ class ClassServant(Servant):
             return inspect.iscoroutinefunction(method)
 
     async def invoke(self, op: Operation, args: list):
+        return await _awaited(ClassServant.call(self, op, args))    # (as DynamicServant's)
+
+    def call(self, op: Operation, args: list):
         impl = self.implementation
         method = getattr(impl, op.name, None)
         if method is not None:
-            return await _call(method, *args)
+            return method(*args)
         if op.attribute is not None:
             if op.name.startswith("_set_"):
                 setattr(impl, op.attribute, args[0])

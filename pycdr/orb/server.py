@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import inspect
 import logging
 import ssl
 import time
@@ -35,8 +36,8 @@ from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.header import MAX_MESSAGE_SIZE
 from ..giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateReply,
-                             LocateRequest, LocateStatus, MessageError, ProfileAddr,
-                             ReferenceAddr, Reply, ReplyStatus, Request)
+                             LocateRequest, LocateStatus, MessageError, MessageTemplate,
+                             ProfileAddr, ReferenceAddr, Reply, ReplyStatus, Request)
 from ..giop.service_contexts import CodeSetsContext
 from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHAL,
                            NO_IMPLEMENT, OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
@@ -356,6 +357,7 @@ class _ServerConnection:
         self.peer = stream.peer
         self.giop = stream.giop
         self.twoway_tasks: dict[int, asyncio.Task] = {}
+        self._reply_templates: dict[tuple, MessageTemplate] = {}   # by (version, little)
         self.tasks: set[asyncio.Task] = set()
         self.in_flight = asyncio.Semaphore(self.limits.max_requests_in_flight)
         self.code_sets: tuple[int, int] | None = None     # (TCS-C, TCS-W) once negotiated
@@ -667,21 +669,22 @@ class _ServerConnection:
                 # they are gone.
                 gc.disable()
                 try:
-                    outcome = await self._execute(req, key, servant)
+                    outcome = await self._execute(req, key, servant, inline)
                 finally:
                     gc.enable()
             else:
-                outcome = await self._execute(req, key, servant)
+                outcome = await self._execute(req, key, servant, inline)
         except asyncio.CancelledError:
             return          # CancelRequest or shutdown: no reply
         self.server.requests_served += 1
         if req.response_expected and req.response_flags != 1:
             self._send_reply(req, outcome)
-            await self._drain()
+            if self.stream.must_drain:
+                await self._drain()
         self.twoway_tasks.pop(req.request_id, None)
 
     async def _execute(self, req: Request, key: bytes | None,
-                       servant: Servant | None) -> _Outcome:
+                       servant: Servant | None, inline: bool = False) -> _Outcome:
         if servant is None:
             # (a key with a servant is never forwarded: forward() deactivates it)
             forward = self.adapter.forwarded(key) if key is not None else None
@@ -707,7 +710,14 @@ class _ServerConnection:
         if op is OBJECT_OPERATIONS.get(op.name):
             return self._object_operation(servant, op, args)
         try:
-            returned = await servant.invoke(op, args)
+            if inline:
+                # (no coroutine: the method does not await; what it returns may
+                # still be awaitable, a plain function handing back a coroutine)
+                returned = servant.call(op, args)
+                if inspect.isawaitable(returned):
+                    returned = await returned
+            else:
+                returned = await servant.invoke(op, args)
         except asyncio.CancelledError:
             raise
         except SystemException as e:
@@ -758,6 +768,21 @@ class _ServerConnection:
 
     # --- writing -------------------------------------------------------------------
     def _send_reply(self, req: Request, outcome: _Outcome) -> None:
+        if outcome.status == ReplyStatus.NO_EXCEPTION and outcome.write_body is not None \
+                and not self.closed:
+            template = self._reply_templates.get((req.version, req.little))
+            if template is None:
+                template = self._reply_templates[(req.version, req.little)] = \
+                    self.giop.template(Reply(version=req.version, little=req.little,
+                                             reply_status=ReplyStatus.NO_EXCEPTION))
+            try:
+                self._write(self.giop.send_templated(
+                    template, req.request_id, outcome.write_body,
+                    fragment_size=self.limits.fragment_size))
+                return
+            except (EncodeError, TypeError, ValueError, AttributeError) as e:
+                log.error("cannot encode the reply to %s: %s", req.operation, e)
+                outcome = _system(MARSHAL(OMG_VMCID | 0, _YES))
         reply = Reply(version=req.version, little=req.little, request_id=req.request_id,
                       reply_status=outcome.status, system_exception=outcome.system_exception,
                       forward=outcome.forward)

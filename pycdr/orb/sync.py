@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from .aio import new_event_loop
 from .client import ORB, ClientOptions, ObjectRef, RawConnection, RawRead
 from .server import Server, ServerLimits
 from .servant import Servant
@@ -19,7 +20,7 @@ from .servant import Servant
 
 class SyncORB:
     def __init__(self, options: ClientOptions | None = None, **overrides):
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="pycdr-orb",
                                         daemon=True)
         self._thread.start()

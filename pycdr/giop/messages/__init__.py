@@ -32,7 +32,8 @@ from .decoding import (decode_cancel_request, decode_fragment, decode_locate_rep
                        decode_reply_header, decode_request_header, split_messages)
 from .encoding import (encode_cancel_request, encode_fragment, encode_fragments,
                        encode_locate_reply, encode_locate_request, encode_message,
-                       encode_no_body, encode_reply, encode_request, fragment_message)
+                       encode_no_body, encode_reply, encode_request, fragment_message,
+                       MessageTemplate)
 from .model import (MESSAGE_CLASSES, RESPONSE_FLAG_NAMES, AddressingDisposition,
                     CancelRequest, CloseConnection, Fragment, KeyAddr, LocateReply,
                     LocateRequest, LocateStatus, Message, MessageError, ProfileAddr,

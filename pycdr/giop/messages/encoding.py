@@ -5,6 +5,7 @@ fragmentation while encoding) and ``fragment_message`` (cutting an encoded
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 from ...cdr import CDRReader, CDRWriter, FragmentingWriter
@@ -38,6 +39,67 @@ def encode_message(msg: Message, *, write_body=None) -> bytes:
                            more_fragments=msg.more_fragments, extra_flags=msg.extra_flags)
     w.buf[:HEADER_SIZE] = header
     return w.getvalue()
+
+
+
+def _no_body(w) -> None:
+    pass
+
+
+_ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
+
+
+class MessageTemplate:
+    """A Request or Reply encoded once, up to its body, with request id 0: what
+    an ORB sends for every call of one operation to one object (or every plain
+    reply) differs only in the request id, the message size and the body.
+
+        template = MessageTemplate(Request(version=(1, 2), target=KeyAddr(key),
+                                           operation="op", response_flags=3))
+        data = template.encode(request_id, write_body)
+
+    ``encode`` gives the bytes ``encode_message`` gives for the message with that
+    request id and ``write_body`` (the template is made by ``encode_message``
+    itself), as a bytearray, without building and checking the message again."""
+
+    __slots__ = ("message", "prefix", "little", "writer_version", "_ulong",
+                 "_request_id_at")
+
+    def __init__(self, message: Request | Reply):
+        if message.msg_type not in (MsgType.Request, MsgType.Reply) or message.more_fragments:
+            raise EncodeError("a template is made of a whole Request or Reply")
+        self.message = dataclasses.replace(message, request_id=0)
+        self.prefix = encode_message(self.message, write_body=_no_body)
+        self.little = message.little
+        v = message.version
+        self.writer_version = v if v != (1, 3) else (1, 2)
+        self._ulong = _ULONG[message.little]
+        # 1.2: the id opens the message; 1.0/1.1: it follows the service contexts
+        self._request_id_at = HEADER_SIZE if _is_12(v) else \
+            _request_id_offset_11(self.prefix, message.little)
+
+    def encode(self, request_id: int, write_body) -> bytearray:
+        w = CDRWriter(little=self.little, version=self.writer_version)
+        buf = w.buf = bytearray(self.prefix)
+        write_body(w)
+        self._ulong.pack_into(buf, 8, len(buf) - HEADER_SIZE)     # the message size
+        try:
+            self._ulong.pack_into(buf, self._request_id_at, request_id)
+        except struct.error:
+            raise EncodeError(f"request id {request_id} is not a ulong") from None
+        return buf
+
+    def message_with(self, request_id: int):
+        """The message the template stands for, with ``request_id``."""
+        return dataclasses.replace(self.message, request_id=request_id)
+
+
+def _request_id_offset_11(prefix: bytes, little: bool) -> int:
+    """Where a 1.0/1.1 Request's or Reply's request id is: after its service contexts."""
+    r = CDRReader(prefix, start=HEADER_SIZE, origin=0, little=little)
+    sc.read_service_contexts(r)
+    r.align(4)
+    return r.pos
 
 
 def encode_fragments(msg: Message, data: bytes, max_fragment_size: int, *,
