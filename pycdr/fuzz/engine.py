@@ -61,8 +61,16 @@ from .window import LINGER, SENTINEL_ID, _Pipe, _Slot
 
 # Kinds after which the target needs a restart, by the probe status that shows them.
 BROKEN_BY_STATUS = {"exited": "crash", "refused": "crash", "silent": "hang",
-                    "requests-silent": "hang"}
-BROKEN = ("crash", "hang", "memory")
+                    "requests-silent": "hang", "spinning": "spin"}
+BROKEN = ("crash", "hang", "memory", "spin")
+# A spawned target that burns more than this share of a core while nothing
+# is sent to it (over SPIN_WINDOW seconds, then again over SPIN_CONFIRM
+# seconds: a JVM's garbage collection or compiler is a short burst) spins:
+# a thread left in a loop by some case (omniORB 4.2.5 after a ProfileAddr
+# Request: the target gets slower with each, then dies).
+SPIN_SHARE = 0.5
+SPIN_WINDOW = 0.05
+SPIN_CONFIRM = 0.3
 # A finding is confirmed when its (minimized) case alone does it this many
 # times in a row, each time against a fresh target.
 REPRODUCTIONS = 3
@@ -449,8 +457,15 @@ class Campaign:
             self.latency.add(obs.answer_time)
         reason = suspicion(obs, p, messages, more_answers=linger < 0.1)
         if reason == "flood":
-            return Verdict("flood", {"bytes": obs.total_received,
-                                     "messages": len(obs.messages)}, obs)
+            details = {"bytes": obs.total_received, "messages": len(obs.messages)}
+            if look_after:
+                # A flood may leave the target broken (omniORB's flooding
+                # thread spins on after the connection is gone).
+                status = self._health()
+                kind = BROKEN_BY_STATUS.get(status.split("(")[0])
+                if kind is not None:
+                    return Verdict(kind, dict(details, probe=status), obs)
+            return Verdict("flood", details, obs)
         if reason == "more_answers":
             # More than a conforming server sends: look longer for a flood.
             return self.check(messages, p, linger=0.5, look_after=look_after, settle=settle)
@@ -511,7 +526,11 @@ class Campaign:
             # (The probes above saw a live target and forgot the cases before.)
             broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         if broken is not None:
-            culprit = self._attribute(*broken, in_flight=in_flight)
+            # A case whose connection flooded is the first suspect (a flood
+            # may leave the target broken), tried alone before the others.
+            flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
+            culprit = self._attribute(*broken, flooded[0] if flooded else None,
+                                      in_flight=in_flight)
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
@@ -691,7 +710,23 @@ class Campaign:
         status = self._probe()
         if status in ("silent", "requests-silent"):
             status = self._probe(timeout=self.hang_timeout)
+        if status in ("alive", "slow") and self._spinning():
+            status = "spinning"
         return status
+
+    def _spinning(self) -> bool:
+        """Whether the spawned target burns CPU while nothing is sent to it
+        (see SPIN_SHARE); False for a target not spawned (its CPU is not
+        known)."""
+        if self.spawned is None:
+            return False
+        for window in (SPIN_WINDOW, SPIN_CONFIRM):
+            before = self.spawned.cpu_seconds()
+            time.sleep(window)
+            after = self.spawned.cpu_seconds()
+            if before is None or after is None or after - before <= SPIN_SHARE * window:
+                return False
+        return True
 
     def _broken(self) -> tuple | None:
         """(kind, details) when the target is broken (crash or hang), else None."""
@@ -703,6 +738,11 @@ class Campaign:
         # Probes alternate: a LocateRequest (the ORB core), a Request (past it).
         self._probe_turn += 1
         kind = "request" if self._probe_turn % 2 and self.request_probes else "locate"
+        if self._spinning():
+            # (Looked at before the probe, which would clear the cases in flight.)
+            self._close_pipe()
+            self._attribute("spin", {"probe": "spinning", "periodic": True})
+            return
         status = self._probe((kind,))
         if status not in ("alive", "slow"):
             broken = self._broken()

@@ -3,6 +3,7 @@ after a finding) from a command line."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -17,6 +18,7 @@ from ..orb.tls import DEFAULT_TLS, TLSOptions
 
 # --------------------------------------------------------------------------
 # The target: an address, maybe a process we started.
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 IOR_RE = re.compile(r"(IOR:[0-9A-Fa-f]+|corbaloc:\S+)")
 
 
@@ -80,6 +82,16 @@ class SpawnedTarget:
         except (OSError, AttributeError):
             return None
         return None
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the process so far (Linux /proc), or
+        None when it cannot be read."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, AttributeError, IndexError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
     def stop(self) -> None:
         p = self.process
