@@ -1,19 +1,23 @@
-"""Brief campaigns against real ORBs: omniORBpy, omniNames and JacORB.
+"""Brief campaigns against real ORBs: omniORBpy, omniNames, JacORB and the
+OpenJDK ORB (as WildFly ships it).
 What they find is reported (printed, and written to the pytest log); what
 is asserted is that no confirmed finding is false: each one replays (its
 case, alone, does it again), as `pycdr fuzz --replay` would check -- and
 omniORB 4.2.5's known flood (endless replies to a hand-made ProfileAddr
 Request) is among them.  (The peers are not spawned by the fuzzer, so a
 crash or hang of theirs could not be confirmed against a restarted one: it
-would be kept unconfirmed.  The OpenJDK ORB is not installed by the
-project, so it has no campaign here.)"""
+would be kept unconfirmed.)  The OpenJDK ORB costs itself some 35 ms of
+CPU per malformed case (its polling reads of a message cut short), so its
+campaign is shorter."""
 
 import json
 
 import pytest
 
 from peers.fixtures import start_peer  # noqa: F401 (pytest fixture)
-from peers.jacorb import start_jacorb_echo_server
+from peers.jacorb import peers_echo_interface, start_jacorb_echo_server
+from peers.java_orb import start_java_echo_server
+from peers.jdk_orbs import OPENJDK_ORB
 from peers.omni import start_omni_echo_server, start_omni_names
 from peers.process import PeerNotInstalled
 
@@ -24,11 +28,15 @@ from pycdr.fuzz.seeds import Seed, catalog_seeds
 CASES = 400
 
 
-def _campaign(ior):
+def start_openjdk_echo_server():
+    return start_java_echo_server(OPENJDK_ORB, peers_echo_interface())
+
+
+def _campaign(ior, cases=CASES):
     campaign = Campaign(ior, seed=3, timeout=0.5, probe_timeout=1.0, minimize=False,
                         seed_sources=lambda t: catalog_seeds(t, echo=False))
     try:
-        stats = campaign.run(max_cases=CASES)
+        stats = campaign.run(max_cases=cases)
     finally:
         campaign.close()
     report = [{"kind": f.kind, "path": f.path, "seed": f.case.seed_name, "case": f.case.index,
@@ -51,15 +59,16 @@ def _replays(ior, finding) -> bool:
         replay.close()
 
 
-@pytest.mark.parametrize("launcher,name", [(start_omni_echo_server, "omniORBpy"),
-                                           (start_omni_names, "omniNames"),
-                                           (start_jacorb_echo_server, "JacORB")])
-def test_brief_campaign(start_peer, launcher, name):  # noqa: F811
+@pytest.mark.parametrize("launcher,name,cases", [(start_omni_echo_server, "omniORBpy", CASES),
+                                                 (start_omni_names, "omniNames", CASES),
+                                                 (start_jacorb_echo_server, "JacORB", CASES),
+                                                 (start_openjdk_echo_server, "OpenJDK ORB", 150)])
+def test_brief_campaign(start_peer, launcher, name, cases):  # noqa: F811
     try:
         peer = start_peer(launcher)
     except PeerNotInstalled as e:
         pytest.skip(str(e))
-    campaign = _campaign(peer.ior)
+    campaign = _campaign(peer.ior, cases)
     for finding in campaign.findings.values():
         assert finding.confirmed and finding.reproductions == REPRODUCTIONS
         assert _replays(peer.ior, finding), (finding.kind, finding.path)
