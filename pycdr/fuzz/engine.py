@@ -53,7 +53,7 @@ from ..giop.header import MsgType
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
-from .findings import Finding, ddmin, minimize
+from .findings import Finding, ddmin, known_hit, minimize
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve
@@ -159,6 +159,18 @@ def normalize_path(path: str) -> str:
     return re.sub(r"\[\d+\]", "[]", re.sub(r"^msg\[\d+\]\.", "", path))
 
 
+def trigger_signature(messages) -> tuple:
+    """The GIOP message types of ``messages`` in order, a run of one type
+    counted once (a fragment chain of three or of five is one shape)."""
+    names = []
+    for m in messages:
+        name = _TYPE_NAMES.get(m[7], "invalid") if len(m) >= 8 and m[:4] == b"GIOP" \
+            else "not-GIOP"
+        if not names or names[-1] != name:
+            names.append(name)
+    return tuple(names)
+
+
 @dataclass
 class Verdict:
     """What one run of a case on its own connection showed: ``kind`` is None
@@ -234,7 +246,7 @@ class Campaign:
         self.on_unconfirmed = on_unconfirmed
         self.log = log or (lambda text: None)
         self.stats = Stats()
-        self.findings: dict = {}           # (kind, path) -> confirmed Finding
+        self.findings: dict = {}           # fault (see _fault) -> confirmed Finding
         self.unconfirmed: list = []        # Findings no case in flight did alone
         # Cases sent since the target last answered a probe (the suspects
         # when it turns out broken).
@@ -784,9 +796,11 @@ class Campaign:
         self.log(f"{kind} with {len(in_flight)} case(s) in flight"
                  + (f"; case {first.index} at {first.path}" if first is not None else ""))
         culprit = None
-        if first is not None and self._known(kind, first):
+        known = self._known(kind, first) if first is not None else None
+        if known is not None:
             # The same field did it before, confirmed: counted, not tried again.
             self._attributed += 1
+            known_hit(known, first)
             self._fresh_target(restart=kind in BROKEN)
             return first
         if first is not None and self.reproduces(kind, first.messages, fresh=True):
@@ -810,8 +824,10 @@ class Campaign:
             self._unconfirmed(kind, details, in_flight,
                               "the target could not be restarted" if self.dead else
                               "no case in flight did it alone against a fresh target")
-        elif self._known(kind, culprit):
-            self._attributed += 1          # a known finding, done again
+        elif self._known(kind, culprit, self.last_verdict) is not None:
+            # A known fault, done again (by its field or its signature).
+            self._attributed += 1
+            known_hit(self._known(kind, culprit, self.last_verdict), culprit)
         else:
             self._record(kind, culprit, details, in_flight)
             return culprit
@@ -836,14 +852,27 @@ class Campaign:
         broken = self._broken()
         return broken is not None and broken[0] == kind
 
-    def _key(self, kind: str, case: Case):
-        return (kind, "+".join(sorted(case.field_keys)))
+    def _fault(self, kind: str, messages, verdict: Verdict | None) -> tuple:
+        """What tells one fault from another: the kind, the symptom the
+        target showed (a hang of the ORB core or past it), and the trigger's
+        signature (the GIOP message types of the case, in order).  Cases that
+        reach one fault through different fields share it."""
+        symptom = kind
+        if kind == "hang" and verdict is not None:
+            symptom = verdict.details.get("probe", kind)
+        return (kind, symptom, trigger_signature(messages))
 
-    def _known(self, kind: str, case: Case) -> bool:
-        """A confirmed finding of ``kind`` sharing a mutated field with ``case``."""
+    def _known(self, kind: str, case: Case, verdict: Verdict | None = None):
+        """The confirmed finding ``case`` hits again, if any: one of ``kind``
+        sharing a mutated field with it, or (given the ``verdict`` of its run
+        alone) with its fault."""
         keys = case.field_keys
-        return any(k == kind and keys & set(path.split("+"))
-                   for k, path in self.findings)
+        for finding in self.findings.values():
+            if finding.kind == kind and keys & finding.case.field_keys:
+                return finding
+        if verdict is None:
+            return None
+        return self.findings.get(self._fault(kind, case.messages, verdict))
 
     def _record(self, kind: str, case: Case, details: dict, in_flight: list) -> None:
         """``case`` did ``kind`` alone once: minimize it, then confirm."""
@@ -857,9 +886,14 @@ class Campaign:
             finding.minimized = []
             finding.reproductions = self._confirm(kind, finding.messages)
         finding.confirmed = finding.reproductions == REPRODUCTIONS
-        if finding.confirmed:
+        fault = self._fault(kind, finding.messages, self.last_verdict)
+        if finding.confirmed and fault in self.findings:
+            # Minimized, it is the trigger of a fault found before.
             self._attributed += 1
-            self.findings[self._key(kind, case)] = finding
+            known_hit(self.findings[fault], case)
+        elif finding.confirmed:
+            self._attributed += 1
+            self.findings[fault] = finding
             if self.on_finding is not None:
                 self.on_finding(finding)
         else:
@@ -928,10 +962,13 @@ class Campaign:
             self.dead = True
             return False
         self.target = resolve(self.target_text, self.tls)
+        before = (self.ctx.object_key, self.ctx.profile, self.ctx.ior)
         self.ctx.object_key = self.target.object_key
         self.ctx.profile, self.ctx.ior = target_profile(self.target)
-        # Cases made ahead hold the old object key and address.
-        self._ahead.clear()
+        if (self.ctx.object_key, self.ctx.profile, self.ctx.ior) != before:
+            # Cases made ahead hold the old object key and address (a target
+            # restarted on its port with its key keeps them: not made again).
+            self._ahead.clear()
         self._build_probes()
         self.stats.restarts += 1
         deadline = time.monotonic() + self.spawned.start_timeout
