@@ -153,13 +153,18 @@ def campaign_for(address: str, echo, **options) -> Campaign:
 def fuzz(address: str, cases: int, pid: int, echo, spawn=None) -> dict:
     campaign = campaign_for(address, echo, spawn=spawn)
     if spawn is not None:
-        pid = campaign.spawned.process.pid
+        # (Restarted, the target is another process: the CPU of all of them.)
+        def target_cpu_now():
+            return campaign.spawned.total_cpu_seconds()
+    else:
+        def target_cpu_now():
+            return process_cpu_seconds(pid)
     try:
-        target_cpu = process_cpu_seconds(pid)
+        target_cpu = target_cpu_now()
         own_cpu = time.process_time()
         stats = campaign.run(max_cases=cases)
         own_cpu = time.process_time() - own_cpu
-        target_cpu = process_cpu_seconds(pid) - target_cpu
+        target_cpu = target_cpu_now() - target_cpu
     finally:
         campaign.close()
     return {"rate": stats.rate, "cpu": own_cpu, "target_cpu": target_cpu, "wall": stats.elapsed,
@@ -196,6 +201,12 @@ class _Peer:
         self.peer.stop()
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 # Targets whose own cost of a malformed case is high get this share of CASES
 # (the OpenJDK ORB: some 35 ms of its CPU per case), so a run ends in minutes.
 CASE_SHARE = {"OpenJDK ORB": 0.1, "JacORB": 0.5}
@@ -206,7 +217,8 @@ TARGETS = [
                                        f"--interface EchoAll::Echo"), None),
     ("omniORBpy", lambda: _Spawned(f"{sys.executable} {OMNI_SERVER_SCRIPT} --idl {ECHO_IDL} "
                                    f"--interface PycdrTest::Echo --object-id Echo -- "
-                                   f"-ORBendPoint giop:tcp:127.0.0.1:", restarts=True), False),
+                                   f"-ORBendPoint giop:tcp:127.0.0.1:{free_port()}",
+                                   restarts=True), False),
     ("JacORB", lambda: _Peer(start_jacorb_echo_server), False),
     ("OpenJDK ORB", lambda: _Peer(lambda: start_java_echo_server(OPENJDK_ORB,
                                                                  peers_echo_interface())), False),

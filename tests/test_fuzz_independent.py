@@ -181,10 +181,12 @@ def test_planted_fault_found_and_blamed_on_its_trigger(campaigns, name, kind):
 def test_one_finding_per_planted_fault(campaigns, name):
     """N planted faults, exactly N confirmed findings: the other cases that
     did a fault again (through other fields) are listed under its finding."""
-    campaign, _, _ = campaigns[name]
+    campaign, saved, _ = campaigns[name]
     found = [(f.kind, f.path, [c.path for c in f.hits]) for f in campaign.findings.values()]
     print(found)
     assert sorted(f.kind for f in campaign.findings.values()) == sorted(TARGETS[name][1]), found
+    # Each one saved (and replayed: test_finding_replays), so all of them replay.
+    assert sorted(saved) == sorted(f.kind for f in campaign.findings.values())
 
 
 def test_cases_in_flight_searched_for_a_crash_despite_a_flood(campaigns, tmp_path):

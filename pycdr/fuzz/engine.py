@@ -27,16 +27,18 @@ or an --idl operation: past the core), and when either is silent both again
 with the longest wait.  A close in answer to a malformed message is an
 outcome counted against the spec, not a finding.  Probes also run every
 ``probe_interval`` seconds (alternating the two kinds), and under --spawn the
-target's exit and RSS growth are watched.
+target's exit, RSS growth and CPU while nothing is sent to it (a spin) are
+watched.
 
-Attribution: when the target is broken (crash, hang, memory) or floods, the
+Attribution: when the target is broken (crash, hang, memory, spin) or floods, the
 cases in flight since it last answered a probe are the suspects.  A finding
 is *confirmed* only when one case, alone, does the same against a fresh
 target (under --spawn restarted and answering) REPRODUCTIONS times in a row
 after minimization; the suspect whose connection showed it is tried alone
 first, then the others together and narrowed by delta debugging.  Otherwise
-the finding is kept *unconfirmed*, listing every case in flight.  Only the
-target given is ever contacted.
+the finding is kept *unconfirmed*, listing every case in flight.  A finding
+is one fault (see _fault): a case that does a confirmed one again is listed
+under it.  Only the target given is ever contacted.
 """
 
 from __future__ import annotations
@@ -63,12 +65,14 @@ from .window import LINGER, SENTINEL_ID, _Pipe, _Slot
 BROKEN_BY_STATUS = {"exited": "crash", "refused": "crash", "silent": "hang",
                     "requests-silent": "hang", "spinning": "spin"}
 BROKEN = ("crash", "hang", "memory", "spin")
-# A spawned target that burns more than this share of a core while nothing
+# A spawned target that burns more than SPIN_SHARE of a core while nothing
 # is sent to it (over SPIN_WINDOW seconds, then again over SPIN_CONFIRM
 # seconds: a JVM's garbage collection or compiler is a short burst) spins:
 # a thread left in a loop by some case (omniORB 4.2.5 after a ProfileAddr
 # Request: the target gets slower with each, then dies).
-SPIN_SHARE = 0.5
+# (A fifth of a core: on a loaded machine a spinning thread gets far less
+# than a whole one.)
+SPIN_SHARE = 0.2
 SPIN_WINDOW = 0.05
 SPIN_CONFIRM = 0.3
 # A finding is confirmed when its (minimized) case alone does it this many
@@ -175,7 +179,7 @@ def trigger_signature(messages) -> tuple:
 class Verdict:
     """What one run of a case on its own connection showed: ``kind`` is None
     (nothing wrong, or a close: an outcome) or a finding kind: crash, hang,
-    flood, memory."""
+    flood, memory, spin."""
     kind: str | None
     details: dict = field(default_factory=dict)
     observation: Observation | None = None
@@ -778,7 +782,7 @@ class Campaign:
 
     def _attribute(self, kind: str, details: dict, first: Case | None = None, *,
                    in_flight: list | None = None, skip=()) -> Case | None:
-        """The target broke (crash, hang, memory) or flooded with cases in
+        """The target broke (crash, hang, memory, spin) or flooded with cases in
         flight.  A case is blamed only when it does the same alone against a
         fresh target, REPRODUCTIONS times (see _record).  ``first`` (the case
         whose connection showed it) is tried alone first; then the others in
@@ -831,8 +835,9 @@ class Campaign:
         else:
             self._record(kind, culprit, details, in_flight)
             return culprit
-        # (A target that grew is restarted too: its growth is judged from its start.)
-        self._fresh_target(restart=self._needs_restart or kind == "memory")
+        # (A target that grew is restarted too: its growth is judged from its
+        # start; and one that spins, as it spins on.)
+        self._fresh_target(restart=self._needs_restart or kind in ("memory", "spin"))
         return culprit
 
     def _reproduces_together(self, kind: str, cases) -> bool:

@@ -33,6 +33,7 @@ class SpawnedTarget:
         self.address_text = ""
         self.restarts = 0
         self.baseline_rss = None
+        self.cpu_of_stopped = 0.0     # CPU seconds of the processes stopped so far
 
     def start(self) -> str:
         self.process = subprocess.Popen(shlex.split(self.command), stdin=subprocess.PIPE,
@@ -93,10 +94,17 @@ class SpawnedTarget:
             return None
         return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
+    def total_cpu_seconds(self) -> float | None:
+        """CPU seconds of every process started so far (the restarted ones
+        too; those that died on their own before being stopped not counted)."""
+        now = self.cpu_seconds() if self.process is not None else 0.0
+        return None if now is None else self.cpu_of_stopped + now
+
     def stop(self) -> None:
         p = self.process
         if p is None:
             return
+        self.cpu_of_stopped += self.cpu_seconds() or 0.0
         if p.poll() is None:
             p.kill()
             try:
