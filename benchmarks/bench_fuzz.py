@@ -1,32 +1,50 @@
-"""Cases per second of `pycdr fuzz` against each target, beside the target's
-own floor measured in the same run: a plain socket loop that opens a fresh
-connection, sends one LocateRequest and reads the answer (or the close), as
-fast as it can, one after the other.  The goal: the fuzzer at 25 % of the
-floor or more on every target.  CPU seconds per side are printed for both
-(their sum against the wall time says how well the two overlap).
+"""Cases per second of `pycdr fuzz` against each target, beside two floors
+measured in the same run:
+
+- the issue's floor: a plain socket loop that opens a fresh connection,
+  sends one LocateRequest and reads the answer (or the close), as fast as it
+  can, one after the other;
+- the same-job floor: a plain socket loop that sends the very cases the
+  fuzzer makes (the same seed, the same bytes), each on a fresh connection,
+  up to as many at once as the fuzzer's window, and reads the answers a
+  conforming server gives (or the close; a case with no answer due is
+  watched as long as the fuzzer does, one that gets none is given the
+  fuzzer's learned wait).  It does no judging, probing or attribution: what
+  is left is the target's own cost of the malformed cases.
+
+The goal: the fuzzer at 25 % of the floor or more on every target; both
+ratios are printed.  CPU seconds per side are printed (their sum against the
+wall time says how well the two overlap).  Each measurement (floors, then
+the campaign) gets a target of its own, started fresh: a case may leave a
+target slower (omniORB 4.2.5 spins a thread after a ProfileAddr Request).
 
 Targets: the reference ORB (`pycdr serve` of the conformance Echo),
-omniORBpy and JacORB (the test peers; skipped when not installed), and
-tests/raw_giop_server.py, a GIOP server written without pycdr, with its
-planted faults left out (--no-faults: a finding's confirmation and
-minimization would be timed, not the fuzzing).  The OpenJDK ORB is not
-installed by the project and has no row.
+omniORBpy (spawned by the fuzzer, which restarts it after a finding that
+broke it), JacORB and the OpenJDK ORB (the test peers; skipped when not
+installed), and tests/raw_giop_server.py, a GIOP server written without
+pycdr, with its planted faults left out (--no-faults: a finding's
+confirmation and minimization would be timed, not the fuzzing).
 
     .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_ROUNDS]]
 """
 
+import collections
 import os
+import selectors
 import socket
 import sys
 import time
 
 from benchprocs import REPO_ROOT  # noqa: F401 (puts tests/ on sys.path for `peers`)
-from peers.jacorb import start_jacorb_echo_server
-from peers.omni import start_omni_echo_server
+from peers.jacorb import peers_echo_interface, start_jacorb_echo_server
+from peers.java_orb import start_java_echo_server
+from peers.jdk_orbs import OPENJDK_ORB
+from peers.omni import ECHO_IDL, OMNI_SERVER_SCRIPT
 from peers.process import PeerError
 
 from pycdr.conformance.target import resolve_target
 from pycdr.fuzz.engine import Campaign, SpawnedTarget
+from pycdr.fuzz.window import LINGER
 from pycdr.fuzz.seeds import catalog_seeds
 from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message
 
@@ -34,10 +52,26 @@ PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
 
 
 def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+    """User + system CPU time of a process (Linux /proc); NaN once it is gone
+    (a spawned target the fuzzer restarted)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def complete_messages(data: bytes) -> int:
+    """How many whole GIOP messages ``data`` starts with."""
+    pos = count = 0
+    while len(data) - pos >= 12:
+        end = pos + 12 + int.from_bytes(data[pos + 8:pos + 12],
+                                        "little" if data[pos + 6] & 1 else "big")
+        if end > len(data):
+            break
+        pos, count = end, count + 1
+    return count
 
 
 def recv_answer(sock) -> None:
@@ -69,27 +103,84 @@ def floor(target, rounds: int, pid: int) -> dict:
             "target_cpu": process_cpu_seconds(pid) - target_cpu, "wall": wall}
 
 
-def fuzz(address: str, cases: int, pid: int, echo) -> dict:
-    campaign = Campaign(address, seed=11, minimize=False,
-                        seed_sources=lambda t: catalog_seeds(t, echo=echo))
+def same_job(target, jobs: list, connections: int, wait: float, pid: int) -> dict:
+    """The same-job floor (see the module's text): ``jobs`` are (bytes,
+    answers due) pairs, each sent on a fresh connection, up to
+    ``connections`` open at once."""
+    selector = selectors.DefaultSelector()
+    todo = collections.deque(jobs)
+    open_: dict = {}                 # socket -> [answers due, bytes read, deadline]
+    target_cpu = process_cpu_seconds(pid)
+    own_cpu = time.process_time()
+    start = time.perf_counter()
+    while todo or open_:
+        while todo and len(open_) < connections:
+            data, due = todo.popleft()
+            sock = socket.create_connection((target.host, target.port))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.sendall(data)
+            sock.setblocking(False)
+            open_[sock] = [due, b"", time.monotonic() + (wait if due else 2 * LINGER)]
+            selector.register(sock, selectors.EVENT_READ)
+        soonest = min(state[2] for state in open_.values())
+        for key, _ in selector.select(max(0.0, soonest - time.monotonic())):
+            state = open_[key.fileobj]
+            try:
+                chunk = key.fileobj.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                chunk = b""
+            state[1] = (state[1] + chunk)[:1 << 16]
+            if not chunk or (state[0] and complete_messages(state[1]) >= state[0]):
+                state[2] = 0.0
+        now = time.monotonic()
+        for sock in [sock for sock, state in open_.items() if state[2] <= now]:
+            selector.unregister(sock)
+            sock.close()
+            del open_[sock]
+    selector.close()
+    wall = time.perf_counter() - start
+    return {"rate": len(jobs) / wall, "cpu": time.process_time() - own_cpu,
+            "target_cpu": process_cpu_seconds(pid) - target_cpu, "wall": wall}
+
+
+def campaign_for(address: str, echo, **options) -> Campaign:
+    return Campaign(address, seed=11, minimize=False,
+                    seed_sources=lambda t: catalog_seeds(t, echo=echo), **options)
+
+
+def fuzz(address: str, cases: int, pid: int, echo, spawn=None) -> dict:
+    campaign = campaign_for(address, echo, spawn=spawn)
+    if spawn is not None:
+        # (Restarted, the target is another process: the CPU of all of them.)
+        def target_cpu_now():
+            return campaign.spawned.total_cpu_seconds()
+    else:
+        def target_cpu_now():
+            return process_cpu_seconds(pid)
     try:
-        target_cpu = process_cpu_seconds(pid)
+        target_cpu = target_cpu_now()
         own_cpu = time.process_time()
         stats = campaign.run(max_cases=cases)
         own_cpu = time.process_time() - own_cpu
-        target_cpu = process_cpu_seconds(pid) - target_cpu
+        target_cpu = target_cpu_now() - target_cpu
     finally:
         campaign.close()
     return {"rate": stats.rate, "cpu": own_cpu, "target_cpu": target_cpu, "wall": stats.elapsed,
             "cases": stats.cases, "pipelined": stats.pipelined, "probes": stats.probes,
             "findings": len(campaign.findings), "unconfirmed": len(campaign.unconfirmed),
-            "timeout": campaign.answer_timeout()}
+            "timeout": campaign.answer_timeout(), "restarts": stats.restarts,
+            "connections": campaign.connections}
 
 
 class _Spawned:
-    """A target started from a command line (the fuzzer's own way)."""
+    """A target started from a command line (the fuzzer's own way).  With
+    ``restarts``, the campaign starts its own from the same ``command`` (and
+    restarts it after a finding that broke it)."""
 
-    def __init__(self, command):
+    def __init__(self, command, restarts=False):
+        self.command = command if restarts else None
         self.spawned = SpawnedTarget(command)
         self.address = self.spawned.start()
         self.pid = self.spawned.process.pid
@@ -99,6 +190,8 @@ class _Spawned:
 
 
 class _Peer:
+    command = None
+
     def __init__(self, launcher):
         self.peer = launcher()
         self.address = self.peer.ior
@@ -108,12 +201,27 @@ class _Peer:
         self.peer.stop()
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Targets whose own cost of a malformed case is high get this share of CASES
+# (the OpenJDK ORB: some 35 ms of its CPU per case), so a run ends in minutes.
+CASE_SHARE = {"OpenJDK ORB": 0.1, "JacORB": 0.5}
+
 TARGETS = [
     ("reference ORB", lambda: _Spawned(f"{PYCDR} serve "
                                        f"{os.path.join(REPO_ROOT, 'conformance', 'echo.idl')} "
                                        f"--interface EchoAll::Echo"), None),
-    ("omniORBpy", lambda: _Peer(start_omni_echo_server), False),
+    ("omniORBpy", lambda: _Spawned(f"{sys.executable} {OMNI_SERVER_SCRIPT} --idl {ECHO_IDL} "
+                                   f"--interface PycdrTest::Echo --object-id Echo -- "
+                                   f"-ORBendPoint giop:tcp:127.0.0.1:{free_port()}",
+                                   restarts=True), False),
     ("JacORB", lambda: _Peer(start_jacorb_echo_server), False),
+    ("OpenJDK ORB", lambda: _Peer(lambda: start_java_echo_server(OPENJDK_ORB,
+                                                                 peers_echo_interface())), False),
     ("raw GIOP server", lambda: _Spawned(f"{sys.executable} "
                                          f"{os.path.join(REPO_ROOT, 'tests', 'raw_giop_server.py')}"
                                          f" --no-faults"), None),
@@ -123,25 +231,51 @@ TARGETS = [
 def main() -> None:
     cases = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
-    print(f"{'target':16} {'floor/s':>8} {'(cpu loop/target)':>18} {'fuzz/s':>8} "
-          f"{'(cpu fuzzer/target)':>20} {'ratio':>6}  notes")
+    print(f"{'target':16} {'floor/s':>8} {'(cpu loop/target)':>18} {'same-job/s':>10} "
+          f"{'(cpu loop/target)':>18} {'fuzz/s':>8} {'(cpu fuzzer/target)':>20} "
+          f"{'ratio':>6} {'same-job ratio':>14}  notes")
+    all_cases = cases
     for name, start, echo in TARGETS:
+        cases = max(100, int(all_cases * CASE_SHARE.get(name, 1.0)))
         try:
+            # The issue's floor (and the cases made) on one fresh target, the
+            # campaign on another, the same-job floor on a third.
+            for step in ("floors", "fuzz"):
+                target = start()
+                try:
+                    if step == "floors":
+                        resolved = resolve_target(target.address)
+                        base = floor(resolved, rounds, target.pid)
+                        maker = campaign_for(target.address, echo)
+                        jobs = [(b"".join(c.messages), c.prediction.wanted)
+                                for c in map(maker.make_case, range(cases))]
+                        maker.close()
+                    else:
+                        if target.command is not None:
+                            target.stop()       # the campaign starts its own
+                        run = fuzz(target.address, cases, target.pid, echo,
+                                   spawn=target.command)
+                finally:
+                    target.stop()
+            # With the fuzzer's window and its final learned wait.
             target = start()
+            try:
+                resolved = resolve_target(target.address)
+                job = same_job(resolved, jobs, run["connections"], run["timeout"], target.pid)
+            finally:
+                target.stop()
         except PeerError as e:
             print(f"{name:16} not run: {str(e).splitlines()[0]}")
             continue
-        try:
-            resolved = resolve_target(target.address)
-            base = floor(resolved, rounds, target.pid)
-            run = fuzz(target.address, cases, target.pid, echo)
-        finally:
-            target.stop()
         ratio = run["rate"] / base["rate"]
+        job_ratio = run["rate"] / job["rate"]
         print(f"{name:16} {base['rate']:8.0f} {base['cpu']:8.2f}/{base['target_cpu']:<8.2f} "
+              f"{job['rate']:10.0f} {job['cpu']:8.2f}/{job['target_cpu']:<8.2f} "
               f"{run['rate']:9.0f} {run['cpu']:9.2f}/{run['target_cpu']:<9.2f} "
-              f"{100 * ratio:5.1f}%  {run['cases']} cases, {run['pipelined']} pipelined, "
-              f"{run['probes']} probes, wait {1000 * run['timeout']:.0f} ms, "
+              f"{100 * ratio:5.1f}% {100 * job_ratio:13.1f}%  "
+              f"{run['cases']} cases, {run['pipelined']} pipelined, "
+              f"{run['probes']} probes, {run['restarts']} restarts, "
+              f"wait {1000 * run['timeout']:.0f} ms, "
               f"findings {run['findings']} (+{run['unconfirmed']} unconfirmed)", flush=True)
 
 

@@ -23,13 +23,16 @@ Planted faults (none where tests/fragile_server.py has its own):
 Misbehaviours no case is to blame for, for the fuzzer's attribution tests:
 ``--die-after N`` aborts when the Nth connection comes in, whatever it
 carries; ``--stall-after N`` stops accepting connections for
-``--stall-seconds`` (once) when the Nth comes in; ``--no-faults`` leaves
+``--stall-seconds`` (once) when the Nth comes in; ``--spin-after N`` starts
+a thread that loops for good (burning a core) when the Nth comes in, and
+serves on; ``--no-faults`` leaves
 the planted faults out (so that nothing else is to be found).
 
 Run as a script it prints a corbaloc URL and serves on 127.0.0.1 (a free
 port, or --port) until its standard input closes or it is killed:
 
     python tests/raw_giop_server.py [--port N] [--die-after N] [--stall-after N]
+                                    [--spin-after N]
 """
 
 import argparse
@@ -320,12 +323,18 @@ def serve_connection(sock):
         sock.close()
 
 
+def spin():
+    while True:
+        pass
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--die-after", type=int, default=0)
     ap.add_argument("--stall-after", type=int, default=0)
     ap.add_argument("--stall-seconds", type=float, default=0.3)
+    ap.add_argument("--spin-after", type=int, default=0)
     ap.add_argument("--no-faults", action="store_true")
     args = ap.parse_args(argv)
     planted[0] = not args.no_faults
@@ -348,6 +357,8 @@ def main(argv=None):
             os.abort()
         if accepted == args.stall_after:
             time.sleep(args.stall_seconds)
+        if accepted == args.spin_after:
+            threading.Thread(target=spin, daemon=True).start()
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         threading.Thread(target=serve_connection, args=(conn,), daemon=True).start()
 

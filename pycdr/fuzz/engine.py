@@ -27,16 +27,18 @@ or an --idl operation: past the core), and when either is silent both again
 with the longest wait.  A close in answer to a malformed message is an
 outcome counted against the spec, not a finding.  Probes also run every
 ``probe_interval`` seconds (alternating the two kinds), and under --spawn the
-target's exit and RSS growth are watched.
+target's exit, RSS growth and CPU while nothing is sent to it (a spin) are
+watched.
 
-Attribution: when the target is broken (crash, hang, memory) or floods, the
+Attribution: when the target is broken (crash, hang, memory, spin) or floods, the
 cases in flight since it last answered a probe are the suspects.  A finding
 is *confirmed* only when one case, alone, does the same against a fresh
 target (under --spawn restarted and answering) REPRODUCTIONS times in a row
 after minimization; the suspect whose connection showed it is tried alone
 first, then the others together and narrowed by delta debugging.  Otherwise
-the finding is kept *unconfirmed*, listing every case in flight.  Only the
-target given is ever contacted.
+the finding is kept *unconfirmed*, listing every case in flight.  A finding
+is one fault (see _fault): a case that does a confirmed one again is listed
+under it.  Only the target given is ever contacted.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ from ..giop.header import MsgType
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
-from .findings import Finding, ddmin, minimize
+from .findings import Finding, ddmin, known_hit, minimize
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve
@@ -61,8 +63,18 @@ from .window import LINGER, SENTINEL_ID, _Pipe, _Slot
 
 # Kinds after which the target needs a restart, by the probe status that shows them.
 BROKEN_BY_STATUS = {"exited": "crash", "refused": "crash", "silent": "hang",
-                    "requests-silent": "hang"}
-BROKEN = ("crash", "hang", "memory")
+                    "requests-silent": "hang", "spinning": "spin"}
+BROKEN = ("crash", "hang", "memory", "spin")
+# A spawned target that burns more than SPIN_SHARE of a core while nothing
+# is sent to it (over SPIN_WINDOW seconds, then again over SPIN_CONFIRM
+# seconds: a JVM's garbage collection or compiler is a short burst) spins:
+# a thread left in a loop by some case (omniORB 4.2.5 after a ProfileAddr
+# Request: the target gets slower with each, then dies).
+# (A fifth of a core: on a loaded machine a spinning thread gets far less
+# than a whole one.)
+SPIN_SHARE = 0.2
+SPIN_WINDOW = 0.05
+SPIN_CONFIRM = 0.3
 # A finding is confirmed when its (minimized) case alone does it this many
 # times in a row, each time against a fresh target.
 REPRODUCTIONS = 3
@@ -151,11 +163,23 @@ def normalize_path(path: str) -> str:
     return re.sub(r"\[\d+\]", "[]", re.sub(r"^msg\[\d+\]\.", "", path))
 
 
+def trigger_signature(messages) -> tuple:
+    """The GIOP message types of ``messages`` in order, a run of one type
+    counted once (a fragment chain of three or of five is one shape)."""
+    names = []
+    for m in messages:
+        name = _TYPE_NAMES.get(m[7], "invalid") if len(m) >= 8 and m[:4] == b"GIOP" \
+            else "not-GIOP"
+        if not names or names[-1] != name:
+            names.append(name)
+    return tuple(names)
+
+
 @dataclass
 class Verdict:
     """What one run of a case on its own connection showed: ``kind`` is None
     (nothing wrong, or a close: an outcome) or a finding kind: crash, hang,
-    flood, memory."""
+    flood, memory, spin."""
     kind: str | None
     details: dict = field(default_factory=dict)
     observation: Observation | None = None
@@ -226,7 +250,7 @@ class Campaign:
         self.on_unconfirmed = on_unconfirmed
         self.log = log or (lambda text: None)
         self.stats = Stats()
-        self.findings: dict = {}           # (kind, path) -> confirmed Finding
+        self.findings: dict = {}           # fault (see _fault) -> confirmed Finding
         self.unconfirmed: list = []        # Findings no case in flight did alone
         # Cases sent since the target last answered a probe (the suspects
         # when it turns out broken).
@@ -449,8 +473,15 @@ class Campaign:
             self.latency.add(obs.answer_time)
         reason = suspicion(obs, p, messages, more_answers=linger < 0.1)
         if reason == "flood":
-            return Verdict("flood", {"bytes": obs.total_received,
-                                     "messages": len(obs.messages)}, obs)
+            details = {"bytes": obs.total_received, "messages": len(obs.messages)}
+            if look_after:
+                # A flood may leave the target broken (omniORB's flooding
+                # thread spins on after the connection is gone).
+                status = self._health()
+                kind = BROKEN_BY_STATUS.get(status.split("(")[0])
+                if kind is not None:
+                    return Verdict(kind, dict(details, probe=status), obs)
+            return Verdict("flood", details, obs)
         if reason == "more_answers":
             # More than a conforming server sends: look longer for a flood.
             return self.check(messages, p, linger=0.5, look_after=look_after, settle=settle)
@@ -511,7 +542,11 @@ class Campaign:
             # (The probes above saw a live target and forgot the cases before.)
             broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         if broken is not None:
-            culprit = self._attribute(*broken, in_flight=in_flight)
+            # A case whose connection flooded is the first suspect (a flood
+            # may leave the target broken), tried alone before the others.
+            flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
+            culprit = self._attribute(*broken, flooded[0] if flooded else None,
+                                      in_flight=in_flight)
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
@@ -691,7 +726,23 @@ class Campaign:
         status = self._probe()
         if status in ("silent", "requests-silent"):
             status = self._probe(timeout=self.hang_timeout)
+        if status in ("alive", "slow") and self._spinning():
+            status = "spinning"
         return status
+
+    def _spinning(self) -> bool:
+        """Whether the spawned target burns CPU while nothing is sent to it
+        (see SPIN_SHARE); False for a target not spawned (its CPU is not
+        known)."""
+        if self.spawned is None:
+            return False
+        for window in (SPIN_WINDOW, SPIN_CONFIRM):
+            before = self.spawned.cpu_seconds()
+            time.sleep(window)
+            after = self.spawned.cpu_seconds()
+            if before is None or after is None or after - before <= SPIN_SHARE * window:
+                return False
+        return True
 
     def _broken(self) -> tuple | None:
         """(kind, details) when the target is broken (crash or hang), else None."""
@@ -703,6 +754,11 @@ class Campaign:
         # Probes alternate: a LocateRequest (the ORB core), a Request (past it).
         self._probe_turn += 1
         kind = "request" if self._probe_turn % 2 and self.request_probes else "locate"
+        if self._spinning():
+            # (Looked at before the probe, which would clear the cases in flight.)
+            self._close_pipe()
+            self._attribute("spin", {"probe": "spinning", "periodic": True})
+            return
         status = self._probe((kind,))
         if status not in ("alive", "slow"):
             broken = self._broken()
@@ -726,7 +782,7 @@ class Campaign:
 
     def _attribute(self, kind: str, details: dict, first: Case | None = None, *,
                    in_flight: list | None = None, skip=()) -> Case | None:
-        """The target broke (crash, hang, memory) or flooded with cases in
+        """The target broke (crash, hang, memory, spin) or flooded with cases in
         flight.  A case is blamed only when it does the same alone against a
         fresh target, REPRODUCTIONS times (see _record).  ``first`` (the case
         whose connection showed it) is tried alone first; then the others in
@@ -744,9 +800,11 @@ class Campaign:
         self.log(f"{kind} with {len(in_flight)} case(s) in flight"
                  + (f"; case {first.index} at {first.path}" if first is not None else ""))
         culprit = None
-        if first is not None and self._known(kind, first):
+        known = self._known(kind, first) if first is not None else None
+        if known is not None:
             # The same field did it before, confirmed: counted, not tried again.
             self._attributed += 1
+            known_hit(known, first)
             self._fresh_target(restart=kind in BROKEN)
             return first
         if first is not None and self.reproduces(kind, first.messages, fresh=True):
@@ -770,13 +828,16 @@ class Campaign:
             self._unconfirmed(kind, details, in_flight,
                               "the target could not be restarted" if self.dead else
                               "no case in flight did it alone against a fresh target")
-        elif self._known(kind, culprit):
-            self._attributed += 1          # a known finding, done again
+        elif self._known(kind, culprit, self.last_verdict) is not None:
+            # A known fault, done again (by its field or its signature).
+            self._attributed += 1
+            known_hit(self._known(kind, culprit, self.last_verdict), culprit)
         else:
             self._record(kind, culprit, details, in_flight)
             return culprit
-        # (A target that grew is restarted too: its growth is judged from its start.)
-        self._fresh_target(restart=self._needs_restart or kind == "memory")
+        # (A target that grew is restarted too: its growth is judged from its
+        # start; and one that spins, as it spins on.)
+        self._fresh_target(restart=self._needs_restart or kind in ("memory", "spin"))
         return culprit
 
     def _reproduces_together(self, kind: str, cases) -> bool:
@@ -796,14 +857,27 @@ class Campaign:
         broken = self._broken()
         return broken is not None and broken[0] == kind
 
-    def _key(self, kind: str, case: Case):
-        return (kind, "+".join(sorted(case.field_keys)))
+    def _fault(self, kind: str, messages, verdict: Verdict | None) -> tuple:
+        """What tells one fault from another: the kind, the symptom the
+        target showed (a hang of the ORB core or past it), and the trigger's
+        signature (the GIOP message types of the case, in order).  Cases that
+        reach one fault through different fields share it."""
+        symptom = kind
+        if kind == "hang" and verdict is not None:
+            symptom = verdict.details.get("probe", kind)
+        return (kind, symptom, trigger_signature(messages))
 
-    def _known(self, kind: str, case: Case) -> bool:
-        """A confirmed finding of ``kind`` sharing a mutated field with ``case``."""
+    def _known(self, kind: str, case: Case, verdict: Verdict | None = None):
+        """The confirmed finding ``case`` hits again, if any: one of ``kind``
+        sharing a mutated field with it, or (given the ``verdict`` of its run
+        alone) with its fault."""
         keys = case.field_keys
-        return any(k == kind and keys & set(path.split("+"))
-                   for k, path in self.findings)
+        for finding in self.findings.values():
+            if finding.kind == kind and keys & finding.case.field_keys:
+                return finding
+        if verdict is None:
+            return None
+        return self.findings.get(self._fault(kind, case.messages, verdict))
 
     def _record(self, kind: str, case: Case, details: dict, in_flight: list) -> None:
         """``case`` did ``kind`` alone once: minimize it, then confirm."""
@@ -817,9 +891,14 @@ class Campaign:
             finding.minimized = []
             finding.reproductions = self._confirm(kind, finding.messages)
         finding.confirmed = finding.reproductions == REPRODUCTIONS
-        if finding.confirmed:
+        fault = self._fault(kind, finding.messages, self.last_verdict)
+        if finding.confirmed and fault in self.findings:
+            # Minimized, it is the trigger of a fault found before.
             self._attributed += 1
-            self.findings[self._key(kind, case)] = finding
+            known_hit(self.findings[fault], case)
+        elif finding.confirmed:
+            self._attributed += 1
+            self.findings[fault] = finding
             if self.on_finding is not None:
                 self.on_finding(finding)
         else:
@@ -888,10 +967,13 @@ class Campaign:
             self.dead = True
             return False
         self.target = resolve(self.target_text, self.tls)
+        before = (self.ctx.object_key, self.ctx.profile, self.ctx.ior)
         self.ctx.object_key = self.target.object_key
         self.ctx.profile, self.ctx.ior = target_profile(self.target)
-        # Cases made ahead hold the old object key and address.
-        self._ahead.clear()
+        if (self.ctx.object_key, self.ctx.profile, self.ctx.ior) != before:
+            # Cases made ahead hold the old object key and address (a target
+            # restarted on its port with its key keeps them: not made again).
+            self._ahead.clear()
         self._build_probes()
         self.stats.restarts += 1
         deadline = time.monotonic() + self.spawned.start_timeout

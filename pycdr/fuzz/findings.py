@@ -1,7 +1,10 @@
 """Findings: what a case did to the target, minimized and saved.
 
-A finding is keyed by its kind and the field path the case mutated (two
-cases that break the same field the same way are one finding).  It is
+A finding is one fault: its kind, the symptom (for a hang: of the ORB core
+or past it) and its trigger's signature (the message types of the minimized
+case); a case that does a confirmed finding's kind through the same mutated
+field, or does the same fault, is listed under it (``hits``) instead of
+being a finding of its own.  It is
 confirmed only when its case, alone, does the same against a fresh target
 several times (the engine's _attribute); it is minimized on the way by delta
 debugging: first the message sequence (ddmin over the messages), then each
@@ -50,6 +53,7 @@ class Finding:
     confirmed: bool = False
     reproductions: int = 0             # in a row, alone, against a fresh target
     in_flight: list = field(default_factory=list)   # engine.Case sent while it happened
+    hits: list = field(default_factory=list)        # other engine.Cases that did it since
     tests: int = 0
     folder: str | None = None
     answers: bytes = b""
@@ -62,6 +66,7 @@ class Finding:
         return {"kind": self.kind, "path": self.path, "details": self.details,
                 "confirmed": self.confirmed, "reproductions": self.reproductions,
                 "in_flight": [c.index for c in self.in_flight],
+                "hits": [{"index": c.index, "path": c.path} for c in self.hits],
                 "minimization_tests": self.tests,
                 "campaign_seed": self.campaign_seed, "case": self.case.to_json(),
                 "minimized": [m.hex() for m in self.messages], "folder": self.folder}
@@ -119,6 +124,21 @@ def minimize(campaign, finding: Finding) -> None:
             else:
                 lo = mid + 1
     finding.minimized = messages
+
+
+def known_hit(finding: Finding, case) -> None:
+    """``case`` did ``finding``'s fault again: listed under it (and in its
+    saved finding.json, once saved)."""
+    if case is finding.case or any(c is case for c in finding.hits):
+        return
+    finding.hits.append(case)
+    if finding.folder is not None:
+        path = os.path.join(finding.folder, "finding.json")
+        with open(path) as f:
+            data = json.load(f)
+        data["hits"] = finding.to_json()["hits"]
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
 
 
 def _slug(text: str) -> str:

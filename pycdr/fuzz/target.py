@@ -3,6 +3,7 @@ after a finding) from a command line."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -17,6 +18,7 @@ from ..orb.tls import DEFAULT_TLS, TLSOptions
 
 # --------------------------------------------------------------------------
 # The target: an address, maybe a process we started.
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 IOR_RE = re.compile(r"(IOR:[0-9A-Fa-f]+|corbaloc:\S+)")
 
 
@@ -31,6 +33,7 @@ class SpawnedTarget:
         self.address_text = ""
         self.restarts = 0
         self.baseline_rss = None
+        self.cpu_of_stopped = 0.0     # CPU seconds of the processes stopped so far
 
     def start(self) -> str:
         self.process = subprocess.Popen(shlex.split(self.command), stdin=subprocess.PIPE,
@@ -81,10 +84,27 @@ class SpawnedTarget:
             return None
         return None
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the process so far (Linux /proc), or
+        None when it cannot be read."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, AttributeError, IndexError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+    def total_cpu_seconds(self) -> float | None:
+        """CPU seconds of every process started so far (the restarted ones
+        too; those that died on their own before being stopped not counted)."""
+        now = self.cpu_seconds() if self.process is not None else 0.0
+        return None if now is None else self.cpu_of_stopped + now
+
     def stop(self) -> None:
         p = self.process
         if p is None:
             return
+        self.cpu_of_stopped += self.cpu_seconds() or 0.0
         if p.poll() is None:
             p.kill()
             try:
