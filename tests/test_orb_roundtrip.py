@@ -128,6 +128,8 @@ def test_system_exceptions_and_object_operations():
             assert await ref.is_a("IDL:omg.org/CORBA/Object:1.0") is True
             assert await ref.is_a("IDL:Other:1.0") is False
             assert await ref.non_existent() is False
+            component = await ref.invoke_dynamic("_get_component", [], tc.Object, [])
+            assert component is None or component.is_nil      # not a component's facet
             # Arguments that do not decode: a long where a string is expected.
             with pytest.raises(MARSHAL) as info:
                 await ref.invoke_dynamic("echo_string", [("v", "in", tc.long)], tc.string, [5])

@@ -737,6 +737,8 @@ class _ServerConnection:
             values = [servant.non_existent()]
         elif op.name == "_repository_id":
             values = [servant.repo_id]
+        elif op.name == "_get_component":
+            values = [None]     # not a CORBA component's facet: nil (CORBA 3.x Part 3, 6.11)
         else:   # _interface / _get_interface: no Interface Repository here
             return _system(NO_IMPLEMENT(OMG_VMCID | 3, _NO))
         return _Outcome(ReplyStatus.NO_EXCEPTION, write_body=_results_writer(op, values))
