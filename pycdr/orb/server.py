@@ -39,7 +39,7 @@ from ..giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateRepl
                              ReferenceAddr, Reply, ReplyStatus, Request)
 from ..giop.service_contexts import CodeSetsContext
 from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHAL,
-                           NO_IMPLEMENT, OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
+                           OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
                            SystemException)
 from ..iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
 from ..ior import IOR, ior_to_string
@@ -48,6 +48,7 @@ from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
 from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
+from .interface_def import interface_def_key
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .memory import release_free_memory
 from .servant import Servant
@@ -739,8 +740,8 @@ class _ServerConnection:
             values = [servant.repo_id]
         elif op.name == "_get_component":
             values = [None]     # not a CORBA component's facet: nil (CORBA 3.x Part 3, 6.11)
-        else:   # _interface / _get_interface: no Interface Repository here
-            return _system(NO_IMPLEMENT(OMG_VMCID | 3, _NO))
+        else:   # _interface / _get_interface
+            values = [self.server.ior(interface_def_key(self.adapter, servant.interface))]
         return _Outcome(ReplyStatus.NO_EXCEPTION, write_body=_results_writer(op, values))
 
     def _locate_reply(self, msg: LocateRequest) -> LocateReply:
