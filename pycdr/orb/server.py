@@ -49,6 +49,7 @@ from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
 from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .interface_def import interface_def_key
+from .tlstransport import TLSListener, start_tls_server
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .memory import release_free_memory
 from .servant import Servant
@@ -154,7 +155,7 @@ class Server:
         self.tls = tls
         self.tls_port = tls_port
         self.plain = plain
-        self._tls_listener: asyncio.base_events.Server | None = None
+        self._tls_listener: TLSListener | None = None
         self.advertised_host = advertised_host or host
         self.limits = limits or ServerLimits()
         self.connections: set[_ServerConnection] = set()
@@ -215,9 +216,9 @@ class Server:
             self.port = self._listener.sockets[0].getsockname()[1]
             log.info("listening on %s:%d", self.host, self.port)
         if self.tls is not None:
-            self._tls_listener = await loop.create_server(self._new_stream, self.host,
-                                                          self.tls_port, ssl=self.tls,
-                                                          backlog=self.limits.max_connections)
+            self._tls_listener = await start_tls_server(self._new_stream, self.host,
+                                                        self.tls_port, self.tls,
+                                                        backlog=self.limits.max_connections)
             for sock in self._tls_listener.sockets:
                 set_socket_buffers(sock)
             self.tls_port = self._tls_listener.sockets[0].getsockname()[1]

@@ -1,5 +1,6 @@
-"""An asyncio transport over a non-blocking :class:`ssl.SSLSocket`: the ORB
-client's TLS connections.
+"""An asyncio transport over a non-blocking :class:`ssl.SSLSocket`: the ORB's
+TLS connections, client side (:func:`pycdr.orb.tls.open_connection`) and server
+side (:class:`TLSListener`, the server's TLS port).
 
 asyncio's own TLS (``create_connection(ssl=...)``, asyncio.sslproto) runs
 OpenSSL over memory BIOs and moves every record through Python: the socket's
@@ -21,9 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
+import socket
 import ssl
 
+log = logging.getLogger("pycdr.orb.server")
+
 _HIGH_WATER = 64 * 1024
+# Connections accepted per wake of the listening socket, and the pause after a
+# failed accept (out of descriptors: accepting again at once would spin).
+_ACCEPTS_PER_WAKE = 16
+_ACCEPT_RETRY = 0.5
 
 
 async def handshake(loop: asyncio.AbstractEventLoop, sock: ssl.SSLSocket) -> None:
@@ -217,3 +226,102 @@ class TLSSocketTransport(asyncio.Transport):
 
     def set_protocol(self, protocol) -> None:
         self._protocol = protocol
+
+
+class TLSListener:
+    """A listening socket whose connections get a TLS handshake (at most
+    ``handshake_timeout`` seconds) and then a :class:`TLSSocketTransport` with a
+    protocol from ``protocol_factory``: the ORB server's TLS port.  It has what the
+    server uses of :class:`asyncio.Server`: ``sockets``, ``close``,
+    ``serve_forever`` and ``wait_closed``.  A connection whose handshake fails or
+    times out is closed without its protocol ever being made."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol_factory, sock: socket.socket,
+                 context: ssl.SSLContext, handshake_timeout: float):
+        self._loop = loop
+        self._factory = protocol_factory
+        self._sock = sock
+        self._context = context
+        self._timeout = handshake_timeout
+        self._handshakes: set = set()
+        self._closed = loop.create_future()
+        loop.add_reader(sock.fileno(), self._accept_ready)
+
+    @property
+    def sockets(self) -> list:
+        return [self._sock]
+
+    def _accept_ready(self) -> None:
+        for _ in range(_ACCEPTS_PER_WAKE):
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:          # out of descriptors, ...: try again in a moment
+                log.warning("TLS port: accept failed: %s", e)
+                self._loop.remove_reader(self._sock.fileno())
+                self._loop.call_later(_ACCEPT_RETRY, self._resume_accepting)
+                return
+            conn.setblocking(False)
+            task = self._loop.create_task(self._start(conn))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    def _resume_accepting(self) -> None:
+        if not self._closed.done():
+            self._loop.add_reader(self._sock.fileno(), self._accept_ready)
+
+    async def _start(self, conn: socket.socket) -> None:
+        try:
+            tls = self._context.wrap_socket(conn, server_side=True,
+                                            do_handshake_on_connect=False)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        try:
+            await asyncio.wait_for(handshake(self._loop, tls), self._timeout)
+        except (OSError, asyncio.TimeoutError) as e:
+            log.debug("TLS handshake failed: %s", e)
+            tls.close()
+            return
+        except asyncio.CancelledError:
+            tls.close()
+            raise
+        try:
+            TLSSocketTransport(self._loop, tls, self._factory())
+        except OSError:                  # (the peer left: getpeername fails)
+            tls.close()
+
+    def close(self) -> None:
+        if self._closed.done():
+            return
+        self._loop.remove_reader(self._sock.fileno())
+        self._sock.close()
+        for task in list(self._handshakes):
+            task.cancel()
+        self._closed.set_result(None)
+
+    async def serve_forever(self) -> None:
+        await asyncio.shield(self._closed)
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
+
+
+async def start_tls_server(protocol_factory, host: str, port: int, context: ssl.SSLContext, *,
+                           backlog: int = 100, handshake_timeout: float = 60.0) -> TLSListener:
+    """Listen on host:port (the first address it resolves to; port 0: a free one)."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return TLSListener(loop, protocol_factory, sock, context, handshake_timeout)
