@@ -33,20 +33,22 @@ def certs(tmp_path_factory):
     return make_certificates(tmp_path_factory.mktemp("certs"))
 
 
-@pytest.fixture(scope="module")
-def omni_ssl_binary(tmp_path_factory):
+def _built(build, tmp_path_factory, name):
+    """An omniORB SSL program built in the test set-up, or the test skipped without the tools."""
     try:
-        return build_echo_server(str(tmp_path_factory.mktemp("omni-ssl")))
+        return build(str(tmp_path_factory.mktemp(name)))
     except PeerNotInstalled as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def omni_ssl_binary(tmp_path_factory):
+    return _built(build_echo_server, tmp_path_factory, "omni-ssl")
 
 
 @pytest.fixture(scope="module")
 def omni_ssl_client(tmp_path_factory):
-    try:
-        return build_echo_client(str(tmp_path_factory.mktemp("omni-ssl-client")))
-    except PeerNotInstalled as e:
-        pytest.skip(str(e))
+    return _built(build_echo_client, tmp_path_factory, "omni-ssl-client")
 
 
 @pytest.fixture(scope="module")
