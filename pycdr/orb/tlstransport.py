@@ -53,6 +53,15 @@ async def handshake(loop: asyncio.AbstractEventLoop, sock: ssl.SSLSocket) -> Non
             remove(fd)
 
 
+def _address(get):
+    """The socket's address, or None: a peer may close right after the handshake (a
+    server refusing our certificate), its alert still to be read."""
+    try:
+        return get()
+    except OSError:
+        return None
+
+
 class TLSSocketTransport(asyncio.Transport):
     """A connected, handshaken non-blocking SSLSocket as a transport for a
     :class:`asyncio.BufferedProtocol`."""
@@ -60,7 +69,8 @@ class TLSSocketTransport(asyncio.Transport):
     def __init__(self, loop: asyncio.AbstractEventLoop, sock: ssl.SSLSocket,
                  protocol: asyncio.BufferedProtocol):
         super().__init__({"socket": sock, "ssl_object": sock,
-                          "peername": sock.getpeername(), "sockname": sock.getsockname(),
+                          "peername": _address(sock.getpeername),
+                          "sockname": _address(sock.getsockname),
                           "peercert": sock.getpeercert(), "cipher": sock.cipher()})
         self._loop = loop
         self._sock = sock
@@ -70,6 +80,7 @@ class TLSSocketTransport(asyncio.Transport):
         self._backlog_size = 0
         self._high, self._low = _HIGH_WATER, _HIGH_WATER // 4
         self._writing_paused = False
+        self._broken = False        # a write failed: its report is on its way
         self._reading = True
         self._closing = False
         self._lost = False
@@ -90,6 +101,8 @@ class TLSSocketTransport(asyncio.Transport):
                 return
             except ssl.SSLWantWriteError:
                 return          # (a key update waits for the socket; the next read retries)
+            except ssl.SSLEOFError:
+                n = 0           # closed without close_notify: an end all the same, as asyncio's
             except (OSError, ssl.SSLError) as e:
                 self._fail(e)
                 return
@@ -123,7 +136,7 @@ class TLSSocketTransport(asyncio.Transport):
 
     # --- writing -------------------------------------------------------------------
     def write(self, data) -> None:
-        if self._lost or self._closing:
+        if self._lost or self._closing or self._broken:
             return
         if not data:
             return
@@ -135,7 +148,10 @@ class TLSSocketTransport(asyncio.Transport):
                     InterruptedError):
                 self._loop.add_writer(self._fd, self._write_ready)
             except (OSError, ssl.SSLError) as e:
-                self._fail(e)
+                # (from the loop, as asyncio's transports report it: the writer learns
+                # of it from connection_lost, after what the peer said is read)
+                self._broken = True
+                self._loop.call_soon(self._write_failed, e)
                 return
         # OpenSSL retries a write that wanted the socket with the same bytes: the
         # backlog keeps messages whole, the first one is what was tried.
@@ -154,7 +170,7 @@ class TLSSocketTransport(asyncio.Transport):
                     InterruptedError):
                 return
             except (OSError, ssl.SSLError) as e:
-                self._fail(e)
+                self._write_failed(e)
                 return
             self._backlog_size -= len(backlog.popleft())
         self._loop.remove_writer(self._fd)
@@ -163,6 +179,17 @@ class TLSSocketTransport(asyncio.Transport):
             self._protocol.resume_writing()
         if self._closing:
             self._lose(None)
+
+    def _write_failed(self, e: BaseException) -> None:
+        # A peer that refuses us sends an alert and closes: read it before the write's
+        # error (EPIPE, a TLS EOF) hides why.
+        self._read_ready()
+        if self._lost:
+            return
+        if isinstance(e, ssl.SSLEOFError):
+            self._eof()
+        else:
+            self._fail(e)
 
     def writelines(self, chunks) -> None:
         self.write(b"".join(chunks))
@@ -287,10 +314,7 @@ class TLSListener:
         except asyncio.CancelledError:
             tls.close()
             raise
-        try:
-            TLSSocketTransport(self._loop, tls, self._factory())
-        except OSError:                  # (the peer left: getpeername fails)
-            tls.close()
+        TLSSocketTransport(self._loop, tls, self._factory())
 
     def close(self) -> None:
         if self._closed.done():
