@@ -1,8 +1,7 @@
 """pycdr over TLS against an ORB that shares no code with it: omniORB C++ on its SSL transport
 (a small echo server and a small echo client built in the test set-up; the client calls `pycdr
 serve --tls`, with and without --require-client-cert) and JacORB with JSSE, with certificates
-the tests make.  The
-reference ORB both ways is in test_orb_tls.py and test_cli_tls.py."""
+the tests make.  The reference ORB both ways is in test_orb_tls.py and test_cli_tls.py."""
 
 import asyncio
 import json
