@@ -46,7 +46,8 @@ from pycdr.iiop import CodeSetsComponent, IIOPProfile, ORBTypeComponent, make_io
 from pycdr.marshal import write_value            # noqa: E402
 from pycdr.pcap import IdlBodyDecoder, decode_capture   # noqa: E402
 from pycdr.pcapwrite import TcpSession           # noqa: E402
-from pycdr.lua_types import type_table           # noqa: E402
+from pycdr.idl.model import OBJECT_OPERATIONS      # noqa: E402
+from pycdr.lua_types import names_table, type_table   # noqa: E402
 from pycdr.scapy_giop import GIOP                # noqa: E402
 from pycdr.typecode import VM_TRUNCATABLE, TCKind, TypeCode, primitive, value_tc   # noqa: E402
 
@@ -77,11 +78,13 @@ class Builder:
         self.demo = self.m.interfaces["CaptureTest::Demo"]
 
     def op(self, name):
-        return self.demo.operation(name)
+        """An operation of the interface, or one every object has (_is_a, ...)."""
+        return OBJECT_OPERATIONS.get(name) or self.demo.operation(name)
 
     def request_parts(self, v, little, rid, op, args, contexts=(), response=3, target=None):
         """The Request and the function that writes its arguments."""
-        params = self.op(op).in_params if op in self.demo.all_operations() else ()
+        params = self.op(op).in_params \
+            if op in self.demo.all_operations() or op in OBJECT_OPERATIONS else ()
 
         def write(w):
             for p, value in zip(params, args):
@@ -145,6 +148,12 @@ def sample_ior(port=2809, host="demo.example", key=b"DemoPOA\x00other"):
                           (ORBTypeComponent(0x41545400), CodeSetsComponent(
                               0x00010001, (0x05010001,), 0x00010109, ())))
     return make_ior("IDL:CaptureTest/Demo:1.0", [profile])
+
+
+def interface_def_ior():
+    """An Interface Repository's InterfaceDef, as ``_interface`` answers."""
+    return make_ior("IDL:omg.org/CORBA/InterfaceDef:1.0",
+                    [IIOPProfile((1, 2), "ir.example", 2812, b"IR\x00Demo")])
 
 
 CODESETS = sc.CodeSetsContext(char_data=0x05010001, wchar_data=0x00010109)
@@ -221,6 +230,16 @@ def messages_session(packets, b: Builder, v, little, port):
                                                     target=KeyAddr(b"x"))))
         s.server_sends(encode_message(LocateReply(version=v, little=little, request_id=r,
                                                   locate_status=5, addressing_disposition=1)))
+    # The operations every object has: decoded without IDL.
+    for op, args, results in (("_is_a", ["IDL:CaptureTest/Demo:1.0"], [True]),
+                              ("_is_a", ["IDL:omg.org/CORBA/Object:1.0"], [False]),
+                              ("_non_existent", [], [False]),
+                              ("_repository_id", [], ["IDL:CaptureTest/Demo:1.0"]),
+                              ("_interface", [], [interface_def_ior()]),
+                              ("_get_component", [], [None])):
+        r = next(rid)
+        s.client_sends(b.request(v, little, r, op, args))
+        s.server_sends(b.reply(v, little, r, op, results))
     r = next(rid)
     s.client_sends(b.request(v, little, r, "add", [7, 8]))
     s.client_sends(encode_message(CancelRequest(version=v, little=little, request_id=r)))
@@ -448,7 +467,10 @@ def synthetic_captures() -> dict:
 
 
 def write_type_tables(modules) -> None:
-    """dissector/types/*.lua: the type tables of the captures' IDL files."""
+    """dissector/types/*.lua: the type tables of the captures' IDL files (and
+    dissector/pycdr_names.lua: pycdr's name tables, the object operations' types)."""
+    with open(os.path.join(ROOT, "dissector", "pycdr_names.lua"), "w") as f:
+        f.write(names_table())
     for path, module in zip(IDL_FILES, modules):
         name = os.path.splitext(os.path.basename(path))[0]
         with open(os.path.join(ROOT, "dissector", "types", name + ".lua"), "w") as f:

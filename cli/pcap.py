@@ -73,10 +73,11 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
                 raise PycdrError("--parquet needs pyarrow: pip install 'pycdr[parquet]'") \
                     from None
             sink = ParquetSink(parquet)
-        decoder = None
+        modules = []
         if idl_files:
             from pycdr import idl
-            decoder = IdlBodyDecoder([idl.load(p, register=False) for p in idl_files])
+            modules = [idl.load(p, register=False) for p in idl_files]
+        decoder = IdlBodyDecoder(modules)
         if interface is not None:
             live = LiveCapture(interface, bpf, count=count, duration=duration, save=save)
             progress = False

@@ -145,28 +145,32 @@ giopx.prefs.types_dir = Pref.string("Type tables folder", PLUGIN_DIR .. "types",
 -- Type tables: operations by name, exceptions by repository id.
 local OPERATIONS, EXCEPTIONS = {}, {}
 
+local function add_type_table(tbl)
+  for op_name, op in pairs(tbl.operations) do
+    op.types = tbl.types
+    -- (name, type) of what a request carries and what a normal reply returns
+    op.in_items, op.out_items = {}, {}
+    if op.result then op.out_items[1] = { "return", op.result } end
+    for _, p in ipairs(op.params) do
+      if p.mode ~= "out" then op.in_items[#op.in_items + 1] = { p.name, p.type } end
+      if p.mode ~= "in" then op.out_items[#op.out_items + 1] = { p.name, p.type } end
+    end
+    if OPERATIONS[op_name] == nil then OPERATIONS[op_name] = op end
+  end
+  for repo_id, t in pairs(tbl.exceptions or {}) do
+    EXCEPTIONS[repo_id] = { type = t, types = tbl.types, items = { { tbl.types[t].name, t } } }
+  end
+end
+
 local function load_type_tables()
   OPERATIONS, EXCEPTIONS = {}, {}
+  -- _is_a, _non_existent, ...: every object has them, no IDL needed
+  add_type_table(NAMES.object_operations)
   local dir = giopx.prefs.types_dir
   if not dir or dir == "" or not Dir.exists(dir) then return end
   for name in Dir.open(dir, ".lua") do
     local ok, tbl = pcall(dofile, dir .. "/" .. name)
-    if ok and type(tbl) == "table" and tbl.operations then
-      for op_name, op in pairs(tbl.operations) do
-        op.types = tbl.types
-        -- (name, type) of what a request carries and what a normal reply returns
-        op.in_items, op.out_items = {}, {}
-        if op.result then op.out_items[1] = { "return", op.result } end
-        for _, p in ipairs(op.params) do
-          if p.mode ~= "out" then op.in_items[#op.in_items + 1] = { p.name, p.type } end
-          if p.mode ~= "in" then op.out_items[#op.out_items + 1] = { p.name, p.type } end
-        end
-        if OPERATIONS[op_name] == nil then OPERATIONS[op_name] = op end
-      end
-      for repo_id, t in pairs(tbl.exceptions or {}) do
-        EXCEPTIONS[repo_id] = { type = t, types = tbl.types, items = { { tbl.types[t].name, t } } }
-      end
-    end
+    if ok and type(tbl) == "table" and tbl.operations then add_type_table(tbl) end
   end
 end
 

@@ -8,4 +8,22 @@ return {
   orb_vendor = {[1095648256] = "Androsoft", [1095784448] = "Univ. of Erlangen-Nuernberg", [1096045568] = "omniORB", [1097097472] = "AdaOS Project", [1111638784] = "Bionic Buffalo", [1111834880] = "BEA", [1112298752] = "Berry Software", [1146046208] = "Exoffice Technologies", [1163020544] = "Ericsson", [1178730496] = "FloorBoard Software", [1179254784] = "Fujitsu", [1196640512] = "GemStone Systems", [1213202432] = "HP", [1229081856] = "IBM", [1229739264] = "Xerox", [1230194944] = "AdNovum Informatik", [1230266112] = "IONA (Orbix)", [1245790976] = "JacORB", [1245858560] = "SilverStream Software", [1279476224] = "2AB", [1313161984] = "NEC", [1313754624] = "Rogue Wave", [1313819392] = "Nokia", [1314079744] = "HP", [1314193408] = "Nihon Unisys", [1329679104] = "Camros Corporation", [1329742336] = "BEA", [1329746944] = "ORBit", [1329749760] = "TIBCO", [1330205440] = "Object Interface Systems", [1330594560] = "IONA (Orbacus)", [1347354624] = "PolyORB", [1347699456] = "PrismTech", [1378763520] = "Remoting.Corba", [1380014336] = "RayORB", [1396788736] = "Sankhya Technologies", [1398099456] = "Sun", [1413566208] = "TAO", [1413961728] = "Top Graph'X", [1414087680] = "Telefonica", [1447645952] = "Borland", [1447646208] = "Vitria", [1464619776] = "BEA", [1481659136] = "PrismTech", [1481921024] = "Xtradyne Technologies", [3406692352] = "Chicago Board of Exchange"},
   tckind = {[0] = "null", [1] = "void", [2] = "short", [3] = "long", [4] = "ushort", [5] = "ulong", [6] = "float", [7] = "double", [8] = "boolean", [9] = "char", [10] = "octet", [11] = "any", [12] = "TypeCode", [13] = "Principal", [14] = "objref", [15] = "struct", [16] = "union", [17] = "enum", [18] = "string", [19] = "sequence", [20] = "array", [21] = "alias", [22] = "except", [23] = "longlong", [24] = "ulonglong", [25] = "longdouble", [26] = "wchar", [27] = "wstring", [28] = "fixed", [29] = "value", [30] = "value_box", [31] = "native", [32] = "abstract_interface", [33] = "local_interface", [34] = "component", [35] = "home", [36] = "event"},
   tc_primitive = {[0] = true, [1] = true, [2] = true, [3] = true, [4] = true, [5] = true, [6] = true, [7] = true, [8] = true, [9] = true, [10] = true, [11] = true, [12] = true, [13] = true, [23] = true, [24] = true, [25] = true, [26] = true},
+  object_operations = {
+    types = {
+      [1] = {kind="objref", name="Object", id="IDL:omg.org/CORBA/Object:1.0"},
+      [2] = {kind="string", bound=0},
+      [3] = {kind="boolean"},
+    },
+    operations = {
+      ["_get_component"] = {params={}, result=1, oneway=false},
+      ["_get_interface"] = {params={}, result=1, oneway=false},
+      ["_interface"] = {params={}, result=1, oneway=false},
+      ["_is_a"] = {params={{name="logical_type_id", mode="in", type=2}}, result=3, oneway=false},
+      ["_non_existent"] = {params={}, result=3, oneway=false},
+      ["_not_existent"] = {params={}, result=3, oneway=false},
+      ["_repository_id"] = {params={}, result=2, oneway=false},
+    },
+    exceptions = {
+    },
+  },
 }

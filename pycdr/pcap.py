@@ -58,6 +58,7 @@ from .giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESS
 from .giop.messages import Reply, ReplyStatus, Request, decode_message
 from .iiop import IIOPProfile, decode_profile
 from .marshal import read_value
+from .idl.model import OBJECT_OPERATIONS
 from .pcapread import CaptureReader
 from .tcpstream import TcpReassembler
 from .typecode import NAMED_KINDS, TCKind, resolve, value_members
@@ -707,27 +708,31 @@ def _leaf_text(value) -> str:
 
 class IdlBodyDecoder:
     """``decode_body`` for :class:`CaptureDecoder`: decodes request arguments,
-    reply results/out values and user exceptions of the operations of IDL
-    modules (``pycdr.idl.load`` results), looked up by operation name."""
+    reply results/out values and user exceptions of the operations every object
+    has (``_is_a``, ``_non_existent``, ...: their signatures are the ORB's, no
+    IDL needed) and of the operations of IDL modules (``pycdr.idl.load``
+    results; none for the first kind alone), looked up by operation name."""
 
-    def __init__(self, modules):
+    def __init__(self, modules=()):
         self.operations: dict = {}
         self.exceptions: dict = {}
         # Per operation name: (name, TypeCode) of its arguments, and of its results.
         self.arguments: dict = {}
         self.results: dict = {}
+        operations = list(OBJECT_OPERATIONS.items())
         for m in modules:
             for iface in m.interfaces.values():
-                for name, op in iface.all_operations().items():
-                    for exc in op.raises:
-                        self.exceptions.setdefault(exc.id(), exc)
-                    if name in self.operations:
-                        continue
-                    self.operations[name] = op
-                    self.arguments[name] = tuple((p.name, p.type) for p in op.in_params)
-                    self.results[name] = \
-                        (() if op.result.kind() == TCKind.tk_void else (("return", op.result),)) \
-                        + tuple((p.name, p.type) for p in op.out_params)
+                operations += iface.all_operations().items()
+        for name, op in operations:
+            for exc in op.raises:
+                self.exceptions.setdefault(exc.id(), exc)
+            if name in self.operations:
+                continue
+            self.operations[name] = op
+            self.arguments[name] = tuple((p.name, p.type) for p in op.in_params)
+            self.results[name] = \
+                (() if op.result.kind() == TCKind.tk_void else (("return", op.result),)) \
+                + tuple((p.name, p.type) for p in op.out_params)
 
     def __call__(self, msg, request):
         if isinstance(msg, Request):

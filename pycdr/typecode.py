@@ -624,10 +624,12 @@ def union_tc(repo_id: str, name: str, discriminator: TypeCode,
         types.append(_check_tc(mtype, f"union member {mname!r} type"))
     if not names:
         raise BadTypeCodeError("a union needs at least one member")
-    # Several labels of one member repeat name and type; distinct members need distinct names.
+    # Several labels of one member repeat name and type (equal TypeCodes: one
+    # object when built from IDL, one each when read off the wire); distinct
+    # members need distinct names.
     distinct = {}
     for n, t in zip(names, types):
-        if n in distinct and distinct[n] is not t:
+        if n in distinct and distinct[n] is not t and not distinct[n].equal(t):
             raise BadTypeCodeError(f"duplicate union member name {n!r}")
         distinct[n] = t
     tc = TypeCode(K.tk_union, id=repo_id, name=name, member_names=names,

@@ -29,3 +29,20 @@ def serving_echo(*options):
         if process.poll() is None:
             process.kill()
         process.wait(10)
+
+
+@contextlib.contextmanager
+def serving_tls(idl, interface, cert, key, *options):
+    """Run `pycdr serve IDL --interface INTERFACE --tls CERT KEY` with more `options` (TLS only
+    unless --also-plain); yield (process, IOR) once it prints the IOR. Killed at the end."""
+    process = subprocess.Popen(PYCDR + ["serve", str(idl), "--interface", interface,
+                                        "--tls", str(cert), str(key), *map(str, options)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ior = process.stdout.readline().strip()
+        assert ior.startswith("IOR:"), process.stderr.read() if process.poll() is not None else ior
+        yield process, ior
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)

@@ -9,9 +9,13 @@ results), expected here as such:
   its server echoes it right.
 - TypeCodes: Combat writes a struct's TypeCode without its name (names are optional in a
   TypeCode: the compact form), so a TypeCode echoed in an any comes back equivalent, not equal.
-- A corbaloc URL names no type: Combat's client then asks the object for `_interface` to learn
-  the operations, `pycdr serve` has no interface repository (NO_IMPLEMENT), and Combat raises
-  INTF_REPOS before it sends anything. Its clients use the IOR.
+- A client that knows no interface (a corbaloc URL names no type; or no IDL at all) asks the
+  object for `_interface` and the InterfaceDef for `describe_interface` (pycdr.orb.interface_def
+  answers both) -- but Combat 0.8.1 calls a procedure it never defines on the way
+  (GetObjFromHandle; peers/combat/echo_client.tcl defines it as the GetObjFromRef it means).
+- By corbaloc Combat has no code sets for the object (none in a URL; with `--forward-corbaloc`
+  it follows the forward but keeps none either) and refuses wchar/wstring with MARSHAL
+  COMPLETED_NO before sending: the IOR carries them.
 """
 
 import pytest
@@ -50,10 +54,25 @@ def test_combat_client_to_pycdr_serve():
         fixed, ulonglong_max = results[len(COMBAT_CALLS):]
         assert fixed[0] == "exception" and fixed[1].startswith(MARSHAL.repo_id), fixed
         assert ulonglong_max == ("ok", "-1")
-        # By corbaloc: Combat asks for _interface first (module docstring).
-        (by_corbaloc,) = call_from_combat(url, ECHO, ["echo_long 5"])
-        assert by_corbaloc[0] == "exception"
-        assert by_corbaloc[1].startswith("IDL:omg.org/CORBA/INTF_REPOS:1.0"), by_corbaloc
+
+
+# Calls that need the object's code sets (module docstring: none by corbaloc).
+WIDE_CALLS = ("echo_wstring", "echo_wchar")
+
+
+def test_combat_client_learns_the_interface_from_pycdr_serve():
+    """Issue 27: Combat knowing no IDL asks `pycdr serve` for _interface, downloads the
+    FullInterfaceDescription from the InterfaceDef, then calls by it -- right answers."""
+    calls = [call for call, _ in COMBAT_CALLS]
+    expected = [("ok", text) for _, text in COMBAT_CALLS]
+    with serving_echo() as (process, ior, url):
+        assert call_from_combat(ior, None, calls) == expected
+        by_corbaloc = call_from_combat(url, None, calls)
+    for (call, _), want, got in zip(COMBAT_CALLS, expected, by_corbaloc):
+        if call.split()[0] in WIDE_CALLS:
+            assert got[0] == "exception" and got[1].startswith(MARSHAL.repo_id), got
+        else:
+            assert got == want, call
 
 
 def _echoed(got, sent):

@@ -15,7 +15,9 @@ from pycdr.giop.messages import LocateStatus
 from pycdr.giop.sysexc import (BAD_OPERATION, MARSHAL, NO_IMPLEMENT, OBJECT_NOT_EXIST,
                                TIMEOUT, TRANSIENT, UNKNOWN, CompletionStatus)
 from pycdr.orb import ORB, ClassServant, EchoServant, Server, ServerLimits
+from pycdr.ior import ior_to_string
 from pycdr.orb.client import ClientOptions
+from pycdr.orb.interface_def import INTERFACE_DEF, INTERFACE_DEF_ID
 from pycdr.values import LongDouble, UserException
 
 MODULE = load_echo_module()
@@ -122,12 +124,26 @@ def test_system_exceptions_and_object_operations():
                 await keyless.echo_long(1)
             with pytest.raises(BAD_OPERATION):
                 await ref.invoke_dynamic("no_such_operation", [], tc.void, [])
-            with pytest.raises(NO_IMPLEMENT):
-                await ref.invoke_dynamic("_interface", [], tc.Object, [])
+            # _interface: the InterfaceDef of the servant's interface (pycdr.orb.interface_def)
+            interface_def = await ref.invoke_dynamic("_interface", [], tc.Object, [])
+            assert interface_def.type_id == INTERFACE_DEF_ID
+            described = await orb.string_to_object(ior_to_string(interface_def), INTERFACE_DEF)
+            full = await described.describe_interface()
+            assert (full.name, full.id) == ("Echo", ECHO_REPO_ID)
+            assert {op.name for op in full.operations} == \
+                {name for name, op in ECHO.all_operations().items() if op.attribute is None}
+            assert [a.name for a in full.attributes] == [a.name for a in ECHO.attributes]
+            echo_long = next(op for op in full.operations if op.name == "echo_long")
+            assert echo_long.result.equal(tc.long) and echo_long.id == \
+                ECHO_REPO_ID.replace(":1.0", "/echo_long:1.0")
+            assert [(p.name, p.mode.name) for p in echo_long.parameters] == [("v", "PARAM_IN")]
+            assert await ref.invoke_dynamic("_get_interface", [], tc.Object, []) == interface_def
             assert await ref.is_a(ECHO_REPO_ID) is True
             assert await ref.is_a("IDL:omg.org/CORBA/Object:1.0") is True
             assert await ref.is_a("IDL:Other:1.0") is False
             assert await ref.non_existent() is False
+            component = await ref.invoke_dynamic("_get_component", [], tc.Object, [])
+            assert component is None or component.is_nil      # not a component's facet
             # Arguments that do not decode: a long where a string is expected.
             with pytest.raises(MARSHAL) as info:
                 await ref.invoke_dynamic("echo_string", [("v", "in", tc.long)], tc.string, [5])

@@ -238,3 +238,34 @@ def test_listing_names_system_exceptions_and_forward_targets():
                "demo.example:2810" in line for line in lines)
     assert any("LocateReply id=12 OBJECT_FORWARD -> IDL:CaptureTest/Demo:1.0 at "
                "demo.example:2811" in line for line in lines)
+
+
+def test_listing_decodes_the_object_operations_without_idl():
+    """Issue 27: _is_a's repository id and answer (and the other operations every
+    object has) are decoded without --idl, the reply by its request's operation."""
+    out = CliRunner().invoke(main, ["pcap", os.path.join(CAPTURES, "messages.pcap")])
+    assert out.exit_code == 0, out.output
+    text = out.output
+    assert "Request id=13 _is_a\n    logical_type_id = IDL:CaptureTest/Demo:1.0\n" in text
+    assert "Reply id=13 NO_EXCEPTION [1.000 ms after frame 27]\n    return = true\n" in text
+    assert "Request id=14 _is_a\n    logical_type_id = IDL:omg.org/CORBA/Object:1.0\n" in text
+    assert "ms after frame 29]\n    return = false\n" in text
+    assert "return = IDL:CaptureTest/Demo:1.0\n" in text                     # _repository_id
+    assert "return = IDL:omg.org/CORBA/InterfaceDef:1.0\n    return.host = ir.example\n" in text
+    entries = [json.loads(line) for line in CliRunner().invoke(
+        main, ["pcap", "--json", os.path.join(CAPTURES, "messages.pcap")]).output.splitlines()]
+    decoded = {(e["request_id"], e["type"]): e["decoded"] for e in entries
+               if e["stream"] == 0 and "decoded" in e}
+    assert decoded[(14, "Request")] == {"operation": "_is_a", "kind": "arguments", "values": [
+        ["logical_type_id", "IDL:omg.org/CORBA/Object:1.0"]]}
+    assert decoded[(18, "Reply")]["values"] == [["return", "nil"]]      # _get_component
+    # Operations of an IDL are not known without it.
+    assert (1, "Request") not in decoded
+
+
+def test_dissector_name_tables_are_current():
+    """dissector/pycdr_names.lua is what pycdr.lua_types.names_table() writes
+    (captures/make_captures.py rewrites it)."""
+    from pycdr.lua_types import names_table
+    with open(os.path.join(os.path.dirname(CAPTURES), "dissector", "pycdr_names.lua")) as f:
+        assert f.read() == names_table()

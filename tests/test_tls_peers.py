@@ -1,6 +1,7 @@
 """pycdr over TLS against an ORB that shares no code with it: omniORB C++ on its SSL transport
-(a small echo server built in the test set-up), with certificates the tests make.  The
-reference ORB both ways is in test_orb_tls.py and test_cli_tls.py."""
+(a small echo server and a small echo client built in the test set-up; the client calls `pycdr
+serve --tls`, with and without --require-client-cert) and JacORB with JSSE, with certificates
+the tests make.  The reference ORB both ways is in test_orb_tls.py and test_cli_tls.py."""
 
 import asyncio
 import json
@@ -10,7 +11,8 @@ from click.testing import CliRunner
 
 pytest.importorskip("cryptography")
 
-from peers.omni_ssl import build_echo_server, start_omni_ssl_server  # noqa: E402
+from peers.omni_ssl import (build_echo_client, build_echo_server,  # noqa: E402
+                            run_omni_ssl_client, start_omni_ssl_server)
 from peers.process import PeerNotInstalled  # noqa: E402
 from pycdr.cli.main import main as pycdr_main  # noqa: E402
 from pycdr.iiop import SSLSecTrans, decode_profile  # noqa: E402
@@ -21,6 +23,7 @@ from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, STEP_GIOP, TLSOptions,  # no
                            transport_error_of)
 from pycdr.giop.sysexc import COMM_FAILURE, TRANSIENT  # noqa: E402
 from peers.omni_ssl import ECHO_IDL  # noqa: E402
+from pycdr_serve import serving_tls  # noqa: E402
 from tls_certs import make_certificates  # noqa: E402
 
 ECHO = load(ECHO_IDL).interfaces["PycdrTest::Echo"]
@@ -31,12 +34,22 @@ def certs(tmp_path_factory):
     return make_certificates(tmp_path_factory.mktemp("certs"))
 
 
-@pytest.fixture(scope="module")
-def omni_ssl_binary(tmp_path_factory):
+def _built(build, tmp_path_factory, name):
+    """An omniORB SSL program built in the test set-up, or the test skipped without the tools."""
     try:
-        return build_echo_server(str(tmp_path_factory.mktemp("omni-ssl")))
+        return build(str(tmp_path_factory.mktemp(name)))
     except PeerNotInstalled as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def omni_ssl_binary(tmp_path_factory):
+    return _built(build_echo_server, tmp_path_factory, "omni-ssl")
+
+
+@pytest.fixture(scope="module")
+def omni_ssl_client(tmp_path_factory):
+    return _built(build_echo_client, tmp_path_factory, "omni-ssl-client")
 
 
 @pytest.fixture(scope="module")
@@ -200,3 +213,38 @@ def test_conformance_over_tls_against_jacorb(jacorb_ssl, certs, tmp_path):
     failed = sorted({i for i, v in verdicts.items() if v == "fail"})
     assert result.exit_code == (1 if failed else 0)
     print("JacORB over TLS, failed:", failed)
+
+
+# What tests/peers/omni_ssl/echo_client.cc sends, as the echo gives it back.
+OMNI_CLIENT_CALLS = {"echo_long": ("ok", "-7"), "echo_double": ("ok", "2.5"),
+                     "echo_string": ("ok", "from omniORB C++ over TLS"),
+                     "echo_octets": ("ok", "0001ff")}
+
+
+def test_omniorb_client_calls_pycdr_serve_over_tls(omni_ssl_client, certs):
+    """omniORB C++ (libomnisslTP4, TLS only: clientTransportRule "* ssl") finds the TLS port
+    in the TAG_SSL_SEC_TRANS of `pycdr serve --tls`'s IOR (IIOP port 0) and calls over it,
+    checking the server's certificate against the CA.  The server asks for no client
+    certificate (omniORB's client has one: its SSL transport does not start without)."""
+    with serving_tls(ECHO_IDL, "PycdrTest::Echo", certs.server.cert, certs.server.key) as (_, ior):
+        # A certificate no CA of the server's signed: not asked for, so not in the way.
+        untrusted = {"cert": certs.untrusted_client.cert, "key": certs.untrusted_client.key}
+        assert run_omni_ssl_client(omni_ssl_client, ior, ca=certs.ca, **untrusted) == \
+            OMNI_CLIENT_CALLS
+        # A CA that did not sign the server's certificate: no call gets through.
+        refused = run_omni_ssl_client(omni_ssl_client, ior, ca=certs.other_ca, **untrusted)
+        assert refused and all(status == "exception" for status, _ in refused.values()), refused
+
+
+def test_omniorb_client_to_pycdr_serve_requiring_a_client_certificate(omni_ssl_client, certs):
+    """`pycdr serve --tls --require-client-cert CA`: omniORB's client with a certificate the CA
+    signed gets its answers; with another CA's, the handshake fails and no call gets through.
+    (Without any certificate cannot be tried: omniORB 4.2's SSL transport needs one.)"""
+    with serving_tls(ECHO_IDL, "PycdrTest::Echo", certs.server.cert, certs.server.key,
+                     "--require-client-cert", certs.ca) as (_, ior):
+        assert run_omni_ssl_client(omni_ssl_client, ior, ca=certs.ca, cert=certs.client.cert,
+                                   key=certs.client.key) == OMNI_CLIENT_CALLS
+        refused = run_omni_ssl_client(omni_ssl_client, ior, ca=certs.ca,
+                                      cert=certs.untrusted_client.cert,
+                                      key=certs.untrusted_client.key)
+        assert refused and all(status == "exception" for status, _ in refused.values()), refused

@@ -176,3 +176,18 @@ def test_union_with_every_discriminator_kind_builds():
         u = tc.union("IDL:U:1.0", "U", disc, [(label, "a", tc.long)])
         assert u.discriminator_type() is disc
     assert tc.union("IDL:U:1.0", "U", Color, [("green", "a", tc.long)]).member_label(0) == 1
+
+
+def test_a_union_member_with_several_labels_reads_back():
+    """``case 2: case 3: string text;`` repeats the member per label: read off the
+    wire each repeat is a TypeCode of its own, equal to the first (not a clash of
+    two members named alike)."""
+    from pycdr.cdr import CDRReader, CDRWriter
+    from pycdr.tcmarshal import read_typecode, write_typecode
+    choice = tc.union("IDL:Choice:1.0", "Choice", tc.long, [
+        (1, "number", tc.long), (2, "text", tc.string), (3, "text", tc.string)])
+    w = CDRWriter()
+    write_typecode(w, choice)
+    assert read_typecode(CDRReader(w.getvalue())).equal(choice)
+    with pytest.raises(BadTypeCodeError):
+        tc.union("IDL:Clash:1.0", "Clash", tc.long, [(1, "text", tc.long), (2, "text", tc.string)])

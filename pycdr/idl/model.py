@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .. import tc
 from ..typecode import TCKind, TypeCode
 
 
@@ -152,3 +153,18 @@ class IdlModule:
         if scoped_name in self.constants:
             return self.constants[scoped_name]
         raise KeyError(scoped_name)
+
+
+# The operations every CORBA object has (CORBA 3.x Part 2, 7.4.1 and 9.4).
+IS_A = Operation("_is_a", (Param("logical_type_id", "in", tc.string),),
+                 tc.boolean, ())
+NON_EXISTENT = Operation("_non_existent", (), tc.boolean, ())
+# GIOP 1.0-era ORBs spell it without the second "e".
+NOT_EXISTENT = Operation("_not_existent", (), tc.boolean, ())
+REPOSITORY_ID = Operation("_repository_id", (), tc.string, ())
+INTERFACE = Operation("_interface", (), tc.Object, ())
+GET_INTERFACE = Operation("_get_interface", (), tc.Object, ())
+# CORBA Components: the component of a facet's reference (nil for a plain object).
+GET_COMPONENT = Operation("_get_component", (), tc.Object, ())
+OBJECT_OPERATIONS = {op.name: op for op in (IS_A, NON_EXISTENT, NOT_EXISTENT, REPOSITORY_ID,
+                                           INTERFACE, GET_INTERFACE, GET_COMPONENT)}

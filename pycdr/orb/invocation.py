@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from .. import tc
 from ..cdr import CDRReader, CDRWriter
-from ..idl.model import Operation, Param
+# (the operations every object has, for the client and the server)
+from ..idl.model import IS_A, NON_EXISTENT, OBJECT_OPERATIONS, Operation, Param  # noqa: F401
 from ..marshal import read_value, write_value
 from ..typecode import TCKind
 
@@ -80,20 +81,6 @@ def dynamic_operation(name: str, params=(), result=tc.void, raises=(), oneway=Fa
             raise ValueError(f"parameter {p.name}: mode {p.mode!r} is not in, out or inout")
     return Operation(name=name, params=built, result=result, raises=tuple(raises),
                      oneway=oneway)
-
-
-# The operations every CORBA object has (CORBA 3.x Part 2, 7.4.1 and 9.4).
-_BOOLEAN_OF_STRING = Operation("_is_a", (Param("logical_type_id", "in", tc.string),),
-                               tc.boolean, ())
-IS_A = _BOOLEAN_OF_STRING
-NON_EXISTENT = Operation("_non_existent", (), tc.boolean, ())
-# GIOP 1.0-era ORBs spell it without the second "e".
-NOT_EXISTENT = Operation("_not_existent", (), tc.boolean, ())
-REPOSITORY_ID = Operation("_repository_id", (), tc.string, ())
-INTERFACE = Operation("_interface", (), tc.Object, ())
-GET_INTERFACE = Operation("_get_interface", (), tc.Object, ())
-OBJECT_OPERATIONS = {op.name: op for op in (IS_A, NON_EXISTENT, NOT_EXISTENT, REPOSITORY_ID,
-                                           INTERFACE, GET_INTERFACE)}
 
 
 @dataclass(frozen=True)

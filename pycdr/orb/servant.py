@@ -10,8 +10,9 @@
 * :class:`EchoServant`: a DynamicServant answering in/inout values as the out
   values and result where the types allow (``pycdr serve``, the tests).
 
-``_is_a``, ``_non_existent`` and ``_interface`` are answered by the server
-from the servant's interface, not by the servant.
+``_is_a``, ``_non_existent``, ``_repository_id`` and ``_interface`` (an
+InterfaceDef, :mod:`.interface_def`) are answered by the server from the
+servant's interface, not by the servant.
 """
 
 from __future__ import annotations

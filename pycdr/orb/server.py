@@ -40,7 +40,7 @@ from ..giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateRepl
                              ProfileAddr, ReferenceAddr, Reply, ReplyStatus, Request)
 from ..giop.service_contexts import CodeSetsContext
 from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHAL,
-                           NO_IMPLEMENT, OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
+                           OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
                            SystemException)
 from ..iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
 from ..ior import IOR, ior_to_string
@@ -49,6 +49,8 @@ from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
 from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
+from .interface_def import interface_def_key
+from .tlstransport import TLSListener, start_tls_server
 from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
 from .memory import release_free_memory
 from .servant import Servant
@@ -154,7 +156,7 @@ class Server:
         self.tls = tls
         self.tls_port = tls_port
         self.plain = plain
-        self._tls_listener: asyncio.base_events.Server | None = None
+        self._tls_listener: TLSListener | None = None
         self.advertised_host = advertised_host or host
         self.limits = limits or ServerLimits()
         self.connections: set[_ServerConnection] = set()
@@ -215,9 +217,9 @@ class Server:
             self.port = self._listener.sockets[0].getsockname()[1]
             log.info("listening on %s:%d", self.host, self.port)
         if self.tls is not None:
-            self._tls_listener = await loop.create_server(self._new_stream, self.host,
-                                                          self.tls_port, ssl=self.tls,
-                                                          backlog=self.limits.max_connections)
+            self._tls_listener = await start_tls_server(self._new_stream, self.host,
+                                                        self.tls_port, self.tls,
+                                                        backlog=self.limits.max_connections)
             for sock in self._tls_listener.sockets:
                 set_socket_buffers(sock)
             self.tls_port = self._tls_listener.sockets[0].getsockname()[1]
@@ -747,8 +749,10 @@ class _ServerConnection:
             values = [servant.non_existent()]
         elif op.name == "_repository_id":
             values = [servant.repo_id]
-        else:   # _interface / _get_interface: no Interface Repository here
-            return _system(NO_IMPLEMENT(OMG_VMCID | 3, _NO))
+        elif op.name == "_get_component":
+            values = [None]     # not a CORBA component's facet: nil (CORBA 3.x Part 3, 6.11)
+        else:   # _interface / _get_interface
+            values = [self.server.ior(interface_def_key(self.adapter, servant.interface))]
         return _Outcome(ReplyStatus.NO_EXCEPTION, write_body=_results_writer(op, values))
 
     def _locate_reply(self, msg: LocateRequest) -> LocateReply:

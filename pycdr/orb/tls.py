@@ -34,6 +34,7 @@ from ..iiop import (CONFIDENTIALITY, ESTABLISH_TRUST_IN_CLIENT,
                     ESTABLISH_TRUST_IN_TARGET, INTEGRITY, CompoundSecMech, CSISecMechList,
                     IIOPProfile, SSLSecTrans, TLSSecTrans,
                     association_options)
+from .tlstransport import TLSSocketTransport, handshake
 
 # The steps of reaching an endpoint, in order.
 STEP_TCP = "TCP connect"
@@ -288,13 +289,28 @@ async def open_connection(loop: asyncio.AbstractEventLoop, protocol_factory,
             raise classify(e, STEP_TCP, endpoint.host, endpoint.port) from e
     ctx = options.client_context()
     sock = await _tcp_connect(loop, endpoint, timeout)
+    protocol = protocol_factory()
+    if not isinstance(protocol, asyncio.BufferedProtocol):
+        try:
+            return await loop.create_connection(lambda: protocol, sock=sock, ssl=ctx,
+                                                server_hostname=endpoint.host,
+                                                ssl_handshake_timeout=timeout)
+        except (OSError, asyncio.TimeoutError) as e:
+            sock.close()
+            raise classify(e, STEP_HANDSHAKE, endpoint.host, endpoint.port) from e
+    # The ORB's connections: OpenSSL on the socket itself (tlstransport: why).
     try:
-        return await loop.create_connection(protocol_factory, sock=sock, ssl=ctx,
-                                            server_hostname=endpoint.host,
-                                            ssl_handshake_timeout=timeout)
-    except (OSError, asyncio.TimeoutError) as e:
+        tls_sock = ctx.wrap_socket(sock, server_hostname=endpoint.host,
+                                   do_handshake_on_connect=False)
+    except (OSError, ValueError) as e:
         sock.close()
         raise classify(e, STEP_HANDSHAKE, endpoint.host, endpoint.port) from e
+    try:
+        await asyncio.wait_for(handshake(loop, tls_sock), timeout)
+    except (OSError, asyncio.TimeoutError) as e:
+        tls_sock.close()
+        raise classify(e, STEP_HANDSHAKE, endpoint.host, endpoint.port) from e
+    return TLSSocketTransport(loop, tls_sock, protocol), protocol
 
 
 async def _tcp_connect(loop, endpoint: Endpoint, timeout: float) -> socket.socket:

@@ -81,11 +81,12 @@ def start_combat_echo_server(interface, *, port=None, timeout=30):
 
 def call_from_combat(ior, interface, calls, *, timeout=30):
     """Call operations on `ior` (an IOR or a corbaloc URL) from a Combat client process that
-    knows `interface`. `calls` are Tcl command tails in Combat's mapping ("echo_long 5",
+    knows `interface` (None: knows nothing, and asks the object for its interface: _interface,
+    then describe_interface). `calls` are Tcl command tails in Combat's mapping ("echo_long 5",
     "echo_padding {c1 a ll 5}"). Returns one (status, text) pair a call: ("ok", the result as
     Tcl text) or ("exception", the exception as Combat raises it)."""
     with tempfile.TemporaryDirectory(prefix="pycdr-combat-client-") as work_dir:
-        interface_tcl = _write_interface(interface, work_dir)
+        interface_tcl = "-" if interface is None else _write_interface(interface, work_dir)
         calls_file = os.path.join(work_dir, "calls.txt")
         with open(calls_file, "w", encoding="utf-8") as f:
             f.write("".join(call + "\n" for call in calls))

@@ -10,6 +10,7 @@ from .process import (LOOPBACK, PeerError, PeerNotInstalled, PeerProcess, Runnin
                       start_server_with_retries)
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "omni_ssl", "echo_server.cc")
+CLIENT_SOURCE = os.path.join(os.path.dirname(SOURCE), "echo_client.cc")
 ECHO_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "echo.idl")
 # Debian's omniidl has the C++ back end; the one in the venv (omniORBpy's) has not.
 OMNIIDL = "/usr/bin/omniidl"
@@ -19,6 +20,15 @@ HEADER = "/usr/include/omniORB4/sslContext.h"
 def build_echo_server(folder):
     """Compile the server into ``folder``; its path.  PeerNotInstalled without the compiler,
     omniORB's headers or the C++ IDL compiler (.ci/install-peers.sh installs them)."""
+    return _build(folder, SOURCE, "echo_server")
+
+
+def build_echo_client(folder):
+    """Compile the client (echo_client.cc) into ``folder``; its path (as build_echo_server)."""
+    return _build(folder, CLIENT_SOURCE, "echo_client")
+
+
+def _build(folder, source, program):
     needs = (("g++", shutil.which("g++")), ("omniidl", os.path.exists(OMNIIDL)),
              ("libomniorb4-dev", os.path.exists(HEADER)))
     missing = [name for name, there in needs if not there]
@@ -27,14 +37,36 @@ def build_echo_server(folder):
                                "run .ci/install-peers.sh")
     shutil.copy(ECHO_IDL, folder)
     for argv in ([OMNIIDL, "-bcxx", "echo.idl"],
-                 ["g++", "-O1", "-o", "echo_server", SOURCE, "echoSK.cc", "-I.",
+                 ["g++", "-O1", "-o", program, source, "echoSK.cc", "-I.",
                   f"-I{os.path.dirname(SOURCE)}", "-lomniORB4",
                   "-lomnithread", "-lomnisslTP4", "-lssl", "-lcrypto", "-lpthread"]):
         done = subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             raise PeerError(f"building the omniORB SSL peer failed: {' '.join(argv)}\n"
                             f"{done.stderr}")
-    return os.path.join(folder, "echo_server")
+    return os.path.join(folder, program)
+
+
+def run_omni_ssl_client(binary, ior, *, ca, cert, key, timeout=60):
+    """Run the omniORB SSL echo client against ``ior`` (TLS only) with its certificate
+    ``cert``/``key`` (omniORB 4.2's SSL transport does not start without one; it is sent when
+    the server asks).  Returns {operation: (status, text)} of its calls."""
+    with tempfile.TemporaryDirectory(prefix="pycdr-omni-ssl-client-") as workdir:
+        key_file = os.path.join(workdir, "client-with-key.pem")
+        with open(key_file, "w") as out:     # omniORB wants certificate and key in one file
+            for part in (cert, key):
+                with open(part) as f:
+                    out.write(f.read())
+        done = subprocess.run([binary, str(ca), key_file, ior], capture_output=True, text=True,
+                              timeout=timeout)
+    calls = {}
+    for line in done.stdout.splitlines():
+        op, _, rest = line.partition(" ")
+        status, _, text = rest.partition(" ")
+        calls[op] = (status, text)
+    if done.returncode not in (0, 1):
+        raise PeerError(f"omniORB SSL client exited {done.returncode}: {done.stderr[-2000:]}")
+    return calls
 
 
 def start_omni_ssl_server(binary, *, ca, cert, key, require_client_cert=False, port=None,
