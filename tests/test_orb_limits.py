@@ -229,3 +229,24 @@ def test_giop_1_1_fragmented_request_is_reassembled():
             assert r.read_octet_sequence() == payload
         await server.stop()
     run(main())
+
+
+def test_messages_larger_than_the_reading_pause_limit_both_ways():
+    """Requests and replies of several MiB on one connection, larger than the bytes a
+    stream holds before it pauses its reading: the message still arriving must not
+    count towards that pause (else its reading stops for good), and a client must
+    resume a reading a large reply paused (else the next reply is never read).
+    Both stalled before: 3 MiB at the server, the reply after an 8 MiB one at the
+    client."""
+    async def main():
+        server, key = await serve()
+        try:
+            async with ORB() as orb:
+                ref = await orb.string_to_object(server.ior_string(key), ECHO)
+                for size in (3 << 20, 8 << 20, 9 << 20, 1 << 20):
+                    data = bytes(range(256)) * (size // 256)
+                    assert await ref.echo_octets(data) == data
+                assert await ref.echo_long(7) == 7
+        finally:
+            await server.stop()
+    run(main(), timeout=120)

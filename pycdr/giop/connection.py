@@ -159,6 +159,30 @@ class GiopConnection:
         return len(self._buf) + self._in_place_filled + self._ready_bytes
 
     @property
+    def awaiting_handout(self) -> int:
+        """Bytes of complete messages received and not yet handed out by
+        next_event(): what a transport bounds by pausing its reading.  The message
+        still arriving is not counted, since only more reading completes it (its
+        size is bounded by max_message_size and the ORB's memory budget): counting
+        it would pause the reading of any message larger than the pause limit for
+        good."""
+        waiting = self._ready_bytes
+        if self._in_place is not None:
+            if not self._receiving_in_place():
+                waiting += self._in_place_filled
+            waiting += len(self._buf)       # (what follows a message received in place)
+        elif len(self._buf) >= HEADER_SIZE:
+            # received() leaves at most a partial message here; receive_data() does
+            # not frame, so its bytes count whole once their first message is.
+            try:
+                complete = parse_header(self._buf).total_size <= len(self._buf)
+            except PycdrError:
+                complete = False
+            if complete:
+                waiting += len(self._buf)
+        return waiting
+
+    @property
     def incomplete_bytes(self) -> int:
         """Bytes of memory held for messages not complete yet: the buffer of the
         partial message (its own when received in place) and pending fragments (an

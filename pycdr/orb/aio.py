@@ -81,8 +81,9 @@ def receive_scratch(loop: asyncio.AbstractEventLoop) -> bytearray | None:
     return scratch
 
 
-# GiopStream pauses reading while more than this is received and not yet handed
-# out as events (the server's read loop waits for in-flight requests then).
+# GiopStream pauses reading while more than this of complete messages is received
+# and not yet handed out as events (the server's read loop waits for in-flight
+# requests then).  A message still arriving is not counted: see awaiting_handout.
 PAUSE_READING_ABOVE = 2 * SOCKET_BUFFER
 
 
@@ -168,7 +169,7 @@ class GiopStream(asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         giop = self.giop
         giop.received(nbytes)
-        if not self._reading_paused and giop.buffered > PAUSE_READING_ABOVE:
+        if not self._reading_paused and giop.awaiting_handout > PAUSE_READING_ABOVE:
             self._reading_paused = True
             self.transport.pause_reading()
         if not giop.receiving_in_place:
@@ -224,7 +225,7 @@ class GiopStream(asyncio.BufferedProtocol):
 
     def consumed(self) -> None:
         """The connection handed out its events: resume a paused reading."""
-        if self._reading_paused and self.giop.buffered <= PAUSE_READING_ABOVE \
+        if self._reading_paused and self.giop.awaiting_handout <= PAUSE_READING_ABOVE \
                 and not self._eof:
             self._reading_paused = False
             self.transport.resume_reading()

@@ -650,6 +650,10 @@ class ClientConnection:
             if stream.at_eof:
                 self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
                 self._close_transport()
+                return
+            # Every complete reply is handed out: a reading paused by a large one
+            # goes on (else the next reply is never read).
+            stream.consumed()
         except Exception:
             log.exception("%s:%d: connection failed", self.host, self.port)
             self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
