@@ -54,8 +54,9 @@ class KeyMap:
             if new is None:
                 new = self.learned.get(old)
             if new is None:
-                default = self.defaults.pop(server, None)
-                new = old if default is None else default
+                new = self.defaults.pop(server, None)
+                if new is None:
+                    return old          # not mapped (yet: a reply may still teach it)
                 self.explicit[old] = new
             return new
 
