@@ -113,8 +113,9 @@ class StoreServer:
     """The servant served on 127.0.0.1 (a thread per connection); ``received``
     holds every Request/LocateRequest that came, in order."""
 
-    def __init__(self, variant: Variant):
+    def __init__(self, variant: Variant, ssl_context=None):
         self.variant = variant
+        self.ssl_context = ssl_context          # TLS when given (a server context)
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         variant.host, variant.port = "127.0.0.1", self.port
@@ -144,6 +145,12 @@ class StoreServer:
 
     def _connection(self, conn) -> None:
         giop = GiopConnection(Role.SERVER, lenient=True, check_request_ids=False)
+        if self.ssl_context is not None:
+            try:
+                conn = self.ssl_context.wrap_socket(conn, server_side=True)
+            except OSError:
+                conn.close()
+                return
         with conn:
             while True:
                 try:

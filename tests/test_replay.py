@@ -229,6 +229,41 @@ def test_a_recorded_reply_missing_from_the_replay_and_the_other_way_round(tmp_pa
         {"path": "reply", "recorded": "no reply", "replayed": "Reply NO_EXCEPTION"}]
 
 
+def test_over_tls_with_the_shared_tls_options(tmp_path):
+    from pycdr.orb.tls import server_context
+    from tls_certs import make_certificates
+    certs = make_certificates(tmp_path / "certs")
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [conversation()])
+    context = server_context(str(certs.server.cert), str(certs.server.key))
+    variant = rs.Variant(store_key=b"NewStore", other_key=b"NewOther")
+    with rs.StoreServer(variant, ssl_context=context) as server:
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--tls",
+                         "--cacert", str(certs.ca)])
+        assert result.exit_code == 0, result.output
+        assert len(server.received) == 8
+        untrusted = replay([capture, "--target", server.corbaloc, "--tls"])
+        assert untrusted.exit_code == 3
+        assert "certificate" in untrusted.stderr, untrusted.stderr
+        cleartext = replay([capture, "--target", server.corbaloc, "--timeout", "2"])
+        assert cleartext.exit_code == 1        # connected; the TLS server drops the GIOP
+
+
+def test_rate_limit_spaces_the_sends():
+    import time
+    from pycdr.replay.runner import RateLimit
+    limit = RateLimit(50.0)
+    start = time.monotonic()
+    for _ in range(11):
+        limit.wait()
+    assert time.monotonic() - start >= 10 / 50 - 0.01
+    unlimited = RateLimit(None)
+    start = time.monotonic()
+    for _ in range(1000):
+        unlimited.wait()
+    assert time.monotonic() - start < 0.2
+
+
 # -- bad input ----------------------------------------------------------------------------
 def test_bad_input_typed_errors_and_exit_codes(tmp_path):
     capture = str(tmp_path / "rec.pcap")

@@ -326,6 +326,8 @@ class Replay:
         rec.queue = queue.Queue(QUEUE_MESSAGES)
         rec.worker = threading.Thread(target=self._worker, args=(rec,), daemon=True,
                                       name=f"replay-{index}")
+        if len(self._workers) >= 64:        # the finished ones forgotten: memory stays flat
+            self._workers = [w for w in self._workers if w.is_alive()]
         self._workers.append(rec.worker)
         rec.worker.start()
 
