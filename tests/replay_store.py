@@ -140,8 +140,8 @@ class StoreServer:
                 return
             self.connections += 1
             t = threading.Thread(target=self._connection, args=(conn,), daemon=True)
+            t.start()                   # (before close() may see it and join it)
             self._threads.append(t)
-            t.start()
 
     def _connection(self, conn) -> None:
         giop = GiopConnection(Role.SERVER, lenient=True, check_request_ids=False)
