@@ -418,3 +418,14 @@ def test_references_compare_by_type_id_and_key_mapping_not_address():
     assert keys.target_key(b"K1") == b"K2"
     other = _reply("other", [], rs.Variant(other_key=b"K3"))
     assert comparison.replies("other", old, other)[0]["path"] == "result.object_key"
+
+
+def test_the_same_bytes_still_compare_references_by_the_key_mapping():
+    decoder = IdlBodyDecoder([rs.MODULE])
+    recorded = _reply("other", [], rs.Variant(other_key=b"K1"))
+    replayed = _reply("other", [], rs.Variant(other_key=b"K1"))
+    assert recorded.body == replayed.body
+    mapped = Comparison(decoder, keys=KeyMap({b"K1": b"K9"}))
+    assert [d["path"] for d in mapped.replies("other", recorded, replayed)] == \
+        ["result.object_key"]
+    assert Comparison(decoder).replies("other", recorded, replayed) == []
