@@ -179,9 +179,9 @@ def main(argv=None) -> None:
     floor = statistics.median(rates["omniORBpy client"])
     for name in ("replay -> omniORBpy", "replay -> reference ORB"):
         values = rates[name]
+        per_run = ", ".join(f"{v / f:.2f}" for v, f in zip(values, rates["omniORBpy client"]))
         print(f"ratio {name} / omniORBpy client: {statistics.median(values) / floor:.2f}x "
-              f"(per run {', '.join(f'{v / f:.2f}' for v, f in zip(values, rates['omniORBpy client']))};"
-              f" target >= 1.0)")
+              f"(per run {per_run}; target >= 1.0)")
 
 
 if __name__ == "__main__":

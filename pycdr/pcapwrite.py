@@ -1,9 +1,11 @@
-"""Writing GIOP exchanges as pcap files (with scapy: the ``pcap`` extra).
+"""Writing GIOP exchanges as pcap files.
 
-A :class:`TcpSession` turns what a client and a server sent into TCP
-segments with made-up but consistent headers (a three-way handshake,
-sequence and acknowledgement numbers, 1 ms between packets), so Wireshark and
-``pycdr pcap`` reassemble the stream as they would a real capture.
+:class:`StreamPcapWriter` writes packets as they happen, without scapy (``pycdr
+replay --pcap``).  With scapy (the ``pcap`` extra), a :class:`TcpSession` turns
+what a client and a server sent into TCP segments with made-up but consistent
+headers (a three-way handshake, sequence and acknowledgement numbers, 1 ms
+between packets), so Wireshark and ``pycdr pcap`` reassemble the stream as they
+would a real capture.
 """
 
 from __future__ import annotations
