@@ -16,6 +16,9 @@
    replay's time (Replay.run in this process: reading the capture, rewriting,
    sending, receiving, comparing; the interpreter's start not counted).
 
+``--memory``: the peak RSS of ``pycdr replay --idl`` processes replaying the capture and
+one of four times as many calls (memory flat in the capture's size).
+
 Each is run ``--repeat`` times; the table shows the median and the spread (min-max)
 and the ratios the target is stated in: replay against omniORBpy / omniORBpy's
 client >= 1.0, and replay against the reference ORB / omniORBpy's client.  The
@@ -107,6 +110,18 @@ def replay_rate(capture: str, target: str) -> tuple:
     return totals["calls"] / elapsed, totals["calls"], totals["same"]
 
 
+def replay_peak_rss(capture: str, target: str) -> int:
+    """Peak RSS (bytes) of a ``pycdr replay --idl`` process replaying ``capture``."""
+    proc = subprocess.Popen([sys.executable, "-c", "from pycdr.cli.main import main; main()",
+                             "replay", capture, "--target", target, "--idl", IDL],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        sys.exit(f"pycdr replay exited with {proc.returncode}")
+    return usage.ru_maxrss * 1024
+
+
 class ReferenceServer:
     """pycdr serve of the same IDL (the reference ORB), its IOR from --ready-file."""
 
@@ -141,6 +156,8 @@ def main(argv=None) -> None:
     ap.add_argument("--calls", type=int, default=4000)
     ap.add_argument("--clients", type=int, default=1, help="client processes (connections)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--memory", action="store_true",
+                    help="also the peak RSS of a replay of the capture and of one 4x its size")
     args = ap.parse_args(argv)
 
     from peers.omni import start_omni_echo_server
@@ -153,6 +170,16 @@ def main(argv=None) -> None:
         with record_loopback(capture, server.port):
             run_clients(server.ior, args.calls, args.clients)
     print(f"recorded: {capture} ({os.path.getsize(capture) / 1e6:.1f} MB)")
+    # Memory flat in the capture's size: the same calls four times over, recorded too.
+    bigger = os.path.join(folder, "calls4.pcapng")
+    if args.memory:
+        with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
+            with record_loopback(bigger, server.port):
+                run_clients(server.ior, 4 * args.calls, args.clients)
+        with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
+            for path in (capture, bigger):
+                print(f"peak RSS of pycdr replay --idl, {os.path.getsize(path) / 1e6:.1f} MB "
+                      f"capture: {replay_peak_rss(path, server.ior) / 1e6:.1f} MB")
 
     rates: dict = {"omniORBpy client": [], "replay -> omniORBpy": [],
                    "replay -> reference ORB": []}
