@@ -429,3 +429,30 @@ def test_the_same_bytes_still_compare_references_by_the_key_mapping():
     assert [d["path"] for d in mapped.replies("other", recorded, replayed)] == \
         ["result.object_key"]
     assert Comparison(decoder).replies("other", recorded, replayed) == []
+
+
+def test_a_capture_with_bytes_missing_is_damaged(tmp_path):
+    from pycdr.pcapwrite import TcpSession, write_pcap
+    messages = conversation()[:3]
+    packets: list = []
+    s = TcpSession(packets, 2809)
+    for msg in messages:
+        s.client_sends(encode_message(msg))
+        s.server_sends(encode_message(rs.reply_to(msg, rs.Variant())))
+    s.close()
+    # Packets: the handshake (3), then request and reply of each call.
+    for lost, outcomes in ((5, ["same", "same"]), (6, ["same", "failed", "same"])):
+        capture = str(tmp_path / f"gap{lost}.pcap")
+        write_pcap(capture, packets[:lost] + packets[lost + 1:])
+        with rs.StoreServer(rs.Variant(store_key=b"NewStore")) as server:
+            out = str(tmp_path / "calls.jsonl")
+            r = CliRunner().invoke(main, ["replay", capture, "--target", server.corbaloc,
+                                          "--idl", IDL, "--json", out])
+        assert r.exit_code == 1, r.output
+        assert "the capture is damaged: 1 errors" in r.stderr and "missing" in r.stderr
+        calls = json_lines(out)
+        assert sorted(c["outcome"] for c in calls) == sorted(outcomes), calls
+        if lost == 6:       # the second call's recorded reply: not a difference, a failure
+            (failed,) = [c for c in calls if c["outcome"] == "failed"]
+            assert failed["operation"] == "find" and "missing from the capture" in \
+                failed["reason"]

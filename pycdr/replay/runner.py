@@ -200,7 +200,7 @@ class _Recorded:
     time out) before the next item is handled, oldest first, with the deadline
     of the first."""
     __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
-                 "deadline", "sock", "pcap_flow", "failure", "ended")
+                 "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost")
 
     def __init__(self):
         self.client_key = None     # the client flow's key, once known
@@ -214,6 +214,7 @@ class _Recorded:
         self.pcap_flow = None
         self.failure = ""          # why nothing more can be sent
         self.ended = False         # the recording's connection ended
+        self.replies_lost = False  # bytes the server sent are missing from the capture
 
 
 class Replay:
@@ -263,7 +264,7 @@ class Replay:
             self._pcap = StreamPcapWriter(self.options.pcap)
         decoder = CaptureDecoder(self._capture_error, self.options.ports, True,
                                  raw_message=self._message)
-        tcp = TcpReassembler(_Sink(decoder, self._closed))
+        tcp = TcpReassembler(_Sink(decoder, self._closed, self._gap))
         feed = tcp.feed
         try:
             with reader:
@@ -379,6 +380,11 @@ class Replay:
                                     selected=self.options.selected)
         if not self.options.dry_run:
             self._live.add(rec)
+
+    def _gap(self, flow) -> None:
+        rec = self._recorded.get(flow.connection)
+        if rec is not None and rec.client_key is not None and flow.key != rec.client_key:
+            rec.replies_lost = True
 
     def _closed(self, connection) -> None:
         rec = self._recorded.pop(connection, None)
@@ -519,6 +525,9 @@ class Replay:
             call.outcome, call.reason = FAILED, rec.failure or "not sent"
         elif replayed is None and session.target_closed and recorded is not None:
             call.outcome, call.reason = FAILED, session.target_closed
+        elif recorded is None and rec.replies_lost:
+            call.outcome, call.reason = FAILED, "the recorded reply is lost: bytes the " \
+                "server sent are missing from the capture"
         elif call.cancelled and (recorded is None or replayed is None):
             call.outcome, call.reason = SAME, "cancelled: a reply may or may not come"
         else:
@@ -547,13 +556,19 @@ class Replay:
 
 
 class _Sink:
-    """TcpReassembler's sink: the CaptureDecoder frames, the replay hears of closes."""
+    """TcpReassembler's sink: the CaptureDecoder frames, the replay hears of gaps and
+    closes."""
 
-    def __init__(self, decoder: CaptureDecoder, closed):
+    def __init__(self, decoder: CaptureDecoder, closed, gap):
         self.data = decoder.data
-        self.gap = decoder.gap
+        self._decoder_gap = decoder.gap
         self._decoder_closed = decoder.closed
         self._closed = closed
+        self._gap = gap
+
+    def gap(self, flow, missing: int, frame: int, ts: int) -> None:
+        self._decoder_gap(flow, missing, frame, ts)
+        self._gap(flow)
 
     def closed(self, connection) -> None:
         self._decoder_closed(connection)
