@@ -117,8 +117,8 @@ def replay_peak_rss(capture: str, target: str) -> int:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        sys.exit(f"pycdr replay exited with {proc.returncode}")
+    if proc.returncode:     # 1: a call differed, or dumpcap missed packets (a damaged capture)
+        print(f"(pycdr replay of {os.path.basename(capture)} exited with {proc.returncode})")
     return usage.ru_maxrss * 1024
 
 

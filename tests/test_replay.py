@@ -39,6 +39,13 @@ def conversation(key=b"OldStore", little=False, version=(1, 2)):
             r(8, "list", [2], key=b"OldOther")]
 
 
+def recorded(tmp_path, conversations=None) -> str:
+    """A capture of ``conversations`` (one conversation() by default) with the old servant."""
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, conversations or [conversation()])
+    return capture
+
+
 def replay(args, **kw):
     return CliRunner().invoke(main, ["replay", *args], catch_exceptions=False, **kw)
 
@@ -50,8 +57,7 @@ def json_lines(path):
 
 # -- against a target -------------------------------------------------------------------
 def test_every_call_the_same_keys_mapped_and_learned_ids_renumbered(tmp_path):
-    capture = str(tmp_path / "rec.pcap")
-    rs.record(capture, [conversation()])
+    capture = recorded(tmp_path)
     with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther")) as server:
         out = str(tmp_path / "calls.jsonl")
         result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--json", out])
@@ -65,8 +71,7 @@ def test_every_call_the_same_keys_mapped_and_learned_ids_renumbered(tmp_path):
 
 
 def test_exactly_the_differing_operation_is_reported_with_its_path(tmp_path):
-    capture = str(tmp_path / "rec.pcap")
-    rs.record(capture, [conversation()])
+    capture = recorded(tmp_path)
     with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther",
                                    differ="list")) as server:
         out = str(tmp_path / "calls.jsonl")
@@ -88,8 +93,7 @@ def test_exactly_the_differing_operation_is_reported_with_its_path(tmp_path):
 
 
 def test_without_idl_the_bodies_compare_as_bytes(tmp_path):
-    capture = str(tmp_path / "rec.pcap")
-    rs.record(capture, [conversation()])
+    capture = recorded(tmp_path)
     with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther",
                                    differ="list")) as server:
         out = str(tmp_path / "calls.jsonl")
@@ -119,8 +123,7 @@ def test_byte_order_differs_normalized_with_idl_named_without(tmp_path):
 
 
 def test_only_op_skip_op_and_dry_run(tmp_path):
-    capture = str(tmp_path / "rec.pcap")
-    rs.record(capture, [conversation()])
+    capture = recorded(tmp_path)
     with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther")) as server:
         out = str(tmp_path / "only.jsonl")
         result = replay([capture, "--target", server.corbaloc, "--only-op", "find",
@@ -178,8 +181,7 @@ def test_connections_replayed_concurrently_each_in_order(tmp_path):
 
 
 def test_the_replay_traffic_is_written_as_a_capture(tmp_path):
-    capture = str(tmp_path / "rec.pcap")
-    rs.record(capture, [conversation()])
+    capture = recorded(tmp_path)
     written = str(tmp_path / "replayed.pcap")
     with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther")) as server:
         result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--pcap", written])
@@ -233,8 +235,7 @@ def test_over_tls_with_the_shared_tls_options(tmp_path):
     from pycdr.orb.tls import server_context
     from tls_certs import make_certificates
     certs = make_certificates(tmp_path / "certs")
-    capture = str(tmp_path / "rec.pcap")
-    rs.record(capture, [conversation()])
+    capture = recorded(tmp_path)
     context = server_context(str(certs.server.cert), str(certs.server.key))
     variant = rs.Variant(store_key=b"NewStore", other_key=b"NewOther")
     with rs.StoreServer(variant, ssl_context=context) as server:
