@@ -457,3 +457,32 @@ def test_a_capture_with_bytes_missing_is_damaged(tmp_path):
             (failed,) = [c for c in calls if c["outcome"] == "failed"]
             assert failed["operation"] == "find" and "missing from the capture" in \
                 failed["reason"]
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 100000])
+def test_reply_stream_frames_any_chunking_fragments_and_the_end(chunk):
+    from pycdr.giop.events import ConnectionClosed, MessageReceived
+    from pycdr.giop.messages import LocateReply
+    from pycdr.replay.session import ReplyStream
+    long_body = rs.body([rs.OPS["list"].result], [[rs.ITEM("x" * 50, i, 0.5)
+                                                    for i in range(20)]], False)
+    stream = b"".join([
+        encode_message(Reply(request_id=1, body=b"\0\0\0\7")),
+        *fragment_message(encode_message(Reply(request_id=2, body=long_body)), 256),
+        encode_message(LocateReply(request_id=3)),
+        encode_message(Reply(version=(1, 0), request_id=4, body=b"\0\0\0\1")),
+        encode_message(Reply(request_id=5, little=True, body=b"\1\0\0\0")),
+    ])
+    s = ReplyStream()
+    events = []
+    for at in range(0, len(stream), chunk):
+        events += s.feed(stream[at:at + chunk])
+    events += s.feed(b"")
+    received = [e.message for e in events if isinstance(e, MessageReceived)]
+    assert [m.request_id for m in received] == [1, 2, 3, 4, 5]
+    assert received[1].body == long_body
+    assert isinstance(events[-1], ConnectionClosed)
+    broken = ReplyStream()
+    events = broken.feed(encode_message(Reply(request_id=1)) + b"NOT GIOP AT ALL")
+    assert isinstance(events[0], MessageReceived)
+    assert len(events) > 1 and not isinstance(events[1], MessageReceived)
