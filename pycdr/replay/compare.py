@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 
 from ..errors import PycdrError
 from ..giop.messages import LocateReply, LocateStatus, Reply, ReplyStatus
@@ -43,33 +42,29 @@ class KeyMap:
     from replies that returned a reference where the recording had one."""
 
     def __init__(self, explicit: dict | None = None, defaults: dict | None = None):
-        self._lock = threading.Lock()
         self.explicit = dict(explicit or {})
         self.defaults = dict(defaults or {})     # server text -> key
         self.learned: dict = {}
 
     def target_key(self, old: bytes, server: str = "") -> bytes:
-        with self._lock:
-            new = self.explicit.get(old)
+        new = self.explicit.get(old)
+        if new is None:
+            new = self.learned.get(old)
+        if new is None:
+            new = self.defaults.pop(server, None)
             if new is None:
-                new = self.learned.get(old)
-            if new is None:
-                new = self.defaults.pop(server, None)
-                if new is None:
-                    return old          # not mapped (yet: a reply may still teach it)
-                self.explicit[old] = new
-            return new
+                return old          # not mapped (yet: a reply may still teach it)
+            self.explicit[old] = new
+        return new
 
     def expected(self, old: bytes) -> bytes | None:
         """The key a reply should hold where the recording held ``old``, if known."""
-        with self._lock:
-            new = self.explicit.get(old)
-            return self.learned.get(old) if new is None else new
+        new = self.explicit.get(old)
+        return self.learned.get(old) if new is None else new
 
     def learn(self, old: bytes, new: bytes) -> None:
-        with self._lock:
-            if old not in self.explicit:
-                self.learned.setdefault(old, new)
+        if old not in self.explicit:
+            self.learned.setdefault(old, new)
 
 
 class IgnoredPaths:
