@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 
 from pycdr import idl
@@ -42,6 +43,7 @@ class Variant:
     port: int = 2809
     differ: str = ""
     little: bool = False
+    slow: float = 0.0                   # seconds find() takes (StoreServer)
 
 
 def body(types, values, little: bool, version=(1, 2)) -> bytes:
@@ -167,6 +169,8 @@ class StoreServer:
                     if isinstance(event, MessageReceived) and \
                             isinstance(event.message, (Request, LocateRequest)):
                         self.received.append(event.message)
+                        if getattr(event.message, "operation", "") == "find":
+                            time.sleep(self.variant.slow)
                         answer = reply_to(event.message, self.variant)
                         if answer is not None:
                             conn.sendall(encode_message(answer))

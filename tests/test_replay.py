@@ -180,6 +180,20 @@ def test_connections_replayed_concurrently_each_in_order(tmp_path):
         assert sorted(mine) == list(range(1, 9))
 
 
+def test_a_slow_call_holds_up_its_connection_only(tmp_path):
+    import time
+    find = rs.request(1, "find", ["pear"])
+    # Three connections each waiting 1 s for find(): one after the other, 3 s and more.
+    capture = recorded(tmp_path, [[find], [find], [find]])
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", slow=1.0)) as server:
+        start = time.monotonic()
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL])
+        elapsed = time.monotonic() - start
+    assert result.exit_code == 0, result.output
+    assert len(server.received) == 3
+    assert elapsed < 2.5, f"connections replayed one after the other ({elapsed:.1f} s)"
+
+
 def test_the_replay_traffic_is_written_as_a_capture(tmp_path):
     capture = recorded(tmp_path)
     written = str(tmp_path / "replayed.pcap")
