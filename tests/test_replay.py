@@ -500,3 +500,18 @@ def test_reply_stream_frames_any_chunking_fragments_and_the_end(chunk):
     events = broken.feed(encode_message(Reply(request_id=1)) + b"NOT GIOP AT ALL")
     assert isinstance(events[0], MessageReceived)
     assert len(events) > 1 and not isinstance(events[1], MessageReceived)
+
+
+def test_a_dry_run_forgets_each_call_at_its_recorded_reply(tmp_path):
+    from pycdr.pcapread import CaptureReader
+    from pycdr.replay.runner import Replay, ReplayOptions, parse_targets
+    capture = recorded(tmp_path)
+    default, _ = parse_targets(["127.0.0.1:9"])
+    listed, sessions = [], []
+    replay = Replay(ReplayOptions(default_target=default, dry_run=True),
+                    report=None, listing=lambda call, data, rec: (listed.append(call),
+                                                                  sessions.append(rec.session)))
+    replay.run(CaptureReader(capture))
+    assert [c.operation for c in listed] == ["list", "find", "find", "total", "ping",
+                                             "(LocateRequest)", "other", "list"]
+    assert sessions[0].calls == {} and sessions[0].by_replay_id == {}

@@ -354,6 +354,9 @@ class Replay:
                 data, call = rec.session.outgoing(raw, ts)
                 if call is not None or data is not None:
                     self.listing(call, data, rec)
+            else:       # a call is forgotten at its recorded reply (memory stays flat)
+                for call in rec.session.recorded(raw, ts):
+                    rec.session.finished(call)
             return
         self._put(rec, (from_client, raw, ts))
 
