@@ -12,7 +12,7 @@ from pycdr.orb.tls import TLSConfigError, TransportError
 from pycdr.replay.compare import Comparison
 from pycdr.replay.runner import (ReplayError, ReplayOptions, Replay, parse_key,
                                  parse_targets)
-from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter
+from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
 from pycdr.replay.summary import ReplaySummary, difference_lines
 
 from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
@@ -49,6 +49,12 @@ MAX_SHOWN = 20
 @click.option("--ignore", "ignore", multiple=True,
               help="A path not compared, e.g. result.stamp or result.items[*].time "
                    "(repeatable; covers what lies under it).")
+@click.option("--giop", type=click.Choice(["1.0", "1.1", "1.2", "1.3"]),
+              help="Send the requests in this GIOP version instead of the recorded one (needs "
+                   "--idl: the arguments are encoded again; fragmented requests fail).")
+@click.option("--byte-order", type=click.Choice(["big", "little"]),
+              help="Send the requests in this byte order instead of the recorded one (needs "
+                   "--idl, as --giop).")
 @click.option("--dry-run", is_flag=True, help="List what would be sent; send nothing.")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False),
               help="Write one JSON object a call to this file (JSON Lines; '-': stdout).")
@@ -60,7 +66,8 @@ MAX_SHOWN = 20
               help="A progress bar on stderr (default: when stderr is a terminal).")
 @tls_options(key_flag="--tls-key")
 def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, timeout,
-        float_tolerance, ignore, dry_run, json_file, junit_file, pcap_file, progress, tls):
+        float_tolerance, ignore, giop, byte_order, dry_run, json_file, junit_file, pcap_file,
+        progress, tls):
     """Send the client messages of a CAPTURE again to a live endpoint and compare
     every reply with the recorded one.
 
@@ -71,6 +78,9 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, time
     damaged), 3 when a target cannot be reached."""
     from pycdr.pcap import IdlBodyDecoder
     from pycdr.pcapread import CaptureReader
+    if (giop or byte_order) and not idl_files:
+        raise click.UsageError("--giop and --byte-order need --idl (the arguments are "
+                               "encoded again)")
     try:
         default, mapped = parse_targets(targets, tls)
         key_map = dict(parse_key(k) for k in keys)
@@ -87,7 +97,10 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, time
         default_target=default, targets=mapped, keys=key_map,
         comparison=Comparison(idl, float_tolerance, ignore),
         selected=OperationFilter(only_ops, skip_ops), rate=rate, timeout=timeout, tls=tls,
-        ports=ports or None, pcap=pcap_file, dry_run=dry_run)
+        ports=ports or None, pcap=pcap_file, dry_run=dry_run,
+        reencoding=Reencoding(idl.arguments, giop and tuple(int(p) for p in giop.split(".")),
+                              None if byte_order is None else byte_order == "little")
+        if giop or byte_order else None)
     summary = ReplaySummary()
     shown = [0]
     out_json = _open_json(json_file)

@@ -515,3 +515,36 @@ def test_a_dry_run_forgets_each_call_at_its_recorded_reply(tmp_path):
     assert [c.operation for c in listed] == ["list", "find", "find", "total", "ping",
                                              "(LocateRequest)", "other", "list"]
     assert sessions[0].calls == {} and sessions[0].by_replay_id == {}
+
+
+@pytest.mark.parametrize("giop,order", [("1.0", "little"), ("1.1", "big"), ("1.2", "little")])
+def test_requests_sent_in_another_version_and_byte_order(tmp_path, giop, order):
+    capture = recorded(tmp_path)                      # GIOP 1.2, big-endian
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther")) as server:
+        out = str(tmp_path / "calls.jsonl")
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--giop", giop,
+                         "--byte-order", order, "--json", out])
+        assert result.exit_code == 0, result.output
+        version = tuple(int(p) for p in giop.split("."))
+        assert {(m.version, m.little) for m in server.received} == {(version, order == "little")}
+        assert [m.object_key for m in server.received][-1] == b"NewOther"
+    assert {c["outcome"] for c in json_lines(out)} == {"same"}
+    assert replay([capture, "--target", server.corbaloc, "--giop", giop]).exit_code == 2
+
+
+def test_reencoding_keeps_the_arguments_and_refuses_what_it_cannot():
+    from pycdr.replay.session import Reencoding
+    arguments = IdlBodyDecoder([rs.MODULE]).arguments
+    session = ReplaySession(KeyMap(), reencoding=Reencoding(arguments, (1, 0), True))
+    data, call = session.outgoing(encode_message(rs.request(3, "total", [5, 2.5])))
+    out = _decoded(data)
+    assert (out.version, out.little, out.request_id) == ((1, 0), True, 1)
+    from pycdr.marshal import read_value
+    r = out.body_reader()
+    assert [read_value(r, p.type) for p in rs.OPS["total"].in_params] == [5, 2.5]
+    unknown = ReplaySession(KeyMap(), reencoding=Reencoding({}, (1, 2)))
+    data, call = unknown.outgoing(encode_message(rs.request(3, "total", [5, 2.5])))
+    assert data is None and call.outcome == "failed" and "not in the IDL" in call.reason
+    parts = fragment_message(encode_message(rs.request(9, "find", ["x" * 300])), 128)
+    sent = [session.outgoing(p) for p in parts]
+    assert sent[0][1].outcome == "failed" and all(d is None for d, _ in sent)

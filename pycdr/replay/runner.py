@@ -37,7 +37,7 @@ from ..pcapwrite import StreamPcapWriter
 from ..tcpstream import TcpReassembler
 from .compare import Comparison, KeyMap
 from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, OperationFilter,
-                      ReplaySession)
+                      Reencoding, ReplaySession)
 
 QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
 READ_BATCH = 64               # segments read before the connections are served again
@@ -167,6 +167,7 @@ class ReplayOptions:
     ports: tuple | None = None
     pcap: str | None = None
     dry_run: bool = False
+    reencoding: Reencoding | None = None             # --giop / --byte-order
 
 
 class RateLimit:
@@ -380,7 +381,8 @@ class Replay:
         rec.target = target
         self.connections += 1
         rec.session = ReplaySession(self.keys, connection=index, server=rec.server,
-                                    selected=self.options.selected)
+                                    selected=self.options.selected,
+                                    reencoding=self.options.reencoding)
         if not self.options.dry_run:
             self._live.add(rec)
 

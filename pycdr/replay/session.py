@@ -21,13 +21,14 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-from ..errors import PycdrError
+from ..errors import NotSupportedError, PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
                            MsgType)
 from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest, Reply,
                              Request, decode_message, encode_message)
+from ..marshal import read_value, write_value
 
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
 _REQUEST, _LOCATE_REQUEST, _CANCEL = (MsgType.Request.value, MsgType.LocateRequest.value,
@@ -179,10 +180,49 @@ def _decode_client_message(raw: bytes):
     return decode_message(raw, lenient=True)[0]
 
 
+class Reencoding:
+    """--giop / --byte-order: requests sent in another GIOP version or byte order than
+    recorded, their arguments read with the IDL (``arguments``: operation -> (name,
+    TypeCode) of its in and inout parameters) and written again."""
+
+    def __init__(self, arguments: dict, version: tuple | None = None,
+                 little: bool | None = None):
+        self.arguments = arguments
+        self.version = version
+        self.little = little
+
+    def message(self, msg, new_id: int, key: bytes | None) -> bytes:
+        version = self.version or msg.version
+        little = msg.little if self.little is None else self.little
+        target = msg.target if key is None or isinstance(msg, CancelRequest) else KeyAddr(key)
+        if version < (1, 2) and not isinstance(msg, CancelRequest) and \
+                not isinstance(target, KeyAddr):
+            raise NotSupportedError(f"a {type(target).__name__} target cannot be sent in "
+                                    f"GIOP {version[0]}.{version[1]}")
+        if not isinstance(msg, Request):
+            fields = {} if isinstance(msg, CancelRequest) else {"target": target}
+            return encode_message(dataclasses.replace(msg, version=version, little=little,
+                                                      request_id=new_id, **fields))
+        items = self.arguments.get(msg.operation)
+        if items is None:
+            raise NotSupportedError(f"{msg.operation}: not in the IDL given, so its "
+                                    f"arguments cannot be encoded again")
+        r = msg.body_reader()
+        values = [read_value(r, tc) for _, tc in items]
+
+        def write_body(w):
+            for (_, tc), value in zip(items, values):
+                write_value(w, tc, value)
+        changed = dataclasses.replace(msg, version=version, little=little, request_id=new_id,
+                                      target=target, body=b"", body_offset=None)
+        return encode_message(changed, write_body=write_body if items else None)
+
+
 class ReplaySession:
     def __init__(self, keys, *, connection: int = 0, server: str = "",
-                 selected=OperationFilter()):
+                 selected=OperationFilter(), reencoding: Reencoding | None = None):
         self.keys = keys
+        self.reencoding = reencoding
         self.connection = connection
         self.server = server
         self.selected = selected
@@ -221,6 +261,8 @@ class ReplaySession:
                 return None, call
             cancelled.cancelled = True
             call.replay_id = cancelled.replay_id
+            if self.reencoding is not None:
+                return self.reencoding.message(msg, cancelled.replay_id, None), call
             return self._patch_id(raw, msg, cancelled.replay_id), call
         if isinstance(msg, Request):
             operation = msg.operation
@@ -234,9 +276,24 @@ class ReplaySession:
             if more:
                 self._note_fragmented(msg, sent=False)
             return None, call
-        call.replay_id = self.next_id
+        if self.reencoding is not None:
+            try:
+                if more:
+                    raise NotSupportedError("a fragmented request is only sent as recorded "
+                                            "(without --giop/--byte-order)")
+                old_key = msg.object_key
+                key = None if old_key is None else self.keys.target_key(old_key, self.server)
+                data = self.reencoding.message(msg, self.next_id, key)
+            except PycdrError as e:
+                call.outcome, call.reason = FAILED, f"cannot encode it again: {e}"
+                if more:
+                    self._note_fragmented(msg, sent=False)
+                return None, call
+            call.replay_id = self.next_id
+        else:
+            call.replay_id = self.next_id
+            data = self._rewrite(raw, msg, call.replay_id)
         self.next_id += 1
-        data = self._rewrite(raw, msg, call.replay_id)
         if more:
             self._note_fragmented(msg, sent=True)
         if call.expects_reply:
