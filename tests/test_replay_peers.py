@@ -125,3 +125,27 @@ def test_a_servant_that_differs_in_one_operation_is_reported_with_the_path(recor
         assert c["differences"] == [{"path": "result[3].name", "recorded": "item3",
                                      "replayed": "item3!"}]
     assert "result[3].name: recorded item3, replayed item3!" in done.stdout
+
+
+def test_over_tls_to_the_reference_orb(recording, tmp_path):
+    """The omniORBpy recording replayed to `pycdr serve --tls` of the same IDL: the
+    reference's IOR advertises its TLS port, the shared TLS options verify it."""
+    from tls_certs import make_certificates
+    certs = make_certificates(tmp_path / "certs")
+    serve = subprocess.Popen([sys.executable, "-c", "from pycdr.cli.main import main; main()",
+                              "serve", IDL, "--interface", INTERFACE, "--tls",
+                              str(certs.server.cert), str(certs.server.key)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ior = serve.stdout.readline().strip()
+        assert ior.startswith("IOR:"), serve.stderr.read() if serve.poll() is not None else ior
+        done, calls = replay(recording, ior, tmp_path, "--idl", IDL, "--cacert",
+                             str(certs.ca))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert Counter(c["operation"] for c in calls) == OPERATIONS
+        assert {c["outcome"] for c in calls} == {"same"}
+        unverified, _ = replay(recording, ior, tmp_path, "--idl", IDL)
+        assert unverified.returncode == 3 and "certificate" in unverified.stderr
+    finally:
+        serve.kill()
+        serve.wait(10)
