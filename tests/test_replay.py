@@ -548,3 +548,16 @@ def test_reencoding_keeps_the_arguments_and_refuses_what_it_cannot():
     parts = fragment_message(encode_message(rs.request(9, "find", ["x" * 300])), 128)
     sent = [session.outgoing(p) for p in parts]
     assert sent[0][1].outcome == "failed" and all(d is None for d, _ in sent)
+
+
+def test_a_profile_addressed_request_goes_to_the_target_by_key():
+    import dataclasses
+    from pycdr.giop.messages import ProfileAddr
+    from pycdr.iiop import IIOPProfile, encode_profile
+    profile = encode_profile(IIOPProfile((1, 2), "10.0.0.2", 2809, b"OldStore"))
+    msg = dataclasses.replace(rs.request(4, "list", [2]), target=ProfileAddr(profile))
+    for keys, expected in ((KeyMap({b"OldStore": b"NewStore"}), b"NewStore"),
+                           (KeyMap(), b"OldStore")):
+        data, call = ReplaySession(keys).outgoing(encode_message(msg))
+        out = _decoded(data)
+        assert out.target == KeyAddr(expected) and out.body == msg.body

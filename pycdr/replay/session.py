@@ -26,8 +26,10 @@ from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
                            MsgType)
-from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest, Reply,
-                             Request, decode_message, encode_message)
+from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest,
+                             ProfileAddr, ReferenceAddr, Reply, Request, decode_message,
+                             encode_message)
+from ..iiop import IIOPProfile, decode_profile
 from ..marshal import read_value, write_value
 
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
@@ -218,6 +220,21 @@ class Reencoding:
         return encode_message(changed, write_body=write_body if items else None)
 
 
+def _profile_key(target) -> bytes | None:
+    """The object key of a ProfileAddr's or ReferenceAddr's IIOP profile."""
+    if isinstance(target, ProfileAddr):
+        profiles = (target.profile,)
+    elif isinstance(target, ReferenceAddr):
+        profiles = target.ior.profiles[target.selected_profile_index:] + target.ior.profiles
+    else:
+        return None
+    for profile in profiles:
+        p = decode_profile(profile, lenient=True)
+        if isinstance(p, IIOPProfile):
+            return p.object_key
+    return None
+
+
 class ReplaySession:
     def __init__(self, keys, *, connection: int = 0, server: str = "",
                  selected=OperationFilter(), reencoding: Reencoding | None = None):
@@ -281,7 +298,7 @@ class ReplaySession:
                 if more:
                     raise NotSupportedError("a fragmented request is only sent as recorded "
                                             "(without --giop/--byte-order)")
-                old_key = msg.object_key
+                old_key = msg.object_key or _profile_key(msg.target)
                 key = None if old_key is None else self.keys.target_key(old_key, self.server)
                 data = self.reencoding.message(msg, self.next_id, key)
             except PycdrError as e:
@@ -337,9 +354,17 @@ class ReplaySession:
 
     def _rewrite(self, raw: bytes, msg, new_id: int) -> bytes:
         old_key = msg.object_key
-        new_key = old_key if old_key is None else self.keys.target_key(old_key, self.server)
-        if new_key == old_key:
-            return self._patch_id(raw, msg, new_id)
+        if old_key is None:
+            # A GIOP 1.2 ProfileAddr/ReferenceAddr names the recorded server's host: the
+            # target is addressed by the key of its IIOP profile instead.
+            old_key = _profile_key(msg.target)
+            if old_key is None:
+                return self._patch_id(raw, msg, new_id)
+            new_key = self.keys.target_key(old_key, self.server)
+        else:
+            new_key = self.keys.target_key(old_key, self.server)
+            if new_key == old_key:
+                return self._patch_id(raw, msg, new_id)
         changed = dataclasses.replace(msg, request_id=new_id, target=KeyAddr(new_key))
         data = encode_message(changed)
         if isinstance(msg, Request) and msg.version < (1, 2) and msg.body:
