@@ -86,7 +86,8 @@ def main():
 
     ins_poa = orb.resolve_initial_references("omniINSPOA")
     object_id = options.object_id.encode("ascii")
-    ins_poa.activate_object_with_id(object_id, make_echo_servant_class(skeleton_class, options.differ)())
+    servant = make_echo_servant_class(skeleton_class, options.differ)()
+    ins_poa.activate_object_with_id(object_id, servant)
     ins_poa._get_the_POAManager().activate()
     reference = ins_poa.id_to_reference(object_id)
 
