@@ -230,11 +230,17 @@ class CaptureDecoder:
 
     ``unanswered(request)`` (optional) hears of each request entry no reply will
     be matched to: its connection ended, or a request reused its id first;
-    ``matched(request, reply)`` (optional) of each reply matched to its request."""
+    ``matched(request, reply)`` (optional) of each reply matched to its request.
+
+    ``raw_message(flow, raw, frame, ts)`` (optional): each framed GIOP message's
+    bytes go there instead of being decoded (``pycdr replay`` sends them again);
+    ``emit`` then hears of the errors alone (gaps, bytes that are not GIOP)."""
 
     def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
-                 decode_body=None, unanswered=None, matched=None, memo: bool = True):
+                 decode_body=None, unanswered=None, matched=None, memo: bool = True,
+                 raw_message=None):
         self.emit = emit
+        self.raw_message = raw_message
         self.ports = frozenset(GIOP_PORTS if ports is None else ports)
         self.heuristic = heuristic
         self.user_exceptions = user_exceptions
@@ -387,7 +393,10 @@ class CaptureDecoder:
             if n - pos < total:
                 break
             raw = b[pos:pos + total] if type(b) is bytes else bytes(b[pos:pos + total])
-            self._message(flow, st, raw, magic, flags, msg_type, base + pos, frame, ts)
+            if self.raw_message is not None:
+                self.raw_message(flow, raw, frame, ts)
+            else:
+                self._message(flow, st, raw, magic, flags, msg_type, base + pos, frame, ts)
             pos += total
         return pos
 
@@ -568,7 +577,7 @@ def decode_capture(path, *, ports=None, heuristic: bool = True, user_exceptions=
 #   then its members as "path.member", or "-> <path>" for a value already
 #   shown (an indirection: shared or cyclic); value box: "null" or the boxed
 #   value at "path".  ``seen`` (value -> path) spans one message's values.
-# Kinds shown by _leaf_text, as plain ints (an enum member hashes in Python).
+# Kinds shown by leaf_text, as plain ints (an enum member hashes in Python).
 _LEAF_KINDS = frozenset(k.value for k in (
     TCKind.tk_short, TCKind.tk_long, TCKind.tk_ushort, TCKind.tk_ulong, TCKind.tk_longlong,
     TCKind.tk_ulonglong, TCKind.tk_float, TCKind.tk_double, TCKind.tk_boolean, TCKind.tk_char,
@@ -584,7 +593,7 @@ def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> 
         tc = resolve(tc.content_type())
         kind = tc.kind()
     if kind._value_ in _LEAF_KINDS:          # (the common case first)
-        out.append([path, _leaf_text(value)])
+        out.append([path, leaf_text(value)])
     elif kind in (TCKind.tk_struct, TCKind.tk_except):
         for i in range(tc.member_count()):
             name = tc.member_name(i)
@@ -593,7 +602,7 @@ def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> 
             flatten_value(tc.member_type(i), member, f"{path}.{name}", out, seen)
     elif kind == TCKind.tk_union:
         flatten_value(tc.discriminator_type(), value._d, f"{path}._d", out, seen)
-        branch = _union_branch(tc, value._d)
+        branch = union_branch(tc, value._d)
         if branch is not None:
             flatten_value(tc.member_type(branch), value._v,
                           f"{path}.{tc.member_name(branch)}", out, seen)
@@ -637,7 +646,7 @@ def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> 
                 out.append([f"{path}.host", first.host])
                 out.append([f"{path}.port", str(first.port)])
     else:
-        out.append([path, _leaf_text(value)])
+        out.append([path, leaf_text(value)])
     return out
 
 
@@ -681,7 +690,7 @@ def _py_attr(value, index: int, idl_name: str) -> str:
     return fields[index] if fields else idl_name
 
 
-def _union_branch(tc, discriminator):
+def union_branch(tc, discriminator):
     default = None
     for i in range(tc.member_count()):
         label = tc.member_label(i)
@@ -692,7 +701,7 @@ def _union_branch(tc, discriminator):
     return default
 
 
-def _leaf_text(value) -> str:
+def leaf_text(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if hasattr(value, "name") and isinstance(value, int):     # an enum item

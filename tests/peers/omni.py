@@ -37,15 +37,17 @@ def giop_orb_args(giop):
 
 
 def start_omni_echo_server(*, port=None, giop=None, orb_args=(), idl=ECHO_IDL,
-                           interface="PycdrTest::Echo", object_id="Echo", timeout=30):
+                           interface="PycdrTest::Echo", object_id="Echo", timeout=30,
+                           differ=None):
     """Start an omniORBpy server on 127.0.0.1:`port` (a free port if None) serving one object of
     `interface` from `idl` whose operations echo their arguments (see omni_server.py), under the
-    object key `object_id`. `giop` caps the GIOP version; `orb_args` are more omniORB options.
-    Returns a RunningPeer."""
+    object key `object_id`. `giop` caps the GIOP version; `orb_args` are more omniORB options;
+    `differ` names an operation that answers otherwise (omni_server.differ). Returns a
+    RunningPeer."""
     def start_once(chosen_port):
         endpoint = f"giop:tcp:{LOOPBACK}:{chosen_port}"
         argv = [sys.executable, OMNI_SERVER_SCRIPT, "--idl", idl, "--interface", interface,
-                "--object-id", object_id, "--",
+                "--object-id", object_id, *(["--differ", differ] if differ else []), "--",
                 "-ORBendPoint", endpoint, *giop_orb_args(giop), *orb_args]
         process = PeerProcess("omniORBpy-echo", argv)
         ior, object_key = read_echo_server_banner(process, timeout)

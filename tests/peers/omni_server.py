@@ -8,6 +8,9 @@ result value it returns the single argument, with several (result + out/inout va
 the arguments as a tuple in order; oneway and void operations return nothing. An operation whose
 in and out counts differ otherwise raises NO_IMPLEMENT.
 
+``--differ OPERATION`` makes one operation answer otherwise (see ``differ``): the servant of
+the replay test that must see exactly that operation reported.
+
 Prints "IOR:...", "KEY <hex object key>", "READY" on stdout, then serves until stdin closes.
 """
 
@@ -30,12 +33,41 @@ def echo_method(in_count, out_count):
     return echo
 
 
-def make_echo_servant_class(skeleton_class):
-    """A servant class for `skeleton_class` whose every operation echoes (see module docstring)."""
+def differ(value):
+    """Another value of the same type: a string gets "!", a number 1 more, a sequence its
+    fourth item (or its first) changed, a struct its first member."""
+    if isinstance(value, str):
+        return value + "!"
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, list) and value:
+        changed = list(value)
+        at = 3 if len(value) > 3 else 0
+        changed[at] = differ(value[at])
+        return changed
+    if isinstance(value, bytes) and value:
+        return bytes([value[0] ^ 0xFF]) + value[1:]
+    if hasattr(value, "__dict__") and value.__dict__:
+        copy = type(value).__new__(type(value))
+        copy.__dict__.update(value.__dict__)
+        first = next(iter(value.__dict__))
+        setattr(copy, first, differ(getattr(value, first)))
+        return copy
+    return value
+
+
+def make_echo_servant_class(skeleton_class, differing=None):
+    """A servant class for `skeleton_class` whose every operation echoes (see module
+    docstring), but `differing`, which answers what ``differ`` makes of its argument."""
     methods = {}
     for operation, (in_types, out_types, _exceptions) in skeleton_class._omni_op_d.items():
         out_count = 0 if out_types is None else len(out_types)  # None marks a oneway operation
-        methods[operation] = echo_method(len(in_types), out_count)
+        method = echo_method(len(in_types), out_count)
+        if operation == differing:
+            method = (lambda echo: lambda self, *args: differ(echo(self, *args)))(method)
+        methods[operation] = method
     return type("Echo_" + skeleton_class.__name__, (skeleton_class,), methods)
 
 
@@ -44,6 +76,7 @@ def main():
     parser.add_argument("--idl", required=True)
     parser.add_argument("--interface", required=True, help="scoped name, e.g. PycdrTest::Echo")
     parser.add_argument("--object-id", default="Echo")
+    parser.add_argument("--differ", help="the operation that answers otherwise")
     parser.add_argument("orb_args", nargs="*", help="ORB options, after --")
     options = parser.parse_args()
 
@@ -53,7 +86,8 @@ def main():
 
     ins_poa = orb.resolve_initial_references("omniINSPOA")
     object_id = options.object_id.encode("ascii")
-    ins_poa.activate_object_with_id(object_id, make_echo_servant_class(skeleton_class)())
+    servant = make_echo_servant_class(skeleton_class, options.differ)()
+    ins_poa.activate_object_with_id(object_id, servant)
     ins_poa._get_the_POAManager().activate()
     reference = ins_poa.id_to_reference(object_id)
 

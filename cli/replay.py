@@ -1,0 +1,220 @@
+"""`pycdr replay CAPTURE --target ...`: a capture's calls sent again, every reply compared."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from pycdr.errors import PycdrError
+from pycdr.orb.tls import TLSConfigError, TransportError
+from pycdr.replay.compare import Comparison
+from pycdr.replay.runner import (ReplayError, ReplayOptions, Replay, parse_key,
+                                 parse_targets)
+from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
+from pycdr.replay.summary import ReplaySummary, difference_lines
+
+from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
+from .tls import tls_options
+
+# Differences printed on the terminal before the summary (all go to --json).
+MAX_SHOWN = 20
+
+
+@click.command("replay")
+@click.argument("capture", type=click.Path(exists=True, dir_okay=False))
+@click.option("--target", "targets", multiple=True, required=True,
+              help="Where to send: IOR:..., corbaloc:... or host:port; with several recorded "
+                   "servers, OLDHOST:PORT=NEW for each (servers without one are skipped).")
+@click.option("--key", "keys", multiple=True,
+              help="OLD=NEW: requests to recorded object key OLD go to NEW (text with "
+                   "%-escapes, or 0x<hex>; repeatable).")
+@click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="IDL whose operations decode the replies: results and out values "
+                   "compared one by one (repeatable).")
+@click.option("-p", "--port", "ports", multiple=True, type=click.IntRange(1, 65535),
+              help="TCP port carrying GIOP in the capture (default 683 and 2809; GIOP magic "
+                   "is found anywhere).")
+@click.option("--only-op", "only_ops", multiple=True, help="Replay only this operation "
+              "(repeatable; LocateRequests are '(LocateRequest)').")
+@click.option("--skip-op", "skip_ops", multiple=True, help="Do not replay this operation.")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True),
+              help="At most this many messages a second (all connections together).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
+              show_default=True, help="Seconds to wait for one reply.")
+@click.option("--float-tolerance", type=click.FloatRange(min=0), default=0.0,
+              help="With --idl: floats and doubles within this relative difference (absolute "
+                   "below 1) are the same.")
+@click.option("--ignore", "ignore", multiple=True,
+              help="A path not compared, e.g. result.stamp or result.items[*].time "
+                   "(repeatable; covers what lies under it).")
+@click.option("--giop", type=click.Choice(["1.0", "1.1", "1.2", "1.3"]),
+              help="Send the requests in this GIOP version instead of the recorded one (needs "
+                   "--idl: the arguments are encoded again; fragmented requests fail).")
+@click.option("--byte-order", type=click.Choice(["big", "little"]),
+              help="Send the requests in this byte order instead of the recorded one (needs "
+                   "--idl, as --giop).")
+@click.option("--dry-run", is_flag=True, help="List what would be sent; send nothing.")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False),
+              help="Write one JSON object a call to this file (JSON Lines; '-': stdout).")
+@click.option("--junit", "junit_file", type=click.Path(dir_okay=False),
+              help="Write a JUnit XML report to this file.")
+@click.option("--pcap", "pcap_file", type=click.Path(dir_okay=False),
+              help="Write the replay's traffic to this pcap file.")
+@click.option("--progress/--no-progress", default=None,
+              help="A progress bar on stderr (default: when stderr is a terminal).")
+@tls_options(key_flag="--tls-key")
+def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, timeout,
+        float_tolerance, ignore, giop, byte_order, dry_run, json_file, junit_file, pcap_file,
+        progress, tls):
+    """Send the client messages of a CAPTURE again to a live endpoint and compare
+    every reply with the recorded one.
+
+    Request ids are renumbered, object keys mapped (the target reference's key,
+    --key, and keys learned from replies), each recorded connection replayed on
+    its own connection in order, the connections concurrently.  Exit status 0
+    when every reply is the same, 1 when any differs or fails (or the capture is
+    damaged), 3 when a target cannot be reached."""
+    from pycdr.pcap import IdlBodyDecoder
+    from pycdr.pcapread import CaptureReader
+    if (giop or byte_order) and not idl_files:
+        raise click.UsageError("--giop and --byte-order need --idl (the arguments are "
+                               "encoded again)")
+    try:
+        default, mapped = parse_targets(targets, tls)
+        key_map = dict(parse_key(k) for k in keys)
+        idl = None
+        if idl_files:
+            from pycdr import idl as idl_frontend
+            idl = IdlBodyDecoder([idl_frontend.load(p, register=False) for p in idl_files])
+        reader = CaptureReader(capture)
+    except ReplayError as e:
+        raise click.UsageError(str(e)) from None
+    except PycdrError as e:
+        _fail(e)
+    options = ReplayOptions(
+        default_target=default, targets=mapped, keys=key_map,
+        comparison=Comparison(idl, float_tolerance, ignore),
+        selected=OperationFilter(only_ops, skip_ops), rate=rate, timeout=timeout, tls=tls,
+        ports=ports or None, pcap=pcap_file, dry_run=dry_run,
+        reencoding=Reencoding(idl.arguments, giop and tuple(int(p) for p in giop.split(".")),
+                              None if byte_order is None else byte_order == "little")
+        if giop or byte_order else None)
+    summary = ReplaySummary()
+    shown = [0]
+    out_json = _open_json(json_file)
+
+    def report(call) -> None:
+        summary.add(call)
+        if out_json is not None:
+            out_json.write(json.dumps(call.to_json()) + "\n")
+        if call.outcome in (DIFFERENT, FAILED) and shown[0] < MAX_SHOWN and \
+                out_json is not sys.stdout:
+            shown[0] += 1
+            click.echo("\n".join(difference_lines(call)))
+
+    def listing(call, data, rec) -> None:
+        if call is None:
+            click.echo(f"connection {rec.session.connection} -> {rec.target.describe()}: "
+                       f"fragment, {len(data)} bytes")
+            return
+        state = call.outcome or "send"
+        click.echo(f"connection {call.connection} -> {rec.target.describe()}: {state} "
+                   f"{call.kind} {call.operation} request {call.recorded_id} -> "
+                   f"{call.replay_id}" + (f", {len(data)} bytes" if data else "") +
+                   (f" ({call.reason})" if call.reason else ""))
+
+    replay = Replay(options, report, listing)
+    if not dry_run:
+        try:
+            replay.check_targets(min(timeout, 5.0))
+        except TransportError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_UNREACHABLE)
+        except TLSConfigError as e:
+            _fail(e)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    try:
+        if progress and not dry_run:
+            _run_with_progress(replay, reader, summary)
+        else:
+            replay.run(reader)
+    except PycdrError as e:
+        _fail(e)
+    finally:
+        if out_json is not None and out_json is not sys.stdout:
+            out_json.close()
+    if junit_file:
+        with open(junit_file, "w") as f:
+            f.write(summary.to_junit())
+    if dry_run:
+        _print_skipped(replay)
+        sys.exit(EXIT_OK)
+    if out_json is not sys.stdout:
+        _print_summary(summary)
+    _print_skipped(replay)
+    if replay.capture_error_count:
+        click.echo(f"the capture is damaged: {replay.capture_error_count} errors", err=True)
+        for line in replay.capture_errors:
+            click.echo(f"  {line}", err=True)
+    sys.exit(EXIT_OK if summary.ok and not replay.capture_error_count else EXIT_BAD_INPUT)
+
+
+def _fail(e: BaseException):
+    click.echo(f"error: {e}", err=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def _open_json(path):
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout
+    try:
+        return open(path, "w")
+    except OSError as e:
+        _fail(e)
+
+
+def _run_with_progress(replay: Replay, reader, summary: ReplaySummary) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                  "{task.fields[calls]}", TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(reader.name, total=reader.size, calls="")
+
+        def update():
+            t = summary.totals()
+            bar.update(task, completed=reader.bytes_read,
+                       calls=f"{t['calls']} calls, {t['same']} same, {t['different']} "
+                             f"different, {t['failed']} failed")
+        replay.run(reader, update)
+
+
+def _print_summary(summary: ReplaySummary) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    table = Table(title="pycdr replay")
+    for name in ("operation", "calls", "same", "different", "failed", "skipped",
+                 "recorded p50 ms", "recorded p99 ms", "replayed p50 ms", "replayed p99 ms"):
+        table.add_column(name, justify="left" if name == "operation" else "right")
+    for op, stats in sorted(summary.operations.items()):
+        j = stats.to_json()
+        table.add_row(op, *(str(j[k]) for k in ("calls", "same", "different", "failed",
+                                                "skipped")),
+                      *("-" if j[k] is None else f"{j[k]:.3f}" for k in (
+                          "recorded_p50_ms", "recorded_p99_ms", "replayed_p50_ms",
+                          "replayed_p99_ms")))
+    t = summary.totals()
+    table.add_row("all", *(str(t[k]) for k in ("calls", "same", "different", "failed",
+                                               "skipped")), "", "", "", "")
+    Console(width=140).print(table)
+
+
+def _print_skipped(replay: Replay) -> None:
+    for server, n in sorted(replay.skipped.connections.items()):
+        click.echo(f"skipped: recorded server {server} has no --target ({n} connections, "
+                   f"{replay.skipped.requests.get(server, 0)} client messages)", err=True)

@@ -1,0 +1,580 @@
+"""The replay's I/O: the capture streamed once, each recorded connection replayed
+on a connection of its own to its target, the connections concurrently.
+
+One thread, one loop (a selector over the target connections): no thread
+hand-offs, and the GIL never passes between a reader and the senders (measured:
+threads per connection made a replay 10 times slower than this loop).
+Each recorded TCP connection has a queue of its messages in capture order
+(client messages to send, the recorded server's messages to compare with); the
+capture is read on only while no queue holds QUEUE_MESSAGES, so memory stays
+flat whatever the capture's size.  A connection's client messages are sent in
+order; when its queue comes to a recorded reply, it waits for the target's
+reply to the same call before it goes on, so the replay keeps the recording's
+causality (a client that waited for a reply before its next request waits here
+too; one that pipelined pipelines) and keys learned from a reply are known
+before the requests that follow it.  The other connections go on meanwhile.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import selectors
+import socket
+import ssl
+import time
+from dataclasses import dataclass, field
+
+from ..corbaloc import Corbaloc, IIOPAddress, parse_object_url
+from ..errors import PycdrError
+from ..giop.header import MsgType
+from ..iiop import IIOPProfile, decode_profile
+from ..ior import ior_from_string
+from ..orb.tls import DEFAULT_TLS, Endpoint, TLSOptions, TransportError, choose_endpoint, connect
+from ..pcap import CaptureDecoder
+from ..pcapread import CaptureReader
+from ..pcapwrite import StreamPcapWriter
+from ..tcpstream import TcpReassembler
+from .compare import Comparison, KeyMap
+from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, OperationFilter,
+                      Reencoding, ReplaySession)
+
+QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
+READ_BATCH = 64               # segments read before the connections are served again
+RECV_SIZE = 1 << 16
+_END = object()
+_SERVER_FIRST = frozenset((MsgType.Reply.value, MsgType.LocateReply.value))
+_HOST_PORT = re.compile(r"\[?([^\]=/]+?)\]?:(\d{1,5})")
+
+
+class ReplayError(PycdrError):
+    """A replay that cannot start: a bad --target or --key, an unusable target."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a recorded server's connections go, and the object key of the reference
+    given (None for host:port: the recorded keys are sent unchanged)."""
+    endpoint: Endpoint
+    key: bytes | None = None
+    text: str = ""
+
+    def describe(self) -> str:
+        return f"{self.endpoint.host}:{self.endpoint.port}" + \
+            (" (TLS)" if self.endpoint.tls else "")
+
+
+def parse_target(text: str, tls: TLSOptions = DEFAULT_TLS) -> Target:
+    """IOR:..., corbaloc:... or host:port (TLS as the reference says, or --tls)."""
+    text = text.strip()
+    try:
+        if text[:4].upper() == "IOR:":
+            return _from_profiles(ior_from_string(text).profiles, text, tls)
+        if text.lower().startswith("corbaloc:"):
+            url = parse_object_url(text)
+            if not isinstance(url, Corbaloc) or url.is_rir:
+                raise ReplayError(f"{text!r}: a corbaloc URL with an iiop address is needed")
+            iiop = [a for a in url.addresses if isinstance(a, IIOPAddress)]
+            if not iiop:
+                raise ReplayError(f"{text!r}: no iiop address")
+            return _from_profiles(Corbaloc(tuple(iiop), url.key).to_ior().profiles, text, tls)
+    except ReplayError:
+        raise
+    except PycdrError as e:
+        raise ReplayError(f"bad target {text[:60]!r}: {e}") from e
+    host, port = parse_host_port(text, "target")
+    return Target(Endpoint(host, port, tls.force, "--tls" if tls.force else "host:port"),
+                  None, text)
+
+
+def _from_profiles(profiles, text: str, tls: TLSOptions) -> Target:
+    for p in profiles:
+        prof = decode_profile(p, lenient=True)
+        if isinstance(prof, IIOPProfile):
+            return Target(choose_endpoint(prof, tls), prof.object_key, text)
+    raise ReplayError(f"{text[:60]!r}: the reference has no IIOP profile")
+
+
+def parse_host_port(text: str, what: str) -> tuple:
+    m = _HOST_PORT.fullmatch(text.strip())
+    if not m or int(m.group(2)) > 65535:
+        raise ReplayError(f"bad {what} {text!r}: expected IOR:..., corbaloc:... or host:port"
+                          if what == "target" else f"bad {what} {text!r}: expected host:port")
+    return m.group(1), int(m.group(2))
+
+
+def parse_targets(texts, tls: TLSOptions = DEFAULT_TLS) -> tuple:
+    """(default target or None, {recorded server "host:port": target}) from --target
+    values: ``NEW`` or ``OLDHOST:PORT=NEW``."""
+    default, mapped = None, {}
+    for text in texts:
+        old, sep, new = text.partition("=")
+        if sep and _HOST_PORT.fullmatch(old.strip()):
+            host, port = parse_host_port(old, "recorded server")
+            mapped[_endpoint_text(host, port)] = parse_target(new, tls)
+        elif default is not None:
+            raise ReplayError("several --target without OLDHOST:PORT=: name the recorded "
+                              "server of each (OLDHOST:PORT=NEW)")
+        else:
+            default = parse_target(text, tls)
+    return default, mapped
+
+
+def parse_key(text: str) -> tuple:
+    """--key OLD=NEW: each side text (corbaloc %-escapes allowed) or hex: 0x..."""
+    old, sep, new = text.partition("=")
+    if not sep or not old or not new:
+        raise ReplayError(f"bad --key {text!r}: expected OLD=NEW")
+    return _key_bytes(old), _key_bytes(new)
+
+
+def _key_bytes(text: str) -> bytes:
+    if text.startswith("0x"):
+        try:
+            return bytes.fromhex(text[2:])
+        except ValueError:
+            raise ReplayError(f"bad key {text!r}: not hex after 0x") from None
+    out = bytearray()
+    i = 0
+    while i < len(text):
+        if text[i] == "%":
+            try:
+                out.append(int(text[i + 1:i + 3], 16))
+            except ValueError:
+                raise ReplayError(f"bad key {text!r}: % must be followed by two hex digits") \
+                    from None
+            i += 3
+        else:
+            out += text[i].encode("utf-8")
+            i += 1
+    return bytes(out)
+
+
+def _endpoint_text(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass
+class ReplayOptions:
+    default_target: Target | None = None
+    targets: dict = field(default_factory=dict)      # recorded server text -> Target
+    keys: dict = field(default_factory=dict)
+    comparison: Comparison | None = None
+    selected: OperationFilter = field(default_factory=OperationFilter)
+    rate: float | None = None                        # requests per second, all connections
+    timeout: float = 10.0                            # waiting for one reply
+    tls: TLSOptions = DEFAULT_TLS
+    ports: tuple | None = None
+    pcap: str | None = None
+    dry_run: bool = False
+    reencoding: Reencoding | None = None             # --giop / --byte-order
+
+
+class RateLimit:
+    """At most ``rate`` sends a second, all connections together."""
+
+    def __init__(self, rate: float | None):
+        self.interval = 1.0 / rate if rate else 0.0
+        self._next = time.monotonic()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        now = time.monotonic()
+        at = max(self._next, now)
+        self._next = at + self.interval
+        if at > now:
+            time.sleep(at - now)
+
+
+class SkippedServers:
+    def __init__(self):
+        self.connections: dict = {}      # server text -> connections
+        self.requests: dict = {}         # server text -> client messages not sent
+
+
+class _Recorded:
+    """One recorded connection: the reader's view of it, and its replay.
+
+    ``items``: its messages in capture order not handled yet ((from_client, raw,
+    ts), or _END).  ``waiting``: the calls whose replayed reply must come (or
+    time out) before the next item is handled, oldest first, with the deadline
+    of the first."""
+    __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
+                 "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost")
+
+    def __init__(self):
+        self.client_key = None     # the client flow's key, once known
+        self.server = ""
+        self.target = None         # Target; None: skipped (no target for its server)
+        self.session = None
+        self.items: collections.deque = collections.deque()
+        self.waiting: collections.deque = collections.deque()
+        self.deadline = 0.0
+        self.sock = None
+        self.pcap_flow = None
+        self.failure = ""          # why nothing more can be sent
+        self.ended = False         # the recording's connection ended
+        self.replies_lost = False  # bytes the server sent are missing from the capture
+
+
+class Replay:
+    """Replays a capture (see the module doc).  ``report(call)`` hears of every
+    call as it is decided."""
+
+    def __init__(self, options: ReplayOptions, report, listing=None):
+        self.options = options
+        self.comparison = options.comparison or Comparison()
+        defaults = {}
+        for server, target in options.targets.items():
+            if target.key is not None:
+                defaults[server] = target.key
+        self.keys = KeyMap(options.keys, defaults)
+        self.comparison.keys = self.keys
+        self.report = report
+        self.listing = listing           # dry run: listing(call, data, recorded) per message
+        self.timeout = options.timeout
+        self.rate = RateLimit(options.rate)
+        self.skipped = SkippedServers()
+        self.capture_errors: list = []
+        self.capture_error_count = 0
+        self.connections = 0
+        self._recorded: dict = {}        # tcpstream Connection -> _Recorded
+        self._live: set = set()          # _Recorded being replayed
+        self._ready: set = set()         # _Recorded with items to handle
+        self._full = 0                   # how many have QUEUE_MESSAGES items waiting
+        self._default_used_by = None     # the recorded server the plain --target went to
+        self._pcap = None
+        self._selector = selectors.DefaultSelector()
+
+    # -- before the capture ------------------------------------------------------------
+    def check_targets(self, timeout: float = 3.0) -> None:
+        """Connect to each target once (and close): TransportError when one cannot
+        be reached, before anything of the capture is sent."""
+        targets = list(self.options.targets.values())
+        if self.options.default_target is not None:
+            targets.append(self.options.default_target)
+        for target in targets:
+            connect(target.endpoint, self.options.tls, timeout=timeout).close()
+
+    # -- the loop ------------------------------------------------------------------------
+    def run(self, reader: CaptureReader, progress=None) -> None:
+        """Replay every connection of ``reader``'s capture; returns when all are
+        done.  ``progress()`` is called now and then."""
+        if self.options.pcap and not self.options.dry_run:
+            self._pcap = StreamPcapWriter(self.options.pcap)
+        decoder = CaptureDecoder(self._capture_error, self.options.ports, True,
+                                 raw_message=self._message)
+        tcp = TcpReassembler(_Sink(decoder, self._closed, self._gap))
+        feed = tcp.feed
+        try:
+            with reader:
+                segments = iter(reader)
+                n = 0
+                while True:
+                    # Read on while no connection has a full queue (memory stays flat).
+                    while not self._full:
+                        segment = next(segments, None)
+                        if segment is None:
+                            break
+                        feed(segment)
+                        n += 1
+                        if self._ready and n % READ_BATCH == 0:
+                            break
+                        if progress is not None and n % 1024 == 0:
+                            progress()
+                    else:
+                        segment = True
+                    if segment is None:
+                        tcp.finish()
+                        break
+                    self._turn(block=bool(self._full))
+                while self._live or self._ready:
+                    self._turn(block=True)
+        finally:
+            for rec in list(self._live):
+                self._close(rec)
+            self._selector.close()
+            if self._pcap is not None:
+                self._pcap.close()
+            if progress is not None:
+                progress()
+
+    def _turn(self, block: bool) -> None:
+        """Handle the connections' items as far as they go, then what the targets
+        sent (waiting for it when ``block``)."""
+        while self._ready:
+            rec = self._ready.pop()
+            self._advance(rec)
+        if not self._live:
+            return
+        timeout = 0.0
+        if block:
+            deadlines = [r.deadline for r in self._live if r.waiting]
+            timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else 0.0
+        if self._selector.get_map():
+            for key, _ in self._selector.select(timeout):
+                self._receive(key.data)
+        elif timeout:
+            time.sleep(timeout)
+        now = time.monotonic()
+        for rec in list(self._live):
+            if rec.waiting and rec.deadline <= now:
+                self._settle(rec, now, timed_out=True)
+
+    def _capture_error(self, entry: dict) -> None:
+        self.capture_error_count += 1
+        if len(self.capture_errors) < 20:
+            error = entry["error"]
+            self.capture_errors.append(f"frame {entry['frame']} ({entry['src']} -> "
+                                       f"{entry['dst']}): {error['message']}")
+
+    # -- the reader's side ----------------------------------------------------------------
+    def _message(self, flow, raw: bytes, frame: int, ts: int) -> None:
+        conn = flow.connection
+        rec = self._recorded.get(conn)
+        if rec is None:
+            rec = self._recorded[conn] = _Recorded()
+        if rec.client_key is None:
+            t = raw[7]
+            if t in CLIENT_MESSAGES:
+                rec.client_key, rec.server = flow.key, flow.dst
+            elif t in _SERVER_FIRST:
+                rec.client_key = (flow.key[2], flow.key[3], flow.key[0], flow.key[1])
+                rec.server = flow.src
+            else:
+                return                   # which side is which is not known yet
+            self._start(rec, conn.index)
+        from_client = flow.key == rec.client_key
+        if rec.target is None:
+            if from_client and raw[7] in CLIENT_MESSAGES:
+                self.skipped.requests[rec.server] = self.skipped.requests.get(rec.server, 0) + 1
+            return
+        if self.options.dry_run:
+            if from_client:
+                data, call = rec.session.outgoing(raw, ts)
+                if call is not None or data is not None:
+                    self.listing(call, data, rec)
+            else:       # a call is forgotten at its recorded reply (memory stays flat)
+                for call in rec.session.recorded(raw, ts):
+                    rec.session.finished(call)
+            return
+        self._put(rec, (from_client, raw, ts))
+
+    def _put(self, rec: _Recorded, item) -> None:
+        rec.items.append(item)
+        if len(rec.items) == QUEUE_MESSAGES:
+            self._full += 1
+        self._ready.add(rec)
+
+    def _start(self, rec: _Recorded, index: int) -> None:
+        target = self.options.targets.get(rec.server)
+        if target is None and self.options.default_target is not None and \
+                self._default_used_by in (None, rec.server):
+            target = self.options.default_target
+            if self._default_used_by is None and target.key is not None:
+                self.keys.defaults[rec.server] = target.key
+            self._default_used_by = rec.server
+        if target is None:
+            self.skipped.connections[rec.server] = self.skipped.connections.get(rec.server, 0) + 1
+            return
+        rec.target = target
+        self.connections += 1
+        rec.session = ReplaySession(self.keys, connection=index, server=rec.server,
+                                    selected=self.options.selected,
+                                    reencoding=self.options.reencoding)
+        if not self.options.dry_run:
+            self._live.add(rec)
+
+    def _gap(self, flow) -> None:
+        rec = self._recorded.get(flow.connection)
+        if rec is not None and rec.client_key is not None and flow.key != rec.client_key:
+            rec.replies_lost = True
+
+    def _closed(self, connection) -> None:
+        rec = self._recorded.pop(connection, None)
+        if rec is not None and rec in self._live:
+            self._put(rec, _END)
+
+    # -- a connection's replay ----------------------------------------------------------------
+    def _advance(self, rec: _Recorded) -> None:
+        """Handle ``rec``'s items until one has to wait for the target."""
+        session = rec.session
+        items = rec.items
+        while items and not rec.waiting:
+            if len(items) == QUEUE_MESSAGES:
+                self._full -= 1
+            item = items.popleft()
+            if item is _END:
+                rec.ended = True
+                # The recording ends here: calls it holds no reply to.
+                self._wait_for(rec, session.pending())
+                break
+            from_client, raw, ts = item
+            if from_client:
+                self._send(rec, raw, ts)
+            else:
+                self._wait_for(rec, session.recorded(raw, ts))
+        if rec.ended and not rec.waiting and not items:
+            self._close(rec)
+
+    def _wait_for(self, rec: _Recorded, calls) -> None:
+        for call in calls:
+            if call.replayed_reply is not None or call.sent_at is None or \
+                    rec.session.target_closed:
+                self._decide(rec, call)
+            else:
+                if not rec.waiting:
+                    rec.deadline = time.monotonic() + self.timeout
+                rec.waiting.append(call)
+
+    def _send(self, rec: _Recorded, raw: bytes, ts: int) -> None:
+        session = rec.session
+        data, call = session.outgoing(raw, ts)
+        if call is not None and call.outcome is not None:
+            self.report(call)
+            return
+        if data is None:
+            return
+        if not rec.failure and rec.sock is None:
+            self._connect(rec)
+        if not rec.failure and session.target_closed:
+            rec.failure = session.target_closed
+        if not rec.failure:
+            self.rate.wait()
+            try:
+                rec.sock.sendall(data)
+            except OSError as e:
+                rec.failure = f"sending to the target failed: {e}"
+        if rec.failure:
+            if call is not None:
+                call.outcome, call.reason = FAILED, rec.failure
+                session.finished(call)
+                self.report(call)
+            return
+        if rec.pcap_flow is not None:
+            rec.pcap_flow.sends(True, data)
+        if call is not None:
+            call.sent_at = time.monotonic()
+            if not call.expects_reply:
+                call.outcome = SAME
+                self.report(call)
+
+    def _connect(self, rec: _Recorded) -> None:
+        try:
+            rec.sock = connect(rec.target.endpoint, self.options.tls, timeout=self.timeout)
+        except TransportError as e:
+            rec.failure = str(e)
+            return
+        try:    # a request goes out at once, as an ORB sends it (Nagle would hold it back)
+            rec.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        self._selector.register(rec.sock, selectors.EVENT_READ, rec)
+        if self._pcap is not None:
+            try:
+                rec.pcap_flow = self._pcap.connection(rec.sock.getsockname()[:2],
+                                                      rec.sock.getpeername()[:2])
+            except OSError:
+                rec.pcap_flow = None
+
+    def _receive(self, rec: _Recorded) -> None:
+        """What the target sent (the socket is readable)."""
+        sock = rec.sock
+        session = rec.session
+        while True:
+            try:
+                data = sock.recv(RECV_SIZE)
+            except (BlockingIOError, ssl.SSLWantReadError):
+                break
+            except OSError as e:
+                session.target_closed = f"receiving from the target failed: {e}"
+                data = b""
+            if data and rec.pcap_flow is not None:
+                rec.pcap_flow.sends(False, data)
+            session.replayed(data, time.monotonic())
+            if not data:
+                self._selector.unregister(sock)
+                if session.target_closed is None:
+                    session.target_closed = "the target closed the connection"
+                break
+            if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
+                break
+        if rec.waiting:
+            self._settle(rec, time.monotonic())
+
+    def _settle(self, rec: _Recorded, now: float, timed_out: bool = False) -> None:
+        """Decide the waited-for calls whose reply came (or cannot come, or, when
+        ``timed_out``, the first one); handle the items after them."""
+        waiting = rec.waiting
+        closed = rec.session.target_closed is not None
+        while waiting:
+            call = waiting[0]
+            if call.replayed_reply is None and not closed and not timed_out:
+                break
+            waiting.popleft()
+            timed_out = False
+            self._decide(rec, call)
+            if waiting:
+                rec.deadline = now + self.timeout
+        if not waiting:
+            self._ready.add(rec)
+
+    def _decide(self, rec: _Recorded, call) -> None:
+        session = rec.session
+        session.finished(call)
+        if call.outcome is not None:
+            return
+        recorded, replayed = call.recorded_reply, call.replayed_reply
+        if call.sent_at is None:
+            call.outcome, call.reason = FAILED, rec.failure or "not sent"
+        elif replayed is None and session.target_closed and recorded is not None:
+            call.outcome, call.reason = FAILED, session.target_closed
+        elif recorded is None and rec.replies_lost:
+            call.outcome, call.reason = FAILED, "the recorded reply is lost: bytes the " \
+                "server sent are missing from the capture"
+        elif call.cancelled and (recorded is None or replayed is None):
+            call.outcome, call.reason = SAME, "cancelled: a reply may or may not come"
+        else:
+            call.differences = self.comparison.replies(call.operation, recorded, replayed)
+            if replayed is None and recorded is not None:
+                call.reason = f"no reply within {self.timeout:g} s"
+            call.outcome = DIFFERENT if call.differences else SAME
+        self.report(call)
+
+    def _close(self, rec: _Recorded) -> None:
+        self._live.discard(rec)
+        self._ready.discard(rec)
+        if len(rec.items) >= QUEUE_MESSAGES:
+            self._full -= 1
+        rec.items.clear()
+        if rec.sock is not None:
+            if self._selector.get_map() is not None and rec.sock in self._selector.get_map():
+                self._selector.unregister(rec.sock)
+            try:
+                rec.sock.close()
+            except OSError:
+                pass
+            rec.sock = None
+            if rec.pcap_flow is not None:
+                rec.pcap_flow.close()
+
+
+class _Sink:
+    """TcpReassembler's sink: the CaptureDecoder frames, the replay hears of gaps and
+    closes."""
+
+    def __init__(self, decoder: CaptureDecoder, closed, gap):
+        self.data = decoder.data
+        self._decoder_gap = decoder.gap
+        self._decoder_closed = decoder.closed
+        self._closed = closed
+        self._gap = gap
+
+    def gap(self, flow, missing: int, frame: int, ts: int) -> None:
+        self._decoder_gap(flow, missing, frame, ts)
+        self._gap(flow)
+
+    def closed(self, connection) -> None:
+        self._decoder_closed(connection)
+        self._closed(connection)

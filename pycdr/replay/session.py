@@ -1,0 +1,427 @@
+"""One recorded connection replayed, sans I/O: the client's messages rewritten
+for the target, the recorded and the replayed replies matched to their calls.
+
+    session = ReplaySession(keys, server="10.0.0.2:2809")
+    data, call = session.outgoing(raw)        # bytes to send (None: not sent)
+    done = session.recorded(raw, ts)           # calls whose recorded reply is complete
+    got = session.replayed(data_from_target)   # calls whose replayed reply came
+
+A message is sent as recorded -- GIOP version, byte order, flags, service
+contexts, fragmentation -- but for its request id (renumbered from 1 on the new
+connection; CancelRequests and GIOP 1.2 Fragments follow their request) and its
+object key (mapped by the :class:`~pycdr.replay.compare.KeyMap`).  When only the
+request id changes, its four bytes are replaced in place; a new key means
+encoding the header again, and in GIOP 1.0/1.1, where the body's alignment
+counts from the start of the message, the requesting principal (deprecated,
+ignored by ORBs) is lengthened so that the body keeps its alignment modulo 8.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+
+from ..errors import NotSupportedError, PycdrError
+from ..giop.connection import GiopConnection, Role
+from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
+                           MsgType)
+from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest,
+                             ProfileAddr, ReferenceAddr, Reply, Request, decode_message,
+                             encode_message)
+from ..iiop import IIOPProfile, decode_profile
+from ..marshal import read_value, write_value
+
+_ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
+_REQUEST, _LOCATE_REQUEST, _CANCEL = (MsgType.Request.value, MsgType.LocateRequest.value,
+                                      MsgType.CancelRequest.value)
+_FRAGMENT = MsgType.Fragment.value
+_REPLY = MsgType.Reply.value
+CLIENT_MESSAGES = frozenset((_REQUEST, _LOCATE_REQUEST, _CANCEL))
+LOCATE_OPERATION = "(LocateRequest)"
+CANCEL_OPERATION = "(CancelRequest)"
+
+# Outcomes of a call.
+SAME, DIFFERENT, FAILED, SKIPPED = "same", "different", "failed", "skipped"
+OUTCOMES = (SAME, DIFFERENT, FAILED, SKIPPED)
+
+
+class Call:
+    """One client message of the recording and what became of it."""
+    __slots__ = ("connection", "server", "operation", "kind", "recorded_id", "replay_id",
+                 "request_ts", "recorded_reply", "recorded_raw", "recorded_latency",
+                 "replayed_reply", "replayed_raw", "sent_at", "replayed_latency",
+                 "outcome", "differences", "reason", "cancelled", "sent_bytes")
+
+    def __init__(self, connection: int, server: str, operation: str, kind: str,
+                 recorded_id: int | None, request_ts: int):
+        self.connection = connection
+        self.server = server
+        self.operation = operation
+        self.kind = kind                    # request, oneway, locate, cancel
+        self.recorded_id = recorded_id
+        self.replay_id: int | None = None
+        self.request_ts = request_ts        # capture time (ns) of the recorded request
+        self.recorded_reply = None          # the recorded reply message, once complete
+        self.recorded_raw = b""
+        self.recorded_latency: float | None = None     # seconds
+        self.replayed_reply = None
+        self.replayed_raw = b""
+        self.sent_at: float | None = None   # time.monotonic() of the send
+        self.replayed_latency: float | None = None
+        self.outcome: str | None = None
+        self.differences: list = []
+        self.reason = ""                    # why failed or skipped
+        self.cancelled = False
+        self.sent_bytes = b""
+
+    @property
+    def expects_reply(self) -> bool:
+        return self.kind in ("request", "locate")
+
+    def to_json(self) -> dict:
+        return {"connection": self.connection, "server": self.server,
+                "operation": self.operation, "kind": self.kind, "outcome": self.outcome,
+                "recorded_request_id": self.recorded_id, "replay_request_id": self.replay_id,
+                "differences": self.differences, "reason": self.reason or None,
+                "recorded_latency": self.recorded_latency,
+                "replayed_latency": self.replayed_latency,
+                "sent": self.sent_bytes.hex(),
+                "recorded_reply": bytes(self.recorded_raw).hex(),
+                "replayed_reply": bytes(self.replayed_raw).hex()}
+
+
+class OperationFilter:
+    """--only-op / --skip-op (LocateRequests are "(LocateRequest)"; a CancelRequest
+    goes with the request it cancels)."""
+
+    def __init__(self, only=(), skip=()):
+        self.only = frozenset(only)
+        self.skip = frozenset(skip)
+
+    def __call__(self, operation: str) -> bool:
+        return (not self.only or operation in self.only) and operation not in self.skip
+
+
+class ReplyStream:
+    """The replies of one direction, as events of a lenient GiopConnection (fragments
+    joined, violations told, no request-id books: the ids are the session's).  A whole,
+    well-formed GIOP 1.2+ Reply -- nearly every one -- is decoded by the ORB's lean
+    decoder on the way (a third of the time); anything else goes to the connection."""
+
+    def __init__(self):
+        self.conn = GiopConnection(Role.CLIENT, version=(1, 3), lenient=True,
+                                   check_request_ids=False)
+        self._buf = bytearray()
+
+    def feed(self, data) -> list:
+        events: list = []
+        buf = self._buf
+        buf += data
+        conn = self.conn
+        pos = 0
+        while len(buf) - pos >= HEADER_SIZE:
+            if conn.has_partial_message or buf[pos:pos + 4] != GIOP_MAGIC:
+                break                   # a fragment chain, or bytes the connection judges
+            size = _ULONG[bool(buf[pos + 6] & 1)].unpack_from(buf, pos + 8)[0]
+            if size > MAX_MESSAGE_SIZE:
+                break
+            end = pos + HEADER_SIZE + size
+            if end > len(buf):
+                break
+            raw = bytes(buf[pos:end])
+            msg = None
+            if raw[7] == _REPLY and raw[4:6] >= b"\x01\x02" and \
+                    not raw[6] & FLAG_MORE_FRAGMENTS:
+                try:
+                    msg = decode_message(raw, field_offsets=False)[0]
+                except PycdrError:
+                    msg = None          # the lenient connection says what is wrong
+            if msg is None:
+                events += self._through_connection(raw)
+            else:
+                events.append(MessageReceived(msg, raw))
+            pos = end
+        rest = bytes(buf[pos:])
+        buf.clear()
+        if rest and (conn.has_partial_message or len(rest) >= HEADER_SIZE and (
+                rest[:4] != GIOP_MAGIC or _ULONG[bool(rest[6] & 1)].unpack_from(rest, 8)[0]
+                > MAX_MESSAGE_SIZE)):
+            events += self._through_connection(rest)
+        else:
+            buf += rest
+        if not data:                    # the end of the stream: what is left, then the close
+            if buf:
+                events += self._through_connection(bytes(buf))
+                buf.clear()
+            events += self._through_connection(b"")
+        return events
+
+    def _through_connection(self, data) -> list:
+        conn = self.conn
+        conn.receive_data(data)
+        events = []
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                return events
+            events.append(event)
+            if isinstance(event, ConnectionClosed):
+                return events
+
+
+def _decode_client_message(raw: bytes):
+    """A recorded client message: a well-formed GIOP 1.2+ one by the ORB's lean
+    decoder (a third of the time), anything else leniently with every field's offset
+    (a 1.0/1.1 Request's request id is found by it)."""
+    if raw[4:6] >= b"\x01\x02" and raw[:4] == GIOP_MAGIC:
+        try:
+            return decode_message(raw, field_offsets=False)[0]
+        except PycdrError:
+            pass            # the lenient decoder below takes what it can
+    return decode_message(raw, lenient=True)[0]
+
+
+class Reencoding:
+    """--giop / --byte-order: requests sent in another GIOP version or byte order than
+    recorded, their arguments read with the IDL (``arguments``: operation -> (name,
+    TypeCode) of its in and inout parameters) and written again."""
+
+    def __init__(self, arguments: dict, version: tuple | None = None,
+                 little: bool | None = None):
+        self.arguments = arguments
+        self.version = version
+        self.little = little
+
+    def message(self, msg, new_id: int, key: bytes | None) -> bytes:
+        version = self.version or msg.version
+        little = msg.little if self.little is None else self.little
+        target = msg.target if key is None or isinstance(msg, CancelRequest) else KeyAddr(key)
+        if version < (1, 2) and not isinstance(msg, CancelRequest) and \
+                not isinstance(target, KeyAddr):
+            raise NotSupportedError(f"a {type(target).__name__} target cannot be sent in "
+                                    f"GIOP {version[0]}.{version[1]}")
+        if not isinstance(msg, Request):
+            fields = {} if isinstance(msg, CancelRequest) else {"target": target}
+            return encode_message(dataclasses.replace(msg, version=version, little=little,
+                                                      request_id=new_id, **fields))
+        items = self.arguments.get(msg.operation)
+        if items is None:
+            raise NotSupportedError(f"{msg.operation}: not in the IDL given, so its "
+                                    f"arguments cannot be encoded again")
+        r = msg.body_reader()
+        values = [read_value(r, tc) for _, tc in items]
+
+        def write_body(w):
+            for (_, tc), value in zip(items, values):
+                write_value(w, tc, value)
+        changed = dataclasses.replace(msg, version=version, little=little, request_id=new_id,
+                                      target=target, body=b"", body_offset=None)
+        return encode_message(changed, write_body=write_body if items else None)
+
+
+def _profile_key(target) -> bytes | None:
+    """The object key of a ProfileAddr's or ReferenceAddr's IIOP profile."""
+    if isinstance(target, ProfileAddr):
+        profiles = (target.profile,)
+    elif isinstance(target, ReferenceAddr):
+        profiles = target.ior.profiles[target.selected_profile_index:] + target.ior.profiles
+    else:
+        return None
+    for profile in profiles:
+        p = decode_profile(profile, lenient=True)
+        if isinstance(p, IIOPProfile):
+            return p.object_key
+    return None
+
+
+class ReplaySession:
+    def __init__(self, keys, *, connection: int = 0, server: str = "",
+                 selected=OperationFilter(), reencoding: Reencoding | None = None):
+        self.keys = keys
+        self.reencoding = reencoding
+        self.connection = connection
+        self.server = server
+        self.selected = selected
+        self.next_id = 1
+        self.calls: dict = {}           # recorded request id -> Call (its reply awaited)
+        self.by_replay_id: dict = {}    # replay request id -> Call (its reply awaited)
+        self._skipped_fragments: set = set()   # recorded ids of 1.2 requests not sent
+        self._open_11 = None            # the GIOP 1.1 fragmented request being sent: sent?
+        self._recorded = ReplyStream()
+        self._replayed = ReplyStream()
+        self.target_closed: str | None = None   # why the target's side ended
+        self.not_sent = 0               # client messages that are no calls (Close, Error...)
+
+    # -- the client's side -------------------------------------------------------------
+    def outgoing(self, raw: bytes, ts: int = 0):
+        """(bytes to send or None, the Call it starts or None) for one recorded
+        client message; the Call of a skipped request comes with None."""
+        t = raw[7]
+        if t == _FRAGMENT:
+            return self._fragment(raw), None
+        if t not in CLIENT_MESSAGES:
+            self.not_sent += 1
+            return None, None
+        try:
+            msg = _decode_client_message(raw)
+        except PycdrError as e:
+            call = Call(self.connection, self.server, "(undecodable)", "request", None, ts)
+            call.outcome, call.reason = FAILED, f"recorded message undecodable: {e}"
+            return None, call
+        if isinstance(msg, CancelRequest):
+            call = Call(self.connection, self.server, CANCEL_OPERATION, "cancel",
+                        msg.request_id, ts)
+            cancelled = self.calls.get(msg.request_id)
+            if cancelled is None:
+                call.outcome, call.reason = SKIPPED, "cancels a request not sent"
+                return None, call
+            cancelled.cancelled = True
+            call.replay_id = cancelled.replay_id
+            if self.reencoding is not None:
+                return self.reencoding.message(msg, cancelled.replay_id, None), call
+            return self._patch_id(raw, msg, cancelled.replay_id), call
+        if isinstance(msg, Request):
+            operation = msg.operation
+            kind = "request" if msg.response_expected else "oneway"
+        else:
+            operation, kind = LOCATE_OPERATION, "locate"
+        call = Call(self.connection, self.server, operation, kind, msg.request_id, ts)
+        more = msg.more_fragments
+        if not self.selected(operation):
+            call.outcome, call.reason = SKIPPED, "not selected (--only-op/--skip-op)"
+            if more:
+                self._note_fragmented(msg, sent=False)
+            return None, call
+        if self.reencoding is not None:
+            try:
+                if more:
+                    raise NotSupportedError("a fragmented request is only sent as recorded "
+                                            "(without --giop/--byte-order)")
+                old_key = msg.object_key or _profile_key(msg.target)
+                key = None if old_key is None else self.keys.target_key(old_key, self.server)
+                data = self.reencoding.message(msg, self.next_id, key)
+            except PycdrError as e:
+                call.outcome, call.reason = FAILED, f"cannot encode it again: {e}"
+                if more:
+                    self._note_fragmented(msg, sent=False)
+                return None, call
+            call.replay_id = self.next_id
+        else:
+            call.replay_id = self.next_id
+            data = self._rewrite(raw, msg, call.replay_id)
+        self.next_id += 1
+        if more:
+            self._note_fragmented(msg, sent=True)
+        if call.expects_reply:
+            self.calls[msg.request_id] = call
+            self.by_replay_id[call.replay_id] = call
+        call.sent_bytes = data
+        return data, call
+
+    def _note_fragmented(self, msg, sent: bool) -> None:
+        if msg.version >= (1, 2):
+            if not sent:
+                self._skipped_fragments.add(msg.request_id)
+        else:
+            self._open_11 = sent
+
+    def _fragment(self, raw: bytes):
+        more = bool(raw[6] & FLAG_MORE_FRAGMENTS)
+        if raw[4:6] < b"\x01\x02":
+            sent, self._open_11 = self._open_11, (self._open_11 if more else None)
+            return raw if sent else None
+        little = bool(raw[6] & 1)
+        if len(raw) < 16:
+            return None
+        rid = _ULONG[little].unpack_from(raw, 12)[0]
+        if rid in self._skipped_fragments:
+            if not more:
+                self._skipped_fragments.discard(rid)
+            return None
+        call = self.calls.get(rid)
+        if call is None:
+            return None                 # its request is not in the capture
+        return raw[:12] + _ULONG[little].pack(call.replay_id) + raw[16:]
+
+    def _patch_id(self, raw: bytes, msg, new_id: int) -> bytes:
+        # Decoded without the analyzer's offsets, a message whose request id comes first
+        # (a 1.2+ Request, any LocateRequest or CancelRequest) has it at byte 12.
+        at = msg.offsets.get("request_id", 12)
+        if raw[:4] != GIOP_MAGIC:       # ZIOP: written again, uncompressed
+            return encode_message(dataclasses.replace(msg, request_id=new_id))
+        return raw[:at] + _ULONG[msg.little].pack(new_id) + raw[at + 4:]
+
+    def _rewrite(self, raw: bytes, msg, new_id: int) -> bytes:
+        old_key = msg.object_key
+        if old_key is None:
+            # A GIOP 1.2 ProfileAddr/ReferenceAddr names the recorded server's host: the
+            # target is addressed by the key of its IIOP profile instead.
+            old_key = _profile_key(msg.target)
+            if old_key is None:
+                return self._patch_id(raw, msg, new_id)
+            new_key = self.keys.target_key(old_key, self.server)
+        else:
+            new_key = self.keys.target_key(old_key, self.server)
+            if new_key == old_key:
+                return self._patch_id(raw, msg, new_id)
+        changed = dataclasses.replace(msg, request_id=new_id, target=KeyAddr(new_key))
+        data = encode_message(changed)
+        if isinstance(msg, Request) and msg.version < (1, 2) and msg.body:
+            shift = (len(data) - len(msg.body) - msg.body_offset) % 8
+            if shift:
+                changed = dataclasses.replace(changed, requesting_principal=(
+                    msg.requesting_principal + bytes(8 - shift)))
+                data = encode_message(changed)
+        return data
+
+    # -- the recorded server's side ------------------------------------------------------
+    def recorded(self, raw: bytes, ts: int = 0) -> list:
+        """Calls whose recorded reply this message completes (their
+        ``recorded_reply`` set)."""
+        return self._replies(self._recorded, raw, self.calls, recorded_ts=ts)
+
+    def replayed(self, data: bytes, now: float = 0.0) -> list:
+        """Calls whose replayed reply these bytes from the target complete (b"": the
+        target closed)."""
+        return self._replies(self._replayed, data, self.by_replay_id, now=now)
+
+    def _replies(self, stream: ReplyStream, data, calls: dict, recorded_ts=None, now=0.0):
+        done = []
+        for event in stream.feed(data):
+            if isinstance(event, MessageReceived):
+                msg = event.message
+                if not isinstance(msg, (Reply, LocateReply)):
+                    continue
+                call = calls.get(msg.request_id)
+                if call is None:
+                    continue
+                if recorded_ts is not None:
+                    if call.recorded_reply is None:
+                        call.recorded_reply, call.recorded_raw = msg, bytes(event.raw)
+                        call.recorded_latency = max(0, recorded_ts - call.request_ts) / 1e9
+                        done.append(call)
+                elif call.replayed_reply is None:
+                    call.replayed_reply, call.replayed_raw = msg, bytes(event.raw)
+                    if call.sent_at is not None:
+                        call.replayed_latency = max(0.0, now - call.sent_at)
+                    done.append(call)
+            elif isinstance(event, ProtocolViolation):
+                if recorded_ts is None and self.target_closed is None and \
+                        event.answer.name != "DISCARD":
+                    self.target_closed = f"protocol violation by the target: {event.error}"
+            elif isinstance(event, ConnectionClosed):
+                if recorded_ts is None and self.target_closed is None:
+                    self.target_closed = f"the target closed the connection ({event.reason})"
+        return done
+
+    def finished(self, call: Call) -> None:
+        """Forget a call once compared."""
+        if self.calls.get(call.recorded_id) is call:
+            del self.calls[call.recorded_id]
+        if call.replay_id is not None and self.by_replay_id.get(call.replay_id) is call:
+            del self.by_replay_id[call.replay_id]
+
+    def pending(self) -> list:
+        """Calls still waiting for a reply (recorded or replayed), in send order."""
+        return sorted(self.by_replay_id.values(), key=lambda c: c.replay_id)

@@ -1,0 +1,141 @@
+"""What a replay found, per operation, in memory that does not grow with the
+capture: counts by outcome and latency percentiles from log-scale histograms;
+JUnit XML of the calls that were not the same (the same ones counted)."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+from .session import DIFFERENT, FAILED, OUTCOMES, SAME, SKIPPED
+
+# Latency histogram: buckets 2 % wide from 1 us to about 1000 s.
+_LOW = 1e-6
+_RATIO = 1.02
+_BUCKETS = int(math.log(1e9) / math.log(_RATIO)) + 2
+# Calls that were not the same kept for the JUnit report (the rest are counted).
+MAX_JUNIT_CASES = 1000
+
+
+class LatencyHistogram:
+    __slots__ = ("counts", "n")
+
+    def __init__(self):
+        self.counts: dict = {}
+        self.n = 0
+
+    def add(self, seconds: float) -> None:
+        b = 0 if seconds <= _LOW else min(_BUCKETS, int(math.log(seconds / _LOW, _RATIO)) + 1)
+        self.counts[b] = self.counts.get(b, 0) + 1
+        self.n += 1
+
+    def percentile(self, p: float) -> float | None:
+        """The value below which ``p`` % of the latencies lie (within 2 %)."""
+        if not self.n:
+            return None
+        rank = max(1, math.ceil(self.n * p / 100))
+        seen = 0
+        for b in sorted(self.counts):
+            seen += self.counts[b]
+            if seen >= rank:
+                return _LOW * _RATIO ** b
+        return None
+
+
+class OperationStats:
+    __slots__ = ("counts", "recorded", "replayed")
+
+    def __init__(self):
+        self.counts = dict.fromkeys(OUTCOMES, 0)
+        self.recorded = LatencyHistogram()
+        self.replayed = LatencyHistogram()
+
+    def to_json(self) -> dict:
+        out = {"calls": sum(self.counts.values()), **self.counts}
+        for name, h in (("recorded", self.recorded), ("replayed", self.replayed)):
+            for p in (50, 99):
+                v = h.percentile(p)
+                out[f"{name}_p{p}_ms"] = None if v is None else round(v * 1e3, 3)
+        return out
+
+
+class ReplaySummary:
+    def __init__(self):
+        self.operations: dict = {}
+        self.not_same: list = []        # the first MAX_JUNIT_CASES calls not the same
+        self.not_same_count = 0
+
+    def add(self, call) -> None:
+        stats = self.operations.get(call.operation)
+        if stats is None:
+            stats = self.operations[call.operation] = OperationStats()
+        stats.counts[call.outcome] += 1
+        if call.recorded_latency is not None and call.recorded_reply is not None:
+            stats.recorded.add(call.recorded_latency)
+        if call.replayed_latency is not None:
+            stats.replayed.add(call.replayed_latency)
+        if call.outcome in (DIFFERENT, FAILED):
+            self.not_same_count += 1
+            if len(self.not_same) < MAX_JUNIT_CASES:
+                self.not_same.append(_case_of(call))
+
+    def totals(self) -> dict:
+        out = dict.fromkeys(OUTCOMES, 0)
+        for stats in self.operations.values():
+            for k, v in stats.counts.items():
+                out[k] += v
+        out["calls"] = sum(out[k] for k in OUTCOMES)
+        return out
+
+    @property
+    def ok(self) -> bool:
+        t = self.totals()
+        return t[DIFFERENT] == 0 and t[FAILED] == 0
+
+    def to_json(self) -> dict:
+        return {"totals": self.totals(),
+                "operations": {op: s.to_json() for op, s in sorted(self.operations.items())}}
+
+    def to_junit(self, name: str = "pycdr-replay") -> str:
+        """One test case per operation (its same calls), one per call that was not
+        the same (a failure with its differences); skipped calls as skipped cases."""
+        t = self.totals()
+        suite = ET.Element("testsuite", name=name, tests=str(t["calls"]),
+                           failures=str(t[DIFFERENT] + t[FAILED]), skipped=str(t[SKIPPED]))
+        for op, stats in sorted(self.operations.items()):
+            if stats.counts[SAME]:
+                case = ET.SubElement(suite, "testcase", classname=f"replay.{op}",
+                                     name=f"{op}: {stats.counts[SAME]} calls the same")
+                ET.SubElement(case, "system-out").text = str(stats.to_json())
+            if stats.counts[SKIPPED]:
+                case = ET.SubElement(suite, "testcase", classname=f"replay.{op}",
+                                     name=f"{op}: {stats.counts[SKIPPED]} calls skipped")
+                ET.SubElement(case, "skipped", message="not replayed")
+        for c in self.not_same:
+            case = ET.SubElement(suite, "testcase", classname=f"replay.{c['operation']}",
+                                 name=c["name"])
+            failure = ET.SubElement(case, "failure", message=c["message"])
+            failure.text = c["text"]
+        return ET.tostring(suite, encoding="unicode")
+
+
+def _case_of(call) -> dict:
+    diffs = call.differences
+    message = call.reason if call.outcome == FAILED or not diffs else \
+        "; ".join(f"{d['path']}: {d['recorded']} -> {d['replayed']}" for d in diffs[:3])
+    text = "\n".join(f"{d['path']}: recorded {d['recorded']}, replayed {d['replayed']}"
+                     for d in diffs)
+    return {"operation": call.operation,
+            "name": f"{call.operation} connection {call.connection} "
+                    f"request {call.recorded_id}",
+            "message": message or call.outcome, "text": text or call.reason}
+
+
+def difference_lines(call) -> list:
+    """A call that was not the same, for the terminal."""
+    head = f"{call.outcome.upper()}: {call.operation} (connection {call.connection}, " \
+           f"recorded request {call.recorded_id})"
+    lines = [head + (f": {call.reason}" if call.reason else "")]
+    for d in call.differences:
+        lines.append(f"  {d['path']}: recorded {d['recorded']}, replayed {d['replayed']}")
+    return lines
