@@ -99,8 +99,10 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
     counter = CaptureStats() if stats else None
     matched = counter.matched if counter is not None else sink.matched if sink is not None \
         else None
+    # Only --json shows the bodies' hex: the other outputs are spared making it.
     entries = iter_capture(None, reader=reader, ports=ports or None, decode_body=decoder,
-                           matched=matched, unanswered=counter and counter.unanswered)
+                           matched=matched, unanswered=counter and counter.unanswered,
+                           bodies=as_json and not stats)
     if progress:
         entries = _with_progress(entries, reader)
     try:

@@ -124,8 +124,9 @@ class _ShapeMemo:
         for i, shape in enumerate(shapes):
             rid_at = shape.rid_at
             body_at = shape.body_at
-            if n > body_at and raw[rid_at + 4:body_at] == shape.after_rid and \
-                    raw[12:rid_at] == shape.before_rid:
+            # (startswith at an offset: the bytes compared in place, no slice made)
+            if n > body_at and raw.startswith(shape.after_rid, rid_at + 4) and \
+                    raw.startswith(shape.before_rid, 12):
                 if i:
                     shapes.insert(0, shapes.pop(i))
                 return shape, shape.unpack(raw, rid_at)[0]
@@ -151,7 +152,7 @@ class _ShapeMemo:
 class _Shape:
     """A message decoded once, as the memo keeps it (see :class:`_ShapeMemo`)."""
     __slots__ = ("rid_at", "body_at", "before_rid", "after_rid", "msg", "json", "unpack",
-                 "_json_parts")
+                 "msg_type", "_json_parts")
     # The JSON fields each message of the shape has its own (warnings: a fresh list).
     OWN = ("message_size", "request_id", "body", "warnings")
 
@@ -163,6 +164,7 @@ class _Shape:
         self.msg = msg
         self.json = msg_json
         self.unpack = _ULONG[msg.little].unpack_from
+        self.msg_type = msg.msg_type.value       # (an int: an enum's .value costs a lookup)
         self._json_parts = None
 
     def json_parts(self) -> tuple:
@@ -229,10 +231,13 @@ class CaptureDecoder:
 
     ``unanswered(request)`` (optional) hears of each request entry no reply will
     be matched to: its connection ended, or a request reused its id first;
-    ``matched(request, reply)`` (optional) of each reply matched to its request."""
+    ``matched(request, reply)`` (optional) of each reply matched to its request.
+    ``bodies=False``: entries without ``body`` (the hex of the message body),
+    for outputs that do not show it (text, --stats, --parquet)."""
 
     def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
-                 decode_body=None, unanswered=None, matched=None, memo: bool = True):
+                 decode_body=None, unanswered=None, matched=None, memo: bool = True,
+                 bodies: bool = True):
         self.emit = emit
         self.ports = frozenset(GIOP_PORTS if ports is None else ports)
         self.heuristic = heuristic
@@ -242,6 +247,7 @@ class CaptureDecoder:
         self.on_unanswered = unanswered
         self.on_matched = matched
         self.memo = _ShapeMemo() if memo else None
+        self.bodies = bodies
 
     # -- the TcpReassembler sink -------------------------------------------------
     def data(self, flow, data: bytes, frame: int, ts: int) -> None:
@@ -406,22 +412,24 @@ class CaptureDecoder:
             shape, request_id = known
             shape_msg = shape.msg
             shape_json = shape.json
-            body = raw[shape.body_at:]
-            entry = ShapedEntry(self._entry(flow, frame, ts, offset))
+            entry = self._entry(flow, frame, ts, offset, kind=ShapedEntry)
             entry.shape = shape
             entry.update(shape_json)
             entry["message_size"] = len(raw) - HEADER_SIZE
             entry["request_id"] = request_id
-            entry["body"] = body.hex()
+            if self.bodies:
+                entry["body"] = raw[shape.body_at:].hex()
+            else:
+                entry.pop("body", None)
             entry["warnings"] = list(shape_json["warnings"])
             msg = shape_msg
             if self.decode_body is not None:         # the message itself, to decode its body
                 msg = object.__new__(type(shape_msg))
                 msg.__dict__.update(shape_msg.__dict__)
                 msg.request_id = request_id
-                msg.body = body
+                msg.body = raw[shape.body_at:]
                 msg.message_size = len(raw) - HEADER_SIZE
-            self._match(flow, entry, msg, ts, request_id)
+            self._match(flow, entry, msg, ts, request_id, shape.msg_type)
             decoded = True
         else:
             header = parse_header(raw)
@@ -482,21 +490,25 @@ class CaptureDecoder:
                 st.connection = None
                 return
 
-    def _entry(self, flow, frame, ts, offset, msg=None, msg_json=None, **extra) -> dict:
-        entry = {"frame": frame, "time": round(ts / _NS, 6), "stream": flow.connection.index,
-                 "src": flow.src, "dst": flow.dst, "stream_offset": offset}
+    def _entry(self, flow, frame, ts, offset, msg=None, msg_json=None, kind=dict,
+               **extra) -> dict:
+        entry = kind(frame=frame, time=round(ts / _NS, 6), stream=flow.connection.index,
+                     src=flow.src, dst=flow.dst, stream_offset=offset)
         if msg is not None:
             entry.update(msg.to_json() if msg_json is None else msg_json)
+            if not self.bodies:
+                entry.pop("body", None)
             if not msg.more_fragments:
                 self._match(flow, entry, msg, ts, getattr(msg, "request_id", None))
         entry.update(extra)
         return entry
 
-    def _match(self, flow, entry, msg, ts, rid) -> None:
+    def _match(self, flow, entry, msg, ts, rid, t=None) -> None:
         """Replies to requests (``rid``: the message's request id, which a
-        message taken from the memo does not hold)."""
+        message taken from the memo does not hold; ``t``: its type's value)."""
         requests = flow.connection.app
-        t = msg.msg_type.value          # (keys of plain ints: an enum hashes in Python)
+        if t is None:
+            t = msg.msg_type.value      # (keys of plain ints: an enum hashes in Python)
         request = None
         if t == _REPLY or t == _LOCATE_REPLY:
             request = requests.pop((t, rid), None)
@@ -523,13 +535,13 @@ class CaptureDecoder:
 
 def iter_capture(source, *, ports=None, heuristic: bool = True, user_exceptions=None,
                  decode_body=None, unanswered=None, matched=None,
-                 reader: CaptureReader | None = None, memo: bool = True):
+                 reader: CaptureReader | None = None, memo: bool = True, bodies: bool = True):
     """Every GIOP message of a capture as a JSON-ready dict (see the module doc),
     yielded as the file is read.  ``source``: a path or binary file (or pass an
-    open ``reader``); ``unanswered``, ``matched``: see :class:`CaptureDecoder`."""
+    open ``reader``); ``unanswered``, ``matched``, ``bodies``: see :class:`CaptureDecoder`."""
     out: list = []
     decoder = CaptureDecoder(out.append, ports, heuristic, user_exceptions, decode_body,
-                             unanswered, matched, memo)
+                             unanswered, matched, memo, bodies)
     tcp = TcpReassembler(decoder)
     feed = tcp.feed
     if reader is None:

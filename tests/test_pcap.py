@@ -160,9 +160,9 @@ def test_shape_memo_gives_the_decoder_s_entries():
             m[8:12] = struct.pack("<I" if little else ">I", len(m) - 12)
             stream += [base, bytes(m)]
 
-    def entries(memo):
+    def entries(memo, bodies=True):
         out = []
-        decoder = CaptureDecoder(out.append, memo=memo)
+        decoder = CaptureDecoder(out.append, memo=memo, bodies=bodies)
         tcp = TcpReassembler(decoder)
         a, b = (b"\x0a\0\0\x01", 40000), (b"\x0a\0\0\x02", 2809)
         seq = 1
@@ -190,6 +190,11 @@ def test_shape_memo_gives_the_decoder_s_entries():
         assert {k: v for k, v in a.items() if a.get(k) != b.get(k)} == \
             {k: v for k, v in b.items() if a.get(k) != b.get(k)}, a["frame"]
     assert with_memo == without
+    # bodies=False (text, --stats, --parquet): the same entries without "body".
+    bodiless = [{k: v for k, v in e.items() if k != "body"} for e in without]
+    assert any("body" in e for e in without)
+    for memo in (True, False):
+        assert entries(memo, bodies=False)[0] == bodiless
 
 
 def test_progress_bar_leaves_the_output_alone(monkeypatch):
