@@ -233,12 +233,15 @@ class CaptureDecoder:
     be matched to: its connection ended, or a request reused its id first;
     ``matched(request, reply)`` (optional) of each reply matched to its request.
     ``bodies=False``: entries without ``body`` (the hex of the message body),
-    for outputs that do not show it (text, --stats, --parquet)."""
+    for outputs that do not show it (text, --stats, --parquet).
+    ``shard=(k, n)``: only the connections whose index is k modulo n are
+    decoded (:mod:`pycdr.pcapshard` runs n such decoders side by side)."""
 
     def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
                  decode_body=None, unanswered=None, matched=None, memo: bool = True,
-                 bodies: bool = True):
+                 bodies: bool = True, shard: tuple | None = None):
         self.emit = emit
+        self.shard = shard
         self.ports = frozenset(GIOP_PORTS if ports is None else ports)
         self.heuristic = heuristic
         self.user_exceptions = user_exceptions
@@ -258,6 +261,10 @@ class CaptureDecoder:
                 flow.connection.app = {}     # (answer type, request_id) -> (entry, ts)
         offset = flow.offset
         if not st.giop:
+            # (checked until a flow is found to carry GIOP: never again on the hot path)
+            if self.shard is not None and \
+                    flow.connection.index % self.shard[1] != self.shard[0]:
+                return
             key = flow.key
             if key[1] in self.ports or key[3] in self.ports or \
                     (self.heuristic and data[:4] in _MAGICS):
