@@ -36,12 +36,12 @@ PROGRESS_EVERY = 4096
               help="Write one row a message to this Parquet file, in row groups as it goes "
                    "(needs pyarrow: pip install 'pycdr[parquet]').")
 @click.option("-i", "--interface",
-              help="Capture live from this interface instead of reading FILE (libpcap, through "
-                   "Wireshark's dumpcap; needs capture rights).  Ctrl-C ends it.")
+              help="Capture live from this interface instead of reading FILE (libpcap; needs "
+                   "capture rights).  Ctrl-C ends it.")
 @click.option("-f", "--filter", "bpf",
               help="With -i: a capture filter (BPF), e.g. 'tcp port 2809'.")
 @click.option("-w", "--write", "save", type=click.Path(dir_okay=False),
-              help="With -i: also save the packets to this pcapng file.")
+              help="With -i: also save the packets to this pcap file.")
 @click.option("-c", "--count", type=int, help="With -i: stop after this many packets.")
 @click.option("--duration", type=float, help="With -i: stop after this many seconds.")
 @click.option("--progress/--no-progress", default=None,
