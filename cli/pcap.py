@@ -242,9 +242,12 @@ def _shaped_entry_text(e) -> str:
     line = f"frame {e['frame']} {e['src']} -> {e['dst']}: {kind}{e['request_id']}{status}"
     if "response_time" in e:
         line += f" [{e['response_time'] * 1000:.3f} ms after frame {e['request_frame']}]"
-    if "decoded" in e or e["warnings"] != e.shape.json["warnings"] or \
-            "system_exception" in e or "forward" in e:
+    if e["warnings"] != e.shape.json["warnings"] or "system_exception" in e or "forward" in e:
         return _entry_text(e)
+    decoded = e.get("decoded")
+    if decoded is not None:                     # (--idl: the lines of _entry_text's order)
+        values = "".join([f"    {path} = {text}\n" for path, text in decoded["values"]])
+        return f"{line}\n{values}{warnings}"
     return f"{line}\n{warnings}"
 
 

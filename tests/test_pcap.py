@@ -224,11 +224,16 @@ def test_cli_block_claiming_4_gib_is_a_typed_error(tmp_path):
 @pytest.mark.parametrize("pcap", sorted(glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))),
                          ids=os.path.basename)
 def test_listing_of_memo_entries_is_the_general_one(pcap):
+    from pycdr import idl
     from pycdr.cli.pcap import _entry_text, entry_text
-    from pycdr.pcap import ShapedEntry
-    entries = decode_capture(pcap)
-    assert any(type(e) is ShapedEntry for e in entries)
-    assert [entry_text(e) for e in entries] == [_entry_text(dict(e)) for e in entries]
+    from pycdr.pcap import IdlBodyDecoder, ShapedEntry
+    echo = IdlBodyDecoder([idl.load(os.path.join(os.path.dirname(__file__), "peers", "echo.idl"),
+                                    register=False)])
+    for decode_body in (None, echo):       # (with --idl: the decoded values' lines too)
+        entries = decode_capture(pcap, decode_body=decode_body)
+        assert any(type(e) is ShapedEntry for e in entries)
+        assert any("decoded" in e for e in entries) == (decode_body is not None)
+        assert [entry_text(e) for e in entries] == [_entry_text(dict(e)) for e in entries]
 
 
 def test_listing_names_system_exceptions_and_forward_targets():
