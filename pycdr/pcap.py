@@ -596,11 +596,8 @@ _LEAF_KINDS = frozenset(k.value for k in (
 def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> list:
     if seen is None:
         seen = {}
-    tc = resolve(tc)
+    tc = _unaliased(tc)
     kind = tc.kind()
-    while kind == TCKind.tk_alias:
-        tc = resolve(tc.content_type())
-        kind = tc.kind()
     if kind._value_ in _LEAF_KINDS:          # (the common case first)
         out.append([path, _leaf_text(value)])
     elif kind in (TCKind.tk_struct, TCKind.tk_except):
@@ -694,6 +691,19 @@ def long_double_text(value) -> str:
     return f"{sign}0x1.{mantissa:028x}p{exponent - 16383:+d}"
 
 
+def _unaliased(tc):
+    """The TypeCode an alias (of an alias...) names, references resolved."""
+    tc = resolve(tc)
+    while tc.kind() == TCKind.tk_alias:
+        tc = resolve(tc.content_type())
+    return tc
+
+
+def _items(pairs) -> tuple:
+    """(name, TypeCode, shown by _leaf_text alone) of each of ``pairs``."""
+    return tuple((name, tc, _unaliased(tc).kind()._value_ in _LEAF_KINDS) for name, tc in pairs)
+
+
 def _py_attr(value, index: int, idl_name: str) -> str:
     fields = getattr(type(value), "_fields", None)
     return fields[index] if fields else idl_name
@@ -743,10 +753,10 @@ class IdlBodyDecoder:
                     if name in self.operations:
                         continue
                     self.operations[name] = op
-                    self.arguments[name] = tuple((p.name, p.type) for p in op.in_params)
-                    self.results[name] = \
-                        (() if op.result.kind() == TCKind.tk_void else (("return", op.result),)) \
-                        + tuple((p.name, p.type) for p in op.out_params)
+                    self.arguments[name] = _items((p.name, p.type) for p in op.in_params)
+                    self.results[name] = _items(
+                        (() if op.result.kind() == TCKind.tk_void else (("return", op.result),))
+                        + tuple((p.name, p.type) for p in op.out_params))
 
     def __call__(self, msg, request):
         if isinstance(msg, Request):
@@ -766,7 +776,7 @@ class IdlBodyDecoder:
                 exc = self.exceptions.get(msg.exception_id)
                 if exc is None:
                     return None
-                items = [(exc.name(), exc)]
+                items = ((exc.name(), exc, False),)
                 kind = "exception"
             else:
                 return None
@@ -777,8 +787,11 @@ class IdlBodyDecoder:
         r = msg.body_reader(lenient=True)
         seen: dict = {}                              # valuetypes shared between items
         try:
-            for name, tc in items:                   # (an exception starts with its id)
-                flatten_value(tc, read_value(r, tc), name, out, seen)
+            for name, tc, leaf in items:             # (an exception starts with its id)
+                if leaf:                             # flatten_value's first case, straight
+                    out.append([name, _leaf_text(read_value(r, tc))])
+                else:
+                    flatten_value(tc, read_value(r, tc), name, out, seen)
         except PycdrError as e:
             result["error"] = error_json(e)
         if r.warnings:          # violations inside the values (bad boolean, padding, ...)
