@@ -263,11 +263,7 @@ class CaptureReader:
             if walk is not None:
                 segments, pos, frame, fragments, cut = walk(buf, pos, link, little, frac_ns,
                                                             frame)
-                counts.ip_fragments += fragments
-                counts.truncated_headers += cut
-                if segments:
-                    counts.frames = segments[-1][0]
-                    yield from segments
+                yield from self._walked(segments, fragments, cut)
             if pos + 16 > blen:
                 buf = self._refill(buf, pos, 16)
                 pos, blen = 0, len(buf)
@@ -297,6 +293,15 @@ class CaptureReader:
                 counts.frames = frame
                 yield seg
 
+    def _walked(self, segments: list, fragments: int, cut: int) -> list:
+        """The segments of a C walk, what it skipped counted."""
+        counts = self.counts
+        counts.ip_fragments += fragments
+        counts.truncated_headers += cut
+        if segments:
+            counts.frames = segments[-1][0]
+        return segments
+
     def _check_link(self, link: int, offset) -> None:
         if link not in LINK_TYPES:
             raise CaptureError(f"link type {link} is not read (known: "
@@ -320,11 +325,7 @@ class CaptureReader:
             if walk is not None and epb is not None:
                 segments, pos, frame, fragments, cut = walk(buf, pos, e == "<", frame,
                                                             interfaces)
-                counts.ip_fragments += fragments
-                counts.truncated_headers += cut
-                if segments:
-                    counts.frames = segments[-1][0]
-                    yield from segments
+                yield from self._walked(segments, fragments, cut)
             if pos + 12 > blen:
                 buf = self._refill(buf, pos, 12)
                 pos, blen = 0, len(buf)

@@ -57,6 +57,14 @@ class Lines:
         return line.decode()
 
 
+def _end(proc, server) -> None:
+    """The test's server closed, the capture process ended whatever happened."""
+    server.close()
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+
+
 def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
@@ -89,10 +97,7 @@ def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
-        server.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        _end(proc, server)
     assert proc.returncode == 0, err
     entries += [json.loads(line) for line in (stdout.buf + out).decode().splitlines()]
     assert [e.get("operation") for e in entries if e.get("type") == "Request"] == operations
@@ -139,10 +144,7 @@ def test_count_ends_the_capture_and_the_saved_file_holds_the_packets(tmp_path):
         client.close()
         peer.close()
     finally:
-        server.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        _end(proc, server)
     assert proc.returncode == 0, err
     from pycdr.pcapread import read_tcp_segments
     assert len(read_tcp_segments(str(saved))) == 5      # SYN, SYN-ACK, ACK and two more

@@ -23,7 +23,7 @@ from scapy.layers.inet6 import (IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,  # 
                                 IPv6ExtHdrHopByHop)
 from scapy.layers.l2 import CookedLinux, Dot1AD, Dot1Q, Ether, Loopback  # noqa: E402
 from scapy.utils import PcapReader  # noqa: E402
-from test_pcapread import block, epb, idb, option, pcap_file, shb  # noqa: E402
+from test_pcapread import block, epb, idb, mutated, option, pcap_file, shb  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
 CAPTURE_FILES = sorted(glob.glob(os.path.join(ROOT, "captures", "**", "*.pcap*"), recursive=True)
@@ -190,18 +190,7 @@ def test_mutated_captures_read_the_same():
         data = open(path, "rb").read()
         sources += [data, as_pcapng(frames_of(path)), as_pcapng(frames_of(path), ">")]
     for _ in range(400):
-        data = bytearray(rng.choice(sources))
-        for _ in range(rng.randrange(1, 6)):
-            i = rng.randrange(len(data))
-            kind = rng.randrange(4)
-            if kind == 0:
-                data[i] = rng.randrange(256)
-            elif kind == 1:
-                del data[i:i + rng.randrange(1, 64)]
-            elif kind == 2:
-                data[i:i] = data[i:i + rng.randrange(1, 64)]
-            else:
-                data[i:i + 4] = struct.pack("<I", rng.choice((0xFFFFFFFF, 0x7FFFFFFC, 1 << 24)))
+        data = mutated(rng, rng.choice(sources), claims=True)
         assert_same(bytes(data), chunk_size=rng.choice((pcapread.CHUNK_SIZE, 61)))
 
 
