@@ -1,9 +1,11 @@
-"""Only the C extension; everything else is in pyproject.toml.
+"""Only the C extensions; everything else is in pyproject.toml.
 
-pycdr._speedups is optional: without a C compiler the build goes on and pycdr
-runs its pure-Python marshal path (PYCDR_PURE=1 forces that path anyway).
+pycdr._speedups (the codec) and pycdr._pcapwalk (the capture reader's record
+walk) are optional: without a C compiler the build goes on and pycdr runs their
+pure-Python twins (PYCDR_PURE=1 forces those anyway).
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("pycdr._speedups", ["pycdr/_speedups.c"], optional=True)])
+setup(ext_modules=[Extension("pycdr._speedups", ["pycdr/_speedups.c"], optional=True),
+                   Extension("pycdr._pcapwalk", ["pycdr/_pcapwalk.c"], optional=True)])

@@ -13,7 +13,9 @@ largest of them (the child's ru_maxrss).  Contenders:
   printing a line a message, ``json.dumps`` of a dict a message (body as hex).
 - ``tshark``: ``tshark -r F -q -z io,phs`` (its built-in GIOP dissector).
 - ``pycdr``, ``pycdr-json``, ``pycdr-idl`` (with ``--idl``), ``pycdr-stats``:
-  ``pycdr pcap`` in text, ``--json``, ``--idl FILE`` and ``--stats`` modes.
+  ``pycdr pcap`` in text, ``--json``, ``--idl FILE`` and ``--stats`` modes;
+  ``pycdr-j2``, ``pycdr-idl-j2``: text and ``--idl`` with ``-j 2`` (the
+  connections decoded in two processes; CPU time is both processes').
 
 It prints the table and the ratios the targets are stated in: pycdr --json to
 ref-json (target <= 2.5), pycdr text to ref-text (<= 3), --idl to pycdr text
@@ -229,8 +231,10 @@ def contenders(capture, idl):
     if shutil.which("tshark"):
         out.append(("tshark", ["tshark", "-r", capture, "-q", "-z", "io,phs"]))
     out += [("pycdr", pycdr + [capture]), ("pycdr-json", pycdr + ["--json", capture])]
+    out.append(("pycdr-j2", pycdr + ["-j", "2", capture]))
     if idl:
         out.append(("pycdr-idl", pycdr + ["--idl", idl, capture]))
+        out.append(("pycdr-idl-j2", pycdr + ["-j", "2", "--idl", idl, capture]))
     out.append(("pycdr-stats", pycdr + ["--stats", capture]))
     return out
 
@@ -239,6 +243,8 @@ RATIOS = [("pycdr-json", "ref-json", "pycdr --json / reference JSON", 2.5),
           ("pycdr", "ref-text", "pycdr text / reference text", 3.0),
           ("pycdr-idl", "pycdr", "pycdr --idl / pycdr text", 2.0),
           ("pycdr-stats", "ref-frame", "pycdr --stats / reference framing", None),
+          ("pycdr-j2", "pycdr", "pycdr -j 2 / pycdr text", None),
+          ("pycdr-idl-j2", "pycdr-idl", "pycdr -j 2 --idl / pycdr --idl", None),
           ("tshark", "pycdr-json", "tshark / pycdr --json", None)]
 
 

@@ -11,7 +11,7 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.iiop import IIOPProfile, decode_profile
 from pycdr.ior import ior_from_string
-from pycdr.pcap import ShapedEntry
+from pycdr.pcap import ShapedEntry, entry_json
 
 from .main import EXIT_BAD_INPUT
 
@@ -36,24 +36,27 @@ PROGRESS_EVERY = 4096
               help="Write one row a message to this Parquet file, in row groups as it goes "
                    "(needs pyarrow: pip install 'pycdr[parquet]').")
 @click.option("-i", "--interface",
-              help="Capture live from this interface instead of reading FILE (libpcap, through "
-                   "Wireshark's dumpcap; needs capture rights).  Ctrl-C ends it.")
+              help="Capture live from this interface instead of reading FILE (libpcap; needs "
+                   "capture rights).  Ctrl-C ends it.")
 @click.option("-f", "--filter", "bpf",
               help="With -i: a capture filter (BPF), e.g. 'tcp port 2809'.")
 @click.option("-w", "--write", "save", type=click.Path(dir_okay=False),
-              help="With -i: also save the packets to this pcapng file.")
+              help="With -i: also save the packets to this pcap file.")
 @click.option("-c", "--count", type=int, help="With -i: stop after this many packets.")
 @click.option("--duration", type=float, help="With -i: stop after this many seconds.")
 @click.option("--progress/--no-progress", default=None,
               help="A progress bar on stderr (default: when stderr is a terminal).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Decode a capture file's TCP connections in this many processes "
+                   "(text and --json, with or without --idl; the output is the same).")
 def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, count, duration,
-        progress):
+        progress, jobs):
     """Decode the GIOP traffic of a capture file or a live interface (TCP
     reassembly, fragments, reply matching).
 
     Entries are written as they are decoded; memory stays flat whatever the size
     of the capture."""
-    from pycdr.pcap import IdlBodyDecoder, entry_json, iter_capture
+    from pycdr.pcap import IdlBodyDecoder, iter_capture
     from pycdr.pcaplive import LiveCapture
     from pycdr.pcapread import CaptureReader
     from pycdr.pcapstats import CaptureStats
@@ -63,6 +66,8 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
         raise click.UsageError("-f, -w, -c and --duration go with -i")
     if parquet and (stats or as_json):
         raise click.UsageError("--parquet writes a file instead of --stats or --json output")
+    if jobs > 1 and (interface is not None or stats or parquet):
+        raise click.UsageError("-j goes with a capture FILE's text or --json output")
     live = None
     sink = None
     try:
@@ -93,15 +98,21 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     if progress is None:
-        progress = sys.stderr.isatty()
+        progress = sys.stderr.isatty() and jobs == 1
     write = sys.stdout.write
+    if jobs > 1:
+        reader.close()          # (opened above to check the file: each worker reads it)
+        _sharded(file, jobs, as_json, ports, decoder)
+        return
     # Live: each entry out at once (a pipe's reader waits for it); a file: block writes.
     flush = sys.stdout.flush if live is not None else (lambda: None)
     counter = CaptureStats() if stats else None
     matched = counter.matched if counter is not None else sink.matched if sink is not None \
         else None
+    # Only --json shows the bodies' hex: the other outputs are spared making it.
     entries = iter_capture(None, reader=reader, ports=ports or None, decode_body=decoder,
-                           matched=matched, unanswered=counter and counter.unanswered)
+                           matched=matched, unanswered=counter and counter.unanswered,
+                           bodies=as_json and not stats)
     if progress:
         entries = _with_progress(entries, reader)
     try:
@@ -159,6 +170,28 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
             sys.exit(EXIT_BAD_INPUT)
 
 
+def _sharded(file, jobs, as_json, ports, decoder) -> None:
+    """The output of ``pycdr pcap [--json] FILE``, made by ``jobs`` processes."""
+    from pycdr.pcapshard import sharded_output
+    form = _json_line if as_json else entry_text
+    write = sys.stdout.write
+    try:
+        for text in sharded_output(file, jobs, form, ports=ports or None,
+                                   decode_body=decoder, bodies=as_json):
+            write(text)
+    except PycdrError as e:
+        sys.stdout.flush()
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+
+
+def _json_line(entry) -> str:
+    return entry_json(entry) + "\n"
+
+
 # Seconds between two redraws of the live statistics table.
 LIVE_REFRESH = 0.5
 
@@ -210,9 +243,12 @@ def _shaped_entry_text(e) -> str:
     line = f"frame {e['frame']} {e['src']} -> {e['dst']}: {kind}{e['request_id']}{status}"
     if "response_time" in e:
         line += f" [{e['response_time'] * 1000:.3f} ms after frame {e['request_frame']}]"
-    if "decoded" in e or e["warnings"] != e.shape.json["warnings"] or \
-            "system_exception" in e or "forward" in e:
+    if e["warnings"] != e.shape.json["warnings"] or "system_exception" in e or "forward" in e:
         return _entry_text(e)
+    decoded = e.get("decoded")
+    if decoded is not None:                     # (--idl: the lines of _entry_text's order)
+        values = "".join([f"    {path} = {text}\n" for path, text in decoded["values"]])
+        return f"{line}\n{values}{warnings}"
     return f"{line}\n{warnings}"
 
 

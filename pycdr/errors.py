@@ -151,6 +151,10 @@ class CaptureError(PycdrError):
         self.offset = offset
         self.frame = frame
 
+    def __reduce__(self):
+        # Whole through pickle (pycdr.pcapshard's workers send it to their parent).
+        return type(self), (self.message, self.offset, self.frame)
+
     def __str__(self) -> str:
         where = []
         if self.frame is not None:

@@ -125,8 +125,9 @@ class _ShapeMemo:
         for i, shape in enumerate(shapes):
             rid_at = shape.rid_at
             body_at = shape.body_at
-            if n > body_at and raw[rid_at + 4:body_at] == shape.after_rid and \
-                    raw[12:rid_at] == shape.before_rid:
+            # (startswith at an offset: the bytes compared in place, no slice made)
+            if n > body_at and raw.startswith(shape.after_rid, rid_at + 4) and \
+                    raw.startswith(shape.before_rid, 12):
                 if i:
                     shapes.insert(0, shapes.pop(i))
                 return shape, shape.unpack(raw, rid_at)[0]
@@ -152,7 +153,7 @@ class _ShapeMemo:
 class _Shape:
     """A message decoded once, as the memo keeps it (see :class:`_ShapeMemo`)."""
     __slots__ = ("rid_at", "body_at", "before_rid", "after_rid", "msg", "json", "unpack",
-                 "_json_parts")
+                 "msg_type", "_json_parts")
     # The JSON fields each message of the shape has its own (warnings: a fresh list).
     OWN = ("message_size", "request_id", "body", "warnings")
 
@@ -164,6 +165,7 @@ class _Shape:
         self.msg = msg
         self.json = msg_json
         self.unpack = _ULONG[msg.little].unpack_from
+        self.msg_type = msg.msg_type.value       # (an int: an enum's .value costs a lookup)
         self._json_parts = None
 
     def json_parts(self) -> tuple:
@@ -234,13 +236,18 @@ class CaptureDecoder:
 
     ``raw_message(flow, raw, frame, ts)`` (optional): each framed GIOP message's
     bytes go there instead of being decoded (``pycdr replay`` sends them again);
-    ``emit`` then hears of the errors alone (gaps, bytes that are not GIOP)."""
+    ``emit`` then hears of the errors alone (gaps, bytes that are not GIOP).
+    ``bodies=False``: entries without ``body`` (the hex of the message body),
+    for outputs that do not show it (text, --stats, --parquet).
+    ``shard=(k, n)``: only the connections whose index is k modulo n are
+    decoded (:mod:`pycdr.pcapshard` runs n such decoders side by side)."""
 
     def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
                  decode_body=None, unanswered=None, matched=None, memo: bool = True,
-                 raw_message=None):
+                 bodies: bool = True, shard: tuple | None = None, raw_message=None):
         self.emit = emit
         self.raw_message = raw_message
+        self.shard = shard
         self.ports = frozenset(GIOP_PORTS if ports is None else ports)
         self.heuristic = heuristic
         self.user_exceptions = user_exceptions
@@ -249,6 +256,7 @@ class CaptureDecoder:
         self.on_unanswered = unanswered
         self.on_matched = matched
         self.memo = _ShapeMemo() if memo else None
+        self.bodies = bodies
 
     # -- the TcpReassembler sink -------------------------------------------------
     def data(self, flow, data: bytes, frame: int, ts: int) -> None:
@@ -259,6 +267,10 @@ class CaptureDecoder:
                 flow.connection.app = {}     # (answer type, request_id) -> (entry, ts)
         offset = flow.offset
         if not st.giop:
+            # (checked until a flow is found to carry GIOP: never again on the hot path)
+            if self.shard is not None and \
+                    flow.connection.index % self.shard[1] != self.shard[0]:
+                return
             key = flow.key
             if key[1] in self.ports or key[3] in self.ports or \
                     (self.heuristic and data[:4] in _MAGICS):
@@ -416,22 +428,24 @@ class CaptureDecoder:
             shape, request_id = known
             shape_msg = shape.msg
             shape_json = shape.json
-            body = raw[shape.body_at:]
-            entry = ShapedEntry(self._entry(flow, frame, ts, offset))
+            entry = self._entry(flow, frame, ts, offset, kind=ShapedEntry)
             entry.shape = shape
             entry.update(shape_json)
             entry["message_size"] = len(raw) - HEADER_SIZE
             entry["request_id"] = request_id
-            entry["body"] = body.hex()
+            if self.bodies:
+                entry["body"] = raw[shape.body_at:].hex()
+            else:
+                entry.pop("body", None)
             entry["warnings"] = list(shape_json["warnings"])
             msg = shape_msg
             if self.decode_body is not None:         # the message itself, to decode its body
                 msg = object.__new__(type(shape_msg))
                 msg.__dict__.update(shape_msg.__dict__)
                 msg.request_id = request_id
-                msg.body = body
+                msg.body = raw[shape.body_at:]
                 msg.message_size = len(raw) - HEADER_SIZE
-            self._match(flow, entry, msg, ts, request_id)
+            self._match(flow, entry, msg, ts, request_id, shape.msg_type)
             decoded = True
         else:
             header = parse_header(raw)
@@ -492,21 +506,25 @@ class CaptureDecoder:
                 st.connection = None
                 return
 
-    def _entry(self, flow, frame, ts, offset, msg=None, msg_json=None, **extra) -> dict:
-        entry = {"frame": frame, "time": round(ts / _NS, 6), "stream": flow.connection.index,
-                 "src": flow.src, "dst": flow.dst, "stream_offset": offset}
+    def _entry(self, flow, frame, ts, offset, msg=None, msg_json=None, kind=dict,
+               **extra) -> dict:
+        entry = kind(frame=frame, time=round(ts / _NS, 6), stream=flow.connection.index,
+                     src=flow.src, dst=flow.dst, stream_offset=offset)
         if msg is not None:
             entry.update(msg.to_json() if msg_json is None else msg_json)
+            if not self.bodies:
+                entry.pop("body", None)
             if not msg.more_fragments:
                 self._match(flow, entry, msg, ts, getattr(msg, "request_id", None))
         entry.update(extra)
         return entry
 
-    def _match(self, flow, entry, msg, ts, rid) -> None:
+    def _match(self, flow, entry, msg, ts, rid, t=None) -> None:
         """Replies to requests (``rid``: the message's request id, which a
-        message taken from the memo does not hold)."""
+        message taken from the memo does not hold; ``t``: its type's value)."""
         requests = flow.connection.app
-        t = msg.msg_type.value          # (keys of plain ints: an enum hashes in Python)
+        if t is None:
+            t = msg.msg_type.value      # (keys of plain ints: an enum hashes in Python)
         request = None
         if t == _REPLY or t == _LOCATE_REPLY:
             request = requests.pop((t, rid), None)
@@ -533,13 +551,13 @@ class CaptureDecoder:
 
 def iter_capture(source, *, ports=None, heuristic: bool = True, user_exceptions=None,
                  decode_body=None, unanswered=None, matched=None,
-                 reader: CaptureReader | None = None, memo: bool = True):
+                 reader: CaptureReader | None = None, memo: bool = True, bodies: bool = True):
     """Every GIOP message of a capture as a JSON-ready dict (see the module doc),
     yielded as the file is read.  ``source``: a path or binary file (or pass an
-    open ``reader``); ``unanswered``, ``matched``: see :class:`CaptureDecoder`."""
+    open ``reader``); ``unanswered``, ``matched``, ``bodies``: see :class:`CaptureDecoder`."""
     out: list = []
     decoder = CaptureDecoder(out.append, ports, heuristic, user_exceptions, decode_body,
-                             unanswered, matched, memo)
+                             unanswered, matched, memo, bodies)
     tcp = TcpReassembler(decoder)
     feed = tcp.feed
     if reader is None:
@@ -587,11 +605,8 @@ _LEAF_KINDS = frozenset(k.value for k in (
 def flatten_value(tc, value, path: str, out: list, seen: dict | None = None) -> list:
     if seen is None:
         seen = {}
-    tc = resolve(tc)
+    tc = _unaliased(tc)
     kind = tc.kind()
-    while kind == TCKind.tk_alias:
-        tc = resolve(tc.content_type())
-        kind = tc.kind()
     if kind._value_ in _LEAF_KINDS:          # (the common case first)
         out.append([path, leaf_text(value)])
     elif kind in (TCKind.tk_struct, TCKind.tk_except):
@@ -685,6 +700,19 @@ def long_double_text(value) -> str:
     return f"{sign}0x1.{mantissa:028x}p{exponent - 16383:+d}"
 
 
+def _unaliased(tc):
+    """The TypeCode an alias (of an alias...) names, references resolved."""
+    tc = resolve(tc)
+    while tc.kind() == TCKind.tk_alias:
+        tc = resolve(tc.content_type())
+    return tc
+
+
+def _items(pairs) -> tuple:
+    """(name, TypeCode, shown by _leaf_text alone) of each of ``pairs``."""
+    return tuple((name, tc, _unaliased(tc).kind()._value_ in _LEAF_KINDS) for name, tc in pairs)
+
+
 def _py_attr(value, index: int, idl_name: str) -> str:
     fields = getattr(type(value), "_fields", None)
     return fields[index] if fields else idl_name
@@ -738,10 +766,10 @@ class IdlBodyDecoder:
             if name in self.operations:
                 continue
             self.operations[name] = op
-            self.arguments[name] = tuple((p.name, p.type) for p in op.in_params)
-            self.results[name] = \
-                (() if op.result.kind() == TCKind.tk_void else (("return", op.result),)) \
-                + tuple((p.name, p.type) for p in op.out_params)
+            self.arguments[name] = _items((p.name, p.type) for p in op.in_params)
+            self.results[name] = _items(
+                (() if op.result.kind() == TCKind.tk_void else (("return", op.result),))
+                + tuple((p.name, p.type) for p in op.out_params))
 
     def __call__(self, msg, request):
         if isinstance(msg, Request):
@@ -761,7 +789,7 @@ class IdlBodyDecoder:
                 exc = self.exceptions.get(msg.exception_id)
                 if exc is None:
                     return None
-                items = [(exc.name(), exc)]
+                items = ((exc.name(), exc, False),)
                 kind = "exception"
             else:
                 return None
@@ -772,8 +800,11 @@ class IdlBodyDecoder:
         r = msg.body_reader(lenient=True)
         seen: dict = {}                              # valuetypes shared between items
         try:
-            for name, tc in items:                   # (an exception starts with its id)
-                flatten_value(tc, read_value(r, tc), name, out, seen)
+            for name, tc, leaf in items:             # (an exception starts with its id)
+                if leaf:                             # flatten_value's first case, straight
+                    out.append([name, _leaf_text(read_value(r, tc))])
+                else:
+                    flatten_value(tc, read_value(r, tc), name, out, seen)
         except PycdrError as e:
             result["error"] = error_json(e)
         if r.warnings:          # violations inside the values (bad boolean, padding, ...)

@@ -1,111 +1,242 @@
-"""Live capture: packets of an interface as a pcapng stream, for CaptureReader.
+"""Live capture: packets of an interface through libpcap, as a pcap stream for
+CaptureReader.
 
     with LiveCapture("lo", "tcp port 2809") as live:
         for segment in CaptureReader(live.stream):
             ...
 
-libpcap does the capturing, through Wireshark's ``dumpcap`` (the capture
-helper tshark itself runs; Debian/Ubuntu ``wireshark-common`` or
-``tshark``): it writes pcapng to a pipe, read here by the same streaming
-reader as files, so a live capture decodes exactly as the file it would save.
-``save`` also writes every byte read to a file as it goes (``pycdr pcap -w``).
-Capturing needs rights (root, CAP_NET_RAW/CAP_NET_ADMIN, or membership in the
-group dumpcap is installed for); without them dumpcap's refusal is raised as
-a :class:`~pycdr.errors.CaptureError` saying so.
+libpcap is called in this process (``ctypes`` over the system's libpcap:
+Debian's ``libpcap0.8``, ``libpcap.so.0.8``), no helper program between: each
+packet ``pcap_next_ex`` hands over is written as a pcap record (nanosecond
+timestamps where libpcap gives them) to ``stream``, read by the same
+streaming reader as files -- so a live capture decodes exactly as the file it
+would save.  ``save`` also writes every byte of that stream to a file as it
+goes (``pycdr pcap -w``: a pcap file).  Capturing needs rights (root, or
+CAP_NET_RAW and CAP_NET_ADMIN on the Python interpreter); without them
+libpcap's refusal is raised as a :class:`~pycdr.errors.CaptureError` saying so.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import threading
+import ctypes
+import ctypes.util
+import select
+import struct
+import time
 
 from .errors import CaptureError
 
-CAPTURE_RIGHTS = ("capturing needs rights: run as root, give dumpcap CAP_NET_RAW and "
-                  "CAP_NET_ADMIN, or join the group allowed to run it (often 'wireshark')")
+CAPTURE_RIGHTS = ("capturing needs rights: run as root, or give the Python interpreter "
+                  "CAP_NET_RAW and CAP_NET_ADMIN (setcap cap_net_raw,cap_net_admin+eip)")
+
+SNAPLEN = 262144
+# Seconds a capture waits for packets before it looks at its duration (and
+# Ctrl-C) again.  The handle is non-blocking and waited on with select():
+# libpcap's own read timeout is not honoured in immediate mode on Linux.
+WAIT_SECONDS = 0.1
+READ_TIMEOUT_MS = 100
+# pcap_activate's results (pcap/pcap.h)
+PCAP_ERROR = -1
+PCAP_ERROR_NO_SUCH_DEVICE = -5
+PCAP_ERROR_PERM_DENIED = -8
+PCAP_ERROR_PROMISC_PERM_DENIED = -11
+PCAP_TSTAMP_PRECISION_NANO = 1
+PCAP_NETMASK_UNKNOWN = 0xFFFFFFFF
+PCAP_MAGIC_NS = 0xA1B23C4D
+PCAP_MAGIC_US = 0xA1B2C3D4
+_RECORD = struct.Struct("<IIII")
 
 
-class _Tee:
-    """A pipe's reads, also written to ``save``."""
+class _Timeval(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_usec", ctypes.c_long)]
 
-    def __init__(self, pipe, save):
-        self.pipe = pipe
-        self.save = save
-        self.name = getattr(pipe, "name", "<live>")
+
+class _PacketHeader(ctypes.Structure):
+    _fields_ = [("ts", _Timeval), ("caplen", ctypes.c_uint32), ("len", ctypes.c_uint32)]
+
+
+class _BpfProgram(ctypes.Structure):
+    _fields_ = [("bf_len", ctypes.c_uint), ("bf_insns", ctypes.c_void_p)]
+
+
+_libpcap = None
+
+
+def libpcap():
+    """The system's libpcap, its functions typed (loaded once)."""
+    global _libpcap
+    if _libpcap is None:
+        name = ctypes.util.find_library("pcap") or "libpcap.so.0.8"
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            raise CaptureError("live capture needs libpcap (Debian/Ubuntu: libpcap0.8)") \
+                from None
+        p = ctypes.c_void_p
+        for fn, restype, argtypes in [
+                ("pcap_create", p, [ctypes.c_char_p, ctypes.c_char_p]),
+                ("pcap_set_snaplen", ctypes.c_int, [p, ctypes.c_int]),
+                ("pcap_set_timeout", ctypes.c_int, [p, ctypes.c_int]),
+                ("pcap_set_immediate_mode", ctypes.c_int, [p, ctypes.c_int]),
+                ("pcap_set_tstamp_precision", ctypes.c_int, [p, ctypes.c_int]),
+                ("pcap_get_tstamp_precision", ctypes.c_int, [p]),
+                ("pcap_activate", ctypes.c_int, [p]),
+                ("pcap_setnonblock", ctypes.c_int, [p, ctypes.c_int, ctypes.c_char_p]),
+                ("pcap_get_selectable_fd", ctypes.c_int, [p]),
+                ("pcap_datalink", ctypes.c_int, [p]),
+                ("pcap_compile", ctypes.c_int,
+                 [p, ctypes.POINTER(_BpfProgram), ctypes.c_char_p, ctypes.c_int, ctypes.c_uint32]),
+                ("pcap_setfilter", ctypes.c_int, [p, ctypes.POINTER(_BpfProgram)]),
+                ("pcap_freecode", None, [ctypes.POINTER(_BpfProgram)]),
+                ("pcap_next_ex", ctypes.c_int,
+                 [p, ctypes.POINTER(ctypes.POINTER(_PacketHeader)),
+                  ctypes.POINTER(ctypes.POINTER(ctypes.c_ubyte))]),
+                ("pcap_geterr", ctypes.c_char_p, [p]),
+                ("pcap_statustostr", ctypes.c_char_p, [ctypes.c_int]),
+                ("pcap_close", None, [p])]:
+            f = getattr(lib, fn)
+            f.restype = restype
+            f.argtypes = argtypes
+        _libpcap = lib
+    return _libpcap
+
+
+class _PacketStream:
+    """The packets of a libpcap handle as the bytes of a pcap file: what
+    CaptureReader reads (``read1``), also written to ``save``."""
+
+    def __init__(self, capture: LiveCapture, header: bytes, save):
+        self.name = f"<live {capture.interface}>"
+        self._capture = capture
+        self._pending = header
+        self._save = save
 
     def read1(self, n: int = -1) -> bytes:
-        data = self.pipe.read1(n)
-        if data:
-            self.save.write(data)
+        data = self._pending or self._capture._next_packets()
+        self._pending = b""
+        if data and self._save is not None:
+            self._save.write(data)
         return data
 
     read = read1
 
 
 class LiveCapture:
-    """``dumpcap`` capturing ``interface`` (BPF ``bpf``; ``count`` packets or
-    ``duration`` seconds at most) into ``stream``, a binary pipe of pcapng."""
+    """libpcap capturing ``interface`` (BPF ``bpf``; ``count`` packets or
+    ``duration`` seconds at most) into ``stream``, a binary stream of pcap."""
 
     def __init__(self, interface: str, bpf: str | None = None, *, count: int | None = None,
                  duration: float | None = None, save: str | None = None):
-        dumpcap = shutil.which("dumpcap")
-        if dumpcap is None:
-            raise CaptureError("live capture needs Wireshark's dumpcap (package "
-                               "wireshark-common or tshark) on PATH")
-        argv = [dumpcap, "-q", "-n", "-i", interface, "-w", "-"]
-        if bpf:
-            argv += ["-f", bpf]
-        if count:
-            argv += ["-c", str(count)]
-        if duration:
-            argv += ["-a", f"duration:{max(1, round(duration))}"]
+        lib = libpcap()
         self.interface = interface
-        self.started = threading.Event()
-        self._stderr: list = []
-        self._process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         stdin=subprocess.DEVNULL)
-        self._stderr_thread = threading.Thread(target=self._read_stderr, daemon=True)
-        self._stderr_thread.start()
-        self._save = open(save, "wb") if save else None
-        self.stream = self._process.stdout if self._save is None else \
-            _Tee(self._process.stdout, self._save)
+        self.count = count
+        self.packets = 0
+        self._deadline = None if duration is None else time.monotonic() + duration
+        self._stopped = False
+        self._error: CaptureError | None = None
+        errbuf = ctypes.create_string_buffer(512)
+        handle = lib.pcap_create(interface.encode(), errbuf)
+        if not handle:
+            said = errbuf.value.decode(errors="replace")
+            raise CaptureError(f"live capture on {interface}: {said}")
+        self._handle = handle
+        self._save = None
+        try:
+            lib.pcap_set_snaplen(handle, SNAPLEN)
+            lib.pcap_set_timeout(handle, READ_TIMEOUT_MS)
+            lib.pcap_set_immediate_mode(handle, 1)          # each packet as it comes
+            lib.pcap_set_tstamp_precision(handle, PCAP_TSTAMP_PRECISION_NANO)
+            status = lib.pcap_activate(handle)
+            if status < 0:
+                raise self._activate_error(status)
+            if lib.pcap_setnonblock(handle, 1, errbuf) < 0:
+                raise CaptureError(f"live capture on {interface}: "
+                                   f"{errbuf.value.decode(errors='replace')}")
+            self._fd = lib.pcap_get_selectable_fd(handle)
+            if bpf:
+                program = _BpfProgram()
+                if lib.pcap_compile(handle, ctypes.byref(program), bpf.encode(), 1,
+                                    PCAP_NETMASK_UNKNOWN) < 0:
+                    raise CaptureError(f"capture filter {bpf!r}: {self._libpcap_error()}")
+                try:
+                    if lib.pcap_setfilter(handle, ctypes.byref(program)) < 0:
+                        raise CaptureError(f"capture filter {bpf!r}: {self._libpcap_error()}")
+                finally:
+                    lib.pcap_freecode(ctypes.byref(program))
+            # (in nanosecond precision, a packet's ts.tv_usec holds nanoseconds)
+            nano = lib.pcap_get_tstamp_precision(handle) == PCAP_TSTAMP_PRECISION_NANO
+            header = struct.pack("<IHHiIII", PCAP_MAGIC_NS if nano else PCAP_MAGIC_US, 2, 4, 0,
+                                 0, SNAPLEN, lib.pcap_datalink(handle))
+            self._save = open(save, "wb") if save else None
+        except BaseException:
+            self.close()
+            raise
+        self.stream = _PacketStream(self, header, self._save)
+        self._header = ctypes.POINTER(_PacketHeader)()
+        self._data = ctypes.POINTER(ctypes.c_ubyte)()
 
-    def _read_stderr(self) -> None:
-        for line in self._process.stderr:
-            text = line.decode(errors="replace").strip()
-            if text.startswith("Capturing on"):
-                self.started.set()
-            elif text:
-                self._stderr.append(text)
-        self.started.set()
+    def _libpcap_error(self) -> str:
+        return libpcap().pcap_geterr(self._handle).decode(errors="replace")
+
+    def _activate_error(self, status: int) -> CaptureError:
+        lib = libpcap()
+        said = self._libpcap_error() if status == PCAP_ERROR else ""
+        said = said or lib.pcap_statustostr(status).decode(errors="replace")
+        if status in (PCAP_ERROR_PERM_DENIED, PCAP_ERROR_PROMISC_PERM_DENIED):
+            return CaptureError(f"live capture on {self.interface}: {said}; {CAPTURE_RIGHTS}")
+        if status == PCAP_ERROR_NO_SUCH_DEVICE:
+            return CaptureError(f"live capture on {self.interface}: no such interface ({said})")
+        return CaptureError(f"live capture on {self.interface}: {said}")
+
+    def _next_packets(self) -> bytes:
+        """The next packets as pcap records (at least one), or b"" at the end."""
+        lib = libpcap()
+        header, data = self._header, self._data
+        records = []
+        while not self._stopped:
+            if self.count is not None and self.packets >= self.count:
+                break
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                break
+            got = lib.pcap_next_ex(self._handle, ctypes.byref(header), ctypes.byref(data))
+            if got == 1:
+                h = header.contents
+                records.append(_RECORD.pack(h.ts.tv_sec & 0xFFFFFFFF, h.ts.tv_usec, h.caplen,
+                                            h.len))
+                records.append(ctypes.string_at(data, h.caplen))
+                self.packets += 1
+                if len(records) >= 64:
+                    break
+            elif got == 0:                                   # none waiting
+                if records:
+                    break
+                if self._fd >= 0:
+                    select.select([self._fd], [], [], WAIT_SECONDS)
+                else:
+                    time.sleep(WAIT_SECONDS / 10)
+            else:
+                if got != -2:                                # -2: pcap_breakloop
+                    self._error = CaptureError(f"live capture on {self.interface}: "
+                                               f"{self._libpcap_error()}")
+                self._stopped = True
+        return b"".join(records)
 
     def failure(self) -> CaptureError | None:
-        """Why dumpcap stopped, once it has (None when it ended normally)."""
-        code = self._process.poll()
-        if code in (None, 0):
-            return None
-        self._stderr_thread.join(timeout=5)
-        said = " ".join(self._stderr) or f"dumpcap exited with status {code}"
-        hint = f"; {CAPTURE_RIGHTS}" if "permission" in said.lower() else ""
-        return CaptureError(f"live capture on {self.interface}: {said}{hint}")
+        """Why the capture stopped, once it has (None when it ended normally)."""
+        return self._error
 
     def stop(self) -> None:
-        """End the capture (dumpcap finishes its file; what it wrote is still read)."""
-        if self._process.poll() is None:
-            self._process.terminate()
+        """End the capture: the stream ends after the packets read."""
+        self._stopped = True
 
     def close(self) -> None:
-        self.stop()
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-        self._process.stdout.close()
-        self._stderr_thread.join(timeout=5)
+        self._stopped = True
+        if self._handle:
+            libpcap().pcap_close(self._handle)
+            self._handle = None
         if self._save is not None:
             self._save.close()
+            self._save = None
 
     def __enter__(self):
         return self

@@ -4,8 +4,15 @@
         for frame, ts_ns, src, sport, dst, dport, seq, ack, flags, payload in reader:
             ...
 
-Pure Python, ``struct`` over chunks of a megabyte: one tuple a TCP segment and
-nothing else made per packet, so a capture of any size streams in flat memory.
+``struct`` over chunks of a megabyte: one tuple a TCP segment and nothing else
+made per packet, so a capture of any size streams in flat memory.  Where the C
+extension ``pycdr._pcapwalk`` is built (and ``PYCDR_PURE=1`` is not set), it
+walks the whole, regular records of each chunk and parses their headers in
+one call; every other record -- cut by the chunk's end, a pcapng block other
+than an Enhanced Packet Block, anything malformed -- goes through the Python
+code here, which is also the pure twin of the whole walk (``IMPLEMENTATION``
+says which is in use; tests/test_pcapwalk.py holds the two to the same
+tuples, counts and errors).
 
 - Files: pcap (microsecond and nanosecond magic, either byte order) and pcapng
   (several sections, each with its own byte order and interfaces; Enhanced,
@@ -37,6 +44,16 @@ from math import gcd
 from typing import NamedTuple
 
 from .errors import CaptureError, CaptureTruncatedError
+
+IMPLEMENTATION = "python"
+_walk_pcap = _walk_pcapng = None
+if os.environ.get("PYCDR_PURE") != "1":
+    try:
+        from ._pcapwalk import walk_pcap as _walk_pcap, walk_pcapng as _walk_pcapng
+    except ImportError:          # extension not built: the Python walk alone
+        pass
+    else:
+        IMPLEMENTATION = "c"
 
 CHUNK_SIZE = 1 << 20
 # The largest record or block accepted: far above any snap length in use
@@ -123,12 +140,14 @@ class CaptureReader:
     (frame, ts_ns, src, sport, dst, dport, seq, ack, flags, payload).
 
     ``source``: a path or a binary file object (a pipe too; without a size,
-    only :data:`MAX_RECORD_SIZE` bounds a length claim).  ``bytes_read`` (file
+    only :data:`MAX_RECORD_SIZE` bounds a length claim).  ``walk=False``: the
+    Python code alone even where the C walk is built (tests compare the two).  ``bytes_read`` (file
     offset reached) and ``size`` feed a progress bar; ``counts`` says what was
     skipped.  A file that is no capture raises :class:`CaptureError` here.
     """
 
-    def __init__(self, source, chunk_size: int = CHUNK_SIZE):
+    def __init__(self, source, chunk_size: int = CHUNK_SIZE, walk: bool = True):
+        self._walk = walk and _walk_pcap is not None
         if isinstance(source, (str, bytes, os.PathLike)):
             self.name = os.fspath(source)
             self._file = open(source, "rb")
@@ -239,7 +258,12 @@ class CaptureReader:
         pos = 24
         blen = len(buf)
         frame = 0
+        walk = _walk_pcap if self._walk else None
         while True:
+            if walk is not None:
+                segments, pos, frame, fragments, cut = walk(buf, pos, link, little, frac_ns,
+                                                            frame)
+                yield from self._walked(segments, fragments, cut)
             if pos + 16 > blen:
                 buf = self._refill(buf, pos, 16)
                 pos, blen = 0, len(buf)
@@ -269,6 +293,15 @@ class CaptureReader:
                 counts.frames = frame
                 yield seg
 
+    def _walked(self, segments: list, fragments: int, cut: int) -> list:
+        """The segments of a C walk, what it skipped counted."""
+        counts = self.counts
+        counts.ip_fragments += fragments
+        counts.truncated_headers += cut
+        if segments:
+            counts.frames = segments[-1][0]
+        return segments
+
     def _check_link(self, link: int, offset) -> None:
         if link not in LINK_TYPES:
             raise CaptureError(f"link type {link} is not read (known: "
@@ -287,7 +320,12 @@ class CaptureReader:
         u32x2 = struct.Struct("<II").unpack_from   # (the section header's type reads alike)
         epb = opb = None
         interfaces: list = []
+        walk = _walk_pcapng if self._walk else None
         while True:
+            if walk is not None and epb is not None:
+                segments, pos, frame, fragments, cut = walk(buf, pos, e == "<", frame,
+                                                            interfaces)
+                yield from self._walked(segments, fragments, cut)
             if pos + 12 > blen:
                 buf = self._refill(buf, pos, 12)
                 pos, blen = 0, len(buf)

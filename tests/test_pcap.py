@@ -160,9 +160,9 @@ def test_shape_memo_gives_the_decoder_s_entries():
             m[8:12] = struct.pack("<I" if little else ">I", len(m) - 12)
             stream += [base, bytes(m)]
 
-    def entries(memo):
+    def entries(memo, bodies=True):
         out = []
-        decoder = CaptureDecoder(out.append, memo=memo)
+        decoder = CaptureDecoder(out.append, memo=memo, bodies=bodies)
         tcp = TcpReassembler(decoder)
         a, b = (b"\x0a\0\0\x01", 40000), (b"\x0a\0\0\x02", 2809)
         seq = 1
@@ -190,6 +190,11 @@ def test_shape_memo_gives_the_decoder_s_entries():
         assert {k: v for k, v in a.items() if a.get(k) != b.get(k)} == \
             {k: v for k, v in b.items() if a.get(k) != b.get(k)}, a["frame"]
     assert with_memo == without
+    # bodies=False (text, --stats, --parquet): the same entries without "body".
+    bodiless = [{k: v for k, v in e.items() if k != "body"} for e in without]
+    assert any("body" in e for e in without)
+    for memo in (True, False):
+        assert entries(memo, bodies=False)[0] == bodiless
 
 
 def test_progress_bar_leaves_the_output_alone(monkeypatch):
@@ -219,11 +224,16 @@ def test_cli_block_claiming_4_gib_is_a_typed_error(tmp_path):
 @pytest.mark.parametrize("pcap", sorted(glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))),
                          ids=os.path.basename)
 def test_listing_of_memo_entries_is_the_general_one(pcap):
+    from pycdr import idl
     from pycdr.cli.pcap import _entry_text, entry_text
-    from pycdr.pcap import ShapedEntry
-    entries = decode_capture(pcap)
-    assert any(type(e) is ShapedEntry for e in entries)
-    assert [entry_text(e) for e in entries] == [_entry_text(dict(e)) for e in entries]
+    from pycdr.pcap import IdlBodyDecoder, ShapedEntry
+    echo = IdlBodyDecoder([idl.load(os.path.join(os.path.dirname(__file__), "peers", "echo.idl"),
+                                    register=False)])
+    for decode_body in (None, echo):       # (with --idl: the decoded values' lines too)
+        entries = decode_capture(pcap, decode_body=decode_body)
+        assert any(type(e) is ShapedEntry for e in entries)
+        assert any("decoded" in e for e in entries) == (decode_body is not None)
+        assert [entry_text(e) for e in entries] == [_entry_text(dict(e)) for e in entries]
 
 
 def test_listing_names_system_exceptions_and_forward_targets():

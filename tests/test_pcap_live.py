@@ -1,5 +1,5 @@
 """pycdr pcap -i: a live capture on the loopback interface streams the same
-entries a file of it gives (needs dumpcap and capture rights: skipped without)."""
+entries a file of it gives (needs libpcap and capture rights: skipped without)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,21 @@ import time
 
 import pytest
 
+from pycdr.errors import CaptureError
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
 from pycdr.pcap import decode_capture
+from pycdr.pcaplive import libpcap
 
-pytestmark = pytest.mark.skipif(shutil.which("dumpcap") is None or os.geteuid() != 0,
-                                reason="live capture needs dumpcap and capture rights (root)")
+def _libpcap_loads() -> bool:
+    try:
+        libpcap()
+    except CaptureError:
+        return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(not _libpcap_loads() or os.geteuid() != 0,
+                                reason="live capture needs libpcap and capture rights (root)")
 
 PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()", "pcap"]
 
@@ -47,10 +57,18 @@ class Lines:
         return line.decode()
 
 
+def _end(proc, server) -> None:
+    """The test's server closed, the capture process ended whatever happened."""
+    server.close()
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate()
+
+
 def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
-    saved = str(tmp_path / "live.pcapng")
+    saved = str(tmp_path / "live.pcap")
     proc = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {port}", "--json",
                                      "--duration", "60", "-w", saved],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -79,10 +97,7 @@ def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     finally:
-        server.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        _end(proc, server)
     assert proc.returncode == 0, err
     entries += [json.loads(line) for line in (stdout.buf + out).decode().splitlines()]
     assert [e.get("operation") for e in entries if e.get("type") == "Request"] == operations
@@ -102,13 +117,57 @@ def test_no_such_interface_is_a_clear_error():
     assert "Traceback" not in proc.stderr
 
 
+def test_bad_capture_filter_is_a_clear_error():
+    proc = subprocess.run(PYCDR + ["-i", "lo", "-f", "tcp port (((", "--duration", "2"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "error: capture filter 'tcp port (((':" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_count_ends_the_capture_and_the_saved_file_holds_the_packets(tmp_path):
+    saved = tmp_path / "five.pcap"
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    proc = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {port}", "-c", "5",
+                                     "--duration", "60", "-w", str(saved), "--stats", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert Lines(proc.stderr).read(time.monotonic() + 30).startswith("capturing on lo")
+        client = socket.create_connection(("127.0.0.1", port))
+        peer, _ = server.accept()
+        for rid in range(1, 4):
+            client.sendall(encode_message(Request(version=(1, 2), request_id=rid,
+                                                  operation="ping", target=KeyAddr(b"K"))))
+            peer.recv(65536)
+        out, err = proc.communicate(timeout=30)
+        client.close()
+        peer.close()
+    finally:
+        _end(proc, server)
+    assert proc.returncode == 0, err
+    from pycdr.pcapread import read_tcp_segments
+    assert len(read_tcp_segments(str(saved))) == 5      # SYN, SYN-ACK, ACK and two more
+    stats = json.loads(out)
+    assert stats == _stats_of(str(saved))
+
+
+def _stats_of(path):
+    from pycdr.pcap import iter_capture
+    from pycdr.pcapstats import CaptureStats
+    counter = CaptureStats()
+    for entry in iter_capture(path, matched=counter.matched, unanswered=counter.unanswered):
+        counter.add(entry)
+    return json.loads(json.dumps(counter.to_json()))
+
+
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv to drop root")
 def test_without_capture_rights_the_error_says_so():
-    """As nobody (dumpcap installed without capabilities, as on the CI image)."""
+    """As nobody (no capabilities on the interpreter, as on the CI image)."""
     proc = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
                            *PYCDR, "-i", "lo", "--duration", "2"],
                           capture_output=True, text=True, timeout=60, cwd="/")
     if proc.returncode == 0:
-        pytest.skip("dumpcap captures without root here (capabilities or a group)")
+        pytest.skip("nobody captures here (capabilities on the interpreter)")
     assert proc.returncode == 1
     assert "capturing needs rights" in proc.stderr and "Traceback" not in proc.stderr

@@ -282,21 +282,30 @@ def test_mutated_captures_give_entries_or_a_capture_error():
         sources += [data, shb("<") + idb("<", 1) + b"".join(epb("<", 0, i, f)
                                                              for i, f in enumerate(frames))]
     for _ in range(300):
-        data = bytearray(rng.choice(sources))
-        for _ in range(rng.randrange(1, 6)):
-            i = rng.randrange(len(data))
-            kind = rng.randrange(3)
-            if kind == 0:
-                data[i] = rng.randrange(256)
-            elif kind == 1:
-                del data[i:i + rng.randrange(1, 64)]
-            else:
-                data[i:i] = data[i:i + rng.randrange(1, 64)]
+        data = mutated(rng, rng.choice(sources))
         try:
             for _ in iter_capture(io.BytesIO(bytes(data))):
                 pass
         except PycdrError:
             pass
+
+
+def mutated(rng, data: bytes, claims: bool = False) -> bytearray:
+    """``data`` with 1 to 5 bytes changed, runs cut or repeated (``claims``: or
+    4 bytes made a huge length) at random places."""
+    data = bytearray(data)
+    for _ in range(rng.randrange(1, 6)):
+        i = rng.randrange(len(data))
+        kind = rng.randrange(4 if claims else 3)
+        if kind == 0:
+            data[i] = rng.randrange(256)
+        elif kind == 1:
+            del data[i:i + rng.randrange(1, 64)]
+        elif kind == 2:
+            data[i:i] = data[i:i + rng.randrange(1, 64)]
+        else:
+            data[i:i + 4] = struct.pack("<I", rng.choice((0xFFFFFFFF, 0x7FFFFFFC, 1 << 24)))
+    return data
 
 
 def scapy_frames(path):
