@@ -709,7 +709,7 @@ def _unaliased(tc):
 
 
 def _items(pairs) -> tuple:
-    """(name, TypeCode, shown by _leaf_text alone) of each of ``pairs``."""
+    """(name, TypeCode, shown by leaf_text alone) of each of ``pairs``."""
     return tuple((name, tc, _unaliased(tc).kind()._value_ in _LEAF_KINDS) for name, tc in pairs)
 
 
@@ -802,7 +802,7 @@ class IdlBodyDecoder:
         try:
             for name, tc, leaf in items:             # (an exception starts with its id)
                 if leaf:                             # flatten_value's first case, straight
-                    out.append([name, _leaf_text(read_value(r, tc))])
+                    out.append([name, leaf_text(read_value(r, tc))])
                 else:
                     flatten_value(tc, read_value(r, tc), name, out, seen)
         except PycdrError as e:

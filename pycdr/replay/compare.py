@@ -182,7 +182,7 @@ class Comparison:
         known = self._references_in.get(operation)
         if known is None:
             known = self._references_in[operation] = any(
-                _may_hold_reference(tc, set()) for _, tc in items)
+                _may_hold_reference(tc, set()) for _, tc, *_ in items)
         return known
 
     def _read(self, msg, items) -> tuple:
@@ -190,7 +190,7 @@ class Comparison:
         values = []
         r = msg.body_reader(lenient=True)
         try:
-            for _, tc in items:
+            for _, tc, *_ in items:
                 values.append(read_value(r, tc))
         except PycdrError as e:
             return values, str(e)
@@ -198,7 +198,7 @@ class Comparison:
 
     def _compare_items(self, items, sides, diffs, names) -> None:
         (old_values, old_error), (new_values, new_error) = sides
-        for i, (name, tc) in enumerate(items):
+        for i, (name, tc, *_) in enumerate(items):
             path = names.get(name, name)
             if i >= len(old_values) or i >= len(new_values):
                 self._add(diffs, path, _undecodable(old_values, i, old_error),

@@ -26,7 +26,7 @@ from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
                            MsgType)
-from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest,
+from ..giop.messages import (CancelRequest, KeyAddr, LocateReply,
                              ProfileAddr, ReferenceAddr, Reply, Request, decode_message,
                              encode_message)
 from ..iiop import IIOPProfile, decode_profile
@@ -210,10 +210,10 @@ class Reencoding:
             raise NotSupportedError(f"{msg.operation}: not in the IDL given, so its "
                                     f"arguments cannot be encoded again")
         r = msg.body_reader()
-        values = [read_value(r, tc) for _, tc in items]
+        values = [read_value(r, tc) for _, tc, *_ in items]
 
         def write_body(w):
-            for (_, tc), value in zip(items, values):
+            for (_, tc, *_), value in zip(items, values):
                 write_value(w, tc, value)
         changed = dataclasses.replace(msg, version=version, little=little, request_id=new_id,
                                       target=target, body=b"", body_offset=None)
