@@ -534,7 +534,8 @@ def _completed(value) -> str:
     return str(value)
 
 
-def classify_report(case: ClientCase, report, returncode, hung: bool) -> Outcome:
+def classify_report(case: ClientCase, report, returncode, hung: bool,
+                    result_type=None) -> Outcome:
     if hung:
         return Outcome("hung")
     if report is None:
@@ -543,7 +544,7 @@ def classify_report(case: ClientCase, report, returncode, hung: bool) -> Outcome
         return Outcome("no_report")
     if "result" in report:
         got = report["result"]
-        ok = _same(got, case.expected_value)
+        ok = _same(_canonical(result_type, got), _canonical(result_type, case.expected_value))
         details = {"ok": ok}
         if not ok:
             details["got"] = repr(got)[:200]
@@ -558,6 +559,26 @@ def classify_report(case: ClientCase, report, returncode, hung: bool) -> Outcome
         return Outcome("user_exception", {"id": info.get("id"),
                                           "members_ok": info.get("members") == OOPS_MEMBERS})
     return Outcome("bad_report", {"report": json.dumps(report)[:200]})
+
+
+def _canonical(result_type, value):
+    """``value`` in the one JSON form of its type (an octet sequence printed as a list of
+    numbers or as hex, a fixed as a number or a string, compare equal); as it came when it is
+    no value of the type."""
+    if result_type is None or value is None:
+        return value
+    try:
+        return value_to_json(value_from_json(result_type, value))
+    except ValueError:
+        return value
+
+
+def _same_value(value_type, a, b) -> bool:
+    """Whether two JSON forms are one value of ``value_type`` (a fixed's "0" is "0.000")."""
+    try:
+        return value_from_json(value_type, a) == value_from_json(value_type, b)
+    except ValueError:
+        return a == b
 
 
 def _same(a, b) -> bool:
@@ -602,7 +623,8 @@ def request_problems(server: CraftedServer, case: ClientCase) -> list[str]:
         except (PycdrError, ValueError) as e:
             problems.append(f"arguments unreadable: {e}")
             continue
-        if args != case.args:
+        if not all(_same_value(p.type, got, want)
+                   for p, got, want in zip(server.operation.in_params, args, case.args)):
             problems.append(f"arguments {args!r}, the contract says {case.args!r}")
     return problems
 
@@ -666,7 +688,8 @@ class ClientRunner:
             argv = self.argv_for(server, case)
             stdout, stderr, returncode, hung = self._run_client(argv, case.timeout)
             server.settle(SERVER_SETTLE)
-        outcome = classify_report(case, parse_report(stdout), returncode, hung)
+        outcome = classify_report(case, parse_report(stdout), returncode, hung,
+                                  server.operation.result)
         outcome.details.update(request_details(server))
         problems = request_problems(server, case)
         if problems:
