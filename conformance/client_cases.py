@@ -44,6 +44,7 @@ OOPS_MEMBERS = {"code": 7, "why": "crafted"}
 UNDECLARED_ID = "IDL:pycdr/NotDeclared:1.0"
 # A long reply for the fragment and trickle cases: several fragments' worth.
 LONG_STRING = "".join(f"fragment {i:03d}; " for i in range(60))
+OTHER_LONG_STRING = "".join(f"second call, piece {i:03d}; " for i in range(40))
 
 S_FORWARD = "9.4.3 Reply Message (LOCATION_FORWARD, LOCATION_FORWARD_PERM); 9.5 Object location"
 S_ADDRESSING = "9.4.3 Reply Message (NEEDS_ADDRESSING_MODE); 9.4.2.1 TargetAddress"
@@ -76,6 +77,7 @@ class ClientCase:
                                    #  wchar conv); None: no component
     reply_value: object = None     # the value answered (None: CONTRACT's)
     arguments: list | None = None  # the arguments the client passes (None: CONTRACT's)
+    calls: int = 1                 # how many calls the client makes at once ({count})
     group: str = ""
     timeout: float = 15.0          # seconds the client may take; then it is killed ("hung")
     rationale: str = ""
@@ -91,6 +93,12 @@ class ClientCase:
     @property
     def expected_value(self):
         return CONTRACT[self.operation]["reply"] if self.reply_value is None else self.reply_value
+
+    @property
+    def expected_values(self) -> list:
+        """What each of the concurrent calls is answered (the second with the "second"
+        parameter)."""
+        return [self.expected_value, self.param("second")][:self.calls]
 
     def param(self, name, default=None):
         return dict(self.params).get(name, default)
@@ -119,6 +127,17 @@ RATIONALE_UNKNOWN_ID = (
     "Reply for an id never used; ignoring it and taking the right Reply that follows is the "
     "robust reading, a client that gives up on the connection (COMM_FAILURE, MARSHAL, INTERNAL) "
     "is tolerated as spec-silent; hanging or reporting the stray reply's value fails.")
+RATIONALE_13 = (
+    "An IOR with an IIOP 1.3 profile: 9.4 and 15.7.2 let a client send any GIOP version up "
+    "to the profile's (1.0 .. 1.3; a request above it is judged a bad request); the crafted "
+    "server answers in the request's version, as 9.4 asks.")
+RATIONALE_INTERLEAVED = (
+    "9.3.3.4 (GIOP 1.2 Fragment): fragments of different Requests or Replies may be "
+    "interleaved on a connection, each Fragment naming its request_id. Only a client with two "
+    "calls outstanding on one connection can meet it: the client command makes {count} "
+    "calls at once. A client that opens a connection per outstanding call never sees "
+    "interleaved replies (tolerated as impl-limit; each call's reply is still fragmented); a "
+    "command without {count} is not run.")
 RATIONALE_OWN_TIMEOUT = (
     "No GIOP rule bounds how long a reply may take; a client's own call timeout (the Messaging "
     "RelativeRoundtripTimeoutPolicy, or the ORB's configuration) must end the call, and must "
@@ -223,13 +242,14 @@ def client_catalog() -> list[ClientCase]:
     cases: list[ClientCase] = []
     add = cases.append
     # ---- Replies in each version and byte order ----------------------------------------
-    for v in ((1, 0), (1, 1), (1, 2)):
+    for v in ((1, 0), (1, 1), (1, 2), (1, 3)):
         for le in (False, True):
             add(_case("reply.echo-long", "echo_long answered in the request's GIOP version "
                       "and the given byte order", S_REPLY, "echo_long", "reply", [RESULT_OK],
                       version=v, little=le))
             add(_case("reply.echo-string", "echo_string (ISO-8859-1 text) answered",
-                      S_REPLY, "echo_string", "reply", [RESULT_OK], version=v, little=le))
+                      S_REPLY, "echo_string", "reply", [RESULT_OK], version=v, little=le,
+                      rationale=RATIONALE_13 if v == (1, 3) else ""))
         add(_case("reply.echo-longlong", "echo_longlong: an 8-aligned value after the header",
                   S_REPLY, "echo_longlong", "reply", [RESULT_OK], version=v, little=v[1] % 2 == 1))
     cases.extend(type_cases())
@@ -336,6 +356,18 @@ def client_catalog() -> list[ClientCase]:
                               "gives up on the connection after a reply it did not expect")],
                   little=le, reply_value=LONG_STRING,
                   params=(("size", 64), ("interleave", True)), rationale=RATIONALE_UNKNOWN_ID))
+    for le in (False, True):
+        add(_case("fragment.two-calls-interleaved", "two concurrent echo_string calls: on one "
+                  "connection, their GIOP 1.2 reply fragments go out taken in turn (each call "
+                  "gets its own long string)", S_FRAGMENT + "; " + S_REQUEST_ID, "echo_string",
+                  "interleaved_calls", [E("result", ok=True, multiplexed=True)],
+                  tolerate=[T(E("result", ok=True, multiplexed=False), "impl-limit",
+                              "a connection per outstanding call (omniORB's default): replies "
+                              "that share no connection cannot interleave, so this case does "
+                              "not arise for it")],
+                  little=le, reply_value=LONG_STRING, calls=2,
+                  params=(("size", 64), ("second", OTHER_LONG_STRING)),
+                  rationale=RATIONALE_INTERLEAVED))
     add(_case("size.huge-claim-then-close", "a Reply header claiming 2 GiB, 32 bytes of it, "
               "then a close", S_SIZE, "echo_long", "huge_claim", [ANY_FAILURE],
               rationale=RATIONALE_HUGE))

@@ -42,12 +42,13 @@ from .runner import NOT_RUN, Outcome, Result, judge_expectations, verdict_counts
 HOST = "127.0.0.1"
 PRIMARY_KEY = b"PycdrClientEcho"
 FORWARDED_KEY = b"PycdrClientForwarded"
-PLACEHOLDERS = ("{ior}", "{corbaloc}", "{operation}", "{args}")
+PLACEHOLDERS = ("{ior}", "{corbaloc}", "{operation}", "{args}", "{count}")
 MAX_CONNECTIONS = 64                 # a client that reconnects more than this is spinning
 MAX_RECORDED = 1 << 20               # bytes recorded per connection and direction
 STRAY_VALUE = 99999                  # the value in a reply for a request id never used
 STRAY_TEXT = "stray reply; " * 30    # ... a string one
 HUGE_SIZE = 0x7FFFFFF0
+PAIR_WAIT = 3.0                      # seconds a concurrent-calls case waits for the second call
 SERVER_SETTLE = 1.0                  # at most this long for the server to read the client's
                                      # last bytes after it exited
 
@@ -77,6 +78,7 @@ class ConnectionRecord:
     sizes: dict = field(default_factory=lambda: {True: 0, False: 0})
     tcs_c: int | None = None                         # from the first CodeSets context
     tcs_w: int | None = None
+    sock: object = None                              # the connection (to answer on it later)
 
     def record(self, from_client: bool, data: bytes) -> None:
         room = MAX_RECORDED - self.sizes[from_client]
@@ -113,6 +115,8 @@ class CraftedServer:
         self.violations: list[str] = []
         self.threads: list[threading.Thread] = []
         self.closed_first = False
+        self.pending = None                           # a call held back for its pair
+        self.pair_timer = None
         self.refused_connections = 0
 
     # --- references --------------------------------------------------------------
@@ -149,6 +153,8 @@ class CraftedServer:
             t.join(max(deadline - time.monotonic(), 0))
 
     def __exit__(self, *exc):
+        if self.pair_timer is not None:
+            self.pair_timer.cancel()
         self.stop_event.set()
         for t in list(self.threads):
             t.join(5)
@@ -176,6 +182,7 @@ class CraftedServer:
 
     def _serve(self, conn: socket.socket, index: int) -> None:
         record = self.connections[index]
+        record.sock = conn
         giop = GiopConnection(Role.SERVER, lenient=True, check_request_ids=False)
         conn.settimeout(0.05)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -285,6 +292,15 @@ class CraftedServer:
         return encode_message(LocateReply(version=msg.version, little=self.case.little,
                                           request_id=msg.request_id, locate_status=status))
 
+    def answer_pending_alone(self) -> None:
+        with self.lock:
+            pending, self.pending = self.pending, None
+        if pending is not None:
+            req, record = pending
+            self._act(record.sock, record,
+                      fragment_message(self.value_reply(req, record),
+                                       self.case.param("size", 64) + 16))
+
     def forward_target(self, key):
         """Where a forward case sends a request for ``key`` (None: serve it here)."""
         if key == PRIMARY_KEY:
@@ -295,7 +311,7 @@ class CraftedServer:
 
     def reply(self, req, record, *, status=ReplyStatus.NO_EXCEPTION, write=None, contexts=(),
               request_id=None, **fields) -> bytes:
-        msg = Reply(version=min(req.version, (1, 2)), little=self.case.little,
+        msg = Reply(version=req.version, little=self.case.little,
                     request_id=req.request_id if request_id is None else request_id,
                     reply_status=status, service_contexts=list(contexts), **fields)
         return encode_message(msg, write_body=self.body_writer(record, write))
@@ -394,7 +410,7 @@ def script_unknown_id_first(s, req, nth, index, record, key, addressing):
 
 
 def _bare_header(req, s, msg_type) -> bytes:
-    return encode_header(min(req.version, (1, 2)), s.case.little, msg_type, 0)
+    return encode_header(req.version, s.case.little, msg_type, 0)
 
 
 def script_message_error(s, req, nth, index, record, key, addressing):
@@ -426,14 +442,43 @@ def script_fragmented(s, req, nth, index, record, key, addressing):
         stray = fragment_message(s.value_reply(req, record, value=STRAY_TEXT,
                                                request_id=req.request_id ^ 0x5A5A0000),
                                  size + 16)
-        mixed = []
-        for i in range(max(len(pieces), len(stray))):
-            mixed.extend(p[i] for p in (stray, pieces) if i < len(p))
-        return mixed
+        return _mixed(stray, pieces)
     msg = Reply(version=req.version, little=s.case.little, request_id=req.request_id)
     return encode_fragments(msg, data, size + HEADER_SIZE,
                             write_body=s.body_writer(record,
                                                      s.result_writer(s.case.expected_value)))
+
+
+def _mixed(*fragment_lists) -> list:
+    """The fragments of several messages taken in turn, one of each."""
+    mixed = []
+    for i in range(max(len(p) for p in fragment_lists)):
+        mixed.extend(p[i] for p in fragment_lists if i < len(p))
+    return mixed
+
+
+def script_interleaved_calls(s, req, nth, index, record, key, addressing):
+    """Two concurrent calls: the first is held until the second arrives. On one connection,
+    the two replies go out as GIOP 1.2 fragments taken in turn; on two connections (a client
+    that opens one per outstanding call), each as its own fragments; a second call that does
+    not come within PAIR_WAIT, the first answered alone."""
+    size = s.case.param("size", 64) + 16
+    with s.lock:
+        pending, s.pending = s.pending, None
+        if pending is None:
+            s.pending = (req, record)
+            s.pair_timer = threading.Timer(PAIR_WAIT, s.answer_pending_alone)
+            s.pair_timer.daemon = True
+            s.pair_timer.start()
+            return []
+        s.pair_timer.cancel()
+    first_req, first_record = pending
+    first = fragment_message(s.value_reply(first_req, first_record), size)
+    second = fragment_message(s.value_reply(req, record, value=s.case.param("second")), size)
+    if first_record is record:
+        return _mixed(first, second)
+    s._act(first_record.sock, first_record, first)
+    return second
 
 
 def script_huge_claim(s, req, nth, index, record, key, addressing):
@@ -475,6 +520,7 @@ SCRIPTS = {
     "close_connection": script_close_connection,
     "abrupt_close": script_abrupt_close,
     "fragmented": script_fragmented,
+    "interleaved_calls": script_interleaved_calls,
     "huge_claim": script_huge_claim,
     "trickle": script_trickle,
     "no_reply": script_no_reply,
@@ -506,9 +552,10 @@ class ClientResult(Result):
         return out
 
 
-def parse_report(stdout: str):
-    """The client's JSON line (the last line that is a JSON object), or None."""
-    for line in reversed(stdout.strip().splitlines()):
+def parse_reports(stdout: str) -> list:
+    """The client's JSON lines (the lines that are JSON objects), in order."""
+    reports = []
+    for line in stdout.strip().splitlines():
         line = line.strip()
         if line.startswith("{"):
             try:
@@ -516,8 +563,14 @@ def parse_report(stdout: str):
             except ValueError:
                 continue
             if isinstance(obj, dict):
-                return obj
-    return None
+                reports.append(obj)
+    return reports
+
+
+def parse_report(stdout: str):
+    """The client's JSON line (the last line that is a JSON object), or None."""
+    reports = parse_reports(stdout)
+    return reports[-1] if reports else None
 
 
 def _exception_name(info: dict) -> str:
@@ -559,6 +612,26 @@ def classify_report(case: ClientCase, report, returncode, hung: bool,
         return Outcome("user_exception", {"id": info.get("id"),
                                           "members_ok": info.get("members") == OOPS_MEMBERS})
     return Outcome("bad_report", {"report": json.dumps(report)[:200]})
+
+
+def classify_reports(case: ClientCase, reports: list, returncode, hung: bool,
+                     result_type=None) -> Outcome:
+    """The outcome of a case's calls: for one call, its report (the last); for concurrent
+    calls, the first exception reported, or whether the results are the values answered (in
+    any order: the calls were made at once)."""
+    if case.calls == 1 or hung:
+        return classify_report(case, reports[-1] if reports else None, returncode, hung,
+                               result_type)
+    if len(reports) < case.calls:
+        outcome = classify_report(case, None, returncode, hung, result_type)
+        outcome.details["reports"] = len(reports)
+        return outcome
+    for report in reports:
+        if "result" not in report:
+            return classify_report(case, report, returncode, hung, result_type)
+    got = sorted(json.dumps(_canonical(result_type, r["result"])) for r in reports)
+    want = sorted(json.dumps(_canonical(result_type, v)) for v in case.expected_values)
+    return Outcome("result", {"ok": got == want})
 
 
 def _canonical(result_type, value):
@@ -637,6 +710,9 @@ def request_details(server: CraftedServer) -> dict:
                "sent_next": ",".join(server.sent_next) or None,
                "connections": len(server.connections),
                "reconnected": len({s.connection for s in reqs}) > 1,
+               # Concurrent calls on one connection (None: there was one call).
+               "multiplexed": len({s.connection for s in reqs}) == 1 if len(reqs) > 1
+               else None,
                "forwarded": any(s.key == FORWARDED_KEY for s in reqs),
                "readdressed": any(s.addressing != "key" for s in reqs),
                "codeset_context": first_ctx is not None,
@@ -667,11 +743,14 @@ class ClientRunner:
     def applicable(self, case: ClientCase) -> str:
         if case.wide and not self.wide_chars:
             return "wide characters are not asked of this client (it is known to abort)"
+        if case.calls > 1 and "{count}" not in self.command:
+            return "the client command takes no {count}: it makes one call at a time"
         return ""
 
     def argv_for(self, server: CraftedServer, case: ClientCase) -> list[str]:
         values = {"{ior}": server.ior, "{corbaloc}": server.corbaloc,
-                  "{operation}": case.operation, "{args}": json.dumps(case.args)}
+                  "{operation}": case.operation, "{args}": json.dumps(case.args),
+                  "{count}": str(case.calls)}
         out = []
         for word in self.argv:
             for name, value in values.items():
@@ -688,8 +767,8 @@ class ClientRunner:
             argv = self.argv_for(server, case)
             stdout, stderr, returncode, hung = self._run_client(argv, case.timeout)
             server.settle(SERVER_SETTLE)
-        outcome = classify_report(case, parse_report(stdout), returncode, hung,
-                                  server.operation.result)
+        outcome = classify_reports(case, parse_reports(stdout), returncode, hung,
+                                   server.operation.result)
         outcome.details.update(request_details(server))
         problems = request_problems(server, case)
         if problems:

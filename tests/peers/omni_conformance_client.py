@@ -1,6 +1,6 @@
 """omniORBpy as a conformance client command (pycdr conformance --client):
 
-    python omni_conformance_client.py {ior} {operation} {args}
+    python omni_conformance_client.py {ior} {operation} {args} [{count}]
 
 Calls OPERATION of conformance/echo.idl with ARGS (a JSON array) through omniORBpy stubs (the
 JSON forms turned into omniORBpy's values by the types pycdr reads from echo.idl) and prints what
@@ -12,6 +12,7 @@ Never ask it for echo_wchar or echo_wstring: the salome omniORBpy aborts on wcha
 import json
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -113,15 +114,26 @@ def report(target, operation, args):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit("usage: omni_conformance_client.py IOR OPERATION ARGS_JSON")
+    if len(sys.argv) not in (4, 5):
+        sys.exit("usage: omni_conformance_client.py IOR OPERATION ARGS_JSON [COUNT]")
     reference, operation, args = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    count = int(sys.argv[4]) if len(sys.argv) == 5 else 1
     orb = CORBA.ORB_init([sys.argv[0], *ORB_OPTIONS], CORBA.ORB_ID)
     omni_idl.import_idl(IDL)
     stub_class, _skeleton = omni_idl.interface_classes("EchoAll::Echo")
     try:
         target = orb.string_to_object(reference)._narrow(stub_class)
-        print(json.dumps(report(target, operation, args)), flush=True)
+        # COUNT calls at once, from as many threads (omniORB opens a connection per call
+        # outstanding: -ORBoneCallPerConnection is left at its default).
+        reports = [None] * count
+        threads = [threading.Thread(target=lambda i=i: reports.__setitem__(
+            i, report(target, operation, args))) for i in range(count)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for line in reports:
+            print(json.dumps(line), flush=True)
     except CORBA.SystemException as error:      # narrowing a corbaloc reference calls _is_a
         print(json.dumps({"system_exception": {"exception_id": error._NP_RepositoryId,
                                                "minor": error.minor,
