@@ -43,6 +43,13 @@ ORBS = {
 PROCESS_TIMEOUT = 60
 
 
+def java_conformance_command(orb_name: str, python: str = sys.executable) -> str:
+    """The client command for `pycdr conformance --client` on ORB_NAME (a key of ORBS);
+    PeerNotInstalled when that ORB's jars or the compiled programs are missing."""
+    ORBS[orb_name][0].java_command("pycdrpeers.ConformanceClient")
+    return f"{python} {os.path.abspath(__file__)} {orb_name} {{ior}} {{operation}} {{args}} {{count}}"
+
+
 def contract_line(operation, entry: dict) -> dict:
     """The contract's JSON for one line of ConformanceClient's output."""
     if "reply" in entry:
