@@ -117,6 +117,8 @@ class CraftedServer:
         self.closed_first = False
         self.pending = None                           # a call held back for its pair
         self.pair_timer = None
+        self.concurrent = None      # a second call came while the first was held (or not)
+        self.interleaved = False    # two replies' fragments went out in turn on one connection
         self.refused_connections = 0
 
     # --- references --------------------------------------------------------------
@@ -295,6 +297,8 @@ class CraftedServer:
     def answer_pending_alone(self) -> None:
         with self.lock:
             pending, self.pending = self.pending, None
+            if pending is not None:
+                self.concurrent = False
         if pending is not None:
             req, record = pending
             self._act(record.sock, record,
@@ -465,17 +469,23 @@ def script_interleaved_calls(s, req, nth, index, record, key, addressing):
     size = s.case.param("size", 64) + 16
     with s.lock:
         pending, s.pending = s.pending, None
-        if pending is None:
+        if pending is None and s.concurrent is None:
             s.pending = (req, record)
             s.pair_timer = threading.Timer(PAIR_WAIT, s.answer_pending_alone)
             s.pair_timer.daemon = True
             s.pair_timer.start()
             return []
+        if pending is None:
+            # The first call was answered alone: this one came after it, not beside it.
+            return fragment_message(s.value_reply(req, record, value=s.case.param("second")),
+                                    size)
         s.pair_timer.cancel()
+        s.concurrent = True
     first_req, first_record = pending
     first = fragment_message(s.value_reply(first_req, first_record), size)
     second = fragment_message(s.value_reply(req, record, value=s.case.param("second")), size)
     if first_record is record:
+        s.interleaved = True
         return _mixed(first, second)
     s._act(first_record.sock, first_record, first)
     return second
@@ -713,6 +723,7 @@ def request_details(server: CraftedServer) -> dict:
                # Concurrent calls on one connection (None: there was one call).
                "multiplexed": len({s.connection for s in reqs}) == 1 if len(reqs) > 1
                else None,
+               "concurrent": server.concurrent, "interleaved": server.interleaved,
                "forwarded": any(s.key == FORWARDED_KEY for s in reqs),
                "readdressed": any(s.addressing != "key" for s in reqs),
                "codeset_context": first_ctx is not None,

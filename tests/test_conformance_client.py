@@ -21,15 +21,15 @@ from pycdr.conformance.report import matrix_markdown, replace_section
 from pycdr.conformance.runner import FAIL, NOT_RUN, PASS, TOLERATED
 from pycdr.pcap import decode_capture
 
-from peers.jacorb import jacorb_conformance_command
+from peers.java_conformance_client import java_conformance_command
 from peers.process import PeerNotInstalled
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, os.pardir, "docs", "CONFORMANCE.md")
 PYTHON = sys.executable
-REFERENCE = f"{PYTHON} -m pycdr.conformance.refclient {{ior}} {{operation}} {{args}}"
+REFERENCE = f"{PYTHON} -m pycdr.conformance.refclient {{ior}} {{operation}} {{args}} {{count}}"
 OMNI = f"{PYTHON} {os.path.join(HERE, 'peers', 'omni_conformance_client.py')} " \
-       "{ior} {operation} {args}"
+       "{ior} {operation} {args} {count}"
 VERDICTS = {PASS, TOLERATED, FAIL, NOT_RUN}
 RUNS = OrderedDict()
 PYCDR = [PYTHON, "-c", "from pycdr.cli.main import main; main()"]
@@ -97,6 +97,31 @@ def test_what_the_client_sends_is_judged(tmp_path):
     assert "[41]" in result.outcome.details["problem"]
 
 
+SERIAL_CLIENT = """
+import asyncio
+from pycdr.conformance.refclient import call
+for _ in range(int(sys.argv[4])):       # one call after the other, each on its own ORB
+    print(json.dumps(asyncio.run(call(sys.argv[1], sys.argv[2], json.loads(sys.argv[3])))[0]))
+"""
+
+
+def test_concurrent_calls_need_count_and_must_be_made_at_once(tmp_path):
+    interleaved = one_case("fragment.two-calls-interleaved[1.2-BE]")
+    # No {count} in the command: the case is not run.
+    (result,) = run_client_suite(REFERENCE.replace(" {count}", ""), interleaved).results
+    assert result.verdict == NOT_RUN and "{count}" in result.reason
+    # Two calls one after the other: the first is answered alone after the pair wait, and the
+    # case fails though both results are right.
+    serial = fake_client(tmp_path, SERIAL_CLIENT) + " {count}"
+    (result,) = run_client_suite(serial, interleaved).results
+    assert result.verdict == FAIL, (result.outcome, result.stderr)
+    assert result.outcome.kind == "result" and result.outcome.details["ok"] is True
+    assert result.outcome.details["concurrent"] is False
+    # The reference ORB multiplexes the two calls: their reply fragments interleave.
+    (result,) = run_client_suite(REFERENCE, interleaved).results
+    assert result.verdict == PASS and result.outcome.details["interleaved"] is True
+
+
 def test_a_command_without_a_reference_is_refused():
     with pytest.raises(ClientCommandError):
         ClientSuite("myclient --no-reference")
@@ -139,6 +164,13 @@ def _run(label, command, **options):
     return run
 
 
+def _java_command(orb_name):
+    try:
+        return java_conformance_command(orb_name, PYTHON)
+    except PeerNotInstalled as e:
+        pytest.fail(str(e))
+
+
 def _not_passed(run):
     return {r.case.id: r.outcome.kind if r.outcome else None for r in run.results
             if r.verdict != PASS}
@@ -174,11 +206,7 @@ def test_omniorbpy_client():
 def test_jacorb_client():
     if os.environ.get("PYCDR_PURE"):
         pytest.skip("JacORB's client does not use pycdr's codec: run once, in the C-path pass")
-    try:
-        command = jacorb_conformance_command()
-    except PeerNotInstalled as e:
-        pytest.fail(str(e))
-    run = _run("JacORB 3.9 client", command)
+    run = _run("JacORB 3.9 client", _java_command("jacorb"))
     not_passed = _not_passed(run)
     # Known: JacORB re-sends a forwarded request forever, and answers a GIOP 1.1 Fragment with
     # a Reply (NO_IMPLEMENT) to the server, then times out.
