@@ -113,6 +113,7 @@ class CraftedServer:
         self.locates = 0
         self.sent_next: list[str] = []                # CancelRequest / MessageError names
         self.violations: list[str] = []
+        self.answer_errors: list[str] = []            # the server's own: values it could not send
         self.threads: list[threading.Thread] = []
         self.closed_first = False
         self.pending = None                           # a call held back for its pair
@@ -220,7 +221,16 @@ class CraftedServer:
             if isinstance(msg, CloseConnection):
                 return False
             if isinstance(msg, Request):
-                actions = self._on_request(msg, index, record)
+                try:
+                    actions = self._on_request(msg, index, record)
+                except PycdrError as e:
+                    # The case's value cannot go in the code set the client chose (a
+                    # non-ASCII char under TCS-C UTF-8): answered as a server would.
+                    self.answer_errors.append(str(e))
+                    actions = [self.reply(msg, record, status=ReplyStatus.SYSTEM_EXCEPTION,
+                                          system_exception=system_exception(
+                                              "IDL:omg.org/CORBA/DATA_CONVERSION:1.0", 0,
+                                              CompletionStatus.COMPLETED_NO))]
             elif isinstance(msg, LocateRequest):
                 self.locates += 1
                 actions = [self._locate_reply(msg)]
@@ -724,6 +734,7 @@ def request_details(server: CraftedServer) -> dict:
                "multiplexed": len({s.connection for s in reqs}) == 1 if len(reqs) > 1
                else None,
                "concurrent": server.concurrent, "interleaved": server.interleaved,
+               "answer_error": "; ".join(server.answer_errors)[:200] or None,
                "forwarded": any(s.key == FORWARDED_KEY for s in reqs),
                "readdressed": any(s.addressing != "key" for s in reqs),
                "codeset_context": first_ctx is not None,

@@ -32,6 +32,8 @@ OMNI = f"{PYTHON} {os.path.join(HERE, 'peers', 'omni_conformance_client.py')} " 
        "{ior} {operation} {args} {count}"
 VERDICTS = {PASS, TOLERATED, FAIL, NOT_RUN}
 RUNS = OrderedDict()
+# The matrix's columns: one test below runs each.
+CLIENT_TESTS = ("pycdr reference ORB client", "omniORBpy 4.2.5 client", "JacORB 3.9 client")
 PYCDR = [PYTHON, "-c", "from pycdr.cli.main import main; main()"]
 
 
@@ -83,6 +85,40 @@ while len(data) < 12 or len(data) < 12 + int.from_bytes(data[8:12], "big"):
     data += s.recv(4096)
 print(json.dumps({"result": int.from_bytes(data[-4:], "big", signed=True)}))
 """
+
+
+UTF8_CHAR_CLIENT = """
+import socket
+from pycdr import codesets
+from pycdr.ior import ior_from_string
+from pycdr.iiop import decode_profile
+from pycdr.giop.messages import KeyAddr, Request, decode_message, encode_message
+from pycdr.giop.service_contexts import CodeSetsContext
+profile = decode_profile(ior_from_string(sys.argv[1]).profiles[0])
+s = socket.create_connection((profile.host, profile.port))
+req = Request(version=(1, 2), request_id=5, target=KeyAddr(profile.object_key),
+              operation="echo_char", service_contexts=[CodeSetsContext(
+                  char_data=codesets.UTF_8, wchar_data=codesets.UTF_16)])
+s.sendall(encode_message(req, write_body=lambda w: w.write_octet(ord("a"))))
+data = b""
+while len(data) < 12 or len(data) < 12 + int.from_bytes(data[8:12], "big"):
+    data += s.recv(4096)
+reply, _warnings = decode_message(data)
+exc = reply.system_exception
+print(json.dumps({"system_exception": {"exception_id": exc.repo_id, "minor": exc.minor,
+                                       "completed": int(exc.completed)}}))
+"""
+
+
+def test_a_value_the_chosen_code_set_cannot_carry_is_answered_not_crashed(tmp_path):
+    # TCS-C UTF-8 (the fallback any client may choose) and a reply char 'é', which UTF-8 cannot
+    # put in one octet: the crafted server answers DATA_CONVERSION, as a server would, and says
+    # why (its handler thread used to die with the encoding error, leaving the client waiting).
+    command = fake_client(tmp_path, UTF8_CHAR_CLIENT)
+    (result,) = run_client_suite(command, one_case("type.char[1.2-BE]")).results
+    assert result.outcome.kind == "system_exception", (result.outcome, result.stderr)
+    assert result.outcome.details["name"] == "DATA_CONVERSION"
+    assert "UTF-8" in result.outcome.details["answer_error"]
 
 
 def test_what_the_client_sends_is_judged(tmp_path):
@@ -223,9 +259,9 @@ def test_jacorb_client():
 
 def test_write_client_matrix():
     if os.environ.get("PYCDR_PURE"):
-        pytest.skip("the matrix is written from the C-path pass, where all three clients run")
-    if len(RUNS) < 3:
-        pytest.fail("the three client runs above must all succeed before the matrix is written",
+        pytest.skip("the matrix is written from the C-path pass, where all the clients run")
+    if len(RUNS) < len(CLIENT_TESTS):
+        pytest.fail("the client runs above must all succeed before the matrix is written",
                     pytrace=False)
     intro = ("# Client conformance results\n\n"
              "Written by `tests/test_conformance_client.py` from one run of "
@@ -234,7 +270,12 @@ def test_write_client_matrix():
              "profile version x byte order of the replies). `not run`: wide characters withheld "
              "from a client known to abort on them. Operations and arguments: "
              + ", ".join(f"`{op} {json.dumps(c['args'])}`" for op, c in CONTRACT.items())
-             + ".\n")
+             + "; the `type` group calls every one-parameter operation of echo.idl (the "
+             "smallest value of its type) and is answered with the server suite's value. "
+             "Drivers: `pycdr.conformance.refclient`, tests/peers/omni_conformance_client.py, "
+             "tests/peers/java_conformance_client.py (JacORB, OpenJDK ORB, GlassFish ORB: DII), "
+             "tests/peers/combat_conformance_client.py (Combat, by IOR: it asks no "
+             "`_interface`). All take `{count}`.\n")
     before = open(DOC).read()
     servers = before.split("<!-- matrix:servers begin -->", 1)[1].split(
         "<!-- matrix:servers end -->", 1)[0] if "<!-- matrix:servers begin -->" in before else ""
