@@ -265,8 +265,11 @@ class CraftedServer:
 
     # --- answers -------------------------------------------------------------------
     def _on_request(self, req: Request, index: int, record: ConnectionRecord) -> list:
+        # GIOP 1.0 has no code set negotiation (13.10.2.6: its char data is ISO-8859-1 and it
+        # has no wchar): a CodeSets context in a 1.0 request changes nothing.
         for ctx in req.service_contexts:
-            if isinstance(ctx, CodeSetsContext) and record.tcs_c is None:
+            if isinstance(ctx, CodeSetsContext) and record.tcs_c is None \
+                    and req.version >= (1, 1):
                 record.tcs_c, record.tcs_w = ctx.char_data, ctx.wchar_data
         key, addressing = _target_key(req.target)
         if req.operation != self.case.operation:

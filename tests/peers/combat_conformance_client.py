@@ -190,16 +190,17 @@ def _scalar(k, text):
 
 
 def exception_line(operation, text: str) -> dict:
-    """The contract's line for an exception as Combat raises it: "<repository id> {members}"."""
+    """The contract's line for an exception as Combat raises it: "<repository id> {members}"
+    (a system exception's members: minor_code_value, completion_status)."""
     words = split_tcl_list(text)
     repo_id = words[0] if words else text
     members = split_tcl_list(words[1]) if len(words) > 1 else []
     fields = dict(zip(members[::2], members[1::2]))
     if repo_id.startswith("IDL:omg.org/CORBA/"):
-        completed = fields.get("completion_status", fields.get("completed", ""))
+        completed = fields.get("completion_status", "")
         if completed in CompletionStatus.__members__:
             completed = CompletionStatus[completed].name
-        minor = fields.get("minor", "0")
+        minor = fields.get("minor_code_value", "0")
         return {"system_exception": {"exception_id": repo_id, "completed": completed,
                                      "minor": int(minor) if minor.lstrip("-").isdigit()
                                      else minor}}
