@@ -25,7 +25,7 @@ from pycdr import codesets
 from pycdr.orb.jsonvalues import from_json, to_json
 from pycdr.typecode import TCKind as K
 
-from .cases import E, T, S_CLOSE, S_CODESETS, S_CONTEXTS, S_FRAGMENT, S_MESSAGE_ERROR, \
+from .cases import BIG_MESSAGE, RATIONALE_BIG_MESSAGE, E, T, S_CLOSE, S_CODESETS, S_CONTEXTS, S_FRAGMENT, S_MESSAGE_ERROR, \
     S_REPLY, S_ALIGN, S_HEADER
 from .echo import ECHO_INTERFACE, WIDE_OPERATIONS, echo_values, load_echo_module
 
@@ -166,6 +166,13 @@ RATIONALE_TYPES = (
     "constructed TypeCode) are left out.")
 
 
+# A client's own limit on a reply's size (the server suite's BIG_MESSAGE_LIMITS, seen from the
+# client: the limit's system exception, or the connection it closed).
+BIG_REPLY_LIMITS = (
+    T(E("system_exception", name=("IMP_LIMIT", "NO_RESOURCES", "COMM_FAILURE")), "impl-limit",
+      "refuses a reply above its own read limit (closing the connection: COMM_FAILURE)"),)
+
+
 def minimal_json(t):
     """The JSON form of the smallest value of type ``t``: zeros (a fixed: one), empty strings
     and sequences, the first enumerator, a union's first labelled branch, a nil reference."""
@@ -230,6 +237,7 @@ def type_cases() -> list[ClientCase]:
             argument = next(to_json(v[0]) for o, v, _ in echo_values(module)
                             if o == op_name and to_json(v[0]) != reply)
         versions = ((1, 0), (1, 1), (1, 2)) if op_name in PADDING_OPERATIONS else ((1, 2),)
+        big = sum(len(v) for v in values if isinstance(v, (bytes, str))) >= BIG_MESSAGE
         for v in versions:
             if op_name in WIDE_OPERATIONS and v < (1, 1):
                 continue
@@ -238,7 +246,9 @@ def type_cases() -> list[ClientCase]:
                                    "server suite's value", S_REPLY + "; 9.3 CDR", op_name, "reply",
                                    [RESULT_OK], version=v, little=le, codesets=ISO_ONLY_UTF16,
                                    reply_value=reply, arguments=[argument],
-                                   rationale=RATIONALE_TYPES))
+                                   tolerate=BIG_REPLY_LIMITS if big else (),
+                                   rationale=RATIONALE_TYPES
+                                   + (" " + RATIONALE_BIG_MESSAGE if big else "")))
     return cases
 
 

@@ -22,7 +22,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from peers.combat import _tclsh, _write_interface  # noqa: E402
+from peers.combat import tclsh_command, write_interface  # noqa: E402
 from pycdr.conformance.echo import ECHO_INTERFACE, load_echo_module  # noqa: E402
 from pycdr.giop.sysexc import CompletionStatus  # noqa: E402
 from pycdr.typecode import TCKind as K  # noqa: E402
@@ -218,11 +218,11 @@ def main():
     operation = interface.all_operations()[op_name]
     words = [to_tcl(p.type, a) for p, a in zip(operation.in_params, args)]
     with tempfile.TemporaryDirectory(prefix="pycdr-combat-conformance-") as work_dir:
-        interface_tcl = _write_interface(interface, work_dir)
+        interface_tcl = write_interface(interface, work_dir)
         args_file = os.path.join(work_dir, "args.tcl")
         with open(args_file, "w", encoding="utf-8") as f:
             f.write(tcl_list(words))
-        argv = _tclsh("conformance_client.tcl") + [interface_tcl, reference, op_name, args_file,
+        argv = tclsh_command("conformance_client.tcl") + [interface_tcl, reference, op_name, args_file,
                                                    str(count)]
         completed = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
                                    text=True, timeout=PROCESS_TIMEOUT)
