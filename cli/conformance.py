@@ -32,8 +32,9 @@ from .tls import failure_text, tls_options
 @click.option("--client", "client_command", metavar="CMD",
               help="Test an ORB's client instead: serve crafted objects and run CMD against each "
                    "({ior} or {corbaloc} replaced by the reference; {operation} and {args} by the "
-                   "echo.idl operation to call and its JSON arguments). CMD prints what it got "
-                   "as one JSON line (see README, 'Testing an ORB's client').")
+                   "echo.idl operation to call and its JSON arguments; the optional {count} by "
+                   "the number of calls to make at once). CMD prints what it got as one JSON "
+                   "line a call (see README, 'Testing an ORB's client').")
 @click.option("--tolerated-reason", "tolerated_reasons", multiple=True,
               type=click.Choice(sorted(TOLERANCE_CODES)),
               help="List only the tolerated deviations with this reason code (repeatable): "

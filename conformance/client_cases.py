@@ -22,9 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pycdr import codesets
+from pycdr.orb.jsonvalues import from_json, to_json
+from pycdr.typecode import TCKind as K
 
-from .cases import E, T, S_CLOSE, S_CODESETS, S_CONTEXTS, S_FRAGMENT, S_MESSAGE_ERROR, \
+from .cases import BIG_MESSAGE, RATIONALE_BIG_MESSAGE, E, T, S_CLOSE, S_CODESETS, S_CONTEXTS, S_FRAGMENT, S_MESSAGE_ERROR, \
     S_REPLY, S_ALIGN, S_HEADER
+from .echo import ECHO_INTERFACE, WIDE_OPERATIONS, echo_values, load_echo_module
 
 # The arguments the client passes and the value the crafted server answers with (different
 # from the argument, so a client that prints its own argument is caught), in the JSON forms of
@@ -35,16 +38,13 @@ CONTRACT = {
     "echo_string": {"args": ["hello"], "reply": "h\u00e9llo w\u00f6rld"},
     "echo_wstring": {"args": ["wide"], "reply": "h\u00e9 \u20ac"},
     "echo_raise": {"args": [7], "reply": None},
-    # The padding worst case (char, then 7 octets before the long long) and best case.
-    "echo_padding": {"args": [{"c1": "a", "ll": 1}],
-                     "reply": {"c1": "z", "ll": -4611686018427387905}},
-    "echo_reverse": {"args": [{"ll": 2, "c1": "b"}], "reply": {"ll": -3, "c1": "y"}},
 }
 OOPS_ID = "IDL:EchoAll/Oops:1.0"
 OOPS_MEMBERS = {"code": 7, "why": "crafted"}
 UNDECLARED_ID = "IDL:pycdr/NotDeclared:1.0"
 # A long reply for the fragment and trickle cases: several fragments' worth.
 LONG_STRING = "".join(f"fragment {i:03d}; " for i in range(60))
+OTHER_LONG_STRING = "".join(f"second call, piece {i:03d}; " for i in range(40))
 
 S_FORWARD = "9.4.3 Reply Message (LOCATION_FORWARD, LOCATION_FORWARD_PERM); 9.5 Object location"
 S_ADDRESSING = "9.4.3 Reply Message (NEEDS_ADDRESSING_MODE); 9.4.2.1 TargetAddress"
@@ -76,21 +76,29 @@ class ClientCase:
     codesets: tuple | None = None  # CODE_SETS component: (char native, char conv, wchar native,
                                    #  wchar conv); None: no component
     reply_value: object = None     # the value answered (None: CONTRACT's)
+    arguments: list | None = None  # the arguments the client passes (None: CONTRACT's)
+    calls: int = 1                 # how many calls the client makes at once ({count})
     group: str = ""
     timeout: float = 15.0          # seconds the client may take; then it is killed ("hung")
     rationale: str = ""
 
     @property
     def wide(self) -> bool:
-        return self.operation == "echo_wstring"
+        return self.operation in WIDE_OPERATIONS
 
     @property
     def args(self) -> list:
-        return CONTRACT[self.operation]["args"]
+        return CONTRACT[self.operation]["args"] if self.arguments is None else self.arguments
 
     @property
     def expected_value(self):
         return CONTRACT[self.operation]["reply"] if self.reply_value is None else self.reply_value
+
+    @property
+    def expected_values(self) -> list:
+        """What each of the concurrent calls is answered (the second with the "second"
+        parameter)."""
+        return [self.expected_value, self.param("second")][:self.calls]
 
     def param(self, name, default=None):
         return dict(self.params).get(name, default)
@@ -107,6 +115,9 @@ def _case(cid, title, spec, operation, script, expect, *, version=(1, 2), little
 RESULT_OK = E("result", ok=True)
 ISO_UTF16 = (codesets.ISO_8859_1, (codesets.UTF_8,), codesets.UTF_16, ())
 UTF8_ONLY = (codesets.UTF_8, (), codesets.UTF_16, ())
+# The type cases' CODE_SETS: no UTF-8 for char, so a non-ASCII char can be answered in one octet
+# whichever code set the client picks (with UTF-8 as TCS-C, 'é' is no char at all).
+ISO_ONLY_UTF16 = (codesets.ISO_8859_1, (), codesets.UTF_16, ())
 
 RATIONALE_CLOSE = (
     "9.4.7/9.5.1: a server that sends CloseConnection has not processed the requests it did "
@@ -119,6 +130,18 @@ RATIONALE_UNKNOWN_ID = (
     "Reply for an id never used; ignoring it and taking the right Reply that follows is the "
     "robust reading, a client that gives up on the connection (COMM_FAILURE, MARSHAL, INTERNAL) "
     "is tolerated as spec-silent; hanging or reporting the stray reply's value fails.")
+RATIONALE_13 = (
+    "An IOR with an IIOP 1.3 profile: 9.4 and 15.7.2 let a client send any GIOP version up "
+    "to the profile's (1.0 .. 1.3; a request above it is judged a bad request); the crafted "
+    "server answers in the request's version, as 9.4 asks.")
+RATIONALE_INTERLEAVED = (
+    "9.3.3.4 (GIOP 1.2 Fragment): fragments of different Requests or Replies may be "
+    "interleaved on a connection, each Fragment naming its request_id. Only a client with two "
+    "calls outstanding on one connection can meet it: the client command makes {count} "
+    "calls at once. A client that opens a connection per outstanding call never sees "
+    "interleaved replies (tolerated as impl-limit; each call's reply is still fragmented); one "
+    "whose second call comes only after the first was answered (PAIR_WAIT) did not make them "
+    "at once and fails; a command without {count} is not run.")
 RATIONALE_OWN_TIMEOUT = (
     "No GIOP rule bounds how long a reply may take; a client's own call timeout (the Messaging "
     "RelativeRoundtripTimeoutPolicy, or the ORB's configuration) must end the call, and must "
@@ -131,28 +154,119 @@ RATIONALE_HUGE = (
     "after the close, or crashes, fails.")
 
 
+# The operations whose replies have padding inside or before a member (the server suite's
+# padding cases): answered in every GIOP version and byte order, the others in GIOP 1.2 only.
+PADDING_OPERATIONS = ("echo_longlong", "echo_padding", "echo_reverse", "echo_mixed",
+                      "echo_bycolor", "echo_grid")
+RATIONALE_TYPES = (
+    "Generated from echo.idl and the server suite's values (conformance.echo.echo_values): the "
+    "client passes the smallest value of the parameter's type (zero, empty, the first "
+    "enumerator, the first branch) and is answered with the server suite's value, so a client "
+    "that prints its own argument is caught. Values with no JSON form (an any holding a "
+    "constructed TypeCode) are left out.")
+
+
+# A client's own limit on a reply's size (the server suite's BIG_MESSAGE_LIMITS, seen from the
+# client: the limit's system exception, or the connection it closed).
+BIG_REPLY_LIMITS = (
+    T(E("system_exception", name=("IMP_LIMIT", "NO_RESOURCES", "COMM_FAILURE")), "impl-limit",
+      "refuses a reply above its own read limit (closing the connection: COMM_FAILURE)"),)
+
+
+def minimal_json(t):
+    """The JSON form of the smallest value of type ``t``: zeros (a fixed: one), empty strings
+    and sequences, the first enumerator, a union's first labelled branch, a nil reference."""
+    while t.kind() == K.tk_alias:
+        t = t.content_type()
+    k = t.kind()
+    if k in (K.tk_float, K.tk_double):
+        return 0.0
+    if k == K.tk_boolean:
+        return False
+    if k in (K.tk_char, K.tk_wchar):
+        return "a"
+    if k in (K.tk_string, K.tk_wstring):
+        return ""
+    if k == K.tk_fixed:
+        # Not zero: JacORB cannot pass a fixed zero through its Any (NumberFormatException
+        # "Zero length BigInteger" before anything is sent), which would hide the reply case.
+        return "1"
+    if k == K.tk_enum:
+        return t.member_name(0)
+    if k in (K.tk_struct, K.tk_except):
+        return {t.member_name(i): minimal_json(t.member_type(i)) for i in range(t.member_count())}
+    if k == K.tk_union:
+        i = next(i for i in range(t.member_count()) if i != t.default_index())
+        label, d_type = t.member_label(i), t.discriminator_type()
+        if d_type.kind() == K.tk_enum and isinstance(label, int):
+            label = d_type.member_name(label)
+        return {"d": to_json(label), "v": minimal_json(t.member_type(i))}
+    if k == K.tk_sequence:
+        return []
+    if k == K.tk_array:
+        return [minimal_json(t.content_type()) for _ in range(t.length())]
+    if k == K.tk_any:
+        return {"type": "long", "value": 0}
+    if k == K.tk_objref:
+        return None
+    return 0                                         # the integer types
+
+
+def json_round_trips(t, obj) -> bool:
+    try:
+        return to_json(from_json(t, obj)) == obj
+    except ValueError:
+        return False
+
+
+def type_cases() -> list[ClientCase]:
+    """A reply case for every operation of echo.idl with one parameter and a result, with the
+    server suite's values (every type, the padding worst and best cases)."""
+    module = load_echo_module()
+    operations = module.interfaces[ECHO_INTERFACE].all_operations()
+    cases = []
+    for op_name, values, note in echo_values(module):
+        op = operations[op_name]
+        reply = to_json(values[0])
+        if not json_round_trips(op.result, reply):
+            continue
+        # In its canonical JSON form (an empty octet sequence is "", not []).
+        argument = to_json(from_json(op.in_params[0].type, minimal_json(op.in_params[0].type)))
+        if argument == reply:
+            # An empty reply: pass another of the suite's values for it.
+            argument = next(to_json(v[0]) for o, v, _ in echo_values(module)
+                            if o == op_name and to_json(v[0]) != reply)
+        versions = ((1, 0), (1, 1), (1, 2)) if op_name in PADDING_OPERATIONS else ((1, 2),)
+        big = sum(len(v) for v in values if isinstance(v, (bytes, str))) >= BIG_MESSAGE
+        for v in versions:
+            if op_name in WIDE_OPERATIONS and v < (1, 1):
+                continue
+            for le in (False, True):
+                cases.append(_case(f"type.{op_name[5:]}{note}", f"{op_name} answered with the "
+                                   "server suite's value", S_REPLY + "; 9.3 CDR", op_name, "reply",
+                                   [RESULT_OK], version=v, little=le, codesets=ISO_ONLY_UTF16,
+                                   reply_value=reply, arguments=[argument],
+                                   tolerate=BIG_REPLY_LIMITS if big else (),
+                                   rationale=RATIONALE_TYPES
+                                   + (" " + RATIONALE_BIG_MESSAGE if big else "")))
+    return cases
+
+
 def client_catalog() -> list[ClientCase]:
     cases: list[ClientCase] = []
     add = cases.append
     # ---- Replies in each version and byte order ----------------------------------------
-    for v in ((1, 0), (1, 1), (1, 2)):
+    for v in ((1, 0), (1, 1), (1, 2), (1, 3)):
         for le in (False, True):
             add(_case("reply.echo-long", "echo_long answered in the request's GIOP version "
                       "and the given byte order", S_REPLY, "echo_long", "reply", [RESULT_OK],
                       version=v, little=le))
             add(_case("reply.echo-string", "echo_string (ISO-8859-1 text) answered",
-                      S_REPLY, "echo_string", "reply", [RESULT_OK], version=v, little=le))
+                      S_REPLY, "echo_string", "reply", [RESULT_OK], version=v, little=le,
+                      rationale=RATIONALE_13 if v == (1, 3) else ""))
         add(_case("reply.echo-longlong", "echo_longlong: an 8-aligned value after the header",
                   S_REPLY, "echo_longlong", "reply", [RESULT_OK], version=v, little=v[1] % 2 == 1))
-    for v in ((1, 0), (1, 1), (1, 2)):
-        for le in (False, True):
-            add(_case("reply.echo-padding", "echo_padding: a struct of a char and a long long "
-                      "(7 padding octets inside)", S_REPLY + "; 9.3.1.1 Alignment",
-                      "echo_padding", "reply", [RESULT_OK], version=v, little=le))
-    for le in (False, True):
-        add(_case("reply.echo-reverse", "echo_reverse: a long long then a char (no padding)",
-                  S_REPLY + "; 9.3.1.1 Alignment", "echo_reverse", "reply", [RESULT_OK],
-                  little=le))
+    cases.extend(type_cases())
     # ---- GIOP 1.2 reply-body alignment, unknown service contexts -----------------------
     for n in range(8):
         add(_case(f"align.reply-body-after-{n}-context-bytes",
@@ -256,6 +370,19 @@ def client_catalog() -> list[ClientCase]:
                               "gives up on the connection after a reply it did not expect")],
                   little=le, reply_value=LONG_STRING,
                   params=(("size", 64), ("interleave", True)), rationale=RATIONALE_UNKNOWN_ID))
+    for le in (False, True):
+        add(_case("fragment.two-calls-interleaved", "two concurrent echo_string calls: on one "
+                  "connection, their GIOP 1.2 reply fragments go out taken in turn (each call "
+                  "gets its own long string)", S_FRAGMENT + "; " + S_REQUEST_ID, "echo_string",
+                  "interleaved_calls", [E("result", ok=True, interleaved=True)],
+                  tolerate=[T(E("result", ok=True, concurrent=True, multiplexed=False),
+                              "impl-limit",
+                              "a connection per outstanding call (omniORB's default): replies "
+                              "that share no connection cannot interleave, so this case does "
+                              "not arise for it")],
+                  little=le, reply_value=LONG_STRING, calls=2,
+                  params=(("size", 64), ("second", OTHER_LONG_STRING)),
+                  rationale=RATIONALE_INTERLEAVED))
     add(_case("size.huge-claim-then-close", "a Reply header claiming 2 GiB, 32 bytes of it, "
               "then a close", S_SIZE, "echo_long", "huge_claim", [ANY_FAILURE],
               rationale=RATIONALE_HUGE))

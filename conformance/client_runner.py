@@ -42,12 +42,13 @@ from .runner import NOT_RUN, Outcome, Result, judge_expectations, verdict_counts
 HOST = "127.0.0.1"
 PRIMARY_KEY = b"PycdrClientEcho"
 FORWARDED_KEY = b"PycdrClientForwarded"
-PLACEHOLDERS = ("{ior}", "{corbaloc}", "{operation}", "{args}")
+PLACEHOLDERS = ("{ior}", "{corbaloc}", "{operation}", "{args}", "{count}")
 MAX_CONNECTIONS = 64                 # a client that reconnects more than this is spinning
 MAX_RECORDED = 1 << 20               # bytes recorded per connection and direction
 STRAY_VALUE = 99999                  # the value in a reply for a request id never used
 STRAY_TEXT = "stray reply; " * 30    # ... a string one
 HUGE_SIZE = 0x7FFFFFF0
+PAIR_WAIT = 3.0                      # seconds a concurrent-calls case waits for the second call
 SERVER_SETTLE = 1.0                  # at most this long for the server to read the client's
                                      # last bytes after it exited
 
@@ -77,6 +78,7 @@ class ConnectionRecord:
     sizes: dict = field(default_factory=lambda: {True: 0, False: 0})
     tcs_c: int | None = None                         # from the first CodeSets context
     tcs_w: int | None = None
+    sock: object = None                              # the connection (to answer on it later)
 
     def record(self, from_client: bool, data: bytes) -> None:
         room = MAX_RECORDED - self.sizes[from_client]
@@ -111,8 +113,13 @@ class CraftedServer:
         self.locates = 0
         self.sent_next: list[str] = []                # CancelRequest / MessageError names
         self.violations: list[str] = []
+        self.answer_errors: list[str] = []            # the server's own: values it could not send
         self.threads: list[threading.Thread] = []
         self.closed_first = False
+        self.pending = None                           # a call held back for its pair
+        self.pair_timer = None
+        self.concurrent = None      # a second call came while the first was held (or not)
+        self.interleaved = False    # two replies' fragments went out in turn on one connection
         self.refused_connections = 0
 
     # --- references --------------------------------------------------------------
@@ -149,6 +156,8 @@ class CraftedServer:
             t.join(max(deadline - time.monotonic(), 0))
 
     def __exit__(self, *exc):
+        if self.pair_timer is not None:
+            self.pair_timer.cancel()
         self.stop_event.set()
         for t in list(self.threads):
             t.join(5)
@@ -176,6 +185,7 @@ class CraftedServer:
 
     def _serve(self, conn: socket.socket, index: int) -> None:
         record = self.connections[index]
+        record.sock = conn
         giop = GiopConnection(Role.SERVER, lenient=True, check_request_ids=False)
         conn.settimeout(0.05)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -211,7 +221,16 @@ class CraftedServer:
             if isinstance(msg, CloseConnection):
                 return False
             if isinstance(msg, Request):
-                actions = self._on_request(msg, index, record)
+                try:
+                    actions = self._on_request(msg, index, record)
+                except PycdrError as e:
+                    # The case's value cannot go in the code set the client chose (a
+                    # non-ASCII char under TCS-C UTF-8): answered as a server would.
+                    self.answer_errors.append(str(e))
+                    actions = [self.reply(msg, record, status=ReplyStatus.SYSTEM_EXCEPTION,
+                                          system_exception=system_exception(
+                                              "IDL:omg.org/CORBA/DATA_CONVERSION:1.0", 0,
+                                              CompletionStatus.COMPLETED_NO))]
             elif isinstance(msg, LocateRequest):
                 self.locates += 1
                 actions = [self._locate_reply(msg)]
@@ -246,8 +265,11 @@ class CraftedServer:
 
     # --- answers -------------------------------------------------------------------
     def _on_request(self, req: Request, index: int, record: ConnectionRecord) -> list:
+        # GIOP 1.0 has no code set negotiation (13.10.2.6: its char data is ISO-8859-1 and it
+        # has no wchar): a CodeSets context in a 1.0 request changes nothing.
         for ctx in req.service_contexts:
-            if isinstance(ctx, CodeSetsContext) and record.tcs_c is None:
+            if isinstance(ctx, CodeSetsContext) and record.tcs_c is None \
+                    and req.version >= (1, 1):
                 record.tcs_c, record.tcs_w = ctx.char_data, ctx.wchar_data
         key, addressing = _target_key(req.target)
         if req.operation != self.case.operation:
@@ -285,6 +307,17 @@ class CraftedServer:
         return encode_message(LocateReply(version=msg.version, little=self.case.little,
                                           request_id=msg.request_id, locate_status=status))
 
+    def answer_pending_alone(self) -> None:
+        with self.lock:
+            pending, self.pending = self.pending, None
+            if pending is not None:
+                self.concurrent = False
+        if pending is not None:
+            req, record = pending
+            self._act(record.sock, record,
+                      fragment_message(self.value_reply(req, record),
+                                       self.case.param("size", 64) + 16))
+
     def forward_target(self, key):
         """Where a forward case sends a request for ``key`` (None: serve it here)."""
         if key == PRIMARY_KEY:
@@ -295,7 +328,7 @@ class CraftedServer:
 
     def reply(self, req, record, *, status=ReplyStatus.NO_EXCEPTION, write=None, contexts=(),
               request_id=None, **fields) -> bytes:
-        msg = Reply(version=min(req.version, (1, 2)), little=self.case.little,
+        msg = Reply(version=req.version, little=self.case.little,
                     request_id=req.request_id if request_id is None else request_id,
                     reply_status=status, service_contexts=list(contexts), **fields)
         return encode_message(msg, write_body=self.body_writer(record, write))
@@ -394,7 +427,7 @@ def script_unknown_id_first(s, req, nth, index, record, key, addressing):
 
 
 def _bare_header(req, s, msg_type) -> bytes:
-    return encode_header(min(req.version, (1, 2)), s.case.little, msg_type, 0)
+    return encode_header(req.version, s.case.little, msg_type, 0)
 
 
 def script_message_error(s, req, nth, index, record, key, addressing):
@@ -426,14 +459,49 @@ def script_fragmented(s, req, nth, index, record, key, addressing):
         stray = fragment_message(s.value_reply(req, record, value=STRAY_TEXT,
                                                request_id=req.request_id ^ 0x5A5A0000),
                                  size + 16)
-        mixed = []
-        for i in range(max(len(pieces), len(stray))):
-            mixed.extend(p[i] for p in (stray, pieces) if i < len(p))
-        return mixed
+        return _mixed(stray, pieces)
     msg = Reply(version=req.version, little=s.case.little, request_id=req.request_id)
     return encode_fragments(msg, data, size + HEADER_SIZE,
                             write_body=s.body_writer(record,
                                                      s.result_writer(s.case.expected_value)))
+
+
+def _mixed(*fragment_lists) -> list:
+    """The fragments of several messages taken in turn, one of each."""
+    mixed = []
+    for i in range(max(len(p) for p in fragment_lists)):
+        mixed.extend(p[i] for p in fragment_lists if i < len(p))
+    return mixed
+
+
+def script_interleaved_calls(s, req, nth, index, record, key, addressing):
+    """Two concurrent calls: the first is held until the second arrives. On one connection,
+    the two replies go out as GIOP 1.2 fragments taken in turn; on two connections (a client
+    that opens one per outstanding call), each as its own fragments; a second call that does
+    not come within PAIR_WAIT, the first answered alone."""
+    size = s.case.param("size", 64) + 16
+    with s.lock:
+        pending, s.pending = s.pending, None
+        if pending is None and s.concurrent is None:
+            s.pending = (req, record)
+            s.pair_timer = threading.Timer(PAIR_WAIT, s.answer_pending_alone)
+            s.pair_timer.daemon = True
+            s.pair_timer.start()
+            return []
+        if pending is None:
+            # The first call was answered alone: this one came after it, not beside it.
+            return fragment_message(s.value_reply(req, record, value=s.case.param("second")),
+                                    size)
+        s.pair_timer.cancel()
+        s.concurrent = True
+    first_req, first_record = pending
+    first = fragment_message(s.value_reply(first_req, first_record), size)
+    second = fragment_message(s.value_reply(req, record, value=s.case.param("second")), size)
+    if first_record is record:
+        s.interleaved = True
+        return _mixed(first, second)
+    s._act(first_record.sock, first_record, first)
+    return second
 
 
 def script_huge_claim(s, req, nth, index, record, key, addressing):
@@ -475,6 +543,7 @@ SCRIPTS = {
     "close_connection": script_close_connection,
     "abrupt_close": script_abrupt_close,
     "fragmented": script_fragmented,
+    "interleaved_calls": script_interleaved_calls,
     "huge_claim": script_huge_claim,
     "trickle": script_trickle,
     "no_reply": script_no_reply,
@@ -506,9 +575,10 @@ class ClientResult(Result):
         return out
 
 
-def parse_report(stdout: str):
-    """The client's JSON line (the last line that is a JSON object), or None."""
-    for line in reversed(stdout.strip().splitlines()):
+def parse_reports(stdout: str) -> list:
+    """The client's JSON lines (the lines that are JSON objects), in order."""
+    reports = []
+    for line in stdout.strip().splitlines():
         line = line.strip()
         if line.startswith("{"):
             try:
@@ -516,8 +586,14 @@ def parse_report(stdout: str):
             except ValueError:
                 continue
             if isinstance(obj, dict):
-                return obj
-    return None
+                reports.append(obj)
+    return reports
+
+
+def parse_report(stdout: str):
+    """The client's JSON line (the last line that is a JSON object), or None."""
+    reports = parse_reports(stdout)
+    return reports[-1] if reports else None
 
 
 def _exception_name(info: dict) -> str:
@@ -534,7 +610,8 @@ def _completed(value) -> str:
     return str(value)
 
 
-def classify_report(case: ClientCase, report, returncode, hung: bool) -> Outcome:
+def classify_report(case: ClientCase, report, returncode, hung: bool,
+                    result_type=None) -> Outcome:
     if hung:
         return Outcome("hung")
     if report is None:
@@ -543,7 +620,7 @@ def classify_report(case: ClientCase, report, returncode, hung: bool) -> Outcome
         return Outcome("no_report")
     if "result" in report:
         got = report["result"]
-        ok = _same(got, case.expected_value)
+        ok = _same(_canonical(result_type, got), _canonical(result_type, case.expected_value))
         details = {"ok": ok}
         if not ok:
             details["got"] = repr(got)[:200]
@@ -558,6 +635,46 @@ def classify_report(case: ClientCase, report, returncode, hung: bool) -> Outcome
         return Outcome("user_exception", {"id": info.get("id"),
                                           "members_ok": info.get("members") == OOPS_MEMBERS})
     return Outcome("bad_report", {"report": json.dumps(report)[:200]})
+
+
+def classify_reports(case: ClientCase, reports: list, returncode, hung: bool,
+                     result_type=None) -> Outcome:
+    """The outcome of a case's calls: for one call, its report (the last); for concurrent
+    calls, the first exception reported, or whether the results are the values answered (in
+    any order: the calls were made at once)."""
+    if case.calls == 1 or hung:
+        return classify_report(case, reports[-1] if reports else None, returncode, hung,
+                               result_type)
+    if len(reports) < case.calls:
+        outcome = classify_report(case, None, returncode, hung, result_type)
+        outcome.details["reports"] = len(reports)
+        return outcome
+    for report in reports:
+        if "result" not in report:
+            return classify_report(case, report, returncode, hung, result_type)
+    got = sorted(json.dumps(_canonical(result_type, r["result"])) for r in reports)
+    want = sorted(json.dumps(_canonical(result_type, v)) for v in case.expected_values)
+    return Outcome("result", {"ok": got == want})
+
+
+def _canonical(result_type, value):
+    """``value`` in the one JSON form of its type (an octet sequence printed as a list of
+    numbers or as hex, a fixed as a number or a string, compare equal); as it came when it is
+    no value of the type."""
+    if result_type is None or value is None:
+        return value
+    try:
+        return value_to_json(value_from_json(result_type, value))
+    except ValueError:
+        return value
+
+
+def _same_value(value_type, a, b) -> bool:
+    """Whether two JSON forms are one value of ``value_type`` (a fixed's "0" is "0.000")."""
+    try:
+        return value_from_json(value_type, a) == value_from_json(value_type, b)
+    except ValueError:
+        return a == b
 
 
 def _same(a, b) -> bool:
@@ -602,7 +719,8 @@ def request_problems(server: CraftedServer, case: ClientCase) -> list[str]:
         except (PycdrError, ValueError) as e:
             problems.append(f"arguments unreadable: {e}")
             continue
-        if args != case.args:
+        if not all(_same_value(p.type, got, want)
+                   for p, got, want in zip(server.operation.in_params, args, case.args)):
             problems.append(f"arguments {args!r}, the contract says {case.args!r}")
     return problems
 
@@ -615,6 +733,11 @@ def request_details(server: CraftedServer) -> dict:
                "sent_next": ",".join(server.sent_next) or None,
                "connections": len(server.connections),
                "reconnected": len({s.connection for s in reqs}) > 1,
+               # Concurrent calls on one connection (None: there was one call).
+               "multiplexed": len({s.connection for s in reqs}) == 1 if len(reqs) > 1
+               else None,
+               "concurrent": server.concurrent, "interleaved": server.interleaved,
+               "answer_error": "; ".join(server.answer_errors)[:200] or None,
                "forwarded": any(s.key == FORWARDED_KEY for s in reqs),
                "readdressed": any(s.addressing != "key" for s in reqs),
                "codeset_context": first_ctx is not None,
@@ -645,11 +768,14 @@ class ClientRunner:
     def applicable(self, case: ClientCase) -> str:
         if case.wide and not self.wide_chars:
             return "wide characters are not asked of this client (it is known to abort)"
+        if case.calls > 1 and "{count}" not in self.command:
+            return "the client command takes no {count}: it makes one call at a time"
         return ""
 
     def argv_for(self, server: CraftedServer, case: ClientCase) -> list[str]:
         values = {"{ior}": server.ior, "{corbaloc}": server.corbaloc,
-                  "{operation}": case.operation, "{args}": json.dumps(case.args)}
+                  "{operation}": case.operation, "{args}": json.dumps(case.args),
+                  "{count}": str(case.calls)}
         out = []
         for word in self.argv:
             for name, value in values.items():
@@ -666,7 +792,8 @@ class ClientRunner:
             argv = self.argv_for(server, case)
             stdout, stderr, returncode, hung = self._run_client(argv, case.timeout)
             server.settle(SERVER_SETTLE)
-        outcome = classify_report(case, parse_report(stdout), returncode, hung)
+        outcome = classify_reports(case, parse_reports(stdout), returncode, hung,
+                                   server.operation.result)
         outcome.details.update(request_details(server))
         problems = request_problems(server, case)
         if problems:

@@ -24,7 +24,8 @@ def pytest_addoption(parser):
                     help="do not send wchar/wstring (some ORBs abort on them)")
     group.addoption("--client", default=None, metavar="CMD",
                     help="test an ORB's client instead: run CMD ({ior}, {corbaloc}, {operation}, "
-                         "{args} replaced) against a crafted server, one case a test")
+                         "{args} and the optional {count} replaced) against a crafted server, "
+                         "one case a test")
     group.addoption("--target-tls", action="store_true", default=False,
                     help="speak TLS to a corbaloc:iiop or host:port target")
     group.addoption("--target-cacert", default=None, help="CA certificates (PEM) for TLS")

@@ -2,9 +2,10 @@
 
 Runner tests use small Python clients that misbehave on purpose (hang, crash, print the wrong
 value, send the wrong argument), so every verdict the runner can give is seen to come out.  Then
-the whole catalog runs against the three client drivers (the reference ORB's, omniORBpy's and
-JacORB's), with the outcomes known for each asserted, and the results matrix is written to the
-clients' section of docs/CONFORMANCE.md."""
+the whole catalog runs against the six client drivers (the reference ORB's, omniORBpy's, JacORB's,
+the OpenJDK ORB's, the GlassFish ORB's and Combat's), side by side, with the outcomes known for
+each asserted, and the results matrix is written to the clients' section of
+docs/CONFORMANCE.md."""
 
 import dataclasses
 import json
@@ -12,6 +13,7 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -21,15 +23,16 @@ from pycdr.conformance.report import matrix_markdown, replace_section
 from pycdr.conformance.runner import FAIL, NOT_RUN, PASS, TOLERATED
 from pycdr.pcap import decode_capture
 
-from peers.jacorb import jacorb_conformance_command
+from peers.combat import tclsh_command
+from peers.java_conformance_client import java_conformance_command
 from peers.process import PeerNotInstalled
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, os.pardir, "docs", "CONFORMANCE.md")
 PYTHON = sys.executable
-REFERENCE = f"{PYTHON} -m pycdr.conformance.refclient {{ior}} {{operation}} {{args}}"
+REFERENCE = f"{PYTHON} -m pycdr.conformance.refclient {{ior}} {{operation}} {{args}} {{count}}"
 OMNI = f"{PYTHON} {os.path.join(HERE, 'peers', 'omni_conformance_client.py')} " \
-       "{ior} {operation} {args}"
+       "{ior} {operation} {args} {count}"
 VERDICTS = {PASS, TOLERATED, FAIL, NOT_RUN}
 RUNS = OrderedDict()
 PYCDR = [PYTHON, "-c", "from pycdr.cli.main import main; main()"]
@@ -85,6 +88,40 @@ print(json.dumps({"result": int.from_bytes(data[-4:], "big", signed=True)}))
 """
 
 
+UTF8_CHAR_CLIENT = """
+import socket
+from pycdr import codesets
+from pycdr.ior import ior_from_string
+from pycdr.iiop import decode_profile
+from pycdr.giop.messages import KeyAddr, Request, decode_message, encode_message
+from pycdr.giop.service_contexts import CodeSetsContext
+profile = decode_profile(ior_from_string(sys.argv[1]).profiles[0])
+s = socket.create_connection((profile.host, profile.port))
+req = Request(version=(1, 2), request_id=5, target=KeyAddr(profile.object_key),
+              operation="echo_char", service_contexts=[CodeSetsContext(
+                  char_data=codesets.UTF_8, wchar_data=codesets.UTF_16)])
+s.sendall(encode_message(req, write_body=lambda w: w.write_octet(ord("a"))))
+data = b""
+while len(data) < 12 or len(data) < 12 + int.from_bytes(data[8:12], "big"):
+    data += s.recv(4096)
+reply, _warnings = decode_message(data)
+exc = reply.system_exception
+print(json.dumps({"system_exception": {"exception_id": exc.repo_id, "minor": exc.minor,
+                                       "completed": int(exc.completed)}}))
+"""
+
+
+def test_a_value_the_chosen_code_set_cannot_carry_is_answered_not_crashed(tmp_path):
+    # TCS-C UTF-8 (the fallback any client may choose) and a reply char 'é', which UTF-8 cannot
+    # put in one octet: the crafted server answers DATA_CONVERSION, as a server would, and says
+    # why (its handler thread used to die with the encoding error, leaving the client waiting).
+    command = fake_client(tmp_path, UTF8_CHAR_CLIENT)
+    (result,) = run_client_suite(command, one_case("type.char[1.2-BE]")).results
+    assert result.outcome.kind == "system_exception", (result.outcome, result.stderr)
+    assert result.outcome.details["name"] == "DATA_CONVERSION"
+    assert "UTF-8" in result.outcome.details["answer_error"]
+
+
 def test_what_the_client_sends_is_judged(tmp_path):
     # A hand-made client that sends the contract's argument and reads the big-endian reply:
     # it passes; the same client sending another argument fails as a bad request.
@@ -95,6 +132,31 @@ def test_what_the_client_sends_is_judged(tmp_path):
     (result,) = run_client_suite(bad, one_case("reply.echo-long[1.2-BE]")).results
     assert result.verdict == FAIL and result.outcome.kind == "bad_request"
     assert "[41]" in result.outcome.details["problem"]
+
+
+SERIAL_CLIENT = """
+import asyncio
+from pycdr.conformance.refclient import call
+for _ in range(int(sys.argv[4])):       # one call after the other, each on its own ORB
+    print(json.dumps(asyncio.run(call(sys.argv[1], sys.argv[2], json.loads(sys.argv[3])))[0]))
+"""
+
+
+def test_concurrent_calls_need_count_and_must_be_made_at_once(tmp_path):
+    interleaved = one_case("fragment.two-calls-interleaved[1.2-BE]")
+    # No {count} in the command: the case is not run.
+    (result,) = run_client_suite(REFERENCE.replace(" {count}", ""), interleaved).results
+    assert result.verdict == NOT_RUN and "{count}" in result.reason
+    # Two calls one after the other: the first is answered alone after the pair wait, and the
+    # case fails though both results are right.
+    serial = fake_client(tmp_path, SERIAL_CLIENT) + " {count}"
+    (result,) = run_client_suite(serial, interleaved).results
+    assert result.verdict == FAIL, (result.outcome, result.stderr)
+    assert result.outcome.kind == "result" and result.outcome.details["ok"] is True
+    assert result.outcome.details["concurrent"] is False
+    # The reference ORB multiplexes the two calls: their reply fragments interleave.
+    (result,) = run_client_suite(REFERENCE, interleaved).results
+    assert result.verdict == PASS and result.outcome.details["interleaved"] is True
 
 
 def test_a_command_without_a_reference_is_refused():
@@ -126,9 +188,53 @@ def test_cli_client_mode_with_reports(tmp_path):
     assert usage.returncode == 2 and "{ior}" in usage.stderr
 
 
-# ---- the three clients -------------------------------------------------------------------------
-def _run(label, command, **options):
-    run = run_client_suite(command, **options)
+# ---- the clients -------------------------------------------------------------------------------
+def _combat_command():
+    try:
+        tclsh_command("conformance_client.tcl")
+    except PeerNotInstalled as e:
+        pytest.fail(str(e))
+    return f"{PYTHON} {os.path.join(HERE, 'peers', 'combat_conformance_client.py')} " \
+           "{ior} {operation} {args} {count}"
+
+
+def _java_command(orb_name):
+    try:
+        return java_conformance_command(orb_name, PYTHON)
+    except PeerNotInstalled as e:
+        pytest.fail(str(e))
+
+
+# label -> (the client command, made when the run starts; run_client_suite options). The
+# peers' clients do not use pycdr's codec: they run once, in the C-path pass.
+CLIENTS = OrderedDict([
+    ("pycdr reference ORB client", (lambda: REFERENCE, {})),
+    ("omniORBpy 4.2.5 client", (lambda: OMNI, {"wide_chars": False})),
+    ("JacORB 3.9 client", (lambda: _java_command("jacorb"), {})),
+    ("OpenJDK ORB 10.1.3 client", (lambda: _java_command("openjdk-orb"), {})),
+    ("GlassFish ORB 5.0.0 client", (lambda: _java_command("glassfish-orb"), {})),
+    ("Combat 0.8.1 client", (_combat_command, {})),
+])
+PEER_ONLY_IN_C_PASS = set(list(CLIENTS)[1:])
+
+
+@pytest.fixture(scope="module")
+def client_runs():
+    """Every client's whole catalog, the clients side by side (each case has its own server
+    and port, each client its own processes): the matrix's wall time is about the slowest
+    client's, not the sum. label -> Future of its ClientRun."""
+    pure = bool(os.environ.get("PYCDR_PURE"))
+    labels = [label for label in CLIENTS if not (pure and label in PEER_ONLY_IN_C_PASS)]
+    commands = {label: CLIENTS[label][0]() for label in labels}
+    with ThreadPoolExecutor(max_workers=len(labels)) as pool:
+        yield {label: pool.submit(run_client_suite, commands[label], **CLIENTS[label][1])
+               for label in labels}
+
+
+def _run(client_runs, label):
+    if os.environ.get("PYCDR_PURE") and label in PEER_ONLY_IN_C_PASS:
+        pytest.skip("this client does not use pycdr's codec: run once, in the C-path pass")
+    run = client_runs[label].result()
     RUNS[label] = run
     assert len(run.results) == len(client_catalog())
     assert all(r.verdict in VERDICTS for r in run.results)
@@ -144,60 +250,151 @@ def _not_passed(run):
             if r.verdict != PASS}
 
 
-def test_reference_orb_client():
-    run = _run("pycdr reference ORB client", REFERENCE)
-    # Known: pycdr's ORB reports an undeclared user exception as itself (UnknownUserException)
-    # instead of CORBA::UNKNOWN, and does not resend on NEEDS_ADDRESSING_MODE (tolerated).
-    assert _not_passed(run) == {
-        "userexc.undeclared[1.2-BE]": "user_exception",
-        "userexc.undeclared[1.2-LE]": "user_exception",
-        "addressing.needs-profile[1.2-BE]": "system_exception"}
+def _pop_all(not_passed, kind, *case_ids):
+    """Take the cases (id prefixes) out of ``not_passed``, asserting each was ``kind``."""
+    for prefix in case_ids:
+        ids = [i for i in not_passed if i.startswith(prefix)]
+        assert ids, prefix
+        for i in ids:
+            assert not_passed.pop(i) == kind, (i, kind)
 
 
-def test_omniorbpy_client():
-    if os.environ.get("PYCDR_PURE"):
-        pytest.skip("omniORBpy's client does not use pycdr's codec: run once, in the C-path pass")
-    run = _run("omniORBpy 4.2.5 client", OMNI, wide_chars=False)
+# What each client is known to do where it does not pass: (outcome kind, case id prefixes,
+# why). The client tests assert exactly these; the matrix's notes are written from them.
+KNOWN = {
+    "pycdr reference ORB client": [
+        ("user_exception", ("userexc.undeclared[",),
+         "reports an undeclared user exception as itself (UnknownUserException), not as "
+         "CORBA::UNKNOWN"),
+        ("system_exception", ("addressing.needs-profile[",),
+         "does not resend on NEEDS_ADDRESSING_MODE (tolerated: impl-limit)"),
+    ],
+    "omniORBpy 4.2.5 client": [
+        ("hung", ("forward.loop[",),
+         "keeps following a forward loop (LocateRequests on new connections)"),
+        ("system_exception", ("addressing.needs-profile[",),
+         "resends with ProfileAddr after NEEDS_ADDRESSING_MODE (under the same request id), "
+         "then calls the answer a GIOP 1.2 protocol error (COMM_FAILURE)"),
+        ("result", ("fragment.two-calls-interleaved[",),
+         "opens a connection per concurrent call (its default), so two replies never share "
+         "one (tolerated: impl-limit)"),
+        (None, ("codeset.wstring[", "type.wchar[", "type.wstring"),
+         "not run: the salome omniORBpy aborts on wchar data"),
+    ],
+    "JacORB 3.9 client": [
+        ("hung", ("forward.loop[",), "re-sends a forwarded request forever"),
+        ("bad_request", ("fragment.reply[1.1-",),
+         "answers a GIOP 1.1 reply Fragment with a Reply (NO_IMPLEMENT) to the server, then "
+         "times out"),
+        ("result", ("align.reply-body-unpadded[",),
+         "reads a reply body past the message's end (the unpadded reply's long long takes 4 "
+         "octets from beyond it): a wrong value instead of MARSHAL"),
+        ("system_exception", ("reply.echo-long[1.3", "reply.echo-string[1.3",
+                              "reply.echo-longlong[1.3"),
+         "an IOR with an IIOP 1.3 profile: MARSHAL before anything is sent (it does not fall "
+         "back to the 1.2 it speaks)"),
+        ("bad_request", ("type.fixed[",),
+         "writes a fixed<10,3> argument in the digits of its value, not of the type (3 octets "
+         "for 1, where the type takes 6)"),
+        ("result", ("type.mixed[1.0-", "reply.echo-string[1.0-"),
+         "with a GIOP 1.0 profile (no CODE_SETS in the IOR: ISO-8859-1 is assumed; 1.0 has no "
+         "negotiation) it uses UTF-8 for char data and reads the ISO-8859-1 reply string as "
+         "UTF-8"),
+        ("system_exception", ("addressing.needs-profile[",),
+         "does not resend on NEEDS_ADDRESSING_MODE (tolerated: impl-limit)"),
+    ],
+    "OpenJDK ORB 10.1.3 client": [
+        ("crashed", ("forward.loop[",),
+         "a forward loop ends in a StackOverflowError (each forward a recursive doInvocation)"),
+        ("hung", ("timeout.no-reply[",),
+         "has no call timeout property: a server that never answers leaves it waiting"),
+        ("system_exception", ("type.fixed[",),
+         "MARSHAL for the negative fixed answered (read_fixed counts the minus sign as a "
+         "digit; its server fails echo_fixed the same way in the server matrix)"),
+    ],
+    "GlassFish ORB 5.0.0 client": [
+        ("crashed", ("forward.loop[",), "as the OpenJDK ORB: a StackOverflowError"),
+        ("system_exception", ("type.fixed[",), "as the OpenJDK ORB: MARSHAL for a negative "
+         "fixed"),
+        ("system_exception", ("type.octets.1mib[",),
+         "its 256,000-octet read limit refuses the 1 MiB reply (COMM_FAILURE; tolerated: "
+         "impl-limit); its wait-for-response timeout (5 s) ends the calls a server never "
+         "answers"),
+    ],
+    "Combat 0.8.1 client": [
+        ("system_exception", ("type.fixed[",), "refuses any fixed with MARSHAL (as in "
+         "tests/test_orb_combat.py)"),
+        ("result", ("type.ulonglong[", "type.mixed["), "gives 2**64 - 1 as -1 (also inside "
+         "the Mixed struct)"),
+        ("hung", ("forward.loop[", "size.huge-claim-then-stall[", "timeout.no-reply["),
+         "has no call timeout, and follows a forward loop forever"),
+        ("system_exception", ("fragment.reply[1.1-",), "reads no GIOP 1.1 reply Fragments "
+         "(INTERNAL)"),
+        ("system_exception", ("message-error.instead-of-reply[", "close.abrupt-before-reply["),
+         "reports MessageError and a lost connection as INTERNAL"),
+        ("system_exception", ("userexc.undeclared[",), "reports an undeclared user exception "
+         "as CORBA::UnknownUserException"),
+        ("result", ("codeset.utf-8-only[",), "chooses UTF-8 for char data, as the IOR asks, "
+         "and reads the reply's UTF-8 string as ISO-8859-1"),
+        ("system_exception", ("addressing.needs-profile[",),
+         "does not resend on NEEDS_ADDRESSING_MODE (BAD_PARAM; tolerated: impl-limit)"),
+    ],
+}
+
+
+def _assert_known(run, label, **either):
+    """Every case of ``run`` passed but those KNOWN for ``label``, each with its known outcome
+    kind. ``either``: case id -> the kind it has when it does not pass (seen both ways)."""
     not_passed = _not_passed(run)
-    # Known: omniORB keeps following a forward loop (LocateRequests on new connections).
-    assert not_passed.pop("forward.loop[1.0-BE]") == "hung"
-    assert not_passed.pop("forward.loop[1.2-BE]") == "hung"
-    # Known: after NEEDS_ADDRESSING_MODE omniORB resends the request with ProfileAddr (under
-    # the same request id) and then calls the answer a GIOP 1.2 protocol error (COMM_FAILURE).
-    # Not run: wchar (it aborts on it).
+    for case_id, kind in either.items():
+        assert not_passed.pop(case_id, kind) == kind, case_id
+    for kind, prefixes, _why in KNOWN[label]:
+        _pop_all(not_passed, kind, *prefixes)
+    assert not_passed == {}
+
+
+def _verdicts(run, prefix):
+    return {(r.verdict, r.reason_code) for r in run.results if r.case.id.startswith(prefix)}
+
+
+def test_reference_orb_client(client_runs):
+    _assert_known(_run(client_runs, "pycdr reference ORB client"), "pycdr reference ORB client")
+
+
+def test_omniorbpy_client(client_runs):
+    run = _run(client_runs, "omniORBpy 4.2.5 client")
     readdressed = next(r for r in run.results if r.case.id == "addressing.needs-profile[1.2-BE]")
     assert readdressed.verdict == FAIL and readdressed.outcome.details["readdressed"]
-    assert not_passed == {"addressing.needs-profile[1.2-BE]": "system_exception",
-                          "codeset.wstring[1.2-BE]": None}
+    assert _verdicts(run, "fragment.two-calls-interleaved[") == {(TOLERATED, "impl-limit")}
+    _assert_known(run, "omniORBpy 4.2.5 client")
 
 
-def test_jacorb_client():
-    if os.environ.get("PYCDR_PURE"):
-        pytest.skip("JacORB's client does not use pycdr's codec: run once, in the C-path pass")
-    try:
-        command = jacorb_conformance_command()
-    except PeerNotInstalled as e:
-        pytest.fail(str(e))
-    run = _run("JacORB 3.9 client", command)
-    not_passed = _not_passed(run)
-    # Known: JacORB re-sends a forwarded request forever, and answers a GIOP 1.1 Fragment with
-    # a Reply (NO_IMPLEMENT) to the server, then times out.
-    assert not_passed.pop("forward.loop[1.0-BE]") == "hung"
-    assert not_passed.pop("forward.loop[1.2-BE]") == "hung"
-    assert not_passed.pop("fragment.reply[1.1-BE]") == "bad_request"
-    assert not_passed.pop("fragment.reply[1.1-LE]") == "bad_request"
-    # Known: JacORB reads a reply body past the message's end (the unpadded reply's long long
-    # takes 4 octets from beyond it) and reports a wrong value instead of MARSHAL.
-    assert not_passed.pop("align.reply-body-unpadded[1.2-BE]") == "result"
-    assert not_passed.pop("align.reply-body-unpadded[1.2-LE]") == "result"
-    assert not_passed == {"addressing.needs-profile[1.2-BE]": "system_exception"}
+def test_jacorb_client(client_runs):
+    _assert_known(_run(client_runs, "JacORB 3.9 client"), "JacORB 3.9 client")
+
+
+def test_openjdk_orb_client(client_runs):
+    # Seen both ways from run to run (docs/CI-RERUNS.md): after the 2 GiB claim and the
+    # close it reports COMM_FAILURE (pass) or keeps waiting (hung).
+    _assert_known(_run(client_runs, "OpenJDK ORB 10.1.3 client"), "OpenJDK ORB 10.1.3 client",
+                  **{"size.huge-claim-then-close[1.2-BE]": "hung"})
+
+
+def test_glassfish_orb_client(client_runs):
+    run = _run(client_runs, "GlassFish ORB 5.0.0 client")
+    assert _verdicts(run, "type.octets.1mib[") == {(TOLERATED, "impl-limit")}
+    _assert_known(run, "GlassFish ORB 5.0.0 client")
+
+
+def test_combat_client(client_runs):
+    _assert_known(_run(client_runs, "Combat 0.8.1 client"), "Combat 0.8.1 client")
 
 
 def test_write_client_matrix():
     if os.environ.get("PYCDR_PURE"):
-        pytest.skip("the matrix is written from the C-path pass, where all three clients run")
-    if len(RUNS) < 3:
-        pytest.fail("the three client runs above must all succeed before the matrix is written",
+        pytest.skip("the matrix is written from the C-path pass, where all the clients run")
+    if len(RUNS) < len(CLIENTS):
+        pytest.fail("the client runs above must all succeed before the matrix is written",
                     pytrace=False)
     intro = ("# Client conformance results\n\n"
              "Written by `tests/test_conformance_client.py` from one run of "
@@ -206,7 +403,17 @@ def test_write_client_matrix():
              "profile version x byte order of the replies). `not run`: wide characters withheld "
              "from a client known to abort on them. Operations and arguments: "
              + ", ".join(f"`{op} {json.dumps(c['args'])}`" for op, c in CONTRACT.items())
-             + ".\n")
+             + "; the `type` group calls every one-parameter operation of echo.idl (the "
+             "smallest value of its type) and is answered with the server suite's value. "
+             "Drivers: `pycdr.conformance.refclient`, tests/peers/omni_conformance_client.py, "
+             "tests/peers/java_conformance_client.py (JacORB, OpenJDK ORB, GlassFish ORB: DII), "
+             "tests/peers/combat_conformance_client.py (Combat, by IOR: it asks no "
+             "`_interface`). All take `{count}`.\n\n"
+             "## What the clients are known to do where they do not pass\n\n"
+             "Asserted by the test (`KNOWN`): any other outcome fails it.\n\n"
+             + "".join(f"- {label}: " + "; ".join(
+                 f"{why} ({', '.join(f'`{p.rstrip(chr(91))}`' for p in prefixes)})"
+                 for _kind, prefixes, why in KNOWN[label]) + ".\n" for label in CLIENTS))
     before = open(DOC).read()
     servers = before.split("<!-- matrix:servers begin -->", 1)[1].split(
         "<!-- matrix:servers end -->", 1)[0] if "<!-- matrix:servers begin -->" in before else ""

@@ -30,14 +30,14 @@ COMBAT_PACKAGE = "/usr/share/tcltk/combat0.8"
 TAG_INTERNET_IOP = 0
 
 
-def _tclsh(program):
+def tclsh_command(program):
     tclsh = shutil.which("tclsh")
     if tclsh is None or not os.path.isdir(COMBAT_PACKAGE):
         raise PeerNotInstalled("Combat is not installed: run .ci/install-peers.sh (tcl-combat)")
     return [tclsh, os.path.join(COMBAT_PROGRAMS, program)]
 
 
-def _write_interface(interface, directory):
+def write_interface(interface, directory):
     path = os.path.join(directory, "interface.tcl")
     with open(path, "w", encoding="utf-8") as f:
         f.write(combat_ir(interface))
@@ -58,10 +58,10 @@ def start_combat_echo_server(interface, *, port=None, timeout=30):
     free port if None): every operation echoes its in/inout values (combat_echo_servant).
     Returns a RunningPeer."""
     work_dir = tempfile.mkdtemp(prefix="pycdr-combat-server-")
-    interface_tcl = _write_interface(interface, work_dir)
+    interface_tcl = write_interface(interface, work_dir)
 
     def start_once(chosen_port):
-        argv = _tclsh("echo_server.tcl") + [interface_tcl, "-ORBHostName", LOOPBACK,
+        argv = tclsh_command("echo_server.tcl") + [interface_tcl, "-ORBHostName", LOOPBACK,
                                             "-ORBServerPort", str(chosen_port)]
         process = PeerProcess("Combat-echo", argv)
         try:
@@ -86,11 +86,11 @@ def call_from_combat(ior, interface, calls, *, timeout=30):
     "echo_padding {c1 a ll 5}"). Returns one (status, text) pair a call: ("ok", the result as
     Tcl text) or ("exception", the exception as Combat raises it)."""
     with tempfile.TemporaryDirectory(prefix="pycdr-combat-client-") as work_dir:
-        interface_tcl = "-" if interface is None else _write_interface(interface, work_dir)
+        interface_tcl = "-" if interface is None else write_interface(interface, work_dir)
         calls_file = os.path.join(work_dir, "calls.txt")
         with open(calls_file, "w", encoding="utf-8") as f:
             f.write("".join(call + "\n" for call in calls))
-        lines = run_client_process("Combat", _tclsh("echo_client.tcl")
+        lines = run_client_process("Combat", tclsh_command("echo_client.tcl")
                                    + [interface_tcl, ior, calls_file], timeout)
     results = []
     for line in lines:

@@ -16,7 +16,6 @@ big-endian, which makes it the big-endian interop peer.
 
 import functools
 import os
-import shlex
 
 from peers.java_orb import JavaOrb, call_from_java_orb, start_java_echo_server
 from peers.process import PEERS_DIR
@@ -70,12 +69,6 @@ def call_from_jacorb(ior, interface, calls, *, properties=None, timeout=60):
     does not lower it; observed through a proxy): to choose the version, pass a corbaloc URL with
     it, peers.process.corbaloc(host, port, key, giop=(1, 0)), or an IOR with that profile version."""
     return call_from_java_orb(JACORB, ior, interface, calls, properties=properties, timeout=timeout)
-
-
-def jacorb_conformance_command():
-    """The client command for `pycdr conformance --client`: JacORB's ConformanceClient (DII)."""
-    return " ".join(shlex.quote(word) for word in JACORB.java_command("pycdrpeers.ConformanceClient")) \
-        + " {ior} {operation} {args}"
 
 
 def run_jacorb_client(ior, calls, *, properties=None, timeout=60):

@@ -57,6 +57,22 @@ public final class EchoClient {
 
     private static String invoke(ORB orb, ValueStreams streams, org.omg.CORBA.Object target, InterfaceDescription.Operation operation,
                                  String argumentsHex) {
+        Request request = request(streams, target, operation, argumentsHex);
+        try {
+            if (operation.call.equals("oneway")) {
+                request.send_oneway();
+                return start(operation) + "\"reply\": \"\"}";
+            }
+            request.invoke();
+        } catch (SystemException e) {
+            return start(operation) + systemExceptionJson(e);
+        }
+        return outcome(streams, operation, request);
+    }
+
+    /** A DII request for OPERATION on TARGET with the in/inout values in ARGUMENTS_HEX. */
+    static Request request(ValueStreams streams, org.omg.CORBA.Object target, InterfaceDescription.Operation operation,
+                           String argumentsHex) {
         Any[] argumentValues = InterfaceDescription.readValues(streams, operation.argumentTypes(), argumentsHex);
         Request request = target._request(operation.name);
         int next = 0;
@@ -77,16 +93,16 @@ public final class EchoClient {
         for (TypeCode exception : operation.exceptions) {
             request.exceptions().add(exception);
         }
-        String start = "{\"op\": \"" + operation.name + "\", ";
-        try {
-            if (operation.call.equals("oneway")) {
-                request.send_oneway();
-                return start + "\"reply\": \"\"}";
-            }
-            request.invoke();
-        } catch (SystemException e) {
-            return start + systemExceptionJson(e);
-        }
+        return request;
+    }
+
+    static String start(InterfaceDescription.Operation operation) {
+        return "{\"op\": \"" + operation.name + "\", ";
+    }
+
+    /** The JSON line for a request that has come back (invoke or get_response). */
+    static String outcome(ValueStreams streams, InterfaceDescription.Operation operation, Request request) {
+        String start = start(operation);
         Exception raised = request.env().exception();
         if (raised instanceof SystemException) {
             return start + systemExceptionJson((SystemException) raised);
@@ -122,7 +138,7 @@ public final class EchoClient {
         return start + "\"reply\": \"" + InterfaceDescription.writeValues(streams, reply) + "\"}";
     }
 
-    private static String systemExceptionJson(SystemException e) {
+    static String systemExceptionJson(SystemException e) {
         String repositoryId = "IDL:omg.org/CORBA/" + e.getClass().getSimpleName() + ":1.0";
         return "\"exception\": \"" + repositoryId + "\", \"minor\": " + Integer.toUnsignedString(e.minor)
                 + ", \"completed\": " + e.completed.value() + "}";
