@@ -104,11 +104,14 @@ class GiopConnection:
                  check_request_ids: bool = True, max_message_size: int = MAX_MESSAGE_SIZE,
                  max_reassembly_size: int = 64 << 20,
                  max_pending_fragmented: int = 64, field_offsets: bool = True,
-                 scratch: bytearray | None = None):
+                 body_views: bool = False, scratch: bytearray | None = None):
         self.role = role
         # False (an ORB): messages come without the analyzer's offsets and padding
         # (decode_message's field_offsets), decoded faster.
         self.field_offsets = field_offsets
+        # True (an ORB, with field_offsets False): a message's body may be a view of
+        # the message's bytes (decode_message's body_view) rather than a copy.
+        self.body_views = body_views
         self.version = version          # the highest version this side speaks
         self.lenient = lenient
         self.bidirectional = bidirectional
@@ -572,6 +575,7 @@ class GiopConnection:
         try:
             msg, warnings = decode_message(raw, lenient=self.lenient, segments=segments,
                                            header=header, field_offsets=self.field_offsets,
+                                           body_view=self.body_views,
                                            max_message_size=self.max_message_size)
         except MessageTooLargeError as e:
             e.offset += offset
