@@ -110,7 +110,12 @@ class GiopConnection:
         # (decode_message's field_offsets), decoded faster.
         self.field_offsets = field_offsets
         # True (an ORB, with field_offsets False): a message's body may be a view of
-        # the message's bytes (decode_message's body_view) rather than a copy.
+        # the message's bytes (decode_message's body_view) rather than a copy.  An
+        # octet sequence in a received Request or Reply is then copied, after the
+        # read into the receive buffer: once into the message (from the scratch
+        # buffer, or appended to _buf when it came in several reads) and once into
+        # its bytes value; a large message received in place, only into the value.
+        # (Before: message, then body, then value, and _buf to bytes on top.)
         self.body_views = body_views
         self.version = version          # the highest version this side speaks
         self.lenient = lenient
