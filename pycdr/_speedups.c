@@ -800,6 +800,12 @@ ALWAYS_INLINE PyObject *
 int_from_signed(long long v)
 { return SHARES(v) ? shared_int((long)v) : PyLong_FromLongLong(v); }
 
+/* A long's int: PyLong_FromLong, as array.tolist() makes it (PyLong_FromLongLong
+ * takes a slower path for values of more than one 30-bit digit). */
+ALWAYS_INLINE PyObject *
+int_from_int32(int32_t v)
+{ return SHARES(v) ? shared_int((long)v) : PyLong_FromLong(v); }
+
 ALWAYS_INLINE PyObject *
 int_from_unsigned(unsigned long long v)
 { return v < 65536 ? shared_int((long)v) : PyLong_FromUnsignedLongLong(v); }
@@ -1125,16 +1131,21 @@ read_number_seq(Reader *r, const Plan *p)
         if (unlikely(v == NULL)) { Py_DECREF(out); return NULL; }       \
         items[i] = v;                                                   \
     }
+    /* ... and one per byte order, the swap a constant in each (no test per item) */
+#define NUMBER_LOOPS(MAKE)                                              \
+    if (swap) { const int swap_ = 1; NUMBER_LOOP(MAKE) }                \
+    else { const int swap_ = 0; NUMBER_LOOP(MAKE) }
     switch (p->kind) {
-    case TK_SHORT: NUMBER_LOOP(shared_int((int16_t)load16(b, swap))) break;
-    case TK_USHORT: NUMBER_LOOP(shared_int(load16(b, swap))) break;
-    case TK_LONG: NUMBER_LOOP(int_from_signed((int32_t)load32(b, swap))) break;
-    case TK_ULONG: NUMBER_LOOP(int_from_unsigned(load32(b, swap))) break;
-    case TK_LONGLONG: NUMBER_LOOP(int_from_signed((int64_t)load64(b, swap))) break;
-    case TK_ULONGLONG: NUMBER_LOOP(int_from_unsigned(load64(b, swap))) break;
-    case TK_FLOAT: NUMBER_LOOP(float_from_bits(load32(b, swap))) break;
-    case TK_DOUBLE: NUMBER_LOOP(double_from_bits(load64(b, swap))) break;
+    case TK_SHORT: NUMBER_LOOPS(shared_int((int16_t)load16(b, swap_))) break;
+    case TK_USHORT: NUMBER_LOOPS(shared_int(load16(b, swap_))) break;
+    case TK_LONG: NUMBER_LOOPS(int_from_int32((int32_t)load32(b, swap_))) break;
+    case TK_ULONG: NUMBER_LOOPS(int_from_unsigned(load32(b, swap_))) break;
+    case TK_LONGLONG: NUMBER_LOOPS(int_from_signed((int64_t)load64(b, swap_))) break;
+    case TK_ULONGLONG: NUMBER_LOOPS(int_from_unsigned(load64(b, swap_))) break;
+    case TK_FLOAT: NUMBER_LOOPS(float_from_bits(load32(b, swap_))) break;
+    case TK_DOUBLE: NUMBER_LOOPS(double_from_bits(load64(b, swap_))) break;
     }
+#undef NUMBER_LOOPS
 #undef NUMBER_LOOP
     return out;
 }
