@@ -800,6 +800,12 @@ ALWAYS_INLINE PyObject *
 int_from_signed(long long v)
 { return SHARES(v) ? shared_int((long)v) : PyLong_FromLongLong(v); }
 
+/* A long's int: PyLong_FromLong, as array.tolist() makes it (PyLong_FromLongLong
+ * takes a slower path for values of more than one 30-bit digit). */
+ALWAYS_INLINE PyObject *
+int_from_int32(int32_t v)
+{ return SHARES(v) ? shared_int((long)v) : PyLong_FromLong(v); }
+
 ALWAYS_INLINE PyObject *
 int_from_unsigned(unsigned long long v)
 { return v < 65536 ? shared_int((long)v) : PyLong_FromUnsignedLongLong(v); }
@@ -1125,16 +1131,21 @@ read_number_seq(Reader *r, const Plan *p)
         if (unlikely(v == NULL)) { Py_DECREF(out); return NULL; }       \
         items[i] = v;                                                   \
     }
+    /* ... and one per byte order, the swap a constant in each (no test per item) */
+#define NUMBER_LOOPS(MAKE)                                              \
+    if (swap) { const int swap_ = 1; NUMBER_LOOP(MAKE) }                \
+    else { const int swap_ = 0; NUMBER_LOOP(MAKE) }
     switch (p->kind) {
-    case TK_SHORT: NUMBER_LOOP(shared_int((int16_t)load16(b, swap))) break;
-    case TK_USHORT: NUMBER_LOOP(shared_int(load16(b, swap))) break;
-    case TK_LONG: NUMBER_LOOP(int_from_signed((int32_t)load32(b, swap))) break;
-    case TK_ULONG: NUMBER_LOOP(int_from_unsigned(load32(b, swap))) break;
-    case TK_LONGLONG: NUMBER_LOOP(int_from_signed((int64_t)load64(b, swap))) break;
-    case TK_ULONGLONG: NUMBER_LOOP(int_from_unsigned(load64(b, swap))) break;
-    case TK_FLOAT: NUMBER_LOOP(float_from_bits(load32(b, swap))) break;
-    case TK_DOUBLE: NUMBER_LOOP(double_from_bits(load64(b, swap))) break;
+    case TK_SHORT: NUMBER_LOOPS(shared_int((int16_t)load16(b, swap_))) break;
+    case TK_USHORT: NUMBER_LOOPS(shared_int(load16(b, swap_))) break;
+    case TK_LONG: NUMBER_LOOPS(int_from_int32((int32_t)load32(b, swap_))) break;
+    case TK_ULONG: NUMBER_LOOPS(int_from_unsigned(load32(b, swap_))) break;
+    case TK_LONGLONG: NUMBER_LOOPS(int_from_signed((int64_t)load64(b, swap_))) break;
+    case TK_ULONGLONG: NUMBER_LOOPS(int_from_unsigned(load64(b, swap_))) break;
+    case TK_FLOAT: NUMBER_LOOPS(float_from_bits(load32(b, swap_))) break;
+    case TK_DOUBLE: NUMBER_LOOPS(double_from_bits(load64(b, swap_))) break;
     }
+#undef NUMBER_LOOPS
 #undef NUMBER_LOOP
     return out;
 }
@@ -2526,7 +2537,7 @@ speedups_touches_context(PyObject *self, PyObject *node)
  * GIOP 1.2/1.3 messages: the ORB's fast decode                           *
  *************************************************************************/
 
-/* decode_common_12(data, header) is pycdr/giop/messages/fast12.py's
+/* decode_common_12(data, header, body_view) is pycdr/giop/messages/fast12.py's
  * _decode_common_12, the ORB's hot path (GIOP 1.2/1.3 Requests with a KeyAddr
  * target, NO_EXCEPTION Replies), in C: the same checks in the same order, the
  * same result -- the message, or None where the Python function returns None
@@ -2624,8 +2635,22 @@ giop_fast_version(PyObject *version)
     return a == 1 && (b == 2 || b == 3);
 }
 
+/* A read-only view of data[start:stop] (no copy; it keeps data alive). */
 static PyObject *
-giop_decode(PyObject *data, PyObject *header, const unsigned char *buf, Py_ssize_t len)
+read_only_slice(PyObject *data, Py_ssize_t start, Py_ssize_t stop)
+{
+    PyObject *whole = PyMemoryView_FromObject(data);
+    if (whole == NULL) return NULL;
+    PyObject *part = PySequence_GetSlice(whole, start, stop);
+    Py_DECREF(whole);
+    if (part == NULL) return NULL;
+    ((PyMemoryViewObject *)part)->view.readonly = 1;   /* as memoryview.toreadonly() */
+    return part;
+}
+
+static PyObject *
+giop_decode(PyObject *data, PyObject *header, const unsigned char *buf, Py_ssize_t len,
+            int body_view)
 {
     PyObject *version, *magic;
     long flags, msg_type;
@@ -2711,8 +2736,10 @@ giop_decode(PyObject *data, PyObject *header, const unsigned char *buf, Py_ssize
     if (giop_set(dict, s_service_contexts, contexts) < 0 ||     /* (first: it is owned) */
         giop_set(dict, s_version, Py_NewRef(version)) < 0 ||
         giop_set(dict, s_little, PyBool_FromLong(little)) < 0 ||
-        giop_set(dict, s_body, PyBytes_FromStringAndSize((const char *)buf + pos,
-                                                         (Py_ssize_t)(end - pos))) < 0 ||
+        giop_set(dict, s_body, body_view
+                 ? read_only_slice(data, (Py_ssize_t)pos, (Py_ssize_t)end)
+                 : PyBytes_FromStringAndSize((const char *)buf + pos,
+                                             (Py_ssize_t)(end - pos))) < 0 ||
         giop_set(dict, s_body_offset, PyLong_FromUnsignedLongLong(pos)) < 0 ||
         giop_set(dict, s_request_id, PyLong_FromUnsignedLong(request_id)) < 0 ||
         giop_set(dict, s_message_size, PyLong_FromLongLong(size)) < 0)
@@ -2743,7 +2770,7 @@ fail:
 }
 
 PyDoc_STRVAR(decode_common_12_doc,
-"decode_common_12(data, header)\n--\n\n"
+"decode_common_12(data, header, body_view=False)\n--\n\n"
 "pycdr.giop.messages.fast12._decode_common_12 in C: the Request or Reply of the ORB's\n"
 "hot path decoded from the whole message `data`, or None for the general\n"
 "decoder.  `header` is parse_header(data), or None.  configure_giop() first.");
@@ -2751,8 +2778,8 @@ PyDoc_STRVAR(decode_common_12_doc,
 static PyObject *
 speedups_decode_common_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "decode_common_12(data, header)");
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode_common_12(data, header, body_view=False)");
         return NULL;
     }
     if (giop_request_type == NULL) {
@@ -2760,8 +2787,10 @@ speedups_decode_common_12(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     PyObject *data = args[0], *header = args[1];
+    int body_view = 0;
+    if (nargs == 3 && (body_view = PyObject_IsTrue(args[2])) < 0) return NULL;
     if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data))
-        return PyObject_Vectorcall(giop_python_fn, args, 2, NULL);
+        return PyObject_Vectorcall(giop_python_fn, args, nargs, NULL);
     PyObject *parsed = NULL;
     if (header == Py_None) {
         header = parsed = PyObject_CallOneArg(giop_parse_header, data);
@@ -2774,7 +2803,7 @@ speedups_decode_common_12(PyObject *self, PyObject *const *args, Py_ssize_t narg
         Py_XDECREF(parsed);
         return NULL;
     }
-    PyObject *msg = giop_decode(data, header, view.buf, view.len);
+    PyObject *msg = giop_decode(data, header, view.buf, view.len, body_view);
     PyBuffer_Release(&view);
     Py_XDECREF(parsed);
     return msg;

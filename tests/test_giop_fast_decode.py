@@ -85,6 +85,7 @@ def test_c_hands_other_buffers_to_python():
 
 
 def test_no_reference_leak():
+    from pycdr import _speedups
     data = encode_message(Request(version=(1, 2), little=True, request_id=9, operation="op",
                                   target=KeyAddr(b"key"), body=b"\0\0\0\1"))
     with_contexts = encode_message(Reply(version=(1, 2), request_id=3, body=b"\1",
@@ -92,6 +93,7 @@ def test_no_reference_leak():
                                                                            wchar_data=2)]))
     calls = [lambda: c_decode(data, None), lambda: c_decode(bytearray(data), None),
              lambda: c_decode(with_contexts, None), lambda: c_decode(data[:-1], None),
+             lambda: _speedups.decode_common_12(bytearray(data), None, True),
              lambda: c_decode(with_size(data[:33], 21), None),
              lambda: decode_outcome(c_decode, b"GIOX" + data[4:])]
     for call in calls:
@@ -103,3 +105,19 @@ def test_no_reference_leak():
             call()
         gc.collect()
         assert sys.getallocatedblocks() - before < 50
+
+
+def test_body_views_are_read_only_views_of_the_message():
+    # body_view=True (an ORB's connections): the body is data's bytes, not a copy,
+    # in C as in Python, from bytes and from a bytearray received in place.
+    from pycdr import _speedups
+    body = bytes(range(256)) * 300
+    data = encode_message(Request(version=(1, 2), request_id=9, operation="op",
+                                  target=KeyAddr(b"key"), body=body))
+    for buffer in (data, bytearray(data)):
+        for decode in (PYTHON, _speedups.decode_common_12):
+            msg = decode(buffer, None, True)
+            assert type(msg.body) is memoryview and msg.body.readonly
+            assert msg.body.obj is buffer and msg.body == body
+            assert msg == decode(buffer, None)          # equal to the copying decoding
+            assert msg.body_reader().read_raw(8) == body[:8]

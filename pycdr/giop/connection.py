@@ -104,11 +104,19 @@ class GiopConnection:
                  check_request_ids: bool = True, max_message_size: int = MAX_MESSAGE_SIZE,
                  max_reassembly_size: int = 64 << 20,
                  max_pending_fragmented: int = 64, field_offsets: bool = True,
-                 scratch: bytearray | None = None):
+                 body_views: bool = False, scratch: bytearray | None = None):
         self.role = role
         # False (an ORB): messages come without the analyzer's offsets and padding
         # (decode_message's field_offsets), decoded faster.
         self.field_offsets = field_offsets
+        # True (an ORB, with field_offsets False): a message's body may be a view of
+        # the message's bytes (decode_message's body_view) rather than a copy.  An
+        # octet sequence in a received Request or Reply is then copied, after the
+        # read into the receive buffer: once into the message (from the scratch
+        # buffer, or appended to _buf when it came in several reads) and once into
+        # its bytes value; a large message received in place, only into the value.
+        # (Before: message, then body, then value, and _buf to bytes on top.)
+        self.body_views = body_views
         self.version = version          # the highest version this side speaks
         self.lenient = lenient
         self.bidirectional = bidirectional
@@ -122,8 +130,8 @@ class GiopConnection:
         self._stream_offset = 0         # stream offset of the next message handed out
         # receive_buffer()/received(): bytes arrive in _scratch (shared, or made at
         # the first read); the complete messages among them wait in _ready as
-        # (checked header, bytes), the rest goes to _buf.  A large message's bytes
-        # go straight into a buffer of its own (_in_place, filled up to
+        # (checked header, bytes or bytearray), the rest goes to _buf.  A large
+        # message's bytes go straight into a buffer of its own (_in_place, filled up to
         # _in_place_filled, grown as they come).  Stream order: _ready, then
         # _in_place, then _buf.
         self._scratch: memoryview | None = memoryview(scratch) if scratch is not None \
@@ -285,7 +293,7 @@ class GiopConnection:
     def _frame_ready(self, data: memoryview) -> memoryview:
         """Move the complete messages that ``data`` (the newest bytes) completes to
         _ready, each copied once; the bytes to keep in _buf.  The partial message
-        _buf holds is completed with just the bytes it lacks.  Stops at anything
+        _buf holds is completed with just the bytes it lacks, and handed out as it is.  Stops at anything
         next_event() must judge (a bad header, several messages in _buf).  Of a
         message whose header next_event() refuses (and then closes the connection),
         only the header is kept: a claim of gigabytes costs 12 bytes, not a read."""
@@ -305,9 +313,10 @@ class GiopConnection:
                 return data
             buf += data[:missing]
             data = data[missing:]
-            self._ready.append((header, bytes(buf)))
+            # _buf itself, not a copy: _buf starts again empty.
+            self._ready.append((header, buf))
             self._ready_bytes += len(buf)
-            buf.clear()
+            self._buf = bytearray()
         pos, end = 0, len(data)
         while end - pos >= HEADER_SIZE:
             header = self._frameable_header(data, pos)
@@ -350,7 +359,7 @@ class GiopConnection:
         if missing < IN_PLACE_MIN or total > IN_PLACE_MAX or \
                 self._header_problem(header) is not None:
             return
-        self._in_place = bytearray(self._buf)     # (the bytes received, no more yet)
+        self._in_place = self._buf                # (the bytes received, no more yet)
         self._in_place_header = header
         self._in_place_filled = len(self._buf)
         self._buf = bytearray()
@@ -413,8 +422,8 @@ class GiopConnection:
                     return self._at_end_of_data()
                 size = header.total_size
                 if size == len(self._buf):
-                    raw = bytes(self._buf)        # the usual case: one message buffered
-                    self._buf.clear()
+                    # the usual case, one message buffered: _buf itself, not a copy
+                    raw, self._buf = self._buf, bytearray()
                 else:
                     raw = bytes(memoryview(self._buf)[:size])   # one copy, not two
                     del self._buf[:size]
@@ -596,6 +605,7 @@ class GiopConnection:
         try:
             msg, warnings = decode_message(raw, lenient=self.lenient, segments=segments,
                                            header=header, field_offsets=self.field_offsets,
+                                           body_view=self.body_views,
                                            max_message_size=self.max_message_size)
         except MessageTooLargeError as e:
             e.offset += offset

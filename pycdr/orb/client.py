@@ -459,7 +459,7 @@ class ClientConnection:
         self.version = version
         self.giop = GiopConnection(Role.CLIENT, version=CLIENT_GIOP_VERSION,
                                    max_message_size=orb.options.max_message_size,
-                                   field_offsets=False,
+                                   field_offsets=False, body_views=True,
                                    scratch=receive_scratch(asyncio.get_running_loop()))
         self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
         self._code_sets_sent = False

@@ -257,7 +257,8 @@ class Server:
         giop = GiopConnection(Role.SERVER, version=SERVER_GIOP_VERSION,
                               max_message_size=self.limits.max_message_size,
                               max_reassembly_size=self.limits.max_incomplete_bytes,
-                              field_offsets=False, scratch=self._scratch)
+                              field_offsets=False, body_views=True,
+                              scratch=self._scratch)
         return GiopStream(giop, socket_buffers=False, on_connect=self._accept)
 
     def _accept(self, stream: GiopStream) -> None:

@@ -150,7 +150,8 @@ class _LeanFieldReader(_FieldReader):
 def decode_message(data, *, lenient: bool = False, user_exceptions=None,
                    max_message_size: int = MAX_MESSAGE_SIZE, segments=None,
                    header: GiopHeader | None = None,
-                   field_offsets: bool = True) -> tuple[Message, list]:
+                   field_offsets: bool = True,
+                   body_view: bool = False) -> tuple[Message, list]:
     """Decode one complete GIOP (or ZIOP) message from the start of ``data``.
 
     Returns ``(message, warnings)``; the warnings are also in
@@ -165,11 +166,15 @@ def decode_message(data, *, lenient: bool = False, user_exceptions=None,
     data (see :class:`pycdr.cdr.SegmentedReader`).  ``header``: ``parse_header(data)``
     when the caller (a framer) has it already.  ``field_offsets=False`` (strict
     only; an ORB's hot path): ``offsets`` and ``padding`` stay empty, which saves
-    a third of the header decoding; errors are the same.
+    a third of the header decoding; errors are the same.  ``body_view`` (with
+    ``field_offsets=False``): the body of a common GIOP 1.2/1.3 Request or Reply
+    may be a read-only memoryview of ``data`` instead of a copy, for a caller that
+    leaves ``data`` unchanged while the message lives (an ORB, which only reads
+    the body: a large argument is then copied once, into its value, not twice).
     """
     if not field_offsets and not lenient:
         if segments is None:
-            msg = _decode_common_12(data, header)
+            msg = _decode_common_12(data, header, body_view)
             if msg is not None:
                 return msg, msg.warnings
         try:

@@ -34,7 +34,7 @@ _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
 _FAST_VERSIONS = ((1, 2), (1, 3))
 
 
-def _decode_common_12(data, header: GiopHeader | None) -> Message | None:
+def _decode_common_12(data, header: GiopHeader | None, body_view: bool = False) -> Message | None:
     if header is None:
         header = parse_header(data)
     end = header.total_size
@@ -78,7 +78,7 @@ def _decode_common_12(data, header: GiopHeader | None) -> Message | None:
     contexts, pos = _fast_service_contexts(data, pos, end, little, header.version)
     if contexts is None:
         return None
-    body, body_offset = _fast_body(data, pos, end)
+    body, body_offset = _fast_body(data, pos, end, body_view)
     if body is None:
         return None
     msg = cls(version=header.version, little=little, service_contexts=contexts, body=body,
@@ -105,13 +105,16 @@ def _fast_service_contexts(data, pos: int, end: int, little: bool, version):
     return contexts, r.pos
 
 
-def _fast_body(data, pos: int, end: int):
+def _fast_body(data, pos: int, end: int, view: bool):
     """(body, body_offset): the 8-aligned rest of a 1.2 message (no padding when
-    nothing follows the header); (None, 0) when the padding does not fit."""
+    nothing follows the header), a read-only memoryview of ``data`` when ``view``;
+    (None, 0) when the padding does not fit."""
     if pos < end:
         pos += -pos & 7
         if pos > end:
             return None, 0
+    if view:
+        return memoryview(data)[pos:end].toreadonly(), pos
     # One copy whatever the buffer (a bytearray when received in place).
     body = data[pos:end] if type(data) is bytes else bytes(memoryview(data)[pos:end])
     return body, pos
