@@ -134,6 +134,46 @@ def test_what_the_client_sends_is_judged(tmp_path):
     assert "[41]" in result.outcome.details["problem"]
 
 
+ONEWAY_CLIENT = RAW_CLIENT.replace("w.write_long(ARGUMENT)", "w.write_string('hello')") \
+    .replace("operation=sys.argv[2])", "operation=sys.argv[2], response_flags=FLAGS)") \
+    .replace('int.from_bytes(data[8:12], "big")',
+             'int.from_bytes(data[8:12], "little" if data[6] & 1 else "big")')
+
+
+def test_a_oneway_sent_as_a_two_way_call_fails(tmp_path):
+    # The oneway note sent with response_flags 0 (no reply awaited) passes; sent as a two-way
+    # call (flags 3) it fails even though the crafted server answered and the client returned.
+    quiet = fake_client(tmp_path, ONEWAY_CLIENT.replace("FLAGS", "0").split("data = b")[0]
+                        + "print(json.dumps({'result': None}))\n")
+    (result,) = run_client_suite(quiet, one_case("ops.note-oneway[1.2-LE]")).results
+    assert result.verdict == PASS, (result.outcome, result.stderr)
+    assert result.outcome.details["response_flags"] == 0
+    waiting = fake_client(tmp_path, ONEWAY_CLIENT.replace("FLAGS", "3").replace(
+        'print(json.dumps({"result": int.from_bytes(data[-4:], "big", signed=True)}))',
+        'print(json.dumps({"result": None}))'))
+    (result,) = run_client_suite(waiting, one_case("ops.note-oneway[1.2-LE]")).results
+    assert result.verdict == FAIL and result.outcome.kind == "result", result.outcome
+    assert result.outcome.details["ok"] is True and result.outcome.details["response_flags"] == 3
+
+
+@pytest.mark.parametrize("case_id, printed", [
+    # its own arguments instead of the inout values answered
+    ("ops.echo-inout[1.2-BE]", "json.loads(sys.argv[3])"),
+    ("ops.echo-multi[1.0-LE]", "json.loads(sys.argv[3])"),
+    # the answered values without the result, and the result alone
+    ("ops.echo-multi[1.2-BE]", "[-2.25]"),
+    ("ops.echo-multi[1.2-BE]", "-123456789"),
+    # a reference of the right type but with the target's key, not the answered one
+    ("ops.echo-object[1.2-BE]", "sys.argv[1]"),
+    ("ops.echo-object[1.2-BE]", "None"),
+])
+def test_a_wrong_result_of_the_other_operations_fails(tmp_path, case_id, printed):
+    liar = fake_client(tmp_path, f"print(json.dumps({{'result': {printed}}}))\n")
+    (result,) = run_client_suite(liar, one_case(case_id)).results
+    assert result.verdict == FAIL and result.outcome.kind == "result", result.outcome
+    assert result.outcome.details["ok"] is False
+
+
 SERIAL_CLIENT = """
 import asyncio
 from pycdr.conformance.refclient import call
