@@ -819,8 +819,10 @@ class ClientRunner:
     {operation} and {args}, split like a shell would split it; no shell runs it)."""
 
     def __init__(self, command: str, interface, *, wide_chars: bool = True, progress=None,
-                 cwd: str | None = None, env: dict | None = None):
+                 cwd: str | None = None, env: dict | None = None, unsupported=None):
         self.command = command
+        # operation -> why the client command cannot express a call of it (its cases not run)
+        self.unsupported = dict(unsupported or {})
         self.argv = check_command(command)
         self.interface = interface
         self.wide_chars = wide_chars
@@ -831,6 +833,9 @@ class ClientRunner:
     def applicable(self, case: ClientCase) -> str:
         if case.wide and not self.wide_chars:
             return "wide characters are not asked of this client (it is known to abort)"
+        if case.operation in self.unsupported:
+            return f"the client command cannot call {case.operation}: " \
+                   f"{self.unsupported[case.operation]}"
         if case.calls > 1 and "{count}" not in self.command:
             return "the client command takes no {count}: it makes one call at a time"
         return ""
@@ -923,10 +928,10 @@ class ClientSuite:
     """The client cases for one client command, ready to run one by one (pytest) or all."""
 
     def __init__(self, command: str, cases=None, *, wide_chars: bool = True, groups=None,
-                 progress=None, cwd=None, env=None):
+                 progress=None, cwd=None, env=None, unsupported=None):
         interface = load_echo_module().interfaces[ECHO_INTERFACE]
         self.runner = ClientRunner(command, interface, wide_chars=wide_chars,
-                                   progress=progress, cwd=cwd, env=env)
+                                   progress=progress, cwd=cwd, env=env, unsupported=unsupported)
         cases = client_catalog() if cases is None else cases
         self.cases = [c for c in cases if not groups or c.group in groups]
         self.run = ClientRun(command)
