@@ -448,7 +448,8 @@ def test_write_client_matrix():
              "from a client known to abort on them. Operations and arguments: "
              + ", ".join(f"`{op} {json.dumps(c['args'])}`" for op, c in CONTRACT.items())
              + "; the `type` group calls every one-parameter operation of echo.idl (the "
-             "smallest value of its type) and is answered with the server suite's value. "
+             "smallest value of its type) and is answered with the server suite's value; the "
+             "`ops` group the reference, inout, oneway and attribute operations. "
              "Drivers: `pycdr.conformance.refclient`, tests/peers/omni_conformance_client.py, "
              "tests/peers/java_conformance_client.py (JacORB, OpenJDK ORB, GlassFish ORB: DII), "
              "tests/peers/combat_conformance_client.py (Combat, by IOR: it asks no "
