@@ -27,8 +27,10 @@ from pycdr.typecode import TCKind as K
 
 from .cases import BIG_MESSAGE, RATIONALE_BIG_MESSAGE, E, T, S_CLOSE, S_CODESETS, S_CONTEXTS, S_FRAGMENT, S_MESSAGE_ERROR, \
     S_REPLY, S_ALIGN, S_HEADER
-from .echo import ECHO_INTERFACE, WIDE_OPERATIONS, echo_values, load_echo_module
+from .echo import ECHO_INTERFACE, ECHO_REPO_ID, WIDE_OPERATIONS, echo_values, load_echo_module
 
+# The object key of the reference echo_object is answered with (the crafted server's own).
+ANSWERED_KEY = "PycdrClientAnswered"
 # The arguments the client passes and the value the crafted server answers with (different
 # from the argument, so a client that prints its own argument is caught), in the JSON forms of
 # pycdr.orb.jsonvalues.
@@ -38,6 +40,18 @@ CONTRACT = {
     "echo_string": {"args": ["hello"], "reply": "h\u00e9llo w\u00f6rld"},
     "echo_wstring": {"args": ["wide"], "reply": "h\u00e9 \u20ac"},
     "echo_raise": {"args": [7], "reply": None},
+    # An object reference is answered as the server's own Echo under another key; the client
+    # prints it as a stringified IOR, judged by its type id and object key (an ORB may
+    # stringify it again with other components).
+    "echo_object": {"args": [None], "reply": {"type_id": ECHO_REPO_ID,
+                                              "object_key": ANSWERED_KEY}},
+    # Operations with inout/out parameters: "result" is a list, the return value (if not void)
+    # then the out/inout values in the order of the parameters.
+    "echo_inout": {"args": [5, "in"], "reply": [-7, "inout out"]},
+    "echo_multi": {"args": [3, 1.5], "reply": [-123456789, -2.25]},
+    "note": {"args": ["hello"], "reply": None},
+    "_get_counter": {"args": [], "reply": 31337},
+    "_set_counter": {"args": [12], "reply": None},
 }
 OOPS_ID = "IDL:EchoAll/Oops:1.0"
 OOPS_MEMBERS = {"code": 7, "why": "crafted"}
@@ -52,6 +66,11 @@ S_SYSEXC = "9.4.3.2 Reply Body (SYSTEM_EXCEPTION); Part 1 4.12.3 completion stat
 S_USEREXC = "9.4.3.2 Reply Body (USER_EXCEPTION); Part 1 4.12.2 (UNKNOWN for undeclared)"
 S_REQUEST_ID = "9.4.3.1 Reply Header (request_id matches a Request)"
 S_SIZE = "9.4.1 GIOP Message Header (message_size)"
+S_PARAMS = "9.4.3.2 Reply Body (return value, then inout and out parameters in order); 9.3 CDR"
+S_ONEWAY = ("9.4.2.1 Request Header (response_expected / response_flags: SyncScope NONE or "
+            "WITH_TRANSPORT for a oneway); Part 1 7.4.4 oneway")
+S_OBJREF = "9.3.4 Object References (an IOR in a reply body); 7.6 IOR"
+S_ATTRIBUTE = "Part 1 7.4.5 Attribute Declaration (_get_/_set_ operations)"
 
 ANY_FAILURE = E("system_exception")
 # How ORBs report a call their own timeout ended (CORBA::TIMEOUT since CORBA 3.0; omniORB
@@ -147,6 +166,11 @@ RATIONALE_OWN_TIMEOUT = (
     "RelativeRoundtripTimeoutPolicy, or the ORB's configuration) must end the call, and must "
     "not wait for the octets a header merely claims. The contract asks client commands to set a "
     "call timeout below the case's 15 s, so a client still waiting then is judged hung.")
+RATIONALE_ONEWAY = (
+    "A oneway operation has no reply: the client sends its Request with response_expected "
+    "false (GIOP 1.0/1.1) or response_flags 0 (GIOP 1.2: SyncScope NONE or WITH_TRANSPORT, the "
+    "default) and returns without waiting. The crafted server answers a request that asks for "
+    "a reply anyway (an empty one), so a client that waits is told apart from one that hangs.")
 RATIONALE_HUGE = (
     "A message_size the server never fills must not be allocated up front (the house rule for "
     "every decoder) and the connection's close must end the call: COMM_FAILURE (or MARSHAL / "
@@ -267,6 +291,27 @@ def client_catalog() -> list[ClientCase]:
         add(_case("reply.echo-longlong", "echo_longlong: an 8-aligned value after the header",
                   S_REPLY, "echo_longlong", "reply", [RESULT_OK], version=v, little=v[1] % 2 == 1))
     cases.extend(type_cases())
+    # ---- The other operations: an object reference, inout/out values, oneway, attribute --
+    for le in (False, True):
+        add(_case("ops.echo-object", "echo_object answered with another Echo reference: the "
+                  "client reports it (its type id and object key)", S_OBJREF, "echo_object",
+                  "reply", [RESULT_OK], little=le))
+        add(_case("ops.echo-inout", "echo_inout: the reply carries both inout values (a long, "
+                  "then a string)", S_PARAMS, "echo_inout", "reply", [RESULT_OK], little=le))
+    for v in ((1, 0), (1, 1), (1, 2)):
+        for le in (False, True):
+            add(_case("ops.echo-multi", "echo_multi: a long result then the inout double, "
+                      "4 octets of padding between them", S_PARAMS + "; " + S_ALIGN,
+                      "echo_multi", "reply", [RESULT_OK], version=v, little=le))
+    for v, le in (((1, 0), False), ((1, 2), True)):
+        add(_case("ops.note-oneway", "the oneway note: sent with no response expected, the "
+                  "call returns with no reply", S_ONEWAY, "note", "reply",
+                  [E("result", ok=True, requests=1, response_flags=0)], version=v, little=le,
+                  rationale=RATIONALE_ONEWAY))
+    add(_case("ops.counter-get", "_get_counter: the attribute's value", S_ATTRIBUTE,
+              "_get_counter", "reply", [RESULT_OK]))
+    add(_case("ops.counter-set", "_set_counter: the attribute set (a void reply)",
+              S_ATTRIBUTE, "_set_counter", "reply", [RESULT_OK], little=True))
     # ---- GIOP 1.2 reply-body alignment, unknown service contexts -----------------------
     for n in range(8):
         add(_case(f"align.reply-body-after-{n}-context-bytes",

@@ -31,17 +31,20 @@ from pycdr.giop.messages import (AddressingDisposition, CancelRequest, CloseConn
 from pycdr.giop.service_contexts import CodeSetsContext, RawServiceContext
 from pycdr.giop.sysexc import CompletionStatus, system_exception
 from pycdr.iiop import CodeSetsComponent, IIOPProfile, decode_profile, make_ior
-from pycdr.ior import ior_to_string
+from pycdr.ior import ior_from_string, ior_to_string
 from pycdr.marshal import read_value, write_value
+from pycdr.orb.invocation import write_results
 from pycdr.orb.jsonvalues import from_json as value_from_json, to_json as value_to_json
+from pycdr.typecode import TCKind
 
-from .client_cases import OOPS_ID, OOPS_MEMBERS, ClientCase, client_catalog
+from .client_cases import ANSWERED_KEY, OOPS_ID, OOPS_MEMBERS, ClientCase, client_catalog
 from .echo import ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module
 from .runner import NOT_RUN, Outcome, Result, judge_expectations, verdict_counts
 
 HOST = "127.0.0.1"
 PRIMARY_KEY = b"PycdrClientEcho"
 FORWARDED_KEY = b"PycdrClientForwarded"
+OBJECT_KEYS = (PRIMARY_KEY, FORWARDED_KEY, ANSWERED_KEY.encode())
 PLACEHOLDERS = ("{ior}", "{corbaloc}", "{operation}", "{args}", "{count}")
 MAX_CONNECTIONS = 64                 # a client that reconnects more than this is spinning
 MAX_RECORDED = 1 << 20               # bytes recorded per connection and direction
@@ -302,7 +305,7 @@ class CraftedServer:
                                               request_id=msg.request_id,
                                               locate_status=LocateStatus.OBJECT_FORWARD,
                                               forward=self.ior_for(forward)))
-        status = LocateStatus.OBJECT_HERE if key in (PRIMARY_KEY, FORWARDED_KEY) \
+        status = LocateStatus.OBJECT_HERE if key in OBJECT_KEYS \
             else LocateStatus.UNKNOWN_OBJECT
         return encode_message(LocateReply(version=msg.version, little=self.case.little,
                                           request_id=msg.request_id, locate_status=status))
@@ -344,8 +347,22 @@ class CraftedServer:
         return with_codesets
 
     def result_writer(self, json_value):
-        value = value_from_json(self.operation.result, json_value)
-        return lambda w: write_value(w, self.operation.result, value)
+        """Writes the reply body for ``json_value``: the result, or (for an operation with
+        inout/out parameters) the list of the result and those values."""
+        types = self.operation.result_types
+        items = [json_value] if len(types) == 1 else list(json_value or ())
+        values = [self.reference_value(item) if _is_reference(t)
+                  else value_from_json(t, item) for t, item in zip(types, items)]
+        return lambda w: write_results(w, self.operation, values)
+
+    def reference_value(self, item):
+        """The IOR answered for a reference given as {"type_id": ..., "object_key": ...} (this
+        server's own address: the client may call it)."""
+        if not isinstance(item, dict):
+            return value_from_json(self.operation.result, item)
+        profile = IIOPProfile(self.case.version, HOST, self.port,
+                              item["object_key"].encode(), ())
+        return make_ior(item["type_id"], [profile])
 
     def value_reply(self, req, record, value=None, **kw) -> bytes:
         """A NO_EXCEPTION reply with ``value`` (a JSON form; the case's value if None)."""
@@ -611,7 +628,7 @@ def _completed(value) -> str:
 
 
 def classify_report(case: ClientCase, report, returncode, hung: bool,
-                    result_type=None) -> Outcome:
+                    operation=None) -> Outcome:
     if hung:
         return Outcome("hung")
     if report is None:
@@ -620,7 +637,7 @@ def classify_report(case: ClientCase, report, returncode, hung: bool,
         return Outcome("no_report")
     if "result" in report:
         got = report["result"]
-        ok = _same(_canonical(result_type, got), _canonical(result_type, case.expected_value))
+        ok = result_matches(operation, got, case.expected_value)
         details = {"ok": ok}
         if not ok:
             details["got"] = repr(got)[:200]
@@ -638,23 +655,67 @@ def classify_report(case: ClientCase, report, returncode, hung: bool,
 
 
 def classify_reports(case: ClientCase, reports: list, returncode, hung: bool,
-                     result_type=None) -> Outcome:
+                     operation=None) -> Outcome:
     """The outcome of a case's calls: for one call, its report (the last); for concurrent
     calls, the first exception reported, or whether the results are the values answered (in
     any order: the calls were made at once)."""
     if case.calls == 1 or hung:
         return classify_report(case, reports[-1] if reports else None, returncode, hung,
-                               result_type)
+                               operation)
     if len(reports) < case.calls:
-        outcome = classify_report(case, None, returncode, hung, result_type)
+        outcome = classify_report(case, None, returncode, hung, operation)
         outcome.details["reports"] = len(reports)
         return outcome
     for report in reports:
         if "result" not in report:
-            return classify_report(case, report, returncode, hung, result_type)
+            return classify_report(case, report, returncode, hung, operation)
+    result_type = operation.result if operation is not None else None
     got = sorted(json.dumps(_canonical(result_type, r["result"])) for r in reports)
     want = sorted(json.dumps(_canonical(result_type, v)) for v in case.expected_values)
     return Outcome("result", {"ok": got == want})
+
+
+def result_matches(operation, got, want) -> bool:
+    """Whether the client's "result" is the answer ``want`` (both JSON forms): one value, or
+    for an operation with inout/out parameters the list of its result and those values."""
+    types = operation.result_types if operation is not None else (None,)
+    if len(types) == 0:
+        return got is None
+    if len(types) == 1:
+        return _value_matches(types[0], got, want)
+    return isinstance(got, list) and len(got) == len(types) and \
+        all(_value_matches(t, g, w) for t, g, w in zip(types, got, want))
+
+
+def _is_reference(t) -> bool:
+    while t is not None and t.kind() == TCKind.tk_alias:
+        t = t.content_type()
+    return t is not None and t.kind() == TCKind.tk_objref
+
+
+def _value_matches(t, got, want) -> bool:
+    if _is_reference(t) and isinstance(want, dict):
+        return _reference_matches(got, want)
+    return _same(_canonical(t, got), _canonical(t, want))
+
+
+def _reference_matches(got, want: dict) -> bool:
+    """A reference the client printed (a stringified IOR) is the one answered when its type id
+    and an IIOP profile's object key are: its ORB may stringify it anew, with other components
+    or another host name."""
+    if not isinstance(got, str):
+        return False
+    try:
+        ior = ior_from_string(got)
+    except (PycdrError, ValueError):
+        return False
+    keys = set()
+    for profile in ior.profiles:
+        try:
+            keys.add(decode_profile(profile).object_key)
+        except PycdrError:
+            continue
+    return ior.type_id == want["type_id"] and want["object_key"].encode() in keys
 
 
 def _canonical(result_type, value):
@@ -698,7 +759,7 @@ def request_problems(server: CraftedServer, case: ClientCase) -> list[str]:
         if req.version > case.version:
             problems.append(f"a GIOP {req.version[0]}.{req.version[1]} request to a "
                             f"{case.version[0]}.{case.version[1]} profile")
-        if seen.key not in (PRIMARY_KEY, FORWARDED_KEY):
+        if seen.key not in OBJECT_KEYS:
             problems.append(f"a request for the object key {seen.key!r}")
         record = server.connections[seen.connection]
         for ctx in req.service_contexts:
@@ -739,6 +800,8 @@ def request_details(server: CraftedServer) -> dict:
                "concurrent": server.concurrent, "interleaved": server.interleaved,
                "answer_error": "; ".join(server.answer_errors)[:200] or None,
                "forwarded": any(s.key == FORWARDED_KEY for s in reqs),
+               # 0 for a oneway (response_expected false; SyncScope NONE or WITH_TRANSPORT).
+               "response_flags": reqs[0].message.response_flags if reqs else None,
                "readdressed": any(s.addressing != "key" for s in reqs),
                "codeset_context": first_ctx is not None,
                "tcs_c": codesets.name(first_ctx.char_data) if first_ctx else None,
@@ -756,8 +819,10 @@ class ClientRunner:
     {operation} and {args}, split like a shell would split it; no shell runs it)."""
 
     def __init__(self, command: str, interface, *, wide_chars: bool = True, progress=None,
-                 cwd: str | None = None, env: dict | None = None):
+                 cwd: str | None = None, env: dict | None = None, unsupported=None):
         self.command = command
+        # operation -> why the client command cannot express a call of it (its cases not run)
+        self.unsupported = dict(unsupported or {})
         self.argv = check_command(command)
         self.interface = interface
         self.wide_chars = wide_chars
@@ -768,6 +833,9 @@ class ClientRunner:
     def applicable(self, case: ClientCase) -> str:
         if case.wide and not self.wide_chars:
             return "wide characters are not asked of this client (it is known to abort)"
+        if case.operation in self.unsupported:
+            return f"the client command cannot call {case.operation}: " \
+                   f"{self.unsupported[case.operation]}"
         if case.calls > 1 and "{count}" not in self.command:
             return "the client command takes no {count}: it makes one call at a time"
         return ""
@@ -793,7 +861,7 @@ class ClientRunner:
             stdout, stderr, returncode, hung = self._run_client(argv, case.timeout)
             server.settle(SERVER_SETTLE)
         outcome = classify_reports(case, parse_reports(stdout), returncode, hung,
-                                   server.operation.result)
+                                   server.operation)
         outcome.details.update(request_details(server))
         problems = request_problems(server, case)
         if problems:
@@ -860,10 +928,10 @@ class ClientSuite:
     """The client cases for one client command, ready to run one by one (pytest) or all."""
 
     def __init__(self, command: str, cases=None, *, wide_chars: bool = True, groups=None,
-                 progress=None, cwd=None, env=None):
+                 progress=None, cwd=None, env=None, unsupported=None):
         interface = load_echo_module().interfaces[ECHO_INTERFACE]
         self.runner = ClientRunner(command, interface, wide_chars=wide_chars,
-                                   progress=progress, cwd=cwd, env=env)
+                                   progress=progress, cwd=cwd, env=env, unsupported=unsupported)
         cases = client_catalog() if cases is None else cases
         self.cases = [c for c in cases if not groups or c.group in groups]
         self.run = ClientRun(command)

@@ -24,6 +24,7 @@ from pycdr.conformance.runner import FAIL, NOT_RUN, PASS, TOLERATED
 from pycdr.pcap import decode_capture
 
 from peers.combat import tclsh_command
+from peers.combat_conformance_client import UNSUPPORTED as COMBAT_UNSUPPORTED
 from peers.java_conformance_client import java_conformance_command
 from peers.process import PeerNotInstalled
 
@@ -134,6 +135,46 @@ def test_what_the_client_sends_is_judged(tmp_path):
     assert "[41]" in result.outcome.details["problem"]
 
 
+ONEWAY_CLIENT = RAW_CLIENT.replace("w.write_long(ARGUMENT)", "w.write_string('hello')") \
+    .replace("operation=sys.argv[2])", "operation=sys.argv[2], response_flags=FLAGS)") \
+    .replace('int.from_bytes(data[8:12], "big")',
+             'int.from_bytes(data[8:12], "little" if data[6] & 1 else "big")')
+
+
+def test_a_oneway_sent_as_a_two_way_call_fails(tmp_path):
+    # The oneway note sent with response_flags 0 (no reply awaited) passes; sent as a two-way
+    # call (flags 3) it fails even though the crafted server answered and the client returned.
+    quiet = fake_client(tmp_path, ONEWAY_CLIENT.replace("FLAGS", "0").split("data = b")[0]
+                        + "print(json.dumps({'result': None}))\n")
+    (result,) = run_client_suite(quiet, one_case("ops.note-oneway[1.2-LE]")).results
+    assert result.verdict == PASS, (result.outcome, result.stderr)
+    assert result.outcome.details["response_flags"] == 0
+    waiting = fake_client(tmp_path, ONEWAY_CLIENT.replace("FLAGS", "3").replace(
+        'print(json.dumps({"result": int.from_bytes(data[-4:], "big", signed=True)}))',
+        'print(json.dumps({"result": None}))'))
+    (result,) = run_client_suite(waiting, one_case("ops.note-oneway[1.2-LE]")).results
+    assert result.verdict == FAIL and result.outcome.kind == "result", result.outcome
+    assert result.outcome.details["ok"] is True and result.outcome.details["response_flags"] == 3
+
+
+@pytest.mark.parametrize("case_id, printed", [
+    # its own arguments instead of the inout values answered
+    ("ops.echo-inout[1.2-BE]", "json.loads(sys.argv[3])"),
+    ("ops.echo-multi[1.0-LE]", "json.loads(sys.argv[3])"),
+    # the answered values without the result, and the result alone
+    ("ops.echo-multi[1.2-BE]", "[-2.25]"),
+    ("ops.echo-multi[1.2-BE]", "-123456789"),
+    # a reference of the right type but with the target's key, not the answered one
+    ("ops.echo-object[1.2-BE]", "sys.argv[1]"),
+    ("ops.echo-object[1.2-BE]", "None"),
+])
+def test_a_wrong_result_of_the_other_operations_fails(tmp_path, case_id, printed):
+    liar = fake_client(tmp_path, f"print(json.dumps({{'result': {printed}}}))\n")
+    (result,) = run_client_suite(liar, one_case(case_id)).results
+    assert result.verdict == FAIL and result.outcome.kind == "result", result.outcome
+    assert result.outcome.details["ok"] is False
+
+
 SERIAL_CLIENT = """
 import asyncio
 from pycdr.conformance.refclient import call
@@ -213,7 +254,7 @@ CLIENTS = OrderedDict([
     ("JacORB 3.9 client", (lambda: _java_command("jacorb"), {})),
     ("OpenJDK ORB 10.1.3 client", (lambda: _java_command("openjdk-orb"), {})),
     ("GlassFish ORB 5.0.0 client", (lambda: _java_command("glassfish-orb"), {})),
-    ("Combat 0.8.1 client", (_combat_command, {})),
+    ("Combat 0.8.1 client", (_combat_command, {"unsupported": COMBAT_UNSUPPORTED})),
 ])
 PEER_ONLY_IN_C_PASS = set(list(CLIENTS)[1:])
 
@@ -338,6 +379,9 @@ KNOWN = {
          "and reads the reply's UTF-8 string as ISO-8859-1"),
         ("system_exception", ("addressing.needs-profile[",),
          "does not resend on NEEDS_ADDRESSING_MODE (BAD_PARAM; tolerated: impl-limit)"),
+        (None, ("ops.",), "not run: the driver maps no inout/out parameters, object "
+         "references or attribute accessors to Combat's Tcl call, and its oneway note returns "
+         "with no Request reaching the server"),
     ],
 }
 
@@ -404,7 +448,8 @@ def test_write_client_matrix():
              "from a client known to abort on them. Operations and arguments: "
              + ", ".join(f"`{op} {json.dumps(c['args'])}`" for op, c in CONTRACT.items())
              + "; the `type` group calls every one-parameter operation of echo.idl (the "
-             "smallest value of its type) and is answered with the server suite's value. "
+             "smallest value of its type) and is answered with the server suite's value; the "
+             "`ops` group the reference, inout, oneway and attribute operations. "
              "Drivers: `pycdr.conformance.refclient`, tests/peers/omni_conformance_client.py, "
              "tests/peers/java_conformance_client.py (JacORB, OpenJDK ORB, GlassFish ORB: DII), "
              "tests/peers/combat_conformance_client.py (Combat, by IOR: it asks no "

@@ -99,11 +99,14 @@ def to_json(value):
     return value
 
 
-def report(target, operation, args):
+def report(orb, target, operation, args):
     try:
         op = ECHO.all_operations()[operation]
         values = [from_json(p.type, a) for p, a in zip(op.in_params, args)]
-        result = to_json(getattr(target, operation)(*values))
+        answer = getattr(target, operation)(*values)
+        # An object reference is printed stringified (the contract's form for objref).
+        result = orb.object_to_string(answer) if isinstance(answer, CORBA.Object) \
+            else to_json(answer)
     except CORBA.SystemException as error:
         return {"system_exception": {"exception_id": error._NP_RepositoryId,
                                      "minor": error.minor, "completed": int(error.completed._v)}}
@@ -127,7 +130,7 @@ def main():
         # outstanding: -ORBoneCallPerConnection is left at its default).
         reports = [None] * count
         threads = [threading.Thread(target=lambda i=i: reports.__setitem__(
-            i, report(target, operation, args))) for i in range(count)]
+            i, report(orb, target, operation, args))) for i in range(count)]
         for t in threads:
             t.start()
         for t in threads:

@@ -16,7 +16,8 @@ import org.omg.CORBA.SystemException;
  *   ConformanceClient DESCRIPTION_FILE IOR OPERATION ARGUMENTS_HEX COUNT [name=value ORB property ...]
  * Makes COUNT calls of OPERATION (DII, from the interface description pycdr wrote) with the in
  * values in ARGUMENTS_HEX (a CDR encapsulation). One call is invoked; more are all sent
- * (send_deferred) before the first answer is awaited, so they are outstanding together. Prints one
+ * (send_deferred) before the first answer is awaited, so they are outstanding together; a oneway
+ * operation's calls are sent with send_oneway, and nothing is awaited. Prints one
  * line a call, in EchoClient's form ({"op", "reply"} / {"op", "user_exception", "body"} /
  * {"op", "exception", "minor", "completed"}), in the order the calls were made.
  */
@@ -42,7 +43,15 @@ public final class ConformanceClient {
             for (int i = 0; i < count; i++) {
                 requests.add(EchoClient.request(streams, target, operation, args[3]));
             }
-            if (count == 1) {
+            boolean oneway = operation.call.equals("oneway");
+            if (oneway) {
+                // No reply is awaited: each call is sent, and returns.
+                for (Request request : requests) {
+                    request.send_oneway();
+                    lines.add(EchoClient.onewaySent(operation));
+                }
+                requests.clear();
+            } else if (count == 1) {
                 requests.get(0).invoke();
             } else {
                 for (Request request : requests) {

@@ -61,7 +61,7 @@ public final class EchoClient {
         try {
             if (operation.call.equals("oneway")) {
                 request.send_oneway();
-                return start(operation) + "\"reply\": \"\"}";
+                return onewaySent(operation);
             }
             request.invoke();
         } catch (SystemException e) {
@@ -94,6 +94,11 @@ public final class EchoClient {
             request.exceptions().add(exception);
         }
         return request;
+    }
+
+    /** The JSON line for a oneway call sent: nothing comes back. */
+    static String onewaySent(InterfaceDescription.Operation operation) {
+        return start(operation) + "\"reply\": \"\"}";
     }
 
     static String start(InterfaceDescription.Operation operation) {
