@@ -726,7 +726,10 @@ class Campaign:
         status = self._probe()
         if status in ("silent", "requests-silent"):
             status = self._probe(timeout=self.hang_timeout)
-        if status in ("alive", "slow") and self._spinning():
+        # A spinning target may also answer late or not at all (the looping thread
+        # starves the others: Python's GIL, a JVM's safepoints, on a loaded
+        # machine most of all): the spin is the cause, the silence its symptom.
+        if status in ("alive", "slow", "silent", "requests-silent") and self._spinning():
             status = "spinning"
         return status
 
