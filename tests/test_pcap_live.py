@@ -57,6 +57,14 @@ class Lines:
         return line.decode()
 
 
+def _interruptible() -> None:
+    """Ctrl-C as at a terminal: a suite started in the background (``cmd &``, as CI
+    runners and ``nohup`` may) passes SIGINT on ignored, and Python then installs no
+    KeyboardInterrupt handler in the child, so the SIGINT that ends the capture would
+    be lost (seen in a clean-clone run: the capture ran on to its --duration)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _end(proc, server) -> None:
     """The test's server closed, the capture process ended whatever happened."""
     server.close()
@@ -71,7 +79,8 @@ def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
     saved = str(tmp_path / "live.pcap")
     proc = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {port}", "--json",
                                      "--duration", "60", "-w", saved],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_interruptible)
     try:
         deadline = time.monotonic() + 30
         stdout = Lines(proc.stdout)
