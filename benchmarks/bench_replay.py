@@ -1,6 +1,7 @@
 """`pycdr replay` calls/s beside omniORBpy's own client making the same calls, in one run.
 
     .venv/bin/python benchmarks/bench_replay.py [--calls 4000] [--clients 1] [--repeat 3]
+                                                [--window 64] [--memory]
 
 1. An omniORBpy client calls an omniORBpy server (ReplayEcho::Echo of
    tests/idl/replay/echo_items.idl: echo_long, echo_double, echo_string, a
@@ -10,14 +11,18 @@
 2. The floor: the same client making the same calls to a fresh omniORBpy server,
    not recorded; calls/s from the calls and the client loop's time (the ORB's
    start and the IDL's compilation not counted).
-3. ``pycdr replay`` of the capture with ``--idl`` (every reply decoded and compared
-   value by value) against a fresh omniORBpy server and against pycdr's
-   reference ORB (``pycdr serve``); calls/s from the replayed calls and the
-   replay's time (Replay.run in this process: reading the capture, rewriting,
-   sending, receiving, comparing; the interpreter's start not counted).
+3. ``pycdr replay`` of the capture with ``--idl`` (every reply compared: by its bytes
+   but for the request id where they are the recorded ones, else value by value)
+   against a fresh omniORBpy server and against pycdr's reference ORB (``pycdr
+   serve``), as recorded (``--window 1``: each reply the client waited for is
+   waited for) and pipelined (``--window N``); calls/s from the replayed calls and
+   the replay's time (Replay.run in a process of its own: reading the capture,
+   rewriting, sending, receiving, comparing; the interpreter's start not counted).
 
-``--memory``: the peak RSS of ``pycdr replay --idl`` processes replaying the capture and
-one of four times as many calls (memory flat in the capture's size).
+Each process also reports the CPU time of its timed part (user + system, per call)
+and its peak RSS.  ``--memory``: the peak RSS of ``pycdr replay --idl`` processes
+replaying the capture and one of four times as many calls (memory flat in the
+capture's size).
 
 Each is run ``--repeat`` times; the table shows the median and the spread (min-max)
 and the ratios the target is stated in: replay against omniORBpy / omniORBpy's
@@ -28,7 +33,9 @@ machine is shared: read the ratios, measured in the same run, not the rates.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,7 +49,7 @@ IDL = os.path.join(ROOT, "tests", "idl", "replay", "echo_items.idl")
 INTERFACE = "ReplayEcho::Echo"
 
 CLIENT = r'''
-import sys, time
+import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from omniORB import CORBA
 import omni_idl
@@ -55,6 +62,7 @@ calls = int(sys.argv[4])
 octets = bytes(range(256)) + bytes(44)
 items = [module.Item("item%d" % k, k, k / 3) for k in range(5)]
 echo.echo_long(0)             # the connection opened before the clock starts
+cpu = time.process_time()
 start = time.perf_counter()
 for i in range(calls):
     k = i % 5
@@ -68,30 +76,42 @@ for i in range(calls):
         echo.echo_octets(octets)
     else:
         echo.echo_items(items)
-print(calls + 1, time.perf_counter() - start)
+elapsed = time.perf_counter() - start
+print(json.dumps({"calls": calls + 1, "seconds": elapsed, "cpu": time.process_time() - cpu,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 orb.destroy()
 '''
 
 
-def run_clients(ior: str, calls: int, clients: int) -> float:
-    """omniORBpy's calls/s: every client's calls over the longest client loop."""
+class Measured:
+    """Calls/s, CPU seconds a call, peak RSS (bytes) of one measured run."""
+
+    def __init__(self, rate: float, cpu_per_call: float, rss: int):
+        self.rate, self.cpu_per_call, self.rss = rate, cpu_per_call, rss
+
+
+def run_clients(ior: str, calls: int, clients: int) -> Measured:
+    """omniORBpy's calls/s: every client's calls over the longest client loop (CPU: all
+    the clients' loops; RSS: the largest client's)."""
     per = -(-calls // clients)
     procs = [subprocess.Popen([sys.executable, "-c", CLIENT, os.path.join(ROOT, "tests", "peers"),
                                IDL, ior, str(per)], stdout=subprocess.PIPE, text=True)
              for _ in range(clients)]
-    made, longest = 0, 0.0
+    made, longest, cpu, rss = 0, 0.0, 0.0, 0
     for p in procs:
         out, _ = p.communicate(timeout=600)
         if p.returncode:
             sys.exit(f"an omniORBpy client failed ({p.returncode})")
-        n, elapsed = out.split()
-        made += int(n) - 1            # the first call is not timed
-        longest = max(longest, float(elapsed))
-    return made / longest
+        got = json.loads(out)
+        made += got["calls"] - 1      # the first call is not timed
+        longest = max(longest, got["seconds"])
+        cpu += got["cpu"]
+        rss = max(rss, got["rss"])
+    return Measured(made / longest, cpu / made, rss)
 
 
-def replay_rate(capture: str, target: str) -> tuple:
-    """(calls/s, calls, same) of pycdr replay --idl to ``target``."""
+def replay_child(capture: str, target: str, window: int) -> None:
+    """(--child) Replay ``capture`` to ``target`` with --idl and print what it took."""
     from pycdr import idl
     from pycdr.pcap import IdlBodyDecoder
     from pycdr.pcapread import CaptureReader
@@ -102,12 +122,28 @@ def replay_rate(capture: str, target: str) -> tuple:
     comparison = Comparison(IdlBodyDecoder([idl.load(IDL, register=False)]))
     summary = ReplaySummary()
     replay = Replay(ReplayOptions(default_target=default, targets=mapped,
-                                  comparison=comparison), summary.add)
+                                  comparison=comparison, window=window), summary.add)
+    cpu = time.process_time()
     start = time.perf_counter()
     replay.run(CaptureReader(capture))
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     totals = summary.totals()
-    return totals["calls"] / elapsed, totals["calls"], totals["same"]
+    print(json.dumps({"calls": totals["calls"], "same": totals["same"], "seconds": elapsed,
+                      "cpu": cpu,
+                      "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+
+
+def replay_rate(capture: str, target: str, window: int = 1) -> tuple:
+    """(Measured, calls, same) of pycdr replay --idl --window ``window`` to ``target``, in a
+    process of its own."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", capture, target,
+                           str(window)], capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        sys.exit(f"the replay failed ({done.returncode}): {done.stderr[-2000:]}")
+    got = json.loads(done.stdout)
+    return (Measured(got["calls"] / got["seconds"], got["cpu"] / got["calls"], got["rss"]),
+            got["calls"], got["same"])
 
 
 def replay_peak_rss(capture: str, target: str) -> int:
@@ -147,15 +183,22 @@ class ReferenceServer:
         self.proc.wait(timeout=30)
 
 
-def spread(values) -> str:
-    return f"{statistics.median(values):9.0f}  ({min(values):.0f}-{max(values):.0f})"
+def spread(values, scale: float = 1.0, digits: int = 0) -> str:
+    values = [v * scale for v in values]
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-" \
+           f"{max(values):.{digits}f})"
 
 
 def main(argv=None) -> None:
+    if argv is None and sys.argv[1:2] == ["--child"]:
+        replay_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=4000)
     ap.add_argument("--clients", type=int, default=1, help="client processes (connections)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--window", type=int, default=64,
+                    help="the pipelined replays' --window (calls outstanding a connection)")
     ap.add_argument("--memory", action="store_true",
                     help="also the peak RSS of a replay of the capture and of one 4x its size")
     args = ap.parse_args(argv)
@@ -181,33 +224,41 @@ def main(argv=None) -> None:
                 print(f"peak RSS of pycdr replay --idl, {os.path.getsize(path) / 1e6:.1f} MB "
                       f"capture: {replay_peak_rss(path, server.ior) / 1e6:.1f} MB")
 
-    rates: dict = {"omniORBpy client": [], "replay -> omniORBpy": [],
-                   "replay -> reference ORB": []}
+    windowed = f"--window {args.window}"
+    names = ["omniORBpy client", "replay -> omniORBpy, --window 1",
+             f"replay -> omniORBpy, {windowed}", "replay -> reference ORB, --window 1",
+             f"replay -> reference ORB, {windowed}"]
+    runs: dict = {name: [] for name in names}
     counts = set()
     for _ in range(args.repeat):
         with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
-            rates["omniORBpy client"].append(run_clients(server.ior, args.calls, args.clients))
-        with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
-            rate, calls, same = replay_rate(capture, server.ior)
-            rates["replay -> omniORBpy"].append(rate)
-            counts.add(("omniORBpy", calls, same))
-        ref = ReferenceServer(folder)
-        try:
-            rate, calls, same = replay_rate(capture, ref.ior)
-        finally:
-            ref.close()
-        rates["replay -> reference ORB"].append(rate)
-        counts.add(("reference ORB", calls, same))
-    print(f"{'':26}{'calls/s median (min-max)':>28}")
-    for name, values in rates.items():
-        print(f"{name:26}{spread(values):>28}")
-    for target, calls, same in sorted(counts):
-        print(f"replay -> {target}: {calls} calls, {same} the same")
-    floor = statistics.median(rates["omniORBpy client"])
-    for name in ("replay -> omniORBpy", "replay -> reference ORB"):
-        values = rates[name]
-        per_run = ", ".join(f"{v / f:.2f}" for v, f in zip(values, rates["omniORBpy client"]))
-        print(f"ratio {name} / omniORBpy client: {statistics.median(values) / floor:.2f}x "
+            runs[names[0]].append(run_clients(server.ior, args.calls, args.clients))
+        # Causal and pipelined replays interleaved with the floor, each to a fresh server.
+        for name, window in ((names[1], 1), (names[2], args.window)):
+            with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
+                measured, calls, same = replay_rate(capture, server.ior, window)
+            runs[name].append(measured)
+            counts.add((name, calls, same))
+        for name, window in ((names[3], 1), (names[4], args.window)):
+            ref = ReferenceServer(folder)
+            try:
+                measured, calls, same = replay_rate(capture, ref.ior, window)
+            finally:
+                ref.close()
+            runs[name].append(measured)
+            counts.add((name, calls, same))
+    print(f"{'':40}{'calls/s median (min-max)':>28}{'CPU us/call':>22}{'peak RSS MB':>22}")
+    for name, measured in runs.items():
+        print(f"{name:40}{spread([m.rate for m in measured]):>28}"
+              f"{spread([m.cpu_per_call for m in measured], 1e6, 1):>22}"
+              f"{spread([m.rss for m in measured], 1e-6, 1):>22}")
+    for name, calls, same in sorted(counts):
+        print(f"{name}: {calls} calls, {same} the same")
+    floors = [m.rate for m in runs[names[0]]]
+    for name in names[1:]:
+        rates = [m.rate for m in runs[name]]
+        per_run = ", ".join(f"{v / f:.2f}" for v, f in zip(rates, floors))
+        print(f"ratio {name} / omniORBpy client: {statistics.median(rates) / statistics.median(floors):.2f}x "
               f"(per run {per_run}; target >= 1.0)")
 
 

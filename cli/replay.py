@@ -10,8 +10,8 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.orb.tls import TLSConfigError, TransportError
 from pycdr.replay.compare import Comparison
-from pycdr.replay.runner import (ReplayError, ReplayOptions, Replay, parse_key,
-                                 parse_targets)
+from pycdr.replay.runner import (QUEUE_MESSAGES, ReplayError, ReplayOptions, Replay,
+                                 parse_key, parse_targets)
 from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
 from pycdr.replay.summary import ReplaySummary, difference_lines
 
@@ -41,6 +41,14 @@ MAX_SHOWN = 20
 @click.option("--skip-op", "skip_ops", multiple=True, help="Do not replay this operation.")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True),
               help="At most this many messages a second (all connections together).")
+@click.option("--window", type=click.IntRange(1, QUEUE_MESSAGES // 2), default=1,
+              show_default=True,
+              help="Calls of one connection that may wait for their reply at once.  1: as "
+                   "recorded (a call whose reply the client waited for is waited for).  N > 1 "
+                   "sends on without waiting (faster), except after a reply that may teach a "
+                   "key; replies are still matched and compared one by one.  Risk: a target "
+                   "that runs one connection's requests concurrently may then reorder calls "
+                   "whose order matters (stateful servants).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
               show_default=True, help="Seconds to wait for one reply.")
 @click.option("--float-tolerance", type=click.FloatRange(min=0), default=0.0,
@@ -51,7 +59,8 @@ MAX_SHOWN = 20
                    "(repeatable; covers what lies under it).")
 @click.option("--giop", type=click.Choice(["1.0", "1.1", "1.2", "1.3"]),
               help="Send the requests in this GIOP version instead of the recorded one (needs "
-                   "--idl: the arguments are encoded again; fragmented requests fail).")
+                   "--idl: the arguments are encoded again; a fragmented request is joined, "
+                   "encoded again and cut as recorded, or sent whole in GIOP 1.0).")
 @click.option("--byte-order", type=click.Choice(["big", "little"]),
               help="Send the requests in this byte order instead of the recorded one (needs "
                    "--idl, as --giop).")
@@ -65,7 +74,7 @@ MAX_SHOWN = 20
 @click.option("--progress/--no-progress", default=None,
               help="A progress bar on stderr (default: when stderr is a terminal).")
 @tls_options(key_flag="--tls-key")
-def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, timeout,
+def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, window, timeout,
         float_tolerance, ignore, giop, byte_order, dry_run, json_file, junit_file, pcap_file,
         progress, tls):
     """Send the client messages of a CAPTURE again to a live endpoint and compare
@@ -96,7 +105,8 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, time
     options = ReplayOptions(
         default_target=default, targets=mapped, keys=key_map,
         comparison=Comparison(idl, float_tolerance, ignore),
-        selected=OperationFilter(only_ops, skip_ops), rate=rate, timeout=timeout, tls=tls,
+        selected=OperationFilter(only_ops, skip_ops), rate=rate, window=window,
+        timeout=timeout, tls=tls,
         ports=ports or None, pcap=pcap_file, dry_run=dry_run,
         reencoding=Reencoding(idl.arguments, giop and tuple(int(p) for p in giop.split(".")),
                               None if byte_order is None else byte_order == "little")

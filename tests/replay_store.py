@@ -122,6 +122,7 @@ class StoreServer:
         self.port = self.sock.getsockname()[1]
         variant.host, variant.port = "127.0.0.1", self.port
         self.received: list = []
+        self.most_at_once = 0           # the most requests that came in one recv()
         self.connections = 0
         self._threads: list = []
         self._stop = False
@@ -146,7 +147,8 @@ class StoreServer:
             self._threads.append(t)
 
     def _connection(self, conn) -> None:
-        giop = GiopConnection(Role.SERVER, lenient=True, check_request_ids=False)
+        giop = GiopConnection(Role.SERVER, version=(1, 3), lenient=True,
+                              check_request_ids=False)
         if self.ssl_context is not None:
             try:
                 conn = self.ssl_context.wrap_socket(conn, server_side=True)
@@ -160,10 +162,18 @@ class StoreServer:
                 except OSError:
                     return
                 giop.receive_data(data)
+                events = []
                 while True:
                     event = giop.next_event()
                     if event is NEED_DATA:
                         break
+                    events.append(event)
+                    if isinstance(event, ConnectionClosed):
+                        break
+                self.most_at_once = max(self.most_at_once, sum(
+                    isinstance(e, MessageReceived) and
+                    isinstance(e.message, (Request, LocateRequest)) for e in events))
+                for event in events:
                     if isinstance(event, ConnectionClosed):
                         return
                     if isinstance(event, MessageReceived) and \

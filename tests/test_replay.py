@@ -46,8 +46,20 @@ def recorded(tmp_path, conversations=None) -> str:
     return capture
 
 
+# Every replay of these tests runs as recorded (--window 1) and pipelined (--window 8):
+# the outcomes must be the same.
+WINDOW = ["--window", "1"]
+
+
+@pytest.fixture(autouse=True, params=[1, 8], ids=["window1", "window8"])
+def window(request):
+    WINDOW[1] = str(request.param)
+    yield request.param
+    WINDOW[1] = "1"
+
+
 def replay(args, **kw):
-    return CliRunner().invoke(main, ["replay", *args], catch_exceptions=False, **kw)
+    return CliRunner().invoke(main, ["replay", *args, *WINDOW], catch_exceptions=False, **kw)
 
 
 def json_lines(path):
@@ -192,6 +204,22 @@ def test_a_slow_call_holds_up_its_connection_only(tmp_path):
     assert result.exit_code == 0, result.output
     assert len(server.received) == 3
     assert elapsed < 2.5, f"connections replayed one after the other ({elapsed:.1f} s)"
+
+
+def test_a_window_sends_on_before_the_replies_and_compares_each(tmp_path, window):
+    # One connection whose client waited for each reply: --window 1 sends each request
+    # after the previous reply; a window sends them on (the target gets them at once).
+    calls = [rs.request(1, "find", ["pear"])] + \
+        [rs.request(i, "list", [i]) for i in range(2, 6)] + [rs.request(6, "find", ["fig"])]
+    capture = recorded(tmp_path, [calls])
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", slow=0.2)) as server:
+        out = str(tmp_path / "calls.jsonl")
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--json", out])
+        assert result.exit_code == 0, result.output
+        assert [m.request_id for m in server.received] == list(range(1, 7))
+        assert server.most_at_once == (1 if window == 1 else 6)
+    assert [(c["operation"], c["outcome"], c["replay_request_id"]) for c in json_lines(out)] \
+        == [(m.operation, "same", m.request_id) for m in calls]
 
 
 def test_the_replay_traffic_is_written_as_a_capture(tmp_path):
@@ -339,6 +367,44 @@ def test_an_unchanged_key_only_renumbers_the_request_id_in_place():
     assert len(data) == len(raw) and data != raw
     assert _decoded(data).request_id == 1 and call.recorded_id == 77
     assert data.replace(struct.pack("<I", 1), struct.pack("<I", 77), 1) == raw
+
+
+@pytest.mark.parametrize("little", [False, True], ids=["big", "little"])
+def test_requests_of_a_known_shape_are_rewritten_as_when_decoded(little):
+    # The same calls through one session (shapes learned, then used) and each through a
+    # session of its own (decoded): the same bytes, calls and skips -- keys mapped to
+    # longer and shorter ones, and a key learned midway.
+    r = lambda rid, op, args, key=b"OldStore": rs.request(  # noqa: E731
+        rid, op, args, key=key, little=little)
+    calls = [r(1, "list", [3]), r(2, "find", ["pear"]), r(3, "list", [4]),
+             r(4, "total", [5, 2.5]), r(5, "find", ["a much longer name"]),
+             r(6, "list", [5], key=b"OldOther"), r(7, "list", [6], key=b"OldOther"),
+             "learn", r(8, "list", [7], key=b"OldOther"), r(9, "list", [8]),
+             r(10, "find", ["fig"]), r(11, "total", [6, 1.5])]
+    for explicit in ({}, {b"OldStore": b"S"}, {b"OldStore": b"a-much-longer-store-key"}):
+        keys = KeyMap(explicit)
+        shaped = ReplaySession(keys, selected=OperationFilter(skip=["total"]))
+        n = 1
+        for msg in calls:
+            if msg == "learn":
+                keys.learn(b"OldOther", b"NewOther!")
+                continue
+            raw = encode_message(msg)
+            alone = ReplaySession(keys, selected=OperationFilter(skip=["total"]))
+            alone.next_id = n
+            expected, expected_call = alone.outgoing(raw)
+            data, call = shaped.outgoing(raw)
+            assert data == expected, (explicit, msg.request_id)
+            assert (call.operation, call.kind, call.recorded_id, call.replay_id,
+                    call.outcome) == (expected_call.operation, expected_call.kind,
+                                      expected_call.recorded_id, expected_call.replay_id,
+                                      expected_call.outcome)
+            if data is not None:
+                n += 1
+                last = _decoded(data)
+        assert shaped._shapes, "no shape was learned"
+        assert (last.operation, last.object_key) == \
+            ("find", explicit.get(b"OldStore", b"OldStore"))
 
 
 def test_fragments_and_cancels_follow_their_request():
@@ -545,9 +611,90 @@ def test_reencoding_keeps_the_arguments_and_refuses_what_it_cannot():
     unknown = ReplaySession(KeyMap(), reencoding=Reencoding({}, (1, 2)))
     data, call = unknown.outgoing(encode_message(rs.request(3, "total", [5, 2.5])))
     assert data is None and call.outcome == "failed" and "not in the IDL" in call.reason
+    parts = fragment_message(encode_message(rs.request(9, "total", [5, 2.5])), 32)
+    sent = [unknown.outgoing(p) for p in parts]
+    assert all(d is None for d, _ in sent) and sent[-1][1].outcome == "failed" and \
+        "not in the IDL" in sent[-1][1].reason
+
+
+def fragments(msg, limit: int) -> list:
+    """``msg`` as its GIOP 1.1 or 1.2 fragments of at most ``limit`` bytes."""
+    from pycdr.giop.messages import encode_fragments
+    from pycdr.marshal import read_value, write_value
+    params = rs.OPS[msg.operation].in_params
+    data = encode_message(msg)
+    r = _decoded(data).body_reader()
+    args = [read_value(r, p.type) for p in params]
+
+    def write_body(w):
+        for p, value in zip(params, args):
+            write_value(w, p.type, value)
+    return encode_fragments(msg, data, limit, write_body=write_body)
+
+
+def fragmented_capture(path: str, version, little=False) -> list:
+    """A recording whose client sends find() in fragments, list() whole, then total() in
+    fragments (GIOP ``version``), each answered; returns the requests."""
+    from pycdr.pcapwrite import TcpSession, write_pcap
+    requests = [rs.request(1, "find", ["x" * 300], version=version, little=little),
+                rs.request(2, "list", [2], version=version, little=little),
+                rs.request(3, "total", [7, 1.5], version=version, little=little)]
+    packets = []
+    session = TcpSession(packets, 2809)
+    for msg, limit in zip(requests, (128, None, 48)):
+        for part in fragments(msg, limit) if limit else [encode_message(msg)]:
+            session.client_sends(part)
+        session.server_sends(encode_message(rs.reply_to(_decoded(encode_message(msg)),
+                                                        rs.Variant())))
+    session.close()
+    write_pcap(path, packets)
+    return requests
+
+
+@pytest.mark.parametrize("recorded_version", [(1, 1), (1, 2)], ids=["rec1.1", "rec1.2"])
+@pytest.mark.parametrize("giop,order", [("1.0", "little"), ("1.1", "little"), ("1.2", "big"),
+                                        ("1.3", "little")])
+def test_fragmented_requests_are_joined_encoded_again_and_cut_as_recorded(
+        tmp_path, recorded_version, giop, order):
+    capture = str(tmp_path / "frag.pcap")
+    requests = fragmented_capture(capture, recorded_version)
+    written = str(tmp_path / "replayed.pcap")
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore")) as server:
+        out = str(tmp_path / "calls.jsonl")
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--giop", giop,
+                         "--byte-order", order, "--json", out, "--pcap", written])
+        assert result.exit_code == 0, result.output
+        version = tuple(int(p) for p in giop.split("."))
+        assert [(m.operation, m.version, m.little, m.body_reader().read_string()
+                 if m.operation == "find" else None) for m in server.received] == \
+            [("find", version, order == "little", "x" * 300), ("list", version, order == "little",
+                                                               None),
+             ("total", version, order == "little", None)]
+    assert [(c["operation"], c["outcome"]) for c in json_lines(out)] == \
+        [("find", "same"), ("list", "same"), ("total", "same")]
+    # (A first fragment that cuts the request header is an error entry of its own for
+    # the analyzer, which then shows the request reassembled.)
+    sent = [e for e in decode_capture(written, ports=[server.port])
+            if e["dst"].endswith(f":{server.port}") and "error" not in e]
+    assert [e["operation"] for e in sent if e["type"] == "Request" and
+            not e["more_fragments"]] == ["find", "list", "total"]
+    fragment_count = sum(e["type"] == "Fragment" for e in sent)
+    if version == (1, 0):           # GIOP 1.0 has no fragments: sent whole
+        assert fragment_count == 0
+    else:                           # cut again, no message longer than the recorded first
+        assert fragment_count >= 3
+        find = [e for e in sent if e.get("operation") == "find" and e["more_fragments"]]
+        assert len(find) == 1 and find[0]["message_size"] + 12 <= 128
+
+
+def test_a_fragmented_request_the_recording_ends_in_fails():
+    from pycdr.replay.session import Reencoding
+    session = ReplaySession(KeyMap(), reencoding=Reencoding(
+        IdlBodyDecoder([rs.MODULE]).arguments, (1, 0), True))
     parts = fragment_message(encode_message(rs.request(9, "find", ["x" * 300])), 128)
-    sent = [session.outgoing(p) for p in parts]
-    assert sent[0][1].outcome == "failed" and all(d is None for d, _ in sent)
+    assert [session.outgoing(p) for p in parts[:-1]] == [(None, None)] * (len(parts) - 1)
+    [call] = session.abandoned()
+    assert call.outcome == "failed" and "before its last fragment" in call.reason
 
 
 def test_a_profile_addressed_request_goes_to_the_target_by_key():

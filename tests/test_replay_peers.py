@@ -56,9 +56,21 @@ def recording(tmp_path_factory):
     return path
 
 
+# Every replay runs as recorded (--window 1) and pipelined (--window 8): the outcomes must
+# be the same.
+WINDOW = ["--window", "1"]
+
+
+@pytest.fixture(autouse=True, params=[1, 8], ids=["window1", "window8"])
+def window(request):
+    WINDOW[1] = str(request.param)
+    yield request.param
+    WINDOW[1] = "1"
+
+
 def replay(capture, target, tmp_path, *args):
     out = str(tmp_path / "calls.jsonl")
-    done = subprocess.run(PYCDR + [capture, "--target", target, "--json", out, *args],
+    done = subprocess.run(PYCDR + [capture, "--target", target, "--json", out, *args, *WINDOW],
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in done.stderr, done.stderr
     with open(out) as f:

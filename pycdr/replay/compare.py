@@ -94,8 +94,37 @@ class Comparison:
         self.ignored = IgnoredPaths(ignore)
         self.keys = keys or KeyMap()
         self._references_in: dict = {}     # operation -> its results may hold references
+        self._judged_by_bytes: dict = {}    # (operation, reply status) -> judged_by_bytes
 
     # -- replies -------------------------------------------------------------------
+    def may_teach(self, operation: str, reply) -> bool:
+        """Whether the replayed reply to a call whose recorded reply is ``reply`` (a
+        Reply, a LocateReply, or one kept as bytes with its ``status``) may teach a key:
+        the recorded one is a forward or may hold a reference."""
+        if reply is None:
+            return False
+        if isinstance(reply, LocateReply):
+            return reply.locate_status in _LOCATE_FORWARDS
+        status = reply.reply_status if isinstance(reply, Reply) else reply.status
+        return not self.judged_by_bytes(operation, status)
+
+    def judged_by_bytes(self, operation: str, status: int) -> bool:
+        """Whether a reply of ``status`` that repeats the recorded one's bytes (but for
+        the request id) is the same without reading it: not when it holds a reference
+        to compare by the key mapping (and learn keys from): a forward, a result (by
+        the IDL) that may hold one, a user exception read with the IDL."""
+        judged = self._judged_by_bytes.get((operation, status))
+        if judged is None:
+            if status in (ReplyStatus.NO_EXCEPTION, ReplyStatus.SYSTEM_EXCEPTION,
+                          ReplyStatus.NEEDS_ADDRESSING_MODE):
+                items = self.idl.results.get(operation) if self.idl is not None and \
+                    status == ReplyStatus.NO_EXCEPTION else None
+                judged = items is None or not self._holds_references(operation, items)
+            else:
+                judged = status == ReplyStatus.USER_EXCEPTION and self.idl is None
+            self._judged_by_bytes[(operation, status)] = judged
+        return judged
+
     def replies(self, operation: str, recorded, replayed) -> list:
         """The differences between two replies (decoded messages, or None when
         the side has none): a list of {"path", "recorded", "replayed"}."""

@@ -37,7 +37,7 @@ from ..pcapwrite import StreamPcapWriter
 from ..tcpstream import TcpReassembler
 from .compare import Comparison, KeyMap
 from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, OperationFilter,
-                      Reencoding, ReplaySession)
+                      RawReply, Reencoding, ReplaySession, reply_message)
 
 QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
 READ_BATCH = 64               # segments read before the connections are served again
@@ -168,6 +168,7 @@ class ReplayOptions:
     pcap: str | None = None
     dry_run: bool = False
     reencoding: Reencoding | None = None             # --giop / --byte-order
+    window: int = 1                                  # requests outstanding per connection
 
 
 class RateLimit:
@@ -201,7 +202,8 @@ class _Recorded:
     time out) before the next item is handled, oldest first, with the deadline
     of the first."""
     __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
-                 "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost")
+                 "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost",
+                 "undecided", "barrier", "unsent")
 
     def __init__(self):
         self.client_key = None     # the client flow's key, once known
@@ -216,6 +218,12 @@ class _Recorded:
         self.failure = ""          # why nothing more can be sent
         self.ended = False         # the recording's connection ended
         self.replies_lost = False  # bytes the server sent are missing from the capture
+        # --window > 1: the calls whose replayed reply came before their recorded one
+        # (replay id -> Call); the call whose replayed reply may teach a key (nothing
+        # more is sent before it comes); the messages to send in one go.
+        self.undecided: dict = {}
+        self.barrier = None
+        self.unsent: list = []
 
 
 class Replay:
@@ -234,6 +242,7 @@ class Replay:
         self.report = report
         self.listing = listing           # dry run: listing(call, data, recorded) per message
         self.timeout = options.timeout
+        self.window = max(1, options.window)
         self.rate = RateLimit(options.rate)
         self.skipped = SkippedServers()
         self.capture_errors: list = []
@@ -399,6 +408,9 @@ class Replay:
     # -- a connection's replay ----------------------------------------------------------------
     def _advance(self, rec: _Recorded) -> None:
         """Handle ``rec``'s items until one has to wait for the target."""
+        if self.window > 1:
+            self._advance_windowed(rec)
+            return
         session = rec.session
         items = rec.items
         while items and not rec.waiting:
@@ -407,6 +419,8 @@ class Replay:
             item = items.popleft()
             if item is _END:
                 rec.ended = True
+                for call in session.abandoned():
+                    self.report(call)
                 # The recording ends here: calls it holds no reply to.
                 self._wait_for(rec, session.pending())
                 break
@@ -417,6 +431,61 @@ class Replay:
                 self._wait_for(rec, session.recorded(raw, ts))
         if rec.ended and not rec.waiting and not items:
             self._close(rec)
+
+    def _advance_windowed(self, rec: _Recorded) -> None:
+        """--window N: ``rec``'s client messages sent in order while fewer than N of
+        its calls wait for their replayed reply, not waiting for each one's reply as
+        the recording did -- but for a reply that may teach a key (a forward, a
+        reference the IDL says a result may hold): nothing is sent after it before it
+        comes.  A call is decided once both its replies are there (or cannot come)."""
+        session = rec.session
+        items = rec.items
+        window = self.window
+        while items and rec.barrier is None and len(rec.waiting) < window:
+            if len(items) == QUEUE_MESSAGES:
+                self._full -= 1
+            item = items.popleft()
+            if item is _END:
+                rec.ended = True
+                for call in session.abandoned():
+                    self.report(call)
+                # The recording ends here: calls it holds no reply to are decided now,
+                # or as their replayed reply comes (or not).
+                for call in list(rec.undecided.values()):
+                    self._decide(rec, call)
+                rec.undecided.clear()
+                if rec.waiting:
+                    self._settle(rec, time.monotonic())
+                break
+            from_client, raw, ts = item
+            if from_client:
+                self._send(rec, raw, ts)
+                continue
+            for call in session.recorded(raw, ts):
+                if rec.undecided.pop(call.replay_id, None) is not None or \
+                        call.sent_at is None or session.target_closed:
+                    self._decide(rec, call)
+                elif self.comparison.may_teach(call.operation, call.recorded_reply):
+                    rec.barrier = call
+        self._flush(rec)
+        if rec.ended and not rec.waiting and not items:
+            self._close(rec)
+
+    def _flush(self, rec: _Recorded) -> None:
+        """Send the messages gathered by a windowed _advance in one go."""
+        if not rec.unsent:
+            return
+        data = b"".join(rec.unsent)
+        rec.unsent.clear()
+        if rec.failure:
+            return
+        try:
+            rec.sock.sendall(data)
+        except OSError as e:
+            rec.failure = f"sending to the target failed: {e}"
+            # The calls sent in this go wait for a reply that cannot come.
+            rec.session.target_closed = rec.session.target_closed or rec.failure
+            self._settle(rec, time.monotonic())
 
     def _wait_for(self, rec: _Recorded, calls) -> None:
         for call in calls:
@@ -440,12 +509,16 @@ class Replay:
             self._connect(rec)
         if not rec.failure and session.target_closed:
             rec.failure = session.target_closed
+        windowed = self.window > 1 and not self.rate.interval
         if not rec.failure:
             self.rate.wait()
-            try:
-                rec.sock.sendall(data)
-            except OSError as e:
-                rec.failure = f"sending to the target failed: {e}"
+            if windowed:
+                rec.unsent.append(data)         # sent by _flush
+            else:
+                try:
+                    rec.sock.sendall(data)
+                except OSError as e:
+                    rec.failure = f"sending to the target failed: {e}"
         if rec.failure:
             if call is not None:
                 call.outcome, call.reason = FAILED, rec.failure
@@ -459,6 +532,10 @@ class Replay:
             if not call.expects_reply:
                 call.outcome = SAME
                 self.report(call)
+            elif self.window > 1:
+                if not rec.waiting:
+                    rec.deadline = call.sent_at + self.timeout
+                rec.waiting.append(call)
 
     def _connect(self, rec: _Recorded) -> None:
         try:
@@ -508,16 +585,23 @@ class Replay:
         ``timed_out``, the first one); handle the items after them."""
         waiting = rec.waiting
         closed = rec.session.target_closed is not None
+        windowed = self.window > 1
         while waiting:
             call = waiting[0]
             if call.replayed_reply is None and not closed and not timed_out:
                 break
             waiting.popleft()
             timed_out = False
-            self._decide(rec, call)
+            if rec.barrier is call:
+                rec.barrier = None
+            if not windowed or call.recorded_reply is not None or rec.ended:
+                self._decide(rec, call)
+            else:
+                rec.undecided[call.replay_id] = call    # until its recorded reply is read
             if waiting:
-                rec.deadline = now + self.timeout
-        if not waiting:
+                rec.deadline = max(now, waiting[0].sent_at + self.timeout) if windowed \
+                    else now + self.timeout
+        if not waiting or windowed:
             self._ready.add(rec)
 
     def _decide(self, rec: _Recorded, call) -> None:
@@ -536,7 +620,11 @@ class Replay:
         elif call.cancelled and (recorded is None or replayed is None):
             call.outcome, call.reason = SAME, "cancelled: a reply may or may not come"
         else:
-            call.differences = self.comparison.replies(call.operation, recorded, replayed)
+            if type(replayed) is not RawReply or not self.comparison.judged_by_bytes(
+                    call.operation, recorded.status):
+                # Else: the recorded bytes but for the request id, nothing read from them.
+                call.differences = self.comparison.replies(
+                    call.operation, reply_message(recorded), reply_message(replayed))
             if replayed is None and recorded is not None:
                 call.reason = f"no reply within {self.timeout:g} s"
             call.outcome = DIFFERENT if call.differences else SAME

@@ -28,7 +28,7 @@ from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MES
                            MsgType)
 from ..giop.messages import (CancelRequest, KeyAddr, LocateReply,
                              ProfileAddr, ReferenceAddr, Reply, Request, decode_message,
-                             encode_message)
+                             encode_fragments, encode_message)
 from ..iiop import IIOPProfile, decode_profile
 from ..marshal import read_value, write_value
 
@@ -103,18 +103,74 @@ class OperationFilter:
         return (not self.only or operation in self.only) and operation not in self.skip
 
 
+class RawReply:
+    """A whole GIOP 1.2+ Reply kept as its bytes, decoded only if it must be: a recorded
+    reply, and a replayed one that is the recorded one's bytes but for the request id
+    (nearly every replayed reply of a servant that answers as the old one did)."""
+    __slots__ = ("raw", "request_id", "_message")
+
+    def __init__(self, raw: bytes, request_id: int):
+        self.raw = raw
+        self.request_id = request_id
+        self._message = None
+
+    @property
+    def status(self) -> int:
+        """The reply status (GIOP 1.2+: the ulong after the request id)."""
+        return _ULONG[bool(self.raw[6] & 1)].unpack_from(self.raw, 16)[0] \
+            if len(self.raw) >= 20 else -1
+
+    def same_but_id(self, raw) -> bool:
+        """Whether ``raw`` is this reply's bytes but for the request id."""
+        mine = self.raw
+        return len(raw) == len(mine) and raw[:12] == mine[:12] and raw[16:] == mine[16:]
+
+    def message(self):
+        """The decoded Reply (the lean decoder, else leniently as the replies' lenient
+        connection reads it: None when that finds no reply in it)."""
+        if self._message is None:
+            try:
+                self._message = decode_message(self.raw, field_offsets=False)[0]
+            except PycdrError:
+                events = ReplyStream()._through_connection(self.raw)
+                self._message = next((e.message for e in events
+                                      if isinstance(e, MessageReceived)), False)
+        return self._message or None
+
+
+def reply_message(reply):
+    """A call's reply as a decoded message (or None)."""
+    return reply.message() if isinstance(reply, RawReply) else reply
+
+
 class ReplyStream:
     """The replies of one direction, as events of a lenient GiopConnection (fragments
-    joined, violations told, no request-id books: the ids are the session's).  A whole,
-    well-formed GIOP 1.2+ Reply -- nearly every one -- is decoded by the ORB's lean
-    decoder on the way (a third of the time); anything else goes to the connection."""
+    joined, violations told, no request-id books: the ids are the session's).  A whole
+    GIOP 1.2+ Reply -- nearly every one -- is not given to the connection: with ``lazy``
+    (the recorded replies) it is kept as a :class:`RawReply`, else it is one when
+    ``expected(request_id)`` gives the bytes it repeats but for the request id, else the
+    ORB's lean decoder decodes it (a third of the connection's time); anything else goes
+    to the connection."""
 
-    def __init__(self):
+    def __init__(self, lazy: bool = False):
         self.conn = GiopConnection(Role.CLIENT, version=(1, 3), lenient=True,
                                    check_request_ids=False)
         self._buf = bytearray()
+        self.lazy = lazy
 
-    def feed(self, data) -> list:
+    def whole_reply(self, raw: bytes):
+        """``raw`` as a RawReply when it is one whole GIOP 1.2+ Reply and nothing is
+        buffered (a recorded reply as the capture's framer hands it over), else None."""
+        if len(raw) < 20 or raw[7] != _REPLY or raw[4:6] < b"\x01\x02" or \
+                raw[6] & FLAG_MORE_FRAGMENTS or raw[:4] != GIOP_MAGIC or self._buf or \
+                self.conn.has_partial_message:
+            return None
+        u = _ULONG[bool(raw[6] & 1)]
+        if u.unpack_from(raw, 8)[0] != len(raw) - HEADER_SIZE:
+            return None
+        return RawReply(raw, u.unpack_from(raw, 12)[0])
+
+    def feed(self, data, expected=None) -> list:
         events: list = []
         buf = self._buf
         buf += data
@@ -132,15 +188,23 @@ class ReplyStream:
             raw = bytes(buf[pos:end])
             msg = None
             if raw[7] == _REPLY and raw[4:6] >= b"\x01\x02" and \
-                    not raw[6] & FLAG_MORE_FRAGMENTS:
-                try:
-                    msg = decode_message(raw, field_offsets=False)[0]
-                except PycdrError:
-                    msg = None          # the lenient connection says what is wrong
+                    not raw[6] & FLAG_MORE_FRAGMENTS and size >= 4:
+                rid = _ULONG[bool(raw[6] & 1)].unpack_from(raw, 12)[0]
+                if self.lazy:
+                    msg = RawReply(raw, rid)
+                elif expected is not None:
+                    old = expected(rid)
+                    if old is not None and old.same_but_id(raw):
+                        msg = RawReply(raw, rid)
+                if msg is None:
+                    try:
+                        msg = MessageReceived(decode_message(raw, field_offsets=False)[0], raw)
+                    except PycdrError:
+                        msg = None      # the lenient connection says what is wrong
             if msg is None:
                 events += self._through_connection(raw)
             else:
-                events.append(MessageReceived(msg, raw))
+                events.append(msg)
             pos = end
         rest = bytes(buf[pos:])
         buf.clear()
@@ -193,7 +257,10 @@ class Reencoding:
         self.version = version
         self.little = little
 
-    def message(self, msg, new_id: int, key: bytes | None) -> bytes:
+    def message(self, msg, new_id: int, key: bytes | None,
+                fragment_size: int | None = None) -> bytes:
+        """``msg`` encoded again; a Request cut into fragments of at most
+        ``fragment_size`` bytes where its version allows it (not GIOP 1.0)."""
         version = self.version or msg.version
         little = msg.little if self.little is None else self.little
         target = msg.target if key is None or isinstance(msg, CancelRequest) else KeyAddr(key)
@@ -216,8 +283,14 @@ class Reencoding:
             for (_, tc, *_), value in zip(items, values):
                 write_value(w, tc, value)
         changed = dataclasses.replace(msg, version=version, little=little, request_id=new_id,
-                                      target=target, body=b"", body_offset=None)
-        return encode_message(changed, write_body=write_body if items else None)
+                                      target=target, body=b"", body_offset=None,
+                                      more_fragments=False, segments=None)
+        write_body = write_body if items else None
+        data = encode_message(changed, write_body=write_body)
+        if fragment_size is None:
+            return data
+        return b"".join(encode_fragments(changed, data, max(fragment_size, 24),
+                                         write_body=write_body))
 
 
 def _profile_key(target) -> bytes | None:
@@ -235,6 +308,24 @@ def _profile_key(target) -> bytes | None:
     return None
 
 
+# Request shapes kept per body offset (a client calling operations of many shapes is
+# decoded as before beyond them).
+MAX_SHAPES = 256
+
+
+class _RequestShape:
+    """What the bytes of a GIOP 1.2+ Request between its request id and its body
+    (response flags, KeyAddr target, operation, service contexts, padding) decoded
+    to, and those bytes rewritten for each target key they were sent to."""
+    __slots__ = ("operation", "kind", "key", "rewritten")
+
+    def __init__(self, operation: str, kind: str, key: bytes):
+        self.operation = operation
+        self.kind = kind
+        self.key = key
+        self.rewritten: dict = {}       # target key -> bytes 16.. of the body's offset
+
+
 class ReplaySession:
     def __init__(self, keys, *, connection: int = 0, server: str = "",
                  selected=OperationFilter(), reencoding: Reencoding | None = None):
@@ -248,9 +339,13 @@ class ReplaySession:
         self.by_replay_id: dict = {}    # replay request id -> Call (its reply awaited)
         self._skipped_fragments: set = set()   # recorded ids of 1.2 requests not sent
         self._open_11 = None            # the GIOP 1.1 fragmented request being sent: sent?
-        self._recorded = ReplyStream()
+        self._recorded = ReplyStream(lazy=True)
         self._replayed = ReplyStream()
         self.target_closed: str | None = None   # why the target's side ended
+        self._shapes: dict = {}         # body offset -> {bytes 4..8 + 16..offset: shape}
+        self._joining = None            # a GiopConnection joining fragmented requests
+        self._joined: dict = {}         # see _join_first
+        self._failed_joins: list = []
         self.not_sent = 0               # client messages that are no calls (Close, Error...)
 
     # -- the client's side -------------------------------------------------------------
@@ -258,10 +353,24 @@ class ReplaySession:
         """(bytes to send or None, the Call it starts or None) for one recorded
         client message; the Call of a skipped request comes with None."""
         t = raw[7]
+        if t == _REQUEST and self._shapes:
+            sent = self._outgoing_shaped(raw, ts)
+            if sent is not None:
+                return sent
         if t == _FRAGMENT:
+            if self._joined:
+                joined = self._join_fragment(raw)
+                if joined is not None:
+                    return joined
             return self._fragment(raw), None
         if t not in CLIENT_MESSAGES:
             self.not_sent += 1
+            return None, None
+        if self.reencoding is not None and t == _REQUEST and raw[6] & FLAG_MORE_FRAGMENTS \
+                and raw[4:6] >= b"\x01\x01":
+            # Encoded again once its last fragment is read (a first fragment may not
+            # even hold the whole request header).
+            self._join_first(raw, ts)
             return None, None
         try:
             msg = _decode_client_message(raw)
@@ -281,6 +390,11 @@ class ReplaySession:
             if self.reencoding is not None:
                 return self.reencoding.message(msg, cancelled.replay_id, None), call
             return self._patch_id(raw, msg, cancelled.replay_id), call
+        return self._outgoing_decoded(raw, msg, ts)
+
+    def _outgoing_decoded(self, raw: bytes, msg, ts: int, fragment_size: int | None = None):
+        """outgoing() of a decoded Request or LocateRequest (``raw``: its recorded bytes;
+        ``fragment_size``: joined from fragments, the recorded first one's size)."""
         if isinstance(msg, Request):
             operation = msg.operation
             kind = "request" if msg.response_expected else "oneway"
@@ -294,30 +408,150 @@ class ReplaySession:
                 self._note_fragmented(msg, sent=False)
             return None, call
         if self.reencoding is not None:
-            try:
-                if more:
-                    raise NotSupportedError("a fragmented request is only sent as recorded "
-                                            "(without --giop/--byte-order)")
-                old_key = msg.object_key or _profile_key(msg.target)
-                key = None if old_key is None else self.keys.target_key(old_key, self.server)
-                data = self.reencoding.message(msg, self.next_id, key)
-            except PycdrError as e:
-                call.outcome, call.reason = FAILED, f"cannot encode it again: {e}"
-                if more:
-                    self._note_fragmented(msg, sent=False)
-                return None, call
-            call.replay_id = self.next_id
-        else:
-            call.replay_id = self.next_id
-            data = self._rewrite(raw, msg, call.replay_id)
-        self.next_id += 1
+            return self._reencoded(msg, call, fragment_size)
+        data = self._rewrite(raw, msg, self.next_id)
         if more:
             self._note_fragmented(msg, sent=True)
+        elif isinstance(msg, Request):
+            self._learn_shape(raw, msg, data, kind)
+        return self._started(call, data), call
+
+    def _started(self, call: Call, data: bytes) -> bytes:
+        """``call`` sent as ``data`` with the next request id."""
+        call.replay_id = self.next_id
+        self.next_id += 1
         if call.expects_reply:
-            self.calls[msg.request_id] = call
+            self.calls[call.recorded_id] = call
             self.by_replay_id[call.replay_id] = call
         call.sent_bytes = data
-        return data, call
+        return data
+
+    def _reencoded(self, msg, call: Call, fragment_size: int | None):
+        """(--giop/--byte-order) ``msg`` encoded again for ``call`` (cut into fragments
+        of at most ``fragment_size`` bytes where the version allows it)."""
+        try:
+            old_key = msg.object_key or _profile_key(msg.target)
+            key = None if old_key is None else self.keys.target_key(old_key, self.server)
+            data = self.reencoding.message(msg, self.next_id, key, fragment_size)
+        except PycdrError as e:
+            call.outcome, call.reason = FAILED, f"cannot encode it again: {e}"
+            return None, call
+        return self._started(call, data), call
+
+    # A fragmented request sent in another version or byte order: its fragments joined
+    # (by a lenient GiopConnection, which knows 1.1's and 1.2's rules), then encoded
+    # again and cut as recorded (no fragment longer than the recorded first one).
+    # (``_joined``: recorded request id -- None for GIOP 1.1, whose fragments carry none
+    # and come one message at a time -- -> (first fragment's capture time, size, request
+    # id or None).)
+    def _join_first(self, raw: bytes, ts: int) -> None:
+        if self._joining is None:
+            self._joining = GiopConnection(Role.SERVER, version=(1, 3), lenient=True,
+                                           check_request_ids=False)
+        rid = _ULONG[bool(raw[6] & 1)].unpack_from(raw, 12)[0] \
+            if raw[5] >= 2 and len(raw) >= 16 else None
+        self._joined[rid] = (ts, len(raw), rid)
+        self._feed_joining(raw)
+
+    def _join_fragment(self, raw: bytes):
+        """(data, call) when ``raw`` is the last fragment of a request being joined,
+        (None, None) for another of its fragments, None when it is not one of them."""
+        if raw[5] >= 2:
+            if len(raw) < 16 or _ULONG[bool(raw[6] & 1)].unpack_from(raw, 12)[0] \
+                    not in self._joined:
+                return None
+        elif None not in self._joined:
+            return None
+        return self._feed_joining(raw) or (None, None)
+
+    def _feed_joining(self, raw: bytes):
+        conn = self._joining
+        conn.receive_data(raw)
+        while True:
+            event = conn.next_event()
+            if event is NEED_DATA:
+                return None
+            if isinstance(event, MessageReceived):
+                msg = event.message
+                entry = self._joined.pop(msg.request_id if msg.version >= (1, 2) else None,
+                                         None)
+                if entry is not None and isinstance(msg, Request):
+                    ts, fragment_size, _ = entry
+                    return self._outgoing_decoded(event.raw, msg, ts, fragment_size)
+            elif isinstance(event, (ProtocolViolation, ConnectionClosed)):
+                # The fragments cannot be joined: their requests fail, joining starts over.
+                why = getattr(event, "error", None) or getattr(event, "reason", "")
+                self._joining = None
+                failed = self._unjoined(f"its fragments cannot be joined: {why}")
+                self._failed_joins += failed[1:]         # told by abandoned()
+                return (None, failed[0]) if failed else None
+
+    def _unjoined(self, reason: str) -> list:
+        """The requests being joined, as failed calls."""
+        calls = []
+        for ts, _, rid in self._joined.values():
+            call = Call(self.connection, self.server, "(fragmented request)", "request",
+                        rid, ts)
+            call.outcome, call.reason = FAILED, reason
+            calls.append(call)
+        self._joined.clear()
+        return calls
+
+    def abandoned(self) -> list:
+        """The calls whose fragments could not be joined, or the recording ends before
+        the last of (failed), not told yet."""
+        calls = self._failed_joins + self._unjoined("the recording ends before its last "
+                                                    "fragment")
+        self._failed_joins = []
+        return calls
+
+    # Requests whose bytes between the request id and the body are those of a request
+    # decoded before are rewritten without decoding them (nearly every request of a
+    # recording: a client calls few operations, each with the same service contexts).
+    def _learn_shape(self, raw: bytes, msg, data: bytes, kind: str) -> None:
+        start = msg.body_offset
+        if msg.version < (1, 2) or not msg.body or start is None or \
+                start + len(msg.body) != len(raw) or raw[:4] != GIOP_MAGIC or \
+                not isinstance(msg.target, KeyAddr) or raw[6] & ~1:
+            return
+        table = self._shapes.setdefault(start, {})
+        if len(table) >= MAX_SHAPES:
+            return
+        shape = table.get(raw[4:8] + raw[16:start])
+        if shape is None:
+            shape = table[raw[4:8] + raw[16:start]] = _RequestShape(
+                msg.operation, kind, msg.object_key)
+        new_key = self.keys.target_key(shape.key, self.server)
+        if len(data) >= len(msg.body) + 16 and data.endswith(msg.body):
+            shape.rewritten[new_key] = data[16:len(data) - len(msg.body)]
+
+    def _outgoing_shaped(self, raw: bytes, ts: int):
+        """outgoing() of a request of a known shape, or None (not one)."""
+        ulong = _ULONG[bool(raw[6] & 1)]
+        if raw[6] & ~1 or self.reencoding is not None or raw[:4] != GIOP_MAGIC or \
+                len(raw) < 16 or ulong.unpack_from(raw, 8)[0] != len(raw) - HEADER_SIZE:
+            return None
+        head = raw[4:8]
+        for start, table in self._shapes.items():
+            if len(raw) > start:
+                shape = table.get(head + raw[16:start])
+                if shape is not None:
+                    break
+        else:
+            return None
+        new_key = self.keys.target_key(shape.key, self.server)
+        rewritten = shape.rewritten.get(new_key)
+        if rewritten is None:
+            return None             # a key not seen yet for this shape: decoded
+        call = Call(self.connection, self.server, shape.operation, shape.kind,
+                    ulong.unpack_from(raw, 12)[0], ts)
+        if not self.selected(shape.operation):
+            call.outcome, call.reason = SKIPPED, "not selected (--only-op/--skip-op)"
+            return None, call
+        body = raw[start:]
+        data = raw[:8] + ulong.pack(4 + len(rewritten) + len(body)) + \
+            ulong.pack(self.next_id) + rewritten + body
+        return self._started(call, data), call
 
     def _note_fragmented(self, msg, sent: bool) -> None:
         if msg.version >= (1, 2):
@@ -379,30 +613,54 @@ class ReplaySession:
     def recorded(self, raw: bytes, ts: int = 0) -> list:
         """Calls whose recorded reply this message completes (their
         ``recorded_reply`` set)."""
+        reply = self._recorded.whole_reply(raw)
+        if reply is not None:         # the common case, without the stream's framing
+            call = self.calls.get(reply.request_id)
+            if call is None or call.recorded_reply is not None:
+                return []
+            call.recorded_reply, call.recorded_raw = reply, raw
+            call.recorded_latency = max(0, ts - call.request_ts) / 1e9
+            return [call]
         return self._replies(self._recorded, raw, self.calls, recorded_ts=ts)
 
     def replayed(self, data: bytes, now: float = 0.0) -> list:
         """Calls whose replayed reply these bytes from the target complete (b"": the
         target closed)."""
-        return self._replies(self._replayed, data, self.by_replay_id, now=now)
+        return self._replies(self._replayed, data, self.by_replay_id, now=now,
+                             expected=self._recorded_raw)
 
-    def _replies(self, stream: ReplyStream, data, calls: dict, recorded_ts=None, now=0.0):
+    def _recorded_raw(self, replay_id: int):
+        """The recorded reply of the call replayed as ``replay_id``, if kept as bytes."""
+        call = self.by_replay_id.get(replay_id)
+        reply = call.recorded_reply if call is not None else None
+        return reply if isinstance(reply, RawReply) else None
+
+    def _replies(self, stream: ReplyStream, data, calls: dict, recorded_ts=None, now=0.0,
+                 expected=None):
         done = []
-        for event in stream.feed(data):
-            if isinstance(event, MessageReceived):
+        for event in stream.feed(data, expected):
+            if type(event) is RawReply:
+                msg = raw = event
+            elif isinstance(event, MessageReceived):
                 msg = event.message
+                raw = event.raw
                 if not isinstance(msg, (Reply, LocateReply)):
                     continue
+            else:
+                msg = None
+            if msg is not None:
                 call = calls.get(msg.request_id)
                 if call is None:
                     continue
+                if type(raw) is RawReply:
+                    raw = raw.raw
                 if recorded_ts is not None:
                     if call.recorded_reply is None:
-                        call.recorded_reply, call.recorded_raw = msg, bytes(event.raw)
+                        call.recorded_reply, call.recorded_raw = msg, bytes(raw)
                         call.recorded_latency = max(0, recorded_ts - call.request_ts) / 1e9
                         done.append(call)
                 elif call.replayed_reply is None:
-                    call.replayed_reply, call.replayed_raw = msg, bytes(event.raw)
+                    call.replayed_reply, call.replayed_raw = msg, bytes(raw)
                     if call.sent_at is not None:
                         call.replayed_latency = max(0.0, now - call.sent_at)
                     done.append(call)
