@@ -23,7 +23,7 @@ from collections import Counter
 import pytest
 
 from peers.jacorb import start_jacorb_echo_server
-from peers.omni import start_omni_echo_server
+from peers.omni import start_omni_echo_server, start_omni_factory_server
 from peers.process import PEERS_DIR
 from peers.recording import CAN_RECORD, WHY_NOT, record_loopback
 from pycdr import idl
@@ -171,3 +171,57 @@ def test_over_tls_to_the_reference_orb(recording, tmp_path):
     finally:
         serve.kill()
         serve.wait(10)
+
+
+FACTORY_IDL = os.path.join(os.path.dirname(IDL), "factory.idl")
+
+
+@pytest.fixture(scope="module")
+def factory_recording(tmp_path_factory):
+    """A capture of the omniORBpy client making counters with an omniORBpy factory (whose
+    counters' keys start with "old-") and calling them."""
+    path = str(tmp_path_factory.mktemp("replay") / "factory.pcapng")
+    with start_omni_factory_server(prefix="old-", idl=FACTORY_IDL) as server:
+        with record_loopback(path, server.port):
+            done = subprocess.run([sys.executable, os.path.join(PEERS_DIR,
+                                                                "replay_factory_client.py"),
+                                   FACTORY_IDL, server.ior],
+                                  capture_output=True, text=True, timeout=120)
+        assert done.stdout.strip() == "done", done.stderr
+    return path
+
+
+def _keys_sent(calls):
+    return [(c["operation"], _decoded_key(c["sent"])) for c in calls if c["sent"]]
+
+
+def _decoded_key(sent_hex: str):
+    from pycdr.giop.messages import decode_message
+    return decode_message(bytes.fromhex(sent_hex), lenient=True)[0].object_key
+
+
+def test_keys_learned_from_references_an_omniorbpy_factory_returns(factory_recording,
+                                                                    tmp_path):
+    # Replayed to a factory whose counters have other keys ("new-a" where the recording has
+    # "old-a"): each make() reply teaches its key, and the calls on the counters go there.
+    with start_omni_factory_server(prefix="new-", idl=FACTORY_IDL) as server:
+        done, calls = replay(factory_recording, server.ior, tmp_path, "--idl", FACTORY_IDL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert {c["outcome"] for c in calls} == {"same"}, calls
+    requests = [(op, key) for op, key in _keys_sent(calls) if op != "(LocateRequest)"]
+    # (omniORBpy's client asks each returned reference _is_a Counter before its first call.)
+    assert requests == [("make", b"Maker"), ("_is_a", b"new-a"), ("name", b"new-a"),
+                        ("twice", b"new-a"), ("make", b"Maker"), ("_is_a", b"new-b"),
+                        ("name", b"new-b"), ("twice", b"new-b"), ("twice", b"new-a")], requests
+    # Without the learned key (a --key that sends old-a elsewhere) the counter's calls
+    # fail at the target and the make() result is reported as not mapping to it.
+    with start_omni_factory_server(prefix="new-", idl=FACTORY_IDL) as server:
+        done, calls = replay(factory_recording, server.ior, tmp_path, "--idl", FACTORY_IDL,
+                             "--key", "old-a=elsewhere")
+    assert done.returncode == 1
+    different = {(c["operation"], d["path"], d["recorded"], d["replayed"])
+                 for c in calls if c["outcome"] == "different" for d in c["differences"]}
+    assert ("make", "result.object_key", "old-a (maps to elsewhere)", "new-a") in different
+    assert ("name", "status", "NO_EXCEPTION", "SYSTEM_EXCEPTION") in different, different
+    assert {c["operation"] for c in calls if c["outcome"] != "same"} == {
+        "make", "_is_a", "name", "twice"}

@@ -23,6 +23,7 @@ from peers.process import (
 ECHO_IDL = os.path.join(PEERS_DIR, "echo.idl")
 OMNI_SERVER_SCRIPT = os.path.join(PEERS_DIR, "omni_server.py")
 OMNI_CLIENT_SCRIPT = os.path.join(PEERS_DIR, "omni_client.py")
+OMNI_FACTORY_SERVER_SCRIPT = os.path.join(PEERS_DIR, "omni_factory_server.py")
 # The wheel installs omniNames beside the interpreter that has omniORB (the project venv).
 OMNI_NAMES = os.path.join(os.path.dirname(sys.executable), "omniNames")
 
@@ -50,6 +51,19 @@ def start_omni_echo_server(*, port=None, giop=None, orb_args=(), idl=ECHO_IDL,
                 "--object-id", object_id, *(["--differ", differ] if differ else []), "--",
                 "-ORBendPoint", endpoint, *giop_orb_args(giop), *orb_args]
         process = PeerProcess("omniORBpy-echo", argv)
+        ior, object_key = read_echo_server_banner(process, timeout)
+        return RunningPeer(process, ior=ior, host=LOOPBACK, port=chosen_port, object_key=object_key)
+    return start_server_with_retries(start_once, port)
+
+
+def start_omni_factory_server(*, prefix, idl, port=None, timeout=30):
+    """Start an omniORBpy server of ReplayFactory::Maker (omni_factory_server.py) on
+    127.0.0.1:`port` (a free port if None) whose Counters' keys start with `prefix`. Returns a
+    RunningPeer (its object key: the Maker's)."""
+    def start_once(chosen_port):
+        argv = [sys.executable, OMNI_FACTORY_SERVER_SCRIPT, "--idl", idl, "--prefix", prefix,
+                "--", "-ORBendPoint", f"giop:tcp:{LOOPBACK}:{chosen_port}"]
+        process = PeerProcess("omniORBpy-factory", argv)
         ior, object_key = read_echo_server_banner(process, timeout)
         return RunningPeer(process, ior=ior, host=LOOPBACK, port=chosen_port, object_key=object_key)
     return start_server_with_retries(start_once, port)
