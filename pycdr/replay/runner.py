@@ -242,6 +242,7 @@ class Replay:
         self.report = report
         self.listing = listing           # dry run: listing(call, data, recorded) per message
         self.timeout = options.timeout
+        self._dry_run = options.dry_run
         self.window = max(1, options.window)
         self.rate = RateLimit(options.rate)
         self.skipped = SkippedServers()
@@ -342,6 +343,9 @@ class Replay:
     def _message(self, flow, raw: bytes, frame: int, ts: int) -> None:
         conn = flow.connection
         rec = self._recorded.get(conn)
+        if rec is not None and rec.session is not None and not self._dry_run:
+            self._put(rec, (flow.key == rec.client_key, raw, ts))   # the common case
+            return
         if rec is None:
             rec = self._recorded[conn] = _Recorded()
         if rec.client_key is None:

@@ -173,24 +173,33 @@ class ReplyStream:
     def feed(self, data, expected=None) -> list:
         events: list = []
         buf = self._buf
-        buf += data
-        conn = self.conn
+        if buf:
+            buf += data
+            b = buf
+        else:
+            b = data                    # framed in place (slices of bytes are bytes)
+        n = len(b)
+        bytes_in = type(b) is bytes
+        lazy = self.lazy
+        partial = self.conn.has_partial_message
         pos = 0
-        while len(buf) - pos >= HEADER_SIZE:
-            if conn.has_partial_message or buf[pos:pos + 4] != GIOP_MAGIC:
-                break                   # a fragment chain, or bytes the connection judges
-            size = _ULONG[bool(buf[pos + 6] & 1)].unpack_from(buf, pos + 8)[0]
+        while not partial and n - pos >= HEADER_SIZE:
+            if b[pos:pos + 4] != GIOP_MAGIC:
+                break                   # bytes the connection judges
+            flags = b[pos + 6]
+            ulong = _ULONG[flags & 1]
+            size = ulong.unpack_from(b, pos + 8)[0]
             if size > MAX_MESSAGE_SIZE:
                 break
             end = pos + HEADER_SIZE + size
-            if end > len(buf):
+            if end > n:
                 break
-            raw = bytes(buf[pos:end])
+            raw = b[pos:end] if bytes_in else bytes(b[pos:end])
             msg = None
             if raw[7] == _REPLY and raw[4:6] >= b"\x01\x02" and \
-                    not raw[6] & FLAG_MORE_FRAGMENTS and size >= 4:
-                rid = _ULONG[bool(raw[6] & 1)].unpack_from(raw, 12)[0]
-                if self.lazy:
+                    not flags & FLAG_MORE_FRAGMENTS and size >= 4:
+                rid = ulong.unpack_from(raw, 12)[0]
+                if lazy:
                     msg = RawReply(raw, rid)
                 elif expected is not None:
                     old = expected(rid)
@@ -203,10 +212,12 @@ class ReplyStream:
                         msg = None      # the lenient connection says what is wrong
             if msg is None:
                 events += self._through_connection(raw)
+                partial = self.conn.has_partial_message     # a fragment chain begun
             else:
                 events.append(msg)
             pos = end
-        rest = bytes(buf[pos:])
+        conn = self.conn
+        rest = bytes(b[pos:]) if pos < n else b""
         buf.clear()
         if rest and (conn.has_partial_message or len(rest) >= HEADER_SIZE and (
                 rest[:4] != GIOP_MAGIC or _ULONG[bool(rest[6] & 1)].unpack_from(rest, 8)[0]

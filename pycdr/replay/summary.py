@@ -13,6 +13,7 @@ from .session import DIFFERENT, FAILED, OUTCOMES, SAME, SKIPPED
 _LOW = 1e-6
 _RATIO = 1.02
 _BUCKETS = int(math.log(1e9) / math.log(_RATIO)) + 2
+_PER_BUCKET = 1 / math.log(_RATIO)
 # Calls that were not the same kept for the JUnit report (the rest are counted).
 MAX_JUNIT_CASES = 1000
 
@@ -25,7 +26,8 @@ class LatencyHistogram:
         self.n = 0
 
     def add(self, seconds: float) -> None:
-        b = 0 if seconds <= _LOW else min(_BUCKETS, int(math.log(seconds / _LOW, _RATIO)) + 1)
+        b = 0 if seconds <= _LOW else \
+            min(_BUCKETS, int(math.log(seconds / _LOW) * _PER_BUCKET) + 1)
         self.counts[b] = self.counts.get(b, 0) + 1
         self.n += 1
 
