@@ -222,6 +222,20 @@ def test_a_window_sends_on_before_the_replies_and_compares_each(tmp_path, window
         == [(m.operation, "same", m.request_id) for m in calls]
 
 
+def test_a_window_of_large_calls_reads_replies_while_it_sends(tmp_path):
+    # Eight 1.5 MB requests answered by 1.5 MB replies, sent in one batch: more than the
+    # kernel buffers hold either way.  A replay that wrote the batch before reading would
+    # wait on a target that waits on it (its replies unread) until the timeout.
+    name = "x" * 1_500_000
+    capture = recorded(tmp_path, [[rs.request(i, "find", [name]) for i in range(1, 9)]])
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore")) as server:
+        out = str(tmp_path / "calls.jsonl")
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--timeout", "5",
+                         "--json", out])
+        assert result.exit_code == 0, result.output
+    assert [c["outcome"] for c in json_lines(out)] == ["same"] * 8
+
+
 def test_the_replay_traffic_is_written_as_a_capture(tmp_path):
     capture = recorded(tmp_path)
     written = str(tmp_path / "replayed.pcap")

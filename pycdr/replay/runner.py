@@ -203,7 +203,7 @@ class _Recorded:
     of the first."""
     __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
                  "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost",
-                 "undecided", "barrier", "unsent")
+                 "undecided", "barrier", "unsent", "outbuf", "write_deadline")
 
     def __init__(self):
         self.client_key = None     # the client flow's key, once known
@@ -224,6 +224,11 @@ class _Recorded:
         self.undecided: dict = {}
         self.barrier = None
         self.unsent: list = []
+        # --window > 1 (a non-blocking socket): the bytes the target has not taken yet,
+        # written as it reads (the replay reads its replies meanwhile: neither side
+        # waits on the other), and when they must have been taken by.
+        self.outbuf = bytearray()
+        self.write_deadline = 0.0
 
 
 class Replay:
@@ -320,15 +325,22 @@ class Replay:
             return
         timeout = 0.0
         if block:
-            deadlines = [r.deadline for r in self._live if r.waiting]
+            deadlines = [r.deadline for r in self._live if r.waiting] + \
+                [r.write_deadline for r in self._live if r.outbuf]
             timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else 0.0
         if self._selector.get_map():
-            for key, _ in self._selector.select(timeout):
-                self._receive(key.data)
+            for key, events in self._selector.select(timeout):
+                if events & selectors.EVENT_WRITE:
+                    self._write(key.data)
+                if events & selectors.EVENT_READ and key.data.sock is not None:
+                    self._receive(key.data)
         elif timeout:
             time.sleep(timeout)
         now = time.monotonic()
         for rec in list(self._live):
+            if rec.outbuf and rec.write_deadline <= now:
+                self._send_failed(rec, f"sending to the target failed: it took no bytes "
+                                       f"for {self.timeout:g} s")
             if rec.waiting and rec.deadline <= now:
                 self._settle(rec, now, timed_out=True)
 
@@ -472,24 +484,54 @@ class Replay:
                 elif self.comparison.may_teach(call.operation, call.recorded_reply):
                     rec.barrier = call
         self._flush(rec)
-        if rec.ended and not rec.waiting and not items:
+        if rec.ended and not rec.waiting and not items and not rec.outbuf:
             self._close(rec)
 
     def _flush(self, rec: _Recorded) -> None:
-        """Send the messages gathered by a windowed _advance in one go."""
+        """Send the messages gathered by a windowed _advance in one go (as far as the
+        target takes them now; the rest as it reads)."""
         if not rec.unsent:
             return
-        data = b"".join(rec.unsent)
+        if not rec.failure:
+            if not rec.outbuf:
+                rec.write_deadline = time.monotonic() + self.timeout
+            rec.outbuf += b"".join(rec.unsent)
         rec.unsent.clear()
-        if rec.failure:
-            return
+        if rec.outbuf:
+            self._write(rec)
+
+    def _write(self, rec: _Recorded) -> None:
+        """Write what the target takes of ``rec.outbuf`` now; wait to write the rest
+        (the selector tells when) or stop."""
         try:
-            rec.sock.sendall(data)
+            n = rec.sock.send(rec.outbuf)
+        except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            n = 0
         except OSError as e:
-            rec.failure = f"sending to the target failed: {e}"
-            # The calls sent in this go wait for a reply that cannot come.
-            rec.session.target_closed = rec.session.target_closed or rec.failure
-            self._settle(rec, time.monotonic())
+            self._send_failed(rec, f"sending to the target failed: {e}")
+            return
+        if n:
+            del rec.outbuf[:n]
+            rec.write_deadline = time.monotonic() + self.timeout
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if rec.outbuf else 0)
+        key = self._selector.get_map().get(rec.sock)
+        if key is None:                     # the target closed its side
+            if rec.outbuf:
+                self._send_failed(rec, rec.session.target_closed or "the target closed "
+                                  "the connection")
+            return
+        if key.events != events:
+            self._selector.modify(rec.sock, events, rec)
+        if not rec.outbuf:
+            self._ready.add(rec)            # (a connection whose recording ended closes)
+
+    def _send_failed(self, rec: _Recorded, why: str) -> None:
+        """The target takes no more bytes: the calls waiting for a reply fail, and the
+        ones after them."""
+        rec.failure = why
+        rec.outbuf.clear()
+        rec.session.target_closed = rec.session.target_closed or why
+        self._settle(rec, time.monotonic())
 
     def _wait_for(self, rec: _Recorded, calls) -> None:
         for call in calls:
@@ -513,11 +555,12 @@ class Replay:
             self._connect(rec)
         if not rec.failure and session.target_closed:
             rec.failure = session.target_closed
-        windowed = self.window > 1 and not self.rate.interval
         if not rec.failure:
             self.rate.wait()
-            if windowed:
+            if self.window > 1:
                 rec.unsent.append(data)         # sent by _flush
+                if self.rate.interval:
+                    self._flush(rec)
             else:
                 try:
                     rec.sock.sendall(data)
@@ -551,6 +594,8 @@ class Replay:
             rec.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
+        if self.window > 1:
+            rec.sock.setblocking(False)     # see _Recorded.outbuf
         self._selector.register(rec.sock, selectors.EVENT_READ, rec)
         if self._pcap is not None:
             try:
@@ -640,6 +685,7 @@ class Replay:
         if len(rec.items) >= QUEUE_MESSAGES:
             self._full -= 1
         rec.items.clear()
+        rec.outbuf.clear()
         if rec.sock is not None:
             if self._selector.get_map() is not None and rec.sock in self._selector.get_map():
                 self._selector.unregister(rec.sock)
