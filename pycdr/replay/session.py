@@ -319,9 +319,23 @@ def _profile_key(target) -> bytes | None:
     return None
 
 
-# Request shapes kept per body offset (a client calling operations of many shapes is
+# Request shapes kept per connection (a client calling operations of many shapes is
 # decoded as before beyond them).
 MAX_SHAPES = 256
+
+
+def _name_end(raw: bytes, ulong) -> int | None:
+    """Where the operation name of a GIOP 1.2+ KeyAddr Request ends (after its NUL), if
+    the lengths before it fit in ``raw``."""
+    n = len(raw)
+    if n < 28:
+        return None
+    key_end = 28 + ulong.unpack_from(raw, 24)[0]
+    at = key_end + (-key_end & 3)
+    if at + 4 > n:
+        return None
+    end = at + 4 + ulong.unpack_from(raw, at)[0]
+    return end if end <= n else None
 
 
 class _RequestShape:
@@ -353,7 +367,9 @@ class ReplaySession:
         self._recorded = ReplyStream(lazy=True)
         self._replayed = ReplyStream()
         self.target_closed: str | None = None   # why the target's side ended
-        self._shapes: dict = {}         # body offset -> {bytes 4..8 + 16..offset: shape}
+        # bytes 4..8 + 16..the name's end -> [(body offset, the bytes between, shape)]
+        self._shapes: dict = {}
+        self._shape_count = 0
         self._joining = None            # a GiopConnection joining fragmented requests
         self._joined: dict = {}         # see _join_first
         self._failed_joins: list = []
@@ -519,35 +535,46 @@ class ReplaySession:
     # Requests whose bytes between the request id and the body are those of a request
     # decoded before are rewritten without decoding them (nearly every request of a
     # recording: a client calls few operations, each with the same service contexts).
+    # Shapes are found by the bytes up to the end of the operation name (a GIOP 1.2+
+    # KeyAddr request has them at offsets its key's and its name's lengths give), then
+    # the rest up to the body compared.
     def _learn_shape(self, raw: bytes, msg, data: bytes, kind: str) -> None:
         start = msg.body_offset
         if msg.version < (1, 2) or not msg.body or start is None or \
                 start + len(msg.body) != len(raw) or raw[:4] != GIOP_MAGIC or \
-                not isinstance(msg.target, KeyAddr) or raw[6] & ~1:
+                not isinstance(msg.target, KeyAddr) or raw[6] & ~1 or \
+                self._shape_count >= MAX_SHAPES:
             return
-        table = self._shapes.setdefault(start, {})
-        if len(table) >= MAX_SHAPES:
+        name_end = _name_end(raw, _ULONG[bool(raw[6] & 1)])
+        if name_end is None or name_end > start:
             return
-        shape = table.get(raw[4:8] + raw[16:start])
+        known = self._shapes.setdefault(raw[4:8] + raw[16:name_end], [])
+        tail = raw[name_end:start]
+        shape = next((sh for at, t, sh in known if at == start and t == tail), None)
         if shape is None:
-            shape = table[raw[4:8] + raw[16:start]] = _RequestShape(
-                msg.operation, kind, msg.object_key)
+            shape = _RequestShape(msg.operation, kind, msg.object_key)
+            known.append((start, tail, shape))
+            self._shape_count += 1
         new_key = self.keys.target_key(shape.key, self.server)
         if len(data) >= len(msg.body) + 16 and data.endswith(msg.body):
             shape.rewritten[new_key] = data[16:len(data) - len(msg.body)]
 
     def _outgoing_shaped(self, raw: bytes, ts: int):
         """outgoing() of a request of a known shape, or None (not one)."""
-        ulong = _ULONG[bool(raw[6] & 1)]
+        ulong = _ULONG[raw[6] & 1]
+        n = len(raw)
         if raw[6] & ~1 or self.reencoding is not None or raw[:4] != GIOP_MAGIC or \
-                len(raw) < 16 or ulong.unpack_from(raw, 8)[0] != len(raw) - HEADER_SIZE:
+                n < 16 or ulong.unpack_from(raw, 8)[0] != n - HEADER_SIZE:
             return None
-        head = raw[4:8]
-        for start, table in self._shapes.items():
-            if len(raw) > start:
-                shape = table.get(head + raw[16:start])
-                if shape is not None:
-                    break
+        name_end = _name_end(raw, ulong)
+        if name_end is None:
+            return None
+        known = self._shapes.get(raw[4:8] + raw[16:name_end])
+        if known is None:
+            return None
+        for start, tail, shape in known:
+            if n > start and raw[name_end:start] == tail:
+                break
         else:
             return None
         new_key = self.keys.target_key(shape.key, self.server)
