@@ -659,7 +659,12 @@ class Replay:
         if call.outcome is not None:
             return
         recorded, replayed = call.recorded_reply, call.replayed_reply
-        if call.sent_at is None:
+        if type(replayed) is RawReply and \
+                self.comparison.judged_by_bytes(call.operation, recorded.status):
+            # The recorded bytes but for the request id, nothing read from them: the same
+            # (nearly every call of a target that answers as the old one did).
+            call.outcome = SAME
+        elif call.sent_at is None:
             call.outcome, call.reason = FAILED, rec.failure or "not sent"
         elif replayed is None and session.target_closed and recorded is not None:
             call.outcome, call.reason = FAILED, session.target_closed
@@ -669,11 +674,8 @@ class Replay:
         elif call.cancelled and (recorded is None or replayed is None):
             call.outcome, call.reason = SAME, "cancelled: a reply may or may not come"
         else:
-            if type(replayed) is not RawReply or not self.comparison.judged_by_bytes(
-                    call.operation, recorded.status):
-                # Else: the recorded bytes but for the request id, nothing read from them.
-                call.differences = self.comparison.replies(
-                    call.operation, reply_message(recorded), reply_message(replayed))
+            call.differences = self.comparison.replies(
+                call.operation, reply_message(recorded), reply_message(replayed))
             if replayed is None and recorded is not None:
                 call.reason = f"no reply within {self.timeout:g} s"
             call.outcome = DIFFERENT if call.differences else SAME
