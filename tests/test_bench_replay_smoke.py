@@ -1,0 +1,30 @@
+"""Smoke test of benchmarks/bench_replay.py: a quick run records omniORBpy's calls and
+reports every row, each replay with every call the same (numbers not tested).  Recording
+needs dumpcap and capture rights (root): skipped without."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from peers.recording import CAN_RECORD, WHY_NOT
+
+BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "bench_replay.py")
+
+
+@pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)
+def test_quick_run_reports_causal_and_windowed_replays_beside_the_client():
+    done = subprocess.run([sys.executable, BENCH, "--calls", "60", "--repeat", "1",
+                           "--window", "8"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    for row in ("omniORBpy client", "replay -> omniORBpy, --window 1",
+                "replay -> omniORBpy, --window 8", "replay -> reference ORB, --window 1",
+                "replay -> reference ORB, --window 8"):
+        assert row in out
+        if row.startswith("replay"):
+            # The 60 calls, the one before the clock starts and the client's LocateRequest.
+            assert f"{row}: 62 calls, 62 the same" in out
+            assert f"ratio {row} / omniORBpy client:" in out
+    assert "CPU us/call" in out and "peak RSS MB" in out
