@@ -709,6 +709,16 @@ def test_a_fragmented_request_the_recording_ends_in_fails():
     assert [session.outgoing(p) for p in parts[:-1]] == [(None, None)] * (len(parts) - 1)
     [call] = session.abandoned()
     assert call.outcome == "failed" and "before its last fragment" in call.reason
+    # A GIOP 1.1 request begun before the last fragment of the one before: that one fails,
+    # this one is joined and sent.
+    first = fragments(rs.request(1, "find", ["x" * 300], version=(1, 1)), 128)
+    second = fragments(rs.request(2, "find", ["y" * 300], version=(1, 1)), 128)
+    sent = [session.outgoing(p) for p in first[:1] + second]
+    assert [d is not None for d, _ in sent] == [False] * (len(second)) + [True]
+    assert _decoded(sent[-1][0]).version == (1, 0) and sent[-1][1].recorded_id == 2
+    [call] = session.abandoned()
+    assert (call.outcome, call.reason) == ("failed", "another request began before its "
+                                                     "last fragment")
 
 
 def test_a_profile_addressed_request_goes_to_the_target_by_key():

@@ -397,8 +397,7 @@ class ReplaySession:
                 and raw[4:6] >= b"\x01\x01":
             # Encoded again once its last fragment is read (a first fragment may not
             # even hold the whole request header).
-            self._join_first(raw, ts)
-            return None, None
+            return self._join_first(raw, ts) or (None, None)
         try:
             msg = _decode_client_message(raw)
         except PycdrError as e:
@@ -471,14 +470,20 @@ class ReplaySession:
     # (``_joined``: recorded request id -- None for GIOP 1.1, whose fragments carry none
     # and come one message at a time -- -> (first fragment's capture time, size, request
     # id or None).)
-    def _join_first(self, raw: bytes, ts: int) -> None:
+    def _join_first(self, raw: bytes, ts: int):
+        rid = _ULONG[bool(raw[6] & 1)].unpack_from(raw, 12)[0] \
+            if raw[5] >= 2 and len(raw) >= 16 else None
+        earlier = self._joined.pop(rid, None)
+        if earlier is not None:     # it fails; this one is joined afresh when it is alone
+            self._failed_joins += self._unjoined(
+                (earlier,), "another request began before its last fragment")
+            if not self._joined:
+                self._joining = None
         if self._joining is None:
             self._joining = GiopConnection(Role.SERVER, version=(1, 3), lenient=True,
                                            check_request_ids=False)
-        rid = _ULONG[bool(raw[6] & 1)].unpack_from(raw, 12)[0] \
-            if raw[5] >= 2 and len(raw) >= 16 else None
         self._joined[rid] = (ts, len(raw), rid)
-        self._feed_joining(raw)
+        return self._feed_joining(raw)
 
     def _join_fragment(self, raw: bytes):
         """(data, call) when ``raw`` is the last fragment of a request being joined,
@@ -509,26 +514,28 @@ class ReplaySession:
                 # The fragments cannot be joined: their requests fail, joining starts over.
                 why = getattr(event, "error", None) or getattr(event, "reason", "")
                 self._joining = None
-                failed = self._unjoined(f"its fragments cannot be joined: {why}")
+                failed = self._unjoined(self._joined.values(),
+                                        f"its fragments cannot be joined: {why}")
+                self._joined.clear()
                 self._failed_joins += failed[1:]         # told by abandoned()
                 return (None, failed[0]) if failed else None
 
-    def _unjoined(self, reason: str) -> list:
-        """The requests being joined, as failed calls."""
+    def _unjoined(self, entries, reason: str) -> list:
+        """Requests being joined (``_joined`` entries), as failed calls."""
         calls = []
-        for ts, _, rid in self._joined.values():
+        for ts, _, rid in entries:
             call = Call(self.connection, self.server, "(fragmented request)", "request",
                         rid, ts)
             call.outcome, call.reason = FAILED, reason
             calls.append(call)
-        self._joined.clear()
         return calls
 
     def abandoned(self) -> list:
         """The calls whose fragments could not be joined, or the recording ends before
         the last of (failed), not told yet."""
-        calls = self._failed_joins + self._unjoined("the recording ends before its last "
-                                                    "fragment")
+        calls = self._failed_joins + self._unjoined(
+            self._joined.values(), "the recording ends before its last fragment")
+        self._joined.clear()
         self._failed_joins = []
         return calls
 
