@@ -13,6 +13,11 @@ reply to the same call before it goes on, so the replay keeps the recording's
 causality (a client that waited for a reply before its next request waits here
 too; one that pipelined pipelines) and keys learned from a reply are known
 before the requests that follow it.  The other connections go on meanwhile.
+
+With ``window`` N > 1 (``--window``) a connection does not wait for the replies the
+recording waited for: up to N of its calls are outstanding, their requests
+written in one go on a non-blocking socket as the target takes them, the replies
+matched by request id; it waits only for a reply that may teach a key.
 """
 
 from __future__ import annotations
@@ -199,8 +204,9 @@ class _Recorded:
 
     ``items``: its messages in capture order not handled yet ((from_client, raw,
     ts), or _END).  ``waiting``: the calls whose replayed reply must come (or
-    time out) before the next item is handled, oldest first, with the deadline
-    of the first."""
+    time out) before the next item is handled -- with a window, the calls sent
+    whose replayed reply has not come -- oldest first, with the deadline of the
+    first."""
     __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
                  "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost",
                  "undecided", "barrier", "unsent", "outbuf", "write_deadline")
