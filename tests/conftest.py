@@ -26,3 +26,17 @@ def impl(request):
         yield request.param
     finally:
         _cmarshal.enabled = True
+
+
+# --- issue 28: the replay tests run as recorded and pipelined ----------------------
+# The CLI arguments tests/test_replay*.py add to every `pycdr replay` they run.
+REPLAY_WINDOW = ["--window", "1"]
+
+
+@pytest.fixture(params=[1, 8], ids=["window1", "window8"])
+def replay_window(request):
+    """--window 1 (as recorded) and --window 8 (pipelined): a replay test that uses this
+    fixture runs with each, and the outcomes must be the same."""
+    REPLAY_WINDOW[1] = str(request.param)
+    yield request.param
+    REPLAY_WINDOW[1] = "1"

@@ -22,6 +22,7 @@ from collections import Counter
 
 import pytest
 
+from conftest import REPLAY_WINDOW
 from peers.jacorb import start_jacorb_echo_server
 from peers.omni import start_omni_echo_server, start_omni_factory_server
 from peers.process import PEERS_DIR
@@ -29,7 +30,9 @@ from peers.recording import CAN_RECORD, WHY_NOT, record_loopback
 from pycdr import idl
 from pycdr.pcap import decode_capture
 
-pytestmark = pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)
+# Every replay runs as recorded (--window 1) and pipelined (--window 8).
+pytestmark = [pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT),
+              pytest.mark.usefixtures("replay_window")]
 
 IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idl", "replay",
                    "echo_items.idl")
@@ -56,21 +59,10 @@ def recording(tmp_path_factory):
     return path
 
 
-# Every replay runs as recorded (--window 1) and pipelined (--window 8): the outcomes must
-# be the same.
-WINDOW = ["--window", "1"]
-
-
-@pytest.fixture(autouse=True, params=[1, 8], ids=["window1", "window8"])
-def window(request):
-    WINDOW[1] = str(request.param)
-    yield request.param
-    WINDOW[1] = "1"
-
-
 def replay(capture, target, tmp_path, *args):
     out = str(tmp_path / "calls.jsonl")
-    done = subprocess.run(PYCDR + [capture, "--target", target, "--json", out, *args, *WINDOW],
+    done = subprocess.run(PYCDR + [capture, "--target", target, "--json", out, *args,
+                                   *REPLAY_WINDOW],
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in done.stderr, done.stderr
     with open(out) as f:

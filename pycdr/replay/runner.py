@@ -429,13 +429,17 @@ class Replay:
 
     # -- a connection's replay ----------------------------------------------------------------
     def _advance(self, rec: _Recorded) -> None:
-        """Handle ``rec``'s items until one has to wait for the target."""
-        if self.window > 1:
-            self._advance_windowed(rec)
-            return
+        """Handle ``rec``'s items until one has to wait for the target.
+
+        With --window N > 1, client messages are sent in order while fewer than N of
+        its calls wait for their replayed reply, not waiting for each one's reply as
+        the recording did -- but for a reply that may teach a key (a forward, a
+        reference the IDL says a result may hold): nothing is sent after it before it
+        comes.  A call is decided once both its replies are there (or cannot come)."""
         session = rec.session
         items = rec.items
-        while items and not rec.waiting:
+        windowed = self.window > 1
+        while items and rec.barrier is None and len(rec.waiting) < self.window:
             if len(items) == QUEUE_MESSAGES:
                 self._full -= 1
             item = items.popleft()
@@ -444,52 +448,29 @@ class Replay:
                 for call in session.abandoned():
                     self.report(call)
                 # The recording ends here: calls it holds no reply to.
-                self._wait_for(rec, session.pending())
+                if windowed:        # decided now, or as their replayed reply comes (or not)
+                    for call in list(rec.undecided.values()):
+                        self._decide(rec, call)
+                    rec.undecided.clear()
+                    if rec.waiting:
+                        self._settle(rec, time.monotonic())
+                else:
+                    self._wait_for(rec, session.pending())
                 break
             from_client, raw, ts = item
             if from_client:
                 self._send(rec, raw, ts)
-            else:
+            elif not windowed:
                 self._wait_for(rec, session.recorded(raw, ts))
-        if rec.ended and not rec.waiting and not items:
-            self._close(rec)
-
-    def _advance_windowed(self, rec: _Recorded) -> None:
-        """--window N: ``rec``'s client messages sent in order while fewer than N of
-        its calls wait for their replayed reply, not waiting for each one's reply as
-        the recording did -- but for a reply that may teach a key (a forward, a
-        reference the IDL says a result may hold): nothing is sent after it before it
-        comes.  A call is decided once both its replies are there (or cannot come)."""
-        session = rec.session
-        items = rec.items
-        window = self.window
-        while items and rec.barrier is None and len(rec.waiting) < window:
-            if len(items) == QUEUE_MESSAGES:
-                self._full -= 1
-            item = items.popleft()
-            if item is _END:
-                rec.ended = True
-                for call in session.abandoned():
-                    self.report(call)
-                # The recording ends here: calls it holds no reply to are decided now,
-                # or as their replayed reply comes (or not).
-                for call in list(rec.undecided.values()):
-                    self._decide(rec, call)
-                rec.undecided.clear()
-                if rec.waiting:
-                    self._settle(rec, time.monotonic())
-                break
-            from_client, raw, ts = item
-            if from_client:
-                self._send(rec, raw, ts)
-                continue
-            for call in session.recorded(raw, ts):
-                if rec.undecided.pop(call.replay_id, None) is not None or \
-                        call.sent_at is None or session.target_closed:
-                    self._decide(rec, call)
-                elif self.comparison.may_teach(call.operation, call.recorded_reply):
-                    rec.barrier = call
-        self._flush(rec)
+            else:
+                for call in session.recorded(raw, ts):
+                    if rec.undecided.pop(call.replay_id, None) is not None or \
+                            call.sent_at is None or session.target_closed:
+                        self._decide(rec, call)
+                    elif self.comparison.may_teach(call.operation, call.recorded_reply):
+                        rec.barrier = call
+        if windowed:
+            self._flush(rec)
         if rec.ended and not rec.waiting and not items and not rec.outbuf:
             self._close(rec)
 

@@ -19,6 +19,7 @@ import threading
 from omniORB import CORBA
 
 import omni_idl
+from omni_server import serve
 
 
 def main():
@@ -55,19 +56,9 @@ def main():
                     made[object_id] = ins_poa.id_to_reference(object_id)
                 return made[object_id]
 
-    maker_id = b"Maker"
-    ins_poa.activate_object_with_id(maker_id, Maker())
+    ins_poa.activate_object_with_id(b"Maker", Maker())
     ins_poa._get_the_POAManager().activate()
-    print(orb.object_to_string(ins_poa.id_to_reference(maker_id)))
-    print("KEY " + maker_id.hex())
-    print("READY", flush=True)
-
-    def shut_down_when_stdin_closes():
-        sys.stdin.buffer.read()
-        orb.shutdown(False)
-    threading.Thread(target=shut_down_when_stdin_closes, daemon=True).start()
-    orb.run()
-    orb.destroy()
+    serve(orb, ins_poa, b"Maker")
 
 
 if __name__ == "__main__":

@@ -89,9 +89,13 @@ def main():
     servant = make_echo_servant_class(skeleton_class, options.differ)()
     ins_poa.activate_object_with_id(object_id, servant)
     ins_poa._get_the_POAManager().activate()
-    reference = ins_poa.id_to_reference(object_id)
+    serve(orb, ins_poa, object_id)
 
-    print(orb.object_to_string(reference))
+
+def serve(orb, ins_poa, object_id):
+    """Print the banner of the object activated as ``object_id`` (its IOR, "KEY <hex>",
+    "READY"), then serve until stdin closes."""
+    print(orb.object_to_string(ins_poa.id_to_reference(object_id)))
     print("KEY " + object_id.hex())
     print("READY", flush=True)
 
