@@ -224,7 +224,7 @@ def test_a_window_of_large_calls_reads_replies_while_it_sends(tmp_path):
     capture = recorded(tmp_path, [[rs.request(i, "find", [name]) for i in range(1, 9)]])
     with rs.StoreServer(rs.Variant(store_key=b"NewStore")) as server:
         out = str(tmp_path / "calls.jsonl")
-        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--timeout", "5",
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--timeout", "20",
                          "--json", out])
         assert result.exit_code == 0, result.output
     assert [c["outcome"] for c in json_lines(out)] == ["same"] * 8
