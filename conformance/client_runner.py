@@ -110,6 +110,7 @@ class CraftedServer:
         self.sock.listen(16)
         self.port = self.sock.getsockname()[1]
         self.stop_event = threading.Event()
+        self.accept_stop = threading.Event()         # set by settle(): no more accepting
         self.lock = threading.Lock()
         self.connections: list[ConnectionRecord] = []
         self.requests: list[SeenRequest] = []
@@ -153,8 +154,23 @@ class CraftedServer:
 
     def settle(self, timeout: float) -> None:
         """Wait (up to ``timeout`` s) until every connection handler has seen its connection
-        end: the client exited, so whatever it sent has arrived by then."""
+        end: the client exited, so whatever it sent has arrived by then.
+
+        A connection the client made just before it exited can still sit in the listen
+        backlog, not yet accepted (seen on a loaded machine: a JVM's oneway judged as never
+        sent). So the accept thread is stopped first and whatever is still queued is
+        accepted here, before the handlers are joined."""
         deadline = time.monotonic() + timeout
+        self.accept_stop.set()
+        self.threads[0].join(max(deadline - time.monotonic(), 0))
+        self.sock.setblocking(False)
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                break
+            conn.setblocking(True)
+            self._start_handler(conn)
         for t in list(self.threads[1:]):
             t.join(max(deadline - time.monotonic(), 0))
 
@@ -168,23 +184,26 @@ class CraftedServer:
 
     def _accept(self) -> None:
         self.sock.settimeout(0.05)
-        while not self.stop_event.is_set():
+        while not (self.stop_event.is_set() or self.accept_stop.is_set()):
             try:
                 conn, _ = self.sock.accept()
             except socket.timeout:
                 continue
             except OSError:
                 return
-            with self.lock:
-                if len(self.connections) >= MAX_CONNECTIONS:
-                    self.refused_connections += 1
-                    conn.close()
-                    continue
-                index = len(self.connections)
-                self.connections.append(ConnectionRecord())
-            t = threading.Thread(target=self._serve, args=(conn, index), daemon=True)
-            self.threads.append(t)
-            t.start()
+            self._start_handler(conn)
+
+    def _start_handler(self, conn: socket.socket) -> None:
+        with self.lock:
+            if len(self.connections) >= MAX_CONNECTIONS:
+                self.refused_connections += 1
+                conn.close()
+                return
+            index = len(self.connections)
+            self.connections.append(ConnectionRecord())
+        t = threading.Thread(target=self._serve, args=(conn, index), daemon=True)
+        self.threads.append(t)
+        t.start()
 
     def _serve(self, conn: socket.socket, index: int) -> None:
         record = self.connections[index]

@@ -157,6 +157,22 @@ def test_a_oneway_sent_as_a_two_way_call_fails(tmp_path):
     assert result.outcome.details["ok"] is True and result.outcome.details["response_flags"] == 3
 
 
+def test_a_oneway_sent_just_before_the_client_exits_is_seen(tmp_path, monkeypatch):
+    # The client connects, sends its oneway and exits before the crafted server's accept
+    # thread has taken the connection from the listen backlog (here: that thread never runs,
+    # as on a loaded machine where it was not scheduled in time). The request must still be
+    # judged as sent: it failed so (requests 0) for JacORB under load, before settle()
+    # accepted what was left in the backlog.
+    from pycdr.conformance import client_runner
+    monkeypatch.setattr(client_runner.CraftedServer, "_accept", lambda self: None)
+    command = fake_client(tmp_path, ONEWAY_CLIENT.replace("FLAGS", "0").split("data = b")[0]
+                          + "print(json.dumps({'result': None}))\n")
+    (result,) = run_client_suite(command, one_case("ops.note-oneway[1.2-LE]")).results
+    assert result.outcome.details["requests"] == 1, (result.outcome, result.stderr)
+    assert result.outcome.details["response_flags"] == 0
+    assert result.verdict == PASS, (result.outcome, result.reason)
+
+
 @pytest.mark.parametrize("case_id, printed", [
     # its own arguments instead of the inout values answered
     ("ops.echo-inout[1.2-BE]", "json.loads(sys.argv[3])"),
