@@ -25,9 +25,10 @@ installed), and tests/raw_giop_server.py, a GIOP server written without
 pycdr, with its planted faults left out (--no-faults: a finding's
 confirmation and minimization would be timed, not the fuzzing).
 
-    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_ROUNDS]]
+    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_ROUNDS]] [--only TARGET]...
 """
 
+import argparse
 import collections
 import os
 import selectors
@@ -171,6 +172,7 @@ def fuzz(address: str, cases: int, pid: int, echo, spawn=None) -> dict:
             "cases": stats.cases, "pipelined": stats.pipelined, "probes": stats.probes,
             "findings": len(campaign.findings), "unconfirmed": len(campaign.unconfirmed),
             "timeout": campaign.answer_timeout(), "restarts": stats.restarts,
+            "standby": campaign.spawned.standby_used if campaign.spawned is not None else 0,
             "connections": campaign.connections}
 
 
@@ -201,12 +203,6 @@ class _Peer:
         self.peer.stop()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 # Targets whose own cost of a malformed case is high get this share of CASES
 # (the OpenJDK ORB: some 35 ms of its CPU per case), so a run ends in minutes.
 CASE_SHARE = {"OpenJDK ORB": 0.1, "JacORB": 0.5}
@@ -215,9 +211,11 @@ TARGETS = [
     ("reference ORB", lambda: _Spawned(f"{PYCDR} serve "
                                        f"{os.path.join(REPO_ROOT, 'conformance', 'echo.idl')} "
                                        f"--interface EchoAll::Echo"), None),
+    # (Listening on a port of its choosing, so the fuzzer can keep a standby
+    # process started beside the running one: see SpawnedTarget.)
     ("omniORBpy", lambda: _Spawned(f"{sys.executable} {OMNI_SERVER_SCRIPT} --idl {ECHO_IDL} "
                                    f"--interface PycdrTest::Echo --object-id Echo -- "
-                                   f"-ORBendPoint giop:tcp:127.0.0.1:{free_port()}",
+                                   f"-ORBendPoint giop:tcp:127.0.0.1:",
                                    restarts=True), False),
     ("JacORB", lambda: _Peer(start_jacorb_echo_server), False),
     ("OpenJDK ORB", lambda: _Peer(lambda: start_java_echo_server(OPENJDK_ORB,
@@ -229,13 +227,21 @@ TARGETS = [
 
 
 def main() -> None:
-    cases = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", type=int, nargs="?", default=5000)
+    parser.add_argument("rounds", type=int, nargs="?", default=3000,
+                        help="LocateRequests of the issue's floor")
+    parser.add_argument("--only", action="append", choices=[t[0] for t in TARGETS],
+                        help="measure only this target (repeatable)")
+    args = parser.parse_args()
+    cases, rounds = args.cases, args.rounds
     print(f"{'target':16} {'floor/s':>8} {'(cpu loop/target)':>18} {'same-job/s':>10} "
           f"{'(cpu loop/target)':>18} {'fuzz/s':>8} {'(cpu fuzzer/target)':>20} "
           f"{'ratio':>6} {'same-job ratio':>14}  notes")
     all_cases = cases
     for name, start, echo in TARGETS:
+        if args.only and name not in args.only:
+            continue
         cases = max(100, int(all_cases * CASE_SHARE.get(name, 1.0)))
         try:
             # The issue's floor (and the cases made) on one fresh target, the
@@ -274,7 +280,8 @@ def main() -> None:
               f"{run['rate']:9.0f} {run['cpu']:9.2f}/{run['target_cpu']:<9.2f} "
               f"{100 * ratio:5.1f}% {100 * job_ratio:13.1f}%  "
               f"{run['cases']} cases, {run['pipelined']} pipelined, "
-              f"{run['probes']} probes, {run['restarts']} restarts, "
+              f"{run['probes']} probes, {run['restarts']} restarts "
+              f"({run['standby']} to a standby), "
               f"wait {1000 * run['timeout']:.0f} ms, "
               f"findings {run['findings']} (+{run['unconfirmed']} unconfirmed)", flush=True)
 
