@@ -30,6 +30,7 @@ confirmation and minimization would be timed, not the fuzzing).
 
 import argparse
 import collections
+import dataclasses
 import os
 import selectors
 import socket
@@ -37,7 +38,7 @@ import sys
 import time
 
 from benchprocs import REPO_ROOT  # noqa: F401 (puts tests/ on sys.path for `peers`)
-from peers.jacorb import peers_echo_interface, start_jacorb_echo_server
+from peers.jacorb import JACORB, peers_echo_interface, start_jacorb_echo_server
 from peers.java_orb import start_java_echo_server
 from peers.jdk_orbs import OPENJDK_ORB
 from peers.omni import ECHO_IDL, OMNI_SERVER_SCRIPT
@@ -205,7 +206,20 @@ class _Peer:
 
 # Targets whose own cost of a malformed case is high get this share of CASES
 # (the OpenJDK ORB: some 35 ms of its CPU per case), so a run ends in minutes.
-CASE_SHARE = {"OpenJDK ORB": 0.1, "JacORB": 0.5}
+CASE_SHARE = {"OpenJDK ORB": 0.1, "JacORB": 0.5,
+              "OpenJDK ORB, logging off": 0.1, "JacORB, logging off": 0.5}
+
+# The Java ORBs as the tests run them log every malformed message (JacORB a
+# stack trace, ~600 bytes of stderr a case; the OpenJDK ORB ~3.6 KB); the
+# "logging off" rows run them with java.util.logging off and, for JacORB,
+# jacorb.log.default.verbosity 0, as an operator fuzzing at speed would.
+LOGGING_OFF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logging-off.properties")
+JACORB_QUIET = {"jacorb.log.default.verbosity": "0"}
+
+
+def logging_off(orb):
+    return dataclasses.replace(orb, system_properties={
+        **orb.system_properties, "java.util.logging.config.file": LOGGING_OFF})
 
 TARGETS = [
     ("reference ORB", lambda: _Spawned(f"{PYCDR} serve "
@@ -218,8 +232,12 @@ TARGETS = [
                                    f"-ORBendPoint giop:tcp:127.0.0.1:",
                                    restarts=True), False),
     ("JacORB", lambda: _Peer(start_jacorb_echo_server), False),
+    ("JacORB, logging off", lambda: _Peer(lambda: start_java_echo_server(
+        logging_off(JACORB), peers_echo_interface(), properties=JACORB_QUIET)), False),
     ("OpenJDK ORB", lambda: _Peer(lambda: start_java_echo_server(OPENJDK_ORB,
                                                                  peers_echo_interface())), False),
+    ("OpenJDK ORB, logging off", lambda: _Peer(lambda: start_java_echo_server(
+        logging_off(OPENJDK_ORB), peers_echo_interface())), False),
     ("raw GIOP server", lambda: _Spawned(f"{sys.executable} "
                                          f"{os.path.join(REPO_ROOT, 'tests', 'raw_giop_server.py')}"
                                          f" --no-faults"), None),
@@ -235,7 +253,10 @@ def main() -> None:
                         help="measure only this target (repeatable)")
     args = parser.parse_args()
     cases, rounds = args.cases, args.rounds
-    print(f"{'target':16} {'floor/s':>8} {'(cpu loop/target)':>18} {'same-job/s':>10} "
+    print(f"configurations: the Java ORBs as the tests run them (logging on), and 'logging off' "
+          f"(-Djava.util.logging.config.file={os.path.relpath(LOGGING_OFF)}; JacORB also "
+          f"{', '.join(f'{k}={v}' for k, v in JACORB_QUIET.items())})")
+    print(f"{'target':24} {'floor/s':>8} {'(cpu loop/target)':>18} {'same-job/s':>10} "
           f"{'(cpu loop/target)':>18} {'fuzz/s':>8} {'(cpu fuzzer/target)':>20} "
           f"{'ratio':>6} {'same-job ratio':>14}  notes")
     all_cases = cases
@@ -271,11 +292,11 @@ def main() -> None:
             finally:
                 target.stop()
         except PeerError as e:
-            print(f"{name:16} not run: {str(e).splitlines()[0]}")
+            print(f"{name:24} not run: {str(e).splitlines()[0]}")
             continue
         ratio = run["rate"] / base["rate"]
         job_ratio = run["rate"] / job["rate"]
-        print(f"{name:16} {base['rate']:8.0f} {base['cpu']:8.2f}/{base['target_cpu']:<8.2f} "
+        print(f"{name:24} {base['rate']:8.0f} {base['cpu']:8.2f}/{base['target_cpu']:<8.2f} "
               f"{job['rate']:10.0f} {job['cpu']:8.2f}/{job['target_cpu']:<8.2f} "
               f"{run['rate']:9.0f} {run['cpu']:9.2f}/{run['target_cpu']:<9.2f} "
               f"{100 * ratio:5.1f}% {100 * job_ratio:13.1f}%  "
@@ -283,7 +304,10 @@ def main() -> None:
               f"{run['probes']} probes, {run['restarts']} restarts "
               f"({run['standby']} to a standby), "
               f"wait {1000 * run['timeout']:.0f} ms, "
-              f"findings {run['findings']} (+{run['unconfirmed']} unconfirmed)", flush=True)
+              f"findings {run['findings']} (+{run['unconfirmed']} unconfirmed), "
+              f"CPU ms/case: fuzzer {1000 * run['cpu'] / run['cases']:.2f}, target "
+              f"{1000 * run['target_cpu'] / run['cases']:.2f} (same-job "
+              f"{1000 * job['target_cpu'] / len(jobs):.2f})", flush=True)
 
 
 if __name__ == "__main__":

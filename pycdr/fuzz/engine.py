@@ -95,10 +95,10 @@ FRUITLESS_SEARCHES = 2
 # breaks every few hundred cases in ways no case does alone (or in many
 # ways: omniORB 4.2.5 spins after single Requests, Fragments and
 # CancelRequests of several kinds) would otherwise be searched more than
-# fuzzed.  A search starts only when what it is expected to take (the mean
-# of those before) fits in the share, but the first for each kind of
-# breakage; otherwise the breakage is kept unconfirmed with its cases in
-# flight.
+# fuzzed.  A search starts only when what it is expected to take fits in
+# the share (see _search_estimate), but the first for each kind of breakage
+# other than a spin; otherwise the breakage is kept unconfirmed with its
+# cases in flight.
 SEARCH_SHARE = 0.25
 MAX_UNCONFIRMED = 64
 # Cases judged together as a group (on up to --connections connections at once).
@@ -855,9 +855,14 @@ class Campaign:
             skip = {id(c) for c in skip} | {id(first)}
             others = [c for c in in_flight if id(c) not in skip]
             fruitless = self._fruitless[kind] >= FRUITLESS_SEARCHES
-            # (The first search for a kind of breakage is always made.)
-            over_budget = kind in self._searched_kinds and \
-                self._searching + self._searching / self._searches > \
+            # The first search for a kind of breakage is made whatever it
+            # costs -- but for a spin: seen by the target's CPU alone (no
+            # connection showed it), any case in flight may have started it,
+            # and omniORB 4.2.5 spins after many kinds of case: one search
+            # there costs more than the campaign's first thousands of cases.
+            guaranteed = kind != "spin" and kind not in self._searched_kinds
+            over_budget = not guaranteed and \
+                self._searching + self._search_estimate(len(others)) > \
                 SEARCH_SHARE * self.stats.elapsed
             searched = len(others) > 1 and not fruitless and not over_budget
             budget = [ATTRIBUTION_TESTS if searched or len(others) == 1 else 0]
@@ -900,6 +905,18 @@ class Campaign:
         # start; and one that spins, as it spins on.)
         self._fresh_target(restart=self._needs_restart or kind in ("memory", "spin"))
         return culprit
+
+    def _search_estimate(self, suspects: int) -> float:
+        """Seconds a search among ``suspects`` cases in flight is expected
+        to take: the mean of the searches so far; before the first, two runs
+        of them all at the campaign's pace so far (delta debugging's runs
+        halve) and, for each halving, two of what a run costs besides its
+        cases (a restart, a look at the target)."""
+        if self._searches:
+            return self._searching / self._searches
+        pace = self.stats.elapsed / max(1, self.stats.cases)
+        return 2 * pace * suspects + 2 * suspects.bit_length() * (
+            SPIN_WINDOW + SEARCH_SPIN_CONFIRM + TIMEOUT_FLOOR)
 
     def _reproduces_together(self, kind: str, cases) -> bool:
         """Whether ``cases``, each on its own connection and up to
