@@ -52,11 +52,12 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from ..errors import PycdrError
-from ..giop.header import MsgType
+from ..giop.header import HEADER_SIZE, MsgType
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
 from .findings import Finding, ddmin, known_hit, minimize
+from .layout import message_fields
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve
@@ -192,6 +193,27 @@ def trigger_signature(messages) -> tuple:
         if not names or names[-1] != name:
             names.append(name)
     return tuple(names)
+
+
+def trigger_location(messages, original) -> str:
+    """Where the trigger ends: the field of the original case holding the
+    last byte the minimized ``messages`` kept of it (minimization cuts a
+    message to the shortest prefix that still does it: there the target read
+    what broke it), without indexes; "" when not known (the last message is
+    no prefix of one of ``original``, or that one does not decode)."""
+    if not messages:
+        return ""
+    last = messages[-1]
+    for whole in original:
+        if len(whole) >= len(last) >= HEADER_SIZE and whole[:8] == last[:8] and \
+                whole[HEADER_SIZE:len(last)] == last[HEADER_SIZE:]:
+            cut = len(last) - 1
+            holding = [f for f in message_fields(whole)
+                       if f.offset <= cut < f.offset + f.size and f.kind != "padding"]
+            if not holding:
+                return ""
+            return normalize_path(min(holding, key=lambda f: f.size).path)
+    return ""
 
 
 @dataclass
@@ -843,7 +865,8 @@ class Campaign:
         culprit = None
         known = self._known(kind, first) if first is not None else None
         if known is not None:
-            # The same field did it before, confirmed: counted, not tried again.
+            # The same trigger through the same fields did it before,
+            # confirmed: counted, not tried again.
             self._attributed += 1
             known_hit(known, first)
             self._fresh_target(restart=kind in BROKEN)
@@ -895,7 +918,7 @@ class Campaign:
             self._fruitless[kind] += searched
             self._unconfirmed(kind, details, in_flight, why)
         elif self._known(kind, culprit, self.last_verdict) is not None:
-            # A known fault, done again (by its field or its signature).
+            # A known fault, done again.
             self._attributed += 1
             known_hit(self._known(kind, culprit, self.last_verdict), culprit)
         else:
@@ -939,27 +962,31 @@ class Campaign:
         broken = self._broken()
         return broken is not None and broken[0] == kind
 
-    def _fault(self, kind: str, messages, verdict: Verdict | None) -> tuple:
+    def _fault(self, kind: str, messages, original, verdict: Verdict | None) -> tuple:
         """What tells one fault from another: the kind, the symptom the
-        target showed (a hang of the ORB core or past it), and the trigger's
-        signature (the GIOP message types of the case, in order).  Cases that
-        reach one fault through different fields share it."""
+        target showed (a hang of the ORB core or past it), the trigger's
+        signature (the GIOP message types of the minimized case, in order)
+        and where it ends (trigger_location: two faults of one kind and
+        symptom read at other places are two findings).  Cases that reach
+        one fault through different fields share it."""
         symptom = kind
         if kind == "hang" and verdict is not None:
             symptom = verdict.details.get("probe", kind)
-        return (kind, symptom, trigger_signature(messages))
+        return (kind, symptom, trigger_signature(messages),
+                trigger_location(messages, original))
 
     def _known(self, kind: str, case: Case, verdict: Verdict | None = None):
         """The confirmed finding ``case`` hits again, if any: one of ``kind``
-        sharing a mutated field with it, or (given the ``verdict`` of its run
-        alone) with its fault."""
-        keys = case.field_keys
+        first done by a case of the same message types through the same
+        fields, or (given the ``verdict`` of its run alone) with its fault."""
+        shape = (trigger_signature(case.messages), case.field_keys)
         for finding in self.findings.values():
-            if finding.kind == kind and keys & finding.case.field_keys:
+            if finding.kind == kind and \
+                    shape == (trigger_signature(finding.case.messages), finding.case.field_keys):
                 return finding
         if verdict is None:
             return None
-        return self.findings.get(self._fault(kind, case.messages, verdict))
+        return self.findings.get(self._fault(kind, case.messages, case.messages, verdict))
 
     def _record(self, kind: str, case: Case, details: dict, in_flight: list) -> None:
         """``case`` did ``kind`` alone once, against a fresh target: minimize
@@ -980,7 +1007,7 @@ class Campaign:
             finding.reproductions = self._confirm(kind, finding.messages)
             runs = finding.reproductions + 1
         finding.confirmed = finding.reproductions == REPRODUCTIONS
-        fault = self._fault(kind, finding.messages, self.last_verdict)
+        fault = self._fault(kind, finding.messages, case.messages, self.last_verdict)
         if finding.confirmed and fault in self.findings:
             # Minimized, it is the trigger of a fault found before.
             self._attributed += 1
