@@ -782,6 +782,19 @@ class Campaign:
         status = self._probe()
         if status in ("silent", "requests-silent"):
             status = self._probe(timeout=self.hang_timeout)
+        if status in ("silent", "requests-silent") and self.spawned is None:
+            # A target we cannot restart may only be slow: a JVM working off
+            # a group of malformed cases (the OpenJDK ORB spends ~35 ms of
+            # CPU on each) answers no probe for seconds.  It gets
+            # RECOVERY_WAIT to answer again before it is judged hung (a
+            # search among the cases in flight would send them all again,
+            # up to ATTRIBUTION_TESTS times; and a hung target we cannot
+            # restart ends the campaign anyway).
+            deadline = time.monotonic() + RECOVERY_WAIT
+            while status in ("silent", "requests-silent") and time.monotonic() < deadline:
+                status = self._probe(timeout=self.hang_timeout)
+            if status == "alive":
+                status = "slow"
         # A spinning target may also answer late or not at all (the looping thread
         # starves the others: Python's GIL, a JVM's safepoints, on a loaded
         # machine most of all): the spin is the cause, the silence its symptom.
