@@ -35,11 +35,14 @@ cases in flight since it last answered a probe are the suspects.  A finding
 is *confirmed* only when one case, alone, does the same against a fresh
 target (under --spawn restarted and answering) REPRODUCTIONS times in a row
 after minimization (the run that blamed it the first of them when
-minimization left it whole); the suspect whose connection showed it is tried alone
-first, then the others together and narrowed by delta debugging.  Otherwise
-the finding is kept *unconfirmed*, listing every case in flight.  A finding
-is one fault (see _fault): a case that does a confirmed one again is listed
-under it.  Only the target given is ever contacted.
+minimization left it whole); the suspect whose connection showed it is
+tried alone first, then the others together and narrowed by delta
+debugging (such searches take at most SEARCH_SHARE of the campaign's time,
+see there).  Otherwise the finding is kept *unconfirmed*, listing every
+case in flight.  Under --spawn a standby process is started beside the
+target, so a restart takes it at once (see SpawnedTarget).  A finding is one
+fault (see _fault): a case that does a confirmed one again is listed under
+it.  Only the target given is ever contacted.
 """
 
 from __future__ import annotations
