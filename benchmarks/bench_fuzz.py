@@ -25,10 +25,12 @@ installed), and tests/raw_giop_server.py, a GIOP server written without
 pycdr, with its planted faults left out (--no-faults: a finding's
 confirmation and minimization would be timed, not the fuzzing).
 
-    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_ROUNDS]]
+    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_ROUNDS]] [--only TARGET]...
 """
 
+import argparse
 import collections
+import dataclasses
 import os
 import selectors
 import socket
@@ -36,7 +38,7 @@ import sys
 import time
 
 from benchprocs import REPO_ROOT  # noqa: F401 (puts tests/ on sys.path for `peers`)
-from peers.jacorb import peers_echo_interface, start_jacorb_echo_server
+from peers.jacorb import JACORB, peers_echo_interface, start_jacorb_echo_server
 from peers.java_orb import start_java_echo_server
 from peers.jdk_orbs import OPENJDK_ORB
 from peers.omni import ECHO_IDL, OMNI_SERVER_SCRIPT
@@ -171,6 +173,7 @@ def fuzz(address: str, cases: int, pid: int, echo, spawn=None) -> dict:
             "cases": stats.cases, "pipelined": stats.pipelined, "probes": stats.probes,
             "findings": len(campaign.findings), "unconfirmed": len(campaign.unconfirmed),
             "timeout": campaign.answer_timeout(), "restarts": stats.restarts,
+            "standby": campaign.spawned.standby_used if campaign.spawned is not None else 0,
             "connections": campaign.connections}
 
 
@@ -201,27 +204,40 @@ class _Peer:
         self.peer.stop()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 # Targets whose own cost of a malformed case is high get this share of CASES
 # (the OpenJDK ORB: some 35 ms of its CPU per case), so a run ends in minutes.
-CASE_SHARE = {"OpenJDK ORB": 0.1, "JacORB": 0.5}
+CASE_SHARE = {"OpenJDK ORB": 0.1, "JacORB": 0.5,
+              "OpenJDK ORB, logging off": 0.1, "JacORB, logging off": 0.5}
+
+# The Java ORBs as the tests run them log every malformed message (JacORB a
+# stack trace, ~600 bytes of stderr a case; the OpenJDK ORB ~3.6 KB); the
+# "logging off" rows run them with java.util.logging off and, for JacORB,
+# jacorb.log.default.verbosity 0, as an operator fuzzing at speed would.
+LOGGING_OFF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "logging-off.properties")
+JACORB_QUIET = {"jacorb.log.default.verbosity": "0"}
+
+
+def logging_off(orb):
+    return dataclasses.replace(orb, system_properties={
+        **orb.system_properties, "java.util.logging.config.file": LOGGING_OFF})
 
 TARGETS = [
     ("reference ORB", lambda: _Spawned(f"{PYCDR} serve "
                                        f"{os.path.join(REPO_ROOT, 'conformance', 'echo.idl')} "
                                        f"--interface EchoAll::Echo"), None),
+    # (Listening on a port of its choosing, so the fuzzer can keep a standby
+    # process started beside the running one: see SpawnedTarget.)
     ("omniORBpy", lambda: _Spawned(f"{sys.executable} {OMNI_SERVER_SCRIPT} --idl {ECHO_IDL} "
                                    f"--interface PycdrTest::Echo --object-id Echo -- "
-                                   f"-ORBendPoint giop:tcp:127.0.0.1:{free_port()}",
+                                   f"-ORBendPoint giop:tcp:127.0.0.1:",
                                    restarts=True), False),
     ("JacORB", lambda: _Peer(start_jacorb_echo_server), False),
+    ("JacORB, logging off", lambda: _Peer(lambda: start_java_echo_server(
+        logging_off(JACORB), peers_echo_interface(), properties=JACORB_QUIET)), False),
     ("OpenJDK ORB", lambda: _Peer(lambda: start_java_echo_server(OPENJDK_ORB,
                                                                  peers_echo_interface())), False),
+    ("OpenJDK ORB, logging off", lambda: _Peer(lambda: start_java_echo_server(
+        logging_off(OPENJDK_ORB), peers_echo_interface())), False),
     ("raw GIOP server", lambda: _Spawned(f"{sys.executable} "
                                          f"{os.path.join(REPO_ROOT, 'tests', 'raw_giop_server.py')}"
                                          f" --no-faults"), None),
@@ -229,13 +245,24 @@ TARGETS = [
 
 
 def main() -> None:
-    cases = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
-    print(f"{'target':16} {'floor/s':>8} {'(cpu loop/target)':>18} {'same-job/s':>10} "
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", type=int, nargs="?", default=5000)
+    parser.add_argument("rounds", type=int, nargs="?", default=3000,
+                        help="LocateRequests of the issue's floor")
+    parser.add_argument("--only", action="append", choices=[t[0] for t in TARGETS],
+                        help="measure only this target (repeatable)")
+    args = parser.parse_args()
+    cases, rounds = args.cases, args.rounds
+    print(f"configurations: the Java ORBs as the tests run them (logging on), and 'logging off' "
+          f"(-Djava.util.logging.config.file={os.path.relpath(LOGGING_OFF)}; JacORB also "
+          f"{', '.join(f'{k}={v}' for k, v in JACORB_QUIET.items())})")
+    print(f"{'target':24} {'floor/s':>8} {'(cpu loop/target)':>18} {'same-job/s':>10} "
           f"{'(cpu loop/target)':>18} {'fuzz/s':>8} {'(cpu fuzzer/target)':>20} "
           f"{'ratio':>6} {'same-job ratio':>14}  notes")
     all_cases = cases
     for name, start, echo in TARGETS:
+        if args.only and name not in args.only:
+            continue
         cases = max(100, int(all_cases * CASE_SHARE.get(name, 1.0)))
         try:
             # The issue's floor (and the cases made) on one fresh target, the
@@ -265,18 +292,22 @@ def main() -> None:
             finally:
                 target.stop()
         except PeerError as e:
-            print(f"{name:16} not run: {str(e).splitlines()[0]}")
+            print(f"{name:24} not run: {str(e).splitlines()[0]}")
             continue
         ratio = run["rate"] / base["rate"]
         job_ratio = run["rate"] / job["rate"]
-        print(f"{name:16} {base['rate']:8.0f} {base['cpu']:8.2f}/{base['target_cpu']:<8.2f} "
+        print(f"{name:24} {base['rate']:8.0f} {base['cpu']:8.2f}/{base['target_cpu']:<8.2f} "
               f"{job['rate']:10.0f} {job['cpu']:8.2f}/{job['target_cpu']:<8.2f} "
               f"{run['rate']:9.0f} {run['cpu']:9.2f}/{run['target_cpu']:<9.2f} "
               f"{100 * ratio:5.1f}% {100 * job_ratio:13.1f}%  "
               f"{run['cases']} cases, {run['pipelined']} pipelined, "
-              f"{run['probes']} probes, {run['restarts']} restarts, "
+              f"{run['probes']} probes, {run['restarts']} restarts "
+              f"({run['standby']} to a standby), "
               f"wait {1000 * run['timeout']:.0f} ms, "
-              f"findings {run['findings']} (+{run['unconfirmed']} unconfirmed)", flush=True)
+              f"findings {run['findings']} (+{run['unconfirmed']} unconfirmed), "
+              f"CPU ms/case: fuzzer {1000 * run['cpu'] / run['cases']:.2f}, target "
+              f"{1000 * run['target_cpu'] / run['cases']:.2f} (same-job "
+              f"{1000 * job['target_cpu'] / len(jobs):.2f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,9 @@ def _status(campaign):
 @click.option("--spawn", default=None,
               help="Start the target with this command (its IOR or corbaloc URL is read "
                    "from its output); restart it after a crash or hang.")
+@click.option("--no-standby", is_flag=True,
+              help="Under --spawn, do not start the next target process while the current "
+                   "one runs (a restart then waits for the target to start).")
 @click.option("--idl", "idl_file", type=click.Path(exists=True, dir_okay=False),
               help="Seed with requests for this IDL's operations (with --interface).")
 @click.option("--interface", default=None, help="Scoped interface name in --idl.")
@@ -95,8 +98,8 @@ def _status(campaign):
 @click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
               help="Send a saved finding's messages again and say whether it reproduces.")
 @tls_options
-def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_file, interface,
-        corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
+def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_standby, idl_file,
+        interface, corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
         replay_dir, tls):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc URL or host:port; or --spawn CMD).
 
@@ -126,7 +129,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
             from pycdr.fuzz.seeds import Seed
             campaign = Campaign(target, spawn=spawn, timeout=timeout,
                                 rss_limit=int(rss_limit * (1 << 20)),
-                                seeds=[Seed("replay", messages)], tls=tls)
+                                seeds=[Seed("replay", messages)], standby=False, tls=tls)
             try:
                 same = campaign.reproduces(kind, messages)
                 verdict = campaign.last_verdict
@@ -139,8 +142,9 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, idl_fi
                        f"observed {verdict.kind or 'nothing'} {verdict.details or ''}")
             sys.exit(EXIT_BAD_INPUT if same else EXIT_OK)
         saved = []
-        campaign = Campaign(target, seed=seed, spawn=spawn, timeout=timeout,
-                            probe_interval=probe_interval, rate=rate, connections=connections,
+        campaign = Campaign(target, seed=seed, spawn=spawn, standby=not no_standby,
+                            timeout=timeout, probe_interval=probe_interval, rate=rate,
+                            connections=connections,
                             rss_limit=int(rss_limit * (1 << 20)), minimize=not no_minimize,
                             seed_sources=_seed_sources(idl_file, interface, corpus, seed,
                                                        no_catalog),

@@ -131,15 +131,18 @@ class Wire:
                 obs.closed = True
                 self.eof = True
             self.peer.receive_data(data)
-            self._drain(obs)
+            self._drain(obs, limit=want + FLOOD_MESSAGES)
             if obs.total_received > flood_bytes or len(obs.messages) > want + FLOOD_MESSAGES:
                 obs.flooded = True
                 break
         obs.elapsed += time.monotonic() - start
         return obs
 
-    def _drain(self, obs: Observation) -> None:
-        while True:
+    def _drain(self, obs: Observation, limit: int | None = None) -> None:
+        """Take the messages received into ``obs``; past ``limit`` of them
+        (a flood: one read may hold a thousand replies) the rest is left
+        undecoded."""
+        while limit is None or len(obs.messages) <= limit:
             event = self.peer.next_event()
             if event is NEED_DATA:
                 return

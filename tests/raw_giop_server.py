@@ -18,7 +18,11 @@ Planted faults (none where tests/fragile_server.py has its own):
   it back -- every Request after it waits for ever,
   LocateRequests are still answered;
 - memory: a LocateRequest whose object key is 4096 bytes or longer is
-  "cached": 40 MB kept for good, each time.
+  "cached": 40 MB kept for good, each time;
+- with ``--profile-crash`` only (a second crash, of the same kind and
+  symptom as the first, for the fuzzer's grouping of findings): a GIOP 1.2
+  Request or LocateRequest addressed by profile (ProfileAddr) aborts the
+  process.
 
 Misbehaviours no case is to blame for, for the fuzzer's attribution tests:
 ``--die-after N`` aborts when the Nth connection comes in, whatever it
@@ -55,6 +59,7 @@ MORE_FRAGMENTS = 0x02
 
 servant_lock = threading.Lock()
 planted = [True]               # the faults below are in (--no-faults: out)
+profile_crash = [False]        # --profile-crash: the second crash is in
 key_cache = []                 # the planted leak
 
 
@@ -148,6 +153,8 @@ def read_target(r, version):
     if disc == 1:
         r.ulong()
         r.octets()
+        if planted[0] and profile_crash[0]:
+            os.abort()                   # the second planted crash
         return None
     if disc == 2:
         r.ulong()
@@ -336,8 +343,10 @@ def main(argv=None):
     ap.add_argument("--stall-seconds", type=float, default=0.3)
     ap.add_argument("--spin-after", type=int, default=0)
     ap.add_argument("--no-faults", action="store_true")
+    ap.add_argument("--profile-crash", action="store_true")
     args = ap.parse_args(argv)
     planted[0] = not args.no_faults
+    profile_crash[0] = args.profile_crash
     listener = socket.socket()
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", args.port))

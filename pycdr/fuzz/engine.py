@@ -34,11 +34,15 @@ Attribution: when the target is broken (crash, hang, memory, spin) or floods, th
 cases in flight since it last answered a probe are the suspects.  A finding
 is *confirmed* only when one case, alone, does the same against a fresh
 target (under --spawn restarted and answering) REPRODUCTIONS times in a row
-after minimization; the suspect whose connection showed it is tried alone
-first, then the others together and narrowed by delta debugging.  Otherwise
-the finding is kept *unconfirmed*, listing every case in flight.  A finding
-is one fault (see _fault): a case that does a confirmed one again is listed
-under it.  Only the target given is ever contacted.
+after minimization (the run that blamed it the first of them when
+minimization left it whole); the suspect whose connection showed it is
+tried alone first, then the others together and narrowed by delta
+debugging (such searches take at most SEARCH_SHARE of the campaign's time,
+see there).  Otherwise the finding is kept *unconfirmed*, listing every
+case in flight.  Under --spawn a standby process is started beside the
+target, so a restart takes it at once (see SpawnedTarget).  A finding is one
+fault (see _fault): a case that does a confirmed one again is listed under
+it.  Only the target given is ever contacted.
 """
 
 from __future__ import annotations
@@ -51,11 +55,12 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from ..errors import PycdrError
-from ..giop.header import MsgType
+from ..giop.header import HEADER_SIZE, MsgType
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
 from .findings import Finding, ddmin, known_hit, minimize
+from .layout import message_fields
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve
@@ -75,12 +80,30 @@ BROKEN = ("crash", "hang", "memory", "spin")
 SPIN_SHARE = 0.2
 SPIN_WINDOW = 0.05
 SPIN_CONFIRM = 0.3
+SEARCH_SPIN_CONFIRM = 0.1        # (see _reproduces_together)
 # A finding is confirmed when its (minimized) case alone does it this many
 # times in a row, each time against a fresh target.
 REPRODUCTIONS = 3
 # Runs of the cases in flight (together, then fewer) spent looking for
 # the one that broke the target when several were in flight.
 ATTRIBUTION_TESTS = 24
+# After this many searches among the cases in flight that found no case
+# doing a kind of breakage alone, its next ones are not searched (the cases
+# in flight are listed, the target restarted): a breakage that only many
+# cases together bring about (omniORB 4.2.5 spins after a group with
+# several ProfileAddr floods, never after one alone) would cost each time
+# ATTRIBUTION_TESTS runs of up to a whole group.
+FRUITLESS_SEARCHES = 2
+# Searches among the cases in flight take at most this share of the
+# campaign's time so far (one starts only while under it): a target that
+# breaks every few hundred cases in ways no case does alone (or in many
+# ways: omniORB 4.2.5 spins after single Requests, Fragments and
+# CancelRequests of several kinds) would otherwise be searched more than
+# fuzzed.  A search starts only when what it is expected to take fits in
+# the share (see _search_estimate), but the first for each kind of breakage
+# other than a spin; otherwise the breakage is kept unconfirmed with its
+# cases in flight.
+SEARCH_SHARE = 0.25
 MAX_UNCONFIRMED = 64
 # Cases judged together as a group (on up to --connections connections at once).
 GROUP_CASES = 1024
@@ -175,6 +198,27 @@ def trigger_signature(messages) -> tuple:
     return tuple(names)
 
 
+def trigger_location(messages, original) -> str:
+    """Where the trigger ends: the field of the original case holding the
+    last byte the minimized ``messages`` kept of it (minimization cuts a
+    message to the shortest prefix that still does it: there the target read
+    what broke it), without indexes; "" when not known (the last message is
+    no prefix of one of ``original``, or that one does not decode)."""
+    if not messages:
+        return ""
+    last = messages[-1]
+    for whole in original:
+        if len(whole) >= len(last) >= HEADER_SIZE and whole[:8] == last[:8] and \
+                whole[HEADER_SIZE:len(last)] == last[HEADER_SIZE:]:
+            cut = len(last) - 1
+            holding = [f for f in message_fields(whole)
+                       if f.offset <= cut < f.offset + f.size and f.kind != "padding"]
+            if not holding:
+                return ""
+            return normalize_path(min(holding, key=lambda f: f.size).path)
+    return ""
+
+
 @dataclass
 class Verdict:
     """What one run of a case on its own connection showed: ``kind`` is None
@@ -220,10 +264,12 @@ class Campaign:
                  connections: int = 32,
                  rss_limit: int = 256 << 20, seeds=None, seed_sources=None, minimize=True,
                  on_finding=None, on_unconfirmed=None, probe_request=None,
-                 request_probes: bool = True, log=None, tls: TLSOptions = DEFAULT_TLS):
+                 request_probes: bool = True, standby: bool = True, log=None,
+                 tls: TLSOptions = DEFAULT_TLS):
         self.seed = seed
         self.tls = tls                 # TLS options, for targets that speak TLS
-        self.spawned = SpawnedTarget(spawn) if spawn else None
+        # (standby: the next process started while the current one runs, see SpawnedTarget)
+        self.spawned = SpawnedTarget(spawn, standby=standby) if spawn else None
         self.target_text = target_text
         if self.spawned is not None:
             self.target_text = self.spawned.start()
@@ -256,6 +302,10 @@ class Campaign:
         # when it turns out broken).
         self._in_flight: deque[Case] = deque(maxlen=4 * GROUP_CASES)
         self._attributed = 0               # confirmed (or known) findings so far
+        self._fruitless: Counter = Counter()   # kind -> searches that found no culprit
+        self._searching = 0.0              # seconds spent in searches among cases in flight
+        self._searches = 0                 # ... in this many
+        self._searched_kinds: set = set()
         self._pipe_failures = 0            # batches in a row not as predicted
         self._pipe_pause = 0               # cases to send as groups before pipelining again
         self._needs_restart = False
@@ -417,7 +467,10 @@ class Campaign:
             return
         self._close_pipe()
         self._pipe_failures += 1
-        self._pipe_pause = min(MAX_PIPE_PAUSE, self.batch_size << self._pipe_failures)
+        # (x4 after each failure in a row past the first: a target that
+        # never answers as predicted, omniORB, pays a few failed batches.)
+        self._pipe_pause = min(MAX_PIPE_PAUSE,
+                               self.batch_size << (2 * self._pipe_failures - 1))
         broken = self._broken()
         if broken is not None:
             self.stats.cases += len(cases)
@@ -677,6 +730,11 @@ class Campaign:
         if obs.answer_time is not None and any(
                 isinstance(e.message, (LocateReply, Reply)) for e in obs.messages):
             self.probe_latency[kind].add(obs.answer_time)
+            if len(self.latency.samples) < MIN_SAMPLES:
+                # Until the cases' answers teach it, the target's answers to
+                # probes give the wait (not the ceiling: a second for each
+                # silent case of the first groups).
+                self.latency.add(obs.answer_time)
             if self.baseline.get(kind) is None and \
                     len(self.probe_latency[kind].samples) >= CALIBRATION_PROBES:
                 self.baseline[kind] = self.probe_latency[kind].percentile(0.5)
@@ -723,23 +781,41 @@ class Campaign:
         """The target's state after something unexpected: both probes, and
         when either is silent both again with the longest wait (one silent
         probe is not a hang)."""
+        suspects = list(self._in_flight)
         status = self._probe()
         if status in ("silent", "requests-silent"):
             status = self._probe(timeout=self.hang_timeout)
+        if status in ("silent", "requests-silent") and self.spawned is None:
+            # A target we cannot restart may only be slow: a JVM working off
+            # a group of malformed cases (the OpenJDK ORB spends ~35 ms of
+            # CPU on each) answers no probe for seconds.  It gets
+            # RECOVERY_WAIT to answer again before it is judged hung (a
+            # search among the cases in flight would send them all again,
+            # up to ATTRIBUTION_TESTS times; and a hung target we cannot
+            # restart ends the campaign anyway).
+            deadline = time.monotonic() + RECOVERY_WAIT
+            while status in ("silent", "requests-silent") and time.monotonic() < deadline:
+                status = self._probe(timeout=self.hang_timeout)
+            if status == "alive":
+                status = "slow"
         # A spinning target may also answer late or not at all (the looping thread
         # starves the others: Python's GIL, a JVM's safepoints, on a loaded
         # machine most of all): the spin is the cause, the silence its symptom.
         if status in ("alive", "slow", "silent", "requests-silent") and self._spinning():
             status = "spinning"
+            # (The probes' answers cleared the cases in flight: they are the
+            # suspects of the spin all the same.)
+            self._in_flight.clear()
+            self._in_flight.extend(suspects)
         return status
 
-    def _spinning(self) -> bool:
+    def _spinning(self, confirm: float = SPIN_CONFIRM) -> bool:
         """Whether the spawned target burns CPU while nothing is sent to it
-        (see SPIN_SHARE); False for a target not spawned (its CPU is not
-        known)."""
+        (see SPIN_SHARE), over SPIN_WINDOW then ``confirm`` seconds; False
+        for a target not spawned (its CPU is not known)."""
         if self.spawned is None:
             return False
-        for window in (SPIN_WINDOW, SPIN_CONFIRM):
+        for window in (SPIN_WINDOW, confirm):
             before = self.spawned.cpu_seconds()
             time.sleep(window)
             after = self.spawned.cpu_seconds()
@@ -805,34 +881,60 @@ class Campaign:
         culprit = None
         known = self._known(kind, first) if first is not None else None
         if known is not None:
-            # The same field did it before, confirmed: counted, not tried again.
+            # The same trigger through the same fields did it before,
+            # confirmed: counted, not tried again.
             self._attributed += 1
             known_hit(known, first)
             self._fresh_target(restart=kind in BROKEN)
             return first
+        others, searched = [], False
         if first is not None and self.reproduces(kind, first.messages, fresh=True):
             culprit = first
         else:
             skip = {id(c) for c in skip} | {id(first)}
             others = [c for c in in_flight if id(c) not in skip]
-            budget = [ATTRIBUTION_TESTS]
+            fruitless = self._fruitless[kind] >= FRUITLESS_SEARCHES
+            # The first search for a kind of breakage is made whatever it
+            # costs -- but for a spin: seen by the target's CPU alone (no
+            # connection showed it), any case in flight may have started it,
+            # and omniORB 4.2.5 spins after many kinds of case: one search
+            # there costs more than the campaign's first thousands of cases.
+            guaranteed = kind != "spin" and kind not in self._searched_kinds
+            over_budget = not guaranteed and \
+                self._searching + self._search_estimate(len(others)) > \
+                SEARCH_SHARE * self.stats.elapsed
+            searched = len(others) > 1 and not fruitless and not over_budget
+            budget = [ATTRIBUTION_TESTS if searched or len(others) == 1 else 0]
 
             def together(cases) -> bool:
                 if budget[0] <= 0 or self.dead:
                     return False
                 budget[0] -= 1
                 return self._reproduces_together(kind, cases)
+            began = time.monotonic()
             if others and together(others):
                 narrowed = ddmin(others, together)
                 if len(narrowed) == 1 and \
                         self.reproduces(kind, narrowed[0].messages, fresh=True):
                     culprit = narrowed[0]
+            if searched:
+                self._searching += time.monotonic() - began
+                self._searches += 1
+                self._searched_kinds.add(kind)
         if culprit is None:
-            self._unconfirmed(kind, details, in_flight,
-                              "the target could not be restarted" if self.dead else
-                              "no case in flight did it alone against a fresh target")
+            if self.dead:
+                why = "the target could not be restarted"
+            elif len(others) > 1 and not searched:
+                why = "not searched among the cases in flight: " + (
+                    f"{FRUITLESS_SEARCHES} searches for a {kind} found none" if fruitless
+                    else f"it would take searches past {100 * SEARCH_SHARE:.0f} % "
+                         f"of the campaign's time")
+            else:
+                why = "no case in flight did it alone against a fresh target"
+            self._fruitless[kind] += searched
+            self._unconfirmed(kind, details, in_flight, why)
         elif self._known(kind, culprit, self.last_verdict) is not None:
-            # A known fault, done again (by its field or its signature).
+            # A known fault, done again.
             self._attributed += 1
             known_hit(self._known(kind, culprit, self.last_verdict), culprit)
         else:
@@ -842,6 +944,18 @@ class Campaign:
         # start; and one that spins, as it spins on.)
         self._fresh_target(restart=self._needs_restart or kind in ("memory", "spin"))
         return culprit
+
+    def _search_estimate(self, suspects: int) -> float:
+        """Seconds a search among ``suspects`` cases in flight is expected
+        to take: the mean of the searches so far; before the first, two runs
+        of them all at the campaign's pace so far (delta debugging's runs
+        halve) and, for each halving, two of what a run costs besides its
+        cases (a restart, a look at the target)."""
+        if self._searches:
+            return self._searching / self._searches
+        pace = self.stats.elapsed / max(1, self.stats.cases)
+        return 2 * pace * suspects + 2 * suspects.bit_length() * (
+            SPIN_WINDOW + SEARCH_SPIN_CONFIRM + TIMEOUT_FLOOR)
 
     def _reproduces_together(self, kind: str, cases) -> bool:
         """Whether ``cases``, each on its own connection and up to
@@ -857,44 +971,59 @@ class Campaign:
                        for case, obs in zip(cases, observations))
         if kind == "memory":
             return self._rss_growth(rss_before, MEMORY_SETTLE) is not None
+        if kind == "spin":
+            # A shorter look than the campaign's: a run here only steers the
+            # search; the case it ends on is confirmed alone with the full one.
+            return self._spinning(confirm=SEARCH_SPIN_CONFIRM)
         broken = self._broken()
         return broken is not None and broken[0] == kind
 
-    def _fault(self, kind: str, messages, verdict: Verdict | None) -> tuple:
+    def _fault(self, kind: str, messages, original, verdict: Verdict | None) -> tuple:
         """What tells one fault from another: the kind, the symptom the
-        target showed (a hang of the ORB core or past it), and the trigger's
-        signature (the GIOP message types of the case, in order).  Cases that
-        reach one fault through different fields share it."""
+        target showed (a hang of the ORB core or past it), the trigger's
+        signature (the GIOP message types of the minimized case, in order)
+        and where it ends (trigger_location: two faults of one kind and
+        symptom read at other places are two findings).  Cases that reach
+        one fault through different fields share it."""
         symptom = kind
         if kind == "hang" and verdict is not None:
             symptom = verdict.details.get("probe", kind)
-        return (kind, symptom, trigger_signature(messages))
+        return (kind, symptom, trigger_signature(messages),
+                trigger_location(messages, original))
 
     def _known(self, kind: str, case: Case, verdict: Verdict | None = None):
         """The confirmed finding ``case`` hits again, if any: one of ``kind``
-        sharing a mutated field with it, or (given the ``verdict`` of its run
-        alone) with its fault."""
-        keys = case.field_keys
+        first done by a case of the same message types through the same
+        fields, or (given the ``verdict`` of its run alone) with its fault."""
+        shape = (trigger_signature(case.messages), case.field_keys)
         for finding in self.findings.values():
-            if finding.kind == kind and keys & finding.case.field_keys:
+            if finding.kind == kind and \
+                    shape == (trigger_signature(finding.case.messages), finding.case.field_keys):
                 return finding
         if verdict is None:
             return None
-        return self.findings.get(self._fault(kind, case.messages, verdict))
+        return self.findings.get(self._fault(kind, case.messages, case.messages, verdict))
 
     def _record(self, kind: str, case: Case, details: dict, in_flight: list) -> None:
-        """``case`` did ``kind`` alone once: minimize it, then confirm."""
+        """``case`` did ``kind`` alone once, against a fresh target: minimize
+        it, then confirm."""
         finding = Finding(kind, case.path, case, details, self.seed, self.seed_of(case),
                           in_flight=in_flight)
         if self.minimize:
             minimize(self, finding)
-        finding.reproductions = self._confirm(kind, finding.messages)
+        # The run that blamed the case is the first reproduction of its
+        # messages when minimizing left them as they were.
+        counted = int(finding.messages == case.messages)
+        finding.reproductions = counted + self._confirm(kind, finding.messages,
+                                                        REPRODUCTIONS - counted)
+        runs = finding.reproductions + 1 - counted
         if finding.reproductions < REPRODUCTIONS and finding.minimized:
             # The minimized case is flaky where the whole one was not.
             finding.minimized = []
             finding.reproductions = self._confirm(kind, finding.messages)
+            runs = finding.reproductions + 1
         finding.confirmed = finding.reproductions == REPRODUCTIONS
-        fault = self._fault(kind, finding.messages, self.last_verdict)
+        fault = self._fault(kind, finding.messages, case.messages, self.last_verdict)
         if finding.confirmed and fault in self.findings:
             # Minimized, it is the trigger of a fault found before.
             self._attributed += 1
@@ -905,17 +1034,16 @@ class Campaign:
             if self.on_finding is not None:
                 self.on_finding(finding)
         else:
-            self._keep_unconfirmed(finding, f"did it alone {finding.reproductions + 1} "
-                                            f"time(s), then not")
+            self._keep_unconfirmed(finding, f"did it alone {runs} time(s), then not")
         self._fresh_target(restart=False)
 
-    def _confirm(self, kind: str, messages) -> int:
-        """How many times in a row (at most REPRODUCTIONS) ``messages`` do
+    def _confirm(self, kind: str, messages, times: int = REPRODUCTIONS) -> int:
+        """How many times in a row (at most ``times``) ``messages`` do
         ``kind`` alone against a fresh target."""
-        for n in range(REPRODUCTIONS):
+        for n in range(times):
             if not self.reproduces(kind, messages, fresh=True):
                 return n
-        return REPRODUCTIONS
+        return times
 
     def _unconfirmed(self, kind: str, details: dict, in_flight: list, why: str) -> None:
         case = in_flight[-1] if in_flight else Case(-1, "none", [], [])

@@ -1,10 +1,12 @@
 """Findings: what a case did to the target, minimized and saved.
 
 A finding is one fault: its kind, the symptom (for a hang: of the ORB core
-or past it) and its trigger's signature (the message types of the minimized
-case); a case that does a confirmed finding's kind through the same mutated
-field, or does the same fault, is listed under it (``hits``) instead of
-being a finding of its own.  It is
+or past it), its trigger's signature (the message types of the minimized
+case) and where the minimized case ends (the field of the original case
+holding its last byte: where the target read what broke it); a case that
+does a confirmed finding's kind with the same message types through the
+same mutated fields, or does the same fault, is listed under it (``hits``)
+instead of being a finding of its own.  It is
 confirmed only when its case, alone, does the same against a fresh target
 several times (the engine's _attribute); it is minimized on the way by delta
 debugging: first the message sequence (ddmin over the messages), then each

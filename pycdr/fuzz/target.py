@@ -22,39 +22,40 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 IOR_RE = re.compile(r"(IOR:[0-9A-Fa-f]+|corbaloc:\S+)")
 
 
-class SpawnedTarget:
-    """A target process the fuzzer starts from a command line and restarts
-    after a finding; its IOR or corbaloc URL is read from its output."""
+class _Launch:
+    """A process started from the target's command line, its output read
+    by a thread (so the child never blocks on a full pipe) until it prints
+    its IOR or corbaloc URL; what it prints after (a reference ORB logs
+    every bad message) is dropped, not piled up for the whole campaign."""
 
-    def __init__(self, command: str, *, start_timeout: float = 30.0):
-        self.command = command
-        self.start_timeout = start_timeout
-        self.process: subprocess.Popen | None = None
-        self.address_text = ""
-        self.restarts = 0
-        self.baseline_rss = None
-        self.cpu_of_stopped = 0.0     # CPU seconds of the processes stopped so far
-
-    def start(self) -> str:
-        self.process = subprocess.Popen(shlex.split(self.command), stdin=subprocess.PIPE,
+    def __init__(self, command: str):
+        self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True, errors="replace")
-        lines: queue.Queue = queue.Queue()
-        started = threading.Event()
+        self.lines: queue.Queue = queue.Queue()
+        self.started = threading.Event()
+        self.address_text = ""
+        threading.Thread(target=self._pump, args=(self.process.stdout,), daemon=True).start()
 
-        def pump(stream):
-            # Keep reading so the child never blocks on a full pipe; once its
-            # address is known, what it prints (a reference ORB logs every bad
-            # message) is dropped, not piled up for the whole campaign.
+    def _pump(self, stream) -> None:
+        try:
             for line in stream:
-                if not started.is_set():
-                    lines.put(line)
-        threading.Thread(target=pump, args=(self.process.stdout,), daemon=True).start()
-        deadline = time.monotonic() + self.start_timeout
+                if not self.started.is_set():
+                    self.lines.put(line)
+        except (OSError, ValueError):
+            pass            # the stream closed under the read: the process was stopped
+
+    def address(self, timeout: float) -> str:
+        """Its address, once printed (waited for up to ``timeout`` seconds);
+        a PycdrError when it exits or stays silent so long (it is then
+        stopped)."""
+        if self.address_text:
+            return self.address_text
+        deadline = time.monotonic() + timeout
         seen = []
         while time.monotonic() < deadline:
             try:
-                line = lines.get(timeout=0.1)
+                line = self.lines.get(timeout=0.1)
             except queue.Empty:
                 if self.process.poll() is not None:
                     break
@@ -62,13 +63,109 @@ class SpawnedTarget:
             seen.append(line)
             m = IOR_RE.search(line)
             if m:
-                started.set()
+                self.started.set()
                 self.address_text = m.group(1)
-                self.baseline_rss = None
                 return self.address_text
         self.stop()
         raise PycdrError(f"the spawned target printed no IOR or corbaloc URL: "
                          f"{''.join(seen)[-500:]!r}")
+
+    def cpu_seconds(self) -> float | None:
+        return process_cpu_seconds(self.process.pid)
+
+    def stop(self) -> float:
+        """Stop it; the CPU seconds it used."""
+        p = self.process
+        cpu = self.cpu_seconds() or 0.0
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        for stream in (p.stdin, p.stdout):
+            try:
+                stream.close()
+            except (OSError, AttributeError):
+                pass
+        return cpu
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (Linux /proc), or None
+    when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+class SpawnedTarget:
+    """A target process the fuzzer starts from a command line and restarts
+    after a finding; its IOR or corbaloc URL is read from its output.
+
+    With ``standby``, the next process is started while the current one
+    runs, so a restart costs no start-up wait (an omniORBpy target compiles
+    its IDL as it starts: 0.1-0.5 s, and a campaign against it restarts it
+    after every finding and confirmation).  A target that listens on a
+    fixed port cannot have a standby (it cannot listen beside the current
+    one, or would share its port): the standby is then given up for the
+    rest of the campaign."""
+
+    def __init__(self, command: str, *, start_timeout: float = 30.0, standby: bool = False):
+        self.command = command
+        self.start_timeout = start_timeout
+        self.standby = standby
+        self._launch: _Launch | None = None
+        self._standby: _Launch | None = None
+        self.start_seconds = 0.0     # how long the first start took
+        self.address_text = ""
+        self.restarts = 0
+        self.standby_used = 0        # restarts that took the standby
+        self.baseline_rss = None
+        self.cpu_of_stopped = 0.0     # CPU seconds of the processes stopped so far
+
+    @property
+    def process(self) -> subprocess.Popen | None:
+        return None if self._launch is None else self._launch.process
+
+    def start(self) -> str:
+        began = time.monotonic()
+        self._launch = _Launch(self.command)
+        try:
+            self.address_text = self._launch.address(self.start_timeout)
+        except PycdrError:
+            self.cpu_of_stopped += self._launch.stop()
+            self._launch = None
+            raise
+        self.start_seconds = self.start_seconds or time.monotonic() - began
+        self.baseline_rss = None
+        self._start_standby()
+        return self.address_text
+
+    def _start_standby(self) -> None:
+        if self.standby and self._standby is None:
+            self._standby = _Launch(self.command)
+
+    def _take_standby(self) -> _Launch | None:
+        """The standby, started and listening elsewhere than the current
+        process; None (and no standby from now on) when it cannot be."""
+        launch, self._standby = self._standby, None
+        if launch is None:
+            return None
+        try:
+            # It has been starting for a while; one that takes much longer
+            # than the first start did is stuck (on a port in use?).
+            address = launch.address(min(self.start_timeout, max(1.0, 4 * self.start_seconds)))
+        except PycdrError:
+            address = None
+        if address is None or endpoint(address) == endpoint(self.address_text):
+            self.cpu_of_stopped += launch.stop()
+            self.standby = False
+            return None
+        return launch
 
     def exited(self):
         """None while running, else the exit code (negative: the signal)."""
@@ -85,43 +182,54 @@ class SpawnedTarget:
         return None
 
     def cpu_seconds(self) -> float | None:
-        """User + system CPU time of the process so far (Linux /proc), or
-        None when it cannot be read."""
-        try:
-            with open(f"/proc/{self.process.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, AttributeError, IndexError):
-            return None
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+        """User + system CPU time of the current process so far (Linux
+        /proc), or None when it cannot be read."""
+        return None if self._launch is None else self._launch.cpu_seconds()
 
     def total_cpu_seconds(self) -> float | None:
         """CPU seconds of every process started so far (the restarted ones
-        too; those that died on their own before being stopped not counted)."""
-        now = self.cpu_seconds() if self.process is not None else 0.0
-        return None if now is None else self.cpu_of_stopped + now
+        and the standby too; those that died on their own before being
+        stopped not counted)."""
+        now = self.cpu_seconds() if self._launch is not None else 0.0
+        if now is None:
+            return None
+        standby = (self._standby.cpu_seconds() or 0.0) if self._standby is not None else 0.0
+        return self.cpu_of_stopped + now + standby
+
+    def _stop_current(self) -> None:
+        if self._launch is not None:
+            self.cpu_of_stopped += self._launch.stop()
+            self._launch = None
 
     def stop(self) -> None:
-        p = self.process
-        if p is None:
-            return
-        self.cpu_of_stopped += self.cpu_seconds() or 0.0
-        if p.poll() is None:
-            p.kill()
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
-        for stream in (p.stdin, p.stdout):
-            try:
-                stream.close()
-            except (OSError, AttributeError):
-                pass
-        self.process = None
+        """Stop the target and its standby."""
+        self._stop_current()
+        if self._standby is not None:
+            self.cpu_of_stopped += self._standby.stop()
+            self._standby = None
 
     def restart(self) -> str:
-        self.stop()
         self.restarts += 1
-        return self.start()
+        standby = self._take_standby()
+        self._stop_current()
+        if standby is None:
+            return self.start()
+        self.standby_used += 1
+        self._launch = standby
+        self.address_text = standby.address_text
+        self.baseline_rss = None
+        self._start_standby()
+        return self.address_text
+
+
+def endpoint(address_text: str) -> tuple:
+    """(host, port) of an IOR or corbaloc URL; the text itself when it does
+    not parse."""
+    try:
+        target = resolve_target(address_text)
+    except PycdrError:
+        return (address_text,)
+    return (target.host, target.port)
 
 
 def resolve(text: str, tls: TLSOptions = DEFAULT_TLS):

@@ -59,7 +59,7 @@ class _Slot:
         if len(obs.received) < self.flood_bytes:
             obs.received += data[:self.flood_bytes - len(obs.received)]
         self.wire.peer.receive_data(data)
-        self.wire._drain(obs)
+        self.wire._drain(obs, limit=self.want + FLOOD_MESSAGES)
         if not data:
             obs.closed = True
             return True
