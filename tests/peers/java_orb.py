@@ -9,6 +9,8 @@ and values cross between pycdr and the ORB as CDR encapsulations (pycdrpeers.Val
 own streams, the standard IOP Codec on the others).
 """
 
+import functools
+import hashlib
 import json
 import os
 import shutil
@@ -52,15 +54,33 @@ class JavaOrb:
         lib = os.path.join(PEERS_HOME, self.lib, "lib")
         if java is None or not os.path.isdir(PROGRAM_CLASSES) or not os.path.isdir(lib):
             raise PeerNotInstalled(f"{self.name} peers are not installed: run .ci/install-peers.sh")
-        built = os.path.getmtime(PROGRAM_STAMP)
-        for directory, _subdirs, files in os.walk(PROGRAM_SOURCES):
-            for name in files:
-                if os.path.getmtime(os.path.join(directory, name)) > built:
-                    raise PeerNotInstalled(
-                        f"Java peer classes are older than {name}: run .ci/install-peers.sh")
+        if not _classes_match_sources():
+            raise PeerNotInstalled("the Java peer classes were compiled from other sources than "
+                                   "tests/peers/jacorb/src: run .ci/install-peers.sh")
         classpath = os.pathsep.join([PROGRAM_CLASSES, os.path.join(lib, "*")])
         system = [f"-D{name}={value}" for name, value in self.system_properties.items()]
         return [java, *_JVM_OPTIONS, *system, "-cp", classpath, main_class]
+
+
+@functools.lru_cache(maxsize=None)
+def _classes_match_sources() -> bool:
+    """Whether classes.stamp names the sources as they are now. The stamp's second word is
+    install-peers.sh's hash of them (`find src -name '*.java' | LC_ALL=C sort | xargs
+    sha256sum | sha256sum`, computed the same way here). Content, not mtimes: a copied .peers
+    (cp -r into a fresh worktree) has new mtimes and looked up to date while it held classes
+    of older sources (a JacORB client without send_oneway, failing the oneway cases)."""
+    try:
+        with open(PROGRAM_STAMP, encoding="ascii") as f:
+            words = f.read().split()
+    except OSError:
+        return False
+    root = os.path.dirname(PROGRAM_SOURCES)
+    paths = sorted((os.path.relpath(os.path.join(d, n), root).encode()
+                    for d, _subdirs, files in os.walk(PROGRAM_SOURCES)
+                    for n in files if n.endswith(".java")))
+    listing = b"".join(hashlib.sha256(open(os.path.join(root, p.decode()), "rb").read())
+                       .hexdigest().encode() + b"  " + p + b"\n" for p in paths)
+    return len(words) == 2 and words[1] == hashlib.sha256(listing).hexdigest()
 
 
 def _property_arguments(properties):
