@@ -126,6 +126,7 @@ class BlockingConnection(RequestEncoder):
 
     def _reply_to(self, rid: int, version, little, deadline: float | None) -> Reply:
         giop = self.giop
+        violation = None        # the last protocol violation: why the connection closes
         while True:
             event = giop.next_event()
             if event is NEED_DATA:
@@ -134,24 +135,22 @@ class BlockingConnection(RequestEncoder):
                 msg = event.message
                 if isinstance(msg, Reply) and msg.request_id == rid:
                     return msg
-                # (the late Reply of a call that timed out, a stray LocateReply: dropped)
+                # (a stray LocateReply: dropped)
             elif isinstance(event, ProtocolViolation):
+                # (the late Reply of a call that timed out is one: discarded)
                 log.warning("%s: %s", self.endpoint.describe(), event)
+                violation = event.error
                 if event.reply:
                     self._send_quietly(event.reply)
                 if isinstance(event.error, MessageTooLargeError) and event.request_id == rid:
                     # (a ZIOP Reply inflating past the limit: the stream goes on)
                     raise IMP_LIMIT(OMG_VMCID | 0, _YES) from event.error
-                if isinstance(event.error, MessageTooLargeError) and event.request_id is not None:
-                    continue        # another call's oversized Reply
-                failure = COMM_FAILURE(OMG_VMCID | 0, _MAYBE)
-                self._close()
-                raise failure from event.error     # the typed error, with its offset
             elif isinstance(event, ConnectionClosed):
                 self._close()
                 if event.reason == "peer sent CloseConnection":
                     raise PeerClosed()
-                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE)
+                # The typed error, with its offset, when a violation closed it.
+                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from violation
 
     def _receive(self, rid: int, version, little, deadline: float | None) -> None:
         """Read what the socket has into the GiopConnection (b"" at its end)."""

@@ -24,6 +24,7 @@ from .client import ORB, ClientOptions, ObjectRef, RawConnection, RawRead
 from .invocation import dynamic_operation
 from .server import Server, ServerLimits
 from .servant import Servant
+from .threads import ThreadedServer
 
 
 class SyncORB:
@@ -53,11 +54,13 @@ class SyncORB:
         return SyncRawConnection(self, self.run(self.orb.raw_connection(host, port, timeout)))
 
     def serve(self, servant: Servant | None = None, name: str | bytes | None = None, *,
-              host: str = "127.0.0.1", port: int = 0,
-              limits: ServerLimits | None = None, **server_options) -> "SyncServer":
-        """Start a Server on the ORB's loop, with ``servant`` activated under
-        ``name`` if given (``server_options``: Server's TLS ones)."""
-        server = Server(host=host, port=port, limits=limits, **server_options)
+              host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None,
+              threads: bool = False, **server_options) -> "SyncServer":
+        """Start a Server on the ORB's loop (a ThreadedServer, a thread per connection,
+        with ``threads``), with ``servant`` activated under ``name`` if given
+        (``server_options``: Server's TLS ones)."""
+        server = (ThreadedServer if threads else Server)(host=host, port=port, limits=limits,
+                                                          **server_options)
         key = server.activate(servant, name) if servant is not None else None
         self.run(server.start())
         running = SyncServer(self, server, key)
