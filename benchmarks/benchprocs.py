@@ -129,17 +129,18 @@ def import_omni_idl(idl_path: str):
     return omni_idl
 
 
-def serve_pycdr(servant, key: bytes, port: int, tls=None) -> None:
+def serve_pycdr(servant, key: bytes, port: int, tls=None, threads: bool = False) -> None:
     """Serve ``servant`` (a pycdr.orb Servant) under ``key`` on 127.0.0.1:``port`` with the
-    reference ORB (also over TLS on another port with ``tls``, a server SSLContext); print
-    the banner; return once stdin closes."""
+    reference ORB (also over TLS on another port with ``tls``, a server SSLContext; with a
+    thread per connection, ThreadedServer, with ``threads``); print the banner; return once
+    stdin closes."""
     import asyncio
 
-    from pycdr.orb import Server
+    from pycdr.orb import Server, ThreadedServer
     from pycdr.orb.aio import run as run_loop
 
     async def serve():
-        server = Server(host=LOOPBACK, port=port, tls=tls)
+        server = (ThreadedServer if threads else Server)(host=LOOPBACK, port=port, tls=tls)
         server.activate(servant, key)
         await server.start()
         print_banner(server.ior_string(key), key)

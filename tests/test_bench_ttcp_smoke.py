@@ -69,28 +69,33 @@ def test_param_quick_run_measures_every_pair_and_checks_answers(param):
     results = param.run(quick=True, seconds=0.02)
     rows = results["results"]
     # Named here, not taken from param.CLIENTS: dropping a client must fail this test.
-    clients = ("pycdr", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
-    expected = {(c, s, o) for c in clients for s in ("pycdr", "omniORBpy")
-                for o in param.OPERATIONS}
+    clients = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
+    servers = ("pycdr", "pycdr-threads", "omniORBpy")
+    expected = {(c, s, o) for c in clients for s in servers for o in param.OPERATIONS}
     assert {(r["client"], r["server"], r["operation"]) for r in rows} == expected
     assert len(rows) == len(expected)
     for row in rows:
         assert row["best"] > 0
     table = param.format_tables(results)
-    for column in ("py->py", "pyDII->py", "omni->omni", "omDII->omni", "omDII->py"):
+    for column in ("py->py", "pyDII->py", "omni->omni", "omDII->omni", "omDII->py",
+                   "pySy->pyTh", "omni->pyTh", "pySy->omni"):
         assert column in table
-    for ratio in ("py/omni", "pyDII/st", "omDII/st", "DII py/om"):
+    for ratio in ("py/omni", "pyDII/st", "omDII/st", "DII py/om", "bl/omni", "cliSy@om",
+                  "srvTh@om"):
         assert ratio in table
-    # test_short has a calls/s row with a number in every column, a server CPU row (the
-    # server's microseconds per call, read from /proc) and a ratio row with every ratio
-    # computed (a missing cell shows as "-").
-    calls_row, cpu_row, ratio_row = [line.split() for line in table.splitlines()
-                                     if line.startswith("test_short")]
-    assert len(calls_row) == 1 + 8 and all(float(cell) > 0 for cell in calls_row[1:])
-    assert "server CPU us per call" in table
-    assert len(cpu_row) == 1 + 8 and all(float(cell) >= 0 for cell in cpu_row[1:])
-    assert all(row["server_cpu_us"] is not None for row in rows)
-    assert len(ratio_row) == 1 + 6 and all(cell.endswith("x") for cell in ratio_row[1:])
+    # test_short has a calls/s row with a number in every column, server and client CPU
+    # rows (microseconds per call: the server's read from /proc, the client's own) and a
+    # ratio row with every ratio computed (a missing cell shows as "-").
+    calls_row, server_cpu_row, client_cpu_row, ratio_row = [
+        line.split() for line in table.splitlines() if line.startswith("test_short")]
+    columns = len(clients) * len(servers)
+    assert len(calls_row) == 1 + columns and all(float(cell) > 0 for cell in calls_row[1:])
+    assert "server CPU us per call" in table and "client CPU us per call" in table
+    for cpu_row in (server_cpu_row, client_cpu_row):
+        assert len(cpu_row) == 1 + columns and all(float(cell) >= 0 for cell in cpu_row[1:])
+    assert all(row["server_cpu_us"] is not None and row["client_cpu_us"] is not None
+               for row in rows)
+    assert len(ratio_row) == 1 + 9 and all(cell.endswith("x") for cell in ratio_row[1:])
 
 
 def test_cli_bench_ttcp_writes_tables_json_and_plots(tmp_path):

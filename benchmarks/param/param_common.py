@@ -99,6 +99,19 @@ class ServerCPU:
         return (end - self.start) / calls * 1e6
 
 
+class OwnCPU:
+    """This process's CPU microseconds per call over a client's timings (all its
+    threads: an ORB's loop thread counts):
+
+        meter = OwnCPU(); ... timings, counting calls ...; meter.per_call(calls)"""
+
+    def __init__(self):
+        self.start = time.process_time()
+
+    def per_call(self, calls: int) -> float | None:
+        return (time.process_time() - self.start) / calls * 1e6 if calls else None
+
+
 def calls_per_second(call, seconds: float, repeat: int, counted: list | None = None) \
         -> list[float]:
     """``repeat`` timings of calling ``call()`` for at least ``seconds`` each (the number
