@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import struct
 import threading
 import time
 
@@ -44,6 +45,19 @@ _YES = CompletionStatus.COMPLETED_YES
 # Each connection's read buffer: several small replies to a read, a large one
 # read in place once it has begun (GiopConnection.receive_buffer).
 CLIENT_SCRATCH = 256 * 1024
+_TIMEVAL = struct.Struct("@ll")
+
+
+def set_wait_limit(sock: socket.socket, seconds: float | None) -> None:
+    """Bound each recv and send of ``sock`` to ``seconds`` (None: no bound) in the
+    kernel (SO_RCVTIMEO, SO_SNDTIMEO): one past it fails with BlockingIOError.  The
+    socket stays in blocking mode (socket.settimeout(None)), where a recv is one
+    system call; under socket.settimeout every recv and send is a poll and the call."""
+    limit = 0.0 if seconds is None else max(seconds, 0.001)     # (0: no bound)
+    whole = int(limit)
+    value = _TIMEVAL.pack(whole, int((limit - whole) * 1e6))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
 
 
 class BlockingClient:
@@ -89,6 +103,7 @@ class BlockingConnection(RequestEncoder):
         self.lock = threading.Lock()
         self.sock: socket.socket | None = None
         self.closed = False
+        self._wait_limit: float | None = None       # as set_wait_limit left it
 
     def _connect(self) -> None:
         try:
@@ -99,7 +114,23 @@ class BlockingConnection(RequestEncoder):
             raise TRANSIENT(OMG_VMCID | 2, _NO) from e
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         set_socket_buffers(sock)
+        sock.settimeout(None)
         self.sock = sock
+
+    def _limit_waits(self, deadline: float | None, exact: bool = False) -> None:
+        """Bound the socket's waits by what is left until ``deadline``.  The kernel's
+        limit is changed only when it is None and should not be, or lies beyond the
+        deadline (or ``exact``: a wait ended by it before the deadline): calls with the
+        same timeout leave it alone.  A wait it ends early is made again."""
+        if deadline is None:
+            if self._wait_limit is not None:
+                set_wait_limit(self.sock, None)
+                self._wait_limit = None
+            return
+        remaining = deadline - time.monotonic()
+        if exact or self._wait_limit is None or remaining < 0.95 * self._wait_limit:
+            set_wait_limit(self.sock, remaining)
+            self._wait_limit = max(remaining, 0.001)
 
     def call(self, version, little, key, op: Operation, args, response_expected: bool,
              deadline: float | None):
@@ -113,8 +144,7 @@ class BlockingConnection(RequestEncoder):
                 self._connect()
             rid, data = self.encode_request(version, little, key, op, args, response_expected)
             try:
-                self.sock.settimeout(None if deadline is None
-                                     else max(deadline - time.monotonic(), 0.001))
+                self._limit_waits(deadline)
                 self.sock.sendall(data)
             except OSError as e:
                 # (a send timing out leaves part of a message on the stream)
@@ -154,18 +184,19 @@ class BlockingConnection(RequestEncoder):
 
     def _receive(self, rid: int, version, little, deadline: float | None) -> None:
         """Read what the socket has into the GiopConnection (b"" at its end)."""
-        try:
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                self.sock.settimeout(remaining)
-            n = self.sock.recv_into(self.giop.receive_buffer())
-        except TimeoutError:
-            self._timed_out(rid, version, little)
-        except OSError as e:
-            self._close()
-            raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+        exact = False
+        while True:
+            if deadline is not None and deadline <= time.monotonic():
+                self._timed_out(rid, version, little)
+            try:
+                self._limit_waits(deadline, exact)
+                n = self.sock.recv_into(self.giop.receive_buffer())
+                break
+            except BlockingIOError:
+                exact = True        # the kernel's limit: the deadline decides
+            except OSError as e:
+                self._close()
+                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
         if n:
             self.giop.received(n)
         else:
@@ -186,7 +217,8 @@ class BlockingConnection(RequestEncoder):
         """Send what the protocol asks (a CancelRequest, a MessageError) if the
         socket still takes it."""
         try:
-            self.sock.settimeout(1.0)
+            set_wait_limit(self.sock, 1.0)
+            self._wait_limit = 1.0
             self.sock.sendall(data)
         except OSError:
             self._close()

@@ -36,6 +36,7 @@ from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.messages import Request
 from .aio import set_socket_buffers
+from .blocking import set_wait_limit
 from .server import SERVER_GIOP_VERSION, RequestDispatch, Server, _Outcome
 
 log = logging.getLogger("pycdr.orb.threads")
@@ -147,7 +148,9 @@ class ThreadConnection(RequestDispatch):
                               scratch=bytearray(SERVER_SCRATCH))
         self._init_dispatch(server, giop, peer)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(None)
         self.sock = sock
+        self._wait_limit: float | None = None       # as set_wait_limit left it
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None     # for coroutine servants
         self.thread = threading.Thread(target=self._run, daemon=True,
@@ -201,11 +204,13 @@ class ThreadConnection(RequestDispatch):
         peer closed, a timeout passed)."""
         giop = self.giop
         partial = giop.has_partial_message
-        self.sock.settimeout(self.limits.incomplete_message_timeout if partial
-                             else self.limits.idle_timeout)
+        limit = self.limits.incomplete_message_timeout if partial else self.limits.idle_timeout
         try:
+            if limit != self._wait_limit:
+                set_wait_limit(self.sock, limit)
+                self._wait_limit = limit
             n = self.sock.recv_into(giop.receive_buffer())
-        except TimeoutError:
+        except BlockingIOError:       # the limit passed
             if partial:
                 log.warning("%s: message incomplete after %.1f s: closing", self.peer,
                             self.limits.incomplete_message_timeout)
@@ -259,9 +264,8 @@ class ThreadConnection(RequestDispatch):
         if self.closed:
             return
         try:
-            self.sock.settimeout(None)
             self.sock.sendall(data)
-        except OSError:
+        except OSError:         # (BlockingIOError: the client did not read for that long)
             self._close()
 
     def _close(self) -> None:
