@@ -37,10 +37,10 @@ def param():
 
 def test_ttcp_quick_run_moves_every_byte_through_every_transport(ttcp):
     results = ttcp.run(quick=True, sizes_kb=(1, 4), megabytes=0.05,
-                       transports=("pycdr", "arrays", "omniORBpy", "socket"))
+                       transports=("pycdr", "blocking", "arrays", "omniORBpy", "socket"))
     rows = results["results"]
     got = {(r["transport"], r["type"], r["size_kb"], r["mode"]) for r in rows}
-    for transport in ("pycdr", "omniORBpy", "socket"):
+    for transport in ("pycdr", "blocking", "omniORBpy", "socket"):
         for type_name in ttcp.TYPES:
             for mode in ttcp.MODES:
                 assert {(transport, type_name, 1, mode), (transport, type_name, 4, mode)} <= got
@@ -52,8 +52,12 @@ def test_ttcp_quick_run_moves_every_byte_through_every_transport(ttcp):
                 row["type"]]
         assert row["calls"] >= 1 and row["best"] > 0 and row["min"] > 0
     assert results["meta"]["pycdr"] in ("c", "python")
+    # Every ORB's client says its CPU per message (the socket stream has no ORB).
+    assert all((row["client_cpu_us"] is not None) == (row["transport"] != "socket")
+               for row in rows)
     table = ttcp.format_tables(results)
     assert "oneway sequence<BinStruct>" in table and "/omniORB" in table and "/socket" in table
+    assert "bl/omni" in table and "cpu us" in table
 
 
 def test_ttcp_points_move_the_requested_megabytes(ttcp):
@@ -107,7 +111,7 @@ def test_cli_bench_ttcp_writes_tables_json_and_plots(tmp_path):
     assert result.exit_code == 0, result.output
     assert "oneway sequence<double>" in result.output
     rows = json.loads(json_file.read_text())["results"]
-    assert {r["transport"] for r in rows} == {"pycdr", "omniORBpy", "socket"}
+    assert {r["transport"] for r in rows} == {"pycdr", "blocking", "omniORBpy", "socket"}
     assert (tmp_path / "plots" / "ttcp_oneway.png").stat().st_size > 0
 
 
