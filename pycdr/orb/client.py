@@ -74,6 +74,9 @@ class ClientOptions:
     # is closed), and ZIOP inflation stops at it.
     max_message_size: int = 64 << 20
     tls: TLSOptions = DEFAULT_TLS          # certificates, --tls for plain references
+    # A sequence<octet> result or out value as a memoryview of the reply message, not a
+    # bytes copy (read_results' octet_views).
+    octet_views: bool = False
 
 
 class PeerClosed(Exception):
@@ -381,7 +384,8 @@ class Invocation:
         kwargs = conn.reader_kwargs()
         if status == ReplyStatus.NO_EXCEPTION:
             try:
-                values_read = read_results(reply.body_reader(**kwargs), self.op)
+                values_read = read_results(reply.body_reader(**kwargs), self.op,
+                                           self.ref._orb.options.octet_views)
             except PycdrError as e:
                 raise MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_YES) from e
             return values_to_results(self.op, values_read)

@@ -451,7 +451,7 @@ class RequestDispatch(abc.ABC):
                 else req.body_reader()
             if servant.numeric_arrays:
                 reader.context = {"numeric_arrays": True}
-            args = read_arguments(reader, op)
+            args = read_arguments(reader, op, servant.octet_views)
         except PycdrError as e:
             log.info("%s: %s arguments undecodable: %s", self.peer, req.operation, e)
             return _system(MARSHAL(OMG_VMCID | 0, _NO))
