@@ -6,6 +6,7 @@ the peer of both: tests/test_orb_omni.py.)
 
 Every server here listens on 127.0.0.1, on a port it picks, and is stopped by its test."""
 
+import gc
 import socket
 import threading
 import time
@@ -24,7 +25,7 @@ from pycdr.giop.sysexc import (BAD_OPERATION, BAD_PARAM, COMM_FAILURE, MARSHAL, 
 from pycdr.orb import ClassServant, EchoServant, ServerLimits, ThreadedServer
 from pycdr.orb.sync import SyncORB
 from pycdr.values import UserException
-from test_orb_roundtrip import Implementation
+from test_orb_roundtrip import GcWatcher, Implementation
 
 MODULE = load_echo_module()
 ECHO = MODULE.interfaces[ECHO_INTERFACE]
@@ -408,3 +409,24 @@ def test_octet_view_reads_are_checked_as_copies_are():
     with pytest.raises(TruncatedError) as info:
         CDRReader((50).to_bytes(4, "big") + b"short").read_octet_view()
     assert info.value.offset is not None
+
+
+def test_threaded_server_pauses_the_gc_only_while_a_synchronous_method_runs():
+    # As the asyncio server (test_orb_roundtrip): a method that cannot yield runs with the
+    # cyclic GC paused, which is given back as it was; a coroutine method runs with it as is.
+    was = gc.isenabled()
+    watcher = GcWatcher()
+    try:
+        with SyncORB() as orb:
+            server = orb.serve(ClassServant(ECHO, watcher), "Gc", threads=True)
+            ref = orb.string_to_object(server.ior, ECHO)
+            for enabled in (True, False):
+                (gc.enable if enabled else gc.disable)()
+                watcher.seen.clear()
+                assert ref.echo_short(3) == 3
+                assert gc.isenabled() == enabled
+                assert ref.echo_long(4) == 4
+                assert gc.isenabled() == enabled
+                assert watcher.seen == [("sync", False), ("async", enabled)]
+    finally:
+        (gc.enable if was else gc.disable)()

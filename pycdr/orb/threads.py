@@ -27,6 +27,7 @@ handles messages with the same code (server.RequestDispatch).  What differs:
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
 import socket
@@ -44,6 +45,40 @@ log = logging.getLogger("pycdr.orb.threads")
 # Each connection's read buffer: a read takes several small messages at once, and
 # a large message is read in place once its first part is in (receive_buffer).
 SERVER_SCRATCH = 256 * 1024
+
+
+class _GCPause:
+    """The cyclic GC paused while a request to a servant method that does not await runs
+    in any connection's thread (its arguments decoded, the method run), as the asyncio
+    server pauses it: the arguments, thousands of objects for a sequence of structs,
+    are made and dropped within the request, and the GC would scan them meanwhile.  gc.disable() is process-wide:
+    a count of the methods running decides, and the GC is given back as it was when
+    the last one ends.  Should requests of several connections overlap without end,
+    the youngest generation is still collected once it is far over its threshold."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running = 0
+        self._was_enabled = False
+
+    def __enter__(self):
+        with self._lock:
+            if self._running == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._running += 1
+
+    def __exit__(self, *exc_info):
+        with self._lock:
+            self._running -= 1
+            if self._running == 0:
+                if self._was_enabled:
+                    gc.enable()
+            elif self._was_enabled and gc.get_count()[0] > 100 * gc.get_threshold()[0]:
+                gc.collect(0)
+
+
+GC_PAUSE = _GCPause()
 
 
 class ThreadedServer(Server):
@@ -234,6 +269,12 @@ class ThreadConnection(RequestDispatch):
         self._after_running(req, self._execute(req, refused, key, servant))
 
     def _execute(self, req: Request, refused, key, servant) -> _Outcome:
+        if servant is not None and not servant.concurrent_operation(req.operation):
+            with GC_PAUSE:          # (the arguments' decoding included)
+                return self._run_request(req, refused, key, servant)
+        return self._run_request(req, refused, key, servant)
+
+    def _run_request(self, req: Request, refused, key, servant) -> _Outcome:
         prepared = self._prepare(req, key, servant, refused)
         if isinstance(prepared, _Outcome):
             return prepared
