@@ -12,10 +12,13 @@ the server where the machine has two):
 - pycdr:      the reference ORB with the IDL front end's operation descriptions (static);
 - pycdr-DII:  the reference ORB's DII, a request described at run time on every call;
 - omniORBpy:  omniORBpy's compiled stubs (the peer measure);
+- pycdr-sync: the reference ORB's static calls over a blocking socket from the calling
+  thread (SyncORB, pycdr.orb.blocking), no event loop;
 - omniORBpy-DII: omniORBpy's dynamic invocation. omniORBpy has no CORBA::Request, so this
   is ``obj._dynamic_op(name, in TypeCodes, out TypeCodes)`` made on every call
   (param/omni_client.py); it carries in, inout and out values, so every operation runs.
-Servers: the reference ORB (DynamicServant) and omniORBpy. Each cell is the best of
+Servers: the reference ORB (DynamicServant) on its event loop, the same with a thread per
+connection (pycdr-threads: pycdr.orb.threads.ThreadedServer) and omniORBpy. Each cell is the best of
 ``--repeat`` timings of ``--seconds`` each, calls per second of back-to-back twoway calls.
 """
 
@@ -38,8 +41,8 @@ import param_common  # noqa: E402
 from bench_param_tls import BenchmarkError  # noqa: E402  (one class for both runs)
 
 OPERATIONS = param_common.OPERATIONS
-SERVERS = ("pycdr", "omniORBpy")
-CLIENTS = ("pycdr", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
+SERVERS = ("pycdr", "pycdr-threads", "omniORBpy")
+CLIENTS = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
 QUICK = {"seconds": 0.05, "repeat": 1}
 
 
@@ -48,14 +51,16 @@ def _script(name: str) -> str:
 
 
 def _server_argv(server: str) -> list:
-    script = "pycdr_server.py" if server == "pycdr" else "omni_server.py"
-    return [sys.executable, _script(script)]
+    script = "omni_server.py" if server == "omniORBpy" else "pycdr_server.py"
+    return [sys.executable, _script(script)] + (["--threads"] if server == "pycdr-threads"
+                                                else [])
 
 
 def _client_argv(client: str) -> list:
     script = "omni_client.py" if client.startswith("omniORBpy") else "pycdr_client.py"
     style = "dii" if client.endswith("-DII") else "static"
-    return [sys.executable, _script(script), "--style", style]
+    return [sys.executable, _script(script), "--style", style] + \
+        (["--blocking"] if client == "pycdr-sync" else [])
 
 
 def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: float = 1.0,
@@ -110,7 +115,8 @@ def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: flo
                     rows.append({"server": server_name, "client": client,
                                  "operation": result["operation"], "calls_per_s": rates,
                                  "best": max(rates), "min": min(rates), "max": max(rates),
-                                 "server_cpu_us": result.get("server_cpu_us")})
+                                 "server_cpu_us": result.get("server_cpu_us"),
+                                 "client_cpu_us": result.get("client_cpu_us")})
         finally:
             server.stop()
     meta = {"pycdr": implementation, "python": platform.python_version(),
@@ -133,7 +139,7 @@ def client_label(meta: dict, client: str) -> str:
 
 
 SHORT_NAMES = {"pycdr": "py", "pycdr-DII": "pyDII", "omniORBpy": "omni",
-               "omniORBpy-DII": "omDII"}
+               "omniORBpy-DII": "omDII", "pycdr-sync": "pySy", "pycdr-threads": "pyTh"}
 # (column, numerator (client, server), denominator (client, server), meaning)
 RATIOS = (("py/omni", ("pycdr", "pycdr"), ("omniORBpy", "omniORBpy"),
            "reference ORB end to end / omniORBpy end to end (static both)"),
@@ -146,7 +152,13 @@ RATIOS = (("py/omni", ("pycdr", "pycdr"), ("omniORBpy", "omniORBpy"),
           ("omDII/st", ("omniORBpy-DII", "omniORBpy"), ("omniORBpy", "omniORBpy"),
            "DII (_dynamic_op) / static stubs, omniORBpy both ends"),
           ("DII py/om", ("pycdr-DII", "pycdr"), ("omniORBpy-DII", "omniORBpy"),
-           "reference ORB DII end to end / omniORBpy DII end to end"))
+           "reference ORB DII end to end / omniORBpy DII end to end"),
+          ("bl/omni", ("pycdr-sync", "pycdr-threads"), ("omniORBpy", "omniORBpy"),
+           "blocking client -> threaded server / omniORBpy end to end"),
+          ("cliSy@om", ("pycdr-sync", "omniORBpy"), ("omniORBpy", "omniORBpy"),
+           "blocking client / omniORBpy client, omniORBpy server"),
+          ("srvTh@om", ("omniORBpy", "pycdr-threads"), ("omniORBpy", "omniORBpy"),
+           "threaded server / omniORBpy server, omniORBpy client"))
 OMNI_DII_NOTE = ("omDII: omniORBpy has no CORBA::Request (no Object._request/_create_request, "
                  "no ORB.create_list);\n  its dynamic invocation, "
                  "obj._dynamic_op(name, in TypeCodes, out TypeCodes), is made on every call.")
@@ -176,15 +188,16 @@ def format_tables(results: dict) -> str:
         cells = [best.get((c, s, operation)) for c, s in pairs]
         lines.append(f"{operation:<22}"
                      + "".join(f"{v:13.0f}" if v else f"{'-':>13}" for v in cells))
-    server_cpu = {(r["client"], r["server"], r["operation"]): r.get("server_cpu_us")
-                  for r in results["results"]}
-    if any(v is not None for v in server_cpu.values()):
-        lines += ["", "server CPU us per call (its process, all threads, over the timings)",
-                  header, "-" * len(header)]
-        for operation in operations:
-            cells = [server_cpu.get((c, s, operation)) for c, s in pairs]
-            lines.append(f"{operation:<22}" + "".join(
-                f"{v:13.1f}" if v is not None else f"{'-':>13}" for v in cells))
+    for side in ("server", "client"):
+        cpu = {(r["client"], r["server"], r["operation"]): r.get(f"{side}_cpu_us")
+               for r in results["results"]}
+        if any(v is not None for v in cpu.values()):
+            lines += ["", f"{side} CPU us per call (its process, all threads, over the "
+                      "timings)", header, "-" * len(header)]
+            for operation in operations:
+                cells = [cpu.get((c, s, operation)) for c, s in pairs]
+                lines.append(f"{operation:<22}" + "".join(
+                    f"{v:13.1f}" if v is not None else f"{'-':>13}" for v in cells))
     if ratios:
         header = f"{'ratios':<22}" + "".join(f"{r[0]:>11}" for r in ratios)
         lines += ["", header, "-" * len(header)]
@@ -229,6 +242,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds per timing (default 1; quick 0.05)")
     parser.add_argument("--repeat", type=int, default=None,
                         help="timings per cell, best kept (default 3; quick 1)")
+    parser.add_argument("--clients", type=comma_list, default=list(CLIENTS),
+                        help=f"subset of {','.join(CLIENTS)}")
+    parser.add_argument("--servers", type=comma_list, default=list(SERVERS),
+                        help=f"subset of {','.join(SERVERS)}")
     parser.add_argument("--impl", choices=("auto", "python", "c"), default="auto",
                         help="pycdr path in the peer processes (python: PYCDR_PURE=1)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
@@ -239,13 +256,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_arguments(args, progress=None) -> dict:
-    run_function = bench_param_tls.run if args.tls else run
-    return run_function(operations=args.operations,
-                        seconds=args.seconds if args.seconds is not None else 1.0,
-                        repeat=args.repeat if args.repeat is not None else 3,
-                        quick=args.quick,
-                        pure={"auto": None, "python": True, "c": False}[args.impl],
-                        pin=not args.no_pin, progress=progress)
+    common = dict(operations=args.operations,
+                  seconds=args.seconds if args.seconds is not None else 1.0,
+                  repeat=args.repeat if args.repeat is not None else 3, quick=args.quick,
+                  pure={"auto": None, "python": True, "c": False}[args.impl],
+                  pin=not args.no_pin, progress=progress)
+    if args.tls:
+        return bench_param_tls.run(**common)
+    unknown = [x for x in args.clients if x not in CLIENTS] + \
+        [x for x in args.servers if x not in SERVERS]
+    if unknown:
+        raise ValueError(f"unknown clients or servers {unknown}")
+    return run(clients=args.clients, servers=args.servers, **common)
 
 
 def main(argv=None) -> int:

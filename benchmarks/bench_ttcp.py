@@ -12,6 +12,8 @@ pinned to one CPU and the server to another where the machine has two):
               (label pycdr-C or pycdr-Py by the marshal path the client runs);
 - arrays:     the same with the opt-in array mapping (numeric sequences sent and received as
               array.array; only short, long, double), with --arrays;
+- blocking:   ttcp/pycdr_client.py --blocking -> ttcp/pycdr_server.py --threads, the
+              reference ORB over blocking sockets (SyncORB's calls, ThreadedServer);
 - omniORBpy:  ttcp/omni_client.py -> ttcp/omni_server.py, omniORBpy on both ends;
 - socket:     ttcp/raw_socket.py: the same payload bytes over a plain TCP stream, no
               marshaling: the ceiling.
@@ -44,7 +46,7 @@ import ttcp_common  # noqa: E402
 TYPES = ttcp_common.TYPES
 MODES = ttcp_common.MODES
 SIZES_KB = (1, 2, 4, 8, 16, 32, 64, 128)
-TRANSPORTS = ("pycdr", "arrays", "omniORBpy", "socket")
+TRANSPORTS = ("pycdr", "blocking", "arrays", "omniORBpy", "socket")
 QUICK = {"sizes_kb": (1, 64), "megabytes": 0.25, "repeat": 1}
 
 
@@ -64,6 +66,9 @@ def _commands(transport: str) -> tuple[list, list]:
     if transport == "arrays":
         return ([py, _script("pycdr_server.py"), "--numeric-arrays"],
                 [py, _script("pycdr_client.py"), "--arrays"])
+    if transport == "blocking":
+        return ([py, _script("pycdr_server.py"), "--threads"],
+                [py, _script("pycdr_client.py"), "--blocking"])
     if transport == "omniORBpy":
         return [py, _script("omni_server.py")], [py, _script("omni_client.py")]
     if transport == "socket":
@@ -97,6 +102,8 @@ def run_transport(transport: str, points: list, repeat: int, *, pure: bool | Non
                 ttcp_common.format_points(points), "--repeat", str(repeat)]
         if transport == "socket":
             argv += ["--port", str(server.port)]
+        else:
+            argv += ["--server-pid", str(server.pid)]
         if env is not None:
             argv = ["env", *(["PYCDR_PURE=1"] if pure else ["-u", "PYCDR_PURE"]), *argv]
         return benchprocs.run_client(f"ttcp-{transport}", argv, client_cpu, timeout=timeout)
@@ -105,7 +112,8 @@ def run_transport(transport: str, points: list, repeat: int, *, pure: bool | Non
 
 
 def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
-        repeat: int = 3, transports=("pycdr", "omniORBpy", "socket"), quick: bool = False,
+        repeat: int = 3, transports=("pycdr", "blocking", "omniORBpy", "socket"),
+        quick: bool = False,
         pure: bool | None = None, pin: bool = True, progress=None) -> dict:
     """Measure every (transport, type, size, mode) and return::
 
@@ -152,13 +160,16 @@ def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
             if progress:
                 progress(f"{transport}: {time.perf_counter() - started:.1f} s")
             pinned = pinned or output.get("pinned", False)
-            if transport in ("pycdr", "arrays"):
+            if transport in ("pycdr", "blocking", "arrays"):
                 implementation = output["implementation"]
             for result in output["results"]:
                 _check_received(transport, result)
                 key = (transport, result["type"], result["size_bytes"], result["mode"])
                 if key in collected:
                     collected[key]["seconds"] += result["seconds"]
+                    for side in ("client_cpu_us", "server_cpu_us"):
+                        collected[key].setdefault(f"{side}_rounds", []).append(
+                            result.get(side))
                 else:
                     collected[key] = dict(result, seconds=list(result["seconds"]))
     rows = [_row(key[0], result) for key, result in collected.items()]
@@ -185,7 +196,16 @@ def _row(transport: str, result: dict) -> dict:
             "calls": result["calls"], "payload_bytes": result["payload_bytes"],
             "seconds": result["seconds"], "mbit_s": rates, "best": max(rates),
             "min": min(rates), "max": max(rates), "received": result["received"],
-            "expected": result["expected"]}
+            "expected": result["expected"],
+            # CPU microseconds per message of each side, the lowest of the rounds
+            "client_cpu_us": _lowest(result, "client_cpu_us"),
+            "server_cpu_us": _lowest(result, "server_cpu_us")}
+
+
+def _lowest(result: dict, side: str) -> float | None:
+    values = [v for v in [result.get(side), *result.get(f"{side}_rounds", [])]
+              if v is not None]
+    return min(values) if values else None
 
 
 # --------------------------------------------------------------------------
@@ -217,6 +237,7 @@ def format_tables(results: dict) -> str:
     index = {(r["transport"], r["type"], r["size_kb"], r["mode"]): r for r in rows}
     transports = [t for t in TRANSPORTS if any(r["transport"] == t for r in rows)]
     ratio_columns = [("/omniORB", "pycdr", "omniORBpy"), ("/socket", "pycdr", "socket"),
+                     ("bl/omni", "blocking", "omniORBpy"),
                      ("arr/omni", "arrays", "omniORBpy"), ("arr/sock", "arrays", "socket")]
     ratio_columns = [c for c in ratio_columns if c[1] in transports and c[2] in transports]
     pinned = (f"client on CPU {meta['cpus'][0]}, server on CPU {meta['cpus'][1]}"
@@ -241,7 +262,19 @@ def format_tables(results: dict) -> str:
                 lines.append(f"{str(size) + ' KB':>6} "
                              + " ".join(f"{_cell(got[t]):>20}" for t in transports) + " "
                              + " ".join(f"{r:>9}" for r in ratios))
+                cpu = [_cpu_cell(got[t]) for t in transports]
+                if any(cell != "-" for cell in cpu):
+                    lines.append(f"{'cpu us':>6} " + " ".join(f"{c:>20}" for c in cpu))
+    lines += ["", "cpu us: CPU microseconds per message, client/server (each process, all "
+              "threads, over the timed rounds; the lowest round)"]
     return "\n".join(lines)
+
+
+def _cpu_cell(row) -> str:
+    if row is None or row.get("client_cpu_us") is None:
+        return "-"
+    server = row.get("server_cpu_us")
+    return f"{row['client_cpu_us']:.0f}/" + (f"{server:.0f}" if server is not None else "-")
 
 
 def plot(results: dict, directory: str) -> list[str]:

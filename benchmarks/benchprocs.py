@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(BENCH_DIR)
@@ -36,6 +37,49 @@ __all__ = ["LOOPBACK", "PeerError", "cpu_plan", "pin_to_cpu", "start_server", "r
 # --------------------------------------------------------------------------
 # CPUs
 # --------------------------------------------------------------------------
+def process_cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds the process ``pid`` (all its threads) has used so far,
+    from /proc (None without a pid or /proc): the server's CPU per call, read by the
+    client around its timings (bench_param, bench_ttcp)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class ServerCPU:
+    """Server CPU microseconds per call over a client's timings:
+
+        meter = ServerCPU(pid); ... timings, counting calls ...; meter.per_call(calls)"""
+
+    def __init__(self, pid: int | None):
+        self.pid = pid
+        self.start = process_cpu_seconds(pid)
+
+    def per_call(self, calls: int) -> float | None:
+        end = process_cpu_seconds(self.pid)
+        if self.start is None or end is None or not calls:
+            return None
+        return (end - self.start) / calls * 1e6
+
+
+class OwnCPU:
+    """This process's CPU microseconds per call over a client's timings (all its
+    threads: an ORB's loop thread counts):
+
+        meter = OwnCPU(); ... timings, counting calls ...; meter.per_call(calls)"""
+
+    def __init__(self):
+        self.start = time.process_time()
+
+    def per_call(self, calls: int) -> float | None:
+        return (time.process_time() - self.start) / calls * 1e6 if calls else None
+
+
 def cpu_plan() -> tuple[int | None, int | None]:
     """(client CPU, server CPU): two different CPUs of this process's affinity set, or
     (None, None) when there are fewer than two or affinity cannot be set here."""
@@ -129,17 +173,18 @@ def import_omni_idl(idl_path: str):
     return omni_idl
 
 
-def serve_pycdr(servant, key: bytes, port: int, tls=None) -> None:
+def serve_pycdr(servant, key: bytes, port: int, tls=None, threads: bool = False) -> None:
     """Serve ``servant`` (a pycdr.orb Servant) under ``key`` on 127.0.0.1:``port`` with the
-    reference ORB (also over TLS on another port with ``tls``, a server SSLContext); print
-    the banner; return once stdin closes."""
+    reference ORB (also over TLS on another port with ``tls``, a server SSLContext; with a
+    thread per connection, ThreadedServer, with ``threads``); print the banner; return once
+    stdin closes."""
     import asyncio
 
-    from pycdr.orb import Server
+    from pycdr.orb import Server, ThreadedServer
     from pycdr.orb.aio import run as run_loop
 
     async def serve():
-        server = Server(host=LOOPBACK, port=port, tls=tls)
+        server = (ThreadedServer if threads else Server)(host=LOOPBACK, port=port, tls=tls)
         server.activate(servant, key)
         await server.start()
         print_banner(server.ior_string(key), key)

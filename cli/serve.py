@@ -13,6 +13,7 @@ from pycdr.errors import PycdrError
 from pycdr.idl import IdlError, load
 from pycdr.orb import EchoServant, Server, ServerLimits
 from pycdr.orb.aio import run as run_loop
+from pycdr.orb.threads import ThreadedServer
 from pycdr.orb.tls import server_context
 
 from .main import EXIT_BAD_INPUT
@@ -68,11 +69,15 @@ _LIMITS = ServerLimits()       # the defaults the options show
               help="With --tls: clients must present a certificate signed by CA.")
 @click.option("--also-plain", is_flag=True,
               help="With --tls: keep the plain IIOP port too (--port).")
+@click.option("--threads", is_flag=True,
+              help="A thread per connection, blocking sockets (pycdr.orb.threads: plain IIOP, "
+                   "a connection's requests one at a time, no eviction at --max-connections "
+                   "and no shared --max-incomplete-bytes budget) instead of the event loop.")
 @click.option("-v", "--verbose", is_flag=True, help="Log every connection problem.")
 def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragment_size,
         idle_timeout, max_connections, max_message_size, max_incomplete_bytes,
         incomplete_timeout, release_memory, ready_file, forward_corbaloc, tls_files, tls_port,
-        client_ca, also_plain, verbose):
+        client_ca, also_plain, threads, verbose):
     """Serve an echo object: every operation returns its in/inout values as its result and
     out values where the types allow. Prints the IOR and corbaloc URL; Ctrl-C shuts down
     (CloseConnection on every connection)."""
@@ -90,6 +95,8 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
         sys.exit(EXIT_BAD_INPUT)
     if (client_ca or also_plain) and not tls_files:
         raise click.UsageError("--require-client-cert and --also-plain need --tls CERT KEY")
+    if threads and tls_files:
+        raise click.UsageError("--threads serves plain IIOP only: --tls needs the event loop")
     try:
         limits = ServerLimits(fragment_size=fragment_size, idle_timeout=idle_timeout,
                               max_connections=max_connections,
@@ -101,8 +108,11 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
         raise click.UsageError(str(e)) from None
     try:
         tls = server_context(tls_files[0], tls_files[1], client_ca) if tls_files else None
-        server = Server(host=host, port=port, limits=limits, tls=tls, tls_port=tls_port,
-                        plain=tls is None or also_plain)
+        if threads:
+            server = ThreadedServer(host=host, port=port, limits=limits)
+        else:
+            server = Server(host=host, port=port, limits=limits, tls=tls, tls_port=tls_port,
+                            plain=tls is None or also_plain)
         run_loop(_serve(server, interface, object_name, ready_file, forward_corbaloc))
     except (OSError, PycdrError) as e:
         click.echo(f"cannot serve: {e}", err=True)

@@ -247,12 +247,24 @@ class CDRReader:
         return n
 
     def read_octet_sequence(self, bound: int = 0) -> bytes:
+        return self.read_raw(self._octet_count(bound))
+
+    def read_octet_view(self, bound: int = 0) -> memoryview:
+        """read_octet_sequence as a view of the reader's buffer, not a copy (the view
+        keeps the whole buffer alive): an ORB's octet_views mapping of bulk data."""
+        n = self._octet_count(bound)
+        pos = self.pos
+        self.pos = pos + n
+        return memoryview(self.buf)[pos:pos + n]
+
+    def _octet_count(self, bound: int) -> int:
+        """A sequence<octet>'s length, checked against its bound and the bytes left."""
         start = self.pos
         n = self.read_count(1, "sequence<octet>")
         if bound and n > bound:
             self.violation(BoundExceededError, "bound-exceeded",
                            f"sequence length {n} exceeds bound {bound}", start)
-        return self.read_raw(n)
+        return n
 
     # --- text ------------------------------------------------------------------
     def char_codec(self) -> str:

@@ -1,6 +1,6 @@
 """omniORBpy client for conformance/echo.idl, run as a subprocess by tests/test_orb_omni.py.
 
-    python orb_omni_echo_client.py IOR [-- ORB options...]
+    python orb_omni_echo_client.py IOR [--octets N] [-- ORB options...]
 
 Calls every echo operation with the values of tests/orb_echo_values.py (the same values, in
 omniORBpy's mapping, in the same order; wchar/wstring left out: the salome omniORBpy aborts on
@@ -8,6 +8,8 @@ them), compares each result with what it sent and prints one JSON line per call:
     {"op": "echo_long", "ok": true}
     {"op": "echo_long", "ok": false, "sent": "...", "got": "..."}
     {"op": "echo_long", "exception": "IDL:omg.org/CORBA/MARSHAL:1.0", "minor": 0}
+
+With --octets N it makes one call only: echo_octets with N bytes.
 """
 
 import json
@@ -94,7 +96,11 @@ def main():
     stub_class, _skeleton = omni_idl.interface_classes("EchoAll::Echo")
     E = sys.modules["EchoAll"]
     target = orb.string_to_object(arguments[0])._narrow(stub_class)
-    for op, args in cases(E, target):
+    calls = cases(E, target)
+    if "--octets" in arguments:
+        size = int(arguments[arguments.index("--octets") + 1])
+        calls = [("echo_octets", (bytes(range(256)) * (size // 256),))]
+    for op, args in calls:
         try:
             got = getattr(target, op)(*args)
         except CORBA.SystemException as error:
@@ -106,6 +112,9 @@ def main():
         if not entry["ok"]:
             entry.update(sent=repr(expected), got=repr(got))
         print(json.dumps(entry), flush=True)
+    if "--octets" in arguments:
+        orb.destroy()
+        return
     target.note("oneway from omniORBpy")
     print(json.dumps({"op": "note", "ok": True}), flush=True)
     orb.destroy()

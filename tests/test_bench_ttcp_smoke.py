@@ -37,10 +37,10 @@ def param():
 
 def test_ttcp_quick_run_moves_every_byte_through_every_transport(ttcp):
     results = ttcp.run(quick=True, sizes_kb=(1, 4), megabytes=0.05,
-                       transports=("pycdr", "arrays", "omniORBpy", "socket"))
+                       transports=("pycdr", "blocking", "arrays", "omniORBpy", "socket"))
     rows = results["results"]
     got = {(r["transport"], r["type"], r["size_kb"], r["mode"]) for r in rows}
-    for transport in ("pycdr", "omniORBpy", "socket"):
+    for transport in ("pycdr", "blocking", "omniORBpy", "socket"):
         for type_name in ttcp.TYPES:
             for mode in ttcp.MODES:
                 assert {(transport, type_name, 1, mode), (transport, type_name, 4, mode)} <= got
@@ -52,8 +52,12 @@ def test_ttcp_quick_run_moves_every_byte_through_every_transport(ttcp):
                 row["type"]]
         assert row["calls"] >= 1 and row["best"] > 0 and row["min"] > 0
     assert results["meta"]["pycdr"] in ("c", "python")
+    # Every ORB's client says its CPU per message (the socket stream has no ORB).
+    assert all((row["client_cpu_us"] is not None) == (row["transport"] != "socket")
+               for row in rows)
     table = ttcp.format_tables(results)
     assert "oneway sequence<BinStruct>" in table and "/omniORB" in table and "/socket" in table
+    assert "bl/omni" in table and "cpu us" in table
 
 
 def test_ttcp_points_move_the_requested_megabytes(ttcp):
@@ -69,28 +73,33 @@ def test_param_quick_run_measures_every_pair_and_checks_answers(param):
     results = param.run(quick=True, seconds=0.02)
     rows = results["results"]
     # Named here, not taken from param.CLIENTS: dropping a client must fail this test.
-    clients = ("pycdr", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
-    expected = {(c, s, o) for c in clients for s in ("pycdr", "omniORBpy")
-                for o in param.OPERATIONS}
+    clients = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
+    servers = ("pycdr", "pycdr-threads", "omniORBpy")
+    expected = {(c, s, o) for c in clients for s in servers for o in param.OPERATIONS}
     assert {(r["client"], r["server"], r["operation"]) for r in rows} == expected
     assert len(rows) == len(expected)
     for row in rows:
         assert row["best"] > 0
     table = param.format_tables(results)
-    for column in ("py->py", "pyDII->py", "omni->omni", "omDII->omni", "omDII->py"):
+    for column in ("py->py", "pyDII->py", "omni->omni", "omDII->omni", "omDII->py",
+                   "pySy->pyTh", "omni->pyTh", "pySy->omni"):
         assert column in table
-    for ratio in ("py/omni", "pyDII/st", "omDII/st", "DII py/om"):
+    for ratio in ("py/omni", "pyDII/st", "omDII/st", "DII py/om", "bl/omni", "cliSy@om",
+                  "srvTh@om"):
         assert ratio in table
-    # test_short has a calls/s row with a number in every column, a server CPU row (the
-    # server's microseconds per call, read from /proc) and a ratio row with every ratio
-    # computed (a missing cell shows as "-").
-    calls_row, cpu_row, ratio_row = [line.split() for line in table.splitlines()
-                                     if line.startswith("test_short")]
-    assert len(calls_row) == 1 + 8 and all(float(cell) > 0 for cell in calls_row[1:])
-    assert "server CPU us per call" in table
-    assert len(cpu_row) == 1 + 8 and all(float(cell) >= 0 for cell in cpu_row[1:])
-    assert all(row["server_cpu_us"] is not None for row in rows)
-    assert len(ratio_row) == 1 + 6 and all(cell.endswith("x") for cell in ratio_row[1:])
+    # test_short has a calls/s row with a number in every column, server and client CPU
+    # rows (microseconds per call: the server's read from /proc, the client's own) and a
+    # ratio row with every ratio computed (a missing cell shows as "-").
+    calls_row, server_cpu_row, client_cpu_row, ratio_row = [
+        line.split() for line in table.splitlines() if line.startswith("test_short")]
+    columns = len(clients) * len(servers)
+    assert len(calls_row) == 1 + columns and all(float(cell) > 0 for cell in calls_row[1:])
+    assert "server CPU us per call" in table and "client CPU us per call" in table
+    for cpu_row in (server_cpu_row, client_cpu_row):
+        assert len(cpu_row) == 1 + columns and all(float(cell) >= 0 for cell in cpu_row[1:])
+    assert all(row["server_cpu_us"] is not None and row["client_cpu_us"] is not None
+               for row in rows)
+    assert len(ratio_row) == 1 + 9 and all(cell.endswith("x") for cell in ratio_row[1:])
 
 
 def test_cli_bench_ttcp_writes_tables_json_and_plots(tmp_path):
@@ -102,7 +111,7 @@ def test_cli_bench_ttcp_writes_tables_json_and_plots(tmp_path):
     assert result.exit_code == 0, result.output
     assert "oneway sequence<double>" in result.output
     rows = json.loads(json_file.read_text())["results"]
-    assert {r["transport"] for r in rows} == {"pycdr", "omniORBpy", "socket"}
+    assert {r["transport"] for r in rows} == {"pycdr", "blocking", "omniORBpy", "socket"}
     assert (tmp_path / "plots" / "ttcp_oneway.png").stat().st_size > 0
 
 

@@ -12,9 +12,9 @@ from pycdr.cli.main import main
 from pycdr_serve import PYCDR, serving_echo
 
 
-@pytest.fixture
-def served():
-    with serving_echo() as (process, ior, url):
+@pytest.fixture(params=[(), ("--threads",)], ids=["asyncio", "threads"])
+def served(request):
+    with serving_echo(*request.param) as (process, ior, url):
         yield process, ior, url
 
 
@@ -233,6 +233,12 @@ def test_serve_limits_options_reach_the_server():
             sock.close()
         process.kill()
         process.wait(10)
+
+
+def test_serve_threads_refuses_tls():
+    result = invoke("serve", ECHO_ALL_IDL, "--interface", "EchoAll::Echo", "--threads",
+                    "--tls", ECHO_ALL_IDL, ECHO_ALL_IDL)
+    assert result.exit_code == 2 and "--threads serves plain IIOP" in result.output
 
 
 def test_serve_refuses_a_budget_below_the_message_size():

@@ -53,6 +53,8 @@ def test_pycdr_client_to_omniorbpy_server(version, fragment_size, start_peer):
                 assert echo.invoke(op, *args) == expected_result(args), (op, little)
             echo.note("oneway to omniORB")
             assert echo.is_a(ECHO_REPO_ID) and not echo.non_existent()
+        # The calls went over the blocking client (pycdr.orb.blocking), not the loop.
+        assert not orb.orb._connections and orb.blocking._connections
         # The same object through its corbaloc URL, at this GIOP version.
         by_url = orb.string_to_object(peer.corbaloc.replace("1.2@", f"{version[0]}.{version[1]}@"),
                                       ECHO)
@@ -72,11 +74,12 @@ class Recorder:
         return self.echo(name, args)
 
 
+@pytest.mark.parametrize("threads", [False, True], ids=["asyncio", "threads"])
 @pytest.mark.parametrize("version,fragment_size", RUNS, ids=map(run_id, RUNS))
-def test_omniorbpy_client_to_pycdr_server(version, fragment_size):
+def test_omniorbpy_client_to_pycdr_server(version, fragment_size, threads):
     recorder = Recorder()
     with SyncORB() as orb:
-        server = orb.serve(DynamicServant(ECHO, recorder), "Echo",
+        server = orb.serve(DynamicServant(ECHO, recorder), "Echo", threads=threads,
                            limits=ServerLimits(fragment_size=fragment_size))
         ior = server.server.ior_string(server.key, version=version)
         argv = [sys.executable, OMNI_CLIENT, ior, "--", *giop_orb_args(version)]
@@ -93,6 +96,35 @@ def test_omniorbpy_client_to_pycdr_server(version, fragment_size):
                 assert got[0].profiles == own_ior.profiles
             else:
                 assert got == want, op
+
+
+# omniORB refuses messages over 2 MiB by default: both ends are told 16 MiB.
+LARGE_ORB_ARGS = ["-ORBgiopMaxMsgSize", str(16 << 20)]
+LARGE = 3 << 20
+
+
+def test_pycdr_blocking_client_to_omniorbpy_server_over_2_mib(start_peer):
+    peer = start_peer(start_omni_echo_server, idl=ECHO_ALL_IDL, interface=ECHO_INTERFACE,
+                      orb_args=LARGE_ORB_ARGS)
+    data = bytes(range(256)) * (LARGE // 256)
+    with SyncORB() as orb:
+        echo = orb.string_to_object(peer.ior, ECHO)
+        assert echo.echo_octets(data) == data
+        assert echo.echo_long(3) == 3
+        assert not orb.orb._connections
+
+
+@pytest.mark.parametrize("threads", [False, True], ids=["asyncio", "threads"])
+def test_omniorbpy_client_to_pycdr_server_over_2_mib(threads):
+    recorder = Recorder()
+    with SyncORB() as orb:
+        server = orb.serve(DynamicServant(ECHO, recorder), "Echo", threads=threads)
+        argv = [sys.executable, OMNI_CLIENT, server.ior, "--octets", str(LARGE), "--",
+                *LARGE_ORB_ARGS]
+        results = [json.loads(line) for line in run_client_process("omniORBpy", argv, 60)]
+        assert results == [{"op": "echo_octets", "ok": True}]
+        assert [(op, len(args[0])) for op, args in recorder.received] == \
+            [("echo_octets", LARGE)]
 
 
 def test_corbaname_through_omninames(omni_names):

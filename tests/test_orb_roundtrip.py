@@ -4,6 +4,7 @@ server must raise, oneway, deferred and dynamic invocation, attributes, forwardi
 cancellation."""
 
 import asyncio
+import gc
 import logging
 
 import pytest
@@ -341,27 +342,29 @@ def test_long_double_and_dii():
     run(main())
 
 
+class GcWatcher:
+    """A class servant noting whether the cyclic GC was enabled in a synchronous method
+    (echo_short) and in a coroutine one (echo_long)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def echo_short(self, v):
+        self.seen.append(("sync", gc.isenabled()))
+        return v
+
+    async def echo_long(self, v):
+        self.seen.append(("async", gc.isenabled()))
+        return v
+
+
 def test_cyclic_gc_is_paused_only_while_a_synchronous_request_runs():
     # The server pauses the cyclic GC while a servant method that cannot yield runs
     # (its arguments are made and dropped within the request), and puts it back as
     # it was; an async method runs with the GC as it is.
-    import gc
-
-    class Watcher:
-        def __init__(self):
-            self.seen = []
-
-        def echo_short(self, v):
-            self.seen.append(("sync", gc.isenabled()))
-            return v
-
-        async def echo_long(self, v):
-            self.seen.append(("async", gc.isenabled()))
-            return v
-
     async def main():
         server = Server()
-        watcher = Watcher()
+        watcher = GcWatcher()
         key = server.activate(ClassServant(ECHO, watcher), "Gc")
         await server.start()
         was = gc.isenabled()

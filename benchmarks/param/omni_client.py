@@ -60,11 +60,12 @@ def main() -> None:
         answer = method(value, value)
         correct = common.members(list(answer)) == common.members([value, value, value])
         counted: list = []
-        meter = common.ServerCPU(args.server_pid)
+        meter, own = common.ServerCPU(args.server_pid), common.OwnCPU()
         rates = common.calls_per_second(lambda: method(value, value), args.seconds,
                                         args.repeat, counted)
         results.append({"operation": name, "calls_per_s": rates, "correct": correct,
-                        "server_cpu_us": meter.per_call(sum(counted))})
+                        "server_cpu_us": meter.per_call(sum(counted)),
+                        "client_cpu_us": own.per_call(sum(counted))})
     orb.destroy()
     print(json.dumps({"implementation": "omniORBpy", "pinned": pinned, "results": results}))
 

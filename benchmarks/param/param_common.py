@@ -18,6 +18,8 @@ BENCH_DIR = os.path.dirname(PARAM_DIR)
 if BENCH_DIR not in sys.path:
     sys.path.insert(0, BENCH_DIR)      # for benchprocs, when run as a script
 
+from benchprocs import OwnCPU, ServerCPU, process_cpu_seconds  # noqa: E402,F401
+
 INTERFACE = "ParamTest::Param_Test"
 OPERATIONS = ("test_short", "test_unbounded_string", "test_fixed_struct", "test_var_struct",
               "test_nested_struct", "test_strseq", "test_struct_sequence")
@@ -67,36 +69,6 @@ def members(value):
     if fields and not isinstance(value, (str, bytes, int, float)):
         return {k: members(getattr(value, k)) for k in fields}
     return value
-
-
-def process_cpu_seconds(pid: int | None) -> float | None:
-    """User + system CPU seconds the process ``pid`` (all its threads) has used so far,
-    from /proc (None without a pid or /proc): the server's CPU per call, read by the
-    client around its timings."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-class ServerCPU:
-    """Server CPU microseconds per call over a client's timings:
-
-        meter = ServerCPU(pid); ... timings, counting calls ...; meter.per_call(calls)"""
-
-    def __init__(self, pid: int | None):
-        self.pid = pid
-        self.start = process_cpu_seconds(pid)
-
-    def per_call(self, calls: int) -> float | None:
-        end = process_cpu_seconds(self.pid)
-        if self.start is None or end is None or not calls:
-            return None
-        return (end - self.start) / calls * 1e6
 
 
 def calls_per_second(call, seconds: float, repeat: int, counted: list | None = None) \

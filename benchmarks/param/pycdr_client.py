@@ -1,12 +1,14 @@
 """The reference ORB's Param_Test client: twoway calls per second of each operation.
 
     python pycdr_client.py --ior IOR --style static|dii [--seconds S] [--repeat N]
-                           [--operations a,b] [--cpu N]
+                           [--operations a,b] [--cpu N] [--blocking]
 
 static: the operation as the IDL front end describes it (``ref.invoke(op, s1, s2)``, the
 description looked up once, as compiled stubs do); dii: the Dynamic Invocation Interface,
 a request built at run time on every call (``ref.invoke_dynamic(name, params, result,
-args)``), as a DII client creates a Request per call.
+args)``), as a DII client creates a Request per call.  --blocking: the calls made
+from this thread over a blocking socket (SyncORB, pycdr.orb.blocking) instead of the
+asyncio ORB's event loop.
 """
 
 import argparse
@@ -20,6 +22,7 @@ from pycdr import idl
 from pycdr.orb.aio import run as run_loop
 from pycdr.marshal import IMPLEMENTATION
 from pycdr.orb import ORB
+from pycdr.orb.sync import SyncORB
 from pycdr.orb.tls import TLSOptions
 
 
@@ -42,8 +45,8 @@ async def calls_per_second(call, seconds: float, repeat: int, counted: list) -> 
     return rates
 
 
-async def measure(ref, module, name: str, style: str, seconds: float, repeat: int,
-                  server_pid: int | None = None) -> dict:
+def operation_call(ref, module, name: str, style: str):
+    """(the call of ``name`` in ``style``: a function of no arguments, the value sent)."""
     classes = {n: module[f"ParamTest::{n}"]
                for n in ("Fixed_Struct", "Var_Struct", "Nested_Struct")}
     value = common.make_value(name, classes)
@@ -56,13 +59,24 @@ async def measure(ref, module, name: str, style: str, seconds: float, repeat: in
 
         def call():
             return ref.invoke_dynamic(name, params, op.result, (value, value))
+    return call, value
+
+
+def result_row(name, answer, value, rates, counted, meter, own) -> dict:
+    return {"operation": name, "calls_per_s": rates,
+            "correct": common.members(list(answer)) == common.members([value, value, value]),
+            "server_cpu_us": meter.per_call(sum(counted)),
+            "client_cpu_us": own.per_call(sum(counted))}
+
+
+async def measure(ref, module, name: str, style: str, seconds: float, repeat: int,
+                  server_pid: int | None = None) -> dict:
+    call, value = operation_call(ref, module, name, style)
     answer = await call()
-    correct = common.members(list(answer)) == common.members([value, value, value])
     counted: list = []
-    meter = common.ServerCPU(server_pid)
+    meter, own = common.ServerCPU(server_pid), common.OwnCPU()
     rates = await calls_per_second(call, seconds, repeat, counted)
-    return {"operation": name, "calls_per_s": rates, "correct": correct,
-            "server_cpu_us": meter.per_call(sum(counted))}
+    return result_row(name, answer, value, rates, counted, meter, own)
 
 
 async def run(ior: str, style: str, operations, seconds: float, repeat: int,
@@ -77,6 +91,23 @@ async def run(ior: str, style: str, operations, seconds: float, repeat: int,
         await orb.close()
 
 
+def run_blocking(ior: str, style: str, operations, seconds: float, repeat: int,
+                 cacert: str | None = None, server_pid: int | None = None) -> list:
+    """run() with the calls made over a blocking socket from this thread."""
+    module = idl.load(common.IDL_PATH)
+    results = []
+    with SyncORB(tls=TLSOptions(cacert=cacert)) as orb:
+        ref = orb.string_to_object(ior, module.interfaces[common.INTERFACE])
+        for name in operations:
+            call, value = operation_call(ref, module, name, style)
+            answer = call()
+            counted: list = []
+            meter, own = common.ServerCPU(server_pid), common.OwnCPU()
+            rates = common.calls_per_second(call, seconds, repeat, counted)
+            results.append(result_row(name, answer, value, rates, counted, meter, own))
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ior", required=True)
@@ -88,10 +119,13 @@ def main() -> None:
     parser.add_argument("--cacert", default=None, help="CA certificates for a TLS target")
     parser.add_argument("--server-pid", type=int, default=None,
                         help="the server's process: its CPU per call is reported")
+    parser.add_argument("--blocking", action="store_true",
+                        help="calls over a blocking socket (SyncORB), not the event loop")
     args = parser.parse_args()
     pinned = pin_to_cpu(args.cpu)
-    results = run_loop(run(args.ior, args.style, args.operations.split(","), args.seconds,
-                              args.repeat, args.cacert, args.server_pid))
+    arguments = (args.ior, args.style, args.operations.split(","), args.seconds,
+                 args.repeat, args.cacert, args.server_pid)
+    results = run_blocking(*arguments) if args.blocking else run_loop(run(*arguments))
     print(json.dumps({"implementation": IMPLEMENTATION, "pinned": pinned, "results": results}))
 
 

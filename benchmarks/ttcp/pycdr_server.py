@@ -1,10 +1,11 @@
 """The reference ORB's TTCP server (ttcp.idl), in a process of its own.
 
-    python pycdr_server.py --port P [--cpu N] [--numeric-arrays]
+    python pycdr_server.py --port P [--cpu N] [--numeric-arrays] [--threads]
 
 Counts the sequence elements it receives (``received()``; ``reset()`` zeroes the count).
 With --numeric-arrays the servant takes numeric sequences as array.array (the opt-in array
-mapping), otherwise as lists. Prints "IOR:...", "KEY <hex>", "READY"; serves until stdin
+mapping), otherwise as lists.  --threads: a thread per connection (pycdr.orb.threads)
+instead of the event loop.  Prints "IOR:...", "KEY <hex>", "READY"; serves until stdin
 closes.
 """
 
@@ -48,11 +49,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cpu", type=int, default=None)
     parser.add_argument("--numeric-arrays", action="store_true")
+    parser.add_argument("--threads", action="store_true")
     args = parser.parse_args()
     pin_to_cpu(args.cpu)
     interface = idl.load(common.IDL_PATH).interfaces[common.INTERFACE]
     servant_class = ArrayServant if args.numeric_arrays else ClassServant
-    serve_pycdr(servant_class(interface, Throughput()), b"TTCP", args.port)
+    serve_pycdr(servant_class(interface, Throughput()), b"TTCP", args.port,
+                threads=args.threads)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ BENCH_DIR = os.path.dirname(TTCP_DIR)
 if BENCH_DIR not in sys.path:
     sys.path.insert(0, BENCH_DIR)      # for benchprocs, when run as a script
 
+from benchprocs import OwnCPU, ServerCPU  # noqa: E402
+
 INTERFACE = "TTCP::Throughput"
 # CDR octets per element (BinStruct: 32 with its padding).
 ELEMENT_SIZE = {"short": 2, "long": 4, "double": 8, "char": 1, "octet": 1, "BinStruct": 32}
@@ -78,11 +80,23 @@ def format_points(points) -> str:
     return ",".join(f"{p['type']}:{p['size_bytes']}:{p['mode']}:{p['calls']}" for p in points)
 
 
-def point_result(point: dict, seconds: list, received: int) -> dict:
+def point_result(point: dict, seconds: list, received: int, meters=None) -> dict:
+    """A point's result; ``meters``: the (ServerCPU, OwnCPU) started before its timed
+    repetitions, for the CPU microseconds per message of each side."""
     count = element_count(point["type"], point["size_bytes"])
-    return {**point, "elements": count, "payload_bytes": count * ELEMENT_SIZE[point["type"]],
-            "seconds": seconds, "received": received,
-            "expected": count * point["calls"]}
+    result = {**point, "elements": count, "payload_bytes": count * ELEMENT_SIZE[point["type"]],
+              "seconds": seconds, "received": received,
+              "expected": count * point["calls"]}
+    if meters is not None:
+        messages = point["calls"] * len(seconds)
+        result["server_cpu_us"] = meters[0].per_call(messages)
+        result["client_cpu_us"] = meters[1].per_call(messages)
+    return result
+
+
+def cpu_meters(server_pid: int | None):
+    """(ServerCPU, OwnCPU) from now on (see point_result)."""
+    return ServerCPU(server_pid), OwnCPU()
 
 
 def wait_until_received(received, expected: int) -> int:

@@ -74,9 +74,12 @@ class ClientOptions:
     # is closed), and ZIOP inflation stops at it.
     max_message_size: int = 64 << 20
     tls: TLSOptions = DEFAULT_TLS          # certificates, --tls for plain references
+    # A sequence<octet> result or out value as a memoryview of the reply message, not a
+    # bytes copy (read_results' octet_views).
+    octet_views: bool = False
 
 
-class _PeerClosed(Exception):
+class PeerClosed(Exception):
     """The server sent CloseConnection before replying: safe to retry."""
 
 
@@ -334,8 +337,11 @@ class ObjectRef:
             self._forward = reply.forward
 
 
-class DeferredRequest:
-    """One invocation in flight (the DII's deferred synchronous request)."""
+class Invocation:
+    """One invocation's course, whatever carries it: the replies it accepts, the
+    LOCATION_FORWARD hops it follows and the CloseConnection retries it makes.
+    DeferredRequest carries it over the asyncio ORB, blocking.BlockingInvocation
+    over a blocking socket."""
 
     def __init__(self, ref: ObjectRef, op: Operation, args: tuple, timeout, oneway: bool):
         self.ref = ref
@@ -344,26 +350,78 @@ class DeferredRequest:
         self.timeout = timeout
         self.oneway = oneway
         self._deadline = None if timeout is None else time.monotonic() + timeout
-        self._waiter = None
         self._retries = 0
         self._hops = 0
 
+    def _target(self):
+        """(profile, GIOP version) of the next send: LOCATION_FORWARD changes them."""
+        profile = self.ref.profile
+        return profile, self.ref.giop_version(profile)
+
+    def _closed_before_reply(self) -> None:
+        """The server closed before replying (it did not run the request): send it
+        again, up to twice."""
+        self._retries += 1
+        if self._retries > 2:
+            raise TRANSIENT(OMG_VMCID | 0, _NO) from None
+
+    def _answer(self, reply: Reply, conn):
+        """What ``reply`` makes of the call: its results (or raised exception), or
+        SEND_AGAIN after a LOCATION_FORWARD (the reference now points elsewhere)."""
+        status = reply.reply_status
+        if status in (ReplyStatus.LOCATION_FORWARD, ReplyStatus.LOCATION_FORWARD_PERM):
+            self._hops += 1
+            if self._hops > self.ref._orb.options.max_forward_hops:
+                raise TRANSIENT(OMG_VMCID | 0, _NO)
+            if reply.forward is None or reply.forward.is_nil:
+                raise INV_OBJREF(0, _NO)
+            self.ref._follow(reply)
+            return SEND_AGAIN
+        return self._outcome(reply, conn)
+
+    def _outcome(self, reply: Reply, conn: "RequestEncoder"):
+        status = reply.reply_status
+        kwargs = conn.reader_kwargs()
+        if status == ReplyStatus.NO_EXCEPTION:
+            try:
+                values_read = read_results(reply.body_reader(**kwargs), self.op,
+                                           self.ref._orb.options.octet_views)
+            except PycdrError as e:
+                raise MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_YES) from e
+            return values_to_results(self.op, values_read)
+        if status == ReplyStatus.SYSTEM_EXCEPTION:
+            raise reply.system_exception
+        if status == ReplyStatus.USER_EXCEPTION:
+            raise _user_exception(reply, self.op, kwargs)
+        # NEEDS_ADDRESSING_MODE: this client only sends KeyAddr, which every
+        # server must accept.
+        raise MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_NO)
+
+
+SEND_AGAIN = object()     # Invocation._answer: the request goes to its new target
+
+
+class DeferredRequest(Invocation):
+    """One invocation in flight (the DII's deferred synchronous request)."""
+
+    def __init__(self, ref: ObjectRef, op: Operation, args: tuple, timeout, oneway: bool):
+        super().__init__(ref, op, args, timeout, oneway)
+        self._waiter = None
+
     async def send(self) -> None:
         ref = self.ref
-        profile = ref.profile
-        version = ref.giop_version(profile)
+        profile, version = self._target()
         for attempt in range(3):
             conn = ref._orb.open_connection(ref.endpoint, version) \
                 or await ref._orb.connection(ref.endpoint, version)
-            if conn.code_sets is None:
-                conn.code_sets = orb_codesets.choose(profile.component(CodeSetsComponent))
+            conn.choose_code_sets(profile)
             try:
                 self._waiter = await conn.send_request(version, ref._little,
                                                        profile.object_key, self.op,
                                                        self.args, not self.oneway,
                                                        deadline=self._deadline)
                 return
-            except _PeerClosed:
+            except PeerClosed:
                 continue      # a cached connection the server closed: use a new one
         raise TRANSIENT(OMG_VMCID | 0, _NO)
 
@@ -377,43 +435,18 @@ class DeferredRequest:
                 return None
             try:
                 reply, conn = await self._waiter.future
-            except _PeerClosed:
-                self._retries += 1
-                if self._retries > 2:
-                    raise TRANSIENT(OMG_VMCID | 0, _NO) from None
+            except PeerClosed:
+                self._closed_before_reply()
                 await self.send()
                 continue
             if reply is None:       # the connection's timer: the deadline passed first
                 self._waiter.cancel_request()
                 raise TIMEOUT(OMG_VMCID | 0, _MAYBE)
-            status = reply.reply_status
-            if status in (ReplyStatus.LOCATION_FORWARD, ReplyStatus.LOCATION_FORWARD_PERM):
-                self._hops += 1
-                if self._hops > self.ref._orb.options.max_forward_hops:
-                    raise TRANSIENT(OMG_VMCID | 0, _NO)
-                if reply.forward is None or reply.forward.is_nil:
-                    raise INV_OBJREF(0, _NO)
-                self.ref._follow(reply)
+            answer = self._answer(reply, conn)
+            if answer is SEND_AGAIN:
                 await self.send()
                 continue
-            return self._outcome(reply, conn)
-
-    def _outcome(self, reply: Reply, conn: "ClientConnection"):
-        status = reply.reply_status
-        kwargs = conn.reader_kwargs()
-        if status == ReplyStatus.NO_EXCEPTION:
-            try:
-                values_read = read_results(reply.body_reader(**kwargs), self.op)
-            except PycdrError as e:
-                raise MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_YES) from e
-            return values_to_results(self.op, values_read)
-        if status == ReplyStatus.SYSTEM_EXCEPTION:
-            raise reply.system_exception
-        if status == ReplyStatus.USER_EXCEPTION:
-            raise _user_exception(reply, self.op, kwargs)
-        # NEEDS_ADDRESSING_MODE: this client only sends KeyAddr, which every
-        # server must accept.
-        raise MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_NO)
+            return answer
 
 
 def _user_exception(reply: Reply, op: Operation, reader_kwargs: dict) -> Exception:
@@ -450,21 +483,101 @@ class _Waiter:
         self.conn.cancel(self)
 
 
-class ClientConnection:
+class RequestEncoder:
+    """The request side of a client connection, whatever its transport: the
+    Requests' bytes (the CodeSets context on the first, per-operation templates
+    after), the code sets and how replies are read with them.  Needs ``orb`` (for
+    its options) and ``giop`` (the GiopConnection)."""
+
+    def _init_encoder(self) -> None:
+        self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
+        self._code_sets_sent = False
+        self._templates: dict[tuple, MessageTemplate] = {}     # see _request_template
+
+    def new_giop(self, scratch: bytearray | None = None) -> GiopConnection:
+        return GiopConnection(Role.CLIENT, version=CLIENT_GIOP_VERSION,
+                              max_message_size=self.orb.options.max_message_size,
+                              field_offsets=False, body_views=True, scratch=scratch)
+
+    def choose_code_sets(self, profile: IIOPProfile) -> None:
+        """Fix the connection's code sets from the first profile it is used for."""
+        if self.code_sets is None:
+            self.code_sets = orb_codesets.choose(profile.component(CodeSetsComponent))
+
+    def reader_kwargs(self) -> dict:
+        if self.code_sets is None:
+            return {}
+        return {"tcs_c": self.code_sets[0], "tcs_w": self.code_sets[1]}
+
+    def encode_request(self, version, little, key, op: Operation, args,
+                       response_expected: bool) -> tuple:
+        """(request id, bytes) of a Request; BAD_PARAM (raised_locally) when the
+        arguments do not fit the operation."""
+        contexts = []
+        if version >= (1, 1) and not self._code_sets_sent:
+            tcs_c, tcs_w = self.code_sets or orb_codesets.choose(None)
+            contexts.append(CodeSetsContext(char_data=tcs_c, wchar_data=tcs_w))
+        rid = self.giop.next_request_id()
+        code_sets = self.code_sets
+
+        def write_body(w):
+            if code_sets is not None:
+                w.tcs_c, w.tcs_w = code_sets
+            write_arguments(w, op, args)
+        fragment_size = self.orb.options.fragment_size     # GIOP 1.0 messages go whole
+        try:
+            if contexts:
+                msg = Request(version=version, little=little, request_id=rid,
+                              response_flags=3 if response_expected else 0,
+                              target=KeyAddr(key), operation=op.name,
+                              service_contexts=contexts)
+                data = self.giop.send(msg, write_body=write_body, fragment_size=fragment_size)
+            else:
+                template = self._request_template(version, little, key, op.name,
+                                                  response_expected)
+                data = self.giop.send_templated(template, rid, write_body,
+                                                fragment_size=fragment_size)
+        except (EncodeError, TypeError, ValueError, AttributeError) as e:
+            local = BAD_PARAM(OMG_VMCID | 0, _NO)
+            local.raised_locally = True
+            raise local from e
+        if contexts:
+            self._code_sets_sent = True
+        return rid, data
+
+    def _request_template(self, version, little, key, operation: str,
+                          response_expected: bool) -> MessageTemplate:
+        """The Request template of a call of ``operation`` on ``key`` (without
+        service contexts), made on its first call."""
+        index = (version, little, key, operation, response_expected)
+        template = self._templates.get(index)
+        if template is None:
+            if len(self._templates) >= _MAX_TEMPLATES:
+                self._templates.clear()
+            template = self._templates[index] = self.giop.template(Request(
+                version=version, little=little, response_flags=3 if response_expected else 0,
+                target=KeyAddr(key), operation=operation))
+        return template
+
+    def cancel_request_bytes(self, version, little, request_id) -> bytes:
+        """A CancelRequest for ``request_id`` (b"" when it cannot be encoded)."""
+        try:
+            return self.giop.send(CancelRequest(version=version, little=little,
+                                                request_id=request_id))
+        except PycdrError:
+            return b""
+
+
+class ClientConnection(RequestEncoder):
     def __init__(self, orb: ORB, endpoint: Endpoint, version: tuple):
         self.orb = orb
         self.endpoint = endpoint
         self.host = endpoint.host
         self.port = endpoint.port
         self.version = version
-        self.giop = GiopConnection(Role.CLIENT, version=CLIENT_GIOP_VERSION,
-                                   max_message_size=orb.options.max_message_size,
-                                   field_offsets=False, body_views=True,
-                                   scratch=receive_scratch(asyncio.get_running_loop()))
-        self.code_sets: tuple | None = None      # (TCS-C, TCS-W) for this connection
-        self._code_sets_sent = False
+        self.giop = self.new_giop(receive_scratch(asyncio.get_running_loop()))
+        self._init_encoder()
         self._pending: dict[int, _Waiter] = {}
-        self._templates: dict[tuple, MessageTemplate] = {}     # see _request_template
         self._pending_locates: dict[int, asyncio.Future] = {}
         # Request deadlines: one timer for the connection, at the earliest, instead
         # of a timeout per call (which cost a tenth of a small call's client time).
@@ -501,37 +614,8 @@ class ClientConnection:
         (reply, connection), or (None, None) once ``deadline`` (time.monotonic())
         passes without one."""
         if self.closed:
-            raise _PeerClosed()
-        contexts = []
-        if version >= (1, 1) and not self._code_sets_sent:
-            tcs_c, tcs_w = self.code_sets or orb_codesets.choose(None)
-            contexts.append(CodeSetsContext(char_data=tcs_c, wchar_data=tcs_w))
-        rid = self.giop.next_request_id()
-        code_sets = self.code_sets
-
-        def write_body(w):
-            if code_sets is not None:
-                w.tcs_c, w.tcs_w = code_sets
-            write_arguments(w, op, args)
-        fragment_size = self.orb.options.fragment_size     # GIOP 1.0 messages go whole
-        try:
-            if contexts:
-                msg = Request(version=version, little=little, request_id=rid,
-                              response_flags=3 if response_expected else 0,
-                              target=KeyAddr(key), operation=op.name,
-                              service_contexts=contexts)
-                data = self.giop.send(msg, write_body=write_body, fragment_size=fragment_size)
-            else:
-                template = self._request_template(version, little, key, op.name,
-                                                  response_expected)
-                data = self.giop.send_templated(template, rid, write_body,
-                                                fragment_size=fragment_size)
-        except (EncodeError, TypeError, ValueError, AttributeError) as e:
-            local = BAD_PARAM(OMG_VMCID | 0, _NO)
-            local.raised_locally = True
-            raise local from e
-        if contexts:
-            self._code_sets_sent = True
+            raise PeerClosed()
+        rid, data = self.encode_request(version, little, key, op, args, response_expected)
         waiter = None
         if response_expected:
             waiter = _Waiter(self, rid, version, little)
@@ -548,20 +632,6 @@ class ClientConnection:
             self._fail(COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
             raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
         return waiter
-
-    def _request_template(self, version, little, key, operation: str,
-                          response_expected: bool) -> MessageTemplate:
-        """The Request template of a call of ``operation`` on ``key`` (without
-        service contexts), made on its first call."""
-        index = (version, little, key, operation, response_expected)
-        template = self._templates.get(index)
-        if template is None:
-            if len(self._templates) >= _MAX_TEMPLATES:
-                self._templates.clear()
-            template = self._templates[index] = self.giop.template(Request(
-                version=version, little=little, response_flags=3 if response_expected else 0,
-                target=KeyAddr(key), operation=operation))
-        return template
 
     async def locate(self, version, little, key, timeout) -> LocateReply:
         if self.closed:
@@ -581,11 +651,8 @@ class ClientConnection:
     def cancel(self, waiter: _Waiter) -> None:
         if self._pending.pop(waiter.request_id, None) is None or self.closed:
             return
-        try:
-            self.stream.write(self.giop.send(CancelRequest(
-                version=waiter.version, little=waiter.little, request_id=waiter.request_id)))
-        except PycdrError:
-            pass
+        self.stream.write(self.cancel_request_bytes(waiter.version, waiter.little,
+                                                    waiter.request_id))
 
     # --- deadlines -----------------------------------------------------------------
     def _watch(self, waiter: _Waiter, deadline: float) -> None:
@@ -643,7 +710,7 @@ class ClientConnection:
                         self._refuse_reply(event.request_id)
                 elif isinstance(event, ConnectionClosed):
                     by_peer = event.reason == "peer sent CloseConnection"
-                    self._fail(_PeerClosed() if by_peer
+                    self._fail(PeerClosed() if by_peer
                                else COMM_FAILURE(OMG_VMCID | 0, _MAYBE))
                     self._close_transport()
                     return
@@ -683,7 +750,7 @@ class ClientConnection:
         cause = self._tls_failure()
         for waiter in self._pending.values():
             if not waiter.future.done():
-                if isinstance(error, _PeerClosed):
+                if isinstance(error, PeerClosed):
                     waiter.future.set_exception(error)
                 else:
                     failure = type(error)(error.minor, error.completed)
@@ -692,7 +759,7 @@ class ClientConnection:
         for future in self._pending_locates.values():
             if not future.done():
                 future.set_exception(TRANSIENT(OMG_VMCID | 0, _NO)
-                                     if isinstance(error, _PeerClosed) else error)
+                                     if isinstance(error, PeerClosed) else error)
         self._pending.clear()
         self._pending_locates.clear()
         self._deadlines.clear()
@@ -920,5 +987,5 @@ def make_name(components) -> list:
     return [NameComponent(id=i, kind=k) for i, k in components]
 
 
-__all__ = ["ORB", "ClientOptions", "ObjectRef", "DeferredRequest", "RawConnection", "RawRead",
+__all__ = ["ORB", "ClientOptions", "ObjectRef", "Invocation", "DeferredRequest", "RawConnection", "RawRead",
            "UnknownUserException", "make_name", "RESOLVE", "BIND", "REBIND"]

@@ -37,8 +37,25 @@ def write_arguments(w: CDRWriter, op: Operation, args) -> None:
         write_value(w, param.type, value)
 
 
-def read_arguments(r: CDRReader, op: Operation) -> list:
+def read_arguments(r: CDRReader, op: Operation, octet_views: bool = False) -> list:
+    """The in/inout values; with ``octet_views`` a sequence<octet> among them (not one
+    nested in another type) is a memoryview of the message, not a bytes copy."""
+    if octet_views and type(r) is CDRReader:
+        return [_read_viewing_octets(r, p.type) for p in op.in_params]
     return [read_value(r, p.type) for p in op.in_params]
+
+
+def octet_sequence_bound(type_code) -> int | None:
+    """The bound of a sequence<octet> (0: unbounded); None for any other type."""
+    t = type_code.unalias()
+    if t.kind() == TCKind.tk_sequence and t.content_type().unalias().kind() == TCKind.tk_octet:
+        return t.length()
+    return None
+
+
+def _read_viewing_octets(r: CDRReader, type_code):
+    bound = octet_sequence_bound(type_code)
+    return read_value(r, type_code) if bound is None else r.read_octet_view(bound)
 
 
 def results_to_values(op: Operation, returned) -> list:
@@ -68,7 +85,10 @@ def write_results(w: CDRWriter, op: Operation, values: list) -> None:
         write_value(w, type_code, value)
 
 
-def read_results(r: CDRReader, op: Operation) -> list:
+def read_results(r: CDRReader, op: Operation, octet_views: bool = False) -> list:
+    """The result and out/inout values (``octet_views``: as read_arguments)."""
+    if octet_views and type(r) is CDRReader:
+        return [_read_viewing_octets(r, t) for t in result_types(op)]
     return [read_value(r, t) for t in result_types(op)]
 
 

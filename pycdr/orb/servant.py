@@ -31,6 +31,9 @@ class Servant(abc.ABC):
     # True: in/inout sequences of short..double arrive as array.array, not lists
     # (pycdr.marshal.decode's numeric_arrays mapping, for servants moving bulk data).
     numeric_arrays = False
+    # True: an in/inout sequence<octet> arrives as a memoryview of the request message
+    # (read_arguments' octet_views), not a bytes copy: for servants of bulk octets.
+    octet_views = False
 
     def __init__(self, interface: Interface):
         self.interface = interface

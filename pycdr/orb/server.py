@@ -22,6 +22,7 @@ when the load drops, freed memory is given back to the system (glibc's malloc_tr
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import gc
 import inspect
@@ -351,21 +352,228 @@ def _system(exc: SystemException) -> _Outcome:
     return _Outcome(ReplyStatus.SYSTEM_EXCEPTION, system_exception=exc)
 
 
-class _ServerConnection:
-    def __init__(self, server: Server, stream: GiopStream):
+class RequestDispatch(abc.ABC):
+    """A server connection's handling of messages, whatever its transport: code set
+    negotiation, a Request's target, arguments, servant call and Reply (from
+    per-(version, byte order) templates), LocateReplies, CloseConnection.  The
+    asyncio server's connections (_ServerConnection) and the threaded server's
+    (threads.ThreadConnection) add the reading and writing: ``_write(data)``."""
+
+    def _init_dispatch(self, server: Server, giop: GiopConnection, peer) -> None:
         self.server = server
         self.adapter = server.adapter
         self.limits = server.limits
-        self.stream = stream
-        self.peer = stream.peer
-        self.giop = stream.giop
-        self.twoway_tasks: dict[int, asyncio.Task] = {}
+        self.giop = giop
+        self.peer = peer
         self._reply_templates: dict[tuple, MessageTemplate] = {}   # by (version, little)
-        self.tasks: set[asyncio.Task] = set()
-        self.in_flight = asyncio.Semaphore(self.limits.max_requests_in_flight)
         self.code_sets: tuple[int, int] | None = None     # (TCS-C, TCS-W) once negotiated
         self.last_version = (1, 0)     # of the last message received: for CloseConnection
         self.closed = False
+        self._last_activity = time.monotonic()
+
+    @abc.abstractmethod
+    def _write(self, data) -> None:
+        """Send ``data`` (nothing once the connection is closed)."""
+
+    def _violation(self, event: ProtocolViolation) -> bool:
+        """Log a protocol violation and send its answer; whether to close."""
+        log.warning("%s: %s", self.peer, event)
+        if event.reply:
+            self._write(event.reply)
+        return event.answer in (Answer.SEND_MESSAGE_ERROR_AND_CLOSE, Answer.CLOSE)
+
+    def _on_other_message(self, msg) -> bool:
+        """A message other than a Request; False when the connection must close."""
+        if isinstance(msg, LocateRequest):
+            self._send(self._locate_reply(msg))
+        elif isinstance(msg, CancelRequest):
+            self._cancel(msg.request_id)
+        elif isinstance(msg, MessageError):
+            log.warning("%s sent MessageError: it did not understand a message of ours",
+                        self.peer)
+        elif isinstance(msg, CloseConnection):
+            return False
+        return True
+
+    @abc.abstractmethod
+    def _cancel(self, request_id: int) -> None:
+        """A CancelRequest: the client no longer waits for that reply."""
+
+    def _request_target(self, req: Request):
+        """(refused code sets or None, object key, servant) of a Request."""
+        refused = self._negotiate_code_sets(req)
+        key = target_object_key(req.target)
+        servant = self.adapter.servant(key) if key is not None else None
+        return refused, key, servant
+
+    def _before_running(self, req: Request) -> bool:
+        """Send what is answered before the servant runs; False when the request
+        must not run."""
+        if req.version >= (1, 2) and req.response_flags not in VALID_RESPONSE_FLAGS:
+            # 0, 1 and 3 are the defined values; anything else is refused without
+            # running the request (CORBA 3.x Part 2, 9.4.2.1).
+            self._send_reply(req, _system(INV_FLAG(OMG_VMCID | 0, _NO)))
+            return False
+        if req.response_flags == 1:
+            # SYNC_WITH_SERVER: the reply only says the request arrived; send it first.
+            self._send_reply(req, _Outcome(ReplyStatus.NO_EXCEPTION))
+        return True
+
+    def _after_running(self, req: Request, outcome: _Outcome) -> bool:
+        """Send the reply a request ran for, if it expects one; whether it did."""
+        self.server.requests_served += 1
+        if req.response_expected and req.response_flags != 1:
+            self._send_reply(req, outcome)
+            return True
+        return False
+
+    def _prepare(self, req: Request, key: bytes | None, servant: Servant | None,
+                 refused: SystemException | None = None):
+        """(operation, arguments) of a request to run, or the _Outcome that answers
+        it without the servant (code sets ``refused``, no such object or operation,
+        undecodable arguments, the object operations _is_a and the like)."""
+        if refused is not None:
+            return _system(refused)
+        if servant is None:
+            # (a key with a servant is never forwarded: forward() deactivates it)
+            forward = self.adapter.forwarded(key) if key is not None else None
+            if forward is not None:
+                permanent = forward.permanent and req.version >= (1, 2)
+                return _Outcome(ReplyStatus.LOCATION_FORWARD_PERM if permanent
+                                else ReplyStatus.LOCATION_FORWARD, forward=forward.ior)
+            return _system(OBJECT_NOT_EXIST(OMG_VMCID | 2, _NO))
+        op = servant.operations.get(req.operation) or OBJECT_OPERATIONS.get(req.operation)
+        if op is None:
+            return _system(BAD_OPERATION(OMG_VMCID | 2, _NO))
+        code_sets = self.code_sets
+        try:
+            reader = req.body_reader(**_tcs_kwargs(*code_sets)) if code_sets \
+                else req.body_reader()
+            if servant.numeric_arrays:
+                reader.context = {"numeric_arrays": True}
+            args = read_arguments(reader, op, servant.octet_views)
+        except PycdrError as e:
+            log.info("%s: %s arguments undecodable: %s", self.peer, req.operation, e)
+            return _system(MARSHAL(OMG_VMCID | 0, _NO))
+        if op is OBJECT_OPERATIONS.get(op.name):
+            return self._object_operation(servant, op, args)
+        return op, args
+
+    def _raised(self, op, e: Exception) -> _Outcome:
+        """The outcome of a servant that raised ``e`` (called where it is caught)."""
+        if isinstance(e, SystemException):
+            return _system(e)
+        if isinstance(e, UserException):
+            exc_tc = type(e)._tc
+            if exc_tc is None or not any(exc_tc.id() == t.id() for t in op.raises):
+                log.error("servant raised %r, which %s does not declare", e, op.name)
+                return _system(UNKNOWN(OMG_VMCID | 1, _YES))
+            tcs_c, tcs_w = self.code_sets or (None, None)
+            return _Outcome(ReplyStatus.USER_EXCEPTION,
+                            write_body=_user_exception_writer(exc_tc, e, tcs_c, tcs_w))
+        log.exception("servant error in %s", op.name)
+        return _system(UNKNOWN(OMG_VMCID | 0, _MAYBE))
+
+    def _returned(self, op, returned) -> _Outcome:
+        """The outcome of a servant that returned ``returned``."""
+        try:
+            values = results_to_values(op, returned)
+        except TypeError as e:
+            log.error("servant result of %s: %s", op.name, e)
+            return _system(MARSHAL(OMG_VMCID | 0, _YES))
+        tcs_c, tcs_w = self.code_sets or (None, None)
+        return _Outcome(ReplyStatus.NO_EXCEPTION,
+                        write_body=_results_writer(op, values, tcs_c, tcs_w))
+
+    def _negotiate_code_sets(self, req: Request) -> SystemException | None:
+        """The first CodeSets context on a connection fixes its code sets;
+        later ones are ignored (CORBA 3.x Part 2, 7.10.2.6)."""
+        if self.code_sets is not None or req.version < (1, 1):
+            return None
+        for context in req.service_contexts:
+            if isinstance(context, CodeSetsContext):
+                if not orb_codesets.acceptable(context.char_data, context.wchar_data):
+                    log.warning("%s: CodeSets context %s refused", self.peer, context)
+                    return CODESET_INCOMPATIBLE(OMG_VMCID | 1, _NO)
+                self.code_sets = (context.char_data, context.wchar_data or None)
+                return None
+        return None
+
+    def _object_operation(self, servant: Servant, op, args) -> _Outcome:
+        if op.name == "_is_a":
+            values = [servant.is_a(args[0])]
+        elif op.name in ("_non_existent", "_not_existent"):
+            values = [servant.non_existent()]
+        elif op.name == "_repository_id":
+            values = [servant.repo_id]
+        elif op.name == "_get_component":
+            values = [None]     # not a CORBA component's facet: nil (CORBA 3.x Part 3, 6.11)
+        else:   # _interface / _get_interface
+            values = [self.server.ior(interface_def_key(self.adapter, servant.interface))]
+        return _Outcome(ReplyStatus.NO_EXCEPTION, write_body=_results_writer(op, values))
+
+    def _locate_reply(self, msg: LocateRequest) -> LocateReply:
+        key = target_object_key(msg.target)
+        reply = LocateReply(version=msg.version, little=msg.little, request_id=msg.request_id,
+                            locate_status=LocateStatus.UNKNOWN_OBJECT)
+        if key is None:
+            return reply
+        forward = self.adapter.forwarded(key)
+        if forward is not None:
+            reply.locate_status = LocateStatus.OBJECT_FORWARD_PERM \
+                if forward.permanent and msg.version >= (1, 2) else LocateStatus.OBJECT_FORWARD
+            reply.forward = forward.ior
+        elif self.adapter.servant(key) is not None:
+            reply.locate_status = LocateStatus.OBJECT_HERE
+        return reply
+
+    def _send_reply(self, req: Request, outcome: _Outcome) -> None:
+        if outcome.status == ReplyStatus.NO_EXCEPTION and outcome.write_body is not None \
+                and not self.closed:
+            template = self._reply_templates.get((req.version, req.little))
+            if template is None:
+                template = self._reply_templates[(req.version, req.little)] = \
+                    self.giop.template(Reply(version=req.version, little=req.little,
+                                             reply_status=ReplyStatus.NO_EXCEPTION))
+            try:
+                self._write(self.giop.send_templated(
+                    template, req.request_id, outcome.write_body,
+                    fragment_size=self.limits.fragment_size))
+                return
+            except (EncodeError, TypeError, ValueError, AttributeError) as e:
+                log.error("cannot encode the reply to %s: %s", req.operation, e)
+                outcome = _system(MARSHAL(OMG_VMCID | 0, _YES))
+        reply = Reply(version=req.version, little=req.little, request_id=req.request_id,
+                      reply_status=outcome.status, system_exception=outcome.system_exception,
+                      forward=outcome.forward)
+        try:
+            self._send(reply, outcome.write_body)
+        except (EncodeError, TypeError, ValueError, AttributeError) as e:
+            # The servant's values do not fit the types: MARSHAL instead.
+            log.error("cannot encode the reply to %s: %s", req.operation, e)
+            reply.reply_status = ReplyStatus.SYSTEM_EXCEPTION
+            reply.system_exception = MARSHAL(OMG_VMCID | 0, _YES)
+            self._send(reply)
+
+    def _send(self, msg, write_body=None) -> None:
+        if self.closed:
+            return
+        # GIOP 1.0 has no fragments: encode_fragments sends its messages whole.
+        self._write(self.giop.send(msg, write_body=write_body,
+                                   fragment_size=self.limits.fragment_size))
+
+    def _send_close_connection(self) -> None:
+        if not self.closed:
+            self._write(self.giop.send(CloseConnection(version=self.last_version)))
+
+
+class _ServerConnection(RequestDispatch):
+    def __init__(self, server: Server, stream: GiopStream):
+        self._init_dispatch(server, stream.giop, stream.peer)
+        self.stream = stream
+        self.twoway_tasks: dict[int, asyncio.Task] = {}
+        self.tasks: set[asyncio.Task] = set()
+        self.in_flight = asyncio.Semaphore(self.limits.max_requests_in_flight)
         # The messages that arrive are handled in the transport's callback
         # (_on_data), with no task: a task woken per message cost a sixth of a
         # small call's server time.  Handling that must wait (for the write
@@ -374,7 +582,6 @@ class _ServerConnection:
         self._batch: asyncio.Task | None = None
         self._again = False           # data arrived while _batch ran
         self._stopping = False        # shut_down(): no more messages are handled
-        self._last_activity = time.monotonic()
         # Since when the incomplete message has not progressed (a message or fragment
         # completed moves the stream offset): its age, for the timeout and the budget.
         self._partial_since: float | None = None
@@ -581,10 +788,7 @@ class _ServerConnection:
                 if not await self._on_message(event.message):
                     return False
             elif isinstance(event, ProtocolViolation):
-                log.warning("%s: %s", self.peer, event)
-                if event.reply:
-                    self._write(event.reply)
-                if event.answer in (Answer.SEND_MESSAGE_ERROR_AND_CLOSE, Answer.CLOSE):
+                if self._violation(event):
                     await self._drain()
                     return False
             elif isinstance(event, ConnectionClosed):
@@ -594,24 +798,17 @@ class _ServerConnection:
         self.last_version = msg.version
         if isinstance(msg, Request):
             await self._start_request(msg)
-        elif isinstance(msg, LocateRequest):
-            self._send(self._locate_reply(msg))
-        elif isinstance(msg, CancelRequest):
-            task = self.twoway_tasks.pop(msg.request_id, None)
-            if task is not None:
-                task.cancel()     # no reply: the client no longer waits for one
-        elif isinstance(msg, MessageError):
-            log.warning("%s sent MessageError: it did not understand a message of ours",
-                        self.peer)
-        elif isinstance(msg, CloseConnection):
-            return False
-        return True
+            return True
+        return self._on_other_message(msg)
+
+    def _cancel(self, request_id: int) -> None:
+        task = self.twoway_tasks.pop(request_id, None)
+        if task is not None:
+            task.cancel()     # no reply: the client no longer waits for one
 
     # --- requests ------------------------------------------------------------------
     async def _start_request(self, req: Request) -> None:
-        refused = self._negotiate_code_sets(req)
-        key = target_object_key(req.target)
-        servant = self.adapter.servant(key) if key is not None else None
+        refused, key, servant = self._request_target(req)
         if servant is not None and not servant.concurrent_operation(req.operation):
             # A servant that never awaits blocks the loop while it runs anyway:
             # serve it here, without a task and the loop turn a task costs.
@@ -630,35 +827,15 @@ class _ServerConnection:
         self.in_flight.release()
         self._last_activity = time.monotonic()
 
-    def _negotiate_code_sets(self, req: Request) -> SystemException | None:
-        """The first CodeSets context on a connection fixes its code sets;
-        later ones are ignored (CORBA 3.x Part 2, 7.10.2.6)."""
-        if self.code_sets is not None or req.version < (1, 1):
-            return None
-        for context in req.service_contexts:
-            if isinstance(context, CodeSetsContext):
-                if not orb_codesets.acceptable(context.char_data, context.wchar_data):
-                    log.warning("%s: CodeSets context %s refused", self.peer, context)
-                    return CODESET_INCOMPATIBLE(OMG_VMCID | 1, _NO)
-                self.code_sets = (context.char_data, context.wchar_data or None)
-                return None
-        return None
-
     async def _serve(self, req: Request, refused: SystemException | None,
                      key: bytes | None, servant: Servant | None,
                      inline: bool = False) -> None:
         """Run ``req`` (addressed to ``key``, its target_object_key, whose servant
         was ``servant`` when it arrived) and reply.  ``inline``: the servant's
         method never awaits, so the request runs start to end without yielding."""
-        if req.version >= (1, 2) and req.response_flags not in VALID_RESPONSE_FLAGS:
-            # 0, 1 and 3 are the defined values; anything else is refused without
-            # running the request (CORBA 3.x Part 2, 9.4.2.1).
-            self._send_reply(req, _system(INV_FLAG(OMG_VMCID | 0, _NO)))
+        if not self._before_running(req):
             await self._drain()
             return
-        if req.response_flags == 1:
-            # SYNC_WITH_SERVER: the reply only says the request arrived; send it first.
-            self._send_reply(req, _Outcome(ReplyStatus.NO_EXCEPTION))
         try:
             if refused is not None:
                 outcome = _system(refused)
@@ -679,39 +856,16 @@ class _ServerConnection:
                 outcome = await self._execute(req, key, servant, inline)
         except asyncio.CancelledError:
             return          # CancelRequest or shutdown: no reply
-        self.server.requests_served += 1
-        if req.response_expected and req.response_flags != 1:
-            self._send_reply(req, outcome)
-            if self.stream.must_drain:
-                await self._drain()
+        if self._after_running(req, outcome) and self.stream.must_drain:
+            await self._drain()
         self.twoway_tasks.pop(req.request_id, None)
 
     async def _execute(self, req: Request, key: bytes | None,
                        servant: Servant | None, inline: bool = False) -> _Outcome:
-        if servant is None:
-            # (a key with a servant is never forwarded: forward() deactivates it)
-            forward = self.adapter.forwarded(key) if key is not None else None
-            if forward is not None:
-                permanent = forward.permanent and req.version >= (1, 2)
-                return _Outcome(ReplyStatus.LOCATION_FORWARD_PERM if permanent
-                                else ReplyStatus.LOCATION_FORWARD, forward=forward.ior)
-            return _system(OBJECT_NOT_EXIST(OMG_VMCID | 2, _NO))
-        op = servant.operations.get(req.operation) or OBJECT_OPERATIONS.get(req.operation)
-        if op is None:
-            return _system(BAD_OPERATION(OMG_VMCID | 2, _NO))
-        code_sets = self.code_sets
-        tcs_c, tcs_w = code_sets or (None, None)
-        try:
-            reader = req.body_reader(**_tcs_kwargs(tcs_c, tcs_w)) if code_sets \
-                else req.body_reader()
-            if servant.numeric_arrays:
-                reader.context = {"numeric_arrays": True}
-            args = read_arguments(reader, op)
-        except PycdrError as e:
-            log.info("%s: %s arguments undecodable: %s", self.peer, req.operation, e)
-            return _system(MARSHAL(OMG_VMCID | 0, _NO))
-        if op is OBJECT_OPERATIONS.get(op.name):
-            return self._object_operation(servant, op, args)
+        prepared = self._prepare(req, key, servant)
+        if isinstance(prepared, _Outcome):
+            return prepared
+        op, args = prepared
         try:
             if inline:
                 # (no coroutine: the method does not await; what it returns may
@@ -723,90 +877,11 @@ class _ServerConnection:
                 returned = await servant.invoke(op, args)
         except asyncio.CancelledError:
             raise
-        except SystemException as e:
-            return _system(e)
-        except UserException as e:
-            exc_tc = type(e)._tc
-            if exc_tc is None or not any(exc_tc.id() == t.id() for t in op.raises):
-                log.error("servant raised %r, which %s does not declare", e, op.name)
-                return _system(UNKNOWN(OMG_VMCID | 1, _YES))
-            return _Outcome(ReplyStatus.USER_EXCEPTION,
-                            write_body=_user_exception_writer(exc_tc, e, tcs_c, tcs_w))
-        except Exception:
-            log.exception("servant error in %s", op.name)
-            return _system(UNKNOWN(OMG_VMCID | 0, _MAYBE))
-        try:
-            values = results_to_values(op, returned)
-        except TypeError as e:
-            log.error("servant result of %s: %s", op.name, e)
-            return _system(MARSHAL(OMG_VMCID | 0, _YES))
-        return _Outcome(ReplyStatus.NO_EXCEPTION,
-                        write_body=_results_writer(op, values, tcs_c, tcs_w))
-
-    def _object_operation(self, servant: Servant, op, args) -> _Outcome:
-        if op.name == "_is_a":
-            values = [servant.is_a(args[0])]
-        elif op.name in ("_non_existent", "_not_existent"):
-            values = [servant.non_existent()]
-        elif op.name == "_repository_id":
-            values = [servant.repo_id]
-        elif op.name == "_get_component":
-            values = [None]     # not a CORBA component's facet: nil (CORBA 3.x Part 3, 6.11)
-        else:   # _interface / _get_interface
-            values = [self.server.ior(interface_def_key(self.adapter, servant.interface))]
-        return _Outcome(ReplyStatus.NO_EXCEPTION, write_body=_results_writer(op, values))
-
-    def _locate_reply(self, msg: LocateRequest) -> LocateReply:
-        key = target_object_key(msg.target)
-        reply = LocateReply(version=msg.version, little=msg.little, request_id=msg.request_id,
-                            locate_status=LocateStatus.UNKNOWN_OBJECT)
-        if key is None:
-            return reply
-        forward = self.adapter.forwarded(key)
-        if forward is not None:
-            reply.locate_status = LocateStatus.OBJECT_FORWARD_PERM \
-                if forward.permanent and msg.version >= (1, 2) else LocateStatus.OBJECT_FORWARD
-            reply.forward = forward.ior
-        elif self.adapter.servant(key) is not None:
-            reply.locate_status = LocateStatus.OBJECT_HERE
-        return reply
+        except Exception as e:
+            return self._raised(op, e)
+        return self._returned(op, returned)
 
     # --- writing -------------------------------------------------------------------
-    def _send_reply(self, req: Request, outcome: _Outcome) -> None:
-        if outcome.status == ReplyStatus.NO_EXCEPTION and outcome.write_body is not None \
-                and not self.closed:
-            template = self._reply_templates.get((req.version, req.little))
-            if template is None:
-                template = self._reply_templates[(req.version, req.little)] = \
-                    self.giop.template(Reply(version=req.version, little=req.little,
-                                             reply_status=ReplyStatus.NO_EXCEPTION))
-            try:
-                self._write(self.giop.send_templated(
-                    template, req.request_id, outcome.write_body,
-                    fragment_size=self.limits.fragment_size))
-                return
-            except (EncodeError, TypeError, ValueError, AttributeError) as e:
-                log.error("cannot encode the reply to %s: %s", req.operation, e)
-                outcome = _system(MARSHAL(OMG_VMCID | 0, _YES))
-        reply = Reply(version=req.version, little=req.little, request_id=req.request_id,
-                      reply_status=outcome.status, system_exception=outcome.system_exception,
-                      forward=outcome.forward)
-        try:
-            self._send(reply, outcome.write_body)
-        except (EncodeError, TypeError, ValueError, AttributeError) as e:
-            # The servant's values do not fit the types: MARSHAL instead.
-            log.error("cannot encode the reply to %s: %s", req.operation, e)
-            reply.reply_status = ReplyStatus.SYSTEM_EXCEPTION
-            reply.system_exception = MARSHAL(OMG_VMCID | 0, _YES)
-            self._send(reply)
-
-    def _send(self, msg, write_body=None) -> None:
-        if self.closed:
-            return
-        # GIOP 1.0 has no fragments: encode_fragments sends its messages whole.
-        self._write(self.giop.send(msg, write_body=write_body,
-                                   fragment_size=self.limits.fragment_size))
-
     def _write(self, data: bytes) -> None:
         if not self.closed:
             self.stream.write(data)
@@ -818,10 +893,6 @@ class _ServerConnection:
             await self.stream.drain()
         except (ConnectionError, OSError):
             self._close()
-
-    def _send_close_connection(self) -> None:
-        if not self.closed:
-            self._write(self.giop.send(CloseConnection(version=self.last_version)))
 
     async def shut_down(self, grace: float) -> None:
         """Orderly shutdown: stop reading, give in-flight requests ``grace``

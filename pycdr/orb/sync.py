@@ -1,5 +1,8 @@
-"""A synchronous facade for scripts: the asyncio ORB runs in a background
-thread's event loop; these objects block until its answer.
+"""A synchronous facade for scripts: invocations run in the caller's thread over
+blocking sockets (pycdr.orb.blocking); servers, raw connections, deferred
+requests and LocateRequests run on the asyncio ORB in a background thread's
+event loop.  These objects block until their answer.  ``SyncORB(blocking=False)``
+runs the invocations on the loop too.
 
     with SyncORB() as orb:
         server = orb.serve(EchoServant(module.interfaces["Demo::Echo"]), "Echo")
@@ -10,22 +13,30 @@ thread's event loop; these objects block until its answer.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 
+from .. import tc
+
+from . import blocking as blocking_calls
 from .aio import new_event_loop
 from .client import ORB, ClientOptions, ObjectRef, RawConnection, RawRead
+from .invocation import dynamic_operation
 from .server import Server, ServerLimits
 from .servant import Servant
+from .threads import ThreadedServer
 
 
 class SyncORB:
-    def __init__(self, options: ClientOptions | None = None, **overrides):
+    def __init__(self, options: ClientOptions | None = None, *, blocking: bool = True,
+                 **overrides):
         self.loop = new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="pycdr-orb",
                                         daemon=True)
         self._thread.start()
         self.orb: ORB = self.run(self._make_orb(options, overrides))
         self.servers: list[SyncServer] = []
+        self.blocking = blocking_calls.BlockingClient(self.orb.options) if blocking else None
 
     @staticmethod
     async def _make_orb(options, overrides):
@@ -43,11 +54,13 @@ class SyncORB:
         return SyncRawConnection(self, self.run(self.orb.raw_connection(host, port, timeout)))
 
     def serve(self, servant: Servant | None = None, name: str | bytes | None = None, *,
-              host: str = "127.0.0.1", port: int = 0,
-              limits: ServerLimits | None = None, **server_options) -> "SyncServer":
-        """Start a Server on the ORB's loop, with ``servant`` activated under
-        ``name`` if given (``server_options``: Server's TLS ones)."""
-        server = Server(host=host, port=port, limits=limits, **server_options)
+              host: str = "127.0.0.1", port: int = 0, limits: ServerLimits | None = None,
+              threads: bool = False, **server_options) -> "SyncServer":
+        """Start a Server on the ORB's loop (a ThreadedServer, a thread per connection,
+        with ``threads``), with ``servant`` activated under ``name`` if given
+        (``server_options``: Server's TLS ones)."""
+        server = (ThreadedServer if threads else Server)(host=host, port=port, limits=limits,
+                                                          **server_options)
         key = server.activate(servant, name) if servant is not None else None
         self.run(server.start())
         running = SyncServer(self, server, key)
@@ -59,6 +72,8 @@ class SyncORB:
             return
         for server in self.servers:
             server.stop()
+        if self.blocking is not None:
+            self.blocking.close()
         self.run(self.orb.close())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
@@ -109,6 +124,15 @@ class SyncObjectRef:
         self.ref = ref
 
     def __getattr__(self, name: str):
+        client = self._orb.blocking
+        if client is not None:
+            if name in _BLOCKING:
+                return functools.partial(_BLOCKING[name], client, self.ref)
+            if name in self.ref._operations:
+                def call_operation(*args, timeout: float | None = -1):
+                    return blocking_calls.invoke(client, self.ref, name, args, timeout)
+                call_operation.__name__ = name
+                return call_operation
         async_call = getattr(self.ref, name)
         if not callable(async_call):
             return async_call
@@ -121,6 +145,26 @@ class SyncObjectRef:
 
     def with_options(self, **options) -> "SyncObjectRef":
         return SyncObjectRef(self._orb, self.ref.with_options(**options))
+
+
+def _invoke(client, ref: ObjectRef, op, *args, timeout: float | None = -1):
+    return blocking_calls.invoke(client, ref, op, args, timeout)
+
+
+def _invoke_dynamic(client, ref: ObjectRef, name: str, params, result=tc.void, args=(),
+                    raises=(), oneway: bool = False, timeout: float | None = -1):
+    op = dynamic_operation(name, params, result, raises, oneway)
+    return blocking_calls.invoke(client, ref, op, args, timeout)
+
+
+def _send_oneway(client, ref: ObjectRef, op, *args):
+    return blocking_calls.invoke(client, ref, op, args, None, oneway=True)
+
+
+# The calls of ObjectRef that SyncObjectRef makes over blocking sockets.
+_BLOCKING = {"invoke": _invoke, "invoke_dynamic": _invoke_dynamic,
+             "send_oneway": _send_oneway, "is_a": blocking_calls.is_a,
+             "non_existent": blocking_calls.non_existent}
 
 
 class SyncRawConnection:

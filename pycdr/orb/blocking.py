@@ -1,0 +1,292 @@
+"""The reference ORB's client over blocking sockets: an invocation runs in the
+caller's thread, from the Request's bytes to the Reply's values, with no event
+loop between (SyncORB's calls).
+
+    client = BlockingClient(orb.options)
+    BlockingInvocation(ref, op, args, timeout, oneway).run(client)
+
+It shares everything but the transport with the asyncio client (client.py): the
+Requests' encoding (RequestEncoder), the course of an invocation (Invocation:
+LOCATION_FORWARD hops, retries after a CloseConnection, reading the Reply) and
+the sans-I/O GiopConnection.  One connection per (endpoint, GIOP version), used
+by one call at a time (a lock held from the Request to its Reply): a caller
+thread that finds it busy waits.  Replies are matched by request id, so a late
+Reply to a call that timed out is dropped.
+
+Why: a call through an event loop costs the loop's turns on top of the ORB's
+work; on a 2-vCPU machine a 1-byte echo took 45-48 us of client CPU on uvloop,
+68-100 on asyncio's loop and 34 us over a blocking socket.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+import time
+
+from ..errors import MessageTooLargeError
+from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.messages import Reply
+from ..giop.sysexc import (COMM_FAILURE, IMP_LIMIT, OBJECT_NOT_EXIST, OMG_VMCID, TIMEOUT,
+                           TRANSIENT, CompletionStatus)
+from ..idl.model import Operation
+from .aio import set_socket_buffers
+from .client import SEND_AGAIN, ClientOptions, Invocation, ObjectRef, PeerClosed, RequestEncoder
+from .invocation import IS_A, NON_EXISTENT
+from .tls import Endpoint, connect
+
+log = logging.getLogger("pycdr.orb.blocking")
+
+_NO = CompletionStatus.COMPLETED_NO
+_MAYBE = CompletionStatus.COMPLETED_MAYBE
+_YES = CompletionStatus.COMPLETED_YES
+# Each connection's read buffer: several small replies to a read, a large one
+# read in place once it has begun (GiopConnection.receive_buffer).
+CLIENT_SCRATCH = 256 * 1024
+_TIMEVAL = struct.Struct("@ll")
+
+
+def set_wait_limit(sock: socket.socket, seconds: float | None) -> None:
+    """Bound each recv and send of ``sock`` to ``seconds`` (None: no bound) in the
+    kernel (SO_RCVTIMEO, SO_SNDTIMEO): one past it fails with BlockingIOError.  The
+    socket stays in blocking mode (socket.settimeout(None)), where a recv is one
+    system call; under socket.settimeout every recv and send is a poll and the call."""
+    limit = 0.0 if seconds is None else max(seconds, 0.001)     # (0: no bound)
+    whole = int(limit)
+    value = _TIMEVAL.pack(whole, int((limit - whole) * 1e6))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
+class BlockingClient:
+    """The blocking connections of an ORB's options, one per (endpoint, version)."""
+
+    def __init__(self, options: ClientOptions):
+        self.options = options
+        self._connections: dict[tuple, BlockingConnection] = {}
+        self._lock = threading.Lock()
+
+    def connection(self, endpoint: Endpoint, version: tuple) -> "BlockingConnection":
+        """The open connection to ``endpoint``, connected now if there is none."""
+        key = (endpoint.key, version)
+        with self._lock:
+            conn = self._connections.get(key)
+            if conn is None or conn.closed:
+                conn = self._connections[key] = BlockingConnection(self, endpoint)
+        return conn
+
+    def forget(self, conn: "BlockingConnection") -> None:
+        with self._lock:
+            for key, known in list(self._connections.items()):
+                if known is conn:
+                    del self._connections[key]
+
+    def close(self) -> None:
+        with self._lock:
+            connections = list(self._connections.values())
+            self._connections.clear()
+        for conn in connections:
+            conn.close()
+
+
+class BlockingConnection(RequestEncoder):
+    """One client connection over a blocking socket (connected at its first call)."""
+
+    def __init__(self, client: BlockingClient, endpoint: Endpoint):
+        self.orb = client            # (RequestEncoder reads orb.options)
+        self.client = client
+        self.endpoint = endpoint
+        self.giop = self.new_giop(bytearray(CLIENT_SCRATCH))
+        self._init_encoder()
+        self.lock = threading.Lock()
+        self.sock: socket.socket | None = None
+        self.closed = False
+        self._wait_limit: float | None = None       # as set_wait_limit left it
+
+    def _connect(self) -> None:
+        try:
+            sock = connect(self.endpoint, self.orb.options.tls,
+                           timeout=self.orb.options.connect_timeout)
+        except OSError as e:        # a TransportError: the step that failed is its cause
+            self._close()
+            raise TRANSIENT(OMG_VMCID | 2, _NO) from e
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        set_socket_buffers(sock)
+        sock.settimeout(None)
+        self.sock = sock
+
+    def _limit_waits(self, deadline: float | None, exact: bool = False) -> None:
+        """Bound the socket's waits by what is left until ``deadline``.  The kernel's
+        limit is changed only when it is None and should not be, or lies beyond the
+        deadline (or ``exact``: a wait ended by it before the deadline): calls with the
+        same timeout leave it alone.  A wait it ends early is made again."""
+        if deadline is None:
+            if self._wait_limit is not None:
+                set_wait_limit(self.sock, None)
+                self._wait_limit = None
+            return
+        remaining = deadline - time.monotonic()
+        if exact or self._wait_limit is None or remaining < 0.95 * self._wait_limit:
+            set_wait_limit(self.sock, remaining)
+            self._wait_limit = max(remaining, 0.001)
+
+    def call(self, version, little, key, op: Operation, args, response_expected: bool,
+             deadline: float | None):
+        """Send a Request and, when a reply is expected, wait for it: the Reply, or
+        TIMEOUT once ``deadline`` (time.monotonic()) passes; PeerClosed when the
+        server sent CloseConnection first (it did not run the request)."""
+        with self.lock:
+            if self.closed:
+                raise PeerClosed()
+            if self.sock is None:
+                self._connect()
+            rid, data = self.encode_request(version, little, key, op, args, response_expected)
+            try:
+                self._limit_waits(deadline)
+                self.sock.sendall(data)
+            except OSError as e:
+                # (a send timing out leaves part of a message on the stream)
+                self._close()
+                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+            if not response_expected:
+                return None
+            return self._reply_to(rid, version, little, deadline)
+
+    def _reply_to(self, rid: int, version, little, deadline: float | None) -> Reply:
+        giop = self.giop
+        violation = None        # the last protocol violation: why the connection closes
+        while True:
+            event = giop.next_event()
+            if event is NEED_DATA:
+                self._receive(rid, version, little, deadline)
+            elif isinstance(event, MessageReceived):
+                msg = event.message
+                if isinstance(msg, Reply) and msg.request_id == rid:
+                    return msg
+                # (a stray LocateReply: dropped)
+            elif isinstance(event, ProtocolViolation):
+                # (the late Reply of a call that timed out is one: discarded)
+                log.warning("%s: %s", self.endpoint.describe(), event)
+                violation = event.error
+                if event.reply:
+                    self._send_quietly(event.reply)
+                if isinstance(event.error, MessageTooLargeError) and event.request_id == rid:
+                    # (a ZIOP Reply inflating past the limit: the stream goes on)
+                    raise IMP_LIMIT(OMG_VMCID | 0, _YES) from event.error
+            elif isinstance(event, ConnectionClosed):
+                self._close()
+                if event.reason == "peer sent CloseConnection":
+                    raise PeerClosed()
+                # The typed error, with its offset, when a violation closed it.
+                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from violation
+
+    def _receive(self, rid: int, version, little, deadline: float | None) -> None:
+        """Read what the socket has into the GiopConnection (b"" at its end)."""
+        exact = False
+        while True:
+            if deadline is not None and deadline <= time.monotonic():
+                self._timed_out(rid, version, little)
+            try:
+                self._limit_waits(deadline, exact)
+                n = self.sock.recv_into(self.giop.receive_buffer())
+                break
+            except BlockingIOError:
+                exact = True        # the kernel's limit: the deadline decides
+            except OSError as e:
+                self._close()
+                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+        if n:
+            self.giop.received(n)
+        else:
+            self.giop.receive_data(b"")
+
+    def _timed_out(self, rid: int, version, little):
+        """The deadline passed: CancelRequest, then TIMEOUT.  A Reply that had begun
+        to arrive and stalls would hold up every later one: the connection closes."""
+        if self.giop.has_partial_message:
+            log.warning("%s: a call timed out while a message was incomplete: closing "
+                        "the connection", self.endpoint.describe())
+            self._close()
+        else:
+            self._send_quietly(self.cancel_request_bytes(version, little, rid))
+        raise TIMEOUT(OMG_VMCID | 0, _MAYBE) from None
+
+    def _send_quietly(self, data: bytes) -> None:
+        """Send what the protocol asks (a CancelRequest, a MessageError) if the
+        socket still takes it."""
+        try:
+            set_wait_limit(self.sock, 1.0)
+            self._wait_limit = 1.0
+            self.sock.sendall(data)
+        except OSError:
+            self._close()
+
+    def _close(self) -> None:
+        self.closed = True
+        self.client.forget(self)
+        self.giop.release_buffers()
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        with self.lock:
+            self._close()
+
+
+class BlockingInvocation(Invocation):
+    """An invocation run start to end in the calling thread."""
+
+    def run(self, client: BlockingClient):
+        while True:
+            reply, conn = self._send(client)
+            if reply is None:          # oneway
+                return None
+            answer = self._answer(reply, conn)
+            if answer is not SEND_AGAIN:
+                return answer
+
+    def _send(self, client: BlockingClient):
+        """(Reply, connection), (None, None) for a oneway; a cached connection the
+        server closed is replaced, and the request sent again."""
+        ref = self.ref
+        while True:
+            profile, version = self._target()
+            conn = client.connection(ref.endpoint, version)
+            conn.choose_code_sets(profile)
+            try:
+                reply = conn.call(version, ref._little, profile.object_key, self.op,
+                                  self.args, not self.oneway, self._deadline)
+            except PeerClosed:
+                self._closed_before_reply()
+                continue
+            return reply, conn
+
+
+def invoke(client: BlockingClient, ref: ObjectRef, op: Operation | str, args,
+           timeout: float | None = -1, oneway: bool | None = None):
+    """ObjectRef.invoke (or send_oneway with ``oneway``), blocking."""
+    if isinstance(op, str):
+        op = ref.operation(op)
+    timeout = ref._timeout if timeout == -1 else timeout
+    return BlockingInvocation(ref, op, tuple(args), timeout,
+                              op.oneway if oneway is None else oneway).run(client)
+
+
+def is_a(client: BlockingClient, ref: ObjectRef, repo_id: str, timeout=-1) -> bool:
+    return invoke(client, ref, IS_A, (repo_id,), timeout)
+
+
+def non_existent(client: BlockingClient, ref: ObjectRef, timeout=-1) -> bool:
+    """_non_existent; OBJECT_NOT_EXIST counts as true (as ObjectRef.non_existent)."""
+    try:
+        return invoke(client, ref, NON_EXISTENT, (), timeout)
+    except OBJECT_NOT_EXIST:
+        return True
+
+
+__all__ = ["BlockingClient", "BlockingConnection", "BlockingInvocation", "invoke"]
