@@ -410,7 +410,9 @@ def _assert_known(run, label, **either):
         assert not_passed.pop(case_id, kind) == kind, case_id
     for kind, prefixes, _why in KNOWN[label]:
         _pop_all(not_passed, kind, *prefixes)
-    assert not_passed == {}
+    # The outcomes themselves, so that a failure in CI says what the client did.
+    assert not_passed == {}, [(r.case.id, r.verdict, r.outcome) for r in run.results
+                              if r.case.id in not_passed]
 
 
 def _verdicts(run, prefix):
@@ -435,9 +437,12 @@ def test_jacorb_client(client_runs):
 
 def test_openjdk_orb_client(client_runs):
     # Seen both ways from run to run (docs/CI-RERUNS.md): after the 2 GiB claim and the
-    # close it reports COMM_FAILURE (pass) or keeps waiting (hung).
+    # close it reports COMM_FAILURE (pass) or keeps waiting (hung). After CloseConnection and
+    # the close that follows it, it reports COMPLETED_NO (pass) or, on a loaded machine where
+    # its reader sees the end of the stream first, COMPLETED_MAYBE (tolerated).
     _assert_known(_run(client_runs, "OpenJDK ORB 10.1.3 client"), "OpenJDK ORB 10.1.3 client",
-                  **{"size.huge-claim-then-close[1.2-BE]": "hung"})
+                  **{"size.huge-claim-then-close[1.2-BE]": "hung",
+                     "close.close-connection-before-reply[1.2-BE]": "system_exception"})
 
 
 def test_glassfish_orb_client(client_runs):
