@@ -221,18 +221,18 @@ def load_messages(folder: str) -> tuple[str, list]:
     return kind, messages
 
 
-def write_pcap(path: str, messages, answers: bytes = b"", port: int = 2809) -> bool:
+def write_pcap(path: str, messages, answers: bytes = b"", port: int = 2809) -> None:
     """A pcap of one TCP session: the client's messages, then the server's
-    answer bytes (pycdr.pcapwrite).  False when scapy (the pcap extra) is
-    missing."""
+    answer bytes.  Written with pycdr.pcapwrite's own writer, not scapy: a
+    finding is saved in the middle of a campaign, and importing scapy there
+    stalled it for most of a second."""
+    writer = pcapwrite.StreamPcapWriter(path)
     try:
-        packets: list = []
-        session = pcapwrite.TcpSession(packets, server_port=port, client_port=40000)
-    except ImportError:
-        return False
-    for m in messages:
-        session.client_sends(m)
-    if answers:
-        session.server_sends(answers)
-    pcapwrite.write_pcap(path, packets)
-    return True
+        flow = writer.connection(("10.0.0.1", 40000), ("10.0.0.2", port))
+        for m in messages:
+            flow.sends(True, m)
+        if answers:
+            flow.sends(False, answers)
+        flow.close()
+    finally:
+        writer.close()
