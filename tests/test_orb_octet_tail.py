@@ -8,6 +8,7 @@ before; both transports send the list whole, partial sends included.
 Every server here listens on 127.0.0.1, on a port it picks, and is stopped by its test."""
 
 import itertools
+import ssl
 
 import pytest
 
@@ -148,6 +149,18 @@ def test_send_message_sends_every_byte_in_order_over_partial_sends(step):
     blocking.send_message(sock, data)
     assert bytes(sock.sent) == bytes(head) + BIG[:5000]
     assert sock.calls == -(-len(sock.sent) // step)
+
+
+def test_send_message_joins_the_list_for_an_ssl_socket():
+    class RecordingTLSSocket(ssl.SSLSocket):      # (no sendmsg over TLS)
+        def sendall(self, data):
+            self.data = data
+
+        def sendmsg(self, buffers):
+            raise AssertionError("an SSL socket has no sendmsg")
+    sock = RecordingTLSSocket.__new__(RecordingTLSSocket)
+    blocking.send_message(sock, [bytearray(b"head"), BIG])
+    assert sock.data == b"head" + BIG
 
 
 def test_send_message_sends_plain_bytes_with_sendall():
