@@ -719,13 +719,25 @@ class GiopConnection:
         return MessageTemplate(msg)
 
     def send_templated(self, template: MessageTemplate, request_id: int, write_body, *,
-                       fragment_size: int | None = None):
+                       fragment_size: int | None = None, tail=None):
         """What send(template.message_with(request_id), write_body=write_body, ...)
         returns (as a bytearray when it is one message), without making the message:
-        the per-call path of an ORB."""
+        the per-call path of an ORB.
+
+        ``tail`` (not with ``fragment_size``): bytes that end the message after what
+        ``write_body`` writes, not copied into it: the message is then the list
+        ``[bytearray, tail]``, to be sent in that order (``socket.sendmsg``,
+        ``transport.writelines``), so a large octet sequence goes from the caller's
+        object to the socket with no copy of its own."""
         msg = template.message
         if self._closed is not None:
             raise LocalProtocolError(f"connection is closed ({self._closed.reason})")
+        if tail is not None:
+            if fragment_size is not None:
+                raise ValueError("a message with a tail is not fragmented")
+            data = template.encode(request_id, write_body, tail)
+            self._book_sent(msg, request_id)
+            return [data, tail]
         data = template.encode(request_id, write_body)
         self._book_sent(msg, request_id)
         if fragment_size is not None and len(data) > fragment_size:

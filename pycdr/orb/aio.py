@@ -231,7 +231,13 @@ class GiopStream(asyncio.BufferedProtocol):
             self.transport.resume_reading()
 
     def write(self, data) -> None:
-        self.transport.write(data)
+        """``data``: a message's bytes, or the list of buffers a message with a tail
+        is (GiopConnection.send_templated): written in order, without joining them
+        where the transport can (uvloop's, and asyncio's from Python 3.12 on)."""
+        if type(data) is list:
+            self.transport.writelines(data)
+        else:
+            self.transport.write(data)
 
     @property
     def must_drain(self) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -58,6 +59,27 @@ def set_wait_limit(sock: socket.socket, seconds: float | None) -> None:
     value = _TIMEVAL.pack(whole, int((limit - whole) * 1e6))
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+
+
+def send_message(sock: socket.socket, data) -> None:
+    """sock.sendall(data) for a message's bytes or the list of buffers a message
+    with a tail is (GiopConnection.send_templated): a plain socket sends the list
+    with sendmsg, without joining it; an SSL socket (no sendmsg) sends it joined."""
+    if type(data) is not list:
+        sock.sendall(data)
+    elif isinstance(sock, ssl.SSLSocket):
+        sock.sendall(b"".join(data))
+    else:
+        buffers = data
+        while buffers:
+            sent = sock.sendmsg(buffers)
+            done = 0
+            while done < len(buffers) and sent >= len(buffers[done]):
+                sent -= len(buffers[done])
+                done += 1
+            buffers = buffers[done:]
+            if buffers and sent:
+                buffers[0] = memoryview(buffers[0])[sent:]
 
 
 class BlockingClient:
@@ -145,7 +167,7 @@ class BlockingConnection(RequestEncoder):
             rid, data = self.encode_request(version, little, key, op, args, response_expected)
             try:
                 self._limit_waits(deadline)
-                self.sock.sendall(data)
+                send_message(self.sock, data)
             except OSError as e:
                 # (a send timing out leaves part of a message on the stream)
                 self._close()
@@ -289,4 +311,5 @@ def non_existent(client: BlockingClient, ref: ObjectRef, timeout=-1) -> bool:
         return True
 
 
-__all__ = ["BlockingClient", "BlockingConnection", "BlockingInvocation", "invoke"]
+__all__ = ["BlockingClient", "BlockingConnection", "BlockingInvocation", "invoke",
+           "send_message"]

@@ -47,8 +47,8 @@ from ..marshal import read_value
 from . import codesets as orb_codesets
 from .tls import (DEFAULT_TLS, STEP_GIOP, Endpoint, TLSOptions, TransportError,
                   choose_endpoint, classify, open_connection)
-from .invocation import (IS_A, NON_EXISTENT, UnknownUserException, dynamic_operation,
-                         read_results, values_to_results, write_arguments)
+from .invocation import (IS_A, NON_EXISTENT, UnknownUserException, arguments_tail,
+                         dynamic_operation, read_results, values_to_results, write_arguments)
 
 log = logging.getLogger("pycdr.orb.client")
 
@@ -519,12 +519,14 @@ class RequestEncoder:
             contexts.append(CodeSetsContext(char_data=tcs_c, wchar_data=tcs_w))
         rid = self.giop.next_request_id()
         code_sets = self.code_sets
+        fragment_size = self.orb.options.fragment_size     # GIOP 1.0 messages go whole
+        # (a large trailing octet sequence goes after the message, not into it)
+        tail = arguments_tail(op, args) if fragment_size is None and not contexts else None
 
         def write_body(w):
             if code_sets is not None:
                 w.tcs_c, w.tcs_w = code_sets
-            write_arguments(w, op, args)
-        fragment_size = self.orb.options.fragment_size     # GIOP 1.0 messages go whole
+            write_arguments(w, op, args, tail)
         try:
             if contexts:
                 msg = Request(version=version, little=little, request_id=rid,
@@ -536,7 +538,7 @@ class RequestEncoder:
                 template = self._request_template(version, little, key, op.name,
                                                   response_expected)
                 data = self.giop.send_templated(template, rid, write_body,
-                                                fragment_size=fragment_size)
+                                                fragment_size=fragment_size, tail=tail)
         except (EncodeError, TypeError, ValueError, AttributeError) as e:
             local = BAD_PARAM(OMG_VMCID | 0, _NO)
             local.raised_locally = True

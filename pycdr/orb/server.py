@@ -52,7 +52,8 @@ from .adapter import ObjectAdapter
 from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .interface_def import interface_def_key
 from .tlstransport import TLSListener, start_tls_server
-from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
+from .invocation import (OBJECT_OPERATIONS, read_arguments, results_tail, results_to_values,
+                         write_results)
 from .memory import release_free_memory
 from .servant import Servant
 from .tls import server_components
@@ -338,14 +339,18 @@ def target_object_key(target) -> bytes | None:
 
 
 class _Outcome:
-    """What to answer a request with: a reply status and how to write its body."""
-    __slots__ = ("status", "write_body", "system_exception", "forward")
+    """What to answer a request with: a reply status and how to write its body
+    (``tail``: the octets that end it, sent after what write_body writes; only with
+    a reply template, see GiopConnection.send_templated)."""
+    __slots__ = ("status", "write_body", "system_exception", "forward", "tail")
 
-    def __init__(self, status, write_body=None, system_exception=None, forward=None):
+    def __init__(self, status, write_body=None, system_exception=None, forward=None,
+                 tail=None):
         self.status = status
         self.write_body = write_body
         self.system_exception = system_exception
         self.forward = forward
+        self.tail = tail
 
 
 def _system(exc: SystemException) -> _Outcome:
@@ -482,8 +487,9 @@ class RequestDispatch(abc.ABC):
             log.error("servant result of %s: %s", op.name, e)
             return _system(MARSHAL(OMG_VMCID | 0, _YES))
         tcs_c, tcs_w = self.code_sets or (None, None)
+        tail = results_tail(op, values) if self.limits.fragment_size is None else None
         return _Outcome(ReplyStatus.NO_EXCEPTION,
-                        write_body=_results_writer(op, values, tcs_c, tcs_w))
+                        write_body=_results_writer(op, values, tcs_c, tcs_w, tail), tail=tail)
 
     def _negotiate_code_sets(self, req: Request) -> SystemException | None:
         """The first CodeSets context on a connection fixes its code sets;
@@ -538,7 +544,7 @@ class RequestDispatch(abc.ABC):
             try:
                 self._write(self.giop.send_templated(
                     template, req.request_id, outcome.write_body,
-                    fragment_size=self.limits.fragment_size))
+                    fragment_size=self.limits.fragment_size, tail=outcome.tail))
                 return
             except (EncodeError, TypeError, ValueError, AttributeError) as e:
                 log.error("cannot encode the reply to %s: %s", req.operation, e)
@@ -934,10 +940,10 @@ def _set_code_sets(w, tcs_c, tcs_w) -> None:
         w.tcs_w = tcs_w
 
 
-def _results_writer(op, values, tcs_c=None, tcs_w=None):
+def _results_writer(op, values, tcs_c=None, tcs_w=None, tail=None):
     def write(w):
         _set_code_sets(w, tcs_c, tcs_w)
-        write_results(w, op, values)
+        write_results(w, op, values, tail)
     return write
 
 

@@ -37,7 +37,7 @@ from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.messages import Request
 from .aio import set_socket_buffers
-from .blocking import set_wait_limit
+from .blocking import send_message, set_wait_limit
 from .server import SERVER_GIOP_VERSION, RequestDispatch, Server, _Outcome
 
 log = logging.getLogger("pycdr.orb.threads")
@@ -305,7 +305,7 @@ class ThreadConnection(RequestDispatch):
         if self.closed:
             return
         try:
-            self.sock.sendall(data)
+            send_message(self.sock, data)
         except OSError:         # (BlockingIOError: the client did not read for that long)
             self._close()
 

@@ -78,11 +78,17 @@ class MessageTemplate:
         self._request_id_at = HEADER_SIZE if _is_12(v) else \
             _request_id_offset_11(self.prefix, message.little)
 
-    def encode(self, request_id: int, write_body) -> bytearray:
+    def encode(self, request_id: int, write_body, tail=None) -> bytearray:
+        """``tail``: bytes that end the message after what ``write_body`` writes, left
+        out of the buffer returned (the caller sends them after it) but counted in
+        the message size."""
         w = CDRWriter(little=self.little, version=self.writer_version)
         buf = w.buf = bytearray(self.prefix)
         write_body(w)
-        self._ulong.pack_into(buf, 8, len(buf) - HEADER_SIZE)     # the message size
+        size = len(buf) - HEADER_SIZE
+        if tail is not None:
+            size += len(tail)
+        self._ulong.pack_into(buf, 8, size)     # the message size
         try:
             self._ulong.pack_into(buf, self._request_id_at, request_id)
         except struct.error:
