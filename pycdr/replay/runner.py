@@ -47,10 +47,11 @@ from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, OperationFilter,
 QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
 READ_BATCH = 64               # segments read before the connections are served again
 RECV_SIZE = 1 << 16
-# How long the loop polls for a reply before it sleeps on the selector: a reply on
-# loopback or a LAN comes within tens of microseconds, and sleeping on it costs the
-# wake-up (measured: --window 1 against omniORBpy made 9k calls/s sleeping on every
-# reply, 13-14k polling first); a slow target costs at most this much CPU a wait.
+# How long a --window 1 replay polls for a reply before it sleeps on the selector: a
+# reply on loopback or a LAN comes within tens of microseconds, and sleeping on each one
+# costs the wake-up (measured: --window 1 against omniORBpy made 9k calls/s sleeping on
+# every reply, 13-14k polling first); a slow target costs at most this much CPU a wait.
+# A pipelined replay has other calls in flight and sleeps at once.
 SPIN = 300e-6
 _END = object()
 _SERVER_FIRST = frozenset((MsgType.Reply.value, MsgType.LocateReply.value))
@@ -260,6 +261,7 @@ class Replay:
         self.timeout = options.timeout
         self._dry_run = options.dry_run
         self.window = max(1, options.window)
+        self._spin = SPIN if self.window == 1 else 0.0
         self.rate = RateLimit(options.rate)
         self.skipped = SkippedServers()
         self.capture_errors: list = []
@@ -360,11 +362,11 @@ class Replay:
 
     def _poll(self, timeout: float) -> list:
         """What the selector reports within ``timeout`` seconds: polled for up to SPIN
-        seconds, then slept on."""
+        seconds (--window 1), then slept on."""
         select = self._selector.select
         monotonic = time.monotonic
         start = monotonic()
-        until = start + min(SPIN, timeout)
+        until = start + min(self._spin, timeout)
         while monotonic() < until:
             got = select(0.0)
             if got:
