@@ -54,6 +54,7 @@ RECV_SIZE = 1 << 16
 # A pipelined replay has other calls in flight and sleeps at once.
 SPIN = 300e-6
 _END = object()
+_REQUEST = MsgType.Request.value
 _SERVER_FIRST = frozenset((MsgType.Reply.value, MsgType.LocateReply.value))
 _HOST_PORT = re.compile(r"\[?([^\]=/]+?)\]?:(\d{1,5})")
 
@@ -215,7 +216,7 @@ class _Recorded:
     first."""
     __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
                  "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost",
-                 "undecided", "barrier", "unsent", "outbuf", "write_deadline")
+                 "undecided", "barrier", "unsent", "outbuf", "write_deadline", "prepared")
 
     def __init__(self):
         self.client_key = None     # the client flow's key, once known
@@ -241,6 +242,10 @@ class _Recorded:
         # waits on the other), and when they must have been taken by.
         self.outbuf = bytearray()
         self.write_deadline = 0.0
+        # --window 1: the next client message, rewritten while the reply it follows is
+        # awaited ((bytes, Call) as ReplaySession.outgoing gives them), sent as soon as
+        # that reply comes, before it is compared (see Replay._prepare).
+        self.prepared = None
 
 
 class Replay:
@@ -462,6 +467,8 @@ class Replay:
         session = rec.session
         items = rec.items
         windowed = self.window > 1
+        if rec.prepared is not None and not rec.waiting:
+            self._send_prepared(rec)
         while items and rec.barrier is None and len(rec.waiting) < self.window:
             if len(items) == QUEUE_MESSAGES:
                 self._full -= 1
@@ -494,8 +501,34 @@ class Replay:
                         rec.barrier = call
         if windowed:
             self._flush(rec)
+        elif rec.waiting and items and rec.prepared is None:
+            self._prepare(rec)
         if rec.ended and not rec.waiting and not items and not rec.outbuf:
             self._close(rec)
+
+    def _prepare(self, rec: _Recorded) -> None:
+        """(--window 1) Rewrite the next client message while the replies it follows
+        are awaited, when none of them may teach a key that its rewrite would need:
+        the replayed reply's arrival then costs a send before anything else, as a
+        client's next call follows its last reply."""
+        item = rec.items[0]
+        # (Requests only: a CancelRequest names a call the replies awaited may finish.)
+        if item is _END or not item[0] or item[1][7] != _REQUEST or rec.sock is None or \
+                rec.failure or self.rate.interval:
+            return
+        may_teach = self.comparison.may_teach
+        for call in rec.waiting:
+            if may_teach(call.operation, call.recorded_reply):
+                return
+        if len(rec.items) == QUEUE_MESSAGES:
+            self._full -= 1
+        rec.items.popleft()
+        rec.prepared = rec.session.outgoing(item[1], item[2])
+
+    def _send_prepared(self, rec: _Recorded) -> None:
+        data, call = rec.prepared
+        rec.prepared = None
+        self._transmit(rec, data, call)
 
     def _flush(self, rec: _Recorded) -> None:
         """Send the messages gathered by a windowed _advance in one go (as far as the
@@ -554,8 +587,13 @@ class Replay:
                 rec.waiting.append(call)
 
     def _send(self, rec: _Recorded, raw: bytes, ts: int) -> None:
+        data, call = rec.session.outgoing(raw, ts)
+        self._transmit(rec, data, call)
+
+    def _transmit(self, rec: _Recorded, data, call) -> None:
+        """Send ``data`` (None: nothing) for ``call`` (None: no call), as
+        ReplaySession.outgoing gave them."""
         session = rec.session
-        data, call = session.outgoing(raw, ts)
         if call is not None and call.outcome is not None:
             self.report(call)
             return
@@ -638,7 +676,17 @@ class Replay:
                 break
             if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                 break
-        if rec.waiting:
+        waiting = rec.waiting
+        if waiting:
+            prepared = rec.prepared
+            if prepared is not None and prepared[0] is not None and \
+                    prepared[1] is not None and prepared[1].outcome is None and \
+                    prepared[1].expects_reply and session.target_closed is None and \
+                    all(call.replayed_reply is not None for call in waiting):
+                # The next request out first; the replies that came are compared after.
+                # (Anything else prepared -- a oneway, a skipped call, a call that fails
+                # -- waits for _advance, which keeps the order calls are reported in.)
+                self._send_prepared(rec)
             self._settle(rec, time.monotonic())
 
     def _settle(self, rec: _Recorded, now: float, timed_out: bool = False) -> None:
