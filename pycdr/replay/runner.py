@@ -23,6 +23,7 @@ matched by request id; it waits only for a reply that may teach a key.
 from __future__ import annotations
 
 import collections
+import os
 import re
 import selectors
 import socket
@@ -47,16 +48,29 @@ from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, OperationFilter,
 QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
 READ_BATCH = 64               # segments read before the connections are served again
 RECV_SIZE = 1 << 16
-# How long a --window 1 replay polls for a reply before it sleeps on the selector: a
-# reply on loopback or a LAN comes within tens of microseconds, and sleeping on each one
-# costs the wake-up (measured: --window 1 against omniORBpy made 9k calls/s sleeping on
-# every reply, 13-14k polling first); a slow target costs at most this much CPU a wait.
+# How long a --window 1 replay polls for a reply before it sleeps on the selector, when
+# a core is free for it: a reply on loopback or a LAN comes within tens of microseconds,
+# and sleeping on each one costs the wake-up (measured, load average 1.2-1.5 on two
+# cores: --window 1 against omniORBpy made 9k calls/s sleeping on every reply, 13-16k
+# polling first).  On busy cores the polling takes CPU the target or others need
+# (measured, load 2-3.6: no gain against omniORBpy, 20-40 % more CPU a call and fewer
+# calls against the reference ORB, a Python server), so it is only done while the load
+# average is below the CPUs the process may use (checked every SPIN_CHECK seconds).
 # A pipelined replay has other calls in flight and sleeps at once.
 SPIN = 300e-6
+SPIN_CHECK = 1.0
 _END = object()
 _REQUEST = MsgType.Request.value
 _SERVER_FIRST = frozenset((MsgType.Reply.value, MsgType.LocateReply.value))
 _HOST_PORT = re.compile(r"\[?([^\]=/]+?)\]?:(\d{1,5})")
+
+
+def _cores_free() -> bool:
+    """Whether the load average of the last minute leaves a core idle."""
+    try:
+        return os.getloadavg()[0] < len(os.sched_getaffinity(0))
+    except (OSError, AttributeError):       # (no load average, or no affinity: not Linux)
+        return False
 
 
 class ReplayError(PycdrError):
@@ -266,7 +280,8 @@ class Replay:
         self.timeout = options.timeout
         self._dry_run = options.dry_run
         self.window = max(1, options.window)
-        self._spin = SPIN if self.window == 1 else 0.0
+        self._spin = 0.0                 # how long _poll polls now (see SPIN)
+        self._spin_checked = -SPIN_CHECK
         self.rate = RateLimit(options.rate)
         self.skipped = SkippedServers()
         self.capture_errors: list = []
@@ -367,10 +382,13 @@ class Replay:
 
     def _poll(self, timeout: float) -> list:
         """What the selector reports within ``timeout`` seconds: polled for up to SPIN
-        seconds (--window 1), then slept on."""
+        seconds (--window 1, a core free), then slept on."""
         select = self._selector.select
         monotonic = time.monotonic
         start = monotonic()
+        if self.window == 1 and start - self._spin_checked >= SPIN_CHECK:
+            self._spin = SPIN if _cores_free() else 0.0
+            self._spin_checked = start
         until = start + min(self._spin, timeout)
         while monotonic() < until:
             got = select(0.0)
