@@ -593,9 +593,9 @@ class ReplaySession:
         if not self.selected(shape.operation):
             call.outcome, call.reason = SKIPPED, "not selected (--only-op/--skip-op)"
             return None, call
-        body = raw[start:]
-        data = raw[:8] + ulong.pack(4 + len(rewritten) + len(body)) + \
-            ulong.pack(self.next_id) + rewritten + body
+        # (one allocation: the body is not sliced out first)
+        data = b"".join((raw[:8], ulong.pack(4 + len(rewritten) + n - start),
+                         ulong.pack(self.next_id), rewritten, memoryview(raw)[start:]))
         return self._started(call, data), call
 
     def _note_fragmented(self, msg, sent: bool) -> None:
