@@ -62,7 +62,10 @@ def request(rid: int, op: str, args, *, key=b"OldStore", little=False, version=(
 
 
 def reply_to(msg, variant: Variant):
-    """The servant's reply to a decoded Request or LocateRequest (None: oneway)."""
+    """The servant's reply to a decoded Request or LocateRequest (None: a oneway or a
+    CancelRequest)."""
+    if not isinstance(msg, (Request, LocateRequest)):
+        return None
     if isinstance(msg, LocateRequest):
         return LocateReply(version=msg.version, little=variant.little, request_id=msg.request_id,
                            locate_status=LocateStatus.OBJECT_HERE)

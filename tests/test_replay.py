@@ -216,6 +216,28 @@ def test_a_window_sends_on_before_the_replies_and_compares_each(tmp_path, replay
         == [(m.operation, "same", m.request_id) for m in calls]
 
 
+def test_a_cancel_after_its_reply_cancels_nothing_as_recorded(tmp_path, replay_window):
+    # The client cancelled find() after its reply came: as recorded (--window 1) there
+    # is nothing left to cancel when the CancelRequest comes, though the request after
+    # the reply is rewritten while the reply is awaited.  (A window sends the cancel on
+    # before the reply: it then cancels the call in flight.)
+    calls = [rs.request(1, "find", ["pear"]), CancelRequest(request_id=1),
+             rs.request(2, "list", [2])]
+    capture = recorded(tmp_path, [calls])
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore")) as server:
+        out = str(tmp_path / "calls.jsonl")
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--json", out])
+        assert result.exit_code == 0, result.output
+    got = [(c["operation"], c["outcome"], c["reason"]) for c in json_lines(out)]
+    if replay_window == 1:
+        assert got == [("find", "same", None),
+                       ("(CancelRequest)", "skipped", "cancels a request not sent"),
+                       ("list", "same", None)]
+    else:       # (the cancel told as it is sent, the find as its reply comes)
+        assert sorted(got) == [("(CancelRequest)", "same", None), ("find", "same", None),
+                               ("list", "same", None)]
+
+
 def test_a_window_of_large_calls_reads_replies_while_it_sends(tmp_path):
     # Eight 1.5 MB requests answered by 1.5 MB replies, sent in one batch: more than the
     # kernel buffers hold either way.  A replay that wrote the batch before reading would

@@ -23,6 +23,7 @@ matched by request id; it waits only for a reply that may teach a key.
 from __future__ import annotations
 
 import collections
+import os
 import re
 import selectors
 import socket
@@ -47,9 +48,29 @@ from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, OperationFilter,
 QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
 READ_BATCH = 64               # segments read before the connections are served again
 RECV_SIZE = 1 << 16
+# How long a --window 1 replay polls for a reply before it sleeps on the selector, when
+# a core is free for it: a reply on loopback or a LAN comes within tens of microseconds,
+# and sleeping on each one costs the wake-up (measured, load average 1.2-1.5 on two
+# cores: --window 1 against omniORBpy made 9k calls/s sleeping on every reply, 13-16k
+# polling first).  On busy cores the polling takes CPU the target or others need
+# (measured, load 2-3.6: no gain against omniORBpy, 20-40 % more CPU a call and fewer
+# calls against the reference ORB, a Python server), so it is only done while the load
+# average is below the CPUs the process may use (checked every SPIN_CHECK seconds).
+# A pipelined replay has other calls in flight and sleeps at once.
+SPIN = 300e-6
+SPIN_CHECK = 1.0
 _END = object()
+_REQUEST = MsgType.Request.value
 _SERVER_FIRST = frozenset((MsgType.Reply.value, MsgType.LocateReply.value))
 _HOST_PORT = re.compile(r"\[?([^\]=/]+?)\]?:(\d{1,5})")
+
+
+def _cores_free() -> bool:
+    """Whether the load average of the last minute leaves a core idle."""
+    try:
+        return os.getloadavg()[0] < len(os.sched_getaffinity(0))
+    except (OSError, AttributeError):       # (no load average, or no affinity: not Linux)
+        return False
 
 
 class ReplayError(PycdrError):
@@ -209,7 +230,7 @@ class _Recorded:
     first."""
     __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
                  "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost",
-                 "undecided", "barrier", "unsent", "outbuf", "write_deadline")
+                 "undecided", "barrier", "unsent", "outbuf", "write_deadline", "prepared")
 
     def __init__(self):
         self.client_key = None     # the client flow's key, once known
@@ -235,6 +256,10 @@ class _Recorded:
         # waits on the other), and when they must have been taken by.
         self.outbuf = bytearray()
         self.write_deadline = 0.0
+        # --window 1: the next client message, rewritten while the reply it follows is
+        # awaited ((bytes, Call) as ReplaySession.outgoing gives them), sent as soon as
+        # that reply comes, before it is compared (see Replay._prepare).
+        self.prepared = None
 
 
 class Replay:
@@ -255,6 +280,8 @@ class Replay:
         self.timeout = options.timeout
         self._dry_run = options.dry_run
         self.window = max(1, options.window)
+        self._spin = 0.0                 # how long _poll polls now (see SPIN)
+        self._spin_checked = -SPIN_CHECK
         self.rate = RateLimit(options.rate)
         self.skipped = SkippedServers()
         self.capture_errors: list = []
@@ -267,6 +294,7 @@ class Replay:
         self._default_used_by = None     # the recorded server the plain --target went to
         self._pcap = None
         self._selector = selectors.DefaultSelector()
+        self._registered = 0             # sockets the selector watches
 
     # -- before the capture ------------------------------------------------------------
     def check_targets(self, timeout: float = 3.0) -> None:
@@ -324,31 +352,49 @@ class Replay:
     def _turn(self, block: bool) -> None:
         """Handle the connections' items as far as they go, then what the targets
         sent (waiting for it when ``block``)."""
-        while self._ready:
-            rec = self._ready.pop()
-            self._advance(rec)
-        if not self._live:
+        ready = self._ready
+        while ready:
+            self._advance(ready.pop())
+        live = self._live
+        if not live:
             return
         timeout = 0.0
         if block:
-            deadlines = [r.deadline for r in self._live if r.waiting] + \
-                [r.write_deadline for r in self._live if r.outbuf]
+            deadlines = [r.deadline for r in live if r.waiting] + \
+                [r.write_deadline for r in live if r.outbuf]
             timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else 0.0
-        if self._selector.get_map():
-            for key, events in self._selector.select(timeout):
+        if self._registered:
+            for key, events in self._poll(timeout) if timeout else self._selector.select(0.0):
+                rec = key.data
                 if events & selectors.EVENT_WRITE:
-                    self._write(key.data)
-                if events & selectors.EVENT_READ and key.data.sock is not None:
-                    self._receive(key.data)
+                    self._write(rec)
+                if events & selectors.EVENT_READ and rec.sock is not None:
+                    self._receive(rec)
         elif timeout:
             time.sleep(timeout)
         now = time.monotonic()
-        for rec in list(self._live):
+        for rec in live:        # (neither _send_failed nor _settle ends a connection)
             if rec.outbuf and rec.write_deadline <= now:
                 self._send_failed(rec, f"sending to the target failed: it took no bytes "
                                        f"for {self.timeout:g} s")
             if rec.waiting and rec.deadline <= now:
                 self._settle(rec, now, timed_out=True)
+
+    def _poll(self, timeout: float) -> list:
+        """What the selector reports within ``timeout`` seconds: polled for up to SPIN
+        seconds (--window 1, a core free), then slept on."""
+        select = self._selector.select
+        monotonic = time.monotonic
+        start = monotonic()
+        if self.window == 1 and start - self._spin_checked >= SPIN_CHECK:
+            self._spin = SPIN if _cores_free() else 0.0
+            self._spin_checked = start
+        until = start + min(self._spin, timeout)
+        while monotonic() < until:
+            got = select(0.0)
+            if got:
+                return got
+        return select(max(0.0, timeout - (monotonic() - start)))
 
     def _capture_error(self, entry: dict) -> None:
         self.capture_error_count += 1
@@ -439,6 +485,8 @@ class Replay:
         session = rec.session
         items = rec.items
         windowed = self.window > 1
+        if rec.prepared is not None and not rec.waiting:
+            self._send_prepared(rec)
         while items and rec.barrier is None and len(rec.waiting) < self.window:
             if len(items) == QUEUE_MESSAGES:
                 self._full -= 1
@@ -471,8 +519,34 @@ class Replay:
                         rec.barrier = call
         if windowed:
             self._flush(rec)
+        elif rec.waiting and items and rec.prepared is None:
+            self._prepare(rec)
         if rec.ended and not rec.waiting and not items and not rec.outbuf:
             self._close(rec)
+
+    def _prepare(self, rec: _Recorded) -> None:
+        """(--window 1) Rewrite the next client message while the replies it follows
+        are awaited, when none of them may teach a key that its rewrite would need:
+        the replayed reply's arrival then costs a send before anything else, as a
+        client's next call follows its last reply."""
+        item = rec.items[0]
+        # (Requests only: a CancelRequest names a call the replies awaited may finish.)
+        if item is _END or not item[0] or item[1][7] != _REQUEST or rec.sock is None or \
+                rec.failure or self.rate.interval:
+            return
+        may_teach = self.comparison.may_teach
+        for call in rec.waiting:
+            if may_teach(call.operation, call.recorded_reply):
+                return
+        if len(rec.items) == QUEUE_MESSAGES:
+            self._full -= 1
+        rec.items.popleft()
+        rec.prepared = rec.session.outgoing(item[1], item[2])
+
+    def _send_prepared(self, rec: _Recorded) -> None:
+        data, call = rec.prepared
+        rec.prepared = None
+        self._transmit(rec, data, call)
 
     def _flush(self, rec: _Recorded) -> None:
         """Send the messages gathered by a windowed _advance in one go (as far as the
@@ -531,8 +605,13 @@ class Replay:
                 rec.waiting.append(call)
 
     def _send(self, rec: _Recorded, raw: bytes, ts: int) -> None:
+        data, call = rec.session.outgoing(raw, ts)
+        self._transmit(rec, data, call)
+
+    def _transmit(self, rec: _Recorded, data, call) -> None:
+        """Send ``data`` (None: nothing) for ``call`` (None: no call), as
+        ReplaySession.outgoing gave them."""
         session = rec.session
-        data, call = session.outgoing(raw, ts)
         if call is not None and call.outcome is not None:
             self.report(call)
             return
@@ -584,6 +663,7 @@ class Replay:
         if self.window > 1:
             rec.sock.setblocking(False)     # see _Recorded.outbuf
         self._selector.register(rec.sock, selectors.EVENT_READ, rec)
+        self._registered += 1
         if self._pcap is not None:
             try:
                 rec.pcap_flow = self._pcap.connection(rec.sock.getsockname()[:2],
@@ -608,12 +688,23 @@ class Replay:
             session.replayed(data, time.monotonic())
             if not data:
                 self._selector.unregister(sock)
+                self._registered -= 1
                 if session.target_closed is None:
                     session.target_closed = "the target closed the connection"
                 break
             if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                 break
-        if rec.waiting:
+        waiting = rec.waiting
+        if waiting:
+            prepared = rec.prepared
+            if prepared is not None and prepared[0] is not None and \
+                    prepared[1] is not None and prepared[1].outcome is None and \
+                    prepared[1].expects_reply and session.target_closed is None and \
+                    all(call.replayed_reply is not None for call in waiting):
+                # The next request out first; the replies that came are compared after.
+                # (Anything else prepared -- a oneway, a skipped call, a call that fails
+                # -- waits for _advance, which keeps the order calls are reported in.)
+                self._send_prepared(rec)
             self._settle(rec, time.monotonic())
 
     def _settle(self, rec: _Recorded, now: float, timed_out: bool = False) -> None:
@@ -678,6 +769,7 @@ class Replay:
         if rec.sock is not None:
             if self._selector.get_map() is not None and rec.sock in self._selector.get_map():
                 self._selector.unregister(rec.sock)
+                self._registered -= 1
             try:
                 rec.sock.close()
             except OSError:

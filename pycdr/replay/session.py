@@ -593,9 +593,9 @@ class ReplaySession:
         if not self.selected(shape.operation):
             call.outcome, call.reason = SKIPPED, "not selected (--only-op/--skip-op)"
             return None, call
-        body = raw[start:]
-        data = raw[:8] + ulong.pack(4 + len(rewritten) + len(body)) + \
-            ulong.pack(self.next_id) + rewritten + body
+        # (one allocation: the body is not sliced out first)
+        data = b"".join((raw[:8], ulong.pack(4 + len(rewritten) + n - start),
+                         ulong.pack(self.next_id), rewritten, memoryview(raw)[start:]))
         return self._started(call, data), call
 
     def _note_fragmented(self, msg, sent: bool) -> None:
@@ -671,6 +671,19 @@ class ReplaySession:
     def replayed(self, data: bytes, now: float = 0.0) -> list:
         """Calls whose replayed reply these bytes from the target complete (b"": the
         target closed)."""
+        # The common case first: the bytes are one whole reply, nothing buffered, that
+        # repeats its call's recorded reply but for the request id (what the stream's
+        # framing would make of it too, without its events).
+        reply = self._replayed.whole_reply(data)
+        if reply is not None:
+            call = self.by_replay_id.get(reply.request_id)
+            if call is not None and call.replayed_reply is None:
+                recorded = call.recorded_reply
+                if type(recorded) is RawReply and recorded.same_but_id(data):
+                    call.replayed_reply, call.replayed_raw = reply, data
+                    if call.sent_at is not None:
+                        call.replayed_latency = max(0.0, now - call.sent_at)
+                    return [call]
         return self._replies(self._replayed, data, self.by_replay_id, now=now,
                              expected=self._recorded_raw)
 
