@@ -41,7 +41,8 @@ from ..cdr import CDRReader, DecodeWarning
 from ..errors import (DecodeError, GIOPError, LocalProtocolError, MessageTooLargeError,
                       PycdrError, UnsupportedVersionError)
 from . import service_contexts as sc
-from .events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
+from .events import (NEED_DATA, SERVED, Answer, ConnectionClosed, MessageReceived,
+                     ProtocolViolation)
 from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHeader, MsgType,
                      encode_header, message_error_bytes, may_fragment, parse_header)
 from .messages import (CloseConnection, Message, MessageError, MessageTemplate, Reply,
@@ -152,6 +153,11 @@ class GiopConnection:
         self.outstanding: set[int] = set()
         self.outstanding_locates: set[int] = set()
         self._ids = itertools.count(1)
+        # A server's fast path: serve_directly(raw) is offered each whole Request
+        # (not a fragment of one, none pending); True: it answered the Request
+        # itself (next_event returns SERVED), False: the Request is decoded and
+        # handed out as usual.  It does no I/O here: it is the server's code.
+        self.serve_directly = None
 
     @property
     def has_partial_message(self) -> bool:
@@ -429,6 +435,9 @@ class GiopConnection:
                     del self._buf[:size]
             offset = self._stream_offset
             self._stream_offset += header.total_size
+            if header.msg_type == 0 and self.serve_directly is not None and \
+                    self._fragmented_11 is None and self.serve_directly(raw):
+                return SERVED
             event = self._handle(header, raw, offset)
             if event is not None:
                 return event
