@@ -3149,6 +3149,161 @@ done:
     return out;
 }
 
+/*************************************************************************
+ * The client's side of the same (issue 21): a Request encoded from its   *
+ * template's bytes and the arguments' plans, and a NO_EXCEPTION Reply's  *
+ * values decoded by the results' plans.  Both give None for what they do *
+ * not take; the general path then encodes or decodes it, with its errors.*/
+/*************************************************************************/
+
+PyDoc_STRVAR(encode_request_doc,
+"encode_request(prefix, request_id_at, request_id, little, nodes, args)\n--\n\n"
+"A Request's bytes: `prefix` (a MessageTemplate's: the message up to its body, the\n"
+"body's alignment included), the request id (a ulong) at `request_id_at`, then the\n"
+"values `args` encoded by the plan nodes `nodes` (a tuple as long as args), the size\n"
+"set in the header.  None when a plan does not take a value (the general path\n"
+"encodes it and gives its error).");
+
+static PyObject *
+speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[4]) ||
+            !PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[4]) != PyTuple_GET_SIZE(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "encode_request(prefix: bytes, request_id_at, "
+                        "request_id, little, nodes: tuple, args: tuple of as many)");
+        return NULL;
+    }
+    Py_ssize_t at = PyLong_AsSsize_t(args[1]);
+    if (at == -1 && PyErr_Occurred()) return NULL;
+    unsigned long request_id = PyLong_AsUnsignedLong(args[2]);
+    if (request_id == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    int little = PyObject_IsTrue(args[3]);
+    if (little < 0) return NULL;
+    Py_ssize_t plen = PyBytes_GET_SIZE(args[0]);
+    if (plen < 12 || at < 12 || at + 4 > plen || request_id > 0xFFFFFFFFul) {
+        PyErr_SetString(PyExc_ValueError, "encode_request: the prefix is no template's");
+        return NULL;
+    }
+    PyObject *enabled = cmarshal_globals == NULL ? NULL
+                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    if (enabled != Py_True) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t cap = plen + 64;
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, cap);
+    if (bytes == NULL) return NULL;
+    Writer w = {
+        .ba = bytes, .is_bytes = 1, .data = (unsigned char *)PyBytes_AS_STRING(bytes),
+        .len = plen, .cap = cap, .origin = 0,
+        .little = little, .swap = little != NATIVE_LITTLE, .writer = NULL,
+        .make_writer = NULL, .owns_writer = 0,
+    };
+    memcpy(w.data, PyBytes_AS_STRING(args[0]), plen);
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(args[4]); i++) {
+        Plan *p = plan_of(PyTuple_GET_ITEM(args[4], i));
+        rc = p != NULL ? write_plan(&w, p, PyTuple_GET_ITEM(args[5], i)) : -1;
+    }
+    PyObject *out = NULL;
+    if (rc == 0) {
+        store32(w.data + 8, (uint32_t)(w.len - 12), w.swap);
+        store32(w.data + at, (uint32_t)request_id, w.swap);
+        if (_PyBytes_Resize(&w.ba, w.len) == 0) out = w.ba;
+        w.ba = NULL;
+    } else {
+        recursion_to_fallback();
+        if (PyErr_ExceptionMatches(Fallback) || PyErr_ExceptionMatches(cdr_error) ||
+                PyErr_ExceptionMatches(PyExc_TypeError) ||
+                PyErr_ExceptionMatches(PyExc_ValueError) ||
+                PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();          /* the general path encodes them again */
+            out = Py_NewRef(Py_None);
+        }
+    }
+    Py_XDECREF(w.ba);
+    return out;
+}
+
+PyDoc_STRVAR(decode_reply_doc,
+"decode_reply(data, request_id, nodes)\n--\n\n"
+"The values of a whole GIOP 1.0-1.2 Reply to `request_id` with status NO_EXCEPTION\n"
+"and no service contexts, decoded by the plan nodes `nodes` (a list, one value per\n"
+"node); None for any other message, or when a plan hands the values back (the\n"
+"general path decodes it and gives its errors).");
+
+static PyObject *
+speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyTuple_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "decode_reply(data, request_id, nodes: tuple)");
+        return NULL;
+    }
+    unsigned long want = PyLong_AsUnsignedLong(args[1]);
+    if (want == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    PyObject *enabled = cmarshal_globals == NULL ? NULL
+                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    if (enabled != Py_True) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *data = args[0];
+    if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data)) Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *buf = view.buf;
+    Py_ssize_t len = view.len, pos = 12;
+    PyObject *values = NULL;
+    if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[4] != 1 || buf[5] > 2 ||
+            (buf[6] & ~1) != 0 || buf[7] != 1)
+        goto not_taken;
+    int minor = buf[5], little = buf[6] & 1, swap = little != NATIVE_LITTLE;
+    if ((uint64_t)load32(buf + 8, swap) + 12 != (uint64_t)len) goto not_taken;
+    uint32_t contexts, request_id, status;
+    if (minor < 2) {
+        if (serve_ulong(buf, len, &pos, swap, &contexts) < 0 || contexts != 0 ||
+                serve_ulong(buf, len, &pos, swap, &request_id) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &status) < 0)
+            goto not_taken;
+    } else {
+        if (serve_ulong(buf, len, &pos, swap, &request_id) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &status) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &contexts) < 0 || contexts != 0)
+            goto not_taken;
+        if (pos < len) {
+            pos += -pos & 7;
+            if (pos > len) goto not_taken;
+        }
+    }
+    if (request_id != want || status != 0) goto not_taken;
+    Py_ssize_t n = PyTuple_GET_SIZE(args[2]);
+    values = PyList_New(n);
+    if (values == NULL) goto done;
+    Reader r = {
+        .buf = buf, .pos = pos, .end = len, .origin = 0,
+        .little = little, .swap = swap, .numeric_arrays = 0, .depth = 0,
+        .reader = NULL, .make_reader = NULL,
+    };
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Plan *p = plan_of(PyTuple_GET_ITEM(args[2], i));
+        PyObject *value = p != NULL ? read_top(&r, p) : NULL;
+        if (value == NULL) {
+            Py_CLEAR(values);
+            if (PyErr_ExceptionMatches(Fallback) || PyErr_ExceptionMatches(cdr_error))
+                goto not_taken;
+            goto done;
+        }
+        PyList_SET_ITEM(values, i, value);
+    }
+    goto done;
+not_taken:
+    PyErr_Clear();
+    values = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&view);
+    return values;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"read", (PyCFunction)(void (*)(void))speedups_read, METH_FASTCALL, read_doc},
     {"write", (PyCFunction)(void (*)(void))speedups_write, METH_FASTCALL, write_doc},
@@ -3163,6 +3318,10 @@ static PyMethodDef speedups_methods[] = {
      configure_giop_doc},
     {"serve_request", (PyCFunction)(void (*)(void))speedups_serve_request, METH_FASTCALL,
      serve_request_doc},
+    {"encode_request", (PyCFunction)(void (*)(void))speedups_encode_request, METH_FASTCALL,
+     encode_request_doc},
+    {"decode_reply", (PyCFunction)(void (*)(void))speedups_decode_reply, METH_FASTCALL,
+     decode_reply_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,7 +16,7 @@ import pytest
 from orb_echo_values import ECHO_INTERFACE, WIDE_OPERATIONS, echo_cases, load_echo_module
 from pycdr import marshal, tc
 from pycdr.errors import PycdrError
-from pycdr.giop.events import SERVED, MessageReceived, NEED_DATA, ProtocolViolation
+from pycdr.giop.events import TAKEN, MessageReceived, NEED_DATA, ProtocolViolation
 from pycdr.giop.messages import (KeyAddr, LocateRequest, Reply, ReplyStatus, Request,
                                  decode_message, encode_message)
 from pycdr.giop.service_contexts import CodeSetsContext
@@ -65,7 +65,7 @@ class Harness:
             if event is NEED_DATA:
                 break
             self.events.append(event)
-            if event is SERVED:
+            if event is TAKEN:
                 self.served_directly += 1
             elif isinstance(event, MessageReceived):
                 if isinstance(event.message, Request):
@@ -314,3 +314,118 @@ def test_system_exception_raised_by_servant_keeps_its_reply(c_only):
     assert isinstance(msg.system_exception, SystemException)
     assert msg.system_exception.minor == 7
     assert h.served_directly == 1
+
+
+# --- the client's side: encode_request and decode_reply ----------------------------
+
+def _request_template(version, little, op_name):
+    from pycdr.giop.messages import MessageTemplate
+    return MessageTemplate(Request(version=version, little=little, response_flags=3,
+                                   target=KeyAddr(b"Echo"), operation=op_name))
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop1.{v[1]}")
+@pytest.mark.parametrize("little", [False, True], ids=["big", "little"])
+def test_requests_and_replies_in_c_are_the_general_paths(version, little, c_only):
+    """Every echo case: the Request encode_request makes from the template is the
+    template's own encoding; the values decode_reply reads from the Reply are
+    read_results'.  Those the C plans hand back (any, fixed, wide chars) give None."""
+    from pycdr._speedups import decode_reply, encode_request
+    from pycdr.giop.messages import MessageTemplate
+    from pycdr.orb.invocation import read_results, write_results
+    taken = 0
+    cases = [(op, args) for op, args in echo_cases(MODULE)
+             if not (version == (1, 0) and op in WIDE_OPERATIONS)]
+    for rid, (op_name, args) in enumerate(cases, 1):
+        op = ECHO.all_operations()[op_name]
+        template = _request_template(version, little, op_name)
+        general = bytes(template.encode(rid, lambda w: write_arguments(w, op, list(args))))
+        fast = encode_request(template.prefix, template.request_id_at, rid, little,
+                              op.in_plans, tuple(args))
+        assert fast is None or fast == general, op_name
+        reply_template = MessageTemplate(Reply(version=version, little=little,
+                                               reply_status=ReplyStatus.NO_EXCEPTION))
+        values = list(args) if len(op.result_types) == len(args) else list(args)[:1]
+        reply = bytes(reply_template.encode(rid, lambda w: write_results(w, op, values)))
+        got = decode_reply(reply, rid, op.result_plans)
+        if got is not None:
+            msg, _ = decode_message(reply)
+            assert got == read_results(msg.body_reader(), op), op_name
+            assert decode_reply(reply, rid + 1, op.result_plans) is None
+            taken += fast is not None
+    assert taken >= len(cases) // 2, taken
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop1.{v[1]}")
+@pytest.mark.parametrize("little", [False, True], ids=["big", "little"])
+def test_malformed_replies_are_left_to_the_general_path(version, little, c_only):
+    from pycdr._speedups import decode_reply
+    from pycdr.giop.messages import MessageTemplate
+    from pycdr.orb.invocation import write_results
+    op = ECHO.all_operations()["echo_string"]
+    template = MessageTemplate(Reply(version=version, little=little,
+                                     reply_status=ReplyStatus.NO_EXCEPTION))
+    good = bytes(template.encode(5, lambda w: write_results(w, op, ["héllo"])))
+    assert decode_reply(good, 5, op.result_plans) == ["héllo"]
+    assert decode_reply(bytearray(good), 5, op.result_plans) == ["héllo"]
+    for n in range(len(good)):
+        assert decode_reply(good[:n], 5, op.result_plans) is None, n
+    order = "little" if little else "big"
+    # the string's length past the end
+    at = len(good) - len("héllo") - 1 - 4
+    bad = good[:at] + (1 << 30).to_bytes(4, order) + good[at + 4:]
+    assert decode_reply(bad, 5, op.result_plans) is None
+    rng = random.Random(5)
+    for _ in range(3000):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        got = decode_reply(bytes(data), 5, op.result_plans)
+        assert got is None or (isinstance(got, list) and len(got) == 1)
+    exception = encode_message(Reply(version=version, little=little, request_id=5,
+                                     reply_status=ReplyStatus.SYSTEM_EXCEPTION,
+                                     system_exception=BAD_PARAM(1, CompletionStatus.COMPLETED_NO)))
+    assert decode_reply(exception, 5, op.result_plans) is None
+
+
+def test_encode_request_refuses_what_the_general_path_refuses(c_only):
+    from pycdr._speedups import encode_request
+    op = ECHO.all_operations()["echo_short"]
+    template = _request_template((1, 2), False, "echo_short")
+    for bad in (("seven",), (1 << 20,), (None,)):
+        assert encode_request(template.prefix, template.request_id_at, 1, False,
+                              op.in_plans, bad) is None, bad
+    with pytest.raises(TypeError):
+        encode_request(template.prefix, template.request_id_at, 1, False, op.in_plans, ())
+    with pytest.raises(ValueError):
+        encode_request(b"GIOP", 12, 1, False, (), ())
+    with pytest.raises(ValueError):          # (not a ulong)
+        encode_request(template.prefix, template.request_id_at, 1 << 40, False,
+                       op.in_plans, (1,))
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop1.{v[1]}")
+def test_blocking_client_takes_replies_in_c(version, impl):
+    """SyncORB against the threaded server, every echo case: the same answers with the
+    C path on (its one-call paths taken) and off."""
+    from orb_echo_values import expected_result
+    from pycdr.orb.sync import SyncORB
+    with SyncORB() as orb:
+        server = orb.serve(EchoServant(ECHO), "Echo", threads=True)
+        echo = orb.string_to_object(server.corbaloc.replace("1.2@", f"1.{version[1]}@"),
+                                    ECHO)
+        assert echo.invoke("echo_short", 1) == 1
+        conn = next(iter(orb.blocking._connections.values()))
+        taken = []
+        if conn.giop.take_directly is not None:
+            def counted(raw):
+                took = conn._take_reply(raw)
+                taken.append(took)
+                return took
+            conn.giop.take_directly = counted
+        for op, args in echo_cases(MODULE, server.server.ior(server.key)):
+            if version == (1, 0) and op in WIDE_OPERATIONS:
+                continue
+            for _ in range(2):
+                assert echo.invoke(op, *args) == expected_result(args), op
+        assert (sum(taken) > len(taken) // 2) == (impl == "c"), taken

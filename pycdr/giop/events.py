@@ -17,9 +17,9 @@ class NEED_DATA(metaclass=_Sentinel):
     """next_event() needs more bytes before it can return anything."""
 
 
-class SERVED(metaclass=_Sentinel):
-    """next_event() handed a Request to the connection's ``serve_directly``, which
-    answered it (the server's fast path): nothing else to do."""
+class TAKEN(metaclass=_Sentinel):
+    """next_event() handed a Request or Reply to the connection's ``take_directly``,
+    which took it (an ORB's fast path): nothing else to do."""
 
 
 class Answer(enum.Enum):

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from .aio import GiopStream, receive_scratch
 from .. import tc, values
+from ..codesets import ISO_8859_1
 from ..corbaloc import Corbaloc, Corbaname, parse_object_url
 from ..errors import EncodeError, MessageTooLargeError, ObjectURLError, PycdrError
 from ..giop.connection import GiopConnection, Role
@@ -48,6 +49,7 @@ from . import codesets as orb_codesets
 from .tls import (DEFAULT_TLS, STEP_GIOP, Endpoint, TLSOptions, TransportError,
                   choose_endpoint, classify, open_connection)
 from .invocation import (IS_A, NON_EXISTENT, UnknownUserException, dynamic_operation,
+                         encode_request,
                          read_results, values_to_results, write_arguments)
 
 log = logging.getLogger("pycdr.orb.client")
@@ -58,6 +60,7 @@ _YES = CompletionStatus.COMPLETED_YES
 # Request templates a connection keeps (one per operation and object key called): a
 # client calling ever new keys starts over instead of growing without end.
 _MAX_TEMPLATES = 256
+_DEFAULT_CODE_SETS = orb_codesets.choose(None)
 CLIENT_GIOP_VERSION = (1, 2)      # the highest version this client sends
 
 
@@ -504,6 +507,10 @@ class RequestEncoder:
         if self.code_sets is None:
             self.code_sets = orb_codesets.choose(profile.component(CodeSetsComponent))
 
+    def chars_in_c(self) -> bool:
+        """Whether the connection's char code set is the C plans' (ISO-8859-1)."""
+        return (self.code_sets or _DEFAULT_CODE_SETS)[0] == ISO_8859_1
+
     def reader_kwargs(self) -> dict:
         if self.code_sets is None:
             return {}
@@ -518,13 +525,23 @@ class RequestEncoder:
             tcs_c, tcs_w = self.code_sets or orb_codesets.choose(None)
             contexts.append(CodeSetsContext(char_data=tcs_c, wchar_data=tcs_w))
         rid = self.giop.next_request_id()
+        fragment_size = self.orb.options.fragment_size     # GIOP 1.0 messages go whole
+        if not contexts and encode_request is not None and type(args) is tuple and \
+                len(args) == len(op.in_plans) and self.chars_in_c():
+            # The usual call: the template's bytes and the arguments in one C call.
+            template = self._request_template(version, little, key, op.name,
+                                              response_expected)
+            data = encode_request(template.prefix, template.request_id_at, rid, little,
+                                  op.in_plans, args)
+            if data is not None and (fragment_size is None or len(data) <= fragment_size):
+                self.giop.book_templated(template, rid)
+                return rid, data
         code_sets = self.code_sets
 
         def write_body(w):
             if code_sets is not None:
                 w.tcs_c, w.tcs_w = code_sets
             write_arguments(w, op, args)
-        fragment_size = self.orb.options.fragment_size     # GIOP 1.0 messages go whole
         try:
             if contexts:
                 msg = Request(version=version, little=little, request_id=rid,

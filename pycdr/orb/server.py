@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from ..corbaloc import Corbaloc, IIOPAddress
 from ..errors import EncodeError, PycdrError
 from ..giop.connection import GiopConnection, Role
-from ..giop.events import (NEED_DATA, SERVED, Answer, ConnectionClosed, MessageReceived,
+from ..giop.events import (NEED_DATA, TAKEN, Answer, ConnectionClosed, MessageReceived,
                            ProtocolViolation)
 from ..giop.header import MAX_MESSAGE_SIZE
 from ..giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateReply,
@@ -47,27 +47,20 @@ from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHA
 from ..iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
 from ..ior import IOR, ior_to_string
 from ..codesets import DEFAULT_TCS_C, ISO_8859_1
-from ..marshal import IMPLEMENTATION, write_value
-from ..plan import plan_for
+from ..marshal import write_value
 from ..values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
 from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .interface_def import interface_def_key
 from .tlstransport import TLSListener, start_tls_server
-from .invocation import OBJECT_OPERATIONS, read_arguments, results_to_values, write_results
+from .invocation import (OBJECT_OPERATIONS, read_arguments, results_to_values, serve_request,
+                         write_results)
 from .memory import release_free_memory
 from .servant import Servant
 from .tls import server_components
 
 log = logging.getLogger("pycdr.orb.server")
-
-# A whole Request -> Reply in one C call (RequestDispatch._learn_direct); not on the
-# pure-Python path (PYCDR_PURE=1), where every Request takes the general one.
-if IMPLEMENTATION == "c":
-    from .._speedups import serve_request
-else:
-    serve_request = None
 
 # ORB_TYPE of this ORB's IORs: "PYC\0" (not an OMG-assigned vendor tag).
 PYCDR_ORB_TYPE = 0x50594300
@@ -385,15 +378,15 @@ class RequestDispatch(abc.ABC):
         # or a char code set other than ISO-8859-1 (the only one the C plans write).
         self._direct = self.adapter.direct if serve_request is not None and \
             self.limits.fragment_size is None and DEFAULT_TCS_C == ISO_8859_1 else None
-        giop.serve_directly = self._serve_directly if self._direct is not None else None
+        giop.take_directly = self._take_directly if self._direct is not None else None
 
     @abc.abstractmethod
     def _write(self, data) -> None:
         """Send ``data`` (nothing once the connection is closed)."""
 
     @abc.abstractmethod
-    def _serve_directly(self, raw) -> bool:
-        """The GiopConnection's serve_directly: run_direct(raw) with the server's GC
+    def _take_directly(self, raw) -> bool:
+        """The GiopConnection's take_directly: run_direct(raw) with the server's GC
         pause around it."""
 
     def _run_direct(self, raw) -> bool:
@@ -440,8 +433,7 @@ class RequestDispatch(abc.ABC):
         if servant.numeric_arrays or servant.octet_views or \
                 servant.concurrent_operation(operation):
             return
-        entry = (op, servant.call, tuple(plan_for(p.type) for p in op.in_params),
-                 tuple(plan_for(t) for t in op.result_types))
+        entry = (op, servant.call, op.in_plans, op.result_plans)
         self._direct.setdefault(key, {})[operation] = entry
 
     @abc.abstractmethod
@@ -572,7 +564,7 @@ class RequestDispatch(abc.ABC):
                     return CODESET_INCOMPATIBLE(OMG_VMCID | 1, _NO)
                 self.code_sets = (context.char_data, context.wchar_data or None)
                 if context.char_data != ISO_8859_1:
-                    self._direct = self.giop.serve_directly = None
+                    self._direct = self.giop.take_directly = None
                 return None
         return None
 
@@ -761,7 +753,7 @@ class _ServerConnection(RequestDispatch):
             self._watchdog = None
         self._close()
         self.giop.release_buffers()
-        self.giop.serve_directly = None      # (it refers to this connection)
+        self.giop.take_directly = None      # (it refers to this connection)
         self.stream.set_on_data(None)
         self.server._forget(self)
 
@@ -861,7 +853,7 @@ class _ServerConnection(RequestDispatch):
             event = self.giop.next_event()
             if event is NEED_DATA:
                 return True
-            if event is SERVED:
+            if event is TAKEN:
                 if self.stream.must_drain:
                     await self._drain()
                 continue
@@ -963,7 +955,7 @@ class _ServerConnection(RequestDispatch):
             return self._raised(op, e)
         return self._returned(op, returned)
 
-    def _serve_directly(self, raw) -> bool:
+    def _take_directly(self, raw) -> bool:
         # (the GC paused as for a request served inline: see _serve)
         try:
             if gc.isenabled():

@@ -34,7 +34,7 @@ import socket
 import threading
 
 from ..giop.connection import GiopConnection, Role
-from ..giop.events import NEED_DATA, SERVED, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.events import NEED_DATA, TAKEN, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.messages import Request
 from .aio import set_socket_buffers
 from .blocking import set_wait_limit
@@ -212,14 +212,14 @@ class ThreadConnection(RequestDispatch):
             if self._loop is not None:
                 self._loop.close()
             self.giop.release_buffers()
-            self.giop.serve_directly = None      # (it refers to this connection)
+            self.giop.take_directly = None      # (it refers to this connection)
             self.server._forget(self)
 
     def _serve_connection(self) -> None:
         giop = self.giop
         while not self._stopping:
             event = giop.next_event()
-            if event is SERVED:
+            if event is TAKEN:
                 continue
             if event is NEED_DATA:
                 if not self._receive():
@@ -293,7 +293,7 @@ class ThreadConnection(RequestDispatch):
             return self._raised(op, e)
         return self._returned(op, returned)
 
-    def _serve_directly(self, raw) -> bool:
+    def _take_directly(self, raw) -> bool:
         with GC_PAUSE:
             return self._run_direct(raw)
 
