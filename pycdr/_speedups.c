@@ -3226,21 +3226,20 @@ speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 PyDoc_STRVAR(decode_reply_doc,
-"decode_reply(data, request_id, nodes)\n--\n\n"
-"The values of a whole GIOP 1.0-1.2 Reply to `request_id` with status NO_EXCEPTION\n"
-"and no service contexts, decoded by the plan nodes `nodes` (a list, one value per\n"
-"node); None for any other message, or when a plan hands the values back (the\n"
-"general path decodes it and gives its errors).");
+"decode_reply(data, awaited)\n--\n\n"
+"(request_id, values) of a whole GIOP 1.0-1.2 Reply with status NO_EXCEPTION and no\n"
+"service contexts to a request in `awaited` ({request id: plan nodes}), its values\n"
+"decoded by those nodes (a list, one value per node); None for any other message,\n"
+"or when a plan hands the values back (the general path decodes it and gives its\n"
+"errors).");
 
 static PyObject *
 speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 || !PyTuple_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "decode_reply(data, request_id, nodes: tuple)");
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode_reply(data, awaited: dict)");
         return NULL;
     }
-    unsigned long want = PyLong_AsUnsignedLong(args[1]);
-    if (want == (unsigned long)-1 && PyErr_Occurred()) return NULL;
     PyObject *enabled = cmarshal_globals == NULL ? NULL
                         : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
     if (enabled != Py_True) {
@@ -3253,7 +3252,7 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *buf = view.buf;
     Py_ssize_t len = view.len, pos = 12;
-    PyObject *values = NULL;
+    PyObject *values = NULL, *rid = NULL, *out = NULL;
     if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[4] != 1 || buf[5] > 2 ||
             (buf[6] & ~1) != 0 || buf[7] != 1)
         goto not_taken;
@@ -3275,8 +3274,19 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (pos > len) goto not_taken;
         }
     }
-    if (request_id != want || status != 0) goto not_taken;
-    Py_ssize_t n = PyTuple_GET_SIZE(args[2]);
+    if (status != 0) goto not_taken;
+    rid = PyLong_FromUnsignedLong(request_id);
+    if (rid == NULL) goto done;
+    PyObject *nodes = PyDict_GetItemWithError(args[1], rid);
+    if (nodes == NULL) {
+        if (PyErr_Occurred()) goto done;
+        goto not_taken;
+    }
+    if (!PyTuple_Check(nodes)) {
+        PyErr_SetString(PyExc_TypeError, "decode_reply: awaited's values are tuples of nodes");
+        goto done;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes);
     values = PyList_New(n);
     if (values == NULL) goto done;
     Reader r = {
@@ -3285,7 +3295,7 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         .reader = NULL, .make_reader = NULL,
     };
     for (Py_ssize_t i = 0; i < n; i++) {
-        Plan *p = plan_of(PyTuple_GET_ITEM(args[2], i));
+        Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
         PyObject *value = p != NULL ? read_top(&r, p) : NULL;
         if (value == NULL) {
             Py_CLEAR(values);
@@ -3295,13 +3305,16 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         }
         PyList_SET_ITEM(values, i, value);
     }
+    out = PyTuple_Pack(2, rid, values);
     goto done;
 not_taken:
     PyErr_Clear();
-    values = Py_NewRef(Py_None);
+    out = Py_NewRef(Py_None);
 done:
+    Py_XDECREF(rid);
+    Py_XDECREF(values);
     PyBuffer_Release(&view);
-    return values;
+    return out;
 }
 
 static PyMethodDef speedups_methods[] = {

@@ -347,11 +347,11 @@ def test_requests_and_replies_in_c_are_the_general_paths(version, little, c_only
                                                reply_status=ReplyStatus.NO_EXCEPTION))
         values = list(args) if len(op.result_types) == len(args) else list(args)[:1]
         reply = bytes(reply_template.encode(rid, lambda w: write_results(w, op, values)))
-        got = decode_reply(reply, rid, op.result_plans)
+        got = decode_reply(reply, {rid: op.result_plans})
         if got is not None:
             msg, _ = decode_message(reply)
-            assert got == read_results(msg.body_reader(), op), op_name
-            assert decode_reply(reply, rid + 1, op.result_plans) is None
+            assert got == (rid, read_results(msg.body_reader(), op)), op_name
+            assert decode_reply(reply, {rid + 1: op.result_plans}) is None
             taken += fast is not None
     assert taken >= len(cases) // 2, taken
 
@@ -366,26 +366,30 @@ def test_malformed_replies_are_left_to_the_general_path(version, little, c_only)
     template = MessageTemplate(Reply(version=version, little=little,
                                      reply_status=ReplyStatus.NO_EXCEPTION))
     good = bytes(template.encode(5, lambda w: write_results(w, op, ["héllo"])))
-    assert decode_reply(good, 5, op.result_plans) == ["héllo"]
-    assert decode_reply(bytearray(good), 5, op.result_plans) == ["héllo"]
+    awaited = {5: op.result_plans}
+    assert decode_reply(good, awaited) == (5, ["héllo"])
+    assert decode_reply(bytearray(good), awaited) == (5, ["héllo"])
+    assert decode_reply(good, {4: op.result_plans}) is None
     for n in range(len(good)):
-        assert decode_reply(good[:n], 5, op.result_plans) is None, n
+        assert decode_reply(good[:n], awaited) is None, n
     order = "little" if little else "big"
     # the string's length past the end
     at = len(good) - len("héllo") - 1 - 4
     bad = good[:at] + (1 << 30).to_bytes(4, order) + good[at + 4:]
-    assert decode_reply(bad, 5, op.result_plans) is None
+    assert decode_reply(bad, awaited) is None
     rng = random.Random(5)
     for _ in range(3000):
         data = bytearray(good)
         for _ in range(rng.randint(1, 4)):
             data[rng.randrange(len(data))] = rng.randrange(256)
-        got = decode_reply(bytes(data), 5, op.result_plans)
-        assert got is None or (isinstance(got, list) and len(got) == 1)
+        got = decode_reply(bytes(data), awaited)
+        assert got is None or (got[0] == 5 and isinstance(got[1], list) and len(got[1]) == 1)
     exception = encode_message(Reply(version=version, little=little, request_id=5,
                                      reply_status=ReplyStatus.SYSTEM_EXCEPTION,
                                      system_exception=BAD_PARAM(1, CompletionStatus.COMPLETED_NO)))
-    assert decode_reply(exception, 5, op.result_plans) is None
+    assert decode_reply(exception, awaited) is None
+    with pytest.raises(TypeError):
+        decode_reply(good, {5: [op.result_plans]})
 
 
 def test_encode_request_refuses_what_the_general_path_refuses(c_only):
@@ -404,6 +408,18 @@ def test_encode_request_refuses_what_the_general_path_refuses(c_only):
                        op.in_plans, (1,))
 
 
+def count_replies_taken(conn) -> list:
+    """What a client connection's _take_reply answers from now on (a list that grows)."""
+    taken = []
+    if conn.giop.take_directly is not None:
+        def counted(raw):
+            took = conn._take_reply(raw)
+            taken.append(took)
+            return took
+        conn.giop.take_directly = counted
+    return taken
+
+
 @pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop1.{v[1]}")
 def test_blocking_client_takes_replies_in_c(version, impl):
     """SyncORB against the threaded server, every echo case: the same answers with the
@@ -416,16 +432,46 @@ def test_blocking_client_takes_replies_in_c(version, impl):
                                     ECHO)
         assert echo.invoke("echo_short", 1) == 1
         conn = next(iter(orb.blocking._connections.values()))
-        taken = []
-        if conn.giop.take_directly is not None:
-            def counted(raw):
-                took = conn._take_reply(raw)
-                taken.append(took)
-                return took
-            conn.giop.take_directly = counted
+        taken = count_replies_taken(conn)
         for op, args in echo_cases(MODULE, server.server.ior(server.key)):
             if version == (1, 0) and op in WIDE_OPERATIONS:
                 continue
             for _ in range(2):
                 assert echo.invoke(op, *args) == expected_result(args), op
         assert (sum(taken) > len(taken) // 2) == (impl == "c"), taken
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop1.{v[1]}")
+def test_asyncio_client_and_server_take_calls_in_c(version, impl):
+    """The asyncio ORB against the asyncio server, every echo case twice: the same
+    answers with the C path on (replies taken by _take_reply, requests answered by
+    serve_request) and off (neither)."""
+    import asyncio
+
+    from orb_echo_values import expected_result
+    from pycdr.orb import ORB, Server
+
+    async def run():
+        server = Server()
+        key = server.activate(EchoServant(ECHO), "Echo")
+        await server.start()
+        orb = ORB()
+        try:
+            echo = await orb.string_to_object(
+                server.corbaloc(key).replace("1.2@", f"1.{version[1]}@"), ECHO)
+            assert await echo.invoke("echo_short", 1) == 1
+            conn = next(iter(orb._connections.values()))
+            taken = count_replies_taken(conn)
+            for op, args in echo_cases(MODULE, server.ior(key)):
+                if version == (1, 0) and op in WIDE_OPERATIONS:
+                    continue
+                for _ in range(2):
+                    assert await echo.invoke(op, *args) == expected_result(args), op
+            assert not conn._reply_plans          # (none left behind)
+            return taken, server.adapter.direct.get(key, {})
+        finally:
+            await orb.close()
+            await server.stop()
+    taken, learnt = asyncio.run(run())
+    assert (sum(taken) > len(taken) // 2) == (impl == "c"), taken
+    assert bool(learnt) == C_PATH

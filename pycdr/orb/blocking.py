@@ -101,8 +101,8 @@ class BlockingConnection(RequestEncoder):
         self.giop = self.new_giop(bytearray(CLIENT_SCRATCH))
         self._init_encoder()
         # The Reply awaited, to be decoded in one C call (_take_reply) when it is the
-        # usual one: (request id, the result plans), or None; and its values.
-        self._awaited: tuple | None = None
+        # usual one: {request id: the result plans}, or None; and its values.
+        self._awaited: dict | None = None
         self._values: list | None = None
         if decode_reply is not None and not client.options.octet_views:
             self.giop.take_directly = self._take_reply
@@ -159,7 +159,7 @@ class BlockingConnection(RequestEncoder):
             if not response_expected:
                 return None
             if self.chars_in_c():
-                self._awaited = (rid, op.result_plans)
+                self._awaited = {rid: op.result_plans}
             try:
                 return self._reply_to(rid, version, little, deadline)
             finally:
@@ -171,12 +171,12 @@ class BlockingConnection(RequestEncoder):
         awaited = self._awaited
         if awaited is None:
             return False
-        values = decode_reply(raw, awaited[0], awaited[1])
-        if values is None:
+        taken = decode_reply(raw, awaited)
+        if taken is None:
             return False
-        self.giop.outstanding.discard(awaited[0])        # (as the Reply's delivery does)
+        self.giop.outstanding.discard(taken[0])        # (as the Reply's delivery does)
         self._awaited = None
-        self._values = values
+        self._values = taken[1]
         return True
 
     def _reply_to(self, rid: int, version, little, deadline: float | None):
