@@ -2969,8 +2969,9 @@ serve_parse_head(const unsigned char *buf, Py_ssize_t len, ServeHead *h)
     return 1;
 }
 
-/* The table's entry for the head's key and operation (borrowed), or NULL
- * (none; an error set only when a lookup failed). */
+/* The table's entry for the head's key and operation (a new reference: the
+ * servant may change the table while it runs), or NULL (none; an error set
+ * only when a lookup failed). */
 static PyObject *
 serve_entry(PyObject *table, const unsigned char *buf, const ServeHead *h)
 {
@@ -2991,7 +2992,7 @@ serve_entry(PyObject *table, const unsigned char *buf, const ServeHead *h)
                         "(op, call, argument nodes, result nodes)");
         return NULL;
     }
-    return entry;
+    return Py_NewRef(entry);
 }
 
 /* The arguments decoded by their plans; NULL with no error set: not taken. */
@@ -3101,10 +3102,10 @@ speedups_serve_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *buf = view.buf;
-    PyObject *out = NULL, *call_args = NULL, *returned = NULL;
+    PyObject *out = NULL, *call_args = NULL, *returned = NULL, *entry = NULL;
     ServeHead h;
     if (!serve_parse_head(buf, view.len, &h)) goto not_taken;
-    PyObject *entry = serve_entry(args[1], buf, &h);
+    entry = serve_entry(args[1], buf, &h);
     if (entry == NULL) goto not_taken;
     PyObject *rid = PyLong_FromUnsignedLong(h.request_id);
     if (rid == NULL) goto done;
@@ -3145,6 +3146,7 @@ not_taken:
 done:
     Py_XDECREF(call_args);
     Py_XDECREF(returned);
+    Py_XDECREF(entry);
     PyBuffer_Release(&view);
     return out;
 }
@@ -3252,7 +3254,7 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *buf = view.buf;
     Py_ssize_t len = view.len, pos = 12;
-    PyObject *values = NULL, *rid = NULL, *out = NULL;
+    PyObject *values = NULL, *rid = NULL, *out = NULL, *nodes = NULL;
     if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[4] != 1 || buf[5] > 2 ||
             (buf[6] & ~1) != 0 || buf[7] != 1)
         goto not_taken;
@@ -3277,11 +3279,12 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (status != 0) goto not_taken;
     rid = PyLong_FromUnsignedLong(request_id);
     if (rid == NULL) goto done;
-    PyObject *nodes = PyDict_GetItemWithError(args[1], rid);
+    nodes = PyDict_GetItemWithError(args[1], rid);
     if (nodes == NULL) {
         if (PyErr_Occurred()) goto done;
         goto not_taken;
     }
+    Py_INCREF(nodes);         /* (held while the values are made) */
     if (!PyTuple_Check(nodes)) {
         PyErr_SetString(PyExc_TypeError, "decode_reply: awaited's values are tuples of nodes");
         goto done;
@@ -3311,6 +3314,7 @@ not_taken:
     PyErr_Clear();
     out = Py_NewRef(Py_None);
 done:
+    Py_XDECREF(nodes);
     Py_XDECREF(rid);
     Py_XDECREF(values);
     PyBuffer_Release(&view);

@@ -475,3 +475,27 @@ def test_asyncio_client_and_server_take_calls_in_c(version, impl):
     taken, learnt = asyncio.run(run())
     assert (sum(taken) > len(taken) // 2) == (impl == "c"), taken
     assert bool(learnt) == C_PATH
+
+
+def test_a_servant_that_changes_the_table_while_it_runs(c_only):
+    """A method that deactivates its own object (dropping its table entry) while the
+    fast path runs it: its reply still goes out, as on the general path; the next
+    request gets OBJECT_NOT_EXIST."""
+    holder = {}
+
+    class Leaving:
+        def echo_long(self, value):
+            holder["harness"].server.adapter.deactivate(holder["harness"].key)
+            holder["harness"].server.adapter.direct.clear()
+            return value
+
+    h = holder["harness"] = Harness(ClassServant(ECHO, Leaving()))
+    h.server.adapter.direct[h.key] = {}
+    h.conn._learn_direct(h.key, "echo_long", h.server.adapter.servant(h.key),
+                         ECHO.all_operations()["echo_long"])
+    [reply] = h.feed(request(h.key, "echo_long", (7,), rid=1))
+    assert h.served_directly == 1
+    msg, _ = decode_message(reply)
+    assert msg.reply_status == ReplyStatus.NO_EXCEPTION and msg.request_id == 1
+    [reply] = h.feed(request(h.key, "echo_long", (7,), rid=2))
+    assert decode_message(reply)[0].reply_status == ReplyStatus.SYSTEM_EXCEPTION
