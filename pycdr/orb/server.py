@@ -386,7 +386,7 @@ class RequestDispatch(abc.ABC):
 
     @abc.abstractmethod
     def _take_directly(self, raw) -> bool:
-        """The GiopConnection's take_directly: run_direct(raw) with the server's GC
+        """The GiopConnection's take_directly: _run_direct(raw) with the server's GC
         pause around it."""
 
     def _run_direct(self, raw) -> bool:
