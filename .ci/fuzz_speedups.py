@@ -11,7 +11,9 @@ alignment offset, and decodes the rest of the input:
 - a value that decodes is encoded again by both paths: identical bytes.
 Every input is also the body of a GIOP 1.2 or 1.3 Request or Reply for the ORB's
 fast message decode: C (decode_common_12) and Python must give the same message,
-None or error.
+None or error; and, as a GIOP 1.0, 1.1 and 1.2 message, the input of the ORB's
+one-call paths (serve_request, decode_reply) with the input's TypeCode as the
+operation's one argument and result: None, or what the general path makes of it.
 Any difference raises, which the fuzzer reports as a crash; the sanitizers
 report memory errors and undefined behaviour.
 
@@ -40,6 +42,7 @@ if marshal.IMPLEMENTATION != "c":
 from pycdr import _speedups  # noqa: E402
 from pycdr.giop.messages import fast12  # noqa: E402
 from pycdr.giop.header import encode_header  # noqa: E402
+from pycdr.giop.messages import Reply, Request, decode_message  # noqa: E402
 from giop_samples import decode_outcome, sample_messages  # noqa: E402
 
 # The 1.2/1.3 Requests and Replies of the GIOP tests, whose bodies plain() changes.
@@ -47,6 +50,7 @@ GIOP_SAMPLES = [m for m in sample_messages() if m[5] in (2, 3) and m[7] in (0, 1
 
 PY_DECODE = marshal.decode.__wrapped__
 PY_ENCODE = marshal.encode.__wrapped__
+PY_READ = marshal.read_value.__wrapped__
 
 _BIN = tc.struct("IDL:fz/Bin:1.0", "Bin", [
     ("s", tc.short), ("c", tc.char), ("l", tc.long), ("o", tc.octet), ("d", tc.double),
@@ -121,6 +125,44 @@ def check_giop(body: bytes, little: bool, kind: int) -> None:
             raise AssertionError(f"GIOP fast decode differs for {data.hex()}: {c!r} vs {py!r}")
 
 
+def check_direct(body: bytes, little: bool, kind: int, t) -> None:
+    """body as a GIOP 1.0-1.2 Request or Reply's, through the ORB's one-call paths in
+    C, the operation taking and returning one value of t: None, or the general
+    path's own decoding of it."""
+    nodes = (plan_for(t),)
+    for minor in (0, 1, 2):
+        data = encode_header((1, minor), little, kind & 1, len(body)) + body
+        try:
+            msg, _ = decode_message(data)
+        except PycdrError:
+            msg = None
+        table = {}
+        if isinstance(msg, Request) and msg.object_key is not None:
+            table = {msg.object_key: {msg.operation: (None, _echo_first, nodes, nodes)}}
+        for buffer in (data, bytearray(data)):
+            reply = _speedups.serve_request(buffer, table, set())
+            if reply is not None:
+                if msg is None or not isinstance(reply, bytes):
+                    raise AssertionError(f"serve_request took {data.hex()}: {reply!r}")
+                value = outcome(PY_READ, msg.body_reader(), t)
+                answer, _ = decode_message(reply)
+                if value[0] != "ok" or not same(outcome(PY_READ, answer.body_reader(), t),
+                                                value):
+                    raise AssertionError(f"serve_request answered {data.hex()} with "
+                                         f"{reply.hex()}, not {value!r}")
+            rid = msg.request_id if isinstance(msg, Reply) else 0
+            got = _speedups.decode_reply(buffer, {rid: nodes})
+            if got is not None:
+                value = outcome(PY_READ, msg.body_reader(), t) if msg is not None else None
+                if value is None or not same(("ok", got[1][0]), value):
+                    raise AssertionError(f"decode_reply took {data.hex()}: {got!r}, "
+                                         f"Python: {value!r}")
+
+
+def _echo_first(op, args):
+    return args[0]
+
+
 def one_input(data: bytes) -> None:
     if len(data) < 2:
         return
@@ -140,6 +182,7 @@ def one_input(data: bytes) -> None:
         except (PycdrError, RecursionError):
             return
     check(t, bytes(data), little, offset)
+    check_direct(bytes(data), little, offset, t)
 
 
 def plain(seconds: float) -> int:

@@ -2,7 +2,8 @@
 # Build pycdr._speedups (and pycdr._pcapwalk) once more with AddressSanitizer + UndefinedBehaviorSanitizer
 # in a throw-away copy of the package, then run under the sanitizers:
 #   1. the differential and malformed-input tests (tests/test_speedups.py,
-#      tests/test_cdr_errors.py, tests/test_giop_fast_decode.py, and the capture
+#      tests/test_cdr_errors.py, tests/test_giop_fast_decode.py, the ORB's one-call
+#      paths' tests/test_orb_direct.py, and the capture
 #      reader's tests/test_pcapwalk.py), C path against Python path;
 #   2. the fuzz harness .ci/fuzz_speedups.py for FUZZ_SECONDS (default 60):
 #      atheris when it imports, else the harness's own random-input loop.
@@ -65,7 +66,7 @@ echo "sanitize: differential and malformed-input tests"
 run_sanitized "$PYTHON" -m pytest -q -p no:cacheprovider \
     -W ignore::hypothesis.errors.HypothesisWarning \
     tests/test_speedups.py tests/test_cdr_errors.py tests/test_giop_fast_decode.py \
-    tests/test_pcapwalk.py
+    tests/test_pcapwalk.py tests/test_orb_direct.py
 
 echo "sanitize: fuzzing the C decoder for ${FUZZ_SECONDS}s"
 if run_sanitized "$PYTHON" -c 'import atheris' 2>/dev/null; then

@@ -2870,6 +2870,457 @@ speedups_configure_giop(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/*************************************************************************
+ * serve_request: a servant operation's whole Request -> Reply in one     *
+ * call (issue 21), for the ORB's usual case.  The server learns, on the  *
+ * general path, which (object key, operation) pairs may take it, and    *
+ * keeps them in a table: {object key: {operation: (op, call, argument    *
+ * plan nodes, result plan nodes)}}.  A message this function does not    *
+ * take is left untouched (None): nothing has run, the general path       *
+ * decodes and judges it, with its typed errors and offsets.  Taken: a    *
+ * complete, unfragmented GIOP 1.0-1.2 Request (either byte order), a     *
+ * twoway (1.2 response_flags 3; 1.0/1.1 response_expected 1) with no     *
+ * service contexts, a 1.2 KeyAddr target, zero reserved octets, a key   *
+ * and operation in the table, its request id not outstanding, arguments  *
+ * decoded by their plans in C.  Then call(op, [arguments]) runs and the  *
+ * result and out values are encoded into the complete Reply (bytes, the  *
+ * same bytes as the general path's template).  What the servant gives   *
+ * that this cannot encode (an exception, an awaitable, values the plans  *
+ * do not take) comes back as (op, request_id, minor, little, what,       *
+ * raised) for the general path to answer.                                */
+/*************************************************************************/
+
+/* Read a ulong at the next 4-aligned position (origin: the message start). */
+static int
+serve_ulong(const unsigned char *buf, Py_ssize_t len, Py_ssize_t *pos, int swap,
+            uint32_t *out)
+{
+    Py_ssize_t p = *pos + (-*pos & 3);
+    if (p + 4 > len) return -1;
+    *out = load32(buf + p, swap);
+    *pos = p + 4;
+    return 0;
+}
+
+/* An octet sequence's or string's (start, length) at *pos; -1 past the end. */
+static int
+serve_counted(const unsigned char *buf, Py_ssize_t len, Py_ssize_t *pos, int swap,
+              Py_ssize_t *start, Py_ssize_t *n)
+{
+    uint32_t count;
+    if (serve_ulong(buf, len, pos, swap, &count) < 0) return -1;
+    if ((uint64_t)count > (uint64_t)(len - *pos)) return -1;
+    *start = *pos;
+    *n = (Py_ssize_t)count;
+    *pos += count;
+    return 0;
+}
+
+/* The parsed head of a Request this path takes. */
+typedef struct {
+    int minor, little, swap;
+    uint32_t request_id;
+    Py_ssize_t key_start, key_len, op_start, op_len, body;
+} ServeHead;
+
+/* 1: `buf` is a Request this path takes (head filled in); 0: not. */
+static int
+serve_parse_head(const unsigned char *buf, Py_ssize_t len, ServeHead *h)
+{
+    if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[4] != 1 || buf[5] > 2 ||
+            (buf[6] & ~1) != 0 || buf[7] != 0)
+        return 0;
+    h->minor = buf[5];
+    h->little = buf[6] & 1;
+    h->swap = h->little != NATIVE_LITTLE;
+    if ((uint64_t)load32(buf + 8, h->swap) + 12 != (uint64_t)len) return 0;
+    Py_ssize_t pos = 12;
+    uint32_t n;
+    if (h->minor < 2) {
+        if (serve_ulong(buf, len, &pos, h->swap, &n) < 0 || n != 0) return 0;
+        if (serve_ulong(buf, len, &pos, h->swap, &h->request_id) < 0) return 0;
+        Py_ssize_t fixed = h->minor == 1 ? 4 : 1;      /* response_expected, reserved[3] */
+        if (pos + fixed > len || buf[pos] != 1) return 0;
+        if (h->minor == 1 && (buf[pos + 1] | buf[pos + 2] | buf[pos + 3])) return 0;
+        pos += fixed;
+        Py_ssize_t principal, principal_len;
+        if (serve_counted(buf, len, &pos, h->swap, &h->key_start, &h->key_len) < 0 ||
+                serve_counted(buf, len, &pos, h->swap, &h->op_start, &h->op_len) < 0 ||
+                serve_counted(buf, len, &pos, h->swap, &principal, &principal_len) < 0)
+            return 0;
+    } else {
+        if (len < 28) return 0;
+        h->request_id = load32(buf + 12, h->swap);
+        if (buf[16] != 3 || buf[17] | buf[18] | buf[19] || buf[20] | buf[21])
+            return 0;                                    /* twoway, reserved, KeyAddr */
+        pos = 24;
+        if (serve_counted(buf, len, &pos, h->swap, &h->key_start, &h->key_len) < 0 ||
+                serve_counted(buf, len, &pos, h->swap, &h->op_start, &h->op_len) < 0 ||
+                serve_ulong(buf, len, &pos, h->swap, &n) < 0 || n != 0)
+            return 0;
+        if (pos < len) {
+            pos += -pos & 7;
+            if (pos > len) return 0;
+        }
+    }
+    if (h->op_len == 0 || buf[h->op_start + h->op_len - 1] != 0) return 0;
+    h->op_len -= 1;
+    h->body = pos;
+    return 1;
+}
+
+/* The table's entry for the head's key and operation (a new reference: the
+ * servant may change the table while it runs), or NULL (none; an error set
+ * only when a lookup failed). */
+static PyObject *
+serve_entry(PyObject *table, const unsigned char *buf, const ServeHead *h)
+{
+    PyObject *key = PyBytes_FromStringAndSize((const char *)buf + h->key_start, h->key_len);
+    if (key == NULL) return NULL;
+    PyObject *ops = PyDict_GetItemWithError(table, key);
+    Py_DECREF(key);
+    if (ops == NULL || !PyDict_Check(ops)) return NULL;
+    PyObject *name = PyUnicode_DecodeLatin1((const char *)buf + h->op_start, h->op_len, NULL);
+    if (name == NULL) return NULL;
+    PyObject *entry = PyDict_GetItemWithError(ops, name);
+    Py_DECREF(name);
+    if (entry == NULL) return NULL;
+    if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 4 ||
+            !PyTuple_Check(PyTuple_GET_ITEM(entry, 2)) ||
+            !PyTuple_Check(PyTuple_GET_ITEM(entry, 3))) {
+        PyErr_SetString(PyExc_TypeError, "serve_request: a table entry is "
+                        "(op, call, argument nodes, result nodes)");
+        return NULL;
+    }
+    return Py_NewRef(entry);
+}
+
+/* The arguments decoded by their plans; NULL with no error set: not taken. */
+static PyObject *
+serve_arguments(const unsigned char *buf, Py_ssize_t len, const ServeHead *h,
+                PyObject *nodes)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes);
+    PyObject *args = PyList_New(n);
+    if (args == NULL) return NULL;
+    Reader r = {
+        .buf = buf, .pos = h->body, .end = len, .origin = 0,
+        .little = h->little, .swap = h->swap, .numeric_arrays = 0, .depth = 0,
+        .reader = NULL, .make_reader = NULL,
+    };
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
+        PyObject *value = p != NULL ? read_top(&r, p) : NULL;
+        if (value == NULL) {
+            Py_DECREF(args);
+            /* the general path decodes them again and gives the error */
+            if (PyErr_ExceptionMatches(Fallback) || PyErr_ExceptionMatches(cdr_error))
+                PyErr_Clear();
+            return NULL;
+        }
+        PyList_SET_ITEM(args, i, value);
+    }
+    return args;
+}
+
+/* The Reply to `h` with the values `returned` gives for `nodes`; NULL with
+ * no error set: the general path must encode it. */
+static PyObject *
+serve_reply(const ServeHead *h, PyObject *nodes, PyObject *returned)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes);
+    PyObject *const *values = &returned;
+    if (n > 1) {
+        /* (a tuple or list of exactly n: else the general path's MARSHAL) */
+        if (PyTuple_CheckExact(returned) && PyTuple_GET_SIZE(returned) == n)
+            values = &PyTuple_GET_ITEM(returned, 0);
+        else if (PyList_CheckExact(returned) && PyList_GET_SIZE(returned) == n)
+            values = PySequence_Fast_ITEMS(returned);
+        else
+            return NULL;
+    }
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, 128);
+    if (bytes == NULL) return NULL;
+    Writer w = {
+        .ba = bytes, .is_bytes = 1, .data = (unsigned char *)PyBytes_AS_STRING(bytes),
+        .len = 12, .cap = 128, .origin = 0,
+        .little = h->little, .swap = h->swap, .writer = NULL,
+        .make_writer = NULL, .owns_writer = 0,
+    };
+    memcpy(w.data, "GIOP", 4);
+    w.data[4] = 1;
+    w.data[5] = (unsigned char)h->minor;
+    w.data[6] = (unsigned char)h->little;
+    w.data[7] = 1;                                      /* Reply */
+    int rc;
+    if (h->minor < 2)       /* no service contexts, the id, NO_EXCEPTION */
+        rc = write_ulong(&w, 0) | write_ulong(&w, h->request_id) | write_ulong(&w, 0);
+    else                    /* (24 bytes: the body's 8-alignment adds nothing) */
+        rc = write_ulong(&w, h->request_id) | write_ulong(&w, 0) | write_ulong(&w, 0);
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
+        Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
+        rc = p != NULL ? write_plan(&w, p, values[i]) : -1;
+    }
+    PyObject *out = NULL;
+    if (rc == 0) {
+        store32(w.data + 8, (uint32_t)(w.len - 12), w.swap);
+        if (_PyBytes_Resize(&w.ba, w.len) == 0) out = w.ba;
+        w.ba = NULL;
+    } else {
+        /* whatever the plans said (Fallback, a type they refuse): the general
+         * path encodes the values again and answers as it does */
+        PyErr_Clear();
+    }
+    Py_XDECREF(w.ba);
+    return out;
+}
+
+PyDoc_STRVAR(serve_request_doc,
+"serve_request(data, table, outstanding)\n--\n\n"
+"A Request taken whole (see pycdr/_speedups.c): None when not taken (nothing ran),\n"
+"the Reply's bytes, or (op, request_id, minor, little, what, raised) when the servant\n"
+"ran and the general path must answer: `what` is the exception it raised (raised\n"
+"True) or what it returned (False).  `table`: {object key: {operation: (op, call,\n"
+"argument plan nodes, result plan nodes)}}; `outstanding`: the request ids awaiting\n"
+"a reply on the connection (a Request reusing one is the general path's error).");
+
+static PyObject *
+speedups_serve_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "serve_request(data, table: dict, outstanding: set)");
+        return NULL;
+    }
+    PyObject *enabled = cmarshal_globals == NULL ? NULL
+                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    if (enabled != Py_True) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;                 /* the C path switched off (tests) */
+    }
+    PyObject *data = args[0];
+    if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data)) Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *buf = view.buf;
+    PyObject *out = NULL, *call_args = NULL, *returned = NULL, *entry = NULL;
+    ServeHead h;
+    if (!serve_parse_head(buf, view.len, &h)) goto not_taken;
+    entry = serve_entry(args[1], buf, &h);
+    if (entry == NULL) goto not_taken;
+    PyObject *rid = PyLong_FromUnsignedLong(h.request_id);
+    if (rid == NULL) goto done;
+    int busy = PySet_Contains(args[2], rid);
+    Py_DECREF(rid);
+    if (busy != 0) goto not_taken;
+    PyObject *op = PyTuple_GET_ITEM(entry, 0), *call = PyTuple_GET_ITEM(entry, 1);
+    call_args = serve_arguments(buf, view.len, &h, PyTuple_GET_ITEM(entry, 2));
+    if (call_args == NULL) goto not_taken;
+    /* (the buffer stays exported while the servant runs: a bytearray cannot be
+     * resized under the head read from it) */
+    PyObject *argv[2] = {op, call_args};
+    returned = PyObject_Vectorcall(call, argv, 2, NULL);
+    PyObject *what;
+    int raised = returned == NULL;
+    if (raised) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_NormalizeException(&type, &value, &tb);
+        if (tb != NULL && value != NULL) PyException_SetTraceback(value, tb);
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        if (value == NULL) goto done;
+        what = value;                                   /* (owned) */
+    } else {
+        PyTypeObject *t = Py_TYPE(returned);
+        if (t->tp_as_async == NULL || t->tp_as_async->am_await == NULL) {
+            out = serve_reply(&h, PyTuple_GET_ITEM(entry, 3), returned);
+            if (out != NULL || PyErr_Occurred()) goto done;
+        }
+        what = Py_NewRef(returned);
+    }
+    out = Py_BuildValue("(OkiiNO)", op, (unsigned long)h.request_id, h.minor, h.little,
+                        what, raised ? Py_True : Py_False);
+    goto done;
+not_taken:
+    if (!PyErr_Occurred()) out = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(call_args);
+    Py_XDECREF(returned);
+    Py_XDECREF(entry);
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/*************************************************************************
+ * The client's side of the same (issue 21): a Request encoded from its   *
+ * template's bytes and the arguments' plans, and a NO_EXCEPTION Reply's  *
+ * values decoded by the results' plans.  Both give None for what they do *
+ * not take; the general path then encodes or decodes it, with its errors.*/
+/*************************************************************************/
+
+PyDoc_STRVAR(encode_request_doc,
+"encode_request(prefix, request_id_at, request_id, little, nodes, args)\n--\n\n"
+"A Request's bytes: `prefix` (a MessageTemplate's: the message up to its body, the\n"
+"body's alignment included), the request id (a ulong) at `request_id_at`, then the\n"
+"values `args` encoded by the plan nodes `nodes` (a tuple as long as args), the size\n"
+"set in the header.  None when a plan does not take a value (the general path\n"
+"encodes it and gives its error).");
+
+static PyObject *
+speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[4]) ||
+            !PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[4]) != PyTuple_GET_SIZE(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "encode_request(prefix: bytes, request_id_at, "
+                        "request_id, little, nodes: tuple, args: tuple of as many)");
+        return NULL;
+    }
+    Py_ssize_t at = PyLong_AsSsize_t(args[1]);
+    if (at == -1 && PyErr_Occurred()) return NULL;
+    unsigned long request_id = PyLong_AsUnsignedLong(args[2]);
+    if (request_id == (unsigned long)-1 && PyErr_Occurred()) return NULL;
+    int little = PyObject_IsTrue(args[3]);
+    if (little < 0) return NULL;
+    Py_ssize_t plen = PyBytes_GET_SIZE(args[0]);
+    if (plen < 12 || at < 12 || at + 4 > plen || request_id > 0xFFFFFFFFul) {
+        PyErr_SetString(PyExc_ValueError, "encode_request: the prefix is no template's");
+        return NULL;
+    }
+    PyObject *enabled = cmarshal_globals == NULL ? NULL
+                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    if (enabled != Py_True) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t cap = plen + 64;
+    PyObject *bytes = PyBytes_FromStringAndSize(NULL, cap);
+    if (bytes == NULL) return NULL;
+    Writer w = {
+        .ba = bytes, .is_bytes = 1, .data = (unsigned char *)PyBytes_AS_STRING(bytes),
+        .len = plen, .cap = cap, .origin = 0,
+        .little = little, .swap = little != NATIVE_LITTLE, .writer = NULL,
+        .make_writer = NULL, .owns_writer = 0,
+    };
+    memcpy(w.data, PyBytes_AS_STRING(args[0]), plen);
+    int rc = 0;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(args[4]); i++) {
+        Plan *p = plan_of(PyTuple_GET_ITEM(args[4], i));
+        rc = p != NULL ? write_plan(&w, p, PyTuple_GET_ITEM(args[5], i)) : -1;
+    }
+    PyObject *out = NULL;
+    if (rc == 0) {
+        store32(w.data + 8, (uint32_t)(w.len - 12), w.swap);
+        store32(w.data + at, (uint32_t)request_id, w.swap);
+        if (_PyBytes_Resize(&w.ba, w.len) == 0) out = w.ba;
+        w.ba = NULL;
+    } else {
+        recursion_to_fallback();
+        if (PyErr_ExceptionMatches(Fallback) || PyErr_ExceptionMatches(cdr_error) ||
+                PyErr_ExceptionMatches(PyExc_TypeError) ||
+                PyErr_ExceptionMatches(PyExc_ValueError) ||
+                PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();          /* the general path encodes them again */
+            out = Py_NewRef(Py_None);
+        }
+    }
+    Py_XDECREF(w.ba);
+    return out;
+}
+
+PyDoc_STRVAR(decode_reply_doc,
+"decode_reply(data, awaited)\n--\n\n"
+"(request_id, values) of a whole GIOP 1.0-1.2 Reply with status NO_EXCEPTION and no\n"
+"service contexts to a request in `awaited` ({request id: plan nodes}), its values\n"
+"decoded by those nodes (a list, one value per node); None for any other message,\n"
+"or when a plan hands the values back (the general path decodes it and gives its\n"
+"errors).");
+
+static PyObject *
+speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode_reply(data, awaited: dict)");
+        return NULL;
+    }
+    PyObject *enabled = cmarshal_globals == NULL ? NULL
+                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    if (enabled != Py_True) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *data = args[0];
+    if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data)) Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *buf = view.buf;
+    Py_ssize_t len = view.len, pos = 12;
+    PyObject *values = NULL, *rid = NULL, *out = NULL, *nodes = NULL;
+    if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[4] != 1 || buf[5] > 2 ||
+            (buf[6] & ~1) != 0 || buf[7] != 1)
+        goto not_taken;
+    int minor = buf[5], little = buf[6] & 1, swap = little != NATIVE_LITTLE;
+    if ((uint64_t)load32(buf + 8, swap) + 12 != (uint64_t)len) goto not_taken;
+    uint32_t contexts, request_id, status;
+    if (minor < 2) {
+        if (serve_ulong(buf, len, &pos, swap, &contexts) < 0 || contexts != 0 ||
+                serve_ulong(buf, len, &pos, swap, &request_id) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &status) < 0)
+            goto not_taken;
+    } else {
+        if (serve_ulong(buf, len, &pos, swap, &request_id) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &status) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &contexts) < 0 || contexts != 0)
+            goto not_taken;
+        if (pos < len) {
+            pos += -pos & 7;
+            if (pos > len) goto not_taken;
+        }
+    }
+    if (status != 0) goto not_taken;
+    rid = PyLong_FromUnsignedLong(request_id);
+    if (rid == NULL) goto done;
+    nodes = PyDict_GetItemWithError(args[1], rid);
+    if (nodes == NULL) {
+        if (PyErr_Occurred()) goto done;
+        goto not_taken;
+    }
+    Py_INCREF(nodes);         /* (held while the values are made) */
+    if (!PyTuple_Check(nodes)) {
+        PyErr_SetString(PyExc_TypeError, "decode_reply: awaited's values are tuples of nodes");
+        goto done;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes);
+    values = PyList_New(n);
+    if (values == NULL) goto done;
+    Reader r = {
+        .buf = buf, .pos = pos, .end = len, .origin = 0,
+        .little = little, .swap = swap, .numeric_arrays = 0, .depth = 0,
+        .reader = NULL, .make_reader = NULL,
+    };
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
+        PyObject *value = p != NULL ? read_top(&r, p) : NULL;
+        if (value == NULL) {
+            Py_CLEAR(values);
+            if (PyErr_ExceptionMatches(Fallback) || PyErr_ExceptionMatches(cdr_error))
+                goto not_taken;
+            goto done;
+        }
+        PyList_SET_ITEM(values, i, value);
+    }
+    out = PyTuple_Pack(2, rid, values);
+    goto done;
+not_taken:
+    PyErr_Clear();
+    out = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(nodes);
+    Py_XDECREF(rid);
+    Py_XDECREF(values);
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"read", (PyCFunction)(void (*)(void))speedups_read, METH_FASTCALL, read_doc},
     {"write", (PyCFunction)(void (*)(void))speedups_write, METH_FASTCALL, write_doc},
@@ -2882,6 +3333,12 @@ static PyMethodDef speedups_methods[] = {
      METH_FASTCALL, decode_common_12_doc},
     {"configure_giop", (PyCFunction)(void (*)(void))speedups_configure_giop, METH_FASTCALL,
      configure_giop_doc},
+    {"serve_request", (PyCFunction)(void (*)(void))speedups_serve_request, METH_FASTCALL,
+     serve_request_doc},
+    {"encode_request", (PyCFunction)(void (*)(void))speedups_encode_request, METH_FASTCALL,
+     encode_request_doc},
+    {"decode_reply", (PyCFunction)(void (*)(void))speedups_decode_reply, METH_FASTCALL,
+     decode_reply_doc},
     {NULL, NULL, 0, NULL},
 };
 

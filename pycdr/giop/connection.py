@@ -41,7 +41,8 @@ from ..cdr import CDRReader, DecodeWarning
 from ..errors import (DecodeError, GIOPError, LocalProtocolError, MessageTooLargeError,
                       PycdrError, UnsupportedVersionError)
 from . import service_contexts as sc
-from .events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
+from .events import (NEED_DATA, TAKEN, Answer, ConnectionClosed, MessageReceived,
+                     ProtocolViolation)
 from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHeader, MsgType,
                      encode_header, message_error_bytes, may_fragment, parse_header)
 from .messages import (CloseConnection, Message, MessageError, MessageTemplate, Reply,
@@ -152,6 +153,13 @@ class GiopConnection:
         self.outstanding: set[int] = set()
         self.outstanding_locates: set[int] = set()
         self._ids = itertools.count(1)
+        # An ORB's fast path: take_directly(raw) is offered each whole Request or
+        # Reply (not a fragment of one, no GIOP 1.1 fragments pending); True: it
+        # took the message itself (a server answered the Request, a client got
+        # its Reply's values) and next_event returns TAKEN; False: the message is
+        # decoded and handed out as usual.  What it does is the ORB's business:
+        # it has the books to keep (outstanding) for the message it took.
+        self.take_directly = None
 
     @property
     def has_partial_message(self) -> bool:
@@ -429,6 +437,9 @@ class GiopConnection:
                     del self._buf[:size]
             offset = self._stream_offset
             self._stream_offset += header.total_size
+            if header.msg_type <= 1 and self.take_directly is not None and \
+                    self._fragmented_11 is None and self.take_directly(raw):
+                return TAKEN
             event = self._handle(header, raw, offset)
             if event is not None:
                 return event
@@ -729,21 +740,25 @@ class GiopConnection:
         ``[bytearray, tail]``, to be sent in that order (``socket.sendmsg``,
         ``transport.writelines``), so a large octet sequence goes from the caller's
         object to the socket with no copy of its own."""
-        msg = template.message
-        if self._closed is not None:
-            raise LocalProtocolError(f"connection is closed ({self._closed.reason})")
         if tail is not None:
             if fragment_size is not None:
                 raise ValueError("a message with a tail is not fragmented")
             data = template.encode(request_id, write_body, tail)
-            self._book_sent(msg, request_id)
+            self.book_templated(template, request_id)
             return [data, tail]
         data = template.encode(request_id, write_body)
-        self._book_sent(msg, request_id)
+        self.book_templated(template, request_id)
         if fragment_size is not None and len(data) > fragment_size:
             return b"".join(encode_fragments(template.message_with(request_id), data,
                                              fragment_size, write_body=write_body))
         return data
+
+    def book_templated(self, template: MessageTemplate, request_id: int) -> None:
+        """send_templated's checks and books for a message of ``template`` with
+        ``request_id`` encoded elsewhere (an ORB's encoder in C), to be sent whole."""
+        if self._closed is not None:
+            raise LocalProtocolError(f"connection is closed ({self._closed.reason})")
+        self._book_sent(template.message, request_id)
 
     def _check_sendable(self, msg: Message) -> None:
         if self._closed is not None and not isinstance(msg, (MessageError, CloseConnection)):

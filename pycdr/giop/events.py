@@ -17,6 +17,11 @@ class NEED_DATA(metaclass=_Sentinel):
     """next_event() needs more bytes before it can return anything."""
 
 
+class TAKEN(metaclass=_Sentinel):
+    """next_event() handed a Request or Reply to the connection's ``take_directly``,
+    which took it (an ORB's fast path): nothing else to do."""
+
+
 class Answer(enum.Enum):
     """What the ORB should do about a protocol violation."""
     SEND_MESSAGE_ERROR = "send MessageError"               # framing intact: carry on

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .. import tc
+from ..plan import plan_for
 from ..typecode import TCKind, TypeCode
 
 
@@ -42,6 +43,17 @@ class Operation:
         then the out/inout parameters'."""
         returned = () if self.result.kind() == TCKind.tk_void else (self.result,)
         return returned + tuple(p.type for p in self.out_params)
+
+    @cached_property
+    def in_plans(self) -> tuple:
+        """The marshal plans (pycdr.plan) of the in/inout parameters' types: what
+        the ORB's one-call paths in C encode and decode the arguments with."""
+        return tuple(plan_for(p.type) for p in self.in_params)
+
+    @cached_property
+    def result_plans(self) -> tuple:
+        """The marshal plans of result_types, likewise."""
+        return tuple(plan_for(t) for t in self.result_types)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,10 @@ class ObjectAdapter:
         self._forwards: dict[bytes, Forward] = {}
         self._adapter_id = os.urandom(8)
         self._counter = itertools.count(1)
+        # The servers' fast path (server.RequestDispatch._learn_direct): {key:
+        # {operation: entry}} for the operations a server has found it may serve
+        # in one C call; a key's entries go when its servant does.
+        self.direct: dict[bytes, dict] = {}
 
     def activate(self, servant: Servant, name: str | bytes | None = None) -> bytes:
         """Register ``servant``; returns its object key (``name`` encoded as
@@ -47,11 +51,13 @@ class ObjectAdapter:
 
     def deactivate(self, key: bytes) -> None:
         self._servants.pop(key, None)
+        self.direct.pop(key, None)
 
     def forward(self, key: str | bytes, ior: IOR, permanent: bool = False) -> bytes:
         """Answer requests for ``key`` with LOCATION_FORWARD(_PERM) to ``ior``."""
         key = key.encode("ascii") if isinstance(key, str) else bytes(key)
         self._servants.pop(key, None)
+        self.direct.pop(key, None)
         self._forwards[key] = Forward(ior, permanent)
         return key
 

@@ -28,14 +28,14 @@ import threading
 import time
 
 from ..errors import MessageTooLargeError
-from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.events import NEED_DATA, TAKEN, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.messages import Reply
 from ..giop.sysexc import (COMM_FAILURE, IMP_LIMIT, OBJECT_NOT_EXIST, OMG_VMCID, TIMEOUT,
                            TRANSIENT, CompletionStatus)
 from ..idl.model import Operation
 from .aio import set_socket_buffers
 from .client import SEND_AGAIN, ClientOptions, Invocation, ObjectRef, PeerClosed, RequestEncoder
-from .invocation import IS_A, NON_EXISTENT
+from .invocation import IS_A, NON_EXISTENT, decode_reply, values_to_results
 from .tls import Endpoint, connect
 
 log = logging.getLogger("pycdr.orb.blocking")
@@ -122,6 +122,12 @@ class BlockingConnection(RequestEncoder):
         self.endpoint = endpoint
         self.giop = self.new_giop(bytearray(CLIENT_SCRATCH))
         self._init_encoder()
+        # The Reply awaited, to be decoded in one C call (_take_reply) when it is the
+        # usual one: {request id: the result plans}, or None; and its values.
+        self._awaited: dict | None = None
+        self._values: list | None = None
+        if decode_reply is not None and not client.options.octet_views:
+            self.giop.take_directly = self._take_reply
         self.lock = threading.Lock()
         self.sock: socket.socket | None = None
         self.closed = False
@@ -174,13 +180,35 @@ class BlockingConnection(RequestEncoder):
                 raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
             if not response_expected:
                 return None
-            return self._reply_to(rid, version, little, deadline)
+            if self.chars_in_c():
+                self._awaited = {rid: op.result_plans}
+            try:
+                return self._reply_to(rid, version, little, deadline)
+            finally:
+                self._awaited = self._values = None
 
-    def _reply_to(self, rid: int, version, little, deadline: float | None) -> Reply:
+    def _take_reply(self, raw) -> bool:
+        """The GiopConnection's take_directly: the awaited Reply's values, when it
+        is a NO_EXCEPTION Reply the result plans decode in C."""
+        awaited = self._awaited
+        if awaited is None:
+            return False
+        taken = decode_reply(raw, awaited)
+        if taken is None:
+            return False
+        self.giop.outstanding.discard(taken[0])        # (as the Reply's delivery does)
+        self._awaited = None
+        self._values = taken[1]
+        return True
+
+    def _reply_to(self, rid: int, version, little, deadline: float | None):
+        """The Reply to ``rid``, or the list of its values when _take_reply took it."""
         giop = self.giop
         violation = None        # the last protocol violation: why the connection closes
         while True:
             event = giop.next_event()
+            if event is TAKEN:
+                return self._values
             if event is NEED_DATA:
                 self._receive(rid, version, little, deadline)
             elif isinstance(event, MessageReceived):
@@ -268,6 +296,8 @@ class BlockingInvocation(Invocation):
             reply, conn = self._send(client)
             if reply is None:          # oneway
                 return None
+            if type(reply) is list:    # the values of a NO_EXCEPTION Reply (_take_reply)
+                return values_to_results(self.op, reply)
             answer = self._answer(reply, conn)
             if answer is not SEND_AGAIN:
                 return answer

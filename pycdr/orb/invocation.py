@@ -16,9 +16,18 @@ from .. import tc
 from ..cdr import CDRReader, CDRWriter
 # (the operations every object has, for the client and the server)
 from ..idl.model import IS_A, NON_EXISTENT, OBJECT_OPERATIONS, Operation, Param  # noqa: F401
-from ..marshal import read_value, write_value
+from ..marshal import IMPLEMENTATION, read_value, write_value
 from ..plan import OctetSeqNode, plan_for
 from ..typecode import TCKind
+
+# The ORB's one-call paths in C (issue 21): the server's Request -> Reply
+# (server.RequestDispatch), the client's Request encoding and Reply decoding
+# (client.RequestEncoder, blocking.BlockingConnection).  None on the pure-Python
+# path (PYCDR_PURE=1): every message takes the general one.
+if IMPLEMENTATION == "c":
+    from .._speedups import decode_reply, encode_request, serve_request
+else:
+    decode_reply = encode_request = serve_request = None
 
 
 def is_void(type_code) -> bool:

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from ..corbaloc import Corbaloc, IIOPAddress
 from ..errors import EncodeError, PycdrError
 from ..giop.connection import GiopConnection, Role
-from ..giop.events import NEED_DATA, Answer, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.events import (NEED_DATA, TAKEN, Answer, ConnectionClosed, MessageReceived,
+                           ProtocolViolation)
 from ..giop.header import MAX_MESSAGE_SIZE
 from ..giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateReply,
                              LocateRequest, LocateStatus, MessageError, MessageTemplate,
@@ -45,6 +46,7 @@ from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHA
                            SystemException)
 from ..iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
 from ..ior import IOR, ior_to_string
+from ..codesets import DEFAULT_TCS_C, ISO_8859_1
 from ..marshal import write_value
 from ..values import UserException
 from . import codesets as orb_codesets
@@ -53,7 +55,7 @@ from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .interface_def import interface_def_key
 from .tlstransport import TLSListener, start_tls_server
 from .invocation import (OBJECT_OPERATIONS, read_arguments, results_tail, results_to_values,
-                         write_results)
+                         serve_request, write_results)
 from .memory import release_free_memory
 from .servant import Servant
 from .tls import server_components
@@ -375,10 +377,72 @@ class RequestDispatch(abc.ABC):
         self.last_version = (1, 0)     # of the last message received: for CloseConnection
         self.closed = False
         self._last_activity = time.monotonic()
+        # The fast path's table (the adapter's: {key: {operation: entry}}), or None
+        # when this connection cannot take it: no C path, replies to be fragmented,
+        # or a char code set other than ISO-8859-1 (the only one the C plans write).
+        self._direct = self.adapter.direct if serve_request is not None and \
+            self.limits.fragment_size is None and DEFAULT_TCS_C == ISO_8859_1 else None
+        giop.take_directly = self._take_directly if self._direct is not None else None
 
     @abc.abstractmethod
     def _write(self, data) -> None:
         """Send ``data`` (nothing once the connection is closed)."""
+
+    @abc.abstractmethod
+    def _take_directly(self, raw) -> bool:
+        """The GiopConnection's take_directly: _run_direct(raw) with the server's GC
+        pause around it."""
+
+    def _run_direct(self, raw) -> bool:
+        """Answer the Request ``raw`` in one C call when it takes it (a twoway call
+        of an operation _learn_direct entered, with nothing unusual about it: see
+        _speedups.serve_request); whether it did."""
+        if self.closed:
+            return False
+        done = serve_request(raw, self._direct, self.giop.outstanding)
+        if done is None:
+            return False
+        self.last_version = _VERSIONS[raw[5]]
+        if type(done) is bytes:
+            self.server.requests_served += 1
+            self._write(done)
+            return True
+        # The servant ran; what it gave needs the general path's answer.
+        op, request_id, minor, little, what, raised = done
+        req = Request(version=_VERSIONS[minor], little=bool(little), request_id=request_id,
+                      response_flags=3, operation=op.name)
+        self.giop.outstanding.add(request_id)        # (as if handed out: the reply books it)
+        if raised:
+            try:
+                raise what
+            except Exception as e:        # (logged with its traceback by _raised)
+                outcome = self._raised(op, e)
+        elif inspect.isawaitable(what):
+            # The method turned out to await after all: its operation leaves the
+            # fast path, and this call is finished by the server's own means.
+            for ops in self._direct.values():
+                for name in [name for name, entry in ops.items() if entry[0] is op]:
+                    del ops[name]
+            self._finish_awaited(req, op, what)
+            return True
+        else:
+            outcome = self._returned(op, what)
+        self._after_running(req, outcome)
+        return True
+
+    def _learn_direct(self, key: bytes, operation: str, servant: Servant, op) -> None:
+        """Enter (key, operation) in the fast path's table when its calls may take it:
+        a method that does not await, arguments delivered as the plans decode them
+        (no numeric arrays, no octet views)."""
+        if servant.numeric_arrays or servant.octet_views or \
+                servant.concurrent_operation(operation):
+            return
+        entry = (op, servant.call, op.in_plans, op.result_plans)
+        self._direct.setdefault(key, {})[operation] = entry
+
+    @abc.abstractmethod
+    def _finish_awaited(self, req: Request, op, awaitable) -> None:
+        """Await what a servant method returned for ``req`` and send the reply."""
 
     def _violation(self, event: ProtocolViolation) -> bool:
         """Log a protocol violation and send its answer; whether to close."""
@@ -462,6 +526,8 @@ class RequestDispatch(abc.ABC):
             return _system(MARSHAL(OMG_VMCID | 0, _NO))
         if op is OBJECT_OPERATIONS.get(op.name):
             return self._object_operation(servant, op, args)
+        if self._direct is not None and req.operation not in self._direct.get(key, ()):
+            self._learn_direct(key, req.operation, servant, op)
         return op, args
 
     def _raised(self, op, e: Exception) -> _Outcome:
@@ -502,6 +568,8 @@ class RequestDispatch(abc.ABC):
                     log.warning("%s: CodeSets context %s refused", self.peer, context)
                     return CODESET_INCOMPATIBLE(OMG_VMCID | 1, _NO)
                 self.code_sets = (context.char_data, context.wchar_data or None)
+                if context.char_data != ISO_8859_1:
+                    self._direct = self.giop.take_directly = None
                 return None
         return None
 
@@ -690,6 +758,7 @@ class _ServerConnection(RequestDispatch):
             self._watchdog = None
         self._close()
         self.giop.release_buffers()
+        self.giop.take_directly = None      # (it refers to this connection)
         self.stream.set_on_data(None)
         self.server._forget(self)
 
@@ -789,6 +858,10 @@ class _ServerConnection(RequestDispatch):
             event = self.giop.next_event()
             if event is NEED_DATA:
                 return True
+            if event is TAKEN:
+                if self.stream.must_drain:
+                    await self._drain()
+                continue
             if isinstance(event, MessageReceived):
                 self._last_activity = time.monotonic()
                 if not await self._on_message(event.message):
@@ -887,6 +960,35 @@ class _ServerConnection(RequestDispatch):
             return self._raised(op, e)
         return self._returned(op, returned)
 
+    def _take_directly(self, raw) -> bool:
+        # (the GC paused as for a request served inline: see _serve)
+        try:
+            if gc.isenabled():
+                gc.disable()
+                try:
+                    return self._run_direct(raw)
+                finally:
+                    gc.enable()
+            return self._run_direct(raw)
+        finally:
+            self._last_activity = time.monotonic()
+
+    def _finish_awaited(self, req: Request, op, awaitable) -> None:
+        async def finish():
+            try:
+                returned = await awaitable
+            except asyncio.CancelledError:
+                return
+            except Exception as e:
+                outcome = self._raised(op, e)
+            else:
+                outcome = self._returned(op, returned)
+            if self._after_running(req, outcome) and self.stream.must_drain:
+                await self._drain()
+        task = asyncio.get_running_loop().create_task(finish())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
     # --- writing -------------------------------------------------------------------
     def _write(self, data: bytes) -> None:
         if not self.closed:
@@ -921,6 +1023,9 @@ class _ServerConnection(RequestDispatch):
         if not self.closed:
             self.closed = True
             self.stream.close()
+
+
+_VERSIONS = {0: (1, 0), 1: (1, 1), 2: (1, 2)}     # GIOP minor version -> version
 
 
 def _tcs_kwargs(tcs_c, tcs_w) -> dict:

@@ -34,7 +34,7 @@ import socket
 import threading
 
 from ..giop.connection import GiopConnection, Role
-from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.events import NEED_DATA, TAKEN, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.messages import Request
 from .aio import set_socket_buffers
 from .blocking import send_message, set_wait_limit
@@ -212,12 +212,15 @@ class ThreadConnection(RequestDispatch):
             if self._loop is not None:
                 self._loop.close()
             self.giop.release_buffers()
+            self.giop.take_directly = None      # (it refers to this connection)
             self.server._forget(self)
 
     def _serve_connection(self) -> None:
         giop = self.giop
         while not self._stopping:
             event = giop.next_event()
+            if event is TAKEN:
+                continue
             if event is NEED_DATA:
                 if not self._receive():
                     return
@@ -289,6 +292,19 @@ class ThreadConnection(RequestDispatch):
         except Exception as e:
             return self._raised(op, e)
         return self._returned(op, returned)
+
+    def _take_directly(self, raw) -> bool:
+        with GC_PAUSE:
+            return self._run_direct(raw)
+
+    def _finish_awaited(self, req: Request, op, awaitable) -> None:
+        try:
+            returned = self._event_loop().run_until_complete(awaitable)
+        except Exception as e:
+            outcome = self._raised(op, e)
+        else:
+            outcome = self._returned(op, returned)
+        self._after_running(req, outcome)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         """The loop the connection's coroutine servants run on (made when first needed)."""

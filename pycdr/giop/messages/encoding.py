@@ -63,7 +63,7 @@ class MessageTemplate:
     itself), as a bytearray, without building and checking the message again."""
 
     __slots__ = ("message", "prefix", "little", "writer_version", "_ulong",
-                 "_request_id_at")
+                 "request_id_at")
 
     def __init__(self, message: Request | Reply):
         if message.msg_type not in (MsgType.Request, MsgType.Reply) or message.more_fragments:
@@ -75,7 +75,7 @@ class MessageTemplate:
         self.writer_version = v if v != (1, 3) else (1, 2)
         self._ulong = _ULONG[message.little]
         # 1.2: the id opens the message; 1.0/1.1: it follows the service contexts
-        self._request_id_at = HEADER_SIZE if _is_12(v) else \
+        self.request_id_at = HEADER_SIZE if _is_12(v) else \
             _request_id_offset_11(self.prefix, message.little)
 
     def encode(self, request_id: int, write_body, tail=None) -> bytearray:
@@ -90,7 +90,7 @@ class MessageTemplate:
             size += len(tail)
         self._ulong.pack_into(buf, 8, size)     # the message size
         try:
-            self._ulong.pack_into(buf, self._request_id_at, request_id)
+            self._ulong.pack_into(buf, self.request_id_at, request_id)
         except struct.error:
             raise EncodeError(f"request id {request_id} is not a ulong") from None
         return buf
