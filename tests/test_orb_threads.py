@@ -18,8 +18,8 @@ from orb_echo_values import (ECHO_INTERFACE, ECHO_REPO_ID, WIDE_OPERATIONS, echo
 from pycdr import tc
 from pycdr.errors import PycdrError
 from pycdr.giop.header import HEADER_SIZE, MsgType, encode_header, parse_header
-from pycdr.giop.messages import (CancelRequest, CloseConnection, Reply, ReplyStatus, Request,
-                                 decode_message, encode_message)
+from pycdr.giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateRequest, Reply,
+                                 ReplyStatus, Request, decode_message, encode_message)
 from pycdr.giop.sysexc import (BAD_OPERATION, BAD_PARAM, COMM_FAILURE, MARSHAL, OBJECT_NOT_EXIST,
                                TIMEOUT, TRANSIENT, UNKNOWN, CompletionStatus)
 from pycdr.orb import ClassServant, EchoServant, ServerLimits, ThreadedServer
@@ -334,7 +334,7 @@ def test_threaded_server_answers_garbage_and_oversized_claims_with_message_error
 
 
 def test_threaded_server_idle_timeout_limit_and_stop_send_close_connection():
-    server = ThreadedServer(limits=ServerLimits(idle_timeout=0.3, max_connections=2,
+    server = ThreadedServer(limits=ServerLimits(idle_timeout=0.3,
                                                 incomplete_message_timeout=0.3))
     server.activate(EchoServant(ECHO), "Echo")
     server.open()
@@ -345,8 +345,20 @@ def test_threaded_server_idle_timeout_limit_and_stop_send_close_connection():
         with connect(server.port) as partial:
             partial.sendall(encode_header((1, 2), False, MsgType.Request, 100) + b"\0" * 10)
             assert partial.recv(1) == b""            # incomplete too long: closed
+    finally:
+        server.close()
+    # The connection limit on a server of its own, whose idle timeout no loaded machine
+    # reaches while the test runs (on the one above, 0.3 s: once the first two connections
+    # idled out before the third came, and the third was served).
+    server = ThreadedServer(limits=ServerLimits(idle_timeout=60, max_connections=2))
+    server.activate(EchoServant(ECHO), "Echo")
+    server.open()
+    try:
         first, second = connect(server.port), connect(server.port)
-        time.sleep(0.1)
+        for sock in (first, second):                # both served before the third comes
+            sock.sendall(encode_message(LocateRequest(version=(1, 2), little=False,
+                                                      request_id=1, target=KeyAddr(b"Echo"))))
+            assert read_message(sock).msg_type == MsgType.LocateReply
         with connect(server.port) as third:         # over max_connections
             assert third.recv(1) == b""
         server.close()
