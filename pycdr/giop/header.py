@@ -124,23 +124,20 @@ def parse_header(data, offset: int = 0) -> GiopHeader:
     if len(data) - offset < HEADER_SIZE:
         raise TruncatedError(f"GIOP header needs {HEADER_SIZE} bytes but only "
                              f"{max(len(data) - offset, 0)} remain", offset)
-    magic, major, minor, flags, msg_type, size = _HEADER.unpack_from(data, offset)
+    # (the flags byte says the size's byte order: one unpack in that order)
+    layout = _HEADER_LITTLE if data[offset + 6] & FLAG_LITTLE_ENDIAN else _HEADER_BIG
+    magic, major, minor, flags, msg_type, size = layout.unpack_from(data, offset)
     if magic not in (GIOP_MAGIC, ZIOP_MAGIC):
         raise GIOPError(f"bad magic {magic!r} (expected b'GIOP')", offset)
     version = (major, minor)
     if version not in SUPPORTED_VERSIONS:
         raise UnsupportedVersionError(
             f"GIOP version {version[0]}.{version[1]} is not supported (1.0 to 1.3)", offset + 4)
-    if flags & FLAG_LITTLE_ENDIAN:
-        size = _bswap32(size)
     return GiopHeader(version, flags, msg_type, size, magic)
 
 
-_HEADER = struct.Struct(">4sBBBBI")     # the size as if big-endian; swapped when not
-
-
-def _bswap32(x: int) -> int:
-    return int.from_bytes(x.to_bytes(4, "big"), "little")
+_HEADER_BIG = struct.Struct(">4sBBBBI")
+_HEADER_LITTLE = struct.Struct("<4sBBBBI")
 
 
 def encode_header(version: tuple[int, int], little: bool, msg_type: int, size: int,

@@ -93,6 +93,10 @@ class BlockingClient:
     def connection(self, endpoint: Endpoint, version: tuple) -> "BlockingConnection":
         """The open connection to ``endpoint``, connected now if there is none."""
         key = (endpoint.key, version)
+        # (a dict lookup is atomic: the lock is for making one, not for every call)
+        conn = self._connections.get(key)
+        if conn is not None and not conn.closed:
+            return conn
         with self._lock:
             conn = self._connections.get(key)
             if conn is None or conn.closed:
