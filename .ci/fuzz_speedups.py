@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import sys
 import time
 
@@ -42,7 +43,13 @@ if marshal.IMPLEMENTATION != "c":
 from pycdr import _speedups  # noqa: E402
 from pycdr.giop.messages import fast12  # noqa: E402
 from pycdr.giop.header import encode_header  # noqa: E402
-from pycdr.giop.messages import Reply, Request, decode_message  # noqa: E402
+from pycdr.giop.messages import KeyAddr, Reply, Request, decode_message  # noqa: E402
+from pycdr.giop.messages.encoding import MessageTemplate  # noqa: E402
+
+# The Request the blocking client's one-call lane (exchange) sends before it reads.
+LANE_TEMPLATE = MessageTemplate(Request(version=(1, 2), response_flags=3,
+                                        target=KeyAddr(b"key"), operation="op"))
+LANE_ARGUMENTS = (plan_for(tc.long),)
 from giop_samples import decode_outcome, sample_messages  # noqa: E402
 
 # The 1.2/1.3 Requests and Replies of the GIOP tests, whose bodies plain() changes.
@@ -157,6 +164,29 @@ def check_direct(body: bytes, little: bool, kind: int, t) -> None:
                 if value is None or not same(("ok", got[1][0]), value):
                     raise AssertionError(f"decode_reply took {data.hex()}: {got!r}, "
                                          f"Python: {value!r}")
+        check_exchange(data, rid, nodes)
+
+
+def check_exchange(data: bytes, rid: int, nodes) -> None:
+    """data as what a server answers the blocking client's one-call lane, then the end
+    of the stream: the lane takes it only as decode_reply does, else hands back a
+    prefix of it (every byte read, for the general path)."""
+    client, server = socket.socketpair()
+    with client, server:
+        server.sendall(data)
+        server.shutdown(socket.SHUT_WR)
+        out = _speedups.exchange(client.fileno(), LANE_TEMPLATE.prefix,
+                                 LANE_TEMPLATE.request_id_at, rid, False, LANE_ARGUMENTS, (1,),
+                                 nodes, bytearray(4096), 4096)
+    taken = _speedups.decode_reply(data, {rid: nodes})
+    if type(out) is tuple:
+        if taken is None or out[0] != len(data) or not same(("ok", out[1][0]),
+                                                            ("ok", taken[1][0])):
+            raise AssertionError(f"exchange took {data.hex()}: {out!r}, decode_reply "
+                                 f"{taken!r}")
+    elif type(out) is not bytes or not data.startswith(out) or \
+            (taken is not None and len(data) <= 4096):
+        raise AssertionError(f"exchange gave {out!r} for {data.hex()}")
 
 
 def _echo_first(op, args):

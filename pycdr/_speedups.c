@@ -3166,22 +3166,13 @@ PyDoc_STRVAR(encode_request_doc,
 "set in the header.  None when a plan does not take a value (the general path\n"
 "encodes it and gives its error).");
 
+/* The Request's bytes (a new bytes object), None when a plan does not take a
+ * value, NULL with an error set. */
 static PyObject *
-speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+request_bytes(PyObject *prefix, Py_ssize_t at, unsigned long request_id, int little,
+              PyObject *nodes, PyObject *values)
 {
-    if (nargs != 6 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[4]) ||
-            !PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[4]) != PyTuple_GET_SIZE(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "encode_request(prefix: bytes, request_id_at, "
-                        "request_id, little, nodes: tuple, args: tuple of as many)");
-        return NULL;
-    }
-    Py_ssize_t at = PyLong_AsSsize_t(args[1]);
-    if (at == -1 && PyErr_Occurred()) return NULL;
-    unsigned long request_id = PyLong_AsUnsignedLong(args[2]);
-    if (request_id == (unsigned long)-1 && PyErr_Occurred()) return NULL;
-    int little = PyObject_IsTrue(args[3]);
-    if (little < 0) return NULL;
-    Py_ssize_t plen = PyBytes_GET_SIZE(args[0]);
+    Py_ssize_t plen = PyBytes_GET_SIZE(prefix);
     if (plen < 12 || at < 12 || at + 4 > plen || request_id > 0xFFFFFFFFul) {
         PyErr_SetString(PyExc_ValueError, "encode_request: the prefix is no template's");
         return NULL;
@@ -3201,11 +3192,11 @@ speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         .little = little, .swap = little != NATIVE_LITTLE, .writer = NULL,
         .make_writer = NULL, .owns_writer = 0,
     };
-    memcpy(w.data, PyBytes_AS_STRING(args[0]), plen);
+    memcpy(w.data, PyBytes_AS_STRING(prefix), plen);
     int rc = 0;
-    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(args[4]); i++) {
-        Plan *p = plan_of(PyTuple_GET_ITEM(args[4], i));
-        rc = p != NULL ? write_plan(&w, p, PyTuple_GET_ITEM(args[5], i)) : -1;
+    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(nodes); i++) {
+        Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
+        rc = p != NULL ? write_plan(&w, p, PyTuple_GET_ITEM(values, i)) : -1;
     }
     PyObject *out = NULL;
     if (rc == 0) {
@@ -3227,6 +3218,40 @@ speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* encode_request's and exchange's first arguments: (prefix, request_id_at,
+ * request_id, little, nodes, args); -1 with an error set when they are not. */
+static int
+request_arguments(PyObject *const *args, Py_ssize_t *at, unsigned long *request_id,
+                  int *little)
+{
+    if (!PyBytes_Check(args[0]) || !PyTuple_Check(args[4]) || !PyTuple_Check(args[5]) ||
+            PyTuple_GET_SIZE(args[4]) != PyTuple_GET_SIZE(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "encode_request(prefix: bytes, request_id_at, "
+                        "request_id, little, nodes: tuple, args: tuple of as many)");
+        return -1;
+    }
+    *at = PyLong_AsSsize_t(args[1]);
+    if (*at == -1 && PyErr_Occurred()) return -1;
+    *request_id = PyLong_AsUnsignedLong(args[2]);
+    if (*request_id == (unsigned long)-1 && PyErr_Occurred()) return -1;
+    *little = PyObject_IsTrue(args[3]);
+    return *little < 0 ? -1 : 0;
+}
+
+static PyObject *
+speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "encode_request takes 6 arguments");
+        return NULL;
+    }
+    Py_ssize_t at;
+    unsigned long request_id;
+    int little;
+    if (request_arguments(args, &at, &request_id, &little) < 0) return NULL;
+    return request_bytes(args[0], at, request_id, little, args[4], args[5]);
+}
+
 PyDoc_STRVAR(decode_reply_doc,
 "decode_reply(data, awaited)\n--\n\n"
 "(request_id, values) of a whole GIOP 1.0-1.2 Reply with status NO_EXCEPTION and no\n"
@@ -3234,6 +3259,74 @@ PyDoc_STRVAR(decode_reply_doc,
 "decoded by those nodes (a list, one value per node); None for any other message,\n"
 "or when a plan hands the values back (the general path decodes it and gives its\n"
 "errors).");
+
+/* 1 when `buf` is a whole GIOP 1.0-1.2 Reply with status NO_EXCEPTION and no
+ * service contexts (its request id, where its body starts, its byte order
+ * filled in); 0: not. */
+static int
+reply_head(const unsigned char *buf, Py_ssize_t len, uint32_t *request_id, Py_ssize_t *body,
+           int *little)
+{
+    Py_ssize_t pos = 12;
+    if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[4] != 1 || buf[5] > 2 ||
+            (buf[6] & ~1) != 0 || buf[7] != 1)
+        return 0;
+    int minor = buf[5], swap;
+    *little = buf[6] & 1;
+    swap = *little != NATIVE_LITTLE;
+    if ((uint64_t)load32(buf + 8, swap) + 12 != (uint64_t)len) return 0;
+    uint32_t contexts, status;
+    if (minor < 2) {
+        if (serve_ulong(buf, len, &pos, swap, &contexts) < 0 || contexts != 0 ||
+                serve_ulong(buf, len, &pos, swap, request_id) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &status) < 0)
+            return 0;
+    } else {
+        if (serve_ulong(buf, len, &pos, swap, request_id) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &status) < 0 ||
+                serve_ulong(buf, len, &pos, swap, &contexts) < 0 || contexts != 0)
+            return 0;
+        if (pos < len) {
+            pos += -pos & 7;
+            if (pos > len) return 0;
+        }
+    }
+    *body = pos;
+    return status == 0;
+}
+
+/* The list of values `nodes` (a tuple of plan nodes) read from buf[body:];
+ * NULL: with an error set, or with none when a plan hands the values back
+ * (the general path decodes them and gives its errors). */
+static PyObject *
+reply_values(const unsigned char *buf, Py_ssize_t len, Py_ssize_t body, int little,
+             PyObject *nodes)
+{
+    if (!PyTuple_Check(nodes)) {
+        PyErr_SetString(PyExc_TypeError, "decode_reply: the result plans are tuples of nodes");
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes);
+    PyObject *values = PyList_New(n);
+    if (values == NULL) return NULL;
+    Reader r = {
+        .buf = buf, .pos = body, .end = len, .origin = 0,
+        .little = little, .swap = little != NATIVE_LITTLE, .numeric_arrays = 0, .depth = 0,
+        .reader = NULL, .make_reader = NULL,
+    };
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
+        PyObject *value = p != NULL ? read_top(&r, p) : NULL;
+        if (value == NULL) {
+            Py_DECREF(values);
+            if (PyErr_ExceptionMatches(Fallback) || PyErr_ExceptionMatches(cdr_error))
+                PyErr_Clear();
+            return NULL;
+        }
+        PyList_SET_ITEM(values, i, value);
+    }
+    return values;
+}
 
 static PyObject *
 speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -3252,31 +3345,11 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data)) Py_RETURN_NONE;
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *buf = view.buf;
-    Py_ssize_t len = view.len, pos = 12;
     PyObject *values = NULL, *rid = NULL, *out = NULL, *nodes = NULL;
-    if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[4] != 1 || buf[5] > 2 ||
-            (buf[6] & ~1) != 0 || buf[7] != 1)
-        goto not_taken;
-    int minor = buf[5], little = buf[6] & 1, swap = little != NATIVE_LITTLE;
-    if ((uint64_t)load32(buf + 8, swap) + 12 != (uint64_t)len) goto not_taken;
-    uint32_t contexts, request_id, status;
-    if (minor < 2) {
-        if (serve_ulong(buf, len, &pos, swap, &contexts) < 0 || contexts != 0 ||
-                serve_ulong(buf, len, &pos, swap, &request_id) < 0 ||
-                serve_ulong(buf, len, &pos, swap, &status) < 0)
-            goto not_taken;
-    } else {
-        if (serve_ulong(buf, len, &pos, swap, &request_id) < 0 ||
-                serve_ulong(buf, len, &pos, swap, &status) < 0 ||
-                serve_ulong(buf, len, &pos, swap, &contexts) < 0 || contexts != 0)
-            goto not_taken;
-        if (pos < len) {
-            pos += -pos & 7;
-            if (pos > len) goto not_taken;
-        }
-    }
-    if (status != 0) goto not_taken;
+    uint32_t request_id;
+    Py_ssize_t body;
+    int little;
+    if (!reply_head(view.buf, view.len, &request_id, &body, &little)) goto not_taken;
     rid = PyLong_FromUnsignedLong(request_id);
     if (rid == NULL) goto done;
     nodes = PyDict_GetItemWithError(args[1], rid);
@@ -3285,33 +3358,14 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto not_taken;
     }
     Py_INCREF(nodes);         /* (held while the values are made) */
-    if (!PyTuple_Check(nodes)) {
-        PyErr_SetString(PyExc_TypeError, "decode_reply: awaited's values are tuples of nodes");
-        goto done;
-    }
-    Py_ssize_t n = PyTuple_GET_SIZE(nodes);
-    values = PyList_New(n);
-    if (values == NULL) goto done;
-    Reader r = {
-        .buf = buf, .pos = pos, .end = len, .origin = 0,
-        .little = little, .swap = swap, .numeric_arrays = 0, .depth = 0,
-        .reader = NULL, .make_reader = NULL,
-    };
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
-        PyObject *value = p != NULL ? read_top(&r, p) : NULL;
-        if (value == NULL) {
-            Py_CLEAR(values);
-            if (PyErr_ExceptionMatches(Fallback) || PyErr_ExceptionMatches(cdr_error))
-                goto not_taken;
-            goto done;
-        }
-        PyList_SET_ITEM(values, i, value);
+    values = reply_values(view.buf, view.len, body, little, nodes);
+    if (values == NULL) {
+        if (PyErr_Occurred()) goto done;
+        goto not_taken;
     }
     out = PyTuple_Pack(2, rid, values);
     goto done;
 not_taken:
-    PyErr_Clear();
     out = Py_NewRef(Py_None);
 done:
     Py_XDECREF(nodes);
@@ -3320,6 +3374,109 @@ done:
     PyBuffer_Release(&view);
     return out;
 }
+
+/*************************************************************************
+ * The blocking client's whole twoway call (issue 21): the Request encoded *
+ * as encode_request does, sent, and its Reply read and decoded as         *
+ * decode_reply does, in one C call with the GIL released while it waits.  *
+ * Anything but the usual (a Reply in several messages or with others, an   *
+ * exception, a bad header, a failed or timed-out read, the end of the      *
+ * stream) goes back to the general path as the bytes read, which frames    *
+ * and judges them as if it had read them itself.                           */
+/*************************************************************************/
+
+#ifndef _WIN32
+#include <errno.h>
+#include <sys/socket.h>
+
+PyDoc_STRVAR(exchange_doc,
+"exchange(fd, prefix, request_id_at, request_id, little, nodes, args, result_nodes,\n"
+"         buffer, limit)\n--\n\n"
+"A twoway call over the blocking socket `fd`: the Request (the first six arguments\n"
+"as encode_request's) sent whole, then reads into `buffer` (a bytearray) until one\n"
+"message of at most `limit` bytes is complete.  Gives None: not encoded (nothing\n"
+"sent); an int: the errno of a failed send (part of the Request may have gone);\n"
+"(size, values): the Reply came alone and whole, NO_EXCEPTION to this request, its\n"
+"values decoded by `result_nodes`; bytes: what was read otherwise (maybe nothing: the\n"
+"end of the stream, a failed or timed-out read), for the general path.");
+
+static PyObject *
+speedups_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 10 || !PyByteArray_CheckExact(args[8])) {
+        PyErr_SetString(PyExc_TypeError, "exchange(fd, prefix, request_id_at, request_id, "
+                        "little, nodes, args, result_nodes, buffer: bytearray, limit)");
+        return NULL;
+    }
+    int fd = PyObject_AsFileDescriptor(args[0]);
+    if (fd < 0) return NULL;
+    Py_ssize_t at, limit = PyLong_AsSsize_t(args[9]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    unsigned long request_id;
+    int little;
+    if (request_arguments(args + 1, &at, &request_id, &little) < 0) return NULL;
+    PyObject *request = request_bytes(args[1], at, request_id, little, args[5], args[6]);
+    if (request == NULL || request == Py_None) return request;
+
+    /* Send it all.  (EINTR: the signal handlers run, as sendall runs them.) */
+    const char *data = PyBytes_AS_STRING(request);
+    Py_ssize_t size = PyBytes_GET_SIZE(request), sent = 0;
+    while (sent < size) {
+        ssize_t n;
+        int err;
+        Py_BEGIN_ALLOW_THREADS
+        n = send(fd, data + sent, (size_t)(size - sent), MSG_NOSIGNAL);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        if (n >= 0) {
+            sent += n;
+        } else if (err != EINTR) {
+            Py_DECREF(request);
+            return PyLong_FromLong(err);
+        } else if (PyErr_CheckSignals() < 0) {
+            Py_DECREF(request);
+            return NULL;
+        }
+    }
+    Py_DECREF(request);
+
+    /* Read until one message is complete, or anything else happens. */
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[8], &view, PyBUF_WRITABLE) < 0) return NULL;
+    unsigned char *buf = view.buf;
+    Py_ssize_t cap = view.len < limit ? view.len : limit, got = 0, total = -1;
+    Py_BEGIN_ALLOW_THREADS
+    while (total < 0 || got < total) {
+        ssize_t n = recv(fd, buf + got, (size_t)(view.len - got), 0);
+        if (n <= 0) break;          /* end of stream, timeout, error, signal */
+        got += n;
+        if (total < 0 && got >= 12) {
+            if (memcmp(buf, "GIOP", 4) != 0) break;
+            total = (Py_ssize_t)load32(buf + 8, (buf[6] & 1) != NATIVE_LITTLE) + 12;
+            if (total > cap) break;
+        }
+        if (got == view.len) break;
+    }
+    Py_END_ALLOW_THREADS
+    PyObject *out = NULL;
+    uint32_t rid;
+    Py_ssize_t body;
+    int reply_little;
+    if (got == total && total <= cap && reply_head(buf, got, &rid, &body, &reply_little) &&
+            rid == (uint32_t)request_id) {
+        PyObject *values = reply_values(buf, got, body, reply_little, args[7]);
+        if (values != NULL)
+            out = Py_BuildValue("(nN)", got, values);
+        else if (PyErr_Occurred())
+            goto done;
+    }
+    if (out == NULL)
+        out = PyBytes_FromStringAndSize((const char *)buf, got);
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+#endif
 
 static PyMethodDef speedups_methods[] = {
     {"read", (PyCFunction)(void (*)(void))speedups_read, METH_FASTCALL, read_doc},
@@ -3339,6 +3496,9 @@ static PyMethodDef speedups_methods[] = {
      encode_request_doc},
     {"decode_reply", (PyCFunction)(void (*)(void))speedups_decode_reply, METH_FASTCALL,
      decode_reply_doc},
+#ifndef _WIN32
+    {"exchange", (PyCFunction)(void (*)(void))speedups_exchange, METH_FASTCALL, exchange_doc},
+#endif
     {NULL, NULL, 0, NULL},
 };
 

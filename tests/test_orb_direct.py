@@ -409,7 +409,9 @@ def test_encode_request_refuses_what_the_general_path_refuses(c_only):
 
 
 def count_replies_taken(conn) -> list:
-    """What a client connection's _take_reply answers from now on (a list that grows)."""
+    """What a client connection's _take_reply answers from now on (a list that grows),
+    and True for each Reply the blocking client's one-call lane (_speedups.exchange)
+    takes whole."""
     taken = []
     if conn.giop.take_directly is not None:
         def counted(raw):
@@ -417,6 +419,12 @@ def count_replies_taken(conn) -> list:
             taken.append(took)
             return took
         conn.giop.take_directly = counted
+    took_whole = conn.giop.took_whole
+
+    def counted_whole(nbytes):
+        taken.append(True)
+        took_whole(nbytes)
+    conn.giop.took_whole = counted_whole
     return taken
 
 

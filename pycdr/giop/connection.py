@@ -169,6 +169,20 @@ class GiopConnection:
             or self._fragmented_11 is not None
 
     @property
+    def idle(self) -> bool:
+        """Nothing received waits here (no bytes, messages or fragments) and the stream
+        is open: the next bytes read start a message.  (An ORB may then read and handle
+        a whole message itself, and tell took_whole.)"""
+        return not (self._buf or self._ready or self._in_place is not None or
+                    self._fragmented or self._fragmented_11 is not None or self._eof or
+                    self._closed is not None)
+
+    def took_whole(self, nbytes: int) -> None:
+        """The ORB read and handled a whole message of ``nbytes`` itself while idle
+        (a Reply to a request it never booked here): the stream's offsets move past it."""
+        self._stream_offset += nbytes
+
+    @property
     def buffered(self) -> int:
         """Bytes received and not yet handed out as events (a transport pauses
         reading above a limit)."""

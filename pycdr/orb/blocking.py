@@ -21,6 +21,7 @@ work; on a 2-vCPU machine a 1-byte echo took 45-48 us of client CPU on uvloop,
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import ssl
 import struct
@@ -29,13 +30,15 @@ import time
 
 from ..errors import MessageTooLargeError
 from ..giop.events import NEED_DATA, TAKEN, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.header import HEADER_SIZE
 from ..giop.messages import Reply
 from ..giop.sysexc import (COMM_FAILURE, IMP_LIMIT, OBJECT_NOT_EXIST, OMG_VMCID, TIMEOUT,
                            TRANSIENT, CompletionStatus)
 from ..idl.model import Operation
 from .aio import set_socket_buffers
 from .client import SEND_AGAIN, ClientOptions, Invocation, ObjectRef, PeerClosed, RequestEncoder
-from .invocation import IS_A, NON_EXISTENT, decode_reply, values_to_results
+from .invocation import (IS_A, NON_EXISTENT, arguments_tail, decode_reply, exchange,
+                         octet_sequence_bound, values_to_results)
 from .tls import Endpoint, connect
 
 log = logging.getLogger("pycdr.orb.blocking")
@@ -47,6 +50,9 @@ _YES = CompletionStatus.COMPLETED_YES
 # read in place once it has begun (GiopConnection.receive_buffer).
 CLIENT_SCRATCH = 256 * 1024
 _TIMEVAL = struct.Struct("@ll")
+# How many operations' lanes (_Lane) a connection keeps, as its templates.
+_MAX_LANES = 256
+_NOT_TAKEN = object()       # BlockingConnection._exchange: nothing sent, the general path
 
 
 def set_wait_limit(sock: socket.socket, seconds: float | None) -> None:
@@ -90,9 +96,12 @@ class BlockingClient:
         self._connections: dict[tuple, BlockingConnection] = {}
         self._lock = threading.Lock()
 
-    def connection(self, endpoint: Endpoint, version: tuple) -> "BlockingConnection":
-        """The open connection to ``endpoint``, connected now if there is none."""
-        key = (endpoint.key, version)
+    def connection(self, endpoint: Endpoint, version: tuple,
+                   key: tuple | None = None) -> "BlockingConnection":
+        """The open connection to ``endpoint``, connected now if there is none
+        (``key``: ``(endpoint.key, version)`` when the caller has it)."""
+        if key is None:
+            key = (endpoint.key, version)
         # (a dict lookup is atomic: the lock is for making one, not for every call)
         conn = self._connections.get(key)
         if conn is not None and not conn.closed:
@@ -117,6 +126,26 @@ class BlockingClient:
             conn.close()
 
 
+class _Lane:
+    """What a twoway call of one operation on one object key needs to be made in one
+    C call (_speedups.exchange) on a connection: its Request template's bytes and the
+    plans of its arguments and results."""
+    __slots__ = ("op", "template", "prefix", "request_id_at", "in_plans", "result_plans",
+                 "tail_possible")
+
+    def __init__(self, op: Operation, template):
+        self.op = op
+        self.template = template
+        self.prefix = template.prefix
+        self.request_id_at = template.request_id_at
+        self.in_plans = op.in_plans
+        self.result_plans = op.result_plans
+        # (a large trailing octet sequence goes as a tail, without a copy: not here)
+        params = op.in_params
+        self.tail_possible = bool(params) and \
+            octet_sequence_bound(params[-1].type) is not None
+
+
 class BlockingConnection(RequestEncoder):
     """One client connection over a blocking socket (connected at its first call)."""
 
@@ -124,8 +153,16 @@ class BlockingConnection(RequestEncoder):
         self.orb = client            # (RequestEncoder reads orb.options)
         self.client = client
         self.endpoint = endpoint
-        self.giop = self.new_giop(bytearray(CLIENT_SCRATCH))
+        scratch = bytearray(CLIENT_SCRATCH)
+        self.giop = self.new_giop(scratch)
         self._init_encoder()
+        # A call made in one C call (exchange) reads its Reply into the GiopConnection's
+        # read buffer, while nothing waits in it (it copies out what it frames).  _fd: the
+        # plain TCP socket's descriptor while one is open (not TLS, not octet views).
+        self._scratch = scratch
+        self._fd: int | None = None
+        self._lanes: dict[tuple, _Lane | None] = {}
+        self._lane_limit = min(CLIENT_SCRATCH, client.options.max_message_size + HEADER_SIZE)
         # The Reply awaited, to be decoded in one C call (_take_reply) when it is the
         # usual one: {request id: the result plans}, or None; and its values.
         self._awaited: dict | None = None
@@ -148,6 +185,9 @@ class BlockingConnection(RequestEncoder):
         set_socket_buffers(sock)
         sock.settimeout(None)
         self.sock = sock
+        if exchange is not None and type(sock) is socket.socket and \
+                not self.orb.options.octet_views:
+            self._fd = sock.fileno()
 
     def _limit_waits(self, deadline: float | None, exact: bool = False) -> None:
         """Bound the socket's waits by what is left until ``deadline``.  The kernel's
@@ -174,6 +214,11 @@ class BlockingConnection(RequestEncoder):
                 raise PeerClosed()
             if self.sock is None:
                 self._connect()
+            if self._fd is not None and response_expected and type(args) is tuple and \
+                    self.giop.idle:
+                answer = self._exchange(version, little, key, op, args, deadline)
+                if answer is not _NOT_TAKEN:
+                    return answer
             rid, data = self.encode_request(version, little, key, op, args, response_expected)
             try:
                 self._limit_waits(deadline)
@@ -190,6 +235,63 @@ class BlockingConnection(RequestEncoder):
                 return self._reply_to(rid, version, little, deadline)
             finally:
                 self._awaited = self._values = None
+
+    def _lane(self, version, little, key, op: Operation) -> _Lane | None:
+        """The lane of ``op`` on ``key``, or None when its calls take the general path:
+        a Request with service contexts (the first, with the CodeSets context, makes no
+        lane), fragments, or chars in a code set the C plans do not write."""
+        index = (op.name, key, version, little)
+        lane = self._lanes.get(index, _NOT_TAKEN)
+        if lane is not _NOT_TAKEN and (lane is None or lane.op is op):
+            return lane
+        if version >= (1, 1) and not self._code_sets_sent:
+            return None
+        if len(self._lanes) >= _MAX_LANES:
+            self._lanes.clear()
+        lane = None
+        if self.orb.options.fragment_size is None and self.chars_in_c():
+            lane = _Lane(op, self._request_template(version, little, key, op.name, True))
+        self._lanes[index] = lane
+        return lane
+
+    def _exchange(self, version, little, key, op: Operation, args: tuple,
+                  deadline: float | None):
+        """A twoway call in one C call (_speedups.exchange): the Request's bytes from
+        its template and plans, sent, and the Reply read; its values when it came whole
+        and NO_EXCEPTION, else what the general path makes of the bytes read (the Reply,
+        TIMEOUT, COMM_FAILURE...); _NOT_TAKEN when nothing was sent."""
+        lane = self._lane(version, little, key, op)
+        if lane is None or len(args) != len(lane.in_plans) or \
+                (lane.tail_possible and arguments_tail(op, args) is not None):
+            return _NOT_TAKEN
+        giop = self.giop
+        rid = giop.next_request_id()
+        try:
+            self._limit_waits(deadline)
+            out = exchange(self._fd, lane.prefix, lane.request_id_at, rid, little,
+                           lane.in_plans, args, lane.result_plans, self._scratch,
+                           self._lane_limit)
+        except OSError as e:
+            self._close()
+            raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+        kind = type(out)
+        if kind is tuple:           # (size, values): the usual Reply, taken whole
+            giop.took_whole(out[0])
+            return out[1]
+        if out is None:             # a value the plans do not write: nothing sent
+            return _NOT_TAKEN
+        if kind is int:             # the send failed (as send_message's OSError)
+            self._close()
+            raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from OSError(out, os.strerror(out))
+        # Sent; what was read goes through the general path, as if it had read it.
+        giop.book_templated(lane.template, rid)
+        if out:
+            giop.receive_data(out)
+        self._awaited = {rid: lane.result_plans}
+        try:
+            return self._reply_to(rid, version, little, deadline)
+        finally:
+            self._awaited = self._values = None
 
     def _take_reply(self, raw) -> bool:
         """The GiopConnection's take_directly: the awaited Reply's values, when it
@@ -279,6 +381,7 @@ class BlockingConnection(RequestEncoder):
 
     def _close(self) -> None:
         self.closed = True
+        self._fd = None
         self.client.forget(self)
         self.giop.release_buffers()
         if self.sock is not None:
@@ -296,23 +399,12 @@ class BlockingInvocation(Invocation):
     """An invocation run start to end in the calling thread."""
 
     def run(self, client: BlockingClient):
-        while True:
-            reply, conn = self._send(client)
-            if reply is None:          # oneway
-                return None
-            if type(reply) is list:    # the values of a NO_EXCEPTION Reply (_take_reply)
-                return values_to_results(self.op, reply)
-            answer = self._answer(reply, conn)
-            if answer is not SEND_AGAIN:
-                return answer
-
-    def _send(self, client: BlockingClient):
-        """(Reply, connection), (None, None) for a oneway; a cached connection the
-        server closed is replaced, and the request sent again."""
         ref = self.ref
         while True:
-            profile, version = self._target()
-            conn = client.connection(ref.endpoint, version)
+            # The request, sent again to a new connection when the server closed the
+            # cached one before it replied, and to a LOCATION_FORWARD's target.
+            profile, version, endpoint, key = ref.route
+            conn = client.connection(endpoint, version, key)
             conn.choose_code_sets(profile)
             try:
                 reply = conn.call(version, ref._little, profile.object_key, self.op,
@@ -320,7 +412,13 @@ class BlockingInvocation(Invocation):
             except PeerClosed:
                 self._closed_before_reply()
                 continue
-            return reply, conn
+            if reply is None:          # oneway
+                return None
+            if type(reply) is list:    # the values of a NO_EXCEPTION Reply (_take_reply)
+                return values_to_results(self.op, reply)
+            answer = self._answer(reply, conn)
+            if answer is not SEND_AGAIN:
+                return answer
 
 
 def invoke(client: BlockingClient, ref: ObjectRef, op: Operation | str, args,

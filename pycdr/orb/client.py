@@ -215,6 +215,8 @@ class ObjectRef:
         self._profile_of: IOR | None = None    # the IOR self._profile was decoded from
         self._profile: IIOPProfile | None = None
         self._endpoint: Endpoint | None = None
+        self._route_of: IOR | None = None      # the IOR self._route was worked out for
+        self._route: tuple | None = None
         self._operations = interface.all_operations() if interface is not None else {}
 
     # --- options -------------------------------------------------------------------
@@ -245,6 +247,19 @@ class ObjectRef:
         """Where this reference's requests go (a TLS endpoint when its profile has one)."""
         self.profile              # (decoded with the profile when the target changed)
         return self._endpoint
+
+    @property
+    def route(self) -> tuple:
+        """(profile, GIOP version, endpoint, (endpoint.key, version)) of the next
+        request, worked out once per target IOR (this reference's own, or a
+        LOCATION_FORWARD's), not on every invocation."""
+        target = self._forward or self._ior
+        if self._route_of is not target:
+            profile = self.profile
+            version = self.giop_version(profile)
+            self._route = (profile, version, self._endpoint, (self._endpoint.key, version))
+            self._route_of = target
+        return self._route
 
     def giop_version(self, profile: IIOPProfile | None = None) -> tuple:
         """The version requests use: the lowest of the profile's, the ORB's cap
@@ -358,8 +373,8 @@ class Invocation:
 
     def _target(self):
         """(profile, GIOP version) of the next send: LOCATION_FORWARD changes them."""
-        profile = self.ref.profile
-        return profile, self.ref.giop_version(profile)
+        route = self.ref.route
+        return route[0], route[1]
 
     def _closed_before_reply(self) -> None:
         """The server closed before replying (it did not run the request): send it

@@ -22,12 +22,16 @@ from ..typecode import TCKind
 
 # The ORB's one-call paths in C (issue 21): the server's Request -> Reply
 # (server.RequestDispatch), the client's Request encoding and Reply decoding
-# (client.RequestEncoder, blocking.BlockingConnection).  None on the pure-Python
+# (client.RequestEncoder, blocking.BlockingConnection), and the blocking client's
+# whole call over a plain socket (exchange).  None on the pure-Python
 # path (PYCDR_PURE=1): every message takes the general one.
 if IMPLEMENTATION == "c":
     from .._speedups import decode_reply, encode_request, serve_request
+    from .. import _speedups
+    # The blocking client's whole twoway call (blocking.BlockingConnection): POSIX only.
+    exchange = getattr(_speedups, "exchange", None)
 else:
-    decode_reply = encode_request = serve_request = None
+    decode_reply = encode_request = serve_request = exchange = None
 
 
 def is_void(type_code) -> bool:

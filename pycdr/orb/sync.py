@@ -129,9 +129,14 @@ class SyncObjectRef:
             if name in _BLOCKING:
                 return functools.partial(_BLOCKING[name], client, self.ref)
             if name in self.ref._operations:
+                ref, op = self.ref, self.ref._operations[name]
+
                 def call_operation(*args, timeout: float | None = -1):
-                    return blocking_calls.invoke(client, self.ref, name, args, timeout)
+                    return blocking_calls.invoke(client, ref, op, args, timeout)
                 call_operation.__name__ = name
+                # Kept as this object's attribute: later calls find it without
+                # __getattr__ (the reference and the client do not change).
+                self.__dict__[name] = call_operation
                 return call_operation
         async_call = getattr(self.ref, name)
         if not callable(async_call):
@@ -143,12 +148,16 @@ class SyncObjectRef:
         call.__name__ = name
         return call
 
+    def invoke(self, op, *args, timeout: float | None = -1):
+        """ObjectRef.invoke, over a blocking socket from this thread (on the ORB's loop
+        with ``SyncORB(blocking=False)``)."""
+        client = self._orb.blocking
+        if client is not None:
+            return blocking_calls.invoke(client, self.ref, op, args, timeout)
+        return self._orb.run(self.ref.invoke(op, *args, timeout=timeout))
+
     def with_options(self, **options) -> "SyncObjectRef":
         return SyncObjectRef(self._orb, self.ref.with_options(**options))
-
-
-def _invoke(client, ref: ObjectRef, op, *args, timeout: float | None = -1):
-    return blocking_calls.invoke(client, ref, op, args, timeout)
 
 
 def _invoke_dynamic(client, ref: ObjectRef, name: str, params, result=tc.void, args=(),
@@ -162,7 +171,7 @@ def _send_oneway(client, ref: ObjectRef, op, *args):
 
 
 # The calls of ObjectRef that SyncObjectRef makes over blocking sockets.
-_BLOCKING = {"invoke": _invoke, "invoke_dynamic": _invoke_dynamic,
+_BLOCKING = {"invoke_dynamic": _invoke_dynamic,
              "send_oneway": _send_oneway, "is_a": blocking_calls.is_a,
              "non_existent": blocking_calls.non_existent}
 
