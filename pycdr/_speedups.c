@@ -3084,39 +3084,23 @@ PyDoc_STRVAR(serve_request_doc,
 "argument plan nodes, result plan nodes)}}; `outstanding`: the request ids awaiting\n"
 "a reply on the connection (a Request reusing one is the general path's error).");
 
+/* serve_request on the bytes buf[:len] (kept unchanged while the servant runs). */
 static PyObject *
-speedups_serve_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+serve_view(const unsigned char *buf, Py_ssize_t len, PyObject *table, PyObject *outstanding)
 {
-    if (nargs != 3 || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "serve_request(data, table: dict, outstanding: set)");
-        return NULL;
-    }
-    PyObject *enabled = cmarshal_globals == NULL ? NULL
-                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
-    if (enabled != Py_True) {
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_NONE;                 /* the C path switched off (tests) */
-    }
-    PyObject *data = args[0];
-    if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data)) Py_RETURN_NONE;
-    Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *buf = view.buf;
     PyObject *out = NULL, *call_args = NULL, *returned = NULL, *entry = NULL;
     ServeHead h;
-    if (!serve_parse_head(buf, view.len, &h)) goto not_taken;
-    entry = serve_entry(args[1], buf, &h);
+    if (!serve_parse_head(buf, len, &h)) goto not_taken;
+    entry = serve_entry(table, buf, &h);
     if (entry == NULL) goto not_taken;
     PyObject *rid = PyLong_FromUnsignedLong(h.request_id);
     if (rid == NULL) goto done;
-    int busy = PySet_Contains(args[2], rid);
+    int busy = PySet_Contains(outstanding, rid);
     Py_DECREF(rid);
     if (busy != 0) goto not_taken;
     PyObject *op = PyTuple_GET_ITEM(entry, 0), *call = PyTuple_GET_ITEM(entry, 1);
-    call_args = serve_arguments(buf, view.len, &h, PyTuple_GET_ITEM(entry, 2));
+    call_args = serve_arguments(buf, len, &h, PyTuple_GET_ITEM(entry, 2));
     if (call_args == NULL) goto not_taken;
-    /* (the buffer stays exported while the servant runs: a bytearray cannot be
-     * resized under the head read from it) */
     PyObject *argv[2] = {op, call_args};
     returned = PyObject_Vectorcall(call, argv, 2, NULL);
     PyObject *what;
@@ -3147,6 +3131,29 @@ done:
     Py_XDECREF(call_args);
     Py_XDECREF(returned);
     Py_XDECREF(entry);
+    return out;
+}
+
+static PyObject *
+speedups_serve_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "serve_request(data, table: dict, outstanding: set)");
+        return NULL;
+    }
+    PyObject *enabled = cmarshal_globals == NULL ? NULL
+                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    if (enabled != Py_True) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;                 /* the C path switched off (tests) */
+    }
+    PyObject *data = args[0];
+    if (!PyBytes_CheckExact(data) && !PyByteArray_CheckExact(data)) Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
+    /* (the buffer stays exported while the servant runs: a bytearray cannot be
+     * resized under the head read from it) */
+    PyObject *out = serve_view(view.buf, view.len, args[1], args[2]);
     PyBuffer_Release(&view);
     return out;
 }
@@ -3382,7 +3389,9 @@ done:
  * Anything but the usual (a Reply in several messages or with others, an   *
  * exception, a bad header, a failed or timed-out read, the end of the      *
  * stream) goes back to the general path as the bytes read, which frames    *
- * and judges them as if it had read them itself.                           */
+ * and judges them as if it had read them itself.  The threaded server's    *
+ * side of the same (serve_exchange): one read, and when it brings one      *
+ * whole Request serve_request takes, the servant run and the Reply sent.   */
 /*************************************************************************/
 
 #ifndef _WIN32
@@ -3476,6 +3485,103 @@ done:
     PyBuffer_Release(&view);
     return out;
 }
+PyDoc_STRVAR(serve_exchange_doc,
+"serve_exchange(fd, table, outstanding, buffer, limit, pause)\n--\n\n"
+"The threaded server's one read of the blocking socket `fd` into `buffer` (a\n"
+"bytearray), with the GIL released.  When it brings exactly one Request of at most\n"
+"`limit` bytes that serve_request takes (`table`, `outstanding`: its), that request\n"
+"is served so (`pause`: a context manager held while the servant runs) and gives\n"
+"n > 0: its n bytes answered, the Reply sent; -errno: the Reply's send failed;\n"
+"(n, ran): the servant ran, `ran` as serve_request's tuple, for the general path to\n"
+"answer.  Anything else gives (bytes read, 0), or (b'', -1) at the end of the stream,\n"
+"(b'', errno) when the read failed (EAGAIN: the socket's wait limit passed); nothing\n"
+"ran.  None: the C path is off (nothing read).");
+
+static PyObject *
+speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2]) ||
+            !PyByteArray_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "serve_exchange(fd, table: dict, outstanding: set, "
+                        "buffer: bytearray, limit, pause)");
+        return NULL;
+    }
+    PyObject *enabled = cmarshal_globals == NULL ? NULL
+                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    if (enabled != Py_True) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    int fd = PyObject_AsFileDescriptor(args[0]);
+    if (fd < 0) return NULL;
+    Py_ssize_t limit = PyLong_AsSsize_t(args[4]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[3], &view, PyBUF_WRITABLE) < 0) return NULL;
+    unsigned char *buf = view.buf;
+    ssize_t got;
+    int err;
+    Py_BEGIN_ALLOW_THREADS
+    got = recv(fd, buf, (size_t)view.len, 0);
+    err = errno;
+    Py_END_ALLOW_THREADS
+    PyObject *out = NULL, *done = NULL;
+    if (got <= 0) {
+        out = Py_BuildValue("(y#i)", "", (Py_ssize_t)0, got == 0 ? -1 : err);
+        goto release;
+    }
+    if (got < 12 || got > limit || memcmp(buf, "GIOP", 4) != 0 || buf[7] != 0 ||
+            (Py_ssize_t)load32(buf + 8, (buf[6] & 1) != NATIVE_LITTLE) + 12 != got)
+        goto not_taken;
+    PyObject *held = PyObject_CallMethod(args[5], "__enter__", NULL);
+    if (held == NULL) goto release;
+    Py_DECREF(held);
+    done = serve_view(buf, got, args[1], args[2]);
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);        /* (__exit__ runs whatever serve_view did) */
+    held = PyObject_CallMethod(args[5], "__exit__", "OOO", Py_None, Py_None, Py_None);
+    if (held == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        Py_CLEAR(done);
+        goto release;
+    }
+    Py_DECREF(held);
+    PyErr_Restore(type, value, tb);
+    if (done == NULL) goto release;
+    if (done == Py_None) goto not_taken;
+    if (!PyBytes_Check(done)) {             /* the servant ran: the general path answers */
+        out = Py_BuildValue("(nO)", (Py_ssize_t)got, done);
+        goto release;
+    }
+    /* The Reply, sent all.  (EINTR: the signal handlers run, as sendall runs them.) */
+    const char *data = PyBytes_AS_STRING(done);
+    Py_ssize_t size = PyBytes_GET_SIZE(done), sent = 0;
+    while (sent < size) {
+        ssize_t n;
+        Py_BEGIN_ALLOW_THREADS
+        n = send(fd, data + sent, (size_t)(size - sent), MSG_NOSIGNAL);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        if (n >= 0) {
+            sent += n;
+        } else if (err != EINTR) {
+            out = PyLong_FromLong(-(long)err);
+            goto release;
+        } else if (PyErr_CheckSignals() < 0) {
+            goto release;
+        }
+    }
+    out = PyLong_FromSsize_t((Py_ssize_t)got);
+    goto release;
+not_taken:
+    out = Py_BuildValue("(y#i)", (const char *)buf, (Py_ssize_t)got, 0);
+release:
+    Py_XDECREF(done);
+    PyBuffer_Release(&view);
+    return out;
+}
 #endif
 
 static PyMethodDef speedups_methods[] = {
@@ -3498,6 +3604,8 @@ static PyMethodDef speedups_methods[] = {
      decode_reply_doc},
 #ifndef _WIN32
     {"exchange", (PyCFunction)(void (*)(void))speedups_exchange, METH_FASTCALL, exchange_doc},
+    {"serve_exchange", (PyCFunction)(void (*)(void))speedups_serve_exchange, METH_FASTCALL,
+     serve_exchange_doc},
 #endif
     {NULL, NULL, 0, NULL},
 };

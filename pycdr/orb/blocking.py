@@ -237,13 +237,14 @@ class BlockingConnection(RequestEncoder):
                 self._awaited = self._values = None
 
     def _lane(self, version, little, key, op: Operation) -> _Lane | None:
-        """The lane of ``op`` on ``key``, or None when its calls take the general path:
-        a Request with service contexts (the first, with the CodeSets context, makes no
-        lane), fragments, or chars in a code set the C plans do not write."""
+        """The lane of ``op`` on ``key`` (made now), or None when its calls take the
+        general path: a Request with service contexts (the first, with the CodeSets
+        context, makes no lane), fragments, or chars in a code set the C plans do not
+        write."""
         index = (op.name, key, version, little)
         lane = self._lanes.get(index, _NOT_TAKEN)
-        if lane is not _NOT_TAKEN and (lane is None or lane.op is op):
-            return lane
+        if lane is None:
+            return None
         if version >= (1, 1) and not self._code_sets_sent:
             return None
         if len(self._lanes) >= _MAX_LANES:
@@ -260,7 +261,9 @@ class BlockingConnection(RequestEncoder):
         its template and plans, sent, and the Reply read; its values when it came whole
         and NO_EXCEPTION, else what the general path makes of the bytes read (the Reply,
         TIMEOUT, COMM_FAILURE...); _NOT_TAKEN when nothing was sent."""
-        lane = self._lane(version, little, key, op)
+        lane = self._lanes.get((op.name, key, version, little))
+        if lane is None or lane.op is not op:
+            lane = self._lane(version, little, key, op)
         if lane is None or len(args) != len(lane.in_plans) or \
                 (lane.tail_possible and arguments_tail(op, args) is not None):
             return _NOT_TAKEN
@@ -404,8 +407,11 @@ class BlockingInvocation(Invocation):
             # The request, sent again to a new connection when the server closed the
             # cached one before it replied, and to a LOCATION_FORWARD's target.
             profile, version, endpoint, key = ref.route
-            conn = client.connection(endpoint, version, key)
-            conn.choose_code_sets(profile)
+            conn = client._connections.get(key)
+            if conn is None or conn.closed:
+                conn = client.connection(endpoint, version, key)
+            if conn.code_sets is None:
+                conn.choose_code_sets(profile)
             try:
                 reply = conn.call(version, ref._little, profile.object_key, self.op,
                                   self.args, not self.oneway, self._deadline)
@@ -414,8 +420,10 @@ class BlockingInvocation(Invocation):
                 continue
             if reply is None:          # oneway
                 return None
-            if type(reply) is list:    # the values of a NO_EXCEPTION Reply (_take_reply)
-                return values_to_results(self.op, reply)
+            if type(reply) is list:    # the values of a NO_EXCEPTION Reply, taken in C
+                # (values_to_results, inline: the one call most invocations make)
+                n = len(reply)
+                return reply[0] if n == 1 else tuple(reply) if n else None
             answer = self._answer(reply, conn)
             if answer is not SEND_AGAIN:
                 return answer

@@ -28,10 +28,12 @@ from ..typecode import TCKind
 if IMPLEMENTATION == "c":
     from .._speedups import decode_reply, encode_request, serve_request
     from .. import _speedups
-    # The blocking client's whole twoway call (blocking.BlockingConnection): POSIX only.
+    # The blocking client's whole twoway call (blocking.BlockingConnection) and the
+    # threaded server's read-serve-reply (threads.ThreadConnection): POSIX only.
     exchange = getattr(_speedups, "exchange", None)
+    serve_exchange = getattr(_speedups, "serve_exchange", None)
 else:
-    decode_reply = encode_request = serve_request = exchange = None
+    decode_reply = encode_request = serve_request = exchange = serve_exchange = None
 
 
 def is_void(type_code) -> bool:

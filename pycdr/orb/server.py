@@ -407,7 +407,13 @@ class RequestDispatch(abc.ABC):
             self.server.requests_served += 1
             self._write(done)
             return True
-        # The servant ran; what it gave needs the general path's answer.
+        self._answer_ran(done)
+        return True
+
+    def _answer_ran(self, done: tuple) -> None:
+        """Answer a Request whose servant ran in C (serve_request's tuple ``done``) but
+        whose outcome needs the general path: an exception, a value the plans did not
+        write, an awaitable."""
         op, request_id, minor, little, what, raised = done
         req = Request(version=_VERSIONS[minor], little=bool(little), request_id=request_id,
                       response_flags=3, operation=op.name)
@@ -424,11 +430,10 @@ class RequestDispatch(abc.ABC):
                 for name in [name for name, entry in ops.items() if entry[0] is op]:
                     del ops[name]
             self._finish_awaited(req, op, what)
-            return True
+            return
         else:
             outcome = self._returned(op, what)
         self._after_running(req, outcome)
-        return True
 
     def _learn_direct(self, key: bytes, operation: str, servant: Servant, op) -> None:
         """Enter (key, operation) in the fast path's table when its calls may take it:

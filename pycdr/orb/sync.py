@@ -130,9 +130,11 @@ class SyncObjectRef:
                 return functools.partial(_BLOCKING[name], client, self.ref)
             if name in self.ref._operations:
                 ref, op = self.ref, self.ref._operations[name]
+                run = blocking_calls.BlockingInvocation
 
                 def call_operation(*args, timeout: float | None = -1):
-                    return blocking_calls.invoke(client, ref, op, args, timeout)
+                    return run(ref, op, args, ref._timeout if timeout == -1 else timeout,
+                               op.oneway).run(client)
                 call_operation.__name__ = name
                 # Kept as this object's attribute: later calls find it without
                 # __getattr__ (the reference and the client do not change).

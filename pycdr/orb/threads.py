@@ -27,6 +27,7 @@ handles messages with the same code (server.RequestDispatch).  What differs:
 from __future__ import annotations
 
 import asyncio
+import errno
 import gc
 import inspect
 import logging
@@ -35,10 +36,12 @@ import threading
 
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, TAKEN, ConnectionClosed, MessageReceived, ProtocolViolation
+from ..giop.header import HEADER_SIZE
 from ..giop.messages import Request
 from .aio import set_socket_buffers
 from .blocking import send_message, set_wait_limit
-from .server import SERVER_GIOP_VERSION, RequestDispatch, Server, _Outcome
+from .invocation import serve_exchange
+from .server import _VERSIONS, SERVER_GIOP_VERSION, RequestDispatch, Server, _Outcome
 
 log = logging.getLogger("pycdr.orb.threads")
 
@@ -176,15 +179,21 @@ class ThreadConnection(RequestDispatch):
 
     def __init__(self, server: ThreadedServer, sock: socket.socket, peer):
         limits = server.limits
+        scratch = bytearray(SERVER_SCRATCH)
         giop = GiopConnection(Role.SERVER, version=SERVER_GIOP_VERSION,
                               max_message_size=limits.max_message_size,
                               max_reassembly_size=limits.max_incomplete_bytes,
-                              field_offsets=False, body_views=True,
-                              scratch=bytearray(SERVER_SCRATCH))
+                              field_offsets=False, body_views=True, scratch=scratch)
         self._init_dispatch(server, giop, peer)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
         self.sock = sock
+        # While nothing received waits in the GiopConnection, a read that brings one
+        # whole Request the C path takes is served in one C call (serve_exchange), into
+        # the GiopConnection's read buffer (it copies out what it frames).
+        self._scratch = scratch
+        self._in_c = serve_exchange is not None and type(sock) is socket.socket
+        self._lane_limit = min(SERVER_SCRATCH, limits.max_message_size + HEADER_SIZE)
         self._wait_limit: float | None = None       # as set_wait_limit left it
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None     # for coroutine servants
@@ -218,6 +227,10 @@ class ThreadConnection(RequestDispatch):
     def _serve_connection(self) -> None:
         giop = self.giop
         while not self._stopping:
+            if self._in_c and giop.idle and self._direct:
+                if not self._serve_in_c():
+                    return
+                continue
             event = giop.next_event()
             if event is TAKEN:
                 continue
@@ -264,6 +277,50 @@ class ThreadConnection(RequestDispatch):
         else:
             giop.receive_data(b"")
         return True
+
+    def _serve_in_c(self) -> bool:
+        """One read, and the Request it brings served in the same C call when it is
+        one whole Request of an operation _learn_direct entered (serve_exchange); else
+        what was read goes to the GiopConnection, as _receive does.  False when the
+        connection is to close (the peer closed, the idle time passed, a send failed)."""
+        giop = self.giop
+        limit = self.limits.idle_timeout
+        try:
+            if limit != self._wait_limit:
+                set_wait_limit(self.sock, limit)
+                self._wait_limit = limit
+            out = serve_exchange(self.sock, self._direct, giop.outstanding, self._scratch,
+                                 self._lane_limit, GC_PAUSE)
+        except OSError:
+            return False
+        if type(out) is int:
+            if out < 0:                 # the Reply's send failed
+                self._close()
+                return False
+            giop.took_whole(out)
+            self.last_version = _VERSIONS[self._scratch[5]]
+            self.server.requests_served += 1
+            return True
+        if out is None:                 # the C path is off: the general path reads
+            self._in_c = False
+            return True
+        data, status = out
+        if type(data) is int:           # the servant ran: the general path answers
+            giop.took_whole(data)
+            self.last_version = _VERSIONS[self._scratch[5]]
+            self._answer_ran(status)
+            return True
+        if data:
+            giop.receive_data(data)
+        if status == 0 or status == errno.EINTR:
+            return True
+        if status == -1:                # the end of the stream
+            giop.receive_data(b"")
+            return True
+        if status in (errno.EAGAIN, errno.EWOULDBLOCK):
+            log.info("%s: idle for %.1f s: CloseConnection", self.peer, limit)
+            self._send_close_connection()
+        return False
 
     def _serve(self, req: Request) -> None:
         refused, key, servant = self._request_target(req)
