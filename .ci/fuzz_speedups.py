@@ -165,6 +165,37 @@ def check_direct(body: bytes, little: bool, kind: int, t) -> None:
                     raise AssertionError(f"decode_reply took {data.hex()}: {got!r}, "
                                          f"Python: {value!r}")
         check_exchange(data, rid, nodes)
+        check_serve_exchange(data, table, msg)
+
+
+class _NoPause:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc_info):
+        return None
+
+
+def check_serve_exchange(data: bytes, table: dict, msg) -> None:
+    """data as what a client sends the threaded server's one-call lane: served only as
+    serve_request serves it, else handed back whole (one read of a socketpair)."""
+    client, server = socket.socketpair()
+    with client, server:
+        client.sendall(data)
+        client.shutdown(socket.SHUT_WR)
+        out = _speedups.serve_exchange(server.fileno(), table, set(), bytearray(1 << 16),
+                                       1 << 16, _NoPause())
+        if type(out) is int:
+            reply = client.recv(1 << 20)
+            if out != len(data) or reply != _speedups.serve_request(data, table, set()):
+                raise AssertionError(f"serve_exchange served {data.hex()}: {reply.hex()}")
+        elif type(out) is tuple and type(out[0]) is int:
+            if out[0] != len(data) or _speedups.serve_request(data, table, set()) is None:
+                raise AssertionError(f"serve_exchange ran {data.hex()}: {out!r}")
+        elif out != (data, 0) or \
+                (msg is not None and _speedups.serve_request(data, table, set()) is not None
+                 and len(data) <= 1 << 16):
+            raise AssertionError(f"serve_exchange gave {out!r} for {data.hex()}")
 
 
 def check_exchange(data: bytes, rid: int, nodes) -> None:
