@@ -283,6 +283,8 @@ class ThreadConnection(RequestDispatch):
         one whole Request of an operation _learn_direct entered (serve_exchange); else
         what was read goes to the GiopConnection, as _receive does.  False when the
         connection is to close (the peer closed, the idle time passed, a send failed)."""
+        if self.closed:                 # (a Reply's send failed on the general path)
+            return False
         giop = self.giop
         limit = self.limits.idle_timeout
         try:
