@@ -3084,6 +3084,17 @@ PyDoc_STRVAR(serve_request_doc,
 "argument plan nodes, result plan nodes)}}; `outstanding`: the request ids awaiting\n"
 "a reply on the connection (a Request reusing one is the general path's error).");
 
+/* The ORB's one-call paths (serve_request and the rest below): 1 when the C path
+ * is on, 0 when it is switched off (_cmarshal.enabled: tests), -1 with an error set. */
+static int
+c_path_on(void)
+{
+    PyObject *enabled = cmarshal_globals == NULL ? NULL
+                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
+    if (enabled == Py_True) return 1;
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* serve_request on the bytes buf[:len] (kept unchanged while the servant runs). */
 static PyObject *
 serve_view(const unsigned char *buf, Py_ssize_t len, PyObject *table, PyObject *outstanding)
@@ -3141,10 +3152,9 @@ speedups_serve_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "serve_request(data, table: dict, outstanding: set)");
         return NULL;
     }
-    PyObject *enabled = cmarshal_globals == NULL ? NULL
-                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
-    if (enabled != Py_True) {
-        if (PyErr_Occurred()) return NULL;
+    int on = c_path_on();
+    if (on <= 0) {
+        if (on < 0) return NULL;
         Py_RETURN_NONE;                 /* the C path switched off (tests) */
     }
     PyObject *data = args[0];
@@ -3184,10 +3194,9 @@ request_bytes(PyObject *prefix, Py_ssize_t at, unsigned long request_id, int lit
         PyErr_SetString(PyExc_ValueError, "encode_request: the prefix is no template's");
         return NULL;
     }
-    PyObject *enabled = cmarshal_globals == NULL ? NULL
-                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
-    if (enabled != Py_True) {
-        if (PyErr_Occurred()) return NULL;
+    int on = c_path_on();
+    if (on <= 0) {
+        if (on < 0) return NULL;
         Py_RETURN_NONE;
     }
     Py_ssize_t cap = plen + 64;
@@ -3342,10 +3351,9 @@ speedups_decode_reply(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "decode_reply(data, awaited: dict)");
         return NULL;
     }
-    PyObject *enabled = cmarshal_globals == NULL ? NULL
-                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
-    if (enabled != Py_True) {
-        if (PyErr_Occurred()) return NULL;
+    int on = c_path_on();
+    if (on <= 0) {
+        if (on < 0) return NULL;
         Py_RETURN_NONE;
     }
     PyObject *data = args[0];
@@ -3506,10 +3514,9 @@ speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                         "buffer: bytearray, limit, pause)");
         return NULL;
     }
-    PyObject *enabled = cmarshal_globals == NULL ? NULL
-                        : PyDict_GetItemWithError(cmarshal_globals, s_enabled);
-    if (enabled != Py_True) {
-        if (PyErr_Occurred()) return NULL;
+    int on = c_path_on();
+    if (on <= 0) {
+        if (on < 0) return NULL;
         Py_RETURN_NONE;
     }
     int fd = PyObject_AsFileDescriptor(args[0]);

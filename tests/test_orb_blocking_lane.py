@@ -1,5 +1,5 @@
 """The blocking client's one-call lane (issue 21: ``_speedups.exchange`` sends a Request
-and reads its Reply in one C call) against a scripted server on 127.0.0.1.
+and reads its Reply in one C call) against a scripted raw-socket server on 127.0.0.1.
 
 Whatever the server answers, the call ends as it ends on the general path: each case runs
 with the C path on (the lane taken, checked) and off (``impl``), and must give the same
@@ -10,20 +10,19 @@ general path as the bytes read, which frames and judges them."""
 
 import socket
 import struct
-import threading
 import time
 
 import pytest
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
 from pycdr.errors import PycdrError
-from pycdr.giop.header import HEADER_SIZE, parse_header
 from pycdr.giop.messages import (CancelRequest, CloseConnection, LocateReply, Reply,
                                  ReplyStatus, Request, decode_message, encode_fragments,
                                  encode_message)
 from pycdr.giop.sysexc import BAD_OPERATION, COMM_FAILURE, TIMEOUT, CompletionStatus
 from pycdr.orb import blocking
 from pycdr.orb.sync import SyncORB
+from test_orb_threads import RawServer
 
 ECHO = load_echo_module().interfaces[ECHO_INTERFACE]
 
@@ -48,73 +47,22 @@ def answer_long(request):
     return reply(request, long_body(value, request.little))
 
 
-class ScriptedServer:
-    """A thread on 127.0.0.1 that reads Requests and answers the n-th one (over all its
-    connections) with ``script[n](request, sock)``, or answers echo_long as a server would
-    once the script is done. Records every message it reads."""
+def scripted(script):
+    """A RawServer handler: the n-th Request it reads (over all its connections) is
+    answered by ``script[n](request, sock)``; those after the script as echo_long."""
+    steps = list(script)
 
-    def __init__(self, script):
-        self.script = list(script)
-        self.received = []
-        self.connections = 0
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.stopping = False
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    @property
-    def corbaloc(self):
-        return f"corbaloc:iiop:1.2@127.0.0.1:{self.port}/Echo"
-
-    def _accept(self):
-        while not self.stopping:
-            try:
-                sock, _ = self.listener.accept()
-            except OSError:
+    def handle(server, index, sock):
+        while True:
+            msg = server.read(sock)
+            if msg is None:
                 return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
-
-    def _read_message(self, sock):
-        data = b""
-        while len(data) < HEADER_SIZE:
-            chunk = sock.recv(HEADER_SIZE - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        total = parse_header(data).total_size
-        while len(data) < total:
-            chunk = sock.recv(total - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return decode_message(data)[0]
-
-    def _serve(self, sock):
-        with sock:
-            while True:
-                try:
-                    msg = self._read_message(sock)
-                except OSError:
-                    return
-                if msg is None:
-                    return
-                self.received.append(msg)
-                if not isinstance(msg, Request):
-                    continue
-                step = self.script.pop(0) if self.script else None
-                try:
-                    if step is None:
-                        sock.sendall(answer_long(msg))
-                    elif step(msg, sock) == "close":
-                        return
-                except OSError:
-                    return
-
-    def stop(self):
-        self.stopping = True
-        self.listener.close()
+            if not isinstance(msg, Request):
+                continue
+            step = steps.pop(0) if steps else whole
+            if step(msg, sock) == "close":
+                return
+    return handle
 
 
 # --- what the server does with the call under test --------------------------------------
@@ -212,10 +160,9 @@ def test_whatever_the_server_answers_the_call_ends_as_on_the_general_path(case, 
     step, expected, raised = CASES[case]
     # The first call carries the CodeSets context (the general path); the second is the
     # one under test; the third shows the client goes on as it should.
-    server = ScriptedServer([whole, step])
-    try:
+    with RawServer(scripted([whole, step])) as server:
         with SyncORB(timeout=0.5) as orb:
-            echo = orb.string_to_object(server.corbaloc, ECHO)
+            echo = orb.string_to_object(server.corbaloc(), ECHO)
             assert echo.echo_long(4) == 4
             if raised is None:
                 assert echo.echo_long(5) == expected
@@ -226,11 +173,9 @@ def test_whatever_the_server_answers_the_call_ends_as_on_the_general_path(case, 
                     # the typed error of the general path's framing, with its offset
                     assert isinstance(caught.value.__cause__, PycdrError)
             assert echo.echo_long(6) == 6
-    finally:
-        server.stop()
     assert bool(lane_calls) == (impl == "c"), lane_calls
     if case == "silent":
-        assert any(isinstance(m, CancelRequest) for m in server.received)
+        assert any(isinstance(m, CancelRequest) for m in server.seen)
     # (after a TIMEOUT with nothing of a Reply received, the CancelRequest goes on the
     # same connection, which stays)
     if case in ("closes", "close-connection", "garbage"):
@@ -240,17 +185,14 @@ def test_whatever_the_server_answers_the_call_ends_as_on_the_general_path(case, 
 
 
 def test_the_usual_reply_is_taken_whole_in_c_even_in_pieces(impl, lane_calls):
-    server = ScriptedServer([whole, in_pieces, whole])
-    try:
+    with RawServer(scripted([whole, in_pieces, whole])) as server:
         with SyncORB(timeout=5) as orb:
-            echo = orb.string_to_object(server.corbaloc, ECHO)
+            echo = orb.string_to_object(server.corbaloc(), ECHO)
             assert [echo.echo_long(i) for i in range(4)] == [0, 1, 2, 3]
             conn = next(iter(orb.blocking._connections.values()))
             # Every Reply's bytes counted in the stream's offsets, taken in C or not.
             assert conn.giop.stream_offset == sum(
-                len(answer_long(m)) for m in server.received if isinstance(m, Request))
-    finally:
-        server.stop()
+                len(answer_long(m)) for m in server.seen if isinstance(m, Request))
     assert len(lane_calls) == (3 if impl == "c" else 0)
 
 
@@ -260,37 +202,30 @@ def test_a_reply_larger_than_the_lane_buffer_goes_through_the_general_path(impl,
 
     def answer_big(request, sock):
         sock.sendall(reply(request, octets_body(big, request.little)))
-    server = ScriptedServer([whole, answer_big])
-    try:
+    with RawServer(scripted([whole, answer_big])) as server:
         with SyncORB(timeout=5) as orb:
-            echo = orb.string_to_object(server.corbaloc, ECHO)
+            echo = orb.string_to_object(server.corbaloc(), ECHO)
             assert echo.echo_long(1) == 1
             assert echo.echo_octets(b"x") == big
             assert echo.echo_long(2) == 2
-    finally:
-        server.stop()
     assert len(lane_calls) == (2 if impl == "c" else 0)
 
 
 def test_a_reply_over_the_size_limit_is_refused_at_its_header(impl, lane_calls):
     def answer_big(request, sock):
         sock.sendall(reply(request, octets_body(bytes(5000), request.little)))
-    server = ScriptedServer([whole, answer_big])
-    try:
+    with RawServer(scripted([whole, answer_big])) as server:
         with SyncORB(timeout=5, max_message_size=4096) as orb:
-            echo = orb.string_to_object(server.corbaloc, ECHO)
+            echo = orb.string_to_object(server.corbaloc(), ECHO)
             assert echo.echo_long(1) == 1
             with pytest.raises(COMM_FAILURE):
                 echo.echo_octets(b"x")
-    finally:
-        server.stop()
 
 
 def test_a_send_that_fails_is_comm_failure(impl, lane_calls):
-    server = ScriptedServer([whole])
-    try:
+    with RawServer(scripted([whole])) as server:
         with SyncORB(timeout=5) as orb:
-            echo = orb.string_to_object(server.corbaloc, ECHO)
+            echo = orb.string_to_object(server.corbaloc(), ECHO)
             assert echo.echo_long(1) == 1
             conn = next(iter(orb.blocking._connections.values()))
             # The socket's sending side shut: the next send fails (EPIPE), whichever path.
@@ -299,5 +234,3 @@ def test_a_send_that_fails_is_comm_failure(impl, lane_calls):
                 echo.echo_long(2)
             assert isinstance(caught.value.__cause__, OSError)
             assert conn.closed
-    finally:
-        server.stop()

@@ -128,7 +128,8 @@ def test_blocking_timeout_sends_cancel_and_drops_the_late_reply():
 
 # ---------------------------------------------------------------------------------
 # Hand-made servers
-def read_message(sock):
+def read_raw_message(sock):
+    """The bytes of the next message ``sock`` receives; None at the end of the stream."""
     head = b""
     while len(head) < HEADER_SIZE:
         chunk = sock.recv(HEADER_SIZE - len(head))
@@ -142,7 +143,12 @@ def read_message(sock):
         if not chunk:
             return None
         body += chunk
-    return decode_message(head + body)[0]
+    return head + body
+
+
+def read_message(sock):
+    data = read_raw_message(sock)
+    return None if data is None else decode_message(data)[0]
 
 
 class RawServer:

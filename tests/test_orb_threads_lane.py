@@ -15,12 +15,13 @@ import pytest
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
 from pycdr import _cmarshal, marshal
-from pycdr.giop.header import HEADER_SIZE, MsgType, parse_header
+from pycdr.giop.header import MsgType, parse_header
 from pycdr.giop.messages import KeyAddr, Request, encode_message
 from pycdr.giop.sysexc import BAD_PARAM, CompletionStatus
 from pycdr.orb import ClassServant, ServerLimits, ThreadedServer
 from pycdr.orb import threads
 from pycdr.orb.invocation import write_arguments
+from test_orb_threads import read_raw_message as read_message
 
 ECHO = load_echo_module().interfaces[ECHO_INTERFACE]
 C_PATH = marshal.IMPLEMENTATION == "c"
@@ -42,21 +43,6 @@ def request(op_name, args, rid, version=(1, 2), little=False):
                                   response_flags=3, target=KeyAddr(b"Echo"),
                                   operation=op_name),
                           write_body=lambda w: write_arguments(w, op, list(args)))
-
-
-def read_message(sock) -> bytes:
-    data = b""
-    while len(data) < HEADER_SIZE:
-        chunk = sock.recv(HEADER_SIZE - len(data))
-        if not chunk:
-            return data
-        data += chunk
-    total = parse_header(data).total_size
-    while len(data) < total:
-        chunk = sock.recv(total - len(data))
-        assert chunk, "the server closed inside a message"
-        data += chunk
-    return data
 
 
 def served_in_c(monkeypatch) -> list:
