@@ -16,7 +16,10 @@ the server where the machine has two):
   thread (SyncORB, pycdr.orb.blocking), no event loop;
 - omniORBpy-DII: omniORBpy's dynamic invocation. omniORBpy has no CORBA::Request, so this
   is ``obj._dynamic_op(name, in TypeCodes, out TypeCodes)`` made on every call
-  (param/omni_client.py); it carries in, inout and out values, so every operation runs.
+  (param/omni_client.py); it carries in, inout and out values, so every operation runs;
+- socket: the floor, a plain socket loop sending one Request's bytes again and again and
+  reading each Reply whole with a struct-based reader, decoding nothing
+  (param/socket_client.py).
 Servers: the reference ORB (DynamicServant) on its event loop, the same with a thread per
 connection (pycdr-threads: pycdr.orb.threads.ThreadedServer) and omniORBpy. Each cell is the best of
 ``--repeat`` timings of ``--seconds`` each, calls per second of back-to-back twoway calls.
@@ -42,7 +45,7 @@ from bench_param_tls import BenchmarkError  # noqa: E402  (one class for both ru
 
 OPERATIONS = param_common.OPERATIONS
 SERVERS = ("pycdr", "pycdr-threads", "omniORBpy")
-CLIENTS = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
+CLIENTS = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII", "socket")
 QUICK = {"seconds": 0.05, "repeat": 1}
 
 
@@ -57,6 +60,8 @@ def _server_argv(server: str) -> list:
 
 
 def _client_argv(client: str) -> list:
+    if client == "socket":
+        return [sys.executable, _script("socket_client.py")]
     script = "omni_client.py" if client.startswith("omniORBpy") else "pycdr_client.py"
     style = "dii" if client.endswith("-DII") else "static"
     return [sys.executable, _script(script), "--style", style] + \
@@ -139,7 +144,8 @@ def client_label(meta: dict, client: str) -> str:
 
 
 SHORT_NAMES = {"pycdr": "py", "pycdr-DII": "pyDII", "omniORBpy": "omni",
-               "omniORBpy-DII": "omDII", "pycdr-sync": "pySy", "pycdr-threads": "pyTh"}
+               "omniORBpy-DII": "omDII", "pycdr-sync": "pySy", "pycdr-threads": "pyTh",
+               "socket": "sock"}
 # (column, numerator (client, server), denominator (client, server), meaning)
 RATIOS = (("py/omni", ("pycdr", "pycdr"), ("omniORBpy", "omniORBpy"),
            "reference ORB end to end / omniORBpy end to end (static both)"),
@@ -158,7 +164,11 @@ RATIOS = (("py/omni", ("pycdr", "pycdr"), ("omniORBpy", "omniORBpy"),
           ("cliSy@om", ("pycdr-sync", "omniORBpy"), ("omniORBpy", "omniORBpy"),
            "blocking client / omniORBpy client, omniORBpy server"),
           ("srvTh@om", ("omniORBpy", "pycdr-threads"), ("omniORBpy", "omniORBpy"),
-           "threaded server / omniORBpy server, omniORBpy client"))
+           "threaded server / omniORBpy server, omniORBpy client"),
+          ("omni/flr", ("omniORBpy", "omniORBpy"), ("socket", "omniORBpy"),
+           "omniORBpy client / the floor (a plain socket loop), omniORBpy server"),
+          ("pySy/flr", ("pycdr-sync", "omniORBpy"), ("socket", "omniORBpy"),
+           "blocking client / the floor (a plain socket loop), omniORBpy server"))
 OMNI_DII_NOTE = ("omDII: omniORBpy has no CORBA::Request (no Object._request/_create_request, "
                  "no ORB.create_list);\n  its dynamic invocation, "
                  "obj._dynamic_op(name, in TypeCodes, out TypeCodes), is made on every call.")

@@ -73,7 +73,7 @@ def test_param_quick_run_measures_every_pair_and_checks_answers(param):
     results = param.run(quick=True, seconds=0.02)
     rows = results["results"]
     # Named here, not taken from param.CLIENTS: dropping a client must fail this test.
-    clients = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII")
+    clients = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII", "socket")
     servers = ("pycdr", "pycdr-threads", "omniORBpy")
     expected = {(c, s, o) for c in clients for s in servers for o in param.OPERATIONS}
     assert {(r["client"], r["server"], r["operation"]) for r in rows} == expected
@@ -82,10 +82,10 @@ def test_param_quick_run_measures_every_pair_and_checks_answers(param):
         assert row["best"] > 0
     table = param.format_tables(results)
     for column in ("py->py", "pyDII->py", "omni->omni", "omDII->omni", "omDII->py",
-                   "pySy->pyTh", "omni->pyTh", "pySy->omni"):
+                   "pySy->pyTh", "omni->pyTh", "pySy->omni", "sock->omni", "sock->pyTh"):
         assert column in table
     for ratio in ("py/omni", "pyDII/st", "omDII/st", "DII py/om", "bl/omni", "cliSy@om",
-                  "srvTh@om"):
+                  "srvTh@om", "omni/flr", "pySy/flr"):
         assert ratio in table
     # test_short has a calls/s row with a number in every column, server and client CPU
     # rows (microseconds per call: the server's read from /proc, the client's own) and a
@@ -99,7 +99,7 @@ def test_param_quick_run_measures_every_pair_and_checks_answers(param):
         assert len(cpu_row) == 1 + columns and all(float(cell) >= 0 for cell in cpu_row[1:])
     assert all(row["server_cpu_us"] is not None and row["client_cpu_us"] is not None
                for row in rows)
-    assert len(ratio_row) == 1 + 9 and all(cell.endswith("x") for cell in ratio_row[1:])
+    assert len(ratio_row) == 1 + 11 and all(cell.endswith("x") for cell in ratio_row[1:])
 
 
 def test_cli_bench_ttcp_writes_tables_json_and_plots(tmp_path):
