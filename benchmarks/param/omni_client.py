@@ -59,13 +59,8 @@ def main() -> None:
             method = dynamic_call(obj, module.Param_Test, name)
         answer = method(value, value)
         correct = common.members(list(answer)) == common.members([value, value, value])
-        counted: list = []
-        meter, own = common.ServerCPU(args.server_pid), common.OwnCPU()
-        rates = common.calls_per_second(lambda: method(value, value), args.seconds,
-                                        args.repeat, counted)
-        results.append({"operation": name, "calls_per_s": rates, "correct": correct,
-                        "server_cpu_us": meter.per_call(sum(counted)),
-                        "client_cpu_us": own.per_call(sum(counted))})
+        results.append(common.timed_row(name, lambda: method(value, value), correct,
+                                        args.seconds, args.repeat, args.server_pid))
     orb.destroy()
     print(json.dumps({"implementation": "omniORBpy", "pinned": pinned, "results": results}))
 

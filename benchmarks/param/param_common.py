@@ -91,3 +91,15 @@ def calls_per_second(call, seconds: float, repeat: int, counted: list | None = N
         if counted is not None:
             counted.append(calls)
     return rates
+
+
+def timed_row(operation: str, call, correct: bool, seconds: float, repeat: int,
+              server_pid: int | None) -> dict:
+    """A client's result row for ``operation``: calls/s of ``call()`` (calls_per_second),
+    with the server's and this process's CPU microseconds per call over the timings."""
+    counted: list = []
+    meter, own = ServerCPU(server_pid), OwnCPU()
+    rates = calls_per_second(call, seconds, repeat, counted)
+    return {"operation": operation, "calls_per_s": rates, "correct": correct,
+            "server_cpu_us": meter.per_call(sum(counted)),
+            "client_cpu_us": own.per_call(sum(counted))}

@@ -89,12 +89,8 @@ def main() -> None:
         def call():
             sock.sendall(data)
             read_reply(sock, buffer, view)
-        counted: list = []
-        meter, own = common.ServerCPU(args.server_pid), common.OwnCPU()
-        rates = common.calls_per_second(call, args.seconds, args.repeat, counted)
-        results.append({"operation": name, "calls_per_s": rates, "correct": correct,
-                        "server_cpu_us": meter.per_call(sum(counted)),
-                        "client_cpu_us": own.per_call(sum(counted))})
+        results.append(common.timed_row(name, call, correct, args.seconds, args.repeat,
+                                        args.server_pid))
     sock.close()
     print(json.dumps({"implementation": "socket", "pinned": pinned, "results": results}))
 
