@@ -57,6 +57,39 @@ def test_deeply_nested_macro_arguments_are_refused_where_they_are(tmp_path):
     assert line.startswith(path + ":2:")
 
 
+# Found by tests/test_idl_fuzz.py: diagnostics that named line 0.
+@pytest.mark.parametrize("text, line, message", [
+    # "#0nde" is no line marker (the digit is not followed by a blank): it was read as
+    # "# 0", so every later diagnostic named line 0 or less.
+    ('#0nde "sub/part.idl"\nstruct S { long x; Unknown2 y; };\n', 1,
+     "unknown preprocessor directive"),
+    ("#line 0\nstruct S { long x; Unknown2 y; };\n", 1, "the line number must be 1 to"),
+    ("#line 99999999999999999999\nstruct S { long x; };\n", 1,
+     "the line number must be 1 to"),
+    # pcpp reports an empty #if expression at 'unknown', line 0: the directive's line.
+    ("module M {\n#if\n#endif\n};\n", 2, "Empty expression"),
+])
+def test_diagnostics_always_name_a_real_line(tmp_path, text, line, message):
+    path = write(tmp_path, "marker.idl", text)
+    with pytest.raises(idl.IdlError) as err:
+        idl.load(path, register=False)
+    found = [d for d in err.value.diagnostics if message in d.message]
+    assert found, [str(d) for d in err.value.diagnostics]
+    assert found[0].position.line == line, str(found[0])
+    assert all(d.position.line >= 1 for d in err.value.diagnostics)
+
+
+def test_line_markers_still_renumber(tmp_path):
+    path = write(tmp_path, "renumber.idl", '#line 40\nstruct S { Unknown2 y; };\n'
+                                           '# 7 "other.idl" 1\nstruct T { Unknown3 z; };\n')
+    with pytest.raises(idl.IdlError) as err:
+        idl.load(path, register=False)
+    where = {d.message.split("'")[1]: d.position for d in err.value.diagnostics
+             if "Unknown" in d.message}
+    assert where["Unknown2"].line == 40
+    assert (where["Unknown3"].file, where["Unknown3"].line) == ("other.idl", 7)
+
+
 def test_a_macro_chain_within_the_limits_still_expands(tmp_path):
     lines = ["#define M0 7", "#define F(x) x"] + [f"#define M{i} M{i - 1}" for i in range(1, 30)]
     text = "\n".join(lines + ["const long c = " + "F(" * 20 + "M29" + ")" * 20 + ";"]) + "\n"

@@ -66,7 +66,9 @@ _TOKEN_RE = re.compile(r"""
 _MAX_DIGITS = {10: 20, 16: 16, 8: 22}
 MAX_INTEGER = 2**64 - 1
 
-_LINE_RE = re.compile(r'^[ \t]*#[ \t]*(?:line[ \t]+)?(\d+)(?:[ \t]+"([^"]*)")?')
+# A line marker: "#line N" or GNU's "# N", N then a blank, a file name (with GNU's
+# flags) or the end ("#0nde" is no marker but a misspelt directive).
+_LINE_RE = re.compile(r'^[ \t]*#[ \t]*(?:line[ \t]+)?(\d+)(?:[ \t]+"([^"]*)"(?:[ \t]+\d)*)?[ \t]*(?:$|//|/\*)')
 _PRAGMA_RE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+(.*)$")
 
 _OCTAL_ESCAPE = re.compile(r"[0-7]{1,3}")
@@ -207,8 +209,14 @@ def tokenize(text: str, reporter: Reporter, first_file: str = "<idl>",
                         file_stack.append(file)
                         tokens.append(Token("file", "enter", Position(new_file, 1, 1), new_file))
                     file = new_file
-                # The marker names the number of the *next* line.
-                line = int(marker.group(1)) - 1
+                # The marker names the number of the *next* line; C allows 1 to
+                # 2147483647 (a longer digit string is refused before int()).
+                digits = marker.group(1).lstrip("0")
+                if not digits or len(digits) > 10 or int(digits) > 2147483647:
+                    reporter.error(where, f"line marker {shorten(value.strip())!r}: the line "
+                                          "number must be 1 to 2147483647")
+                    continue
+                line = int(digits) - 1
                 continue
             reporter.error(where, f"unknown preprocessor directive {shorten(value.strip())!r}")
             continue

@@ -52,7 +52,12 @@ class _IdlPreprocessor(Preprocessor):
         self.include_guards: dict[str, str] = {}     # absolute path -> its guard macro
 
     def on_error(self, file, line, msg):
-        self.reporter.error(Position(file, line, 1), msg)
+        # pcpp names no place for some errors (an empty #if expression comes as
+        # 'unknown', line 0): the directive being handled is where it is.
+        if (not file or file == "unknown" or not line or line < 1) and \
+                self.lastdirective is not None:
+            file, line = self.lastdirective.source, self.lastdirective.lineno
+        self.reporter.error(Position(file or "<idl>", max(1, line or 1), 1), msg)
         self.return_code += 1
 
     def on_include_not_found(self, is_malformed, is_system_include, curdir, includepath):
