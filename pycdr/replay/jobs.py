@@ -394,7 +394,10 @@ def worker_options(options: ReplayOptions, plan: JobPlan, k: int) -> ReplayOptio
     """Worker ``k``'s options: the keys and targets decided by the plan, its share of
     --rate, its own --pcap file."""
     n = len(plan.workers)
-    return replace(options, default_target=None, targets=plan.targets, keys=plan.explicit,
+    # The targets' keys went to each server's first key in the plan (plan.explicit): a
+    # worker that mapped them again would give them to its own first unmapped key.
+    targets = {server: replace(target, key=None) for server, target in plan.targets.items()}
+    return replace(options, default_target=None, targets=targets, keys=plan.explicit,
                    rate=options.rate / n if options.rate else None,
                    pcap=f"{options.pcap}.worker{k}" if options.pcap else None)
 
