@@ -1,0 +1,218 @@
+"""pycdr replay --jobs N: the capture's connections replayed by N worker processes must
+report what one process reports (tests/replay_store.py's servant; omniORBpy in
+tests/test_replay_peers.py): the same summary, the same calls (in another order across
+connections), keys learned across connections, differences with their path, one
+merged --pcap, a failing worker reported."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("scapy")
+
+import replay_store as rs  # noqa: E402
+from conftest import REPLAY_WINDOW  # noqa: E402
+from pycdr.cli.main import main  # noqa: E402
+from pycdr.pcap import IdlBodyDecoder, decode_capture  # noqa: E402
+from pycdr.pcapread import CaptureReader  # noqa: E402
+from pycdr.replay import jobs as replay_jobs  # noqa: E402
+from pycdr.replay.compare import Comparison  # noqa: E402
+from pycdr.replay.runner import ReplayOptions, parse_targets  # noqa: E402
+from test_replay import conversation, json_lines  # noqa: E402
+
+IDL = rs.STORE_IDL
+
+# Every replay of these tests runs as recorded (--window 1) and pipelined (--window 8).
+pytestmark = pytest.mark.usefixtures("replay_window")
+
+
+def several_connections(tmp_path) -> str:
+    """Five connections: two that learn OldOther from other() and use it (one group with
+    the IDL), three that only use the target's key (a group each)."""
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [conversation(),
+                        [rs.request(1, "find", ["pear"]), rs.request(2, "list", [3])],
+                        conversation(little=True),
+                        [rs.request(1, "list", [4]), rs.request(2, "find", ["missing"])],
+                        [rs.request(1, "total", [2, 1.5])]])
+    return capture
+
+
+def replay(args, jobs: int, **kw):
+    return CliRunner().invoke(main, ["replay", *args, "--jobs", str(jobs), *REPLAY_WINDOW],
+                              catch_exceptions=False, **kw)
+
+
+def counts(output: str) -> list:
+    """The summary table's rows without the latency columns (which differ run to run)."""
+    rows = []
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 10 and cells[1].isdigit():
+            rows.append(cells[:6])
+    return rows
+
+
+def outcomes(path: str) -> list:
+    """Every call's JSON object but for its latencies, sorted (the order across
+    connections is the workers')."""
+    calls = [{k: v for k, v in c.items() if not k.endswith("_latency")}
+             for c in json_lines(path)]
+    return sorted(calls, key=lambda c: json.dumps(c, sort_keys=True))
+
+
+def plan(capture, target, idl=True, jobs=3):
+    default, mapped = parse_targets([target])
+    decoder = IdlBodyDecoder([rs.MODULE]) if idl else None
+    return replay_jobs.plan_jobs(capture, ReplayOptions(default_target=default, targets=mapped,
+                                                        comparison=Comparison(decoder)), jobs)
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_jobs_report_what_one_process_reports(tmp_path, jobs):
+    capture = several_connections(tmp_path)
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther")) as server:
+        results = {}
+        for n in (1, jobs):
+            out = str(tmp_path / f"calls{n}.jsonl")
+            junit = str(tmp_path / f"junit{n}.xml")
+            result = replay([capture, "--target", server.corbaloc, "--idl", IDL,
+                             "--json", out, "--junit", junit], n)
+            assert result.exit_code == 0, result.output
+            results[n] = (counts(result.output), outcomes(out),
+                          ET.parse(junit).getroot().attrib)
+    one, several = results[1], results[jobs]
+    assert one[0] == several[0] and len(one[0]) == 7       # six operations and "all"
+    assert ["all", "21", "21", "0", "0", "0"] in one[0]
+    assert one[1] == several[1] and len(one[1]) == 21
+    assert one[2] == several[2]
+    # The two connections that learn OldOther are one group: four groups, as many workers
+    # at most.
+    shared = plan(capture, server.corbaloc, jobs=jobs)
+    assert shared.groups == 4 and len(shared.workers) == min(jobs, 4)
+    together = [w for w in shared.workers if {0, 2} <= {c.index for c in w}]
+    assert len(together) == 1
+
+
+def test_without_the_idl_nothing_taught_every_connection_its_own_group(tmp_path):
+    capture = several_connections(tmp_path)
+    shared = plan(capture, "corbaloc:iiop:127.0.0.1:2809/NewStore", idl=False, jobs=8)
+    assert shared.groups == 5 and len(shared.workers) == 5
+    assert shared.explicit == {b"OldStore": b"NewStore"}     # the first key, decided once
+    # Balanced by client messages: the two conversations (8 each) first, then the rest.
+    assert [sum(c.messages for c in w) for w in plan(
+        capture, "corbaloc:iiop:127.0.0.1:2809/NewStore", idl=False, jobs=2).workers] \
+        == [8 + 2 + 1, 8 + 2]
+
+
+def test_a_key_learned_on_one_connection_is_used_on_another(tmp_path):
+    # Connection 0 learns OldOther from other(); connection 1 calls find() twice (0.3 s
+    # each at the target: other()'s reply has come before the second is sent, when the
+    # request after it is rewritten) and then list() on OldOther; connection 2 is
+    # unrelated.  With jobs, 0 and 1 must be replayed by one worker, where the key
+    # learned on 0 is known when 1 sends list().
+    if REPLAY_WINDOW[1] != "1":
+        pytest.skip("a window sends list() before find()'s reply (see test_replay.py)")
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [[rs.request(1, "other", [])],
+                        [rs.request(1, "find", ["pear"]), rs.request(2, "find", ["fig"]),
+                         rs.request(3, "list", [2], key=b"OldOther")],
+                        [rs.request(1, "total", [2, 1.5])]])
+    shared = plan(capture, "corbaloc:iiop:127.0.0.1:2809/NewStore", jobs=2)
+    assert [sorted(c.index for c in w) for w in shared.workers] == [[0, 1], [2]]
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther",
+                                   slow=0.3)) as server:
+        out = str(tmp_path / "calls.jsonl")
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--json", out], 2)
+        assert result.exit_code == 0, result.output
+        keys = {(m.operation, m.object_key) for m in server.received}
+    assert ("list", b"NewOther") in keys and ("other", b"NewStore") in keys, keys
+    assert [c["outcome"] for c in json_lines(out)] == ["same"] * 5
+
+
+def test_a_differing_servant_is_reported_with_the_path(tmp_path):
+    capture = several_connections(tmp_path)
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther",
+                                   differ="list")) as server:
+        out = str(tmp_path / "calls.jsonl")
+        junit = str(tmp_path / "junit.xml")
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--json", out,
+                         "--junit", junit], 3)
+    assert result.exit_code == 1, result.output
+    different = [c for c in json_lines(out) if c["outcome"] != "same"]
+    # list(6) in each conversation and list(4): the fourth item differs; list(3), list(2)
+    # have no fourth item.
+    assert sorted((c["connection"], c["operation"], c["recorded_request_id"])
+                  for c in different) == [(0, "list", 1), (2, "list", 1), (3, "list", 1)]
+    assert all(c["differences"] == [{"path": "result[3].name", "recorded": "item3",
+                                     "replayed": "changed"}] for c in different)
+    assert result.output.count("result[3].name: recorded item3, replayed changed") == 3
+    assert ET.parse(junit).getroot().get("failures") == "3"
+
+
+def test_the_workers_pcap_files_are_merged_into_one(tmp_path):
+    capture = several_connections(tmp_path)
+    written = str(tmp_path / "replayed.pcap")
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther")) as server:
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--pcap", written],
+                        3)
+        assert result.exit_code == 0, result.output
+    assert sorted(os.listdir(tmp_path)) == ["rec.pcap", "replayed.pcap"]   # parts removed
+    entries = [e for e in decode_capture(written, ports=[server.port]) if "error" not in e]
+    requests = [e for e in entries if e["type"] == "Request"]
+    replies = [e for e in entries if e["type"] in ("Reply", "LocateReply")]
+    # Every message replayed: 7 requests of each conversation, 5 of the others; a reply
+    # to each but the two oneways' ping(); the two LocateRequests and their replies.
+    assert len(requests) == 7 + 7 + 5 and len(replies) == 2 * 6 + 2 * 1 + 5
+    assert len({e["src"] for e in requests}) == 5
+    assert all("request_frame" in e for e in replies)
+    with CaptureReader(written) as reader:
+        times = [segment[1] for segment in reader]
+    assert times == sorted(times) and len(times) > 19
+
+
+def test_a_dry_run_with_jobs_lists_as_one_process(tmp_path):
+    capture = several_connections(tmp_path)
+    one = replay([capture, "--target", "127.0.0.1:1", "--dry-run"], 1)
+    three = replay([capture, "--target", "127.0.0.1:1", "--dry-run"], 3)
+    assert one.exit_code == three.exit_code == 0
+    assert one.output == three.output and one.output.count("request") >= 21
+
+
+def _crash(self, reader, progress=None):
+    os._exit(7)
+
+
+def _fail(self, reader, progress=None):
+    raise RuntimeError("a worker's bug")
+
+
+@pytest.mark.parametrize("broken, message", [
+    (_crash, "replay worker 0 ended without its results (exit code 7)"),
+    (_fail, "replay worker 0 failed: RuntimeError: a worker's bug")])
+def test_a_failing_worker_stops_the_replay_with_an_error(tmp_path, monkeypatch, broken,
+                                                          message):
+    capture = several_connections(tmp_path)
+    # (the workers are forked from this process: they run the patched Replay.run; the
+    # others wait on the target meanwhile, slow find() keeping them busy.)
+    original = replay_jobs.Replay.run
+
+    def first_worker_broken(self, reader, progress=None):
+        if 0 in self.selection.indices.values():
+            return broken(self, reader, progress)
+        return original(self, reader, progress)
+    monkeypatch.setattr(replay_jobs.Replay, "run", first_worker_broken)
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther",
+                                   slow=2.0)) as server:
+        result = CliRunner().invoke(
+            main, ["replay", capture, "--target", server.corbaloc, "--idl", IDL,
+                   "--jobs", "3", *REPLAY_WINDOW])
+    assert result.exit_code == 1, result.output
+    assert f"error: {message}" in result.stderr
+    assert multiprocessing.active_children() == []          # no worker left behind
