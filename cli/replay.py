@@ -10,7 +10,7 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.orb.tls import TLSConfigError, TransportError
 from pycdr.replay.compare import Comparison
-from pycdr.replay.jobs import plan_jobs, run_jobs
+from pycdr.replay.jobs import ReplayJobsError, plan_jobs, run_jobs
 from pycdr.replay.runner import (QUEUE_MESSAGES, ReplayError, ReplayOptions, Replay,
                                  parse_key, parse_targets)
 from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
@@ -158,7 +158,10 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
         if jobs > 1 and not dry_run:
             # (a dry run lists the messages in capture order: one process)
             reader.close()
-            plan = plan_jobs(capture, options, jobs)
+            try:
+                plan = plan_jobs(capture, options, jobs)
+            except KeyboardInterrupt:
+                raise ReplayJobsError("interrupted while planning the jobs") from None
             skipped, capture_errors = plan.skipped, plan.capture_errors
             capture_error_count = plan.capture_error_count
             _run_jobs(capture, options, plan, report, out_json is not None,

@@ -419,7 +419,7 @@ def run_jobs(path, options: ReplayOptions, plan: JobPlan, report, with_json: boo
             receive, send = context.Pipe(duplex=False)
             worker = context.Process(target=_worker, daemon=True, name=f"replay-job-{k}",
                                      args=(send, path, worker_options(options, plan, k),
-                                           connections, with_json))
+                                           connections, with_json, os.getpid()))
             worker.start()
             send.close()
             pipes[receive] = k
@@ -468,11 +468,26 @@ def run_jobs(path, options: ReplayOptions, plan: JobPlan, report, with_json: boo
                     pass
 
 
-def _worker(pipe, path, options: ReplayOptions, connections: list, with_json: bool) -> None:
+def _end_with(parent: int) -> None:
+    """Have the kernel end this worker when its parent ends, however it ends (SIGKILL
+    too: the parent's cleanup does not run then).  Linux only; elsewhere the worker
+    ends at its next send to the gone parent."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)    # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:          # it ended before the request
+        os._exit(1)
+
+
+def _worker(pipe, path, options: ReplayOptions, connections: list, with_json: bool,
+            parent: int) -> None:
     """A forked worker: replays ``connections``, sends its calls in batches, then
     ("done", ...) or ("error", text)."""
     # Ctrl-C reaches the whole process group: the parent alone decides, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _end_with(parent)
     batch: list = []
     sent_at = [time.monotonic()]
     reader = None
