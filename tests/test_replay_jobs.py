@@ -59,10 +59,10 @@ def counts(output: str) -> list:
     return rows
 
 
-def outcomes(path: str) -> list:
-    """Every call's JSON object but for its latencies, sorted (the order across
-    connections is the workers')."""
-    calls = [{k: v for k, v in c.items() if not k.endswith("_latency")}
+def outcomes(path: str, leave_out=()) -> list:
+    """Every call's JSON object but for its latencies (and ``leave_out``), sorted (the
+    order across connections is the workers')."""
+    calls = [{k: v for k, v in c.items() if not k.endswith("_latency") and k not in leave_out}
              for c in json_lines(path)]
     return sorted(calls, key=lambda c: json.dumps(c, sort_keys=True))
 
@@ -193,6 +193,9 @@ def _fail(self, reader, progress=None):
     raise RuntimeError("a worker's bug")
 
 
+# (The servant's threads answer connections the stopped workers left: their broken pipes
+# are expected here.)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize("broken, message", [
     (_crash, "replay worker 0 ended without its results (exit code 7)"),
     (_fail, "replay worker 0 failed: RuntimeError: a worker's bug")])
@@ -200,7 +203,7 @@ def test_a_failing_worker_stops_the_replay_with_an_error(tmp_path, monkeypatch, 
                                                           message):
     capture = several_connections(tmp_path)
     # (the workers are forked from this process: they run the patched Replay.run; the
-    # others wait on the target meanwhile, slow find() keeping them busy.)
+    # others wait on the target meanwhile, a slow find() keeping them busy.)
     original = replay_jobs.Replay.run
 
     def first_worker_broken(self, reader, progress=None):
@@ -209,10 +212,87 @@ def test_a_failing_worker_stops_the_replay_with_an_error(tmp_path, monkeypatch, 
         return original(self, reader, progress)
     monkeypatch.setattr(replay_jobs.Replay, "run", first_worker_broken)
     with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther",
-                                   slow=2.0)) as server:
+                                   slow=0.5)) as server:
         result = CliRunner().invoke(
             main, ["replay", capture, "--target", server.corbaloc, "--idl", IDL,
                    "--jobs", "3", *REPLAY_WINDOW])
     assert result.exit_code == 1, result.output
     assert f"error: {message}" in result.stderr
     assert multiprocessing.active_children() == []          # no worker left behind
+
+
+# -- against omniORBpy (recorded on loopback: dumpcap and capture rights needed) -------------
+def test_three_omniorbpy_clients_replayed_by_two_workers_as_by_one(tmp_path):
+    from peers.omni import start_omni_echo_server
+    from peers.process import PEERS_DIR
+    from peers.recording import CAN_RECORD, WHY_NOT, record_loopback
+    from test_replay_peers import IDL as ECHO_IDL, INTERFACE, OPERATIONS, ROUNDS
+    if not CAN_RECORD:
+        pytest.skip(WHY_NOT)
+    import subprocess
+    import sys
+    capture = str(tmp_path / "three.pcapng")
+    with start_omni_echo_server(idl=ECHO_IDL, interface=INTERFACE) as server:
+        with record_loopback(capture, server.port):
+            clients = [subprocess.Popen([sys.executable, os.path.join(PEERS_DIR,
+                                                                      "replay_client.py"),
+                                         ECHO_IDL, server.ior, str(ROUNDS)],
+                                        stdout=subprocess.PIPE, text=True)
+                       for _ in range(3)]
+            assert [c.communicate(timeout=120)[0].strip() for c in clients] == ["done"] * 3
+    results = {}
+    for jobs in (1, 2):
+        with start_omni_echo_server(idl=ECHO_IDL, interface=INTERFACE) as server:
+            out = str(tmp_path / f"calls{jobs}.jsonl")
+            result = replay([capture, "--target", server.ior, "--idl", ECHO_IDL,
+                             "--json", out], jobs)
+            assert result.exit_code == 0, result.output
+        # (omniORB leaves its replies' padding as it finds it in memory: the replayed bytes
+        # differ run to run, the values -- compared with the IDL -- do not.)
+        results[jobs] = (counts(result.output), outcomes(out, ["replayed_reply"]))
+    assert results[1] == results[2]
+    calls = results[2][1]
+    assert len({c["connection"] for c in calls}) == 3
+    assert len(calls) == 3 * sum(OPERATIONS.values())
+    assert {c["outcome"] for c in calls} == {"same"}
+    # Nothing to learn here: each connection its own group, two workers.
+    assert len(plan(capture, server.ior, idl=False, jobs=2).workers) == 2
+
+
+def _children(pid: int) -> set:
+    found = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            found |= {int(p) for p in f.read().split()}
+    return found
+
+
+# (The servant's threads answer connections the stopped workers left: their broken pipes
+# are expected here.)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux's /proc")
+def test_ctrl_c_stops_every_worker_and_fails_clearly(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    capture = several_connections(tmp_path)
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther",
+                                   slow=3.0)) as server:
+        proc = subprocess.Popen([sys.executable, "-c", "from pycdr.cli.main import main; main()",
+                                 "replay", capture, "--target", server.corbaloc, "--idl", IDL,
+                                 "--jobs", "3", *REPLAY_WINDOW],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        deadline = time.monotonic() + 30
+        while len(_children(proc.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+        assert len(workers) == 3
+        time.sleep(0.5)                     # (every worker waiting on a slow find())
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, out + err
+    assert "error: interrupted: the replay workers were stopped" in err, err
+    assert "Traceback" not in err
+    assert not [w for w in workers if os.path.exists(f"/proc/{w}")], "a worker was left"
