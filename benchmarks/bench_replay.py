@@ -19,9 +19,9 @@
    the replay's time (Replay.run in a process of its own: reading the capture,
    rewriting, sending, receiving, comparing; the interpreter's start not counted).
    With ``--jobs N`` (several values: each), the replay as ``pycdr replay --jobs N``
-   runs it: the plan (a first read of the capture) and the N worker processes, timed
-   from the plan's start to the last worker's end, their CPU time counted with the
-   parent's.
+   runs it: N worker processes (each scans a shard of the capture, the parent plans,
+   each replays its share), timed from the start to the last worker's end, their CPU
+   time counted with the parent's.
 
 Each process also reports the CPU time of its timed part (user + system, per call)
 and its peak RSS.  ``--memory``: the peak RSS of ``pycdr replay --idl`` processes
@@ -132,8 +132,8 @@ def replay_child(capture: str, target: str, window: int, jobs: int = 1) -> None:
     cpu = time.process_time()
     start = time.perf_counter()
     if jobs > 1:
-        from pycdr.replay.jobs import plan_jobs, run_jobs
-        run_jobs(capture, options, plan_jobs(capture, options, jobs), summary.add, False)
+        from pycdr.replay.jobs import run_jobs
+        run_jobs(capture, options, jobs, summary.add, False)
     else:
         Replay(options, summary.add).run(CaptureReader(capture))
     elapsed = time.perf_counter() - start

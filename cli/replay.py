@@ -10,7 +10,7 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.orb.tls import TLSConfigError, TransportError
 from pycdr.replay.compare import Comparison
-from pycdr.replay.jobs import ReplayJobsError, plan_jobs, run_jobs
+from pycdr.replay.jobs import run_jobs
 from pycdr.replay.runner import (QUEUE_MESSAGES, ReplayError, ReplayOptions, Replay,
                                  parse_key, parse_targets)
 from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
@@ -158,14 +158,10 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
         if jobs > 1 and not dry_run:
             # (a dry run lists the messages in capture order: one process)
             reader.close()
-            try:
-                plan = plan_jobs(capture, options, jobs)
-            except KeyboardInterrupt:
-                raise ReplayJobsError("interrupted while planning the jobs") from None
+            plan = _run_jobs(capture, options, jobs, report, out_json is not None,
+                             progress and reader.size)
             skipped, capture_errors = plan.skipped, plan.capture_errors
             capture_error_count = plan.capture_error_count
-            _run_jobs(capture, options, plan, report, out_json is not None,
-                      progress and reader.size)
         else:
             if progress and not dry_run:
                 _run_with_progress(replay, reader, summary)
@@ -225,20 +221,20 @@ def _run_with_progress(replay: Replay, reader, summary: ReplaySummary) -> None:
         replay.run(reader, update)
 
 
-def _run_jobs(capture, options, plan, report, with_json: bool, size) -> None:
-    """The plan's workers run; a progress bar over the slowest one's reading when
-    ``size`` (the capture's, when known and the bar is wanted)."""
+def _run_jobs(capture, options, jobs: int, report, with_json: bool, size):
+    """The replay by ``jobs`` workers (its plan returned); a progress bar over the
+    slowest one's reading when ``size`` (the capture's, when known and the bar is
+    wanted)."""
     if not size:
-        run_jobs(capture, options, plan, report, with_json)
-        return
+        return run_jobs(capture, options, jobs, report, with_json)
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TimeRemainingColumn
     with Progress("[progress.description]{task.description}", BarColumn(),
                   TimeRemainingColumn(), console=Console(stderr=True),
                   transient=True) as bar:
-        task = bar.add_task(f"{capture} ({len(plan.workers)} workers)", total=1.0)
-        run_jobs(capture, options, plan, report, with_json,
-                 lambda fraction: bar.update(task, completed=fraction))
+        task = bar.add_task(f"{capture} ({jobs} workers)", total=1.0)
+        return run_jobs(capture, options, jobs, report, with_json,
+                        lambda fraction: bar.update(task, completed=fraction))
 
 
 def _print_summary(summary: ReplaySummary) -> None:

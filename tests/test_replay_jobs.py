@@ -111,6 +111,54 @@ def test_without_the_idl_nothing_taught_every_connection_its_own_group(tmp_path)
         == [8 + 2 + 1, 8 + 2]
 
 
+def _shape(p):
+    return ([[(c.index, c.server, c.messages, sorted(c.keys), sorted(c.taught)) for c in w]
+             for w in p.workers], p.explicit, p.targets, p.skipped.connections,
+            p.skipped.requests, p.capture_errors, p.capture_error_count, p.groups)
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_the_workers_shards_of_the_capture_plan_as_one_reader(tmp_path, shards):
+    # Two recorded servers (one without a target: skipped), the connections numbered as
+    # one reader numbers them, though each shard sees only its own.
+    from scapy.utils import rdpcap, wrpcap
+    capture = str(tmp_path / "two.pcap")
+    rs.record(str(tmp_path / "a.pcap"), [conversation(), [rs.request(1, "list", [2])]])
+    rs.record(str(tmp_path / "b.pcap"), [conversation()[:3], [rs.request(1, "total", [1, 2.0])]],
+              rs.Variant(host="10.0.0.3"))
+    wrpcap(capture, list(rdpcap(str(tmp_path / "a.pcap"))) +
+           list(rdpcap(str(tmp_path / "b.pcap"))))
+    default, mapped = parse_targets(["10.0.0.3:2809=corbaloc:iiop:127.0.0.1:2809/NewStore"])
+    options = ReplayOptions(default_target=default, targets=mapped,
+                            comparison=Comparison(IdlBodyDecoder([rs.MODULE])))
+    one = replay_jobs.plan_jobs(capture, options, shards)
+    sharded = replay_jobs.plan_from_scans(
+        [replay_jobs.scan_capture(capture, options, (k, shards)) for k in range(shards)],
+        options, shards)
+    assert _shape(sharded) == _shape(one)
+    assert sorted(c.index for w in one.workers for c in w) == [2, 3]
+    assert one.skipped.connections == {"10.0.0.2:2809": 2}
+    assert one.skipped.requests == {"10.0.0.2:2809": 9}
+    assert one.explicit == {b"OldStore": b"NewStore"}
+
+
+def test_skipped_servers_are_counted_once_with_jobs(tmp_path):
+    from scapy.utils import rdpcap, wrpcap
+    capture = str(tmp_path / "two.pcap")
+    rs.record(str(tmp_path / "a.pcap"), [conversation()[:2], conversation()[:2]])
+    rs.record(str(tmp_path / "b.pcap"), [conversation()[:3], [rs.request(1, "list", [3])]],
+              rs.Variant(host="10.0.0.3"))
+    wrpcap(capture, list(rdpcap(str(tmp_path / "a.pcap"))) +
+           list(rdpcap(str(tmp_path / "b.pcap"))))
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore")) as server:
+        result = replay([capture, "--target", f"10.0.0.3:2809={server.corbaloc}", "--idl",
+                         IDL], 3)
+        assert result.exit_code == 0, result.output
+        assert len(server.received) == 4
+    assert result.stderr.count("skipped: recorded server 10.0.0.2:2809 has no --target "
+                                "(2 connections, 4 client messages)") == 1
+
+
 def test_a_key_learned_on_one_connection_is_used_on_another(tmp_path):
     # Connection 0 learns OldOther from other(); connection 1 calls find() twice (0.3 s
     # each at the target: other()'s reply has come before the second is sent, when the

@@ -3,39 +3,43 @@
 One process replays at 20-22 us of CPU a call (benchmarks/README.md, issue 28); a
 client of several connections on several cores makes more calls than that.  So:
 
-1. :func:`plan_jobs` reads the capture once (streaming: the reader, the TCP
-   reassembly and the GIOP framing the replay uses) and finds, per recorded
-   connection, its server, the object keys its requests use and the keys its
-   recorded replies may teach (a forward; with --idl, a result or exception that
-   may hold a reference: :meth:`Comparison.taught_keys`).  What one process
-   shares between connections is decided here once for all workers:
+1. Each of the N forked workers scans a shard of the capture (:func:`scan_capture`:
+   the connections whose ports add up to its number modulo N, the other segments
+   dropped before TCP reassembly; streaming, with the reader, reassembly and GIOP
+   framing the replay uses) and finds, per recorded connection, the frame that
+   opened it (connections are numbered in that order, over all shards), its server,
+   the object keys its requests use, its first selected request's key, and the keys
+   its recorded replies may teach (a forward; with --idl, a result or exception that
+   may hold a reference: :meth:`Comparison.taught_keys`).
 
-   - the first key of each server (the target reference's key goes to it, as
-     ``KeyMap.defaults`` does in one process) becomes an explicit mapping, and
-     the plain ``--target`` goes to the server whose connection comes first;
-   - keys learned from replies: the connections that use or teach a key some
-     reply may teach are one group, replayed by one worker, so a key is learned
-     where it is used and compared where it is taught again.  Conservative: a
-     key taught and used is a tie even if the teaching reply comes after the
-     use (then one process would not have used it either);
-   - skipped servers and capture errors are counted here, not by the workers.
+2. The parent makes the plan from the scans (:func:`plan_from_scans`), deciding
+   once for all workers, in capture order, what one process shares between
+   connections:
 
-   The groups go to the workers largest first, each to the least loaded (by
-   client messages).
+   - the plain ``--target`` goes to the server whose connection came first, and
+     each target reference's key to its server's first key (as ``KeyMap.defaults``
+     does in one process): an explicit mapping every worker is given;
+   - keys learned from replies: the connections that use or teach a key some reply
+     may teach are one group, replayed by one worker, so a key is learned where it
+     is used and compared where it is taught again.  Conservative: a key taught
+     and used is a tie even if the teaching reply comes after the use;
+   - skipped servers and capture errors are counted once, from the scans.
 
-2. Each worker (forked) reads the whole capture again but passes on only the
-   segments of its connections' address pairs (before TCP reassembly: the C
-   record walk is all the others cost), then keeps those of its connections:
-   the k-th connection of an address pair is the same in every process (one
-   pair's connections follow one another), so the planned index is found by
-   (pair, k).  It replays them as one process would (``Replay``), at
-   ``--rate / N``, and sends its calls to the parent in batches.
+   The groups go to the workers largest first (by client messages), each to the
+   least loaded.
 
-3. The parent alone reports: every call goes to ``report`` as one process
-   reports it (a :class:`ReportedCall`), in the order each worker decided them
-   (within a connection as with one process; across connections, interleaved
-   otherwise).  Per-worker ``--pcap`` files are merged by time into the one
-   asked for.  A worker that fails, or Ctrl-C, stops all of them.
+3. Each worker reads the whole capture again but passes on only the segments of
+   its connections' address pairs, then keeps its connections: the k-th connection
+   of an address pair is the same in every process (one pair's connections follow
+   one another), so the planned index is found by (pair, k).  It replays them as one
+   process would (``Replay``), at ``--rate / N``, and sends its calls to the parent
+   in batches.
+
+4. The parent alone reports: every call goes to ``report`` as one process reports
+   it (a :class:`ReportedCall`), in the order each worker decided them (within a
+   connection as with one process; across connections interleaved otherwise).
+   Per-worker ``--pcap`` files are merged by time into the one asked for.  A worker
+   that fails, or Ctrl-C, stops all of them.
 """
 
 from __future__ import annotations
@@ -102,18 +106,31 @@ class ConnectionIds:
 
 @dataclass
 class PlannedConnection:
-    index: int                  # the reassembler's index (the reports' "connection")
     ident: tuple                # (pair, rank): see ConnectionIds
+    created: int                # the frame that opened it (its index follows from it)
     server: str
+    sides_known: tuple          # (frame, n): where its first GIOP message told the sides
     messages: int = 0           # client messages
+    calls: int = 0              # of them Requests, LocateRequests, CancelRequests
     keys: set = field(default_factory=set)      # object keys its requests use
     taught: set = field(default_factory=set)    # keys its recorded replies may teach
+    first_key: tuple | None = None   # ((frame, n), key): its first selected request's key
+    index: int = -1             # the reassembler's index (the reports' "connection")
+
+
+@dataclass
+class CaptureScan:
+    """What one reader of the capture (or of a shard of its address pairs) found."""
+    connections: list           # PlannedConnection, GIOP seen (sides known)
+    created: list               # the frame that opened each of its TCP connections
+    errors: list                # ((frame, n), line): the first 20
+    error_count: int
 
 
 @dataclass
 class JobPlan:
-    """What :func:`plan_jobs` found: the workers' connections, the keys decided up front,
-    the skipped servers and the capture's errors (counted once, here)."""
+    """What :func:`plan_from_scans` decided: the workers' connections, the keys decided
+    up front, the skipped servers and the capture's errors (counted once, here)."""
     workers: list               # per worker: [PlannedConnection] (none empty)
     explicit: dict              # --key plus each server's first key -> target key
     targets: dict               # recorded server -> Target (the plain --target placed)
@@ -124,52 +141,66 @@ class JobPlan:
 
 
 class _Scan:
-    """One connection during the plan: which side is the client, its replies' operations."""
-    __slots__ = ("planned", "client_key", "target", "replies", "awaited")
+    """One connection during the scan: which side is the client, its replies' operations."""
+    __slots__ = ("planned", "client_key", "replies", "awaited")
 
     def __init__(self):
         self.planned = None
         self.client_key = None
-        self.target = None
         self.replies = None         # ReplyStream of the recorded replies
         self.awaited: dict = {}     # request id -> operation (a reply expected)
 
 
+class _StampingReassembler(TcpReassembler):
+    """A TcpReassembler that notes the frame that opened each connection: connections
+    are numbered in that order, which a reader of a shard of the capture can only tell
+    from the frames (the other shards' connections are numbered too)."""
+
+    def __init__(self, sink):
+        super().__init__(sink)
+        self.created: dict = {}         # Connection -> frame, while open
+        self.frames: list = []          # every connection's
+
+    def _new_flow(self, key: tuple):
+        flow = super()._new_flow(key)
+        if len(flow.connection.flows) == 1:
+            self.created[flow.connection] = self._frame
+            self.frames.append(self._frame)
+        return flow
+
+
 def plan_jobs(path, options: ReplayOptions, jobs: int) -> JobPlan:
-    """Read the capture at ``path`` once and share its connections among at most
-    ``jobs`` workers (see the module doc)."""
+    """Read the capture at ``path`` once, in this process, and share its connections
+    among at most ``jobs`` workers (see the module doc; run_jobs scans in the workers)."""
+    return plan_from_scans([scan_capture(path, options)], options, jobs)
+
+
+def scan_capture(path, options: ReplayOptions, shard: tuple | None = None) -> CaptureScan:
+    """The connections of the capture at ``path`` (with ``shard`` (k, n): only those
+    whose ports add up to k modulo n, the others' segments dropped before reassembly)
+    as the plan needs them."""
     comparison = options.comparison or Comparison()
-    explicit = dict(options.keys)
-    targets = dict(options.targets)
-    defaults = {s: t.key for s, t in targets.items() if t.key is not None}
-    default_used_by = None
-    skipped = SkippedServers()
+    keys = options.keys
+    selected = options.selected
     errors: list = []
     error_count = [0]
     scans: dict = {}
     ids = ConnectionIds()
     planned: list = []
-    selected = options.selected
+    order = [0]                 # messages seen: orders those of one frame
 
     def capture_error(entry):
         error_count[0] += 1
         if len(errors) < 20:
-            errors.append(capture_error_line(entry))
-
-    def first_key(scan, key):
-        # What KeyMap.target_key does in one process for the first key of a server not
-        # mapped otherwise: decided here, in capture order, for every worker alike.
-        if key is not None and key not in explicit:
-            new = defaults.pop(scan.planned.server, None)
-            if new is not None:
-                explicit[key] = new
+            order[0] += 1
+            errors.append(((entry["frame"], order[0]), capture_error_line(entry)))
 
     def message(flow, raw, frame, ts):
-        nonlocal default_used_by
         conn = flow.connection
         scan = scans.get(conn)
         if scan is None:
             scan = scans[conn] = _Scan()
+        order[0] += 1
         t = raw[7]
         if scan.client_key is None:
             if t in CLIENT_MESSAGES:
@@ -179,36 +210,26 @@ def plan_jobs(path, options: ReplayOptions, jobs: int) -> JobPlan:
                 scan.client_key, server = (k[2], k[3], k[0], k[1]), flow.src
             else:
                 return
-            target = targets.get(server)
-            if target is None and options.default_target is not None and \
-                    default_used_by in (None, server):
-                target = targets[server] = options.default_target
-                if default_used_by is None and target.key is not None:
-                    defaults[server] = target.key
-                default_used_by = server
-            if target is None:
-                skipped.connections[server] = skipped.connections.get(server, 0) + 1
-            else:
-                scan.target = target
-                scan.planned = PlannedConnection(conn.index, ids.of(flow), server)
-                scan.replies = ReplyStream(lazy=True)
-                planned.append(scan.planned)
-        from_client = flow.key == scan.client_key
-        if scan.target is None:
-            if from_client and t in CLIENT_MESSAGES:
-                server = flow.dst
-                skipped.requests[server] = skipped.requests.get(server, 0) + 1
-            return
-        if from_client:
-            scan.planned.messages += 1
+            scan.planned = PlannedConnection(ids.of(flow), tcp.created[conn], server,
+                                             (frame, order[0]))
+            scan.replies = ReplyStream(lazy=True)
+            planned.append(scan.planned)
+        p = scan.planned
+        if flow.key == scan.client_key:
+            p.messages += 1
+            if t in CLIENT_MESSAGES:
+                p.calls += 1
             if t == _REQUEST or t == _LOCATE_REQUEST:
                 fields = _request_fields(raw)
                 if fields is not None:
                     rid, operation, key, expects_reply = fields
                     if key is not None:
-                        scan.planned.keys.add(key)
-                        if selected(operation):
-                            first_key(scan, key)
+                        p.keys.add(key)
+                        # (the key a target reference's key may go to: KeyMap.target_key
+                        # of one process gives it the server's first key not mapped by
+                        # --key; decided by plan_from_scans over every connection)
+                        if p.first_key is None and key not in keys and selected(operation):
+                            p.first_key = ((frame, order[0]), key)
                     if expects_reply:
                         scan.awaited[rid] = operation
         else:
@@ -217,17 +238,63 @@ def plan_jobs(path, options: ReplayOptions, jobs: int) -> JobPlan:
     def closed(connection):
         scans.pop(connection, None)
         ids.forget(connection)
+        tcp.created.pop(connection, None)
 
     decoder = CaptureDecoder(capture_error, options.ports, True, raw_message=message)
-    tcp = TcpReassembler(_PlanSink(decoder, closed, ids))
+    tcp = _StampingReassembler(_PlanSink(decoder, closed, ids))
     with CaptureReader(path) as reader:
         feed = tcp.feed
-        for segment in reader:
-            feed(segment)
+        if shard is None:
+            for segment in reader:
+                feed(segment)
+        else:
+            k, n = shard
+            for segment in reader:
+                if (segment[3] + segment[5]) % n == k:      # (the same both ways)
+                    feed(segment)
     tcp.finish()
-    groups = _groups(planned, explicit)
-    return JobPlan(_balanced(groups, jobs), explicit, targets, skipped, errors,
-                   error_count[0], len(groups))
+    return CaptureScan(planned, tcp.frames, errors, error_count[0])
+
+
+def plan_from_scans(scans: list, options: ReplayOptions, jobs: int) -> JobPlan:
+    """The plan from the scans of the capture's shards: what one process would decide
+    as it reads the capture, decided here in capture order."""
+    # Connections are numbered by the frame that opened them, over all shards.
+    index = {frame: i for i, frame in enumerate(sorted(f for s in scans for f in s.created))}
+    connections = sorted((c for s in scans for c in s.connections),
+                         key=lambda c: c.sides_known)
+    targets = dict(options.targets)
+    default_used_by = None
+    skipped = SkippedServers()
+    planned = []
+    for c in connections:
+        c.index = index[c.created]
+        target = targets.get(c.server)
+        if target is None and options.default_target is not None and \
+                default_used_by in (None, c.server):
+            target = targets[c.server] = options.default_target
+            default_used_by = c.server
+        if target is None:
+            skipped.connections[c.server] = skipped.connections.get(c.server, 0) + 1
+            skipped.requests[c.server] = skipped.requests.get(c.server, 0) + c.calls
+        else:
+            planned.append(c)
+    # Each target reference's key goes to its server's first key (in capture order) that
+    # --key does not map.  (Two servers whose first keys are the same bytes: the earlier
+    # one's mapping holds for both, and the later server's reference key goes to the
+    # first key of its next connection that differs, where one process would take the
+    # next key of the same connection: the scans keep one key a connection.)
+    explicit = dict(options.keys)
+    firsts = sorted((c.first_key, c.server) for c in planned if c.first_key is not None)
+    defaults = {s: t.key for s, t in targets.items() if t.key is not None}
+    for (_, key), server in firsts:
+        if server in defaults and key not in explicit:
+            explicit[key] = defaults.pop(server)
+    errors = sorted(e for s in scans for e in s.errors)[:20]
+    groups = _groups(sorted(planned, key=lambda c: c.index), explicit)
+    return JobPlan(_balanced(groups, jobs), explicit, targets, skipped,
+                   [line for _, line in errors], sum(s.error_count for s in scans),
+                   len(groups))
 
 
 class _PlanSink:
@@ -402,48 +469,53 @@ def worker_options(options: ReplayOptions, plan: JobPlan, k: int) -> ReplayOptio
                    pcap=f"{options.pcap}.worker{k}" if options.pcap else None)
 
 
-def run_jobs(path, options: ReplayOptions, plan: JobPlan, report, with_json: bool,
-             progress=None) -> None:
-    """Replay ``plan``'s workers' connections, each worker in a forked process;
-    ``report(call)`` hears of every call (a ReportedCall); ``progress(fraction)`` now
-    and then.  Raises ReplayJobsError when a worker fails or on Ctrl-C, after every
-    worker stopped."""
+def run_jobs(path, options: ReplayOptions, jobs: int, report, with_json: bool,
+             progress=None) -> JobPlan:
+    """Replay the capture at ``path`` in ``jobs`` forked processes: each scans a shard of
+    the capture's address pairs, the plan is made here from their scans, each replays
+    the connections the plan gives it.  ``report(call)`` hears of every call (a
+    ReportedCall); ``progress(fraction)`` of the replay now and then.  Returns the plan
+    (its skipped servers and capture errors are the replay's).  Raises ReplayJobsError
+    when a worker fails or on Ctrl-C, after every worker stopped."""
     context = multiprocessing.get_context("fork")
-    pipes: dict = {}          # receiving end -> worker number
+    pipes: dict = {}          # the parent's end -> worker number
     workers: list = []
-    done: set = set()
-    read = [0] * len(plan.workers)
     size = max(1, os.path.getsize(path))
+    plan = None
     try:
-        for k, connections in enumerate(plan.workers):
-            receive, send = context.Pipe(duplex=False)
+        for k in range(jobs):
+            mine, theirs = context.Pipe()
             worker = context.Process(target=_worker, daemon=True, name=f"replay-job-{k}",
-                                     args=(send, path, worker_options(options, plan, k),
-                                           connections, with_json, os.getpid()))
+                                     args=(theirs, path, options, (k, jobs), with_json,
+                                           os.getpid()))
             worker.start()
-            send.close()
-            pipes[receive] = k
+            theirs.close()
+            pipes[mine] = k
             workers.append(worker)
-        while len(done) < len(workers):
-            for pipe in multiprocessing.connection.wait(
-                    [p for p, k in pipes.items() if k not in done]):
-                k = pipes[pipe]
-                try:
-                    kind, payload, bytes_read = pipe.recv()
-                except (EOFError, OSError):
-                    workers[k].join(timeout=1)
-                    raise ReplayJobsError(
-                        f"replay worker {k} ended without its results (exit code "
-                        f"{workers[k].exitcode})") from None
-                if kind == "error":
-                    raise ReplayJobsError(f"replay worker {k} failed: {payload}")
-                for fields in payload:
-                    report(ReportedCall(*fields))
-                read[k] = bytes_read
-                if kind == "done":
-                    done.add(k)
-                if progress is not None:
-                    progress(min(read) / size)
+        scans = [None] * jobs
+        for k, kind, payload, _ in _messages(pipes, workers, set()):
+            scans[k] = payload
+            if all(s is not None for s in scans):
+                break
+        plan = plan_from_scans(scans, options, jobs)
+        read: dict = {}             # worker with connections -> capture bytes it read
+        for (pipe, k) in pipes.items():
+            if k < len(plan.workers):
+                read[k] = 0
+                pipe.send((plan.workers[k], plan.explicit, plan.targets, len(plan.workers)))
+            else:
+                pipe.send(None)     # (fewer groups than jobs: nothing to replay)
+        done = {k for k in pipes.values() if k not in read}
+        for k, kind, payload, bytes_read in _messages(pipes, workers, done):
+            for fields in payload:
+                report(ReportedCall(*fields))
+            read[k] = bytes_read
+            if kind == "done":
+                done.add(k)
+                if len(done) == jobs:
+                    break
+            if progress is not None:
+                progress(min(read.values()) / size)
         for w in workers:
             w.join()
     except KeyboardInterrupt:
@@ -456,16 +528,36 @@ def run_jobs(path, options: ReplayOptions, plan: JobPlan, report, with_json: boo
                 w.terminate()
         for w in workers:
             w.join()
-    if options.pcap:
-        parts = [f"{options.pcap}.worker{k}" for k in range(len(workers))]
-        try:
-            merge_pcap_files(parts, options.pcap)
-        finally:
-            for part in parts:
-                try:
-                    os.unlink(part)
-                except OSError:
-                    pass
+        if options.pcap and plan is not None:
+            parts = [f"{options.pcap}.worker{k}" for k in range(len(plan.workers))]
+            try:
+                if all(os.path.exists(part) for part in parts):
+                    merge_pcap_files(parts, options.pcap)
+            finally:
+                for part in parts:
+                    try:
+                        os.unlink(part)
+                    except OSError:
+                        pass
+    return plan
+
+
+def _messages(pipes: dict, workers: list, done: set):
+    """(worker, kind, payload, bytes read) as the workers not ``done`` send them; a
+    worker's error or end without its results raises ReplayJobsError."""
+    while True:
+        for pipe in multiprocessing.connection.wait(
+                [p for p, k in pipes.items() if k not in done]):
+            k = pipes[pipe]
+            try:
+                kind, payload, bytes_read = pipe.recv()
+            except (EOFError, OSError):
+                workers[k].join(timeout=1)
+                raise ReplayJobsError(f"replay worker {k} ended without its results (exit "
+                                      f"code {workers[k].exitcode})") from None
+            if kind == "error":
+                raise ReplayJobsError(f"replay worker {k} failed: {payload}")
+            yield k, kind, payload, bytes_read
 
 
 def _end_with(parent: int) -> None:
@@ -481,10 +573,11 @@ def _end_with(parent: int) -> None:
         os._exit(1)
 
 
-def _worker(pipe, path, options: ReplayOptions, connections: list, with_json: bool,
+def _worker(pipe, path, options: ReplayOptions, shard: tuple, with_json: bool,
             parent: int) -> None:
-    """A forked worker: replays ``connections``, sends its calls in batches, then
-    ("done", ...) or ("error", text)."""
+    """A forked worker: scans its shard of the capture and sends the scan; gets its
+    connections (or None) and replays them, its calls sent in batches, then ("done",
+    ...); or ("error", text)."""
     # Ctrl-C reaches the whole process group: the parent alone decides, and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _end_with(parent)
@@ -508,10 +601,16 @@ def _worker(pipe, path, options: ReplayOptions, connections: list, with_json: bo
     status = 0
     try:
         try:
-            reader = CaptureReader(path)
-            Replay(options, report, selection=_Selection(connections)).run(reader, progress)
+            pipe.send(("scan", scan_capture(path, options, shard), 0))
+            given = pipe.recv()
+            if given is not None:
+                connections, explicit, targets, n = given
+                plan = JobPlan([connections] * n, explicit, targets, SkippedServers(), [], 0)
+                reader = CaptureReader(path)
+                Replay(worker_options(options, plan, shard[0]), report,
+                       selection=_Selection(connections)).run(reader, progress)
             send("done")
-        except BrokenPipeError:
+        except (BrokenPipeError, EOFError):
             status = 1                      # the parent stopped listening
         except BaseException as e:          # (any failure is the parent's to report)
             status = 1
