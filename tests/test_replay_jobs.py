@@ -225,6 +225,19 @@ def test_the_workers_pcap_files_are_merged_into_one(tmp_path):
     assert times == sorted(times) and len(times) > 19
 
 
+def test_the_rate_is_shared_among_the_workers(tmp_path):
+    import time
+    capture = several_connections(tmp_path)
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther")) as server:
+        start = time.monotonic()
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--rate", "20"], 3)
+        elapsed = time.monotonic() - start
+    assert result.exit_code == 0, result.output
+    # Three workers at 20/3 messages a second each, the busiest with the two conversations
+    # (one group: 16 messages): 15 intervals of 0.15 s.  At 20 a second each: 0.75 s.
+    assert elapsed >= 1.5, elapsed
+
+
 def test_a_dry_run_with_jobs_lists_as_one_process(tmp_path):
     capture = several_connections(tmp_path)
     one = replay([capture, "--target", "127.0.0.1:1", "--dry-run"], 1)
