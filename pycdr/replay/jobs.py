@@ -4,7 +4,7 @@ One process replays at 20-22 us of CPU a call (benchmarks/README.md, issue 28); 
 client of several connections on several cores makes more calls than that.  So:
 
 1. Each of the N forked workers scans a shard of the capture (:func:`scan_capture`:
-   the connections whose ports add up to its number modulo N, the other segments
+   the connections whose ports' sum hashes to its number modulo N, the other segments
    dropped before TCP reassembly; streaming, with the reader, reassembly and GIOP
    framing the replay uses) and finds, per recorded connection, the frame that
    opened it (connections are numbered in that order, over all shards), its server,
@@ -72,6 +72,7 @@ _LOCATE_REQUEST = MsgType.LocateRequest.value
 # and how long a worker keeps calls before it sends them anyway (the progress bar).
 BATCH = 256
 BATCH_SECONDS = 0.25
+_MIX = 2654435761               # Knuth's multiplicative hash (an odd 32-bit constant)
 
 
 class ReplayJobsError(ReplayError):
@@ -177,8 +178,8 @@ def plan_jobs(path, options: ReplayOptions, jobs: int) -> JobPlan:
 
 def scan_capture(path, options: ReplayOptions, shard: tuple | None = None) -> CaptureScan:
     """The connections of the capture at ``path`` (with ``shard`` (k, n): only those
-    whose ports add up to k modulo n, the others' segments dropped before reassembly)
-    as the plan needs them."""
+    whose ports' sum hashes to k modulo n, the others' segments dropped before
+    reassembly) as the plan needs them."""
     comparison = options.comparison or Comparison()
     keys = options.keys
     selected = options.selected
@@ -250,7 +251,10 @@ def scan_capture(path, options: ReplayOptions, shard: tuple | None = None) -> Ca
         else:
             k, n = shard
             for segment in reader:
-                if (segment[3] + segment[5]) % n == k:      # (the same both ways)
+                # The ports' sum is the same both ways; mixed, since Linux gives
+                # connect() even ports (the sums of one server's connections would all
+                # have one parity: one shard of two would get them all).
+                if ((segment[3] + segment[5]) * _MIX >> 16) % n == k:
                     feed(segment)
     tcp.finish()
     return CaptureScan(planned, tcp.frames, errors, error_count[0])
