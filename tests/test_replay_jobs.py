@@ -225,6 +225,37 @@ def test_the_workers_pcap_files_are_merged_into_one(tmp_path):
     assert times == sorted(times) and len(times) > 19
 
 
+def test_a_damaged_capture_is_reported_once_with_the_same_calls(tmp_path):
+    # Two connections, the second one's second reply lost from the capture (its call
+    # fails: the recorded reply is missing), every error counted once, not per worker.
+    from pycdr.pcapwrite import TcpSession, write_pcap
+    from test_replay import encode_message
+    packets: list = []
+    for port in (40001, 40002):
+        session = TcpSession(packets, 2809, client_port=port)
+        for msg in conversation()[:3]:
+            session.client_sends(encode_message(msg))
+            session.server_sends(encode_message(rs.reply_to(msg, rs.Variant())))
+        session.close()
+    from scapy.layers.inet import TCP
+    replies = [i for i, p in enumerate(packets)
+               if p[TCP].sport == 2809 and p[TCP].dport == 40002 and bytes(p[TCP].payload)]
+    lost = replies[1]                   # the second connection's second reply
+    capture = str(tmp_path / "gap.pcap")
+    write_pcap(capture, packets[:lost] + packets[lost + 1:])
+    results = {}
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore")) as server:
+        for jobs in (1, 2):
+            out = str(tmp_path / f"calls{jobs}.jsonl")
+            result = replay([capture, "--target", server.corbaloc, "--idl", IDL,
+                             "--json", out], jobs)
+            assert result.exit_code == 1, result.output
+            assert "the capture is damaged: 1 errors" in result.stderr, result.stderr
+            results[jobs] = (counts(result.output), outcomes(out), result.stderr)
+    assert results[1] == results[2]
+    assert sorted(c["outcome"] for c in results[2][1]) == ["failed"] + ["same"] * 5
+
+
 def test_the_rate_is_shared_among_the_workers(tmp_path):
     import time
     capture = several_connections(tmp_path)
