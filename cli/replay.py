@@ -158,8 +158,11 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
         if jobs > 1 and not dry_run:
             # (a dry run lists the messages in capture order: one process)
             reader.close()
-            plan = _run_jobs(capture, options, jobs, report, out_json is not None,
-                             progress and reader.size)
+            if reader.size is None:
+                raise click.UsageError("--jobs needs a capture that can be read more than "
+                                       "once (a regular file, not a pipe)")
+            plan = _run_jobs(capture, options, jobs, report, out_json is not None, summary,
+                             progress, reader.size)
             skipped, capture_errors = plan.skipped, plan.capture_errors
             capture_error_count = plan.capture_error_count
         else:
@@ -221,20 +224,25 @@ def _run_with_progress(replay: Replay, reader, summary: ReplaySummary) -> None:
         replay.run(reader, update)
 
 
-def _run_jobs(capture, options, jobs: int, report, with_json: bool, size):
-    """The replay by ``jobs`` workers (its plan returned); a progress bar over the
-    slowest one's reading when ``size`` (the capture's, when known and the bar is
-    wanted)."""
-    if not size:
+def _run_jobs(capture, options, jobs: int, report, with_json: bool, summary, bar_wanted,
+              size):
+    """The replay by ``jobs`` workers (its plan returned), with the progress bar of one
+    process's replay when ``bar_wanted`` (over the slowest worker's reading)."""
+    if not bar_wanted:
         return run_jobs(capture, options, jobs, report, with_json)
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TimeRemainingColumn
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  TimeRemainingColumn(), console=Console(stderr=True),
-                  transient=True) as bar:
-        task = bar.add_task(f"{capture} ({jobs} workers)", total=1.0)
-        return run_jobs(capture, options, jobs, report, with_json,
-                        lambda fraction: bar.update(task, completed=fraction))
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                  "{task.fields[calls]}", TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(capture, total=size, calls="")
+
+        def update(read: int):
+            t = summary.totals()
+            bar.update(task, completed=read,
+                       calls=f"{t['calls']} calls, {t['same']} same, {t['different']} "
+                             f"different, {t['failed']} failed")
+        return run_jobs(capture, options, jobs, report, with_json, update)
 
 
 def _print_summary(summary: ReplaySummary) -> None:

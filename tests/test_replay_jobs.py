@@ -388,3 +388,19 @@ def test_ctrl_c_stops_every_worker_and_fails_clearly(tmp_path):
     assert "error: interrupted: the replay workers were stopped" in err, err
     assert "Traceback" not in err
     assert not [w for w in workers if os.path.exists(f"/proc/{w}")], "a worker was left"
+
+
+def test_jobs_refuse_a_capture_that_cannot_be_read_twice(tmp_path):
+    import threading
+    capture = several_connections(tmp_path)
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+
+    def feed():
+        with open(fifo, "wb") as f, open(capture, "rb") as g:
+            f.write(g.read())
+    threading.Thread(target=feed, daemon=True).start()
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore")) as server:
+        result = replay([fifo, "--target", server.corbaloc], 2)
+    assert result.exit_code == 2
+    assert "--jobs needs a capture that can be read more than once" in result.output

@@ -478,13 +478,13 @@ def run_jobs(path, options: ReplayOptions, jobs: int, report, with_json: bool,
     """Replay the capture at ``path`` in ``jobs`` forked processes: each scans a shard of
     the capture's address pairs, the plan is made here from their scans, each replays
     the connections the plan gives it.  ``report(call)`` hears of every call (a
-    ReportedCall); ``progress(fraction)`` of the replay now and then.  Returns the plan
+    ReportedCall); ``progress(bytes)`` now and then, the capture's bytes the slowest
+    worker has read (a progress bar, as one process's reading).  Returns the plan
     (its skipped servers and capture errors are the replay's).  Raises ReplayJobsError
     when a worker fails or on Ctrl-C, after every worker stopped."""
     context = multiprocessing.get_context("fork")
     pipes: dict = {}          # the parent's end -> worker number
     workers: list = []
-    size = max(1, os.path.getsize(path))
     plan = None
     try:
         for k in range(jobs):
@@ -519,7 +519,7 @@ def run_jobs(path, options: ReplayOptions, jobs: int, report, with_json: bool,
                 if len(done) == jobs:
                     break
             if progress is not None:
-                progress(min(read.values()) / size)
+                progress(min(read.values()))
         for w in workers:
             w.join()
     except KeyboardInterrupt:
