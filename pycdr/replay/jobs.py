@@ -82,9 +82,10 @@ class ReplayJobsError(ReplayError):
 # -- the plan -------------------------------------------------------------------------
 class ConnectionIds:
     """A TCP connection's identity that every process reading the capture agrees on,
-    whatever segments it skips: its address pair (the client's 4-tuple, or the first
-    segment's) and its rank among the connections of that pair (a pair's connections
-    follow one another: the next one starts after the last one closed)."""
+    whatever other connections' segments it skips: its address pair (the smaller of its
+    4-tuple's two orientations) and its rank among the connections of that pair (a
+    pair's connections follow one another: the next one starts after the last one
+    closed), counted when a connection first delivers bytes or a gap."""
 
     def __init__(self):
         self._ids: dict = {}        # Connection -> (pair, rank), while open
