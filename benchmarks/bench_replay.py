@@ -1,7 +1,7 @@
 """`pycdr replay` calls/s beside omniORBpy's own client making the same calls, in one run.
 
     .venv/bin/python benchmarks/bench_replay.py [--calls 4000] [--clients 1] [--repeat 3]
-                                                [--window 64] [--memory]
+                                                [--window 64] [--jobs 1 [2 ...]] [--memory]
 
 1. An omniORBpy client calls an omniORBpy server (ReplayEcho::Echo of
    tests/idl/replay/echo_items.idl: echo_long, echo_double, echo_string, a
@@ -18,6 +18,10 @@
    waited for) and pipelined (``--window N``); calls/s from the replayed calls and
    the replay's time (Replay.run in a process of its own: reading the capture,
    rewriting, sending, receiving, comparing; the interpreter's start not counted).
+   With ``--jobs N`` (several values: each), the replay as ``pycdr replay --jobs N``
+   runs it: N worker processes (each scans a shard of the capture, the parent plans,
+   each replays its share), timed from the start to the last worker's end, their CPU
+   time counted with the parent's.
 
 Each process also reports the CPU time of its timed part (user + system, per call)
 and its peak RSS.  ``--memory``: the peak RSS of ``pycdr replay --idl`` processes
@@ -110,8 +114,9 @@ def run_clients(ior: str, calls: int, clients: int) -> Measured:
     return Measured(made / longest, cpu / made, rss)
 
 
-def replay_child(capture: str, target: str, window: int) -> None:
-    """(--child) Replay ``capture`` to ``target`` with --idl and print what it took."""
+def replay_child(capture: str, target: str, window: int, jobs: int = 1) -> None:
+    """(--child) Replay ``capture`` to ``target`` with --idl (in ``jobs`` processes) and
+    print what it took."""
     from pycdr import idl
     from pycdr.pcap import IdlBodyDecoder
     from pycdr.pcapread import CaptureReader
@@ -121,24 +126,31 @@ def replay_child(capture: str, target: str, window: int) -> None:
     default, mapped = parse_targets([target])
     comparison = Comparison(IdlBodyDecoder([idl.load(IDL, register=False)]))
     summary = ReplaySummary()
-    replay = Replay(ReplayOptions(default_target=default, targets=mapped,
-                                  comparison=comparison, window=window), summary.add)
+    options = ReplayOptions(default_target=default, targets=mapped, comparison=comparison,
+                            window=window)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = time.process_time()
     start = time.perf_counter()
-    replay.run(CaptureReader(capture))
+    if jobs > 1:
+        from pycdr.replay.jobs import run_jobs
+        run_jobs(capture, options, jobs, summary.add, False)
+    else:
+        Replay(options, summary.add).run(CaptureReader(capture))
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)      # the workers, joined
+    cpu += after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     totals = summary.totals()
     print(json.dumps({"calls": totals["calls"], "same": totals["same"], "seconds": elapsed,
                       "cpu": cpu,
                       "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 
 
-def replay_rate(capture: str, target: str, window: int = 1) -> tuple:
-    """(Measured, calls, same) of pycdr replay --idl --window ``window`` to ``target``, in a
-    process of its own."""
+def replay_rate(capture: str, target: str, window: int = 1, jobs: int = 1) -> tuple:
+    """(Measured, calls, same) of pycdr replay --idl --window ``window`` --jobs ``jobs`` to
+    ``target``, in a process of its own (and its workers)."""
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", capture, target,
-                           str(window)], capture_output=True, text=True, timeout=600)
+                           str(window), str(jobs)], capture_output=True, text=True, timeout=600)
     if done.returncode:
         sys.exit(f"the replay failed ({done.returncode}): {done.stderr[-2000:]}")
     got = json.loads(done.stdout)
@@ -191,7 +203,7 @@ def spread(values, scale: float = 1.0, digits: int = 0) -> str:
 
 def main(argv=None) -> None:
     if argv is None and sys.argv[1:2] == ["--child"]:
-        replay_child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        replay_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=4000)
@@ -199,6 +211,8 @@ def main(argv=None) -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--window", type=int, default=64,
                     help="the pipelined replays' --window (calls outstanding a connection)")
+    ap.add_argument("--jobs", type=int, nargs="+", default=[1],
+                    help="the replays' --jobs (several: each, in every repeat)")
     ap.add_argument("--memory", action="store_true",
                     help="also the peak RSS of a replay of the capture and of one 4x its size")
     args = ap.parse_args(argv)
@@ -225,31 +239,37 @@ def main(argv=None) -> None:
                       f"capture: {replay_peak_rss(path, server.ior) / 1e6:.1f} MB")
 
     windowed = f"--window {args.window}"
-    names = ["omniORBpy client", "replay -> omniORBpy, --window 1",
-             f"replay -> omniORBpy, {windowed}", "replay -> reference ORB, --window 1",
-             f"replay -> reference ORB, {windowed}"]
+    replays = []                # (name, target "omni" or "ref", window, jobs)
+    for jobs in args.jobs:
+        with_jobs = f", --jobs {jobs}" if args.jobs != [1] else ""
+        replays += [(f"replay -> omniORBpy, --window 1{with_jobs}", "omni", 1, jobs),
+                    (f"replay -> omniORBpy, {windowed}{with_jobs}", "omni", args.window, jobs),
+                    (f"replay -> reference ORB, --window 1{with_jobs}", "ref", 1, jobs),
+                    (f"replay -> reference ORB, {windowed}{with_jobs}", "ref", args.window,
+                     jobs)]
+    names = ["omniORBpy client"] + [r[0] for r in replays]
     runs: dict = {name: [] for name in names}
     counts = set()
     for _ in range(args.repeat):
         with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
             runs[names[0]].append(run_clients(server.ior, args.calls, args.clients))
         # Causal and pipelined replays interleaved with the floor, each to a fresh server.
-        for name, window in ((names[1], 1), (names[2], args.window)):
-            with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
-                measured, calls, same = replay_rate(capture, server.ior, window)
+        for name, target, window, jobs in replays:
+            if target == "omni":
+                with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
+                    measured, calls, same = replay_rate(capture, server.ior, window, jobs)
+            else:
+                ref = ReferenceServer(folder)
+                try:
+                    measured, calls, same = replay_rate(capture, ref.ior, window, jobs)
+                finally:
+                    ref.close()
             runs[name].append(measured)
             counts.add((name, calls, same))
-        for name, window in ((names[3], 1), (names[4], args.window)):
-            ref = ReferenceServer(folder)
-            try:
-                measured, calls, same = replay_rate(capture, ref.ior, window)
-            finally:
-                ref.close()
-            runs[name].append(measured)
-            counts.add((name, calls, same))
-    print(f"{'':40}{'calls/s median (min-max)':>28}{'CPU us/call':>22}{'peak RSS MB':>22}")
+    width = max(len(n) for n in names) + 2
+    print(f"{'':{width}}{'calls/s median (min-max)':>28}{'CPU us/call':>22}{'peak RSS MB':>22}")
     for name, measured in runs.items():
-        print(f"{name:40}{spread([m.rate for m in measured]):>28}"
+        print(f"{name:{width}}{spread([m.rate for m in measured]):>28}"
               f"{spread([m.cpu_per_call for m in measured], 1e6, 1):>22}"
               f"{spread([m.rss for m in measured], 1e-6, 1):>22}")
     for name, calls, same in sorted(counts):

@@ -10,6 +10,7 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.orb.tls import TLSConfigError, TransportError
 from pycdr.replay.compare import Comparison
+from pycdr.replay.jobs import run_jobs
 from pycdr.replay.runner import (QUEUE_MESSAGES, ReplayError, ReplayOptions, Replay,
                                  parse_key, parse_targets)
 from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
@@ -71,18 +72,24 @@ MAX_SHOWN = 20
               help="Write a JUnit XML report to this file.")
 @click.option("--pcap", "pcap_file", type=click.Path(dir_okay=False),
               help="Write the replay's traffic to this pcap file.")
+@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Worker processes replaying the capture's connections (connections that "
+                   "share a key a reply may teach stay in one; the capture is read once more "
+                   "first to plan this).  With --dry-run: 1.")
 @click.option("--progress/--no-progress", default=None,
               help="A progress bar on stderr (default: when stderr is a terminal).")
 @tls_options(key_flag="--tls-key")
 def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, window, timeout,
         float_tolerance, ignore, giop, byte_order, dry_run, json_file, junit_file, pcap_file,
-        progress, tls):
+        jobs, progress, tls):
     """Send the client messages of a CAPTURE again to a live endpoint and compare
     every reply with the recorded one.
 
     Request ids are renumbered, object keys mapped (the target reference's key,
     --key, and keys learned from replies), each recorded connection replayed on
-    its own connection in order, the connections concurrently.  Exit status 0
+    its own connection in order, the connections concurrently (with --jobs N, in
+    N processes; the JSON lines of different connections may then come in
+    another order than with one).  Exit status 0
     when every reply is the same, 1 when any differs or fails (or the capture is
     damaged), 3 when a target cannot be reached."""
     from pycdr.pcap import IdlBodyDecoder
@@ -146,11 +153,24 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
             _fail(e)
     if progress is None:
         progress = sys.stderr.isatty()
+    skipped, capture_errors = replay.skipped, replay.capture_errors
     try:
-        if progress and not dry_run:
-            _run_with_progress(replay, reader, summary)
+        if jobs > 1 and not dry_run:
+            # (a dry run lists the messages in capture order: one process)
+            reader.close()
+            if reader.size is None:
+                raise click.UsageError("--jobs needs a capture that can be read more than "
+                                       "once (a regular file, not a pipe)")
+            plan = _run_jobs(capture, options, jobs, report, out_json is not None, summary,
+                             progress, reader.size)
+            skipped, capture_errors = plan.skipped, plan.capture_errors
+            capture_error_count = plan.capture_error_count
         else:
-            replay.run(reader)
+            if progress and not dry_run:
+                _run_with_progress(replay, reader, summary)
+            else:
+                replay.run(reader)
+            capture_error_count = replay.capture_error_count
     except PycdrError as e:
         _fail(e)
     finally:
@@ -160,16 +180,16 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
         with open(junit_file, "w") as f:
             f.write(summary.to_junit())
     if dry_run:
-        _print_skipped(replay)
+        _print_skipped(skipped)
         sys.exit(EXIT_OK)
     if out_json is not sys.stdout:
         _print_summary(summary)
-    _print_skipped(replay)
-    if replay.capture_error_count:
-        click.echo(f"the capture is damaged: {replay.capture_error_count} errors", err=True)
-        for line in replay.capture_errors:
+    _print_skipped(skipped)
+    if capture_error_count:
+        click.echo(f"the capture is damaged: {capture_error_count} errors", err=True)
+        for line in capture_errors:
             click.echo(f"  {line}", err=True)
-    sys.exit(EXIT_OK if summary.ok and not replay.capture_error_count else EXIT_BAD_INPUT)
+    sys.exit(EXIT_OK if summary.ok and not capture_error_count else EXIT_BAD_INPUT)
 
 
 def _fail(e: BaseException):
@@ -204,6 +224,27 @@ def _run_with_progress(replay: Replay, reader, summary: ReplaySummary) -> None:
         replay.run(reader, update)
 
 
+def _run_jobs(capture, options, jobs: int, report, with_json: bool, summary, bar_wanted,
+              size):
+    """The replay by ``jobs`` workers (its plan returned), with the progress bar of one
+    process's replay when ``bar_wanted`` (over the slowest worker's reading)."""
+    if not bar_wanted:
+        return run_jobs(capture, options, jobs, report, with_json)
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                  "{task.fields[calls]}", TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(capture, total=size, calls="")
+
+        def update(read: int):
+            t = summary.totals()
+            bar.update(task, completed=read,
+                       calls=f"{t['calls']} calls, {t['same']} same, {t['different']} "
+                             f"different, {t['failed']} failed")
+        return run_jobs(capture, options, jobs, report, with_json, update)
+
+
 def _print_summary(summary: ReplaySummary) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -224,7 +265,7 @@ def _print_summary(summary: ReplaySummary) -> None:
     Console(width=140).print(table)
 
 
-def _print_skipped(replay: Replay) -> None:
-    for server, n in sorted(replay.skipped.connections.items()):
+def _print_skipped(skipped) -> None:
+    for server, n in sorted(skipped.connections.items()):
         click.echo(f"skipped: recorded server {server} has no --target ({n} connections, "
-                   f"{replay.skipped.requests.get(server, 0)} client messages)", err=True)
+                   f"{skipped.requests.get(server, 0)} client messages)", err=True)

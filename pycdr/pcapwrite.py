@@ -141,3 +141,34 @@ def _packed_address(end: tuple) -> tuple:
     host, port = end[0], end[1]
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     return socket.inet_pton(family, host), port
+
+
+def merge_pcap_files(paths: list, out_path: str) -> None:
+    """The records of the classic pcap files at ``paths`` (StreamPcapWriter's: one
+    header, little-endian) merged by time into one file at ``out_path``, one record
+    of each file in memory at a time (``pycdr replay --jobs --pcap``: each worker
+    writes its own file)."""
+    import heapq
+    files = [open(p, "rb") for p in paths]
+    try:
+        heads = [f.read(24) for f in files]
+        with open(out_path, "wb") as out:
+            out.write(heads[0] if heads and len(heads[0]) == 24 else
+                      struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 101))
+            for _, record in heapq.merge(*(_records(f, n) for n, f in enumerate(files))):
+                out.write(record)
+    finally:
+        for f in files:
+            f.close()
+
+
+def _records(f, n: int):
+    """((seconds, microseconds, file number, record number), header + packet) per record."""
+    i = 0
+    while True:
+        header = f.read(16)
+        if len(header) < 16:
+            return
+        sec, usec, length, _ = struct.unpack("<IIII", header)
+        yield (sec, usec, n, i), header + f.read(length)
+        i += 1

@@ -28,3 +28,15 @@ def test_quick_run_reports_causal_and_windowed_replays_beside_the_client():
             assert f"{row}: 62 calls, 62 the same" in out
             assert f"ratio {row} / omniORBpy client:" in out
     assert "CPU us/call" in out and "peak RSS MB" in out
+
+
+@pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)
+def test_quick_run_with_jobs_reports_each_replay_per_jobs_value():
+    done = subprocess.run([sys.executable, BENCH, "--calls", "60", "--clients", "2",
+                           "--repeat", "1", "--window", "8", "--jobs", "1", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for jobs in (1, 2):
+        for row in ("replay -> omniORBpy, --window 1", "replay -> reference ORB, --window 8"):
+            # Two clients' 30 calls, each one's call before the clock and LocateRequest.
+            assert f"{row}, --jobs {jobs}: 64 calls, 64 the same" in done.stdout

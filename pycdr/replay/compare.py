@@ -67,6 +67,20 @@ class KeyMap:
             self.learned.setdefault(old, new)
 
 
+class _KeysMet(KeyMap):
+    """A key map that maps nothing and collects every key a comparison would learn."""
+
+    def __init__(self):
+        super().__init__()
+        self.met: set = set()
+
+    def expected(self, old: bytes) -> bytes | None:
+        return None
+
+    def learn(self, old: bytes, new: bytes) -> None:
+        self.met.add(old)
+
+
 class IgnoredPaths:
     """--ignore patterns: a path, ``*`` for any run of characters within a name,
     ``[*]`` for any index; a pattern covers what lies under the path it names."""
@@ -107,6 +121,19 @@ class Comparison:
             return reply.locate_status in _LOCATE_FORWARDS
         status = reply.reply_status if isinstance(reply, Reply) else reply.status
         return not self.judged_by_bytes(operation, status)
+
+    def taught_keys(self, operation: str, reply) -> set:
+        """The recorded object keys of the references a decoded recorded ``reply`` holds
+        where a replayed reply would teach a key (``pycdr replay --jobs`` ties the
+        connections that use or teach one): the reply compared with itself, every
+        reference the comparison meets collected."""
+        collector = _KeysMet()
+        keys, self.keys = self.keys, collector
+        try:
+            self.replies(operation, reply, reply)
+        finally:
+            self.keys = keys
+        return collector.met
 
     def judged_by_bytes(self, operation: str, status: int) -> bool:
         """Whether a reply of ``status`` that repeats the recorded one's bytes (but for

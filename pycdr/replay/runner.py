@@ -266,8 +266,12 @@ class Replay:
     """Replays a capture (see the module doc).  ``report(call)`` hears of every
     call as it is decided."""
 
-    def __init__(self, options: ReplayOptions, report, listing=None):
+    def __init__(self, options: ReplayOptions, report, listing=None, selection=None):
         self.options = options
+        # --jobs (pycdr.replay.jobs): this process replays only the connections of
+        # ``selection`` (its ``flows``: their 4-tuples both ways, the others' segments
+        # dropped before reassembly; ``index_of(flow)``: the planned index, or None).
+        self.selection = selection
         self.comparison = options.comparison or Comparison()
         defaults = {}
         for server, target in options.targets.items():
@@ -314,8 +318,12 @@ class Replay:
             self._pcap = StreamPcapWriter(self.options.pcap)
         decoder = CaptureDecoder(self._capture_error, self.options.ports, True,
                                  raw_message=self._message)
-        tcp = TcpReassembler(_Sink(decoder, self._closed, self._gap))
+        sink = _Sink(decoder, self._closed, self._gap)
+        tcp = TcpReassembler(sink if self.selection is None else
+                             _SelectedSink(sink, self.selection))
         feed = tcp.feed
+        if self.selection is not None:
+            feed = _only_flows(feed, self.selection.flows)
         try:
             with reader:
                 segments = iter(reader)
@@ -399,9 +407,7 @@ class Replay:
     def _capture_error(self, entry: dict) -> None:
         self.capture_error_count += 1
         if len(self.capture_errors) < 20:
-            error = entry["error"]
-            self.capture_errors.append(f"frame {entry['frame']} ({entry['src']} -> "
-                                       f"{entry['dst']}): {error['message']}")
+            self.capture_errors.append(capture_error_line(entry))
 
     # -- the reader's side ----------------------------------------------------------------
     def _message(self, flow, raw: bytes, frame: int, ts: int) -> None:
@@ -421,7 +427,12 @@ class Replay:
                 rec.server = flow.src
             else:
                 return                   # which side is which is not known yet
-            self._start(rec, conn.index)
+            if self.selection is None:
+                self._start(rec, conn.index)
+            else:
+                index = self.selection.index_of(flow)
+                if index is not None:    # (else another worker's: rec.target stays None)
+                    self._start(rec, index)
         from_client = flow.key == rec.client_key
         if rec.target is None:
             if from_client and raw[7] in CLIENT_MESSAGES:
@@ -777,6 +788,42 @@ class Replay:
             rec.sock = None
             if rec.pcap_flow is not None:
                 rec.pcap_flow.close()
+
+
+def capture_error_line(entry: dict) -> str:
+    """A capture error (a CaptureDecoder error entry) as the replay lists it."""
+    return f"frame {entry['frame']} ({entry['src']} -> {entry['dst']}): " \
+        f"{entry['error']['message']}"
+
+
+def _only_flows(feed, flows: frozenset):
+    """``feed`` given only the segments of ``flows`` (4-tuples)."""
+    def feed_selected(segment):
+        if segment[2:6] in flows:
+            feed(segment)
+    return feed_selected
+
+
+class _SelectedSink:
+    """(--jobs) A sink that tells ``selection`` of each connection the first time it
+    delivers anything, as the plan's reader did (see pycdr.replay.jobs.ConnectionIds)."""
+
+    def __init__(self, sink, selection):
+        self._sink = sink
+        self._seen = selection.ids.of
+        self._forget = selection.ids.forget
+
+    def data(self, flow, data, frame, ts):
+        self._seen(flow)
+        self._sink.data(flow, data, frame, ts)
+
+    def gap(self, flow, missing, frame, ts):
+        self._seen(flow)
+        self._sink.gap(flow, missing, frame, ts)
+
+    def closed(self, connection):
+        self._sink.closed(connection)
+        self._forget(connection)
 
 
 class _Sink:
