@@ -120,6 +120,8 @@ def check(t, body: bytes, little: bool, offset: int) -> None:
         if c_bytes[0] != py_bytes[0] or (c_bytes[0] == "ok" and c_bytes[1] != py_bytes[1]) or \
                 (c_bytes[0] == "error" and c_bytes != py_bytes):
             raise AssertionError(f"encode differs for {t!r}: {c_bytes!r} vs {py_bytes!r}")
+        if len(body) < 1 << 16:        # (a socketpair's buffer takes it at once)
+            check_send_request(t, py[1], little)
 
 
 def check_giop(body: bytes, little: bool, kind: int) -> None:
@@ -218,6 +220,43 @@ def check_exchange(data: bytes, rid: int, nodes) -> None:
     elif type(out) is not bytes or not data.startswith(out) or \
             (taken is not None and len(data) <= 4096):
         raise AssertionError(f"exchange gave {out!r} for {data.hex()}")
+
+
+def check_send_request(t, value, little: bool) -> None:
+    """A oneway call's Request of one value of t through send_request (over a
+    socketpair): the bytes encode_request makes, or nothing sent when it makes none; a
+    bytes value of an octet sequence also as a tail (sendmsg), with the same bytes."""
+    nodes = (plan_for(t),)
+    want = outcome(_speedups.encode_request, LANE_TEMPLATE.prefix,
+                   LANE_TEMPLATE.request_id_at, 7, little, nodes, (value,))
+    tails = [None] + ([value] if type(value) is bytes else [])
+    for tail in tails:
+        client, server = socket.socketpair()
+        with client, server:
+            server.setblocking(False)
+            out = outcome(_speedups.send_request, client.fileno(), LANE_TEMPLATE.prefix,
+                          LANE_TEMPLATE.request_id_at, 7, little, nodes, (value,), tail)
+            client.shutdown(socket.SHUT_WR)
+            sent = b""
+            while True:
+                try:
+                    chunk = server.recv(1 << 20)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                sent += chunk
+        if want[0] != "ok" or want[1] is None:
+            # (a tail the plan does not count, or a value it refuses: nothing sent)
+            if out[0] == "ok" and (out[1] is not None or sent):
+                raise AssertionError(f"send_request sent {sent.hex()} for {value!r}")
+        elif out[0] == "ok" and out[1] is None:
+            if tail is None:
+                raise AssertionError(f"send_request refused what encode_request takes: "
+                                     f"{value!r}")
+        elif out != ("ok", 0) or sent != want[1]:
+            raise AssertionError(f"send_request {out!r} sent {sent.hex()}, encode_request "
+                                 f"{want[1].hex()} (tail {tail is not None})")
 
 
 def _echo_first(op, args):

@@ -3184,10 +3184,13 @@ PyDoc_STRVAR(encode_request_doc,
 "encodes it and gives its error).");
 
 /* The Request's bytes (a new bytes object), None when a plan does not take a
- * value, NULL with an error set. */
+ * value, NULL with an error set.  `tail` (NULL: none): the last value, a bytes
+ * object for an octet sequence plan, whose octets are left out of the bytes made
+ * (the caller sends them after, without copying them: a large sequence's octets
+ * cost a copy each call) while its count and the header's size count them. */
 static PyObject *
 request_bytes(PyObject *prefix, Py_ssize_t at, unsigned long request_id, int little,
-              PyObject *nodes, PyObject *values)
+              PyObject *nodes, PyObject *values, PyObject *tail)
 {
     Py_ssize_t plen = PyBytes_GET_SIZE(prefix);
     if (plen < 12 || at < 12 || at + 4 > plen || request_id > 0xFFFFFFFFul) {
@@ -3210,13 +3213,33 @@ request_bytes(PyObject *prefix, Py_ssize_t at, unsigned long request_id, int lit
     };
     memcpy(w.data, PyBytes_AS_STRING(prefix), plen);
     int rc = 0;
-    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(nodes); i++) {
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes), tail_len = 0;
+    if (tail != NULL) {
+        /* (the tail must be the last value, of an octet sequence's plan: anything
+         * else is written by the general path, which judges it) */
+        Plan *last = n > 0 ? plan_of(PyTuple_GET_ITEM(nodes, n - 1)) : NULL;
+        if (last == NULL || last->op != OP_OCTET_SEQ || last->is_array ||
+                !PyBytes_CheckExact(tail) || PyTuple_GET_ITEM(values, n - 1) != tail) {
+            PyErr_Clear();
+            Py_DECREF(w.ba);
+            Py_RETURN_NONE;
+        }
+        tail_len = PyBytes_GET_SIZE(tail);
+        n -= 1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
         Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
         rc = p != NULL ? write_plan(&w, p, PyTuple_GET_ITEM(values, i)) : -1;
     }
+    if (rc == 0 && tail != NULL) {
+        /* its count (the bound checked as write_octet_seq checks it); the octets follow */
+        rc = write_count(&w, plan_of(PyTuple_GET_ITEM(nodes, n)), tail_len);
+        if (rc == 0 && (uint64_t)(w.len - 12) + (uint64_t)tail_len > 0xFFFFFFFFull)
+            rc = fallback_int();        /* (the general path's error for the size) */
+    }
     PyObject *out = NULL;
     if (rc == 0) {
-        store32(w.data + 8, (uint32_t)(w.len - 12), w.swap);
+        store32(w.data + 8, (uint32_t)(w.len - 12 + tail_len), w.swap);
         store32(w.data + at, (uint32_t)request_id, w.swap);
         if (_PyBytes_Resize(&w.ba, w.len) == 0) out = w.ba;
         w.ba = NULL;
@@ -3265,7 +3288,7 @@ speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     unsigned long request_id;
     int little;
     if (request_arguments(args, &at, &request_id, &little) < 0) return NULL;
-    return request_bytes(args[0], at, request_id, little, args[4], args[5]);
+    return request_bytes(args[0], at, request_id, little, args[4], args[5], NULL);
 }
 
 PyDoc_STRVAR(decode_reply_doc,
@@ -3405,12 +3428,101 @@ done:
 #ifndef _WIN32
 #include <errno.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+
+/* Send head[:hlen] then tail[:tlen] (tail may be NULL) over the blocking socket fd,
+ * all of it, the two in one sendmsg (the tail's octets go from the caller's object:
+ * no copy).  0: sent; an errno > 0: a send failed (part may have gone: EAGAIN when
+ * the socket's SO_SNDTIMEO passed, as sendall's BlockingIOError); -1 with an error
+ * set: a signal handler raised (EINTR runs the handlers, as sendall runs them).
+ * The caller holds both buffers (immutable bytes) while the GIL is released. */
+static int
+send_whole(int fd, const char *head, Py_ssize_t hlen, const char *tail, Py_ssize_t tlen)
+{
+    Py_ssize_t sent = 0, total = hlen + (tail != NULL ? tlen : 0);
+    while (sent < total) {
+        ssize_t n;
+        int err;
+        if (sent >= hlen || tail == NULL || tlen == 0) {
+            const char *at = sent < hlen ? head + sent : tail + (sent - hlen);
+            Py_ssize_t left = total - sent;
+            Py_BEGIN_ALLOW_THREADS
+            n = send(fd, at, (size_t)left, MSG_NOSIGNAL);
+            err = errno;
+            Py_END_ALLOW_THREADS
+        } else {
+            struct iovec iov[2];
+            iov[0].iov_base = (void *)(head + sent);
+            iov[0].iov_len = (size_t)(hlen - sent);
+            iov[1].iov_base = (void *)tail;
+            iov[1].iov_len = (size_t)tlen;
+            struct msghdr m;
+            memset(&m, 0, sizeof m);
+            m.msg_iov = iov;
+            m.msg_iovlen = 2;
+            Py_BEGIN_ALLOW_THREADS
+            n = sendmsg(fd, &m, MSG_NOSIGNAL);
+            err = errno;
+            Py_END_ALLOW_THREADS
+        }
+        if (n >= 0) {
+            sent += n;
+        } else if (err != EINTR) {
+            return err > 0 ? err : EIO;
+        } else if (PyErr_CheckSignals() < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The tail argument of exchange and send_request: NULL for None. */
+static PyObject *
+tail_argument(PyObject *tail)
+{
+    return tail == Py_None ? NULL : tail;
+}
+
+PyDoc_STRVAR(send_request_doc,
+"send_request(fd, prefix, request_id_at, request_id, little, nodes, args, tail)\n--\n\n"
+"A oneway call over the blocking socket `fd`: the Request (the first six arguments\n"
+"after fd as encode_request's) sent whole, nothing read.  `tail`: None, or the last\n"
+"argument (bytes, for an octet sequence) when its octets go after the encoded bytes\n"
+"without being copied into them (sendmsg).  Gives None: not encoded (nothing sent);\n"
+"0: sent; an int > 0: the errno of a failed send (part of the Request may have gone).");
+
+static PyObject *
+speedups_send_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "send_request(fd, prefix, request_id_at, "
+                        "request_id, little, nodes, args, tail)");
+        return NULL;
+    }
+    int fd = PyObject_AsFileDescriptor(args[0]);
+    if (fd < 0) return NULL;
+    Py_ssize_t at;
+    unsigned long request_id;
+    int little;
+    if (request_arguments(args + 1, &at, &request_id, &little) < 0) return NULL;
+    PyObject *tail = tail_argument(args[7]);
+    PyObject *request = request_bytes(args[1], at, request_id, little, args[5], args[6], tail);
+    if (request == NULL || request == Py_None) return request;
+    Py_XINCREF(tail);           /* (held while the GIL is released) */
+    int rc = send_whole(fd, PyBytes_AS_STRING(request), PyBytes_GET_SIZE(request),
+                        tail != NULL ? PyBytes_AS_STRING(tail) : NULL,
+                        tail != NULL ? PyBytes_GET_SIZE(tail) : 0);
+    Py_XDECREF(tail);
+    Py_DECREF(request);
+    return rc < 0 ? NULL : PyLong_FromLong(rc);
+}
 
 PyDoc_STRVAR(exchange_doc,
 "exchange(fd, prefix, request_id_at, request_id, little, nodes, args, result_nodes,\n"
-"         buffer, limit)\n--\n\n"
+"         buffer, limit, tail=None)\n--\n\n"
 "A twoway call over the blocking socket `fd`: the Request (the first six arguments\n"
-"as encode_request's) sent whole, then reads into `buffer` (a bytearray) until one\n"
+"after fd as encode_request's; `tail` as send_request's) sent whole, then reads\n"
+"into `buffer` (a bytearray) until one\n"
 "message of at most `limit` bytes is complete.  Gives None: not encoded (nothing\n"
 "sent); an int: the errno of a failed send (part of the Request may have gone);\n"
 "(size, values): the Reply came alone and whole, NO_EXCEPTION to this request, its\n"
@@ -3420,9 +3532,10 @@ PyDoc_STRVAR(exchange_doc,
 static PyObject *
 speedups_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10 || !PyByteArray_CheckExact(args[8])) {
+    if ((nargs != 10 && nargs != 11) || !PyByteArray_CheckExact(args[8])) {
         PyErr_SetString(PyExc_TypeError, "exchange(fd, prefix, request_id_at, request_id, "
-                        "little, nodes, args, result_nodes, buffer: bytearray, limit)");
+                        "little, nodes, args, result_nodes, buffer: bytearray, limit, "
+                        "tail=None)");
         return NULL;
     }
     int fd = PyObject_AsFileDescriptor(args[0]);
@@ -3432,30 +3545,18 @@ speedups_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     unsigned long request_id;
     int little;
     if (request_arguments(args + 1, &at, &request_id, &little) < 0) return NULL;
-    PyObject *request = request_bytes(args[1], at, request_id, little, args[5], args[6]);
+    PyObject *tail = nargs == 11 ? tail_argument(args[10]) : NULL;
+    PyObject *request = request_bytes(args[1], at, request_id, little, args[5], args[6], tail);
     if (request == NULL || request == Py_None) return request;
 
-    /* Send it all.  (EINTR: the signal handlers run, as sendall runs them.) */
-    const char *data = PyBytes_AS_STRING(request);
-    Py_ssize_t size = PyBytes_GET_SIZE(request), sent = 0;
-    while (sent < size) {
-        ssize_t n;
-        int err;
-        Py_BEGIN_ALLOW_THREADS
-        n = send(fd, data + sent, (size_t)(size - sent), MSG_NOSIGNAL);
-        err = errno;
-        Py_END_ALLOW_THREADS
-        if (n >= 0) {
-            sent += n;
-        } else if (err != EINTR) {
-            Py_DECREF(request);
-            return PyLong_FromLong(err);
-        } else if (PyErr_CheckSignals() < 0) {
-            Py_DECREF(request);
-            return NULL;
-        }
-    }
+    /* Send it all. */
+    Py_XINCREF(tail);           /* (held while the GIL is released) */
+    int rc = send_whole(fd, PyBytes_AS_STRING(request), PyBytes_GET_SIZE(request),
+                        tail != NULL ? PyBytes_AS_STRING(tail) : NULL,
+                        tail != NULL ? PyBytes_GET_SIZE(tail) : 0);
+    Py_XDECREF(tail);
     Py_DECREF(request);
+    if (rc != 0) return rc < 0 ? NULL : PyLong_FromLong(rc);
 
     /* Read until one message is complete, or anything else happens. */
     Py_buffer view;
@@ -3611,6 +3712,8 @@ static PyMethodDef speedups_methods[] = {
      decode_reply_doc},
 #ifndef _WIN32
     {"exchange", (PyCFunction)(void (*)(void))speedups_exchange, METH_FASTCALL, exchange_doc},
+    {"send_request", (PyCFunction)(void (*)(void))speedups_send_request, METH_FASTCALL,
+     send_request_doc},
     {"serve_exchange", (PyCFunction)(void (*)(void))speedups_serve_exchange, METH_FASTCALL,
      serve_exchange_doc},
 #endif
