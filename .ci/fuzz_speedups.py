@@ -168,6 +168,10 @@ def check_direct(body: bytes, little: bool, kind: int, t) -> None:
                                          f"Python: {value!r}")
         check_exchange(data, rid, nodes)
         check_serve_exchange(data, table, msg)
+        if table:
+            # an operation without results: its oneway requests are served too
+            check_serve_exchange(data, {msg.object_key: {msg.operation: (
+                None, _return_none, nodes, ())}}, msg)
 
 
 class _NoPause:
@@ -178,26 +182,51 @@ class _NoPause:
         return None
 
 
+def _received(sock) -> bytes:
+    """What the peer sent and `sock` has not read (nothing waits: the lane has sent)."""
+    sock.setblocking(False)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(1 << 20)
+        except BlockingIOError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
 def check_serve_exchange(data: bytes, table: dict, msg) -> None:
-    """data as what a client sends the threaded server's one-call lane: served only as
-    serve_request serves it, else handed back whole (one read of a socketpair)."""
-    client, server = socket.socketpair()
-    with client, server:
-        client.sendall(data)
-        client.shutdown(socket.SHUT_WR)
-        out = _speedups.serve_exchange(server.fileno(), table, set(), bytearray(1 << 16),
-                                       1 << 16, _NoPause())
+    """data as what a client sends the threaded server's one-call lane, alone and twice
+    in one read: each copy served only as serve_request serves it (its Reply sent, none
+    for a oneway request), in order, and what is not served handed back whole (one read
+    of a socketpair)."""
+    expect = _speedups.serve_request(data, table, set())
+    streams = [data] + ([data + data] if 2 * len(data) <= 1 << 16 else [])
+    for stream in streams:
+        client, server = socket.socketpair()
+        with client, server:
+            client.sendall(stream)
+            client.shutdown(socket.SHUT_WR)
+            out = _speedups.serve_exchange(server.fileno(), table, set(),
+                                           bytearray(1 << 16), 1 << 16, _NoPause())
+            replies = _received(client)
         if type(out) is int:
-            reply = client.recv(1 << 20)
-            if out != len(data) or reply != _speedups.serve_request(data, table, set()):
-                raise AssertionError(f"serve_exchange served {data.hex()}: {reply.hex()}")
-        elif type(out) is tuple and type(out[0]) is int:
-            if out[0] != len(data) or _speedups.serve_request(data, table, set()) is None:
-                raise AssertionError(f"serve_exchange ran {data.hex()}: {out!r}")
-        elif out != (data, 0) or \
-                (msg is not None and _speedups.serve_request(data, table, set()) is not None
-                 and len(data) <= 1 << 16):
-            raise AssertionError(f"serve_exchange gave {out!r} for {data.hex()}")
+            if out != len(stream) or stream != data or type(expect) is not bytes or \
+                    replies != expect:
+                raise AssertionError(f"serve_exchange served {stream.hex()}: {out!r}, "
+                                     f"{replies.hex()}")
+        elif type(out) is tuple and len(out) == 4:
+            taken, served, ran, rest = out
+            runs = served + (ran is not None)
+            if expect is None or taken != runs * len(data) or stream[taken:] != rest or \
+                    runs == 0 or (ran is not None) == (type(expect) is bytes) or \
+                    replies != (expect * served if type(expect) is bytes else b""):
+                raise AssertionError(f"serve_exchange took {stream.hex()}: {out!r}, "
+                                     f"{replies.hex()}")
+        elif out != (stream, 0) or replies or \
+                (msg is not None and expect is not None and len(data) <= 1 << 16):
+            raise AssertionError(f"serve_exchange gave {out!r} for {stream.hex()}")
 
 
 def check_exchange(data: bytes, rid: int, nodes) -> None:
@@ -261,6 +290,10 @@ def check_send_request(t, value, little: bool) -> None:
 
 def _echo_first(op, args):
     return args[0]
+
+
+def _return_none(op, args):
+    return None
 
 
 def one_input(data: bytes) -> None:

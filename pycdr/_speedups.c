@@ -2879,7 +2879,8 @@ speedups_configure_giop(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * take is left untouched (None): nothing has run, the general path       *
  * decodes and judges it, with its typed errors and offsets.  Taken: a    *
  * complete, unfragmented GIOP 1.0-1.2 Request (either byte order), a     *
- * twoway (1.2 response_flags 3; 1.0/1.1 response_expected 1) with no     *
+ * twoway (1.2 response_flags 3; 1.0/1.1 response_expected 1), or a oneway *
+ * (0; 0) of an operation with no results (nothing to answer), with no    *
  * service contexts, a 1.2 KeyAddr target, zero reserved octets, a key   *
  * and operation in the table, its request id not outstanding, arguments  *
  * decoded by their plans in C.  Then call(op, [arguments]) runs and the  *
@@ -2919,6 +2920,7 @@ serve_counted(const unsigned char *buf, Py_ssize_t len, Py_ssize_t *pos, int swa
 /* The parsed head of a Request this path takes. */
 typedef struct {
     int minor, little, swap;
+    int oneway;                 /* no reply expected (response flags 0) */
     uint32_t request_id;
     Py_ssize_t key_start, key_len, op_start, op_len, body;
 } ServeHead;
@@ -2940,7 +2942,8 @@ serve_parse_head(const unsigned char *buf, Py_ssize_t len, ServeHead *h)
         if (serve_ulong(buf, len, &pos, h->swap, &n) < 0 || n != 0) return 0;
         if (serve_ulong(buf, len, &pos, h->swap, &h->request_id) < 0) return 0;
         Py_ssize_t fixed = h->minor == 1 ? 4 : 1;      /* response_expected, reserved[3] */
-        if (pos + fixed > len || buf[pos] != 1) return 0;
+        if (pos + fixed > len || (buf[pos] != 1 && buf[pos] != 0)) return 0;
+        h->oneway = buf[pos] == 0;
         if (h->minor == 1 && (buf[pos + 1] | buf[pos + 2] | buf[pos + 3])) return 0;
         pos += fixed;
         Py_ssize_t principal, principal_len;
@@ -2951,8 +2954,10 @@ serve_parse_head(const unsigned char *buf, Py_ssize_t len, ServeHead *h)
     } else {
         if (len < 28) return 0;
         h->request_id = load32(buf + 12, h->swap);
-        if (buf[16] != 3 || buf[17] | buf[18] | buf[19] || buf[20] | buf[21])
-            return 0;                                    /* twoway, reserved, KeyAddr */
+        if ((buf[16] != 3 && buf[16] != 0) || buf[17] | buf[18] | buf[19] ||
+                buf[20] | buf[21])
+            return 0;                       /* twoway or oneway, reserved, KeyAddr */
+        h->oneway = buf[16] == 0;
         pos = 24;
         if (serve_counted(buf, len, &pos, h->swap, &h->key_start, &h->key_len) < 0 ||
                 serve_counted(buf, len, &pos, h->swap, &h->op_start, &h->op_len) < 0 ||
@@ -3078,9 +3083,10 @@ serve_reply(const ServeHead *h, PyObject *nodes, PyObject *returned)
 PyDoc_STRVAR(serve_request_doc,
 "serve_request(data, table, outstanding)\n--\n\n"
 "A Request taken whole (see pycdr/_speedups.c): None when not taken (nothing ran),\n"
-"the Reply's bytes, or (op, request_id, minor, little, what, raised) when the servant\n"
-"ran and the general path must answer: `what` is the exception it raised (raised\n"
-"True) or what it returned (False).  `table`: {object key: {operation: (op, call,\n"
+"the Reply's bytes (b'': a oneway request served, nothing to send), or (op,\n"
+"request_id, minor, little, what, raised, response_flags) when the servant ran and\n"
+"the general path must answer (or, response_flags 0, judge what a oneway gave):\n"
+"`what` is the exception it raised (raised True) or what it returned (False).  `table`: {object key: {operation: (op, call,\n"
 "argument plan nodes, result plan nodes)}}; `outstanding`: the request ids awaiting\n"
 "a reply on the connection (a Request reusing one is the general path's error).");
 
@@ -3104,11 +3110,17 @@ serve_view(const unsigned char *buf, Py_ssize_t len, PyObject *table, PyObject *
     if (!serve_parse_head(buf, len, &h)) goto not_taken;
     entry = serve_entry(table, buf, &h);
     if (entry == NULL) goto not_taken;
-    PyObject *rid = PyLong_FromUnsignedLong(h.request_id);
-    if (rid == NULL) goto done;
-    int busy = PySet_Contains(outstanding, rid);
-    Py_DECREF(rid);
-    if (busy != 0) goto not_taken;
+    if (h.oneway) {
+        /* (an operation with results called oneway: the general path, which drops
+         * them as it does; no request id is booked for a oneway, none checked) */
+        if (PyTuple_GET_SIZE(PyTuple_GET_ITEM(entry, 3)) != 0) goto not_taken;
+    } else {
+        PyObject *rid = PyLong_FromUnsignedLong(h.request_id);
+        if (rid == NULL) goto done;
+        int busy = PySet_Contains(outstanding, rid);
+        Py_DECREF(rid);
+        if (busy != 0) goto not_taken;
+    }
     PyObject *op = PyTuple_GET_ITEM(entry, 0), *call = PyTuple_GET_ITEM(entry, 1);
     call_args = serve_arguments(buf, len, &h, PyTuple_GET_ITEM(entry, 2));
     if (call_args == NULL) goto not_taken;
@@ -3127,14 +3139,21 @@ serve_view(const unsigned char *buf, Py_ssize_t len, PyObject *table, PyObject *
         what = value;                                   /* (owned) */
     } else {
         PyTypeObject *t = Py_TYPE(returned);
-        if (t->tp_as_async == NULL || t->tp_as_async->am_await == NULL) {
+        if (h.oneway) {
+            /* Nothing to send: b"".  (Anything but None from a method without results
+             * goes to the general path, which judges it as it does: results_to_values.) */
+            if (returned == Py_None) {
+                out = PyBytes_FromStringAndSize(NULL, 0);
+                goto done;
+            }
+        } else if (t->tp_as_async == NULL || t->tp_as_async->am_await == NULL) {
             out = serve_reply(&h, PyTuple_GET_ITEM(entry, 3), returned);
             if (out != NULL || PyErr_Occurred()) goto done;
         }
         what = Py_NewRef(returned);
     }
-    out = Py_BuildValue("(OkiiNO)", op, (unsigned long)h.request_id, h.minor, h.little,
-                        what, raised ? Py_True : Py_False);
+    out = Py_BuildValue("(OkiiNOi)", op, (unsigned long)h.request_id, h.minor, h.little,
+                        what, raised ? Py_True : Py_False, h.oneway ? 0 : 3);
     goto done;
 not_taken:
     if (!PyErr_Occurred()) out = Py_NewRef(Py_None);
@@ -3597,14 +3616,28 @@ done:
 PyDoc_STRVAR(serve_exchange_doc,
 "serve_exchange(fd, table, outstanding, buffer, limit, pause)\n--\n\n"
 "The threaded server's one read of the blocking socket `fd` into `buffer` (a\n"
-"bytearray), with the GIL released.  When it brings exactly one Request of at most\n"
-"`limit` bytes that serve_request takes (`table`, `outstanding`: its), that request\n"
-"is served so (`pause`: a context manager held while the servant runs) and gives\n"
-"n > 0: its n bytes answered, the Reply sent; -errno: the Reply's send failed;\n"
-"(n, ran): the servant ran, `ran` as serve_request's tuple, for the general path to\n"
-"answer.  Anything else gives (bytes read, 0), or (b'', -1) at the end of the stream,\n"
-"(b'', errno) when the read failed (EAGAIN: the socket's wait limit passed); nothing\n"
-"ran.  None: the C path is off (nothing read).");
+"bytearray), with the GIL released.  The whole Requests of at most `limit` bytes\n"
+"each that serve_request takes (`table`, `outstanding`: its), from the read's start\n"
+"on, are served so, in order (`pause`: a context manager held while their servants\n"
+"run): each twoway one's Reply sent, nothing for a oneway one.  Gives n > 0: the read\n"
+"was one such Request of n bytes, served; -errno: a Reply's send failed; (taken,\n"
+"served, ran, rest): the first `taken` bytes were Requests served, `served` of them\n"
+"answered in C, and when `ran` is not None the last one's servant ran and the general\n"
+"path answers it (`ran` as serve_request's tuple); `rest` (bytes): what followed, for\n"
+"the general path.  Nothing taken gives (bytes read, 0), or (b'', -1) at the end of\n"
+"the stream, (b'', errno) when the read failed (EAGAIN: the socket's wait limit\n"
+"passed); nothing ran.  None: the C path is off (nothing read).");
+
+/* The size of the Request starting buf[:len] when it is whole and may be served
+ * (a GIOP Request header, at most `limit` bytes), else 0. */
+static Py_ssize_t
+serve_whole_size(const unsigned char *buf, Py_ssize_t len, Py_ssize_t limit)
+{
+    if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[7] != 0) return 0;
+    uint64_t total = (uint64_t)load32(buf + 8, (buf[6] & 1) != NATIVE_LITTLE) + 12;
+    if (total > (uint64_t)len || total > (uint64_t)limit) return 0;
+    return (Py_ssize_t)total;
+}
 
 static PyObject *
 speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -3626,6 +3659,8 @@ speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (limit == -1 && PyErr_Occurred()) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[3], &view, PyBUF_WRITABLE) < 0) return NULL;
+    /* (the buffer stays exported until the end: the servants cannot resize it under
+     * the Requests still to serve) */
     unsigned char *buf = view.buf;
     ssize_t got;
     int err;
@@ -3633,60 +3668,65 @@ speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     got = recv(fd, buf, (size_t)view.len, 0);
     err = errno;
     Py_END_ALLOW_THREADS
-    PyObject *out = NULL, *done = NULL;
+    PyObject *out = NULL, *ran = NULL;
     if (got <= 0) {
         out = Py_BuildValue("(y#i)", "", (Py_ssize_t)0, got == 0 ? -1 : err);
         goto release;
     }
-    if (got < 12 || got > limit || memcmp(buf, "GIOP", 4) != 0 || buf[7] != 0 ||
-            (Py_ssize_t)load32(buf + 8, (buf[6] & 1) != NATIVE_LITTLE) + 12 != got)
-        goto not_taken;
+    /* Serve the whole Requests the read begins with, one after another: a client
+     * that does not wait for replies (oneway calls) sends many before a read. */
+    Py_ssize_t pos = 0, served = 0, size = serve_whole_size(buf, got, limit);
+    if (size == 0) goto rest;
     PyObject *held = PyObject_CallMethod(args[5], "__enter__", NULL);
     if (held == NULL) goto release;
     Py_DECREF(held);
-    done = serve_view(buf, got, args[1], args[2]);
+    int failed = 0;         /* an error set, or out (-errno) made */
+    while (size > 0) {
+        PyObject *done = serve_view(buf + pos, size, args[1], args[2]);
+        if (done == NULL) { failed = 1; break; }
+        if (done == Py_None) { Py_DECREF(done); break; }
+        pos += size;
+        if (!PyBytes_Check(done)) {     /* the servant ran: the general path answers */
+            ran = done;
+            break;
+        }
+        /* The Reply (none for a oneway), sent all. */
+        int rc = send_whole(fd, PyBytes_AS_STRING(done), PyBytes_GET_SIZE(done), NULL, 0);
+        Py_DECREF(done);
+        if (rc != 0) {
+            failed = 1;
+            if (rc > 0) out = PyLong_FromLong(-(long)rc);
+            break;
+        }
+        served++;
+        size = serve_whole_size(buf + pos, got - pos, limit);
+    }
     PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);        /* (__exit__ runs whatever serve_view did) */
+    PyErr_Fetch(&type, &value, &tb);        /* (__exit__ runs whatever happened) */
     held = PyObject_CallMethod(args[5], "__exit__", "OOO", Py_None, Py_None, Py_None);
     if (held == NULL) {
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(tb);
-        Py_CLEAR(done);
+        Py_CLEAR(out);
         goto release;
     }
     Py_DECREF(held);
     PyErr_Restore(type, value, tb);
-    if (done == NULL) goto release;
-    if (done == Py_None) goto not_taken;
-    if (!PyBytes_Check(done)) {             /* the servant ran: the general path answers */
-        out = Py_BuildValue("(nO)", (Py_ssize_t)got, done);
+    if (failed) goto release;
+    if (pos == got && served == 1 && ran == NULL) {
+        out = PyLong_FromSsize_t(pos);          /* the usual twoway call */
         goto release;
     }
-    /* The Reply, sent all.  (EINTR: the signal handlers run, as sendall runs them.) */
-    const char *data = PyBytes_AS_STRING(done);
-    Py_ssize_t size = PyBytes_GET_SIZE(done), sent = 0;
-    while (sent < size) {
-        ssize_t n;
-        Py_BEGIN_ALLOW_THREADS
-        n = send(fd, data + sent, (size_t)(size - sent), MSG_NOSIGNAL);
-        err = errno;
-        Py_END_ALLOW_THREADS
-        if (n >= 0) {
-            sent += n;
-        } else if (err != EINTR) {
-            out = PyLong_FromLong(-(long)err);
-            goto release;
-        } else if (PyErr_CheckSignals() < 0) {
-            goto release;
-        }
+    if (pos > 0) {
+        out = Py_BuildValue("(nnOy#)", pos, served, ran != NULL ? ran : Py_None,
+                            (const char *)buf + pos, (Py_ssize_t)(got - pos));
+        goto release;
     }
-    out = PyLong_FromSsize_t((Py_ssize_t)got);
-    goto release;
-not_taken:
+rest:
     out = Py_BuildValue("(y#i)", (const char *)buf, (Py_ssize_t)got, 0);
 release:
-    Py_XDECREF(done);
+    Py_XDECREF(ran);
     PyBuffer_Release(&view);
     return out;
 }

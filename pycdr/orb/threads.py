@@ -188,8 +188,8 @@ class ThreadConnection(RequestDispatch):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
         self.sock = sock
-        # While nothing received waits in the GiopConnection, a read that brings one
-        # whole Request the C path takes is served in one C call (serve_exchange), into
+        # While nothing received waits in the GiopConnection, a read that begins with
+        # whole Requests the C path takes serves them in one C call (serve_exchange), into
         # the GiopConnection's read buffer (it copies out what it frames).
         self._scratch = scratch
         self._in_c = serve_exchange is not None and type(sock) is socket.socket
@@ -279,9 +279,9 @@ class ThreadConnection(RequestDispatch):
         return True
 
     def _serve_in_c(self) -> bool:
-        """One read, and the Request it brings served in the same C call when it is
-        one whole Request of an operation _learn_direct entered (serve_exchange); else
-        what was read goes to the GiopConnection, as _receive does.  False when the
+        """One read, and the whole Requests it begins with served in the same C call
+        while they are Requests of operations _learn_direct entered (serve_exchange);
+        what was read past them goes to the GiopConnection, as _receive gives it.  False when the
         connection is to close (the peer closed, the idle time passed, a send failed)."""
         if self.closed:                 # (a Reply's send failed on the general path)
             return False
@@ -306,12 +306,19 @@ class ThreadConnection(RequestDispatch):
         if out is None:                 # the C path is off: the general path reads
             self._in_c = False
             return True
-        data, status = out
-        if type(data) is int:           # the servant ran: the general path answers
-            giop.took_whole(data)
-            self.last_version = _VERSIONS[self._scratch[5]]
-            self._answer_ran(status)
+        if len(out) == 4:
+            # Several whole Requests served (a stream of oneway calls), or one whose
+            # servant ran for the general path to answer; then what followed them.
+            taken, served, ran, rest = out
+            giop.took_whole(taken)
+            self.last_version = _VERSIONS[self._scratch[5] if ran is None else ran[2]]
+            self.server.requests_served += served
+            if ran is not None:
+                self._answer_ran(ran)
+            if rest:
+                giop.receive_data(rest)
             return True
+        data, status = out
         if data:
             giop.receive_data(data)
         if status == 0 or status == errno.EINTR:
