@@ -197,35 +197,39 @@ def _received(sock) -> bytes:
 
 
 def check_serve_exchange(data: bytes, table: dict, msg) -> None:
-    """data as what a client sends the threaded server's one-call lane, alone and twice
-    in one read: each copy served only as serve_request serves it (its Reply sent, none
-    for a oneway request), in order, and what is not served handed back whole (one read
-    of a socketpair)."""
+    """data as what a client sends the threaded server's one-call lane, alone, twice in
+    one read, and cut short before the end of the stream: each whole copy served only as
+    serve_request serves it (its Reply sent, none for a oneway request), in order; what
+    is not served handed back whole (one read of a socketpair, and a started message's
+    rest read to the end of the stream)."""
     expect = _speedups.serve_request(data, table, set())
-    streams = [data] + ([data + data] if 2 * len(data) <= 1 << 16 else [])
+    streams = [data] + ([data + data] if 2 * len(data) <= 1 << 16 else []) + \
+        ([data[:len(data) // 2]] if len(data) > 24 else [])
     for stream in streams:
         client, server = socket.socketpair()
         with client, server:
             client.sendall(stream)
             client.shutdown(socket.SHUT_WR)
             out = _speedups.serve_exchange(server.fileno(), table, set(),
-                                           bytearray(1 << 16), 1 << 16, _NoPause())
+                                           bytearray(1 << 16), 1 << 16, _NoPause(), 5.0)
             replies = _received(client)
+        cut = len(stream) < len(data)
         if type(out) is int:
             if out != len(stream) or stream != data or type(expect) is not bytes or \
                     replies != expect:
                 raise AssertionError(f"serve_exchange served {stream.hex()}: {out!r}, "
                                      f"{replies.hex()}")
-        elif type(out) is tuple and len(out) == 4:
-            taken, served, ran, rest = out
+        elif type(out) is tuple and len(out) == 5:
+            taken, served, ran, rest, status = out
             runs = served + (ran is not None)
-            if expect is None or taken != runs * len(data) or stream[taken:] != rest or \
-                    runs == 0 or (ran is not None) == (type(expect) is bytes) or \
+            if taken != runs * len(data) or stream[taken:] != rest or \
+                    status != (-1 if cut else 0) or (runs and (cut or expect is None)) or \
+                    (ran is not None) == (type(expect) is bytes) and runs or \
                     replies != (expect * served if type(expect) is bytes else b""):
                 raise AssertionError(f"serve_exchange took {stream.hex()}: {out!r}, "
                                      f"{replies.hex()}")
         elif out != (stream, 0) or replies or \
-                (msg is not None and expect is not None and len(data) <= 1 << 16):
+                (not cut and msg is not None and expect is not None and len(data) <= 1 << 16):
             raise AssertionError(f"serve_exchange gave {out!r} for {stream.hex()}")
 
 

@@ -3446,6 +3446,7 @@ done:
 
 #ifndef _WIN32
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -3614,38 +3615,91 @@ done:
     return out;
 }
 PyDoc_STRVAR(serve_exchange_doc,
-"serve_exchange(fd, table, outstanding, buffer, limit, pause)\n--\n\n"
-"The threaded server's one read of the blocking socket `fd` into `buffer` (a\n"
-"bytearray), with the GIL released.  The whole Requests of at most `limit` bytes\n"
-"each that serve_request takes (`table`, `outstanding`: its), from the read's start\n"
-"on, are served so, in order (`pause`: a context manager held while their servants\n"
-"run): each twoway one's Reply sent, nothing for a oneway one.  Gives n > 0: the read\n"
-"was one such Request of n bytes, served; -errno: a Reply's send failed; (taken,\n"
-"served, ran, rest): the first `taken` bytes were Requests served, `served` of them\n"
-"answered in C, and when `ran` is not None the last one's servant ran and the general\n"
-"path answers it (`ran` as serve_request's tuple); `rest` (bytes): what followed, for\n"
-"the general path.  Nothing taken gives (bytes read, 0), or (b'', -1) at the end of\n"
-"the stream, (b'', errno) when the read failed (EAGAIN: the socket's wait limit\n"
-"passed); nothing ran.  None: the C path is off (nothing read).");
+"serve_exchange(fd, table, outstanding, buffer, limit, pause, incomplete=None)\n--\n\n"
+"The threaded server's read of the blocking socket `fd` into `buffer` (a bytearray),\n"
+"with the GIL released.  The whole Requests of at most `limit` bytes each that\n"
+"serve_request takes (`table`, `outstanding`: its), from the read's start on, are\n"
+"served so, in order (`pause`: a context manager held while their servants run):\n"
+"each twoway one's Reply sent, nothing for a oneway one.  When the read ends inside a\n"
+"message of at most `limit` bytes, its rest is read too (`incomplete`: the seconds\n"
+"each part may take, None: no limit; as the general path reads a started message).\n"
+"Gives n > 0: the read was one such Request of n bytes, served; -errno: a Reply's\n"
+"send failed; (taken, served, ran, rest, status): the first `taken` bytes read were\n"
+"Requests served, `served` of them answered in C, and when `ran` is not None the\n"
+"last one's servant ran and the general path answers it (`ran` as serve_request's\n"
+"tuple); `rest` (bytes): what was read past them, for the general path; `status`: 0,\n"
+"or how reading a started message's rest ended (-1: the end of the stream, else an\n"
+"errno, EAGAIN: `incomplete` passed).  Nothing taken and nothing more read gives\n"
+"(bytes read, 0), or (b'', -1) at the end of the stream, (b'', errno) when the read\n"
+"failed (EAGAIN: the socket's wait limit passed); nothing ran.  None: the C path is\n"
+"off (nothing read).");
 
-/* The size of the Request starting buf[:len] when it is whole and may be served
- * (a GIOP Request header, at most `limit` bytes), else 0. */
+/* The size of the message starting buf[:len] when it is a GIOP Request of at most
+ * `limit` bytes (its header whole), else 0; *whole: all of it is in buf[:len]. */
 static Py_ssize_t
-serve_whole_size(const unsigned char *buf, Py_ssize_t len, Py_ssize_t limit)
+serve_request_size(const unsigned char *buf, Py_ssize_t len, Py_ssize_t limit, int *whole)
 {
+    *whole = 0;
     if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[7] != 0) return 0;
     uint64_t total = (uint64_t)load32(buf + 8, (buf[6] & 1) != NATIVE_LITTLE) + 12;
-    if (total > (uint64_t)len || total > (uint64_t)limit) return 0;
+    if (total > (uint64_t)limit) return 0;
+    *whole = total <= (uint64_t)len;
     return (Py_ssize_t)total;
+}
+
+/* Read into buf[*have:want] until it is full, waiting up to timeout_ms (-1: no limit)
+ * for each part, as the general path reads a started message (each recv bounded by
+ * its incomplete-message time).  0: done; -1: the end of the stream; an errno > 0
+ * (EAGAIN: the wait passed); -2 with an error set: a signal handler raised. */
+static int
+serve_read_rest(int fd, unsigned char *buf, Py_ssize_t *have, Py_ssize_t want, int timeout_ms)
+{
+    while (*have < want) {
+        ssize_t n;
+        int err = 0;
+        Py_BEGIN_ALLOW_THREADS
+        struct pollfd p = {.fd = fd, .events = POLLIN, .revents = 0};
+        int ready = poll(&p, 1, timeout_ms);
+        if (ready > 0) {
+            n = recv(fd, buf + *have, (size_t)(want - *have), 0);
+            err = errno;
+        } else {
+            n = -1;
+            err = ready == 0 ? EAGAIN : errno;
+        }
+        Py_END_ALLOW_THREADS
+        if (n > 0) {
+            *have += n;
+        } else if (n == 0) {
+            return -1;
+        } else if (err != EINTR) {
+            return err > 0 ? err : EIO;
+        } else if (PyErr_CheckSignals() < 0) {
+            return -2;
+        }
+    }
+    return 0;
+}
+
+/* The pause (a context manager) entered (1) or left (0); -1 with an error set. */
+static int
+serve_pause(PyObject *pause, int enter)
+{
+    PyObject *held = enter ? PyObject_CallMethod(pause, "__enter__", NULL)
+                           : PyObject_CallMethod(pause, "__exit__", "OOO", Py_None, Py_None,
+                                                 Py_None);
+    if (held == NULL) return -1;
+    Py_DECREF(held);
+    return 0;
 }
 
 static PyObject *
 speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6 || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2]) ||
+    if ((nargs != 6 && nargs != 7) || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2]) ||
             !PyByteArray_CheckExact(args[3])) {
         PyErr_SetString(PyExc_TypeError, "serve_exchange(fd, table: dict, outstanding: set, "
-                        "buffer: bytearray, limit, pause)");
+                        "buffer: bytearray, limit, pause, incomplete=None)");
         return NULL;
     }
     int on = c_path_on();
@@ -3657,11 +3711,20 @@ speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (fd < 0) return NULL;
     Py_ssize_t limit = PyLong_AsSsize_t(args[4]);
     if (limit == -1 && PyErr_Occurred()) return NULL;
+    int timeout_ms = -1;
+    if (nargs == 7 && args[6] != Py_None) {
+        double seconds = PyFloat_AsDouble(args[6]);
+        if (seconds == -1.0 && PyErr_Occurred()) return NULL;
+        /* (at least 1 ms, at most about 24 days: poll's int) */
+        timeout_ms = !(seconds < 2e6) ? 2000000000 : seconds <= 0.001 ? 1
+                     : (int)(seconds * 1000.0 + 0.999);
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(args[3], &view, PyBUF_WRITABLE) < 0) return NULL;
     /* (the buffer stays exported until the end: the servants cannot resize it under
      * the Requests still to serve) */
     unsigned char *buf = view.buf;
+    if (limit > view.len) limit = view.len;     /* (a message to read whole fits) */
     ssize_t got;
     int err;
     Py_BEGIN_ALLOW_THREADS
@@ -3673,19 +3736,37 @@ speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         out = Py_BuildValue("(y#i)", "", (Py_ssize_t)0, got == 0 ? -1 : err);
         goto release;
     }
-    /* Serve the whole Requests the read begins with, one after another: a client
-     * that does not wait for replies (oneway calls) sends many before a read. */
-    Py_ssize_t pos = 0, served = 0, size = serve_whole_size(buf, got, limit);
-    if (size == 0) goto rest;
-    PyObject *held = PyObject_CallMethod(args[5], "__enter__", NULL);
-    if (held == NULL) goto release;
-    Py_DECREF(held);
-    int failed = 0;         /* an error set, or out (-errno) made */
-    while (size > 0) {
+    /* Serve the whole Requests the read begins with, one after another (a client
+     * that does not wait for replies, making oneway calls, sends many before a read);
+     * a Request the read ends inside is read whole first (the rest of a large one
+     * comes in a later segment: 64 KiB of loopback's), moved to the buffer's start. */
+    Py_ssize_t have = got, pos = 0, taken = 0, served = 0;
+    int status = 0, failed = 0, paused = 0, more = 0, whole;
+    for (;;) {
+        Py_ssize_t size = serve_request_size(buf + pos, have - pos, limit, &whole);
+        if (size == 0) break;
+        if (!whole) {
+            if (paused) {                       /* (not held while waiting) */
+                paused = 0;
+                if (serve_pause(args[5], 0) < 0) { failed = 1; break; }
+            }
+            memmove(buf, buf + pos, (size_t)(have - pos));
+            have -= pos;
+            pos = 0;
+            more = 1;
+            status = serve_read_rest(fd, buf, &have, size, timeout_ms);
+            if (status == -2) { failed = 1; break; }
+            if (status != 0) break;
+        }
+        if (!paused) {
+            if (serve_pause(args[5], 1) < 0) { failed = 1; break; }
+            paused = 1;
+        }
         PyObject *done = serve_view(buf + pos, size, args[1], args[2]);
         if (done == NULL) { failed = 1; break; }
         if (done == Py_None) { Py_DECREF(done); break; }
         pos += size;
+        taken += size;
         if (!PyBytes_Check(done)) {     /* the servant ran: the general path answers */
             ran = done;
             break;
@@ -3699,32 +3780,30 @@ speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             break;
         }
         served++;
-        size = serve_whole_size(buf + pos, got - pos, limit);
     }
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);        /* (__exit__ runs whatever happened) */
-    held = PyObject_CallMethod(args[5], "__exit__", "OOO", Py_None, Py_None, Py_None);
-    if (held == NULL) {
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-        Py_CLEAR(out);
-        goto release;
+    if (paused) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);    /* (__exit__ runs whatever happened) */
+        if (serve_pause(args[5], 0) < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            Py_CLEAR(out);
+            goto release;
+        }
+        PyErr_Restore(type, value, tb);
     }
-    Py_DECREF(held);
-    PyErr_Restore(type, value, tb);
     if (failed) goto release;
-    if (pos == got && served == 1 && ran == NULL) {
-        out = PyLong_FromSsize_t(pos);          /* the usual twoway call */
+    if (pos == have && served == 1 && ran == NULL && status == 0) {
+        out = PyLong_FromSsize_t(taken);        /* the usual twoway call */
         goto release;
     }
-    if (pos > 0) {
-        out = Py_BuildValue("(nnOy#)", pos, served, ran != NULL ? ran : Py_None,
-                            (const char *)buf + pos, (Py_ssize_t)(got - pos));
+    if (taken > 0 || more) {
+        out = Py_BuildValue("(nnOy#i)", taken, served, ran != NULL ? ran : Py_None,
+                            (const char *)buf + pos, (Py_ssize_t)(have - pos), status);
         goto release;
     }
-rest:
-    out = Py_BuildValue("(y#i)", (const char *)buf, (Py_ssize_t)got, 0);
+    out = Py_BuildValue("(y#i)", (const char *)buf, (Py_ssize_t)have, 0);
 release:
     Py_XDECREF(ran);
     PyBuffer_Release(&view);

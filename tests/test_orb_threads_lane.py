@@ -60,7 +60,7 @@ def served_in_c(monkeypatch) -> list:
             out = real(*args)
             if type(out) is int and out > 0:
                 served.append(out)
-            elif type(out) is tuple and len(out) == 4:
+            elif type(out) is tuple and len(out) == 5:
                 served.extend([out[0]] * out[1])
             return out
         monkeypatch.setattr(threads, "serve_exchange", counted)
@@ -184,16 +184,42 @@ def whole_then_a_part(sock, server):
     return [first, read_message(sock)]
 
 
+def a_part_then_the_rest(sock, server):
+    """A read that ends inside a Request (past its header): its rest is read in the same
+    C call, and it is served there."""
+    data = request("echo_string", ("x" * 5000,), 3)
+    sock.sendall(request("echo_string", ("learn",), 4))
+    first = read_message(sock)
+    sock.sendall(data[:100])
+    time.sleep(0.05)
+    sock.sendall(data[100:3000])
+    time.sleep(0.05)
+    sock.sendall(data[3000:])
+    return [first, read_message(sock)]
+
+
+def stalls_inside_a_request(sock, server):
+    """A Request's rest that does not come within incomplete_message_timeout: the
+    connection closes (no CloseConnection: a message is incomplete), as on the general
+    path."""
+    data = request("echo_long", (3,), 3)
+    sock.sendall(data[:20])
+    return [sock.recv(1)]
+
+
 SCENARIOS = {"whole": whole, "in-pieces": in_pieces, "two-in-one-write": two_in_one_write,
              "raises": raises, "versions-and-byte-orders": versions_and_byte_orders,
              "garbage": garbage, "idles": idles, "stopped": stopped, "oneways": oneways,
              "oneway-raises": oneway_raises, "twoways-in-one-write": twoways_in_one_write,
-             "whole-then-a-part": whole_then_a_part}
+             "whole-then-a-part": whole_then_a_part,
+             "a-part-then-the-rest": a_part_then_the_rest,
+             "stalls-inside-a-request": stalls_inside_a_request}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_the_lane_answers_as_the_general_path(name, monkeypatch):
-    limits = ServerLimits(idle_timeout=0.3) if name == "idles" else None
+    limits = ServerLimits(idle_timeout=0.3) if name == "idles" else \
+        ServerLimits(incomplete_message_timeout=0.3) if name.startswith("stalls") else None
     answers = {}
     counts = {}
     notes = {}
@@ -212,7 +238,8 @@ def test_the_lane_answers_as_the_general_path(name, monkeypatch):
         # a stream of oneway calls: all in C when one read takes them, as it does here)
         expected = {"whole": 6, "raises": 2, "versions-and-byte-orders": 3,
                     "two-in-one-write": 2, "oneways": 33, "oneway-raises": 3,
-                    "twoways-in-one-write": 7, "whole-then-a-part": 4}.get(name, 1)
+                    "twoways-in-one-write": 7, "whole-then-a-part": 4,
+                    "a-part-then-the-rest": 2}.get(name, 1)
         assert counts[True] == expected, counts
     if name == "oneways":
         assert notes[False] == ["learn"] + [f"n{i}" for i in range(30)]

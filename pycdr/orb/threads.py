@@ -292,7 +292,8 @@ class ThreadConnection(RequestDispatch):
                 set_wait_limit(self.sock, limit)
                 self._wait_limit = limit
             out = serve_exchange(self.sock, self._direct, giop.outstanding, self._scratch,
-                                 self._lane_limit, GC_PAUSE)
+                                 self._lane_limit, GC_PAUSE,
+                                 self.limits.incomplete_message_timeout)
         except OSError:
             return False
         if type(out) is int:
@@ -306,19 +307,29 @@ class ThreadConnection(RequestDispatch):
         if out is None:                 # the C path is off: the general path reads
             self._in_c = False
             return True
-        if len(out) == 4:
+        if len(out) == 5:
             # Several whole Requests served (a stream of oneway calls), or one whose
-            # servant ran for the general path to answer; then what followed them.
-            taken, served, ran, rest = out
-            giop.took_whole(taken)
-            self.last_version = _VERSIONS[self._scratch[5] if ran is None else ran[2]]
-            self.server.requests_served += served
-            if ran is not None:
-                self._answer_ran(ran)
-            if rest:
-                giop.receive_data(rest)
-            return True
-        data, status = out
+            # servant ran for the general path to answer, or a message the read ended
+            # inside read whole; then what followed them, and how reading a started
+            # message's rest ended.
+            taken, served, ran, data, status = out
+            if taken:
+                giop.took_whole(taken)
+                self.server.requests_served += served
+                # (the version of the one answered last, or of one at the buffer's start:
+                # for a CloseConnection; a message handed back sets it when handled)
+                minor = ran[2] if ran is not None else self._scratch[5]
+                self.last_version = _VERSIONS.get(minor, self.last_version)
+                if ran is not None:
+                    self._answer_ran(ran)
+            if status in (errno.EAGAIN, errno.EWOULDBLOCK):
+                if data:
+                    giop.receive_data(data)
+                log.warning("%s: message incomplete after %.1f s: closing", self.peer,
+                            self.limits.incomplete_message_timeout)
+                return False
+        else:
+            data, status = out
         if data:
             giop.receive_data(data)
         if status == 0 or status == errno.EINTR:
