@@ -392,3 +392,28 @@ def test_a_oneway_tail_the_peer_does_not_read_ends_at_the_deadline(impl):
                                     timeout=0.5, oneway=True)
             assert isinstance(caught.value.__cause__, BlockingIOError)
             assert time.monotonic() - started < 3
+
+
+def test_a_lanes_tail_is_what_arguments_tail_gives():
+    """_Lane.tail (the bound looked up once) against arguments_tail, for the last
+    parameter unbounded, bounded, not octets, out, and values around TAIL_MIN."""
+    from types import SimpleNamespace
+    from pycdr import tc
+    from pycdr.orb.invocation import TAIL_MIN, arguments_tail, dynamic_operation
+    template = SimpleNamespace(prefix=b"", request_id_at=0)
+    ops = [dynamic_operation("a", [("x", "in", tc.sequence(tc.octet))]),
+           dynamic_operation("b", [("x", "in", tc.long),
+                                   ("y", "in", tc.sequence(tc.octet, TAIL_MIN + 10))]),
+           dynamic_operation("c", [("x", "in", tc.sequence(tc.char))]),
+           dynamic_operation("d", [("x", "in", tc.sequence(tc.octet)),
+                                   ("y", "out", tc.long)]),
+           dynamic_operation("e", [])]
+    values = [b"", bytes(TAIL_MIN - 1), bytes(TAIL_MIN), bytes(TAIL_MIN + 10),
+              bytes(TAIL_MIN + 11), bytearray(TAIL_MIN), "x" * TAIL_MIN]
+    for op in ops:
+        lane = blocking._Lane(op, template)
+        for value in values:
+            args = tuple([1] * (len(op.in_params) - 1) + [value]) if op.in_params else ()
+            want = arguments_tail(op, args)
+            got = lane.tail(args) if lane.tail_bound is not None else None
+            assert got is want, (op.name, len(value))

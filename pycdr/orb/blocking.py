@@ -37,7 +37,7 @@ from ..giop.sysexc import (COMM_FAILURE, IMP_LIMIT, OBJECT_NOT_EXIST, OMG_VMCID,
 from ..idl.model import Operation
 from .aio import set_socket_buffers
 from .client import SEND_AGAIN, ClientOptions, Invocation, ObjectRef, PeerClosed, RequestEncoder
-from .invocation import (IS_A, NON_EXISTENT, arguments_tail, decode_reply, exchange,
+from .invocation import (IS_A, NON_EXISTENT, TAIL_MIN, decode_reply, exchange,
                          octet_sequence_bound, send_request, values_to_results)
 from .tls import Endpoint, connect
 
@@ -131,7 +131,7 @@ class _Lane:
     on a connection (_speedups.exchange for a twoway call, send_request for a oneway
     one): its Request template's bytes and the plans of its arguments and results."""
     __slots__ = ("op", "template", "prefix", "request_id_at", "in_plans", "result_plans",
-                 "tail_possible")
+                 "tail_bound")
 
     def __init__(self, op: Operation, template):
         self.op = op
@@ -140,11 +140,22 @@ class _Lane:
         self.request_id_at = template.request_id_at
         self.in_plans = op.in_plans
         self.result_plans = op.result_plans
-        # (a large trailing octet sequence goes as a tail, after the encoded bytes and
-        # without a copy, as the general path sends it: arguments_tail decides)
+        # A large trailing octet sequence goes as a tail, after the encoded bytes and
+        # without a copy, as the general path sends it: the bound of the last parameter
+        # when it is a sequence<octet> (0: unbounded), else None; tail() decides per call.
         params = op.in_params
-        self.tail_possible = bool(params) and \
-            octet_sequence_bound(params[-1].type) is not None
+        self.tail_bound = octet_sequence_bound(params[-1].type) if params else None
+
+    def tail(self, args: tuple):
+        """What arguments_tail(op, args) gives (``args`` as many as the parameters),
+        without looking the bound up again (a plan lookup per call)."""
+        bound = self.tail_bound
+        if bound is None:
+            return None
+        last = args[-1]
+        if type(last) is not bytes or len(last) < TAIL_MIN or (bound and len(last) > bound):
+            return None
+        return last
 
 
 class BlockingConnection(RequestEncoder):
@@ -274,7 +285,7 @@ class BlockingConnection(RequestEncoder):
             lane = self._lane(version, little, key, op)
         if lane is None or len(args) != len(lane.in_plans):
             return _NOT_TAKEN
-        tail = arguments_tail(op, args) if lane.tail_possible else None
+        tail = lane.tail(args) if lane.tail_bound is not None else None
         giop = self.giop
         rid = giop.next_request_id()
         try:
@@ -314,7 +325,7 @@ class BlockingConnection(RequestEncoder):
             lane = self._lane(version, little, key, op, False)
         if lane is None or len(args) != len(lane.in_plans):
             return False
-        tail = arguments_tail(op, args) if lane.tail_possible else None
+        tail = lane.tail(args) if lane.tail_bound is not None else None
         rid = self.giop.next_request_id()
         try:
             self._limit_waits(deadline)
