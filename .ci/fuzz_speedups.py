@@ -120,6 +120,8 @@ def check(t, body: bytes, little: bool, offset: int) -> None:
         if c_bytes[0] != py_bytes[0] or (c_bytes[0] == "ok" and c_bytes[1] != py_bytes[1]) or \
                 (c_bytes[0] == "error" and c_bytes != py_bytes):
             raise AssertionError(f"encode differs for {t!r}: {c_bytes!r} vs {py_bytes!r}")
+        if len(body) < 1 << 16:        # (a socketpair's buffer takes it at once)
+            check_send_request(t, py[1], little)
 
 
 def check_giop(body: bytes, little: bool, kind: int) -> None:
@@ -166,6 +168,10 @@ def check_direct(body: bytes, little: bool, kind: int, t) -> None:
                                          f"Python: {value!r}")
         check_exchange(data, rid, nodes)
         check_serve_exchange(data, table, msg)
+        if table:
+            # an operation without results: its oneway requests are served too
+            check_serve_exchange(data, {msg.object_key: {msg.operation: (
+                None, _return_none, nodes, ())}}, msg)
 
 
 class _NoPause:
@@ -176,26 +182,55 @@ class _NoPause:
         return None
 
 
+def _received(sock) -> bytes:
+    """What the peer sent and `sock` has not read (nothing waits: the lane has sent)."""
+    sock.setblocking(False)
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(1 << 20)
+        except BlockingIOError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
 def check_serve_exchange(data: bytes, table: dict, msg) -> None:
-    """data as what a client sends the threaded server's one-call lane: served only as
-    serve_request serves it, else handed back whole (one read of a socketpair)."""
-    client, server = socket.socketpair()
-    with client, server:
-        client.sendall(data)
-        client.shutdown(socket.SHUT_WR)
-        out = _speedups.serve_exchange(server.fileno(), table, set(), bytearray(1 << 16),
-                                       1 << 16, _NoPause())
+    """data as what a client sends the threaded server's one-call lane, alone, twice in
+    one read, and cut short before the end of the stream: each whole copy served only as
+    serve_request serves it (its Reply sent, none for a oneway request), in order; what
+    is not served handed back whole (one read of a socketpair, and a started message's
+    rest read to the end of the stream)."""
+    expect = _speedups.serve_request(data, table, set())
+    streams = [data] + ([data + data] if 2 * len(data) <= 1 << 16 else []) + \
+        ([data[:len(data) // 2]] if len(data) > 24 else [])
+    for stream in streams:
+        client, server = socket.socketpair()
+        with client, server:
+            client.sendall(stream)
+            client.shutdown(socket.SHUT_WR)
+            out = _speedups.serve_exchange(server.fileno(), table, set(),
+                                           bytearray(1 << 16), 1 << 16, _NoPause(), 5.0)
+            replies = _received(client)
+        cut = len(stream) < len(data)
         if type(out) is int:
-            reply = client.recv(1 << 20)
-            if out != len(data) or reply != _speedups.serve_request(data, table, set()):
-                raise AssertionError(f"serve_exchange served {data.hex()}: {reply.hex()}")
-        elif type(out) is tuple and type(out[0]) is int:
-            if out[0] != len(data) or _speedups.serve_request(data, table, set()) is None:
-                raise AssertionError(f"serve_exchange ran {data.hex()}: {out!r}")
-        elif out != (data, 0) or \
-                (msg is not None and _speedups.serve_request(data, table, set()) is not None
-                 and len(data) <= 1 << 16):
-            raise AssertionError(f"serve_exchange gave {out!r} for {data.hex()}")
+            if out != len(stream) or stream != data or type(expect) is not bytes or \
+                    replies != expect:
+                raise AssertionError(f"serve_exchange served {stream.hex()}: {out!r}, "
+                                     f"{replies.hex()}")
+        elif type(out) is tuple and len(out) == 5:
+            taken, served, ran, rest, status = out
+            runs = served + (ran is not None)
+            if taken != runs * len(data) or stream[taken:] != rest or \
+                    status != (-1 if cut else 0) or (runs and (cut or expect is None)) or \
+                    (ran is not None) == (type(expect) is bytes) and runs or \
+                    replies != (expect * served if type(expect) is bytes else b""):
+                raise AssertionError(f"serve_exchange took {stream.hex()}: {out!r}, "
+                                     f"{replies.hex()}")
+        elif out != (stream, 0) or replies or \
+                (not cut and msg is not None and expect is not None and len(data) <= 1 << 16):
+            raise AssertionError(f"serve_exchange gave {out!r} for {stream.hex()}")
 
 
 def check_exchange(data: bytes, rid: int, nodes) -> None:
@@ -220,8 +255,49 @@ def check_exchange(data: bytes, rid: int, nodes) -> None:
         raise AssertionError(f"exchange gave {out!r} for {data.hex()}")
 
 
+def check_send_request(t, value, little: bool) -> None:
+    """A oneway call's Request of one value of t through send_request (over a
+    socketpair): the bytes encode_request makes, or nothing sent when it makes none; a
+    bytes value of an octet sequence also as a tail (sendmsg), with the same bytes."""
+    nodes = (plan_for(t),)
+    want = outcome(_speedups.encode_request, LANE_TEMPLATE.prefix,
+                   LANE_TEMPLATE.request_id_at, 7, little, nodes, (value,))
+    tails = [None] + ([value] if type(value) is bytes else [])
+    for tail in tails:
+        client, server = socket.socketpair()
+        with client, server:
+            server.setblocking(False)
+            out = outcome(_speedups.send_request, client.fileno(), LANE_TEMPLATE.prefix,
+                          LANE_TEMPLATE.request_id_at, 7, little, nodes, (value,), tail)
+            client.shutdown(socket.SHUT_WR)
+            sent = b""
+            while True:
+                try:
+                    chunk = server.recv(1 << 20)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                sent += chunk
+        if want[0] != "ok" or want[1] is None:
+            # (a tail the plan does not count, or a value it refuses: nothing sent)
+            if out[0] == "ok" and (out[1] is not None or sent):
+                raise AssertionError(f"send_request sent {sent.hex()} for {value!r}")
+        elif out[0] == "ok" and out[1] is None:
+            if tail is None:
+                raise AssertionError(f"send_request refused what encode_request takes: "
+                                     f"{value!r}")
+        elif out != ("ok", 0) or sent != want[1]:
+            raise AssertionError(f"send_request {out!r} sent {sent.hex()}, encode_request "
+                                 f"{want[1].hex()} (tail {tail is not None})")
+
+
 def _echo_first(op, args):
     return args[0]
+
+
+def _return_none(op, args):
+    return None
 
 
 def one_input(data: bytes) -> None:

@@ -2879,7 +2879,8 @@ speedups_configure_giop(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * take is left untouched (None): nothing has run, the general path       *
  * decodes and judges it, with its typed errors and offsets.  Taken: a    *
  * complete, unfragmented GIOP 1.0-1.2 Request (either byte order), a     *
- * twoway (1.2 response_flags 3; 1.0/1.1 response_expected 1) with no     *
+ * twoway (1.2 response_flags 3; 1.0/1.1 response_expected 1), or a oneway *
+ * (0; 0) of an operation with no results (nothing to answer), with no    *
  * service contexts, a 1.2 KeyAddr target, zero reserved octets, a key   *
  * and operation in the table, its request id not outstanding, arguments  *
  * decoded by their plans in C.  Then call(op, [arguments]) runs and the  *
@@ -2919,6 +2920,7 @@ serve_counted(const unsigned char *buf, Py_ssize_t len, Py_ssize_t *pos, int swa
 /* The parsed head of a Request this path takes. */
 typedef struct {
     int minor, little, swap;
+    int oneway;                 /* no reply expected (response flags 0) */
     uint32_t request_id;
     Py_ssize_t key_start, key_len, op_start, op_len, body;
 } ServeHead;
@@ -2940,7 +2942,8 @@ serve_parse_head(const unsigned char *buf, Py_ssize_t len, ServeHead *h)
         if (serve_ulong(buf, len, &pos, h->swap, &n) < 0 || n != 0) return 0;
         if (serve_ulong(buf, len, &pos, h->swap, &h->request_id) < 0) return 0;
         Py_ssize_t fixed = h->minor == 1 ? 4 : 1;      /* response_expected, reserved[3] */
-        if (pos + fixed > len || buf[pos] != 1) return 0;
+        if (pos + fixed > len || (buf[pos] != 1 && buf[pos] != 0)) return 0;
+        h->oneway = buf[pos] == 0;
         if (h->minor == 1 && (buf[pos + 1] | buf[pos + 2] | buf[pos + 3])) return 0;
         pos += fixed;
         Py_ssize_t principal, principal_len;
@@ -2951,8 +2954,10 @@ serve_parse_head(const unsigned char *buf, Py_ssize_t len, ServeHead *h)
     } else {
         if (len < 28) return 0;
         h->request_id = load32(buf + 12, h->swap);
-        if (buf[16] != 3 || buf[17] | buf[18] | buf[19] || buf[20] | buf[21])
-            return 0;                                    /* twoway, reserved, KeyAddr */
+        if ((buf[16] != 3 && buf[16] != 0) || buf[17] | buf[18] | buf[19] ||
+                buf[20] | buf[21])
+            return 0;                       /* twoway or oneway, reserved, KeyAddr */
+        h->oneway = buf[16] == 0;
         pos = 24;
         if (serve_counted(buf, len, &pos, h->swap, &h->key_start, &h->key_len) < 0 ||
                 serve_counted(buf, len, &pos, h->swap, &h->op_start, &h->op_len) < 0 ||
@@ -3078,9 +3083,10 @@ serve_reply(const ServeHead *h, PyObject *nodes, PyObject *returned)
 PyDoc_STRVAR(serve_request_doc,
 "serve_request(data, table, outstanding)\n--\n\n"
 "A Request taken whole (see pycdr/_speedups.c): None when not taken (nothing ran),\n"
-"the Reply's bytes, or (op, request_id, minor, little, what, raised) when the servant\n"
-"ran and the general path must answer: `what` is the exception it raised (raised\n"
-"True) or what it returned (False).  `table`: {object key: {operation: (op, call,\n"
+"the Reply's bytes (b'': a oneway request served, nothing to send), or (op,\n"
+"request_id, minor, little, what, raised, response_flags) when the servant ran and\n"
+"the general path must answer (or, response_flags 0, judge what a oneway gave):\n"
+"`what` is the exception it raised (raised True) or what it returned (False).  `table`: {object key: {operation: (op, call,\n"
 "argument plan nodes, result plan nodes)}}; `outstanding`: the request ids awaiting\n"
 "a reply on the connection (a Request reusing one is the general path's error).");
 
@@ -3095,20 +3101,31 @@ c_path_on(void)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* serve_request on the bytes buf[:len] (kept unchanged while the servant runs). */
+/* serve_request on the bytes buf[:len] (kept unchanged while the servant runs).
+ * `keep` (or NULL): where to leave the decoded arguments (a new reference, or
+ * NULL) for the caller to release after it has sent the Reply: freeing a large
+ * argument (8,192 floats for a 64 KB sequence<double>) takes tens of us the client
+ * would otherwise wait through for its Reply. */
 static PyObject *
-serve_view(const unsigned char *buf, Py_ssize_t len, PyObject *table, PyObject *outstanding)
+serve_view(const unsigned char *buf, Py_ssize_t len, PyObject *table, PyObject *outstanding,
+           PyObject **keep)
 {
     PyObject *out = NULL, *call_args = NULL, *returned = NULL, *entry = NULL;
     ServeHead h;
     if (!serve_parse_head(buf, len, &h)) goto not_taken;
     entry = serve_entry(table, buf, &h);
     if (entry == NULL) goto not_taken;
-    PyObject *rid = PyLong_FromUnsignedLong(h.request_id);
-    if (rid == NULL) goto done;
-    int busy = PySet_Contains(outstanding, rid);
-    Py_DECREF(rid);
-    if (busy != 0) goto not_taken;
+    if (h.oneway) {
+        /* (an operation with results called oneway: the general path, which drops
+         * them as it does; no request id is booked for a oneway, none checked) */
+        if (PyTuple_GET_SIZE(PyTuple_GET_ITEM(entry, 3)) != 0) goto not_taken;
+    } else {
+        PyObject *rid = PyLong_FromUnsignedLong(h.request_id);
+        if (rid == NULL) goto done;
+        int busy = PySet_Contains(outstanding, rid);
+        Py_DECREF(rid);
+        if (busy != 0) goto not_taken;
+    }
     PyObject *op = PyTuple_GET_ITEM(entry, 0), *call = PyTuple_GET_ITEM(entry, 1);
     call_args = serve_arguments(buf, len, &h, PyTuple_GET_ITEM(entry, 2));
     if (call_args == NULL) goto not_taken;
@@ -3127,19 +3144,29 @@ serve_view(const unsigned char *buf, Py_ssize_t len, PyObject *table, PyObject *
         what = value;                                   /* (owned) */
     } else {
         PyTypeObject *t = Py_TYPE(returned);
-        if (t->tp_as_async == NULL || t->tp_as_async->am_await == NULL) {
+        if (h.oneway) {
+            /* Nothing to send: b"".  (Anything but None from a method without results
+             * goes to the general path, which judges it as it does: results_to_values.) */
+            if (returned == Py_None) {
+                out = PyBytes_FromStringAndSize(NULL, 0);
+                goto done;
+            }
+        } else if (t->tp_as_async == NULL || t->tp_as_async->am_await == NULL) {
             out = serve_reply(&h, PyTuple_GET_ITEM(entry, 3), returned);
             if (out != NULL || PyErr_Occurred()) goto done;
         }
         what = Py_NewRef(returned);
     }
-    out = Py_BuildValue("(OkiiNO)", op, (unsigned long)h.request_id, h.minor, h.little,
-                        what, raised ? Py_True : Py_False);
+    out = Py_BuildValue("(OkiiNOi)", op, (unsigned long)h.request_id, h.minor, h.little,
+                        what, raised ? Py_True : Py_False, h.oneway ? 0 : 3);
     goto done;
 not_taken:
     if (!PyErr_Occurred()) out = Py_NewRef(Py_None);
 done:
-    Py_XDECREF(call_args);
+    if (keep != NULL)
+        *keep = call_args;
+    else
+        Py_XDECREF(call_args);
     Py_XDECREF(returned);
     Py_XDECREF(entry);
     return out;
@@ -3163,7 +3190,7 @@ speedups_serve_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) return NULL;
     /* (the buffer stays exported while the servant runs: a bytearray cannot be
      * resized under the head read from it) */
-    PyObject *out = serve_view(view.buf, view.len, args[1], args[2]);
+    PyObject *out = serve_view(view.buf, view.len, args[1], args[2], NULL);
     PyBuffer_Release(&view);
     return out;
 }
@@ -3184,10 +3211,13 @@ PyDoc_STRVAR(encode_request_doc,
 "encodes it and gives its error).");
 
 /* The Request's bytes (a new bytes object), None when a plan does not take a
- * value, NULL with an error set. */
+ * value, NULL with an error set.  `tail` (NULL: none): the last value, a bytes
+ * object for an octet sequence plan, whose octets are left out of the bytes made
+ * (the caller sends them after, without copying them: a large sequence's octets
+ * cost a copy each call) while its count and the header's size count them. */
 static PyObject *
 request_bytes(PyObject *prefix, Py_ssize_t at, unsigned long request_id, int little,
-              PyObject *nodes, PyObject *values)
+              PyObject *nodes, PyObject *values, PyObject *tail)
 {
     Py_ssize_t plen = PyBytes_GET_SIZE(prefix);
     if (plen < 12 || at < 12 || at + 4 > plen || request_id > 0xFFFFFFFFul) {
@@ -3210,13 +3240,33 @@ request_bytes(PyObject *prefix, Py_ssize_t at, unsigned long request_id, int lit
     };
     memcpy(w.data, PyBytes_AS_STRING(prefix), plen);
     int rc = 0;
-    for (Py_ssize_t i = 0; rc == 0 && i < PyTuple_GET_SIZE(nodes); i++) {
+    Py_ssize_t n = PyTuple_GET_SIZE(nodes), tail_len = 0;
+    if (tail != NULL) {
+        /* (the tail must be the last value, of an octet sequence's plan: anything
+         * else is written by the general path, which judges it) */
+        Plan *last = n > 0 ? plan_of(PyTuple_GET_ITEM(nodes, n - 1)) : NULL;
+        if (last == NULL || last->op != OP_OCTET_SEQ || last->is_array ||
+                !PyBytes_CheckExact(tail) || PyTuple_GET_ITEM(values, n - 1) != tail) {
+            PyErr_Clear();
+            Py_DECREF(w.ba);
+            Py_RETURN_NONE;
+        }
+        tail_len = PyBytes_GET_SIZE(tail);
+        n -= 1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < n; i++) {
         Plan *p = plan_of(PyTuple_GET_ITEM(nodes, i));
         rc = p != NULL ? write_plan(&w, p, PyTuple_GET_ITEM(values, i)) : -1;
     }
+    if (rc == 0 && tail != NULL) {
+        /* its count (the bound checked as write_octet_seq checks it); the octets follow */
+        rc = write_count(&w, plan_of(PyTuple_GET_ITEM(nodes, n)), tail_len);
+        if (rc == 0 && (uint64_t)(w.len - 12) + (uint64_t)tail_len > 0xFFFFFFFFull)
+            rc = fallback_int();        /* (the general path's error for the size) */
+    }
     PyObject *out = NULL;
     if (rc == 0) {
-        store32(w.data + 8, (uint32_t)(w.len - 12), w.swap);
+        store32(w.data + 8, (uint32_t)(w.len - 12 + tail_len), w.swap);
         store32(w.data + at, (uint32_t)request_id, w.swap);
         if (_PyBytes_Resize(&w.ba, w.len) == 0) out = w.ba;
         w.ba = NULL;
@@ -3265,7 +3315,7 @@ speedups_encode_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     unsigned long request_id;
     int little;
     if (request_arguments(args, &at, &request_id, &little) < 0) return NULL;
-    return request_bytes(args[0], at, request_id, little, args[4], args[5]);
+    return request_bytes(args[0], at, request_id, little, args[4], args[5], NULL);
 }
 
 PyDoc_STRVAR(decode_reply_doc,
@@ -3404,13 +3454,103 @@ done:
 
 #ifndef _WIN32
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+
+/* Send head[:hlen] then tail[:tlen] (tail may be NULL) over the blocking socket fd,
+ * all of it, the two in one sendmsg (the tail's octets go from the caller's object:
+ * no copy).  0: sent; an errno > 0: a send failed (part may have gone: EAGAIN when
+ * the socket's SO_SNDTIMEO passed, as sendall's BlockingIOError); -1 with an error
+ * set: a signal handler raised (EINTR runs the handlers, as sendall runs them).
+ * The caller holds both buffers (immutable bytes) while the GIL is released. */
+static int
+send_whole(int fd, const char *head, Py_ssize_t hlen, const char *tail, Py_ssize_t tlen)
+{
+    Py_ssize_t sent = 0, total = hlen + (tail != NULL ? tlen : 0);
+    while (sent < total) {
+        ssize_t n;
+        int err;
+        if (sent >= hlen || tail == NULL || tlen == 0) {
+            const char *at = sent < hlen ? head + sent : tail + (sent - hlen);
+            Py_ssize_t left = total - sent;
+            Py_BEGIN_ALLOW_THREADS
+            n = send(fd, at, (size_t)left, MSG_NOSIGNAL);
+            err = errno;
+            Py_END_ALLOW_THREADS
+        } else {
+            struct iovec iov[2];
+            iov[0].iov_base = (void *)(head + sent);
+            iov[0].iov_len = (size_t)(hlen - sent);
+            iov[1].iov_base = (void *)tail;
+            iov[1].iov_len = (size_t)tlen;
+            struct msghdr m;
+            memset(&m, 0, sizeof m);
+            m.msg_iov = iov;
+            m.msg_iovlen = 2;
+            Py_BEGIN_ALLOW_THREADS
+            n = sendmsg(fd, &m, MSG_NOSIGNAL);
+            err = errno;
+            Py_END_ALLOW_THREADS
+        }
+        if (n >= 0) {
+            sent += n;
+        } else if (err != EINTR) {
+            return err > 0 ? err : EIO;
+        } else if (PyErr_CheckSignals() < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The tail argument of exchange and send_request: NULL for None. */
+static PyObject *
+tail_argument(PyObject *tail)
+{
+    return tail == Py_None ? NULL : tail;
+}
+
+PyDoc_STRVAR(send_request_doc,
+"send_request(fd, prefix, request_id_at, request_id, little, nodes, args, tail)\n--\n\n"
+"A oneway call over the blocking socket `fd`: the Request (the first six arguments\n"
+"after fd as encode_request's) sent whole, nothing read.  `tail`: None, or the last\n"
+"argument (bytes, for an octet sequence) when its octets go after the encoded bytes\n"
+"without being copied into them (sendmsg).  Gives None: not encoded (nothing sent);\n"
+"0: sent; an int > 0: the errno of a failed send (part of the Request may have gone).");
+
+static PyObject *
+speedups_send_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "send_request(fd, prefix, request_id_at, "
+                        "request_id, little, nodes, args, tail)");
+        return NULL;
+    }
+    int fd = PyObject_AsFileDescriptor(args[0]);
+    if (fd < 0) return NULL;
+    Py_ssize_t at;
+    unsigned long request_id;
+    int little;
+    if (request_arguments(args + 1, &at, &request_id, &little) < 0) return NULL;
+    PyObject *tail = tail_argument(args[7]);
+    PyObject *request = request_bytes(args[1], at, request_id, little, args[5], args[6], tail);
+    if (request == NULL || request == Py_None) return request;
+    Py_XINCREF(tail);           /* (held while the GIL is released) */
+    int rc = send_whole(fd, PyBytes_AS_STRING(request), PyBytes_GET_SIZE(request),
+                        tail != NULL ? PyBytes_AS_STRING(tail) : NULL,
+                        tail != NULL ? PyBytes_GET_SIZE(tail) : 0);
+    Py_XDECREF(tail);
+    Py_DECREF(request);
+    return rc < 0 ? NULL : PyLong_FromLong(rc);
+}
 
 PyDoc_STRVAR(exchange_doc,
 "exchange(fd, prefix, request_id_at, request_id, little, nodes, args, result_nodes,\n"
-"         buffer, limit)\n--\n\n"
+"         buffer, limit, tail=None)\n--\n\n"
 "A twoway call over the blocking socket `fd`: the Request (the first six arguments\n"
-"as encode_request's) sent whole, then reads into `buffer` (a bytearray) until one\n"
+"after fd as encode_request's; `tail` as send_request's) sent whole, then reads\n"
+"into `buffer` (a bytearray) until one\n"
 "message of at most `limit` bytes is complete.  Gives None: not encoded (nothing\n"
 "sent); an int: the errno of a failed send (part of the Request may have gone);\n"
 "(size, values): the Reply came alone and whole, NO_EXCEPTION to this request, its\n"
@@ -3420,9 +3560,10 @@ PyDoc_STRVAR(exchange_doc,
 static PyObject *
 speedups_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10 || !PyByteArray_CheckExact(args[8])) {
+    if ((nargs != 10 && nargs != 11) || !PyByteArray_CheckExact(args[8])) {
         PyErr_SetString(PyExc_TypeError, "exchange(fd, prefix, request_id_at, request_id, "
-                        "little, nodes, args, result_nodes, buffer: bytearray, limit)");
+                        "little, nodes, args, result_nodes, buffer: bytearray, limit, "
+                        "tail=None)");
         return NULL;
     }
     int fd = PyObject_AsFileDescriptor(args[0]);
@@ -3432,30 +3573,18 @@ speedups_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     unsigned long request_id;
     int little;
     if (request_arguments(args + 1, &at, &request_id, &little) < 0) return NULL;
-    PyObject *request = request_bytes(args[1], at, request_id, little, args[5], args[6]);
+    PyObject *tail = nargs == 11 ? tail_argument(args[10]) : NULL;
+    PyObject *request = request_bytes(args[1], at, request_id, little, args[5], args[6], tail);
     if (request == NULL || request == Py_None) return request;
 
-    /* Send it all.  (EINTR: the signal handlers run, as sendall runs them.) */
-    const char *data = PyBytes_AS_STRING(request);
-    Py_ssize_t size = PyBytes_GET_SIZE(request), sent = 0;
-    while (sent < size) {
-        ssize_t n;
-        int err;
-        Py_BEGIN_ALLOW_THREADS
-        n = send(fd, data + sent, (size_t)(size - sent), MSG_NOSIGNAL);
-        err = errno;
-        Py_END_ALLOW_THREADS
-        if (n >= 0) {
-            sent += n;
-        } else if (err != EINTR) {
-            Py_DECREF(request);
-            return PyLong_FromLong(err);
-        } else if (PyErr_CheckSignals() < 0) {
-            Py_DECREF(request);
-            return NULL;
-        }
-    }
+    /* Send it all. */
+    Py_XINCREF(tail);           /* (held while the GIL is released) */
+    int rc = send_whole(fd, PyBytes_AS_STRING(request), PyBytes_GET_SIZE(request),
+                        tail != NULL ? PyBytes_AS_STRING(tail) : NULL,
+                        tail != NULL ? PyBytes_GET_SIZE(tail) : 0);
+    Py_XDECREF(tail);
     Py_DECREF(request);
+    if (rc != 0) return rc < 0 ? NULL : PyLong_FromLong(rc);
 
     /* Read until one message is complete, or anything else happens. */
     Py_buffer view;
@@ -3494,24 +3623,91 @@ done:
     return out;
 }
 PyDoc_STRVAR(serve_exchange_doc,
-"serve_exchange(fd, table, outstanding, buffer, limit, pause)\n--\n\n"
-"The threaded server's one read of the blocking socket `fd` into `buffer` (a\n"
-"bytearray), with the GIL released.  When it brings exactly one Request of at most\n"
-"`limit` bytes that serve_request takes (`table`, `outstanding`: its), that request\n"
-"is served so (`pause`: a context manager held while the servant runs) and gives\n"
-"n > 0: its n bytes answered, the Reply sent; -errno: the Reply's send failed;\n"
-"(n, ran): the servant ran, `ran` as serve_request's tuple, for the general path to\n"
-"answer.  Anything else gives (bytes read, 0), or (b'', -1) at the end of the stream,\n"
-"(b'', errno) when the read failed (EAGAIN: the socket's wait limit passed); nothing\n"
-"ran.  None: the C path is off (nothing read).");
+"serve_exchange(fd, table, outstanding, buffer, limit, pause, incomplete=None)\n--\n\n"
+"The threaded server's read of the blocking socket `fd` into `buffer` (a bytearray),\n"
+"with the GIL released.  The whole Requests of at most `limit` bytes each that\n"
+"serve_request takes (`table`, `outstanding`: its), from the read's start on, are\n"
+"served so, in order (`pause`: a context manager held while their servants run):\n"
+"each twoway one's Reply sent, nothing for a oneway one.  When the read ends inside a\n"
+"message of at most `limit` bytes, its rest is read too (`incomplete`: the seconds\n"
+"each part may take, None: no limit; as the general path reads a started message).\n"
+"Gives n > 0: the read was one such Request of n bytes, served; -errno: a Reply's\n"
+"send failed; (taken, served, ran, rest, status): the first `taken` bytes read were\n"
+"Requests served, `served` of them answered in C, and when `ran` is not None the\n"
+"last one's servant ran and the general path answers it (`ran` as serve_request's\n"
+"tuple); `rest` (bytes): what was read past them, for the general path; `status`: 0,\n"
+"or how reading a started message's rest ended (-1: the end of the stream, else an\n"
+"errno, EAGAIN: `incomplete` passed).  Nothing taken and nothing more read gives\n"
+"(bytes read, 0), or (b'', -1) at the end of the stream, (b'', errno) when the read\n"
+"failed (EAGAIN: the socket's wait limit passed); nothing ran.  None: the C path is\n"
+"off (nothing read).");
+
+/* The size of the message starting buf[:len] when it is a GIOP Request of at most
+ * `limit` bytes (its header whole), else 0; *whole: all of it is in buf[:len]. */
+static Py_ssize_t
+serve_request_size(const unsigned char *buf, Py_ssize_t len, Py_ssize_t limit, int *whole)
+{
+    *whole = 0;
+    if (len < 12 || memcmp(buf, "GIOP", 4) != 0 || buf[7] != 0) return 0;
+    uint64_t total = (uint64_t)load32(buf + 8, (buf[6] & 1) != NATIVE_LITTLE) + 12;
+    if (total > (uint64_t)limit) return 0;
+    *whole = total <= (uint64_t)len;
+    return (Py_ssize_t)total;
+}
+
+/* Read into buf[*have:want] until it is full, waiting up to timeout_ms (-1: no limit)
+ * for each part, as the general path reads a started message (each recv bounded by
+ * its incomplete-message time).  0: done; -1: the end of the stream; an errno > 0
+ * (EAGAIN: the wait passed); -2 with an error set: a signal handler raised. */
+static int
+serve_read_rest(int fd, unsigned char *buf, Py_ssize_t *have, Py_ssize_t want, int timeout_ms)
+{
+    while (*have < want) {
+        ssize_t n;
+        int err = 0;
+        Py_BEGIN_ALLOW_THREADS
+        struct pollfd p = {.fd = fd, .events = POLLIN, .revents = 0};
+        int ready = poll(&p, 1, timeout_ms);
+        if (ready > 0) {
+            n = recv(fd, buf + *have, (size_t)(want - *have), 0);
+            err = errno;
+        } else {
+            n = -1;
+            err = ready == 0 ? EAGAIN : errno;
+        }
+        Py_END_ALLOW_THREADS
+        if (n > 0) {
+            *have += n;
+        } else if (n == 0) {
+            return -1;
+        } else if (err != EINTR) {
+            return err > 0 ? err : EIO;
+        } else if (PyErr_CheckSignals() < 0) {
+            return -2;
+        }
+    }
+    return 0;
+}
+
+/* The pause (a context manager) entered (1) or left (0); -1 with an error set. */
+static int
+serve_pause(PyObject *pause, int enter)
+{
+    PyObject *held = enter ? PyObject_CallMethod(pause, "__enter__", NULL)
+                           : PyObject_CallMethod(pause, "__exit__", "OOO", Py_None, Py_None,
+                                                 Py_None);
+    if (held == NULL) return -1;
+    Py_DECREF(held);
+    return 0;
+}
 
 static PyObject *
 speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6 || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2]) ||
+    if ((nargs != 6 && nargs != 7) || !PyDict_Check(args[1]) || !PyAnySet_Check(args[2]) ||
             !PyByteArray_CheckExact(args[3])) {
         PyErr_SetString(PyExc_TypeError, "serve_exchange(fd, table: dict, outstanding: set, "
-                        "buffer: bytearray, limit, pause)");
+                        "buffer: bytearray, limit, pause, incomplete=None)");
         return NULL;
     }
     int on = c_path_on();
@@ -3523,69 +3719,105 @@ speedups_serve_exchange(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (fd < 0) return NULL;
     Py_ssize_t limit = PyLong_AsSsize_t(args[4]);
     if (limit == -1 && PyErr_Occurred()) return NULL;
+    int timeout_ms = -1;
+    if (nargs == 7 && args[6] != Py_None) {
+        double seconds = PyFloat_AsDouble(args[6]);
+        if (seconds == -1.0 && PyErr_Occurred()) return NULL;
+        /* (at least 1 ms, at most about 24 days: poll's int) */
+        timeout_ms = !(seconds < 2e6) ? 2000000000 : seconds <= 0.001 ? 1
+                     : (int)(seconds * 1000.0 + 0.999);
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(args[3], &view, PyBUF_WRITABLE) < 0) return NULL;
+    /* (the buffer stays exported until the end: the servants cannot resize it under
+     * the Requests still to serve) */
     unsigned char *buf = view.buf;
+    if (limit > view.len) limit = view.len;     /* (a message to read whole fits) */
     ssize_t got;
     int err;
     Py_BEGIN_ALLOW_THREADS
     got = recv(fd, buf, (size_t)view.len, 0);
     err = errno;
     Py_END_ALLOW_THREADS
-    PyObject *out = NULL, *done = NULL;
+    PyObject *out = NULL, *ran = NULL;
     if (got <= 0) {
         out = Py_BuildValue("(y#i)", "", (Py_ssize_t)0, got == 0 ? -1 : err);
         goto release;
     }
-    if (got < 12 || got > limit || memcmp(buf, "GIOP", 4) != 0 || buf[7] != 0 ||
-            (Py_ssize_t)load32(buf + 8, (buf[6] & 1) != NATIVE_LITTLE) + 12 != got)
-        goto not_taken;
-    PyObject *held = PyObject_CallMethod(args[5], "__enter__", NULL);
-    if (held == NULL) goto release;
-    Py_DECREF(held);
-    done = serve_view(buf, got, args[1], args[2]);
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);        /* (__exit__ runs whatever serve_view did) */
-    held = PyObject_CallMethod(args[5], "__exit__", "OOO", Py_None, Py_None, Py_None);
-    if (held == NULL) {
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-        Py_CLEAR(done);
-        goto release;
+    /* Serve the whole Requests the read begins with, one after another (a client
+     * that does not wait for replies, making oneway calls, sends many before a read);
+     * a Request the read ends inside is read whole first (the rest of a large one
+     * comes in a later segment: 64 KiB of loopback's), moved to the buffer's start. */
+    Py_ssize_t have = got, pos = 0, taken = 0, served = 0;
+    int status = 0, failed = 0, paused = 0, more = 0, whole;
+    for (;;) {
+        Py_ssize_t size = serve_request_size(buf + pos, have - pos, limit, &whole);
+        if (size == 0) break;
+        if (!whole) {
+            if (paused) {                       /* (not held while waiting) */
+                paused = 0;
+                if (serve_pause(args[5], 0) < 0) { failed = 1; break; }
+            }
+            memmove(buf, buf + pos, (size_t)(have - pos));
+            have -= pos;
+            pos = 0;
+            more = 1;
+            status = serve_read_rest(fd, buf, &have, size, timeout_ms);
+            if (status == -2) { failed = 1; break; }
+            if (status != 0) break;
+        }
+        if (!paused) {
+            if (serve_pause(args[5], 1) < 0) { failed = 1; break; }
+            paused = 1;
+        }
+        PyObject *arguments = NULL;
+        PyObject *done = serve_view(buf + pos, size, args[1], args[2], &arguments);
+        if (done == NULL || done == Py_None || !PyBytes_Check(done))
+            Py_XDECREF(arguments);
+        if (done == NULL) { failed = 1; break; }
+        if (done == Py_None) { Py_DECREF(done); break; }
+        pos += size;
+        taken += size;
+        if (!PyBytes_Check(done)) {     /* the servant ran: the general path answers */
+            ran = done;
+            break;
+        }
+        /* The Reply (none for a oneway), sent all; then the arguments freed. */
+        int rc = send_whole(fd, PyBytes_AS_STRING(done), PyBytes_GET_SIZE(done), NULL, 0);
+        Py_XDECREF(arguments);
+        Py_DECREF(done);
+        if (rc != 0) {
+            failed = 1;
+            if (rc > 0) out = PyLong_FromLong(-(long)rc);
+            break;
+        }
+        served++;
     }
-    Py_DECREF(held);
-    PyErr_Restore(type, value, tb);
-    if (done == NULL) goto release;
-    if (done == Py_None) goto not_taken;
-    if (!PyBytes_Check(done)) {             /* the servant ran: the general path answers */
-        out = Py_BuildValue("(nO)", (Py_ssize_t)got, done);
-        goto release;
-    }
-    /* The Reply, sent all.  (EINTR: the signal handlers run, as sendall runs them.) */
-    const char *data = PyBytes_AS_STRING(done);
-    Py_ssize_t size = PyBytes_GET_SIZE(done), sent = 0;
-    while (sent < size) {
-        ssize_t n;
-        Py_BEGIN_ALLOW_THREADS
-        n = send(fd, data + sent, (size_t)(size - sent), MSG_NOSIGNAL);
-        err = errno;
-        Py_END_ALLOW_THREADS
-        if (n >= 0) {
-            sent += n;
-        } else if (err != EINTR) {
-            out = PyLong_FromLong(-(long)err);
-            goto release;
-        } else if (PyErr_CheckSignals() < 0) {
+    if (paused) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);    /* (__exit__ runs whatever happened) */
+        if (serve_pause(args[5], 0) < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            Py_CLEAR(out);
             goto release;
         }
+        PyErr_Restore(type, value, tb);
     }
-    out = PyLong_FromSsize_t((Py_ssize_t)got);
-    goto release;
-not_taken:
-    out = Py_BuildValue("(y#i)", (const char *)buf, (Py_ssize_t)got, 0);
+    if (failed) goto release;
+    if (pos == have && served == 1 && ran == NULL && status == 0) {
+        out = PyLong_FromSsize_t(taken);        /* the usual twoway call */
+        goto release;
+    }
+    if (taken > 0 || more) {
+        out = Py_BuildValue("(nnOy#i)", taken, served, ran != NULL ? ran : Py_None,
+                            (const char *)buf + pos, (Py_ssize_t)(have - pos), status);
+        goto release;
+    }
+    out = Py_BuildValue("(y#i)", (const char *)buf, (Py_ssize_t)have, 0);
 release:
-    Py_XDECREF(done);
+    Py_XDECREF(ran);
     PyBuffer_Release(&view);
     return out;
 }
@@ -3611,6 +3843,8 @@ static PyMethodDef speedups_methods[] = {
      decode_reply_doc},
 #ifndef _WIN32
     {"exchange", (PyCFunction)(void (*)(void))speedups_exchange, METH_FASTCALL, exchange_doc},
+    {"send_request", (PyCFunction)(void (*)(void))speedups_send_request, METH_FASTCALL,
+     send_request_doc},
     {"serve_exchange", (PyCFunction)(void (*)(void))speedups_serve_exchange, METH_FASTCALL,
      serve_exchange_doc},
 #endif

@@ -19,10 +19,11 @@ from pycdr.errors import PycdrError
 from pycdr.giop.messages import (CancelRequest, CloseConnection, LocateReply, Reply,
                                  ReplyStatus, Request, decode_message, encode_fragments,
                                  encode_message)
-from pycdr.giop.sysexc import BAD_OPERATION, COMM_FAILURE, TIMEOUT, CompletionStatus
+from pycdr.giop.sysexc import (BAD_OPERATION, BAD_PARAM, COMM_FAILURE, TIMEOUT,
+                               CompletionStatus)
 from pycdr.orb import blocking
 from pycdr.orb.sync import SyncORB
-from test_orb_threads import RawServer
+from test_orb_threads import RawServer, read_raw_message
 
 ECHO = load_echo_module().interfaces[ECHO_INTERFACE]
 
@@ -234,3 +235,185 @@ def test_a_send_that_fails_is_comm_failure(impl, lane_calls):
                 echo.echo_long(2)
             assert isinstance(caught.value.__cause__, OSError)
             assert conn.closed
+
+
+# --- oneway calls and large octet tails (send_request; exchange's tail) ------------------
+BULK = bytes(range(256)) * 160             # 40 KiB: over TAIL_MIN, sent as a tail
+HUGE = bytes(range(256)) * (3 << 12)       # 3 MiB: more than a socket buffer takes at once
+
+
+def recording_raw(script=()):
+    """A RawServer handler recording every message's bytes (server.raw) and answering the
+    twoway ones: ``script[n](request, sock)`` for the n-th, echo_long's Reply after."""
+    steps = list(script)
+
+    def handle(server, index, sock):
+        while True:
+            data = read_raw_message(sock)
+            if data is None:
+                return
+            server.raw.append(data)
+            msg = decode_message(data)[0]
+            if isinstance(msg, Request) and msg.response_expected:
+                step = steps.pop(0) if steps else whole
+                if step(msg, sock) == "close":
+                    return
+    return handle
+
+
+def echo_octets_reply(request, sock):
+    sock.sendall(reply(request, octets_body(request.body[4:], request.little)))
+
+
+@pytest.fixture
+def counted_lanes(monkeypatch):
+    """{"send_request": [request ids], "tails": [tail sizes]}: the oneway calls sent in
+    one C call, and the lanes' calls (either kind) whose last argument went as a tail."""
+    seen = {"send_request": [], "tails": []}
+    if blocking.send_request is not None:
+        real_send, real_exchange = blocking.send_request, blocking.exchange
+
+        def send_request(*args):
+            out = real_send(*args)
+            if out is not None:
+                seen["send_request"].append(args[3])
+                if args[7] is not None:
+                    seen["tails"].append(len(args[7]))
+            return out
+
+        def exchange(*args):
+            out = real_exchange(*args)
+            if out is not None and len(args) == 11 and args[10] is not None:
+                seen["tails"].append(len(args[10]))
+            return out
+        monkeypatch.setattr(blocking, "send_request", send_request)
+        monkeypatch.setattr(blocking, "exchange", exchange)
+    return seen
+
+
+def oneway_calls(echo, orb):
+    """The calls whose bytes are compared: oneway ones (small, a tail, a tail larger than
+    the socket's buffers: partial sends), twoway ones with a tail, and a mix."""
+    echo.note("first")
+    echo.note("é" * 100)
+    assert echo.echo_octets(BULK) == BULK
+    echo.send_oneway("echo_octets", BULK)
+    echo.send_oneway("echo_octets", HUGE)
+    echo.send_oneway("echo_octets", b"short")
+    assert echo.echo_long(7) == 7
+    echo.note("last")
+    assert echo.echo_octets(HUGE) == HUGE
+
+
+def test_oneway_and_tail_calls_send_the_general_paths_bytes(monkeypatch, counted_lanes):
+    """The same calls with the C path on and off (pure: off only) put the same bytes on
+    the wire, message for message; with it on, the oneway calls and tails took the lanes.
+    (Off, the lanes are gone too: a lane that finds the C path off has drawn a request id
+    the general path then does not use, and the ids would differ.)"""
+    from pycdr import _cmarshal, marshal
+    c_path = marshal.IMPLEMENTATION == "c"
+    wires = {}
+    lanes = blocking.exchange, blocking.send_request
+    for enabled in ((True, False) if c_path else (False,)):
+        monkeypatch.setattr(_cmarshal, "enabled", enabled)
+        if not enabled:
+            monkeypatch.setattr(blocking, "exchange", None)
+            monkeypatch.setattr(blocking, "send_request", None)
+        counted_lanes["send_request"].clear()
+        counted_lanes["tails"].clear()
+        script = [whole, echo_octets_reply, whole, echo_octets_reply]
+        server = RawServer(recording_raw(script))
+        server.raw = []
+        with server:
+            with SyncORB(timeout=10) as orb:
+                echo = orb.string_to_object(server.corbaloc(), ECHO)
+                assert echo.echo_long(1) == 1          # (the CodeSets context)
+                oneway_calls(echo, orb)
+        wires[enabled] = server.raw
+        if enabled and lanes[1] is not None:
+            # note x3 and the three oneway echo_octets; the tails: BULK twice, HUGE twice
+            assert len(counted_lanes["send_request"]) == 6, counted_lanes
+            assert sorted(counted_lanes["tails"]) == [len(BULK)] * 2 + [len(HUGE)] * 2
+        else:
+            assert counted_lanes == {"send_request": [], "tails": []}
+    if c_path:
+        assert len(wires[True]) == len(wires[False]) == 10
+        for sent_c, sent_python in zip(wires[True], wires[False]):
+            assert sent_c == sent_python
+
+
+def test_a_oneway_argument_the_plans_refuse_is_bad_param_as_on_the_general_path(
+        impl, counted_lanes):
+    server = RawServer(recording_raw())
+    server.raw = []
+    with server:
+        with SyncORB(timeout=5) as orb:
+            echo = orb.string_to_object(server.corbaloc(), ECHO)
+            assert echo.echo_long(1) == 1
+            with pytest.raises(BAD_PARAM):
+                echo.note(12)                  # (not a string: nothing sent)
+            echo.note("after")
+            assert echo.echo_long(2) == 2
+    # The CodeSets call, the note and the last call: nothing of the refused one.
+    assert len(server.raw) == 3
+    assert len(counted_lanes["send_request"]) == (1 if impl == "c" else 0)
+
+
+def test_a_oneway_send_that_fails_is_comm_failure(impl, counted_lanes):
+    with RawServer(scripted([whole])) as server:
+        with SyncORB(timeout=5) as orb:
+            echo = orb.string_to_object(server.corbaloc(), ECHO)
+            assert echo.echo_long(1) == 1
+            conn = next(iter(orb.blocking._connections.values()))
+            conn.sock.shutdown(socket.SHUT_WR)
+            with pytest.raises(COMM_FAILURE) as caught:
+                echo.note("x")
+            assert isinstance(caught.value.__cause__, OSError)
+            assert conn.closed
+
+
+def test_a_oneway_tail_the_peer_does_not_read_ends_at_the_deadline(impl):
+    """A peer that stops reading: the send of a large tail waits up to the call's
+    deadline (SO_SNDTIMEO, EAGAIN), then COMM_FAILURE from BlockingIOError, both paths."""
+    def handle(server, index, sock):
+        data = read_raw_message(sock)          # the first call: answered
+        if data is None:
+            return
+        sock.sendall(answer_long(decode_message(data)[0]))
+        time.sleep(3)                          # then reads nothing
+    with RawServer(handle) as server:
+        with SyncORB(timeout=0.5) as orb:
+            echo = orb.string_to_object(server.corbaloc(), ECHO)
+            assert echo.echo_long(1) == 1
+            started = time.monotonic()
+            with pytest.raises(COMM_FAILURE) as caught:
+                for _ in range(8):
+                    blocking.invoke(orb.blocking, echo.ref, "echo_octets", (HUGE,),
+                                    timeout=0.5, oneway=True)
+            assert isinstance(caught.value.__cause__, BlockingIOError)
+            assert time.monotonic() - started < 3
+
+
+def test_a_lanes_tail_is_what_arguments_tail_gives():
+    """_Lane.tail (the bound looked up once) against arguments_tail, for the last
+    parameter unbounded, bounded, not octets, out, and values around TAIL_MIN."""
+    from types import SimpleNamespace
+    from pycdr import tc
+    from pycdr.orb.invocation import TAIL_MIN, arguments_tail, dynamic_operation
+    template = SimpleNamespace(prefix=b"", request_id_at=0)
+    ops = [dynamic_operation("a", [("x", "in", tc.sequence(tc.octet))]),
+           dynamic_operation("b", [("x", "in", tc.long),
+                                   ("y", "in", tc.sequence(tc.octet, TAIL_MIN + 10))]),
+           dynamic_operation("c", [("x", "in", tc.sequence(tc.char))]),
+           dynamic_operation("d", [("x", "in", tc.sequence(tc.octet)),
+                                   ("y", "out", tc.long)]),
+           dynamic_operation("e", [])]
+    values = [b"", bytes(TAIL_MIN - 1), bytes(TAIL_MIN), bytes(TAIL_MIN + 10),
+              bytes(TAIL_MIN + 11), bytearray(TAIL_MIN), "x" * TAIL_MIN]
+    for op in ops:
+        lane = blocking._Lane(op, template)
+        for value in values:
+            args = tuple([1] * (len(op.in_params) - 1) + [value]) if op.in_params else ()
+            want = arguments_tail(op, args)
+            got = lane.tail(args) if lane.tail_bound is not None else None
+            assert got is want, (op.name, len(value))

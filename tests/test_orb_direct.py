@@ -196,9 +196,47 @@ def test_a_method_that_turns_out_to_await_leaves_the_fast_path(c_only):
     assert h.served_directly == 2         # (the awaiting one counted; not the last)
 
 
+class Noting:
+    """A servant of the oneway operation note: a list of what it was given; it raises
+    for "boom" and returns a value (which a method without results must not) for
+    "value"."""
+    def __init__(self):
+        self.notes = []
+
+    def note(self, text):
+        if text == "boom":
+            raise RuntimeError("a oneway call's servant failing")
+        self.notes.append(text)
+        return 5 if text == "value" else None
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop1.{v[1]}")
+def test_oneway_requests_of_an_operation_without_results_are_served_directly(
+        version, monkeypatch, caplog):
+    """A oneway request (response flags 0) of a learnt operation without results: its
+    servant runs in C and nothing is sent, as on the general path; a servant that
+    raises or returns a value is judged by the general path (logged, nothing sent)."""
+    texts = ["learn", "a", "boom", "b", "value", "c"]
+    messages = [lambda key, text=text, rid=rid: request(key, "note", (text,), flags=0,
+                                                        version=version, rid=rid)
+                for rid, text in enumerate(texts, 1)]
+    servants = []
+
+    def make():
+        servants.append(Noting())
+        return ClassServant(ECHO, servants[-1])
+    (fast, taken), (general, none_taken) = replies_both_ways(make, messages, monkeypatch)
+    assert fast == general == [[]] * len(texts)
+    assert servants[0].notes == servants[1].notes == ["learn", "a", "b", "value", "c"]
+    assert none_taken == 0
+    if C_PATH:
+        # a, b, c: served in C; boom and value ran in C, the general path judged them
+        assert taken == 5, taken
+
+
 def test_not_taken_is_left_to_the_general_path(c_only):
-    """What the fast path leaves alone: service contexts, oneway and
-    SYNC_WITH_SERVER requests, a LocateRequest, another key, a fragment, a request id
+    """What the fast path leaves alone: service contexts, oneway requests of an
+    operation with results, SYNC_WITH_SERVER requests, a LocateRequest, another key, a fragment, a request id
     still outstanding, a deactivated servant."""
     impl = Behaving()
     h = Harness(ClassServant(ECHO, impl))

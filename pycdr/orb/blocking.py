@@ -37,8 +37,8 @@ from ..giop.sysexc import (COMM_FAILURE, IMP_LIMIT, OBJECT_NOT_EXIST, OMG_VMCID,
 from ..idl.model import Operation
 from .aio import set_socket_buffers
 from .client import SEND_AGAIN, ClientOptions, Invocation, ObjectRef, PeerClosed, RequestEncoder
-from .invocation import (IS_A, NON_EXISTENT, arguments_tail, decode_reply, exchange,
-                         octet_sequence_bound, values_to_results)
+from .invocation import (IS_A, NON_EXISTENT, TAIL_MIN, decode_reply, exchange,
+                         octet_sequence_bound, send_request, values_to_results)
 from .tls import Endpoint, connect
 
 log = logging.getLogger("pycdr.orb.blocking")
@@ -127,11 +127,11 @@ class BlockingClient:
 
 
 class _Lane:
-    """What a twoway call of one operation on one object key needs to be made in one
-    C call (_speedups.exchange) on a connection: its Request template's bytes and the
-    plans of its arguments and results."""
+    """What a call of one operation on one object key needs to be made in one C call
+    on a connection (_speedups.exchange for a twoway call, send_request for a oneway
+    one): its Request template's bytes and the plans of its arguments and results."""
     __slots__ = ("op", "template", "prefix", "request_id_at", "in_plans", "result_plans",
-                 "tail_possible")
+                 "tail_bound")
 
     def __init__(self, op: Operation, template):
         self.op = op
@@ -140,10 +140,22 @@ class _Lane:
         self.request_id_at = template.request_id_at
         self.in_plans = op.in_plans
         self.result_plans = op.result_plans
-        # (a large trailing octet sequence goes as a tail, without a copy: not here)
+        # A large trailing octet sequence goes as a tail, after the encoded bytes and
+        # without a copy, as the general path sends it: the bound of the last parameter
+        # when it is a sequence<octet> (0: unbounded), else None; tail() decides per call.
         params = op.in_params
-        self.tail_possible = bool(params) and \
-            octet_sequence_bound(params[-1].type) is not None
+        self.tail_bound = octet_sequence_bound(params[-1].type) if params else None
+
+    def tail(self, args: tuple):
+        """What arguments_tail(op, args) gives (``args`` as many as the parameters),
+        without looking the bound up again (a plan lookup per call)."""
+        bound = self.tail_bound
+        if bound is None:
+            return None
+        last = args[-1]
+        if type(last) is not bytes or len(last) < TAIL_MIN or (bound and len(last) > bound):
+            return None
+        return last
 
 
 class BlockingConnection(RequestEncoder):
@@ -214,11 +226,15 @@ class BlockingConnection(RequestEncoder):
                 raise PeerClosed()
             if self.sock is None:
                 self._connect()
-            if self._fd is not None and response_expected and type(args) is tuple and \
-                    self.giop.idle:
-                answer = self._exchange(version, little, key, op, args, deadline)
-                if answer is not _NOT_TAKEN:
-                    return answer
+            if self._fd is not None and type(args) is tuple:
+                if not response_expected:
+                    # (nothing is read: what waits in the GiopConnection stays there)
+                    if self._send_oneway(version, little, key, op, args, deadline):
+                        return None
+                elif self.giop.idle:
+                    answer = self._exchange(version, little, key, op, args, deadline)
+                    if answer is not _NOT_TAKEN:
+                        return answer
             rid, data = self.encode_request(version, little, key, op, args, response_expected)
             try:
                 self._limit_waits(deadline)
@@ -236,12 +252,14 @@ class BlockingConnection(RequestEncoder):
             finally:
                 self._awaited = self._values = None
 
-    def _lane(self, version, little, key, op: Operation) -> _Lane | None:
+    def _lane(self, version, little, key, op: Operation,
+              response_expected: bool = True) -> _Lane | None:
         """The lane of ``op`` on ``key`` (made now), or None when its calls take the
         general path: a Request with service contexts (the first, with the CodeSets
         context, makes no lane), fragments, or chars in a code set the C plans do not
-        write."""
-        index = (op.name, key, version, little)
+        write.  Oneway and twoway calls have lanes of their own (their templates'
+        response flags differ)."""
+        index = (op.name, key, version, little, response_expected)
         lane = self._lanes.get(index, _NOT_TAKEN)
         if lane is None:
             return None
@@ -251,7 +269,8 @@ class BlockingConnection(RequestEncoder):
             self._lanes.clear()
         lane = None
         if self.orb.options.fragment_size is None and self.chars_in_c():
-            lane = _Lane(op, self._request_template(version, little, key, op.name, True))
+            lane = _Lane(op, self._request_template(version, little, key, op.name,
+                                                    response_expected))
         self._lanes[index] = lane
         return lane
 
@@ -261,19 +280,19 @@ class BlockingConnection(RequestEncoder):
         its template and plans, sent, and the Reply read; its values when it came whole
         and NO_EXCEPTION, else what the general path makes of the bytes read (the Reply,
         TIMEOUT, COMM_FAILURE...); _NOT_TAKEN when nothing was sent."""
-        lane = self._lanes.get((op.name, key, version, little))
+        lane = self._lanes.get((op.name, key, version, little, True))
         if lane is None or lane.op is not op:
             lane = self._lane(version, little, key, op)
-        if lane is None or len(args) != len(lane.in_plans) or \
-                (lane.tail_possible and arguments_tail(op, args) is not None):
+        if lane is None or len(args) != len(lane.in_plans):
             return _NOT_TAKEN
+        tail = lane.tail(args) if lane.tail_bound is not None else None
         giop = self.giop
         rid = giop.next_request_id()
         try:
             self._limit_waits(deadline)
             out = exchange(self._fd, lane.prefix, lane.request_id_at, rid, little,
                            lane.in_plans, args, lane.result_plans, self._scratch,
-                           self._lane_limit)
+                           self._lane_limit, tail)
         except OSError as e:
             self._close()
             raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
@@ -295,6 +314,32 @@ class BlockingConnection(RequestEncoder):
             return self._reply_to(rid, version, little, deadline)
         finally:
             self._awaited = self._values = None
+
+    def _send_oneway(self, version, little, key, op: Operation, args: tuple,
+                     deadline: float | None) -> bool:
+        """A oneway call in one C call (_speedups.send_request): the Request's bytes from
+        its template and plans (a large trailing octet sequence after them, not copied),
+        sent whole; whether it was (False: nothing sent, the general path encodes it)."""
+        lane = self._lanes.get((op.name, key, version, little, False))
+        if lane is None or lane.op is not op:
+            lane = self._lane(version, little, key, op, False)
+        if lane is None or len(args) != len(lane.in_plans):
+            return False
+        tail = lane.tail(args) if lane.tail_bound is not None else None
+        rid = self.giop.next_request_id()
+        try:
+            self._limit_waits(deadline)
+            out = send_request(self._fd, lane.prefix, lane.request_id_at, rid, little,
+                               lane.in_plans, args, tail)
+        except OSError as e:
+            self._close()
+            raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+        if out is None:             # a value the plans do not write: nothing sent
+            return False
+        if out:                     # the send failed (as send_message's OSError)
+            self._close()
+            raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from OSError(out, os.strerror(out))
+        return True
 
     def _take_reply(self, raw) -> bool:
         """The GiopConnection's take_directly: the awaited Reply's values, when it

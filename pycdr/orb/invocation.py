@@ -31,9 +31,11 @@ if IMPLEMENTATION == "c":
     # The blocking client's whole twoway call (blocking.BlockingConnection) and the
     # threaded server's read-serve-reply (threads.ThreadConnection): POSIX only.
     exchange = getattr(_speedups, "exchange", None)
+    send_request = getattr(_speedups, "send_request", None)      # (its oneway call)
     serve_exchange = getattr(_speedups, "serve_exchange", None)
 else:
-    decode_reply = encode_request = serve_request = exchange = serve_exchange = None
+    decode_reply = encode_request = serve_request = exchange = send_request = \
+        serve_exchange = None
 
 
 def is_void(type_code) -> bool:

@@ -405,7 +405,8 @@ class RequestDispatch(abc.ABC):
         self.last_version = _VERSIONS[raw[5]]
         if type(done) is bytes:
             self.server.requests_served += 1
-            self._write(done)
+            if done:                    # (b"": a oneway request, nothing to answer)
+                self._write(done)
             return True
         self._answer_ran(done)
         return True
@@ -414,10 +415,11 @@ class RequestDispatch(abc.ABC):
         """Answer a Request whose servant ran in C (serve_request's tuple ``done``) but
         whose outcome needs the general path: an exception, a value the plans did not
         write, an awaitable."""
-        op, request_id, minor, little, what, raised = done
+        op, request_id, minor, little, what, raised, flags = done
         req = Request(version=_VERSIONS[minor], little=bool(little), request_id=request_id,
-                      response_flags=3, operation=op.name)
-        self.giop.outstanding.add(request_id)        # (as if handed out: the reply books it)
+                      response_flags=flags, operation=op.name)
+        if flags:                   # (a oneway request, flags 0, is neither booked nor answered)
+            self.giop.outstanding.add(request_id)    # (as if handed out: the reply books it)
         if raised:
             try:
                 raise what

@@ -188,8 +188,8 @@ class ThreadConnection(RequestDispatch):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(None)
         self.sock = sock
-        # While nothing received waits in the GiopConnection, a read that brings one
-        # whole Request the C path takes is served in one C call (serve_exchange), into
+        # While nothing received waits in the GiopConnection, a read that begins with
+        # whole Requests the C path takes serves them in one C call (serve_exchange), into
         # the GiopConnection's read buffer (it copies out what it frames).
         self._scratch = scratch
         self._in_c = serve_exchange is not None and type(sock) is socket.socket
@@ -279,9 +279,9 @@ class ThreadConnection(RequestDispatch):
         return True
 
     def _serve_in_c(self) -> bool:
-        """One read, and the Request it brings served in the same C call when it is
-        one whole Request of an operation _learn_direct entered (serve_exchange); else
-        what was read goes to the GiopConnection, as _receive does.  False when the
+        """One read, and the whole Requests it begins with served in the same C call
+        while they are Requests of operations _learn_direct entered (serve_exchange);
+        what was read past them goes to the GiopConnection, as _receive gives it.  False when the
         connection is to close (the peer closed, the idle time passed, a send failed)."""
         if self.closed:                 # (a Reply's send failed on the general path)
             return False
@@ -292,7 +292,8 @@ class ThreadConnection(RequestDispatch):
                 set_wait_limit(self.sock, limit)
                 self._wait_limit = limit
             out = serve_exchange(self.sock, self._direct, giop.outstanding, self._scratch,
-                                 self._lane_limit, GC_PAUSE)
+                                 self._lane_limit, GC_PAUSE,
+                                 self.limits.incomplete_message_timeout)
         except OSError:
             return False
         if type(out) is int:
@@ -306,12 +307,29 @@ class ThreadConnection(RequestDispatch):
         if out is None:                 # the C path is off: the general path reads
             self._in_c = False
             return True
-        data, status = out
-        if type(data) is int:           # the servant ran: the general path answers
-            giop.took_whole(data)
-            self.last_version = _VERSIONS[self._scratch[5]]
-            self._answer_ran(status)
-            return True
+        if len(out) == 5:
+            # Several whole Requests served (a stream of oneway calls), or one whose
+            # servant ran for the general path to answer, or a message the read ended
+            # inside read whole; then what followed them, and how reading a started
+            # message's rest ended.
+            taken, served, ran, data, status = out
+            if taken:
+                giop.took_whole(taken)
+                self.server.requests_served += served
+                # (the version of the one answered last, or of one at the buffer's start:
+                # for a CloseConnection; a message handed back sets it when handled)
+                minor = ran[2] if ran is not None else self._scratch[5]
+                self.last_version = _VERSIONS.get(minor, self.last_version)
+                if ran is not None:
+                    self._answer_ran(ran)
+            if status in (errno.EAGAIN, errno.EWOULDBLOCK):
+                if data:
+                    giop.receive_data(data)
+                log.warning("%s: message incomplete after %.1f s: closing", self.peer,
+                            self.limits.incomplete_message_timeout)
+                return False
+        else:
+            data, status = out
         if data:
             giop.receive_data(data)
         if status == 0 or status == errno.EINTR:
