@@ -27,6 +27,7 @@ import ssl
 import struct
 import threading
 import time
+from time import monotonic
 
 from ..errors import MessageTooLargeError
 from ..giop.events import NEED_DATA, TAKEN, ConnectionClosed, MessageReceived, ProtocolViolation
@@ -131,14 +132,19 @@ class _Lane:
     on a connection (_speedups.exchange for a twoway call, send_request for a oneway
     one): its Request template's bytes and the plans of its arguments and results."""
     __slots__ = ("op", "template", "prefix", "request_id_at", "in_plans", "result_plans",
-                 "tail_bound")
+                 "tail_bound", "argc", "version", "little", "key")
 
-    def __init__(self, op: Operation, template):
+    def __init__(self, op: Operation, template, version=None, little=None, key=None):
         self.op = op
+        # (where its calls go: what lane_call needs to fall back to the general path)
+        self.version = version
+        self.little = little
+        self.key = key
         self.template = template
         self.prefix = template.prefix
         self.request_id_at = template.request_id_at
         self.in_plans = op.in_plans
+        self.argc = len(op.in_plans)
         self.result_plans = op.result_plans
         # A large trailing octet sequence goes as a tail, after the encoded bytes and
         # without a copy, as the general path sends it: the bound of the last parameter
@@ -185,6 +191,14 @@ class BlockingConnection(RequestEncoder):
         self.sock: socket.socket | None = None
         self.closed = False
         self._wait_limit: float | None = None       # as set_wait_limit left it
+        # Whether lane_call may send a twoway call without looking further: the plain
+        # socket is open and nothing waits in the GiopConnection (call's checks: _fd,
+        # giop.idle), kept here instead of asked on every call.  Only this object's
+        # methods feed its GiopConnection, under lock: each path that may leave bytes
+        # or events in it (the general path, a Reply the lane handed back) clears the
+        # flag first and sets it from giop.idle once its Reply is in; a Reply exchange
+        # took whole leaves it idle; _close clears it.  Read and written under lock.
+        self._lane_ready = False
 
     def _connect(self) -> None:
         try:
@@ -235,22 +249,31 @@ class BlockingConnection(RequestEncoder):
                     answer = self._exchange(version, little, key, op, args, deadline)
                     if answer is not _NOT_TAKEN:
                         return answer
-            rid, data = self.encode_request(version, little, key, op, args, response_expected)
-            try:
-                self._limit_waits(deadline)
-                send_message(self.sock, data)
-            except OSError as e:
-                # (a send timing out leaves part of a message on the stream)
-                self._close()
-                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
-            if not response_expected:
-                return None
-            if self.chars_in_c():
-                self._awaited = {rid: op.result_plans}
-            try:
-                return self._reply_to(rid, version, little, deadline)
-            finally:
-                self._awaited = self._values = None
+            return self._general(version, little, key, op, args, response_expected, deadline)
+
+    def _general(self, version, little, key, op: Operation, args, response_expected: bool,
+                 deadline: float | None):
+        """call's general path (under lock): the Request encoded in Python or by
+        encode_request, sent, and its Reply read through the GiopConnection."""
+        self._lane_ready = False
+        rid, data = self.encode_request(version, little, key, op, args, response_expected)
+        try:
+            self._limit_waits(deadline)
+            send_message(self.sock, data)
+        except OSError as e:
+            # (a send timing out leaves part of a message on the stream)
+            self._close()
+            raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+        if not response_expected:
+            return None
+        if self.chars_in_c():
+            self._awaited = {rid: op.result_plans}
+        try:
+            reply = self._reply_to(rid, version, little, deadline)
+        finally:
+            self._awaited = self._values = None
+        self._lane_ready = self._fd is not None and self.giop.idle
+        return reply
 
     def _lane(self, version, little, key, op: Operation,
               response_expected: bool = True) -> _Lane | None:
@@ -270,7 +293,7 @@ class BlockingConnection(RequestEncoder):
         lane = None
         if self.orb.options.fragment_size is None and self.chars_in_c():
             lane = _Lane(op, self._request_template(version, little, key, op.name,
-                                                    response_expected))
+                                                    response_expected), version, little, key)
         self._lanes[index] = lane
         return lane
 
@@ -296,24 +319,111 @@ class BlockingConnection(RequestEncoder):
         except OSError as e:
             self._close()
             raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
-        kind = type(out)
-        if kind is tuple:           # (size, values): the usual Reply, taken whole
+        if type(out) is tuple:      # (size, values): the usual Reply, taken whole
             giop.took_whole(out[0])
+            self._lane_ready = True
             return out[1]
         if out is None:             # a value the plans do not write: nothing sent
             return _NOT_TAKEN
-        if kind is int:             # the send failed (as send_message's OSError)
+        return self._exchanged(lane, rid, out, deadline)
+
+    def lane_call(self, lane: _Lane, args: tuple, deadline: float | None):
+        """A twoway call of ``lane`` (a lane this connection made) with the least Python
+        per call: what call and _exchange do on the lane, inline, once _lane_ready says
+        their checks hold.  The values of the usual Reply; else what call gives (a Reply,
+        or its exceptions, PeerClosed included); _NOT_TAKEN when nothing was done (the
+        caller takes the whole path, call)."""
+        with self.lock:
+            if not self._lane_ready or len(args) != lane.argc:
+                return _NOT_TAKEN
+            bound = lane.tail_bound
+            tail = None
+            if bound is not None:           # (lane.tail, inline)
+                last = args[-1]
+                if type(last) is bytes and len(last) >= TAIL_MIN and \
+                        not (bound and len(last) > bound):
+                    tail = last
+            giop = self.giop
+            rid = giop.next_request_id()
+            try:
+                # (_limit_waits, inline where it leaves the kernel's limit alone)
+                if deadline is None:
+                    if self._wait_limit is not None:
+                        self._limit_waits(None)
+                elif self._wait_limit is None or \
+                        deadline - monotonic() < 0.95 * self._wait_limit:
+                    self._limit_waits(deadline)
+                out = exchange(self._fd, lane.prefix, lane.request_id_at, rid, lane.little,
+                               lane.in_plans, args, lane.result_plans, self._scratch,
+                               self._lane_limit, tail)
+            except OSError as e:
+                self._close()
+                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+            if type(out) is tuple:
+                giop.took_whole(out[0])
+                return out[1]
+            if out is None:
+                # Nothing sent (a value the plans do not write, or the C path off): the
+                # general path, as call takes it after _exchange (the id drawn is skipped).
+                return self._general(lane.version, lane.little, lane.key, lane.op, args,
+                                     True, deadline)
+            return self._exchanged(lane, rid, out, deadline)
+
+    def lane_send(self, lane: _Lane, args: tuple, deadline: float | None):
+        """A oneway call of ``lane`` with the least Python per call (call and
+        _send_oneway's work, inline): None once sent; _NOT_TAKEN when nothing was done."""
+        with self.lock:
+            fd = self._fd
+            if fd is None or len(args) != lane.argc:
+                return _NOT_TAKEN
+            bound = lane.tail_bound
+            tail = None
+            if bound is not None:
+                last = args[-1]
+                if type(last) is bytes and len(last) >= TAIL_MIN and \
+                        not (bound and len(last) > bound):
+                    tail = last
+            rid = self.giop.next_request_id()
+            try:
+                if deadline is None:
+                    if self._wait_limit is not None:
+                        self._limit_waits(None)
+                elif self._wait_limit is None or \
+                        deadline - monotonic() < 0.95 * self._wait_limit:
+                    self._limit_waits(deadline)
+                out = send_request(fd, lane.prefix, lane.request_id_at, rid, lane.little,
+                                   lane.in_plans, args, tail)
+            except OSError as e:
+                self._close()
+                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+            if out is None:
+                return self._general(lane.version, lane.little, lane.key, lane.op, args,
+                                     False, deadline)
+            if out:
+                self._close()
+                raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from OSError(out, os.strerror(out))
+            return None
+
+    def _exchanged(self, lane: _Lane, rid: int, out, deadline: float | None):
+        """What exchange gave when it was not the usual Reply taken whole: the send's
+        errno (COMM_FAILURE), or the bytes read, which the general path frames."""
+        self._lane_ready = False
+        if type(out) is int:        # the send failed (as send_message's OSError)
             self._close()
             raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from OSError(out, os.strerror(out))
         # Sent; what was read goes through the general path, as if it had read it.
+        giop = self.giop
+        version, little = lane.version, lane.little
         giop.book_templated(lane.template, rid)
         if out:
             giop.receive_data(out)
         self._awaited = {rid: lane.result_plans}
         try:
-            return self._reply_to(rid, version, little, deadline)
+            reply = self._reply_to(rid, version, little, deadline)
         finally:
             self._awaited = self._values = None
+        self._lane_ready = self._fd is not None and self.giop.idle
+        return reply
 
     def _send_oneway(self, version, little, key, op: Operation, args: tuple,
                      deadline: float | None) -> bool:
@@ -429,6 +539,7 @@ class BlockingConnection(RequestEncoder):
 
     def _close(self) -> None:
         self.closed = True
+        self._lane_ready = False
         self._fd = None
         self.client.forget(self)
         self.giop.release_buffers()
@@ -473,6 +584,72 @@ class BlockingInvocation(Invocation):
             if answer is not SEND_AGAIN:
                 return answer
 
+    def resume(self, client: BlockingClient, conn: BlockingConnection, reply):
+        """Go on from what a lane call (lane_call, lane_send) on ``conn`` gave, other
+        than values, None (a oneway call sent) or _NOT_TAKEN, as run goes on from
+        conn.call's: a Reply (its results or exception, or a LOCATION_FORWARD's new
+        send), PeerClosed (sent again)."""
+        if reply is PeerClosed:
+            self._closed_before_reply()
+            return self.run(client)
+        answer = self._answer(reply, conn)
+        return self.run(client) if answer is SEND_AGAIN else answer
+
+
+def operation_caller(client: BlockingClient, ref: ObjectRef, op: Operation):
+    """The function SyncObjectRef gives for an operation: ``f(*args, timeout=-1)``,
+    a BlockingInvocation's run, but with the least Python on an established lane.
+
+    Once a call has gone the whole way and left a lane for ``op`` on the connection
+    its route uses, the next ones call that connection's lane_call (lane_send when
+    oneway) directly, as long as the reference's route is the one the lane was found
+    for (a LOCATION_FORWARD, or its end, changes it) and the connection is open.
+    Everything else -- the first call, no lane (TLS, octet views, fragments, other
+    code sets, the C path off), a busy GiopConnection, a closed connection, a Reply
+    that is not the usual one -- takes the whole path, or goes on from where the lane
+    left it (BlockingInvocation.resume), as conn.call's caller would."""
+    oneway = op.oneway
+    index = (op.name, not oneway)
+    known = None        # (route, connection, lane): one object, so threads see all or none
+
+    def call_operation(*args, timeout: float | None = -1):
+        nonlocal known
+        if timeout == -1:
+            timeout = ref._timeout
+        deadline = None if timeout is None else monotonic() + timeout
+        if known is not None:
+            route, conn, lane = known
+            if ref._route is route and ref._route_of is (ref._forward or ref._ior) \
+                    and not conn.closed:
+                try:
+                    if oneway:
+                        reply = conn.lane_send(lane, args, deadline)
+                    else:
+                        reply = conn.lane_call(lane, args, deadline)
+                except PeerClosed:
+                    reply = PeerClosed
+                if type(reply) is list:     # the values of a NO_EXCEPTION Reply
+                    n = len(reply)
+                    return reply[0] if n == 1 else tuple(reply) if n else None
+                if reply is None:           # a oneway call sent
+                    return None
+                if reply is not _NOT_TAKEN:
+                    invocation = BlockingInvocation(ref, op, args, timeout, oneway)
+                    invocation._deadline = deadline
+                    return invocation.resume(client, conn, reply)
+        invocation = BlockingInvocation(ref, op, args, timeout, oneway)
+        invocation._deadline = deadline     # (the one the lane would have used)
+        answer = invocation.run(client)
+        # The lane this call left, for the next ones (the route as run last used it).
+        route = ref._route
+        conn = client._connections.get(route[3])
+        if conn is not None and not conn.closed:
+            lane = conn._lanes.get((index[0], route[0].object_key, route[1], ref._little,
+                                    index[1]))
+            known = (route, conn, lane) if lane is not None and lane.op is op else None
+        return answer
+    return call_operation
+
 
 def invoke(client: BlockingClient, ref: ObjectRef, op: Operation | str, args,
            timeout: float | None = -1, oneway: bool | None = None):
@@ -497,4 +674,4 @@ def non_existent(client: BlockingClient, ref: ObjectRef, timeout=-1) -> bool:
 
 
 __all__ = ["BlockingClient", "BlockingConnection", "BlockingInvocation", "invoke",
-           "send_message"]
+           "operation_caller", "send_message"]

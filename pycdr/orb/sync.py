@@ -129,12 +129,10 @@ class SyncObjectRef:
             if name in _BLOCKING:
                 return functools.partial(_BLOCKING[name], client, self.ref)
             if name in self.ref._operations:
-                ref, op = self.ref, self.ref._operations[name]
-                run = blocking_calls.BlockingInvocation
-
-                def call_operation(*args, timeout: float | None = -1):
-                    return run(ref, op, args, ref._timeout if timeout == -1 else timeout,
-                               op.oneway).run(client)
+                # (a BlockingInvocation's run, straight to the connection's lane once
+                # it has one: blocking.operation_caller)
+                call_operation = blocking_calls.operation_caller(
+                    client, self.ref, self.ref._operations[name])
                 call_operation.__name__ = name
                 # Kept as this object's attribute: later calls find it without
                 # __getattr__ (the reference and the client do not change).
