@@ -119,6 +119,45 @@ def test_a_warm_call_runs_few_python_functions():
         assert 4 < the_connection(orb)._wait_limit <= 5
 
 
+@needs_lanes
+def test_a_warm_invoke_runs_few_python_functions():
+    """SyncObjectRef.invoke keeps an operation function per operation: one Python
+    function more than echo.echo_long(...) (before: twelve)."""
+    with raw_server() as server, SyncORB(timeout=5) as orb:
+        echo = orb.string_to_object(server.corbaloc(), ECHO)
+        op = echo.ref.operation("echo_long")
+        for i in range(3):
+            assert echo.invoke(op, i) == i
+            assert echo.invoke("echo_long", i) == i
+            echo.invoke("note", "warm")
+        for how in (op, "echo_long"):
+            assert echo.invoke(how, 6) == 6     # (the limit back from None to 5 s)
+            value, calls = python_calls(echo.invoke, how, 7)
+            assert value == 7
+            assert calls["lane_call"] == 1 and sum(calls.values()) <= WARM_TWOWAY + 1, calls
+            value, calls = python_calls(echo.invoke, how, 8, timeout=None)
+            assert value == 8 and calls["lane_call"] == 1, calls
+        echo.invoke("note", "x")        # (the kernel's limit back from None to 5 s)
+        value, calls = python_calls(echo.invoke, "note", "y")
+        assert calls["lane_send"] == 1 and sum(calls.values()) <= WARM_ONEWAY + 1, calls
+
+
+def test_invoke_keeps_a_bounded_number_of_operation_functions():
+    """Operations made per call (DII) each get a function, the whole path for each
+    (no lane learnt before its first call); the functions kept stay bounded."""
+    from pycdr import tc
+    from pycdr.orb import sync
+    from pycdr.orb.invocation import dynamic_operation
+    with raw_server() as server, SyncORB(timeout=5) as orb:
+        echo = orb.string_to_object(server.corbaloc(), ECHO)
+        for i in range(sync._MAX_CALLERS + 20):
+            op = dynamic_operation("echo_long", [("v", "in", tc.long)], tc.long)
+            assert echo.invoke(op, i) == i
+            assert len(echo._callers) <= sync._MAX_CALLERS
+        with pytest.raises(AttributeError):
+            echo.invoke("no_such_operation", 1)
+
+
 def test_the_first_call_takes_the_whole_path(impl):
     with raw_server() as server, SyncORB(timeout=5) as orb:
         echo = orb.string_to_object(server.corbaloc(), ECHO)

@@ -122,6 +122,9 @@ class SyncObjectRef:
     def __init__(self, orb: SyncORB, ref: ObjectRef):
         self._orb = orb
         self.ref = ref
+        # invoke's operation functions (blocking.operation_caller), one per operation
+        # (by name, or by the Operation object's id): {key: (op, function)}.
+        self._callers: dict = {}
 
     def __getattr__(self, name: str):
         client = self._orb.blocking
@@ -153,8 +156,21 @@ class SyncObjectRef:
         with ``SyncORB(blocking=False)``)."""
         client = self._orb.blocking
         if client is not None:
-            return blocking_calls.invoke(client, self.ref, op, args, timeout)
+            # The operation's function, kept: after its first calls it goes straight to
+            # the connection's lane (blocking.operation_caller), as echo.op(...) does.
+            known = self._callers.get(op if type(op) is str else id(op))
+            if known is None or (known[0] is not op and type(op) is not str):
+                known = self._caller(client, op)
+            return known[1](*args, timeout=timeout)
         return self._orb.run(self.ref.invoke(op, *args, timeout=timeout))
+
+    def _caller(self, client, op) -> tuple:
+        operation = self.ref.operation(op) if isinstance(op, str) else op
+        if len(self._callers) >= _MAX_CALLERS:     # (operations made per call: DII)
+            self._callers.clear()
+        known = (op, blocking_calls.operation_caller(client, self.ref, operation))
+        self._callers[op if type(op) is str else id(op)] = known
+        return known
 
     def with_options(self, **options) -> "SyncObjectRef":
         return SyncObjectRef(self._orb, self.ref.with_options(**options))
@@ -169,6 +185,9 @@ def _invoke_dynamic(client, ref: ObjectRef, name: str, params, result=tc.void, a
 def _send_oneway(client, ref: ObjectRef, op, *args):
     return blocking_calls.invoke(client, ref, op, args, None, oneway=True)
 
+
+# How many operations' functions a SyncObjectRef keeps for invoke.
+_MAX_CALLERS = 256
 
 # The calls of ObjectRef that SyncObjectRef makes over blocking sockets.
 _BLOCKING = {"invoke_dynamic": _invoke_dynamic,
