@@ -67,7 +67,7 @@ run_sanitized "$PYTHON" -m pytest -q -p no:cacheprovider \
     -W ignore::hypothesis.errors.HypothesisWarning \
     tests/test_speedups.py tests/test_cdr_errors.py tests/test_giop_fast_decode.py \
     tests/test_pcapwalk.py tests/test_orb_direct.py tests/test_orb_blocking_lane.py \
-    tests/test_orb_threads_lane.py
+    tests/test_orb_threads_lane.py tests/test_orb_polling.py
 
 echo "sanitize: fuzzing the C decoder for ${FUZZ_SECONDS}s"
 if run_sanitized "$PYTHON" -c 'import atheris' 2>/dev/null; then

@@ -38,7 +38,7 @@ from ..giop.sysexc import (COMM_FAILURE, IMP_LIMIT, OBJECT_NOT_EXIST, OMG_VMCID,
 from ..idl.model import Operation
 from .aio import set_socket_buffers
 from .client import SEND_AGAIN, ClientOptions, Invocation, ObjectRef, PeerClosed, RequestEncoder
-from .invocation import (IS_A, NON_EXISTENT, TAIL_MIN, decode_reply, exchange,
+from .invocation import (IS_A, NON_EXISTENT, TAIL_MIN, decode_reply, exchange, poll_ns,
                          octet_sequence_bound, send_request, values_to_results)
 from .tls import Endpoint, connect
 
@@ -181,6 +181,7 @@ class BlockingConnection(RequestEncoder):
         self._fd: int | None = None
         self._lanes: dict[tuple, _Lane | None] = {}
         self._lane_limit = min(CLIENT_SCRATCH, client.options.max_message_size + HEADER_SIZE)
+        self._poll_ns = poll_ns(client.options.poll_wait)
         # The Reply awaited, to be decoded in one C call (_take_reply) when it is the
         # usual one: {request id: the result plans}, or None; and its values.
         self._awaited: dict | None = None
@@ -315,10 +316,15 @@ class BlockingConnection(RequestEncoder):
             self._limit_waits(deadline)
             out = exchange(self._fd, lane.prefix, lane.request_id_at, rid, little,
                            lane.in_plans, args, lane.result_plans, self._scratch,
-                           self._lane_limit, tail)
+                           self._lane_limit, tail, self._poll_ns)
         except OSError as e:
             self._close()
             raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+        except BaseException:
+            # (a signal handler raised while the Reply was awaited: the Request is in
+            # flight, unknown to the GiopConnection, so the stream is given up)
+            self._close()
+            raise
         if type(out) is tuple:      # (size, values): the usual Reply, taken whole
             giop.took_whole(out[0])
             self._lane_ready = True
@@ -355,10 +361,15 @@ class BlockingConnection(RequestEncoder):
                     self._limit_waits(deadline)
                 out = exchange(self._fd, lane.prefix, lane.request_id_at, rid, lane.little,
                                lane.in_plans, args, lane.result_plans, self._scratch,
-                               self._lane_limit, tail)
+                               self._lane_limit, tail, self._poll_ns)
             except OSError as e:
                 self._close()
                 raise COMM_FAILURE(OMG_VMCID | 0, _MAYBE) from e
+            except BaseException:
+                # (a signal handler raised while the Reply was awaited: the Request is in
+                # flight, unknown to the GiopConnection, so the stream is given up)
+                self._close()
+                raise
             if type(out) is tuple:
                 giop.took_whole(out[0])
                 return out[1]

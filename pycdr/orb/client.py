@@ -48,7 +48,8 @@ from ..marshal import read_value
 from . import codesets as orb_codesets
 from .tls import (DEFAULT_TLS, STEP_GIOP, Endpoint, TLSOptions, TransportError,
                   choose_endpoint, classify, open_connection)
-from .invocation import (IS_A, NON_EXISTENT, UnknownUserException, arguments_tail,
+from .invocation import (DEFAULT_POLL_WAIT, IS_A, NON_EXISTENT, UnknownUserException,
+                         arguments_tail,
                          decode_reply, dynamic_operation, encode_request, read_results,
                          values_to_results, write_arguments)
 
@@ -80,6 +81,9 @@ class ClientOptions:
     # A sequence<octet> result or out value as a memoryview of the reply message, not a
     # bytes copy (read_results' octet_views).
     octet_views: bool = False
+    # Seconds the blocking client's C call polls for its Reply before it sleeps
+    # (invocation.POLL_WAIT, PYCDR_POLL_WAIT; 0: sleep at once).
+    poll_wait: float = DEFAULT_POLL_WAIT
 
 
 class PeerClosed(Exception):

@@ -54,8 +54,8 @@ from .adapter import ObjectAdapter
 from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers
 from .interface_def import interface_def_key
 from .tlstransport import TLSListener, start_tls_server
-from .invocation import (OBJECT_OPERATIONS, read_arguments, results_tail, results_to_values,
-                         serve_request, write_results)
+from .invocation import (DEFAULT_POLL_WAIT, OBJECT_OPERATIONS, read_arguments,
+                         results_tail, results_to_values, serve_request, write_results)
 from .memory import release_free_memory
 from .servant import Servant
 from .tls import server_components
@@ -85,6 +85,9 @@ class ServerLimits:
     release_memory: bool = True             # malloc_trim when the load drops (glibc)
     fragment_size: int | None = None        # fragment GIOP 1.1+ replies longer than this
     shutdown_grace: float = 2.0             # seconds in-flight requests get at stop()
+    # Seconds the threaded server's C read polls for the next Request before it sleeps
+    # (invocation.POLL_WAIT, PYCDR_POLL_WAIT; 0: sleep at once).
+    poll_wait: float = DEFAULT_POLL_WAIT
 
     def __post_init__(self):
         if self.max_incomplete_bytes < self.max_message_size:

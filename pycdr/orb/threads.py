@@ -40,7 +40,7 @@ from ..giop.header import HEADER_SIZE
 from ..giop.messages import Request
 from .aio import set_socket_buffers
 from .blocking import send_message, set_wait_limit
-from .invocation import serve_exchange
+from .invocation import poll_ns, serve_exchange
 from .server import _VERSIONS, SERVER_GIOP_VERSION, RequestDispatch, Server, _Outcome
 
 log = logging.getLogger("pycdr.orb.threads")
@@ -194,6 +194,7 @@ class ThreadConnection(RequestDispatch):
         self._scratch = scratch
         self._in_c = serve_exchange is not None and type(sock) is socket.socket
         self._lane_limit = min(SERVER_SCRATCH, limits.max_message_size + HEADER_SIZE)
+        self._poll_ns = poll_ns(limits.poll_wait)
         self._wait_limit: float | None = None       # as set_wait_limit left it
         self._stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None     # for coroutine servants
@@ -293,7 +294,7 @@ class ThreadConnection(RequestDispatch):
                 self._wait_limit = limit
             out = serve_exchange(self.sock, self._direct, giop.outstanding, self._scratch,
                                  self._lane_limit, GC_PAUSE,
-                                 self.limits.incomplete_message_timeout)
+                                 self.limits.incomplete_message_timeout, self._poll_ns)
         except OSError:
             return False
         if type(out) is int:
