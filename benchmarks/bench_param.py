@@ -70,7 +70,7 @@ def _client_argv(client: str) -> list:
 
 def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: float = 1.0,
         repeat: int = 3, quick: bool = False, pure: bool | None = None, pin: bool = True,
-        progress=None) -> dict:
+        progress=None, poll_wait: float | None = None) -> dict:
     """Measure every (server, client, operation) and return::
 
         {"meta": {"pycdr", "python", "machine", "seconds", "repeat", "pinned", "cpus"},
@@ -91,7 +91,7 @@ def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: flo
         servers = [s for s in servers if s != "omniORBpy"]
         clients = [c for c in clients if not c.startswith("omniORBpy")]
     client_cpu, server_cpu = cpus = benchprocs.cpu_plan() if pin else (None, None)
-    env = benchprocs.python_env(pure)
+    env = benchprocs.python_env(pure, poll_wait)
     rows, implementation, pinned = [], None, False
     for server_name in servers:
         server = benchprocs.start_server(f"param-{server_name}-server",
@@ -103,9 +103,7 @@ def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: flo
                 argv = [*_client_argv(client), "--ior", server.ior, "--operations",
                         ",".join(operations), "--seconds", str(seconds),
                         "--repeat", str(repeat), "--server-pid", str(server.pid)]
-                if env is not None:
-                    argv = ["env", *(["PYCDR_PURE=1"] if pure else ["-u", "PYCDR_PURE"]),
-                            *argv]
+                argv = benchprocs.env_command(env, argv)
                 output = benchprocs.run_client(
                     f"param-{client}", argv, client_cpu,
                     timeout=120 + 2 * seconds * repeat * len(operations))
@@ -126,7 +124,8 @@ def run(*, operations=OPERATIONS, servers=SERVERS, clients=CLIENTS, seconds: flo
             server.stop()
     meta = {"pycdr": implementation, "python": platform.python_version(),
             "machine": f"{platform.machine()} {os.cpu_count()} CPUs", "seconds": seconds,
-            "repeat": repeat, "pinned": pinned, "cpus": list(cpus), "omniORBpy": has_omni}
+            "repeat": repeat, "pinned": pinned, "cpus": list(cpus), "omniORBpy": has_omni,
+            "poll_wait": benchprocs.poll_wait_in_effect(poll_wait)}
     return {"meta": meta, "results": rows}
 
 
@@ -190,7 +189,8 @@ def format_tables(results: dict) -> str:
               if meta["pinned"] else "not pinned")
     lines = [f"Param_Test twoway calls/s (best of {meta['repeat']} x {meta['seconds']:g} s); "
              f"client->server, py = {client_label(meta, 'pycdr')}, Python {meta['python']}, "
-             f"{meta['machine']}, {pinned}", ""]
+             f"{meta['machine']}, {pinned}, reference ORB's poll_wait "
+             f"{meta.get('poll_wait', '?')}", ""]
     header = (f"{'operation':<22}"
               + "".join(f"{SHORT_NAMES[c] + '->' + SHORT_NAMES[s]:>13}" for c, s in pairs))
     lines += [header, "-" * len(header)]
@@ -259,6 +259,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--impl", choices=("auto", "python", "c"), default="auto",
                         help="pycdr path in the peer processes (python: PYCDR_PURE=1)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    parser.add_argument("--poll-wait", type=float, default=None, metavar="SECONDS",
+                        help="the reference ORB's poll_wait in its processes (default: "
+                             "PYCDR_POLL_WAIT, else 300 us; 0: sleep on every read)")
     parser.add_argument("--quick", action="store_true", help="a smoke run in seconds")
     parser.add_argument("--tls", action="store_true",
                         help="calls/s over TLS against plain TCP: the reference ORB and "
@@ -270,7 +273,7 @@ def run_from_arguments(args, progress=None) -> dict:
                   seconds=args.seconds if args.seconds is not None else 1.0,
                   repeat=args.repeat if args.repeat is not None else 3, quick=args.quick,
                   pure={"auto": None, "python": True, "c": False}[args.impl],
-                  pin=not args.no_pin, progress=progress)
+                  pin=not args.no_pin, progress=progress, poll_wait=args.poll_wait)
     if args.tls:
         return bench_param_tls.run(**common)
     unknown = [x for x in args.clients if x not in CLIENTS] + \

@@ -108,14 +108,14 @@ def _start_omni(binary, cert, both, cpu):
 
 def run(*, operations=param_common.OPERATIONS, seconds: float = 1.0, repeat: int = 3,
         quick: bool = False, pure: bool | None = None, pin: bool = True,
-        progress=None) -> dict:
+        progress=None, poll_wait: float | None = None) -> dict:
     """{"meta": {..., "kind": "tls", "omniORB": bool}, "results": [{"orb", "transport",
     "operation", "calls_per_s", "best"}, ...]}"""
     if quick:
         seconds = 0.05 if seconds == 1.0 else seconds
         repeat = 1 if repeat == 3 else repeat
     client_cpu, server_cpu = cpus = benchprocs.cpu_plan() if pin else (None, None)
-    env = benchprocs.python_env(pure)
+    env = benchprocs.python_env(pure, poll_wait)
     rows, implementation, pinned = [], None, False
     work = tempfile.mkdtemp(prefix="pycdr-bench-tls-")
     try:
@@ -132,9 +132,7 @@ def run(*, operations=param_common.OPERATIONS, seconds: float = 1.0, repeat: int
                     argv = [sys.executable, os.path.join(PARAM_DIR, "pycdr_client.py"),
                             "--ior", url, "--cacert", cert, "--operations", operation,
                             "--seconds", str(seconds), "--repeat", str(repeat)]
-                    if env is not None:
-                        argv = ["env", *(["PYCDR_PURE=1"] if pure else ["-u", "PYCDR_PURE"]),
-                                *argv]
+                    argv = benchprocs.env_command(env, argv)
                     output = benchprocs.run_client("param-pycdr", argv, client_cpu,
                                                    timeout=timeout)
                     pinned = pinned or output["pinned"]

@@ -14,7 +14,7 @@
 3. ``pycdr replay`` of the capture with ``--idl`` (every reply compared: by its bytes
    but for the request id where they are the recorded ones, else value by value)
    against a fresh omniORBpy server and against pycdr's reference ORB (``pycdr
-   serve``), as recorded (``--window 1``: each reply the client waited for is
+   serve``; ``--threads``: ``pycdr serve --threads``), as recorded (``--window 1``: each reply the client waited for is
    waited for) and pipelined (``--window N``); calls/s from the replayed calls and
    the replay's time (Replay.run in a process of its own: reading the capture,
    rewriting, sending, receiving, comparing; the interpreter's start not counted).
@@ -171,15 +171,17 @@ def replay_peak_rss(capture: str, target: str) -> int:
 
 
 class ReferenceServer:
-    """pycdr serve of the same IDL (the reference ORB), its IOR from --ready-file."""
+    """pycdr serve of the same IDL (the reference ORB), its IOR from --ready-file;
+    ``threads``: --threads (a thread per connection, its reads in C)."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str, threads: bool = False):
         ready = os.path.join(folder, "ior")
         if os.path.exists(ready):           # the previous run's: not this server's IOR
             os.unlink(ready)
         self.proc = subprocess.Popen([sys.executable, "-c", "from pycdr.cli.main import main; "
                                       "main()", "serve", IDL, "--interface", INTERFACE,
-                                      "--ready-file", ready],
+                                      "--ready-file", ready] + (["--threads"] if threads
+                                                                 else []),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while not (os.path.exists(ready) and os.path.getsize(ready)):
@@ -213,6 +215,9 @@ def main(argv=None) -> None:
                     help="the pipelined replays' --window (calls outstanding a connection)")
     ap.add_argument("--jobs", type=int, nargs="+", default=[1],
                     help="the replays' --jobs (several: each, in every repeat)")
+    ap.add_argument("--threads", action="store_true",
+                    help="the reference ORB as pycdr serve --threads (a thread per "
+                         "connection, blocking reads in C), not its event loop")
     ap.add_argument("--memory", action="store_true",
                     help="also the peak RSS of a replay of the capture and of one 4x its size")
     args = ap.parse_args(argv)
@@ -239,13 +244,14 @@ def main(argv=None) -> None:
                       f"capture: {replay_peak_rss(path, server.ior) / 1e6:.1f} MB")
 
     windowed = f"--window {args.window}"
+    reference = "reference ORB (threads)" if args.threads else "reference ORB"
     replays = []                # (name, target "omni" or "ref", window, jobs)
     for jobs in args.jobs:
         with_jobs = f", --jobs {jobs}" if args.jobs != [1] else ""
         replays += [(f"replay -> omniORBpy, --window 1{with_jobs}", "omni", 1, jobs),
                     (f"replay -> omniORBpy, {windowed}{with_jobs}", "omni", args.window, jobs),
-                    (f"replay -> reference ORB, --window 1{with_jobs}", "ref", 1, jobs),
-                    (f"replay -> reference ORB, {windowed}{with_jobs}", "ref", args.window,
+                    (f"replay -> {reference}, --window 1{with_jobs}", "ref", 1, jobs),
+                    (f"replay -> {reference}, {windowed}{with_jobs}", "ref", args.window,
                      jobs)]
     names = ["omniORBpy client"] + [r[0] for r in replays]
     runs: dict = {name: [] for name in names}
@@ -259,7 +265,7 @@ def main(argv=None) -> None:
                 with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
                     measured, calls, same = replay_rate(capture, server.ior, window, jobs)
             else:
-                ref = ReferenceServer(folder)
+                ref = ReferenceServer(folder, args.threads)
                 try:
                     measured, calls, same = replay_rate(capture, ref.ior, window, jobs)
                 finally:

@@ -90,11 +90,12 @@ def plan_points(transport: str, types, sizes_kb, modes, megabytes: float) -> lis
 
 
 def run_transport(transport: str, points: list, repeat: int, *, pure: bool | None = None,
-                  cpus=(None, None), timeout: float = 7200) -> dict:
+                  cpus=(None, None), timeout: float = 7200,
+                  poll_wait: float | None = None) -> dict:
     """Start the transport's server, run its client over ``points``; the client's JSON."""
     client_cpu, server_cpu = cpus
     server_argv, client_argv = _commands(transport)
-    env = benchprocs.python_env(pure)
+    env = benchprocs.python_env(pure, poll_wait)
     server = benchprocs.start_server(f"ttcp-{transport}-server", server_argv, server_cpu,
                                      env=env)
     try:
@@ -104,8 +105,7 @@ def run_transport(transport: str, points: list, repeat: int, *, pure: bool | Non
             argv += ["--port", str(server.port)]
         else:
             argv += ["--server-pid", str(server.pid)]
-        if env is not None:
-            argv = ["env", *(["PYCDR_PURE=1"] if pure else ["-u", "PYCDR_PURE"]), *argv]
+        argv = benchprocs.env_command(env, argv)
         return benchprocs.run_client(f"ttcp-{transport}", argv, client_cpu, timeout=timeout)
     finally:
         server.stop()
@@ -114,7 +114,8 @@ def run_transport(transport: str, points: list, repeat: int, *, pure: bool | Non
 def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
         repeat: int = 3, transports=("pycdr", "blocking", "omniORBpy", "socket"),
         quick: bool = False,
-        pure: bool | None = None, pin: bool = True, progress=None) -> dict:
+        pure: bool | None = None, pin: bool = True, progress=None,
+        poll_wait: float | None = None) -> dict:
     """Measure every (transport, type, size, mode) and return::
 
         {"meta": {"pycdr": "c"|"python", "python", "machine", "megabytes", "repeat",
@@ -156,7 +157,8 @@ def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
             if progress:
                 progress(f"{transport}: {len(points)} points (round {round_number} of {repeat})")
             started = time.perf_counter()
-            output = run_transport(transport, points, 1, pure=pure, cpus=cpus)
+            output = run_transport(transport, points, 1, pure=pure, cpus=cpus,
+                                   poll_wait=poll_wait)
             if progress:
                 progress(f"{transport}: {time.perf_counter() - started:.1f} s")
             pinned = pinned or output.get("pinned", False)
@@ -176,6 +178,7 @@ def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
     meta = {"pycdr": implementation, "python": platform.python_version(),
             "machine": f"{platform.machine()} {os.cpu_count()} CPUs",
             "megabytes": megabytes, "repeat": repeat, "pinned": pinned,
+            "poll_wait": benchprocs.poll_wait_in_effect(poll_wait),
             "cpus": list(cpus), "omniORBpy": has_omni}
     return {"meta": meta, "results": rows}
 
@@ -244,7 +247,8 @@ def format_tables(results: dict) -> str:
               if meta["pinned"] else "not pinned")
     lines = [f"TTCP Mbit/s: best of {meta['repeat']} (min-max), {meta['megabytes']:g} MiB per "
              f"point; {transport_label(meta, 'pycdr')}, Python {meta['python']}, "
-             f"{meta['machine']}, {pinned}"]
+             f"{meta['machine']}, {pinned}, reference ORB's poll_wait "
+             f"{meta.get('poll_wait', '?')}"]
     header = (f"{'size':>6} " + " ".join(f"{transport_label(meta, t):>20}" for t in transports)
               + " " + " ".join(f"{c[0]:>9}" for c in ratio_columns))
     for mode in MODES:
@@ -326,6 +330,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--impl", choices=("auto", "python", "c"), default="auto",
                         help="pycdr path in the peer processes (python: PYCDR_PURE=1)")
     parser.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    parser.add_argument("--poll-wait", type=float, default=None, metavar="SECONDS",
+                        help="the reference ORB's poll_wait in its processes (default: "
+                             "PYCDR_POLL_WAIT, else 300 us; 0: sleep on every read)")
     parser.add_argument("--quick", action="store_true", help="a smoke run in seconds")
 
 
@@ -336,7 +343,7 @@ def run_from_arguments(args, progress=None) -> dict:
                repeat=args.repeat if args.repeat is not None else 3,
                transports=transports, quick=args.quick,
                pure={"auto": None, "python": True, "c": False}[args.impl],
-               pin=not args.no_pin, progress=progress)
+               pin=not args.no_pin, progress=progress, poll_wait=args.poll_wait)
 
 
 def main(argv=None) -> int:

@@ -137,16 +137,41 @@ def run_client(name: str, argv: list, cpu: int | None, *, timeout: float) -> dic
         raise PeerError(f"{name} client printed no JSON:\n" + "\n".join(lines[-20:])) from None
 
 
-def python_env(pure: bool | None) -> dict | None:
-    """The environment for peer scripts: PYCDR_PURE=1 forces pycdr's Python path there."""
-    if pure is None:
+def python_env(pure: bool | None, poll_wait: float | None = None) -> dict | None:
+    """The environment for peer scripts: PYCDR_PURE=1 forces pycdr's Python path there;
+    PYCDR_POLL_WAIT sets the reference ORB's poll_wait (None: as this environment says)."""
+    if pure is None and poll_wait is None:
         return None
     env = dict(os.environ)
     if pure:
         env["PYCDR_PURE"] = "1"
-    else:
+    elif pure is not None:
         env.pop("PYCDR_PURE", None)
+    if poll_wait is not None:
+        env["PYCDR_POLL_WAIT"] = repr(float(poll_wait))
     return env
+
+
+def poll_wait_in_effect(poll_wait: float | None) -> str:
+    """The reference ORB's poll_wait its benchmark processes get, for the tables."""
+    if poll_wait is None:
+        text = os.environ.get("PYCDR_POLL_WAIT")
+        if not text:
+            return "300 us (default)"
+        poll_wait = float(text)
+    return f"{poll_wait * 1e6:g} us" if poll_wait > 0 else "0 (sleeps on every read)"
+
+
+def env_command(env: dict | None, argv: list) -> list:
+    """``argv`` run under ``env`` (python_env's) through env(1): for run_client, which
+    takes no environment."""
+    if env is None:
+        return argv
+    settings = [f"{name}={env[name]}" for name in ("PYCDR_PURE", "PYCDR_POLL_WAIT")
+                if name in env]
+    unset = [x for name in ("PYCDR_PURE", "PYCDR_POLL_WAIT") if name not in env
+             for x in ("-u", name)]
+    return ["env", *unset, *settings, *argv]
 
 
 # --------------------------------------------------------------------------
