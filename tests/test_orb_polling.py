@@ -63,18 +63,19 @@ def test_calls_answer_the_same_polled_or_not(client_poll, server_poll):
             echo = orb.string_to_object(server.ior_string(b"Echo"), ECHO)
             assert echo.echo_long(-1) == -1         # (the general path: CodeSets)
             before = poll_counts()
-            values = [echo.echo_long(i) for i in range(200)]
+            values = [echo.echo_long(i) for i in range(1000)]
             octets = echo.echo_octets(bytes(range(256)) * 400)    # (a 100 KiB tail)
             after = poll_counts()
     finally:
         server.close()
-    assert values == list(range(200))
+    assert values == list(range(1000))
     assert octets == bytes(range(256)) * 400
     counted = grown(before, after)
     if client_poll or server_poll:
-        # Every lane read that may poll is counted one way or another; most of a
-        # stream of small calls on loopback come while polling.
-        assert sum(counted.values()) >= 200, counted
+        # Every lane read that may poll is counted one way or another, and some of a
+        # stream of small calls on loopback come while polling (most on a quiet
+        # machine; under load the backoff makes the polls few).
+        assert sum(counted.values()) >= 1000, counted
         assert counted["got"] > 0, counted
     else:
         assert counted == {"got": 0, "missed": 0, "backed_off": 0, "no_slot": 0}
