@@ -50,7 +50,8 @@ def threaded_echo_server(poll_wait: float):
 
 def test_poll_wait_in_nanoseconds():
     assert poll_ns(POLL_WAIT) == 300_000
-    assert poll_ns(0) == poll_ns(None) == poll_ns(-1) == 0
+    assert poll_ns(0) == poll_ns(None) == poll_ns(-1) == poll_ns(float("nan")) == 0
+    assert poll_ns(float("inf")) == poll_ns(5) == 1_000_000_000     # (at most 1 s)
 
 
 @needs_lanes

@@ -49,9 +49,8 @@ from . import codesets as orb_codesets
 from .tls import (DEFAULT_TLS, STEP_GIOP, Endpoint, TLSOptions, TransportError,
                   choose_endpoint, classify, open_connection)
 from .invocation import (DEFAULT_POLL_WAIT, IS_A, NON_EXISTENT, UnknownUserException,
-                         arguments_tail,
-                         decode_reply, dynamic_operation, encode_request, read_results,
-                         values_to_results, write_arguments)
+                         arguments_tail, decode_reply, dynamic_operation, encode_request,
+                         read_results, values_to_results, write_arguments)
 
 log = logging.getLogger("pycdr.orb.client")
 

@@ -66,10 +66,11 @@ DEFAULT_POLL_WAIT = _default_poll_wait()
 
 
 def poll_ns(seconds: float | None) -> int:
-    """A poll_wait option as the C reads take it: whole nanoseconds, 0 for none."""
-    if not seconds or seconds < 0:
+    """A poll_wait option as the C reads take it: whole nanoseconds, 0 for none, at
+    most one second (a poll is a busy wait; an infinite one would never sleep)."""
+    if not seconds or not seconds > 0:
         return 0
-    return int(seconds * 1e9)
+    return int(min(seconds, 1.0) * 1e9)
 
 
 def is_void(type_code) -> bool:
