@@ -310,6 +310,25 @@ class CaptureDecoder:
             del buf[:pos]
             st.buf_offset += pos
 
+    def take_whole(self, flow, data: bytes, frame: int, ts: int) -> bool:
+        """What :meth:`data` does with a segment that is exactly one whole GIOP message
+        of a flow known to carry GIOP, nothing buffered before it (nearly every
+        segment), without the framing loop: the ``take`` of
+        :meth:`TcpReassembler.in_order_feed`.  False: not such a segment (untouched)."""
+        st = flow.app
+        n = len(data)
+        if st is None or not st.giop or st.buf or st.resync or st.skip_until > flow.offset \
+                or not HEADER_SIZE <= n <= HEADER_SIZE + MAX_MESSAGE_SIZE \
+                or type(data) is not bytes or data[:4] != GIOP_MAGIC \
+                or data[4:6] not in _VERSIONS \
+                or (_LE_U32 if data[6] & 1 else _BE_U32)(data, 8)[0] != n - HEADER_SIZE:
+            return False
+        if self.raw_message is not None:
+            self.raw_message(flow, data, frame, ts)
+        else:
+            self._message(flow, st, data, GIOP_MAGIC, data[6], data[7], flow.offset, frame, ts)
+        return True
+
     def gap(self, flow, missing: int, frame: int, ts: int) -> None:
         st = flow.app
         if st is None or not st.giop:
@@ -559,7 +578,7 @@ def iter_capture(source, *, ports=None, heuristic: bool = True, user_exceptions=
     decoder = CaptureDecoder(out.append, ports, heuristic, user_exceptions, decode_body,
                              unanswered, matched, memo, bodies)
     tcp = TcpReassembler(decoder)
-    feed = tcp.feed
+    feed = tcp.in_order_feed(decoder.take_whole)
     if reader is None:
         reader = CaptureReader(source)
     with reader:

@@ -94,7 +94,7 @@ def _worker(pipe, path, shard, format_entry, ports, decode_body, bodies) -> None
         decoder = CaptureDecoder(out.append, ports, decode_body=decode_body, bodies=bodies,
                                  shard=shard)
         tcp = TcpReassembler(decoder)
-        feed = tcp.feed
+        feed = tcp.in_order_feed(decoder.take_whole)
         with CaptureReader(path) as reader:
             for segment in reader:
                 feed(segment)

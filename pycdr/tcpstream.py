@@ -159,6 +159,30 @@ class TcpReassembler:
             if len(flows) == 2 and flows[0].finished and flows[1].finished:
                 self._close(flow.connection)
 
+    def in_order_feed(self, take):
+        """:meth:`feed`, with a shortcut for nearly every segment of a capture: a plain
+        data segment (no SYN, FIN or RST) at its flow's next byte, while no segment waits
+        out of order on any flow (so no ACK can declare a gap), is offered to ``take(flow,
+        payload, frame, ts)`` first.  When ``take`` returns True it has consumed the bytes
+        as ``sink.data`` would have (``flow.offset`` is still theirs) and the flow moves
+        on past them; else :meth:`feed` handles the segment."""
+        flows = self.flows
+        feed = self.feed
+
+        def feed_in_order(segment) -> None:
+            frame, ts, src, sport, dst, dport, seq, ack, flags, payload = segment
+            if payload and not flags & (SYN | FIN | RST) and not self.waiting:
+                flow = flows.get((src, sport, dst, dport))
+                if flow is not None and flow.next_seq == seq and flow.fin_seq is None:
+                    self._frame = frame
+                    self._ts = ts
+                    if take(flow, payload, frame, ts):
+                        flow.next_seq = (seq + len(payload)) & _MASK
+                        flow.offset += len(payload)
+                        return
+            feed(segment)
+        return feed_in_order
+
     def _new_flow(self, key: tuple) -> Flow:
         src, sport, dst, dport = key
         peer = self.flows.get((dst, dport, src, sport))

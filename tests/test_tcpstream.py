@@ -208,3 +208,133 @@ def test_replies_matched_and_unanswered_requests_reported_at_close():
     assert out[2]["response_time"] == 1e-6
     assert [r["request_id"] for r in unanswered] == [2]
     assert not tcp.flows
+
+
+# -- the shortcut for in-order segments (TcpReassembler.in_order_feed, take_whole) ----------
+
+def _hostile_segments(rng: random.Random) -> list:
+    """Two connections' GIOP streams cut into segments at message boundaries and
+    elsewhere, then reordered, retransmitted, overlapped, lost and closed at random;
+    the 4-tuple reused after a close; bytes that are not GIOP now and then."""
+    segs = []
+    frame = 1
+    for conn in range(3):
+        client = (b"\x0a\0\0\x01", 40000 + conn % 2)     # the third reuses the first's
+        stream = b""
+        ends = set()                                # where a message ends
+        for rid in range(rng.randrange(1, 12)):
+            stream += request(rid, rng.choice((0, 3, 40, 300)))
+            if rng.random() < 0.1:
+                stream += b"junk" * rng.randrange(1, 4)
+            ends.add(len(stream))
+        isn = rng.randrange(1 << 32)
+        cuts, pos = [], 0
+        while pos < len(stream):
+            if rng.random() < 0.7:                  # mostly a message a segment
+                end = min(e for e in ends | {len(stream)} if e > pos)
+            else:
+                end = pos + rng.choice((1, 7, 12, 64, 200))
+            cuts.append((pos, stream[pos:end]))
+            pos = end
+        order = cuts[:]
+        for _ in range(rng.randrange(3)):           # a few swapped, repeated, lost
+            i, j = rng.randrange(len(order)), rng.randrange(len(order))
+            order[i], order[j] = order[j], order[i]
+        for _ in range(rng.randrange(3)):
+            order.insert(rng.randrange(len(order) + 1), rng.choice(cuts))
+        if rng.random() < 0.3 and len(order) > 2:
+            order.pop(rng.randrange(1, len(order)))
+        segs.append(seg(frame, client, B, isn, flags=SYN))
+        frame += 1
+        for at, payload in order:
+            segs.append(seg(frame, client, B, isn + 1 + at, payload))
+            frame += 1
+            if rng.random() < 0.2:                   # the server acknowledges
+                segs.append(seg(frame, B, client, 7, flags=ACK, ack=isn + 1 + at))
+                frame += 1
+        end = rng.choice((FIN, RST, 0))
+        if end:
+            segs.append(seg(frame, client, B, isn + 1 + len(stream), flags=end | ACK))
+            frame += 1
+            if end == FIN:
+                segs.append(seg(frame, B, client, 7, flags=FIN | ACK))
+                frame += 1
+    return segs
+
+
+def test_in_order_feed_hands_over_what_feed_does():
+    """With a take that consumes everything (as sink.data), in_order_feed makes the same
+    events as feed, segment for segment; with one that consumes nothing, too."""
+    rng = random.Random(11)
+    for trial in range(300):
+        segs = _hostile_segments(rng)
+        plain, _ = run(segs)
+        for consume in (True, False):
+            sink = Sink()
+            tcp = TcpReassembler(sink)
+
+            def take(flow, payload, frame, ts, sink=sink, consume=consume):
+                if consume:
+                    sink.data(flow, payload, frame, ts)
+                return consume
+            feed = tcp.in_order_feed(take)
+            for s in segs:
+                feed(s)
+            tcp.finish()
+            assert sink.events == plain.events, (trial, consume)
+            assert sink.streams == plain.streams and sink._closed == plain._closed
+
+
+def test_take_whole_frames_as_the_decoder_does():
+    """pycdr.pcap's entries (errors, gaps, offsets, matching) are the same through the
+    shortcut as through the reassembler's general path, on hostile segment orders."""
+    rng = random.Random(5)
+    shortcut_used = 0
+    for trial in range(300):
+        segs = _hostile_segments(rng)
+        expected = giop_entries(segs)
+        out: list = []
+        decoder = CaptureDecoder(out.append)
+        took = decoder.take_whole
+
+        def counting_take(*args):
+            nonlocal shortcut_used
+            done = took(*args)
+            shortcut_used += done
+            return done
+        tcp = TcpReassembler(decoder)
+        feed = tcp.in_order_feed(counting_take)
+        for s in segs:
+            feed(s)
+        tcp.finish()
+        assert out == expected, trial
+    assert shortcut_used > 300          # (the shortcut was taken, not only declined)
+
+
+def test_a_whole_message_inside_one_a_gap_cut_is_not_framed():
+    """After a gap cuts a message whose header arrived, framing resumes at that message's
+    end: a segment in between that happens to hold a whole GIOP message (here one
+    carried in the cut message's body) is not a message of the stream."""
+    inner = request(9)
+    m1 = request(1)
+    m2 = encode_message(Request(version=(1, 2), request_id=2, target=KeyAddr(b"key"),
+                                operation="op", body=inner))
+    stream = m1 + m2 + request(3)
+    inner_at = len(m1) + m2.index(inner)
+    a, b = len(m1) + 20, len(m1) + 30            # the hole: m2's header arrived
+    assert b < inner_at
+    segs = [seg(1, A, B, 0, flags=SYN), seg(2, A, B, 1, stream[:a]),
+            seg(3, A, B, 1 + b, stream[b:inner_at]),              # waits behind the hole
+            seg(4, B, A, 1, flags=ACK, ack=1 + inner_at),         # the hole was received
+            seg(5, A, B, 1 + inner_at, inner),                    # in order, nothing waits
+            seg(6, A, B, 1 + inner_at + len(inner), stream[inner_at + len(inner):])]
+    expected = giop_entries(segs)
+    assert [e.get("request_id") for e in expected if "type" in e] == [1, 3]
+    out: list = []
+    decoder = CaptureDecoder(out.append)
+    tcp = TcpReassembler(decoder)
+    feed = tcp.in_order_feed(decoder.take_whole)
+    for s in segs:
+        feed(s)
+    tcp.finish()
+    assert out == expected

@@ -321,9 +321,10 @@ class Replay:
         sink = _Sink(decoder, self._closed, self._gap)
         tcp = TcpReassembler(sink if self.selection is None else
                              _SelectedSink(sink, self.selection))
-        feed = tcp.feed
-        if self.selection is not None:
-            feed = _only_flows(feed, self.selection.flows)
+        if self.selection is None:
+            feed = tcp.in_order_feed(decoder.take_whole)
+        else:       # (every segment through the selection's sink, which counts them)
+            feed = _only_flows(tcp.feed, self.selection.flows)
         try:
             with reader:
                 segments = iter(reader)
