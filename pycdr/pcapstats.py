@@ -22,8 +22,9 @@ from __future__ import annotations
 import math
 
 _BUCKET_RATIO = 1.01
-_LOG_RATIO = math.log(_BUCKET_RATIO)
+_PER_LOG = 1 / math.log(_BUCKET_RATIO)
 _FLOOR = 1e-9                   # response times below a nanosecond go into one bucket
+_FLOOR_BUCKETS = -math.log(_FLOOR) * _PER_LOG   # log(s / floor) / log(ratio), one log a call
 
 
 class LatencyHistogram:
@@ -35,8 +36,9 @@ class LatencyHistogram:
         self.max = 0.0
 
     def add(self, seconds: float) -> None:
-        key = -1 if seconds < _FLOOR else int(math.log(seconds / _FLOOR) / _LOG_RATIO)
-        self.buckets[key] = self.buckets.get(key, 0) + 1
+        key = -1 if seconds < _FLOOR else int(math.log(seconds) * _PER_LOG + _FLOOR_BUCKETS)
+        buckets = self.buckets
+        buckets[key] = buckets.get(key, 0) + 1
         self.count += 1
         if seconds > self.max:
             self.max = seconds

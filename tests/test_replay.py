@@ -753,3 +753,30 @@ def test_a_profile_addressed_request_goes_to_the_target_by_key():
         data, call = ReplaySession(keys).outgoing(encode_message(msg))
         out = _decoded(data)
         assert out.target == KeyAddr(expected) and out.body == msg.body
+
+
+def test_summary_latency_percentiles_within_one_percent():
+    """The summary's p50/p99 per operation (recorded and replayed) from its histograms,
+    against the exact percentiles of the calls' latencies; outcomes counted."""
+    import random
+
+    from pycdr.replay.session import DIFFERENT, SAME, Call
+    from pycdr.replay.summary import ReplaySummary
+    rng = random.Random(8)
+    summary = ReplaySummary()
+    recorded, replayed = [], []
+    for i in range(5000):
+        call = Call(0, "10.0.0.2:2809", "echo", "request", i, 0)
+        call.recorded_reply = object()
+        call.recorded_latency = rng.lognormvariate(-9, 1)
+        call.replayed_latency = rng.lognormvariate(-8, 0.5)
+        call.outcome = SAME if i % 100 else DIFFERENT
+        recorded.append(call.recorded_latency)
+        replayed.append(call.replayed_latency)
+        summary.add(call)
+    got = summary.to_json()["operations"]["echo"]
+    assert (got["calls"], got["same"], got["different"]) == (5000, 4950, 50)
+    for name, values in (("recorded", sorted(recorded)), ("replayed", sorted(replayed))):
+        for p in (50, 99):
+            exact = values[int(p / 100 * len(values)) - 1] * 1e3
+            assert abs(got[f"{name}_p{p}_ms"] - exact) <= 0.011 * exact + 0.0005, (name, p)

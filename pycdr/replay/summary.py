@@ -1,47 +1,17 @@
 """What a replay found, per operation, in memory that does not grow with the
-capture: counts by outcome and latency percentiles from log-scale histograms;
+capture: counts by outcome and latency percentiles from log-scale histograms
+(pycdr pcap --stats's, 1 % wide);
 JUnit XML of the calls that were not the same (the same ones counted)."""
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 
+from ..pcapstats import LatencyHistogram
 from .session import DIFFERENT, FAILED, OUTCOMES, SAME, SKIPPED
 
-# Latency histogram: buckets 2 % wide from 1 us to about 1000 s.
-_LOW = 1e-6
-_RATIO = 1.02
-_BUCKETS = int(math.log(1e9) / math.log(_RATIO)) + 2
-_PER_BUCKET = 1 / math.log(_RATIO)
 # Calls that were not the same kept for the JUnit report (the rest are counted).
 MAX_JUNIT_CASES = 1000
-
-
-class LatencyHistogram:
-    __slots__ = ("counts", "n")
-
-    def __init__(self):
-        self.counts: dict = {}
-        self.n = 0
-
-    def add(self, seconds: float) -> None:
-        b = 0 if seconds <= _LOW else \
-            min(_BUCKETS, int(math.log(seconds / _LOW) * _PER_BUCKET) + 1)
-        self.counts[b] = self.counts.get(b, 0) + 1
-        self.n += 1
-
-    def percentile(self, p: float) -> float | None:
-        """The value below which ``p`` % of the latencies lie (within 2 %)."""
-        if not self.n:
-            return None
-        rank = max(1, math.ceil(self.n * p / 100))
-        seen = 0
-        for b in sorted(self.counts):
-            seen += self.counts[b]
-            if seen >= rank:
-                return _LOW * _RATIO ** b
-        return None
 
 
 class OperationStats:
@@ -56,7 +26,7 @@ class OperationStats:
         out = {"calls": sum(self.counts.values()), **self.counts}
         for name, h in (("recorded", self.recorded), ("replayed", self.replayed)):
             for p in (50, 99):
-                v = h.percentile(p)
+                v = h.quantile(p / 100)
                 out[f"{name}_p{p}_ms"] = None if v is None else round(v * 1e3, 3)
         return out
 
