@@ -23,6 +23,12 @@
    each replays its share), timed from the start to the last worker's end, their CPU
    time counted with the parent's.
 
+4. The floor against a fresh omniORBpy server: the least a Python program does to
+   replay the capture's calls pipelined (``--window N``) and check their replies
+   (``floor_child``: bench_pcap's struct-based reader, request ids renumbered, replies
+   compared by their bytes); the pipelined replay to omniORBpy is shown as a ratio to
+   it.  (No floor as recorded: the least program waits on one connection at a time.)
+
 Each process also reports the CPU time of its timed part (user + system, per call)
 and its peak RSS.  ``--memory``: the peak RSS of ``pycdr replay --idl`` processes
 replaying the capture and one of four times as many calls (memory flat in the
@@ -146,6 +152,128 @@ def replay_child(capture: str, target: str, window: int, jobs: int = 1) -> None:
                       "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 
 
+def floor_child(capture: str, host: str, port: int, key: bytes, window: int) -> None:
+    """(--floor-child) The floor: the least a Python program does to replay the capture's
+    calls and check their replies -- bench_pcap's reference reader (struct over the file,
+    in-order reassembly, GIOP framing), each connection's GIOP 1.2 Requests sent again
+    with new request ids (the target serves the recorded key), at most ``window`` of
+    them waiting for their replies, half a window a write, each reply compared by its bytes but for the request id with the
+    recorded one.  No key mapping, no decoding, no report: pycdr replay's job without its
+    generality.  Prints what it took, as replay_child."""
+    import collections
+    import socket
+    import struct
+    from bench_pcap import reference_messages
+    ulong = {0: struct.Struct(">I"), 1: struct.Struct("<I")}
+
+    class Conn:
+        def __init__(self):
+            self.sock = socket.create_connection((host, port))
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.next_id = 1
+            self.unsent: list = []
+            self.ids: dict = {}             # recorded request id -> replayed
+            self.recorded: dict = {}        # replayed id -> the recorded reply
+            self.replayed: dict = {}        # replayed id -> the replayed reply, early
+            self.buf = bytearray()
+            self.outstanding = collections.deque()
+
+        def flush(self):
+            if self.unsent:
+                self.sock.sendall(b"".join(self.unsent))
+                self.unsent.clear()
+
+        def read_replies(self, until: int):
+            """Read until at most ``until`` calls wait for their reply."""
+            buf = self.buf
+            while len(self.outstanding) > until:
+                data = self.sock.recv(262144)
+                if not data:
+                    sys.exit("the floor: the target closed a connection")
+                buf += data
+                pos = 0
+                while len(buf) - pos >= 12:
+                    size = ulong[buf[pos + 6] & 1].unpack_from(buf, pos + 8)[0]
+                    if len(buf) - pos < 12 + size:
+                        break
+                    reply = bytes(buf[pos:pos + 12 + size])
+                    pos += 12 + size
+                    rid = ulong[reply[6] & 1].unpack_from(reply, 12)[0]
+                    self.outstanding.remove(rid)
+                    self.check(rid, replayed=reply)
+                del buf[:pos]
+
+        def check(self, rid, recorded=None, replayed=None):
+            nonlocal same
+            if recorded is None:
+                recorded = self.recorded.pop(rid, None)
+            if replayed is None:
+                replayed = self.replayed.pop(rid, None)
+            if recorded is None:
+                self.replayed[rid] = replayed
+            elif replayed is None:
+                self.recorded[rid] = recorded
+            else:
+                # (omniORB leaves padding uninitialised: such replies count as different
+                # here, where pycdr replay --idl compares their values)
+                same += recorded[:12] == replayed[:12] and recorded[16:] == replayed[16:]
+
+    conns: dict = {}
+    calls = same = 0
+    batch = max(1, window // 2)
+    cpu = time.process_time()
+    start = time.perf_counter()
+    for src, dst, msg in reference_messages(capture):
+        kind = msg[7]
+        if kind in (0, 3):                      # a Request or LocateRequest: to the server
+            conn = conns.get((src, dst))
+            if conn is None:
+                conn = conns[(src, dst)] = Conn()
+            u = ulong[msg[6] & 1]
+            at = 24 if kind == 0 else 20        # a KeyAddr's key length
+            if msg[5] < 2 or u.unpack_from(msg, at)[0] != len(key) or \
+                    msg[at + 4:at + 4 + len(key)] != key:
+                sys.exit("the floor replays GIOP 1.2 requests to the recorded key only")
+            calls += 1
+            new_id = conn.next_id
+            conn.next_id += 1
+            if kind == 3 or msg[16] & 3:        # a reply expected (else a oneway)
+                conn.ids[u.unpack_from(msg, 12)[0]] = new_id
+                conn.outstanding.append(new_id)
+            else:
+                same += 1
+            conn.unsent.append(msg[:12] + u.pack(new_id) + msg[16:])
+            if len(conn.unsent) >= batch:       # half a window a write: the other half
+                conn.flush()                    # is answered meanwhile
+                conn.read_replies(window - batch)
+        elif kind in (1, 4):                    # a recorded (Locate)Reply: to the client
+            conn = conns.get((dst, src))
+            if conn is not None:
+                new_id = conn.ids.pop(ulong[msg[6] & 1].unpack_from(msg, 12)[0], None)
+                if new_id is not None:
+                    conn.check(new_id, recorded=msg)
+    for conn in conns.values():
+        conn.flush()
+        conn.read_replies(0)
+        conn.sock.close()
+    elapsed = time.perf_counter() - start
+    print(json.dumps({"calls": calls, "same": same, "seconds": elapsed,
+                      "cpu": time.process_time() - cpu,
+                      "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+
+
+def floor_rate(capture: str, server, window: int) -> tuple:
+    """(Measured, calls, same) of floor_child against an omniORBpy ``server``."""
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--floor-child", capture,
+                           server.host, str(server.port), server.object_key.hex(), str(window)],
+                          capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        sys.exit(f"the floor failed ({done.returncode}): {done.stderr[-2000:]}")
+    got = json.loads(done.stdout)
+    return (Measured(got["calls"] / got["seconds"], got["cpu"] / got["calls"], got["rss"]),
+            got["calls"], got["same"])
+
+
 def replay_rate(capture: str, target: str, window: int = 1, jobs: int = 1) -> tuple:
     """(Measured, calls, same) of pycdr replay --idl --window ``window`` --jobs ``jobs`` to
     ``target``, in a process of its own (and its workers)."""
@@ -207,6 +335,10 @@ def main(argv=None) -> None:
     if argv is None and sys.argv[1:2] == ["--child"]:
         replay_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
         return
+    if argv is None and sys.argv[1:2] == ["--floor-child"]:
+        floor_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), bytes.fromhex(sys.argv[5]),
+                    int(sys.argv[6]))
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=4000)
     ap.add_argument("--clients", type=int, default=1, help="client processes (connections)")
@@ -253,12 +385,17 @@ def main(argv=None) -> None:
                     (f"replay -> {reference}, --window 1{with_jobs}", "ref", 1, jobs),
                     (f"replay -> {reference}, {windowed}{with_jobs}", "ref", args.window,
                      jobs)]
-    names = ["omniORBpy client"] + [r[0] for r in replays]
+    floor = f"floor (plain socket replay) -> omniORBpy, {windowed}"
+    names = ["omniORBpy client", floor] + [r[0] for r in replays]
     runs: dict = {name: [] for name in names}
     counts = set()
     for _ in range(args.repeat):
         with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
             runs[names[0]].append(run_clients(server.ior, args.calls, args.clients))
+        with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
+            measured, calls, same = floor_rate(capture, server, args.window)
+        runs[floor].append(measured)
+        counts.add((floor, calls, same))
         # Causal and pipelined replays interleaved with the floor, each to a fresh server.
         for name, target, window, jobs in replays:
             if target == "omni":
@@ -280,12 +417,20 @@ def main(argv=None) -> None:
               f"{spread([m.rss for m in measured], 1e-6, 1):>22}")
     for name, calls, same in sorted(counts):
         print(f"{name}: {calls} calls, {same} the same")
-    floors = [m.rate for m in runs[names[0]]]
-    for name in names[1:]:
-        rates = [m.rate for m in runs[name]]
-        per_run = ", ".join(f"{v / f:.2f}" for v, f in zip(rates, floors))
-        print(f"ratio {name} / omniORBpy client: {statistics.median(rates) / statistics.median(floors):.2f}x "
-              f"(per run {per_run}; target >= 1.0)")
+    print("(the floor compares bytes only: replies whose padding omniORB left uninitialised "
+          "count as different there; pycdr replay --idl compares their values)")
+
+    def ratio(name: str, base: str, tail: str) -> None:
+        rates, bases = [m.rate for m in runs[name]], [m.rate for m in runs[base]]
+        per_run = ", ".join(f"{v / f:.2f}" for v, f in zip(rates, bases))
+        print(f"ratio {name} / {base}: "
+              f"{statistics.median(rates) / statistics.median(bases):.2f}x (per run {per_run}{tail})")
+    for name in names[2:]:
+        ratio(name, names[0], "; target >= 1.0")
+    ratio(floor, names[0], "")
+    for name, target, window, _ in replays:
+        if target == "omni" and window == args.window:
+            ratio(name, floor, "")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,11 @@ def test_quick_run_reports_causal_and_windowed_replays_beside_the_client():
             assert f"{row}: 62 calls, 62 the same" in out
             assert f"ratio {row} / omniORBpy client:" in out
     assert "CPU us/call" in out and "peak RSS MB" in out
+    # The floor replays the same 62 calls (its byte comparison counts replies whose
+    # padding omniORB left uninitialised as different: its "same" is not asserted).
+    floor = "floor (plain socket replay) -> omniORBpy, --window 8"
+    assert f"{floor}: 62 calls, " in out
+    assert f"ratio replay -> omniORBpy, --window 8 / {floor}:" in out
 
 
 @pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)
