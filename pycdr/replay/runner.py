@@ -46,7 +46,10 @@ from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, OperationFilter,
                       RawReply, Reencoding, ReplaySession, reply_message)
 
 QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
-READ_BATCH = 64               # segments read before the connections are served again
+# Segments read before the connections are served again: more calls a write and a turn
+# of the loop (256 against 64: 18 % more calls/s pipelined, four connections; as recorded
+# the same).
+READ_BATCH = 256
 RECV_SIZE = 1 << 16
 # How long a --window 1 replay polls for a reply before it sleeps on the selector, when
 # a core is free for it: a reply on loopback or a LAN comes within tens of microseconds,
