@@ -771,6 +771,10 @@ class Replay:
                 call.operation, reply_message(recorded), reply_message(replayed))
             if replayed is None and recorded is not None:
                 call.reason = f"no reply within {self.timeout:g} s"
+                if session.stray_replies:
+                    call.reason += f" (the target sent {session.stray_replies} " \
+                        f"{'reply' if session.stray_replies == 1 else 'replies'} to request " \
+                        f"ids it was not sent, the first {session.first_stray})"
             call.outcome = DIFFERENT if call.differences else SAME
         self.report(call)
 

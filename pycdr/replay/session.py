@@ -26,7 +26,7 @@ from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
 from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
                            MsgType)
-from ..giop.messages import (CancelRequest, KeyAddr, LocateReply,
+from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, MessageError,
                              ProfileAddr, ReferenceAddr, Reply, Request, decode_message,
                              encode_fragments, encode_message)
 from ..iiop import IIOPProfile, decode_profile
@@ -367,6 +367,10 @@ class ReplaySession:
         self._recorded = ReplyStream(lazy=True)
         self._replayed = ReplyStream()
         self.target_closed: str | None = None   # why the target's side ended
+        # Replies from the target to request ids it was not sent (a late reply to a call
+        # decided already is not one): how many, and the first id.
+        self.stray_replies = 0
+        self.first_stray: int | None = None
         # bytes 4..8 + 16..the name's end -> [(body offset, the bytes between, shape)]
         self._shapes: dict = {}
         self._shape_count = 0
@@ -703,12 +707,23 @@ class ReplaySession:
                 msg = event.message
                 raw = event.raw
                 if not isinstance(msg, (Reply, LocateReply)):
+                    if isinstance(msg, MessageError) and recorded_ts is None and \
+                            self.target_closed is None:
+                        # The target found a message it was sent malformed: no reply
+                        # will come on this connection (omniORB's client, reading a reply,
+                        # makes it a terminal error of the connection).
+                        self.target_closed = "the target sent MessageError: it found a " \
+                            "message sent to it malformed"
                     continue
             else:
                 msg = None
             if msg is not None:
                 call = calls.get(msg.request_id)
                 if call is None:
+                    if recorded_ts is None and not 0 < msg.request_id < self.next_id:
+                        self.stray_replies += 1         # to a request id never sent
+                        if self.first_stray is None:
+                            self.first_stray = msg.request_id
                     continue
                 if type(raw) is RawReply:
                     raw = raw.raw

@@ -1,0 +1,181 @@
+"""pycdr replay against a hostile target: a raw-socket server (struct and sockets, none of
+pycdr's codec or ORB) that answers every request with bytes no ORB should send --
+garbage, a header claiming 4 GB, a reply cut short, unknown request ids, orphan
+fragments, an unknown GIOP version, MessageError, silence, a sequence length of 2**31 --
+or closes.  Every call that expects a reply must end failed or different (never the
+same, never lost), the replay must end within its timeouts with exit status 1 and no
+exception, and nothing a length field claims may be allocated."""
+
+from __future__ import annotations
+
+import json
+import resource
+import socket
+import struct
+import threading
+import time
+
+import pytest
+from click.testing import CliRunner
+
+pytest.importorskip("scapy")
+
+import replay_store as rs  # noqa: E402
+from pycdr.cli.main import main  # noqa: E402
+from pycdr.giop.messages import KeyAddr, LocateRequest  # noqa: E402
+
+IDL = rs.STORE_IDL
+
+
+def _header(msg_type: int, size: int, version=(1, 2), flags=0) -> bytes:
+    return b"GIOP" + bytes(version) + bytes((flags, msg_type)) + struct.pack(">I", size)
+
+
+def _reply(request_id: int, body: bytes = b"") -> bytes:
+    """A GIOP 1.2 big-endian Reply: NO_EXCEPTION, no service contexts, ``body``."""
+    head = struct.pack(">III", request_id, 0, 0)
+    return _header(1, len(head) + len(body)) + head + body
+
+
+# What the target sends for each request it reads (its request id given); None: close.
+ANSWERS = {
+    "garbage": lambda rid: b"\xde\xad\xbe\xef" * 16,
+    "claims_4gb": lambda rid: _header(1, 0xFFFFFFF0) + struct.pack(">III", rid, 0, 0),
+    "cut_short": lambda rid: _header(1, 200) + struct.pack(">III", rid, 0, 0) + b"\0" * 8,
+    "unknown_id": lambda rid: _reply(rid ^ 0x5A5A5A5A),
+    "orphan_fragment": lambda rid: _header(7, 8) + struct.pack(">I", rid) + b"\0" * 4,
+    "unknown_version": lambda rid: _header(1, 12, version=(9, 9)) +
+    struct.pack(">III", rid, 0, 0),
+    "message_error": lambda rid: _header(6, 0),
+    "close_connection": lambda rid: _header(5, 0),       # and the socket left open
+    "silent": lambda rid: b"",
+    "closes": lambda rid: None,
+    # The right request id, then a sequence<Item> (list) or a string (find's Item.name)
+    # whose length claims 2**31 - 1 elements / bytes.
+    "huge_length": lambda rid: _reply(rid, struct.pack(">I", 0x7FFFFFFF) + b"\0" * 12),
+}
+
+
+# What each call that expects a reply must end as, and a text its reason (or, for
+# "different" with a reply, its differences) must hold.
+EXPECTED = {
+    "garbage": ("failed", "protocol violation by the target: bad magic"),
+    "claims_4gb": ("failed", "protocol violation by the target: message of 4294967280 bytes"),
+    "cut_short": ("different", "no reply within 1 s"),
+    "unknown_id": ("different", "to request ids it was not sent"),
+    "orphan_fragment": ("failed", "protocol violation by the target: Fragment"),
+    "unknown_version": ("failed", "GIOP version 9.9 is not supported"),
+    "message_error": ("failed", "the target sent MessageError"),
+    "close_connection": ("failed", "CloseConnection"),
+    "silent": ("different", "no reply within 1 s"),
+    "closes": ("failed", "the target closed the connection"),
+    # list and find: the length is refused, not allocated; total: other values.
+    "huge_length": ("different", ""),
+}
+
+
+class HostileTarget:
+    """127.0.0.1, a thread per connection; frames the requests with struct alone."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.requests = 0
+        self._conns: list = []
+        self._stop = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, conn) -> None:
+        buf = b""
+        try:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                buf += data
+                while len(buf) >= 12:
+                    size = struct.unpack_from("<I" if buf[6] & 1 else ">I", buf, 8)[0]
+                    if len(buf) < 12 + size:
+                        break
+                    msg, buf = buf[:12 + size], buf[12 + size:]
+                    if msg[7] not in (0, 3):            # Request, LocateRequest
+                        continue
+                    self.requests += 1
+                    rid = struct.unpack_from("<I" if msg[6] & 1 else ">I", msg, 12)[0]
+                    out = self.answer(rid)
+                    if out is None:
+                        conn.shutdown(socket.SHUT_RDWR)
+                        return
+                    conn.sendall(out)
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self.sock.close()
+        for conn in self._conns:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+def conversation():
+    r = rs.request
+    return [r(1, "list", [6]), r(2, "find", ["pear"]), r(3, "total", [21, 1.25]),
+            r(4, "ping", [1], oneway=True),
+            LocateRequest(version=(1, 2), request_id=5, target=KeyAddr(b"OldStore")),
+            r(6, "list", [2])]
+
+
+@pytest.mark.parametrize("window", ["1", "8"])
+@pytest.mark.parametrize("behaviour", sorted(ANSWERS))
+def test_a_hostile_target_fails_every_call_it_answers_badly(tmp_path, behaviour, window):
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [conversation(), conversation()])       # two connections
+    out = str(tmp_path / "calls.jsonl")
+    target = HostileTarget(ANSWERS[behaviour])
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    try:
+        result = CliRunner().invoke(main, [
+            "replay", capture, "--target", f"127.0.0.1:{target.port}", "--idl", IDL,
+            "--window", window, "--timeout", "1", "--json", out], catch_exceptions=False)
+    finally:
+        target.close()
+    took = time.monotonic() - start
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) / 1024
+    assert result.exit_code == 1, result.output
+    # Each connection waits at most --timeout for a reply that does not come, then its
+    # later calls fail at once or wait once more: well under a minute.
+    assert took < 30, took
+    assert grown_mb < 64, f"peak RSS grew by {grown_mb:.0f} MB"
+    with open(out) as f:
+        calls = [json.loads(line) for line in f]
+    # Every client message is accounted for: 6 a connection (the oneway included).
+    assert len(calls) == 12, [c["operation"] for c in calls]
+    outcome, because = EXPECTED[behaviour]
+    for call in calls:
+        if call["operation"] == "ping":
+            continue        # a oneway has no reply to judge (sent, or failed if it could not be)
+        assert call["outcome"] == outcome, call
+        assert because in (call["reason"] or "") or because in json.dumps(call["differences"]), \
+            call
+        assert call["reason"] or call["differences"], call
+        if behaviour == "huge_length" and call["operation"] in ("list", "find"):
+            (difference,) = call["differences"]
+            assert difference["path"] == "result"
+            assert difference["replayed"].startswith("undecodable: ") and \
+                "length 2147483647" in difference["replayed"], difference
