@@ -2,9 +2,10 @@
 pycdr's codec or ORB) that answers every request with bytes no ORB should send --
 garbage, a header claiming 4 GB, a reply cut short, unknown request ids, orphan
 fragments, an unknown GIOP version, MessageError, silence, a sequence length of 2**31 --
-or closes.  Every call that expects a reply must end failed or different (never the
-same, never lost), the replay must end within its timeouts with exit status 1 and no
-exception, and nothing a length field claims may be allocated."""
+or closes; and a target that never reads.  Every call that expects a reply must end
+failed or different with the reason (never the same, never lost), the replay must end
+within its timeouts with exit status 1 and no exception, and nothing a length field
+claims may be allocated."""
 
 from __future__ import annotations
 
@@ -179,3 +180,57 @@ def test_a_hostile_target_fails_every_call_it_answers_badly(tmp_path, behaviour,
             assert difference["path"] == "result"
             assert difference["replayed"].startswith("undecodable: ") and \
                 "length 2147483647" in difference["replayed"], difference
+
+
+class DeafTarget:
+    """Accepts connections and never reads from them: the requests fill the socket
+    buffers and the replay's writes stop making progress."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self._conns: list = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            self._conns.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self._conns:
+            conn.close()
+
+
+@pytest.mark.parametrize("window", ["1", "8"])
+def test_a_target_that_never_reads_fails_the_calls_within_the_timeout(tmp_path, window):
+    capture = str(tmp_path / "rec.pcap")
+    big = "x" * (1 << 20)                     # 1 MB names: the buffers fill at once
+    rs.record(capture, [[rs.request(i, "find", [big]) for i in range(1, 9)]])
+    out = str(tmp_path / "calls.jsonl")
+    target = DeafTarget()
+    start = time.monotonic()
+    try:
+        result = CliRunner().invoke(main, [
+            "replay", capture, "--target", f"127.0.0.1:{target.port}", "--idl", IDL,
+            "--window", window, "--timeout", "1", "--json", out], catch_exceptions=False)
+    finally:
+        target.close()
+    took = time.monotonic() - start
+    assert result.exit_code == 1, result.output
+    assert took < 30, took
+    with open(out) as f:
+        calls = [json.loads(line) for line in f]
+    assert len(calls) == 8
+    # The first requests fit in the kernel's buffers (sent, never answered: no reply);
+    # the writes after them make no progress for --timeout and fail, the rest with them.
+    outcomes = [(c["outcome"], c["reason"]) for c in calls]
+    assert all(o == ("different", "no reply within 1 s") or
+               (o[0] == "failed" and o[1].startswith("sending to the target failed: "))
+               for o in outcomes), outcomes
+    assert outcomes[-1][0] == "failed", outcomes
