@@ -133,6 +133,25 @@ class HostileTarget:
                 pass
 
 
+def replay_to(target, capture: str, window: str, out: str) -> list:
+    """pycdr replay of ``capture`` to ``target`` (--timeout 1, --json ``out``), the target
+    closed after it: the calls, once the run is checked to end with exit status 1 well
+    within its timeouts (each connection waits at most --timeout for a reply that does
+    not come, then its later calls fail at once or wait once more)."""
+    start = time.monotonic()
+    try:
+        result = CliRunner().invoke(main, [
+            "replay", capture, "--target", f"127.0.0.1:{target.port}", "--idl", IDL,
+            "--window", window, "--timeout", "1", "--json", out], catch_exceptions=False)
+    finally:
+        target.close()
+    took = time.monotonic() - start
+    assert result.exit_code == 1, result.output
+    assert took < 30, took
+    with open(out) as f:
+        return [json.loads(line) for line in f]
+
+
 def conversation():
     r = rs.request
     return [r(1, "list", [6]), r(2, "find", ["pear"]), r(3, "total", [21, 1.25]),
@@ -154,23 +173,12 @@ def test_a_hostile_target_fails_every_call_it_answers_badly(tmp_path, behaviour,
     traced = behaviour in ("claims_4gb", "cut_short", "huge_length")
     if traced:
         tracemalloc.start()
-    start = time.monotonic()
     try:
-        result = CliRunner().invoke(main, [
-            "replay", capture, "--target", f"127.0.0.1:{target.port}", "--idl", IDL,
-            "--window", window, "--timeout", "1", "--json", out], catch_exceptions=False)
+        calls = replay_to(target, capture, window, out)
     finally:
-        target.close()
         peak = tracemalloc.get_traced_memory()[1] if traced else 0
         tracemalloc.stop()
-    took = time.monotonic() - start
-    assert result.exit_code == 1, result.output
-    # Each connection waits at most --timeout for a reply that does not come, then its
-    # later calls fail at once or wait once more: well under a minute.
-    assert took < 30, took
     assert peak < 16 << 20, f"{peak / 1e6:.1f} MB allocated at the peak"
-    with open(out) as f:
-        calls = [json.loads(line) for line in f]
     # Every client message is accounted for: 6 a connection (the oneway included).
     assert len(calls) == 12, [c["operation"] for c in calls]
     outcome, because = EXPECTED[behaviour]
@@ -219,19 +227,7 @@ def test_a_target_that_never_reads_fails_the_calls_within_the_timeout(tmp_path, 
     big = "x" * (1 << 20)                     # 1 MB names: the buffers fill at once
     rs.record(capture, [[rs.request(i, "find", [big]) for i in range(1, 9)]])
     out = str(tmp_path / "calls.jsonl")
-    target = DeafTarget()
-    start = time.monotonic()
-    try:
-        result = CliRunner().invoke(main, [
-            "replay", capture, "--target", f"127.0.0.1:{target.port}", "--idl", IDL,
-            "--window", window, "--timeout", "1", "--json", out], catch_exceptions=False)
-    finally:
-        target.close()
-    took = time.monotonic() - start
-    assert result.exit_code == 1, result.output
-    assert took < 30, took
-    with open(out) as f:
-        calls = [json.loads(line) for line in f]
+    calls = replay_to(DeafTarget(), capture, window, out)
     assert len(calls) == 8
     # The first requests fit in the kernel's buffers (sent, never answered: no reply);
     # the writes after them make no progress for --timeout and fail, the rest with them.
