@@ -1,11 +1,13 @@
 """Only the C extensions; everything else is in pyproject.toml.
 
-pycdr._speedups (the codec) and pycdr._pcapwalk (the capture reader's record
-walk) are optional: without a C compiler the build goes on and pycdr runs their
-pure-Python twins (PYCDR_PURE=1 forces those anyway).
+pycdr._speedups (the codec), pycdr._pcapwalk (the capture reader's record
+walk) and pycdr._replaylane (a pipelined replay's steady state) are optional:
+without a C compiler the build goes on and pycdr runs their pure-Python twins
+(PYCDR_PURE=1 forces those anyway).
 """
 
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("pycdr._speedups", ["pycdr/_speedups.c"], optional=True),
-                   Extension("pycdr._pcapwalk", ["pycdr/_pcapwalk.c"], optional=True)])
+                   Extension("pycdr._pcapwalk", ["pycdr/_pcapwalk.c"], optional=True),
+                   Extension("pycdr._replaylane", ["pycdr/_replaylane.c"], optional=True)])

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Build pycdr._speedups (and pycdr._pcapwalk) once more with AddressSanitizer + UndefinedBehaviorSanitizer
+# Build pycdr._speedups (and pycdr._pcapwalk, pycdr._replaylane) once more with AddressSanitizer + UndefinedBehaviorSanitizer
 # in a throw-away copy of the package, then run under the sanitizers:
 #   1. the differential and malformed-input tests (tests/test_speedups.py,
 #      tests/test_cdr_errors.py, tests/test_giop_fast_decode.py, the ORB's one-call
 #      paths' tests/test_orb_direct.py, and the capture
 #      reader's tests/test_pcapwalk.py), C path against Python path; and
-#      tests/test_replay_hostile.py (a target's bad replies decoded by the C path);
+#      tests/test_replay_hostile.py (a target's bad replies decoded by the C path) and
+#      tests/test_replay_lane.py (pycdr._replaylane against the replay's Python code);
 #   2. the fuzz harness .ci/fuzz_speedups.py for FUZZ_SECONDS (default 60):
 #      atheris when it imports, else the harness's own random-input loop.
 # Any sanitizer report aborts the run (halt_on_error) and fails this script.
@@ -68,7 +69,8 @@ run_sanitized "$PYTHON" -m pytest -q -p no:cacheprovider \
     -W ignore::hypothesis.errors.HypothesisWarning \
     tests/test_speedups.py tests/test_cdr_errors.py tests/test_giop_fast_decode.py \
     tests/test_pcapwalk.py tests/test_orb_direct.py tests/test_orb_blocking_lane.py \
-    tests/test_orb_threads_lane.py tests/test_orb_polling.py tests/test_replay_hostile.py
+    tests/test_orb_threads_lane.py tests/test_orb_polling.py tests/test_replay_hostile.py \
+    tests/test_replay_lane.py
 
 echo "sanitize: fuzzing the C decoder for ${FUZZ_SECONDS}s"
 if run_sanitized "$PYTHON" -c 'import atheris' 2>/dev/null; then

@@ -142,7 +142,9 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
                    f"{call.replay_id}" + (f", {len(data)} bytes" if data else "") +
                    (f" ({call.reason})" if call.reason else ""))
 
-    replay = Replay(options, report, listing)
+    # (with --json every call is written: none is only counted)
+    replay = Replay(options, report, listing,
+                    tally=summary.add_outcome if out_json is None else None)
     if not dry_run:
         try:
             replay.check_targets(min(timeout, 5.0))

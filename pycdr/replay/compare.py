@@ -45,6 +45,9 @@ class KeyMap:
         self.explicit = dict(explicit or {})
         self.defaults = dict(defaults or {})     # server text -> key
         self.learned: dict = {}
+        # Counts the changes of the mapping (pycdr._replaylane's shape tables hold the
+        # bytes of requests rewritten for a key: rebuilt when it moves).
+        self.version = 0
 
     def target_key(self, old: bytes, server: str = "") -> bytes:
         new = self.explicit.get(old)
@@ -55,6 +58,7 @@ class KeyMap:
             if new is None:
                 return old          # not mapped (yet: a reply may still teach it)
             self.explicit[old] = new
+            self.version += 1
         return new
 
     def expected(self, old: bytes) -> bytes | None:
@@ -63,8 +67,9 @@ class KeyMap:
         return self.learned.get(old) if new is None else new
 
     def learn(self, old: bytes, new: bytes) -> None:
-        if old not in self.explicit:
-            self.learned.setdefault(old, new)
+        if old not in self.explicit and old not in self.learned:
+            self.learned[old] = new
+            self.version += 1
 
 
 class _KeysMet(KeyMap):

@@ -18,6 +18,13 @@ With ``window`` N > 1 (``--window``) a connection does not wait for the replies 
 recording waited for: up to N of its calls are outstanding, their requests
 written in one go on a non-blocking socket as the target takes them, the replies
 matched by request id; it waits only for a reply that may teach a key.
+
+A pipelined connection's steady state -- requests of shapes seen before, replies
+that repeat the recorded bytes but for the request id -- runs in C when
+pycdr._replaylane is built (and PYCDR_PURE=1 is not set) and the caller takes its
+calls counted (``tally``): see Replay._lane_enter.  The calls it finishes are
+counted, not reported one by one; anything it cannot judge comes back here as
+ordinary Calls first.
 """
 
 from __future__ import annotations
@@ -31,9 +38,16 @@ import ssl
 import time
 from dataclasses import dataclass, field
 
+_Lane = None
+if os.environ.get("PYCDR_PURE") != "1":
+    try:
+        from .._replaylane import Lane as _Lane
+    except ImportError:          # not built: every call in Python
+        pass
+
 from ..corbaloc import Corbaloc, IIOPAddress, parse_object_url
 from ..errors import PycdrError
-from ..giop.header import MsgType
+from ..giop.header import MAX_MESSAGE_SIZE, MsgType
 from ..iiop import IIOPProfile, decode_profile
 from ..ior import ior_from_string
 from ..orb.tls import DEFAULT_TLS, Endpoint, TLSOptions, TransportError, choose_endpoint, connect
@@ -42,8 +56,8 @@ from ..pcapread import CaptureReader
 from ..pcapwrite import StreamPcapWriter
 from ..tcpstream import TcpReassembler
 from .compare import Comparison, KeyMap
-from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, OperationFilter,
-                      RawReply, Reencoding, ReplaySession, reply_message)
+from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, SKIPPED, Call,
+                      OperationFilter, RawReply, Reencoding, ReplaySession, reply_message)
 
 QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
 # Segments read before the connections are served again: more calls a write and a turn
@@ -62,6 +76,11 @@ RECV_SIZE = 1 << 16
 # A pipelined replay has other calls in flight and sleeps at once.
 SPIN = 300e-6
 SPIN_CHECK = 1.0
+# A pipelined connection waits for the calls it has out before its next request, so that
+# its lane takes it on -- but not after SHORT_RUNS runs of the lane in a row that took
+# fewer than LANE_RUN items each (a round trip lost for each; see _advance).
+LANE_RUN = 16
+SHORT_RUNS = 4
 _END = object()
 _REQUEST = MsgType.Request.value
 _SERVER_FIRST = frozenset((MsgType.Reply.value, MsgType.LocateReply.value))
@@ -233,7 +252,8 @@ class _Recorded:
     first."""
     __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
                  "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost",
-                 "undecided", "barrier", "unsent", "outbuf", "write_deadline", "prepared")
+                 "undecided", "barrier", "unsent", "outbuf", "write_deadline", "prepared",
+                 "lane", "lane_on", "lane_stamp", "lane_taken", "short_runs")
 
     def __init__(self):
         self.client_key = None     # the client flow's key, once known
@@ -263,13 +283,25 @@ class _Recorded:
         # awaited ((bytes, Call) as ReplaySession.outgoing gives them), sent as soon as
         # that reply comes, before it is compared (see Replay._prepare).
         self.prepared = None
+        # The connection's pycdr._replaylane.Lane (None: none), whether it holds the
+        # connection now, and what its shape table was built from.
+        self.lane = None
+        self.lane_on = False
+        self.lane_stamp = None
+        # Items the lane took since it last took the connection on; how many of its
+        # last runs in a row took fewer than LANE_RUN (see _advance).
+        self.lane_taken = 0
+        self.short_runs = 0
 
 
 class Replay:
     """Replays a capture (see the module doc).  ``report(call)`` hears of every
-    call as it is decided."""
+    call as it is decided -- but with ``tally``, the same and skipped calls a
+    pipelined connection finishes in C: ``tally(operation, outcome, recorded
+    latency, replayed latency)`` counts those (ReplaySummary.add_outcome)."""
 
-    def __init__(self, options: ReplayOptions, report, listing=None, selection=None):
+    def __init__(self, options: ReplayOptions, report, listing=None, selection=None,
+                 tally=None):
         self.options = options
         # --jobs (pycdr.replay.jobs): this process replays only the connections of
         # ``selection`` (its ``flows``: their 4-tuples both ways, the others' segments
@@ -302,6 +334,15 @@ class Replay:
         self._pcap = None
         self._selector = selectors.DefaultSelector()
         self._registered = 0             # sockets the selector watches
+        # Lanes only where nothing needs each call as it goes: a window, the calls
+        # counted, no --rate, --pcap, --giop/--byte-order, no worker's selection.
+        self.tally = tally
+        self._lanes = _Lane is not None and tally is not None and self.window > 1 and \
+            not options.rate and not options.pcap and options.reencoding is None and \
+            selection is None and not options.dry_run
+        self._lane_ops: list = []        # a lane's operation indexes -> names
+        self.lane_calls = 0              # calls the lanes finished (counted, not reported)
+        self._lane_op_index: dict = {}
 
     # -- before the capture ------------------------------------------------------------
     def check_targets(self, timeout: float = 3.0) -> None:
@@ -372,7 +413,8 @@ class Replay:
             return
         timeout = 0.0
         if block:
-            deadlines = [r.deadline for r in live if r.waiting] + \
+            deadlines = [r.deadline for r in live if r.waiting or
+                         r.lane_on and r.lane.waiting] + \
                 [r.write_deadline for r in live if r.outbuf]
             timeout = max(0.0, min(deadlines) - time.monotonic()) if deadlines else 0.0
         if self._registered:
@@ -386,6 +428,8 @@ class Replay:
             time.sleep(timeout)
         now = time.monotonic()
         for rec in live:        # (neither _send_failed nor _settle ends a connection)
+            if rec.lane_on and rec.lane.waiting and rec.deadline <= now:
+                self._lane_exit(rec)        # (the oldest call's time-out, in Python)
             if rec.outbuf and rec.write_deadline <= now:
                 self._send_failed(rec, f"sending to the target failed: it took no bytes "
                                        f"for {self.timeout:g} s")
@@ -497,12 +541,25 @@ class Replay:
         the recording did -- but for a reply that may teach a key (a forward, a
         reference the IDL says a result may hold): nothing is sent after it before it
         comes.  A call is decided once both its replies are there (or cannot come)."""
+        if self._lanes and (rec.lane_on or self._lane_enter(rec)) and self._lane_advance(rec):
+            return
         session = rec.session
         items = rec.items
         windowed = self.window > 1
         if rec.prepared is not None and not rec.waiting:
             self._send_prepared(rec)
         while items and rec.barrier is None and len(rec.waiting) < self.window:
+            if rec.waiting and self._lanes and not rec.undecided and items[0] is not _END \
+                    and items[0][0] and not rec.failure and session.target_closed is None \
+                    and session.shapes and (rec.short_runs < SHORT_RUNS or rec.lane_stamp != (
+                        session.shapes_version, len(session.shapes), self.keys.version)):
+                # The calls sent are let finish before the next request, so that the
+                # lane takes the connection on (Python could go on forever with a window
+                # full): a round trip's wait.  Not while a call awaits its recorded
+                # reply (it may lie behind this request), nor before a request shape is
+                # known (a GIOP 1.0/1.1 connection never has one), nor when the lane
+                # handed the last runs back at once (but for shapes or keys new since).
+                break
             if len(items) == QUEUE_MESSAGES:
                 self._full -= 1
             item = items.popleft()
@@ -538,6 +595,125 @@ class Replay:
             self._prepare(rec)
         if rec.ended and not rec.waiting and not items and not rec.outbuf:
             self._close(rec)
+
+    # -- a pipelined connection's steady state in C (pycdr._replaylane) ---------------------
+    def _lane_enter(self, rec: _Recorded) -> bool:
+        """Give ``rec`` to its lane when Python holds nothing of it: no call awaits a
+        reply or a decision, no barrier, no fragmented message under way, the reply
+        streams idle, the target connected and open, request shapes known."""
+        session = rec.session
+        if rec.waiting or rec.undecided or rec.barrier is not None or rec.sock is None or \
+                rec.failure or rec.ended or not session.quiet or not session.shapes:
+            return False
+        lane = rec.lane
+        if lane is None:
+            lane = rec.lane = _Lane(self.window, MAX_MESSAGE_SIZE)
+        stamp = (session.shapes_version, len(session.shapes), self.keys.version)
+        if stamp != rec.lane_stamp:
+            lane.shapes = self._lane_table(session)
+            rec.lane_stamp = stamp
+            rec.short_runs = 0
+        lane.next_id = session.next_id
+        rec.lane_on = True
+        rec.lane_taken = 0
+        return True
+
+    def _lane_table(self, session: ReplaySession) -> dict:
+        """The lane's shapes: request bytes 4..8 + 16..the name's end -> ((body offset,
+        the bytes between the name and the body, bytes 16..the body rewritten for the
+        key the shape's requests go to now or None, operation index, flags), ...), in
+        the order ReplaySession._outgoing_shaped tries them.  Flags: 1 oneway, 2 not
+        selected, bit 8 + s: a reply of status s that repeats the recorded bytes is the
+        same (Comparison.judged_by_bytes; any other may teach a key)."""
+        table = {}
+        selected = self.options.selected
+        judged = self.comparison.judged_by_bytes
+        index = self._lane_op_index
+        for prefix, known in session.shapes.items():
+            entries = []
+            for start, tail, shape in known:
+                operation = shape.operation
+                op = index.get(operation)
+                if op is None:
+                    op = index[operation] = len(self._lane_ops)
+                    self._lane_ops.append(operation)
+                flags = (1 if shape.kind == "oneway" else 0) | (0 if selected(operation) else 2)
+                for status in range(6):
+                    if judged(operation, status):
+                        flags |= 1 << (8 + status)
+                rewritten = shape.rewritten.get(self.keys.target_key(shape.key, session.server))
+                entries.append((start, tail, rewritten, op, flags))
+            table[prefix] = tuple(entries)
+        return table
+
+    def _lane_advance(self, rec: _Recorded) -> bool:
+        """The lane takes ``rec``'s items as far as it can; False when it handed the
+        connection back (its calls are Calls again: Python goes on)."""
+        lane, items = rec.lane, rec.items
+        was_full = len(items) >= QUEUE_MESSAGES
+        before = len(items)
+        data, handed_over = lane.advance(items)
+        rec.lane_taken += before - len(items)
+        if was_full and len(items) < QUEUE_MESSAGES:
+            self._full -= 1
+        if data:
+            rec.unsent.append(data)
+        self._lane_results(lane)
+        if handed_over:
+            self._lane_exit(rec)
+            return False
+        self._lane_deadline(rec)
+        self._flush(rec)
+        return True
+
+    def _lane_deadline(self, rec: _Recorded) -> None:
+        sent = rec.lane.oldest_sent
+        if sent is not None:
+            rec.deadline = sent + self.timeout
+
+    def _lane_results(self, lane) -> None:
+        results = lane.results()
+        if results:
+            self.lane_calls += len(results)
+            ops, tally = self._lane_ops, self.tally
+            for op, code, recorded, replayed in results:
+                tally(ops[op], SKIPPED if code else SAME, recorded, replayed)
+
+    def _lane_exit(self, rec: _Recorded) -> None:
+        """Take ``rec`` back from its lane: the calls it holds become Calls, in the
+        state Python's own handling would have left them in, and Python goes on."""
+        lane = rec.lane
+        rec.lane_on = False
+        rec.short_runs = 0 if rec.lane_taken >= LANE_RUN else rec.short_runs + 1
+        self._lane_results(lane)
+        session = rec.session
+        session.next_id = lane.next_id
+        ops = self._lane_ops
+        held = []
+        for (op, recorded_id, replay_id, request_ts, sent, sent_at, recorded, recorded_ts,
+             replayed, replayed_at, settled) in lane.materialize():
+            call = Call(session.connection, session.server, ops[op], "request", recorded_id,
+                        request_ts)
+            call.replay_id, call.sent_bytes, call.sent_at = replay_id, sent, sent_at
+            session.calls[recorded_id] = call
+            session.by_replay_id[replay_id] = call
+            held.append((call, recorded, recorded_ts, replayed, replayed_at, settled))
+        # (a call holds one reply at most: the lane finishes one that has both)
+        for call, recorded, recorded_ts, replayed, replayed_at, _ in held:
+            if recorded is not None:
+                session.recorded(recorded, recorded_ts)
+            elif replayed is not None:
+                session.replayed(replayed, replayed_at)
+        for call, *_, settled in held:
+            if settled:         # its replayed reply came, and every earlier call's
+                rec.undecided[call.replay_id] = call
+            else:
+                rec.waiting.append(call)
+        if rec.waiting:
+            rec.deadline = max(time.monotonic(), rec.waiting[0].sent_at + self.timeout)
+        rest = lane.take_buffer()           # (a reply cut short: completes nothing yet)
+        if rest:
+            session.replayed(rest, time.monotonic())
 
     def _prepare(self, rec: _Recorded) -> None:
         """(--window 1) Rewrite the next client message while the replies it follows
@@ -604,6 +780,8 @@ class Replay:
     def _send_failed(self, rec: _Recorded, why: str) -> None:
         """The target takes no more bytes: the calls waiting for a reply fail, and the
         ones after them."""
+        if rec.lane_on:
+            self._lane_exit(rec)
         rec.failure = why
         rec.outbuf.clear()
         rec.session.target_closed = rec.session.target_closed or why
@@ -700,7 +878,15 @@ class Replay:
                 data = b""
             if data and rec.pcap_flow is not None:
                 rec.pcap_flow.sends(False, data)
-            session.replayed(data, time.monotonic())
+            now = time.monotonic()
+            if rec.lane_on:
+                left = rec.lane.replayed(data, now) if data else data
+                if left is not None:        # a reply the lane does not judge, or the end
+                    self._lane_exit(rec)
+                    if left or not data:
+                        session.replayed(left, now)
+            else:
+                session.replayed(data, now)
             if not data:
                 self._selector.unregister(sock)
                 self._registered -= 1
@@ -709,6 +895,11 @@ class Replay:
                 break
             if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                 break
+        if rec.lane_on:
+            self._lane_results(rec.lane)
+            self._lane_deadline(rec)
+            self._ready.add(rec)            # (the window may have room again)
+            return
         waiting = rec.waiting
         if waiting:
             prepared = rec.prepared

@@ -158,6 +158,11 @@ class ReplyStream:
         self._buf = bytearray()
         self.lazy = lazy
 
+    @property
+    def idle(self) -> bool:
+        """Nothing buffered, no fragmented message begun: a whole reply is taken as is."""
+        return not self._buf and not self.conn.has_partial_message
+
     def whole_reply(self, raw: bytes):
         """``raw`` as a RawReply when it is one whole GIOP 1.2+ Reply and nothing is
         buffered (a recorded reply as the capture's framer hands it over), else None."""
@@ -374,10 +379,25 @@ class ReplaySession:
         # bytes 4..8 + 16..the name's end -> [(body offset, the bytes between, shape)]
         self._shapes: dict = {}
         self._shape_count = 0
+        self.shapes_version = 0         # counts what _learn_shape added
         self._joining = None            # a GiopConnection joining fragmented requests
         self._joined: dict = {}         # see _join_first
         self._failed_joins: list = []
         self.not_sent = 0               # client messages that are no calls (Close, Error...)
+
+    @property
+    def quiet(self) -> bool:
+        """No call awaits a reply, no fragmented request is under way, both reply
+        streams idle: pycdr._replaylane may take the connection on."""
+        return not self.calls and not self.by_replay_id and self.target_closed is None and \
+            not self._joined and not self._skipped_fragments and self._open_11 is None and \
+            self._replayed.idle and self._recorded.idle
+
+    @property
+    def shapes(self) -> dict:
+        """The request shapes known: bytes 4..8 + 16..the name's end -> [(body offset,
+        the bytes between name and body, _RequestShape)] (see _learn_shape)."""
+        return self._shapes
 
     # -- the client's side -------------------------------------------------------------
     def outgoing(self, raw: bytes, ts: int = 0):
@@ -568,7 +588,10 @@ class ReplaySession:
             self._shape_count += 1
         new_key = self.keys.target_key(shape.key, self.server)
         if len(data) >= len(msg.body) + 16 and data.endswith(msg.body):
-            shape.rewritten[new_key] = data[16:len(data) - len(msg.body)]
+            rewritten = data[16:len(data) - len(msg.body)]
+            if shape.rewritten.get(new_key) != rewritten:
+                shape.rewritten[new_key] = rewritten
+                self.shapes_version += 1
 
     def _outgoing_shaped(self, raw: bytes, ts: int):
         """outgoing() of a request of a known shape, or None (not one)."""

@@ -38,18 +38,25 @@ class ReplaySummary:
         self.not_same_count = 0
 
     def add(self, call) -> None:
-        stats = self.operations.get(call.operation)
-        if stats is None:
-            stats = self.operations[call.operation] = OperationStats()
-        stats.counts[call.outcome] += 1
-        if call.recorded_latency is not None and call.recorded_reply is not None:
-            stats.recorded.add(call.recorded_latency)
-        if call.replayed_latency is not None:
-            stats.replayed.add(call.replayed_latency)
+        self.add_outcome(call.operation, call.outcome,
+                         call.recorded_latency if call.recorded_reply is not None else None,
+                         call.replayed_latency)
         if call.outcome in (DIFFERENT, FAILED):
             self.not_same_count += 1
             if len(self.not_same) < MAX_JUNIT_CASES:
                 self.not_same.append(_case_of(call))
+
+    def add_outcome(self, operation: str, outcome: str, recorded_latency, replayed_latency) -> None:
+        """A call counted (latencies in seconds, or None), without the Call: the same and
+        skipped calls a pipelined replay finishes in pycdr._replaylane."""
+        stats = self.operations.get(operation)
+        if stats is None:
+            stats = self.operations[operation] = OperationStats()
+        stats.counts[outcome] += 1
+        if recorded_latency is not None:
+            stats.recorded.add(recorded_latency)
+        if replayed_latency is not None:
+            stats.replayed.add(replayed_latency)
 
     def totals(self) -> dict:
         out = dict.fromkeys(OUTCOMES, 0)

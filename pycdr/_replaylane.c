@@ -1,0 +1,707 @@
+/* pycdr._replaylane: the steady state of one pipelined `pycdr replay` connection in C.
+ *
+ * A pipelined replay (--window > 1) spends nearly all its time on calls that need
+ * no judgement: a request of a shape seen before, rewritten with the next request
+ * id; its recorded reply; a replayed reply that repeats the recorded bytes but for
+ * the request id.  Done in Python that costs some thirty microseconds a call
+ * (benchmarks/README.md); a Lane does it for the calls of one connection while
+ * the replay's Python code (pycdr/replay/runner.py) holds none of them.
+ *
+ * A Lane takes an item or a reply only when it can finish what Python would do
+ * with it; anything else -- a request of a shape it was not given, a recorded
+ * reply that may teach a key, a replayed reply that differs in bytes or that
+ * names no call of it, any message that is not a whole GIOP 1.2+ Reply, the end
+ * of the recording -- makes it stop before that item or message ("hand over").
+ * The runner then takes the calls it holds back as ordinary Calls
+ * (Lane.materialize) and goes on in Python; a call is never half handled here.
+ *
+ * The calls a Lane finishes are the same ones, by the same rules, as Python's:
+ *   - ReplaySession._outgoing_shaped for the request's bytes,
+ *   - ReplaySession.recorded / ReplyStream.whole_reply for a recorded reply,
+ *   - ReplyStream.feed / RawReply.same_but_id for the replayed replies, and
+ *   - Replay._decide's first rule (the same by bytes where judged_by_bytes).
+ * tests/test_replay_lane.py replays the same captures with and without a Lane
+ * and compares every call's outcome.
+ *
+ * Nothing here reads a length without checking it against the bytes at hand,
+ * and nothing is allocated from one: a replayed message is framed only once
+ * the bytes it claims are there, and one claiming more than max_message bytes
+ * is handed over (Python's stream judges it).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#define HEADER 12
+#define MSG_REQUEST 0
+#define MSG_REPLY 1
+#define FLAG_FRAGMENT 2
+/* Shape entry flags (Replay._lane_table writes them). */
+#define SHAPE_ONEWAY 1
+#define SHAPE_SKIPPED 2
+#define JUDGED_SHIFT 8      /* bit s of (flags >> 8): reply status s judged by bytes */
+#define MAX_STATUS 5
+/* Result codes (Replay._lane_results maps them to outcomes). */
+#define OUT_SAME 0
+#define OUT_SKIPPED 1
+
+static inline uint32_t ulong_at(const unsigned char *p, int little) {
+    return little ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
+                  : (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 | (uint32_t)p[0] << 24;
+}
+
+static inline void put_ulong(unsigned char *p, uint32_t v, int little) {
+    if (little) {
+        p[0] = v & 0xff; p[1] = v >> 8 & 0xff; p[2] = v >> 16 & 0xff; p[3] = v >> 24;
+    } else {
+        p[3] = v & 0xff; p[2] = v >> 8 & 0xff; p[1] = v >> 16 & 0xff; p[0] = v >> 24;
+    }
+}
+
+static inline double monotonic(void) {
+    /* time.monotonic() on Linux: the call's send and reply times are compared with
+       the ones Python takes for the calls it holds */
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* One two-way call sent by the lane. */
+typedef struct {
+    PyObject *sent;         /* the bytes sent */
+    PyObject *recorded;     /* the recorded reply (bytes), once read */
+    PyObject *replayed;     /* the replayed reply (bytes), once come */
+    long long request_ts, recorded_ts;     /* capture times (ns) */
+    double sent_at, replayed_at;           /* monotonic seconds */
+    uint32_t recorded_id, replay_id;
+    long op;
+    unsigned judged;        /* reply statuses judged by bytes (a bit each) */
+    int done;
+} Record;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *shapes;       /* dict: request bytes 4..8 + 16..name end -> tuple of entries */
+    PyObject *results;      /* list of (op, code, recorded latency, replayed latency) */
+    Record *recs;           /* the calls held, in send order: [head, count) */
+    Py_ssize_t head, count, cap;
+    Py_ssize_t settled;     /* records before it have their replayed reply (or are done) */
+    Py_ssize_t window;
+    Py_ssize_t max_message;
+    unsigned long long next_id;
+    unsigned char *buf;     /* replayed bytes not framed yet */
+    Py_ssize_t buflen, bufcap;
+} Lane;
+
+static void record_clear(Record *r) {
+    Py_CLEAR(r->sent);
+    Py_CLEAR(r->recorded);
+    Py_CLEAR(r->replayed);
+}
+
+static void lane_drop_records(Lane *self) {
+    for (Py_ssize_t i = self->head; i < self->count; i++)
+        record_clear(&self->recs[i]);
+    self->head = self->count = self->settled = 0;
+}
+
+static int lane_traverse(Lane *self, visitproc visit, void *arg) {
+    Py_VISIT(self->shapes);
+    Py_VISIT(self->results);
+    return 0;
+}
+
+static int lane_clear_refs(Lane *self) {
+    Py_CLEAR(self->shapes);
+    Py_CLEAR(self->results);
+    lane_drop_records(self);
+    return 0;
+}
+
+static void lane_dealloc(Lane *self) {
+    PyObject_GC_UnTrack(self);
+    lane_clear_refs(self);
+    PyMem_Free(self->recs);
+    PyMem_Free(self->buf);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int lane_init(Lane *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"window", "max_message", NULL};
+    Py_ssize_t window, max_message;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nn", kwlist, &window, &max_message))
+        return -1;
+    if (window < 1 || max_message < 0) {
+        PyErr_SetString(PyExc_ValueError, "window must be >= 1 and max_message >= 0");
+        return -1;
+    }
+    self->window = window;
+    self->max_message = max_message;
+    self->next_id = 1;
+    Py_XSETREF(self->shapes, Py_NewRef(Py_None));
+    Py_XSETREF(self->results, PyList_New(0));
+    return self->results == NULL ? -1 : 0;
+}
+
+/* The first record not settled: the oldest call whose replayed reply has not come. */
+static void lane_settle(Lane *self) {
+    if (self->settled < self->head)
+        self->settled = self->head;
+    while (self->settled < self->count &&
+           (self->recs[self->settled].replayed != NULL || self->recs[self->settled].done))
+        self->settled++;
+    while (self->head < self->count && self->recs[self->head].done)
+        self->head++;
+    if (self->head == self->count)
+        self->head = self->count = self->settled = 0;
+}
+
+static Record *lane_new_record(Lane *self) {
+    if (self->count == self->cap) {
+        if (self->head > 0) {               /* the done ones at the front go first */
+            memmove(self->recs, self->recs + self->head,
+                    (size_t)(self->count - self->head) * sizeof(Record));
+            self->count -= self->head;
+            self->settled -= self->head;
+            self->head = 0;
+        }
+        if (self->count == self->cap) {
+            Py_ssize_t cap = self->cap ? self->cap * 2 : 64;
+            Record *grown = PyMem_Realloc(self->recs, (size_t)cap * sizeof(Record));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return NULL;
+            }
+            self->recs = grown;
+            self->cap = cap;
+        }
+    }
+    Record *r = &self->recs[self->count++];
+    memset(r, 0, sizeof(Record));
+    return r;
+}
+
+static int add_result(Lane *self, long op, int code, double recorded, double replayed) {
+    PyObject *t;
+    if (recorded < 0)
+        t = Py_BuildValue("(liOO)", op, code, Py_None, Py_None);
+    else
+        t = Py_BuildValue("(lidd)", op, code, recorded, replayed);
+    if (t == NULL)
+        return -1;
+    int rc = PyList_Append(self->results, t);
+    Py_DECREF(t);
+    return rc;
+}
+
+/* A call with both replies, the same but for the request id: Replay._decide's SAME. */
+static int lane_same(Lane *self, Record *r) {
+    double recorded = (double)(r->recorded_ts > r->request_ts ? r->recorded_ts - r->request_ts : 0) / 1e9;
+    double replayed = r->replayed_at > r->sent_at ? r->replayed_at - r->sent_at : 0.0;
+    if (add_result(self, r->op, OUT_SAME, recorded, replayed) < 0)
+        return -1;
+    r->done = 1;
+    record_clear(r);
+    return 0;
+}
+
+/* RawReply.same_but_id: the same length, bytes 0..12 and 16.. the same. */
+static int same_but_id(PyObject *a, const unsigned char *b, Py_ssize_t n) {
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(a);
+    return PyBytes_GET_SIZE(a) == n && n >= 16 && memcmp(p, b, 12) == 0 &&
+        memcmp(p + 16, b + 16, (size_t)(n - 16)) == 0;
+}
+
+/* The newest record not done sent for the recorded request id ``rid``. */
+static Record *by_recorded_id(Lane *self, uint32_t rid) {
+    for (Py_ssize_t i = self->count - 1; i >= self->head; i--) {
+        Record *r = &self->recs[i];
+        if (!r->done && r->recorded_id == rid)
+            return r;
+    }
+    return NULL;
+}
+
+static Record *by_replay_id(Lane *self, uint32_t rid) {
+    for (Py_ssize_t i = self->head; i < self->count; i++) {
+        Record *r = &self->recs[i];
+        if (r->replay_id == rid)
+            return r->done ? NULL : r;
+    }
+    return NULL;
+}
+
+/* A client Request of a known shape: sent (its bytes appended to ``pieces``).
+   1: taken; 0: hand over; -1: error. */
+static int take_request(Lane *self, PyObject *raw, PyObject *ts, PyObject *pieces) {
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(raw);
+    Py_ssize_t n = PyBytes_GET_SIZE(raw);
+    if (!PyDict_Check(self->shapes) || n < 28 || memcmp(p, "GIOP", 4) != 0 ||
+        p[7] != MSG_REQUEST || (p[6] & ~1) != 0)
+        return 0;
+    int little = p[6] & 1;
+    if ((Py_ssize_t)ulong_at(p + 8, little) != n - HEADER)
+        return 0;
+    /* _name_end: the operation name ends after the key and its length */
+    unsigned long long key_end = 28ULL + ulong_at(p + 24, little);
+    unsigned long long at = key_end + (-key_end & 3);
+    if (at + 4 > (unsigned long long)n)
+        return 0;
+    unsigned long long name_end = at + 4 + ulong_at(p + at, little);
+    if (name_end > (unsigned long long)n)
+        return 0;
+    Py_ssize_t end = (Py_ssize_t)name_end;
+    PyObject *prefix = PyBytes_FromStringAndSize(NULL, 4 + end - 16);
+    if (prefix == NULL)
+        return -1;
+    memcpy(PyBytes_AS_STRING(prefix), p + 4, 4);
+    memcpy(PyBytes_AS_STRING(prefix) + 4, p + 16, (size_t)(end - 16));
+    PyObject *entries = PyDict_GetItemWithError(self->shapes, prefix);    /* borrowed */
+    Py_DECREF(prefix);
+    if (entries == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(entries))
+        return 0;
+    /* the first entry whose bytes between the name and the body match, as Python's loop */
+    PyObject *entry = NULL;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
+        PyObject *e = PyTuple_GET_ITEM(entries, i);
+        if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) != 5)
+            return 0;
+        start = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 0));
+        if (start == -1 && PyErr_Occurred())
+            return -1;
+        PyObject *tail = PyTuple_GET_ITEM(e, 1);
+        if (!PyBytes_Check(tail))
+            return 0;
+        Py_ssize_t between = start > end ? start - end : 0;
+        if (n > start && start >= 0 && PyBytes_GET_SIZE(tail) == between &&
+            memcmp(PyBytes_AS_STRING(tail), p + end, (size_t)between) == 0) {
+            entry = e;
+            break;
+        }
+    }
+    if (entry == NULL)
+        return 0;
+    PyObject *rewritten = PyTuple_GET_ITEM(entry, 2);
+    long op = PyLong_AsLong(PyTuple_GET_ITEM(entry, 3));
+    long flags = PyLong_AsLong(PyTuple_GET_ITEM(entry, 4));
+    if ((op == -1 || flags == -1) && PyErr_Occurred())
+        return -1;
+    if (!PyBytes_Check(rewritten) || start < end)
+        return 0;           /* no bytes for the target's key yet: Python decodes it */
+    if (flags & SHAPE_SKIPPED)
+        return add_result(self, op, OUT_SKIPPED, -1, -1) < 0 ? -1 : 1;
+    uint32_t recorded_id = ulong_at(p + 12, little);
+    int oneway = (flags & SHAPE_ONEWAY) != 0;
+    if (self->next_id > 0xFFFFFFFEULL || (!oneway && by_recorded_id(self, recorded_id) != NULL))
+        return 0;   /* (a recorded id reused while its call waits: Python's books hold one) */
+    long long request_ts = PyLong_AsLongLong(ts);
+    if (request_ts == -1 && PyErr_Occurred())
+        return -1;
+    Py_ssize_t rlen = PyBytes_GET_SIZE(rewritten);
+    Py_ssize_t size = 16 + rlen + (n - start);
+    if (size - HEADER > 0xFFFFFFFFLL)
+        return 0;
+    PyObject *data = PyBytes_FromStringAndSize(NULL, size);
+    if (data == NULL)
+        return -1;
+    unsigned char *d = (unsigned char *)PyBytes_AS_STRING(data);
+    memcpy(d, p, 8);
+    put_ulong(d + 8, (uint32_t)(size - HEADER), little);
+    put_ulong(d + 12, (uint32_t)self->next_id, little);
+    memcpy(d + 16, PyBytes_AS_STRING(rewritten), (size_t)rlen);
+    memcpy(d + 16 + rlen, p + start, (size_t)(n - start));
+    if (PyList_Append(pieces, data) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    if (oneway) {       /* a oneway is the same once sent */
+        Py_DECREF(data);
+        self->next_id++;
+        return add_result(self, op, OUT_SAME, -1, -1) < 0 ? -1 : 1;
+    }
+    Record *r = lane_new_record(self);
+    if (r == NULL) {
+        Py_DECREF(data);
+        return -1;
+    }
+    r->sent = data;
+    r->request_ts = request_ts;
+    r->sent_at = monotonic();
+    r->recorded_id = recorded_id;
+    r->replay_id = (uint32_t)self->next_id++;
+    r->op = op;
+    r->judged = (unsigned)(flags >> JUDGED_SHIFT) & ((1u << (MAX_STATUS + 1)) - 1);
+    return 1;
+}
+
+/* A recorded server message.  1: taken; 0: hand over; -1: error. */
+static int take_recorded(Lane *self, PyObject *raw, PyObject *ts) {
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(raw);
+    Py_ssize_t n = PyBytes_GET_SIZE(raw);
+    /* ReplyStream.whole_reply (nothing is buffered: the lane runs on an idle stream) */
+    if (n < 20 || p[7] != MSG_REPLY || p[4] < 1 || (p[4] == 1 && p[5] < 2) ||
+        (p[6] & FLAG_FRAGMENT) || memcmp(p, "GIOP", 4) != 0)
+        return 0;
+    int little = p[6] & 1;
+    if ((Py_ssize_t)ulong_at(p + 8, little) != n - HEADER)
+        return 0;
+    Record *r = by_recorded_id(self, ulong_at(p + 12, little));
+    if (r == NULL || r->recorded != NULL)
+        return 1;           /* no call waits for it (Python's session drops it too) */
+    uint32_t status = ulong_at(p + 16, little);
+    if (status > MAX_STATUS || !(r->judged & (1u << status)))
+        return 0;           /* the replayed reply may teach a key: Python's barrier */
+    long long recorded_ts = PyLong_AsLongLong(ts);
+    if (recorded_ts == -1 && PyErr_Occurred())
+        return -1;
+    if (r->replayed != NULL) {
+        if (!same_but_id(r->replayed, p, n))
+            return 0;       /* compared value by value in Python */
+        r->recorded_ts = recorded_ts;
+        if (lane_same(self, r) < 0)
+            return -1;
+        lane_settle(self);
+        return 1;
+    }
+    r->recorded = Py_NewRef(raw);
+    r->recorded_ts = recorded_ts;
+    return 1;
+}
+
+static Py_ssize_t lane_waiting(Lane *self) {
+    return self->count - (self->settled > self->head ? self->settled : self->head);
+}
+
+/* The bytes objects of ``pieces`` one after the other (one allocation). */
+static PyObject *join(PyObject *pieces) {
+    Py_ssize_t k = PyList_GET_SIZE(pieces), total = 0;
+    if (k == 1)
+        return Py_NewRef(PyList_GET_ITEM(pieces, 0));
+    for (Py_ssize_t i = 0; i < k; i++)
+        total += PyBytes_GET_SIZE(PyList_GET_ITEM(pieces, i));
+    PyObject *out = PyBytes_FromStringAndSize(NULL, total);
+    if (out == NULL)
+        return NULL;
+    char *d = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *b = PyList_GET_ITEM(pieces, i);
+        memcpy(d, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+        d += PyBytes_GET_SIZE(b);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(advance_doc,
+"advance(items) -> (bytes, handed_over)\n\n"
+"Take the items at the front of ``items`` (a deque of the connection's (from_client,\n"
+"raw, ts) in capture order) while fewer than the window wait for their replayed\n"
+"reply: the bytes to send for them, and whether an item is left that the lane does\n"
+"not take (Python's to handle, after materialize()).");
+
+static PyObject *lane_advance(Lane *self, PyObject *items) {
+    PyObject *pieces = PyList_New(0);
+    if (pieces == NULL)
+        return NULL;
+    PyObject *popleft = PyObject_GetAttrString(items, "popleft");
+    if (popleft == NULL) {
+        Py_DECREF(pieces);
+        return NULL;
+    }
+    int handed_over = 0;
+    while (lane_waiting(self) < self->window) {
+        Py_ssize_t n = PySequence_Size(items);
+        if (n < 0)
+            goto error;
+        if (n == 0)
+            break;
+        PyObject *item = PySequence_GetItem(items, 0);
+        if (item == NULL)
+            goto error;
+        int rc = 0;
+        if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 3 &&
+            PyBytes_CheckExact(PyTuple_GET_ITEM(item, 1))) {
+            PyObject *from_client = PyTuple_GET_ITEM(item, 0);
+            if (from_client == Py_True)
+                rc = take_request(self, PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2), pieces);
+            else if (from_client == Py_False)
+                rc = take_recorded(self, PyTuple_GET_ITEM(item, 1), PyTuple_GET_ITEM(item, 2));
+        }
+        Py_DECREF(item);
+        if (rc < 0)
+            goto error;
+        if (rc == 0) {
+            handed_over = 1;
+            break;
+        }
+        PyObject *gone = PyObject_CallNoArgs(popleft);
+        if (gone == NULL)
+            goto error;
+        Py_DECREF(gone);
+    }
+    Py_DECREF(popleft);
+    PyObject *data = join(pieces);
+    Py_DECREF(pieces);
+    if (data == NULL)
+        return NULL;
+    PyObject *out = Py_BuildValue("(NO)", data, handed_over ? Py_True : Py_False);
+    return out;
+error:
+    Py_DECREF(popleft);
+    Py_DECREF(pieces);
+    return NULL;
+}
+
+static int buf_append(Lane *self, const unsigned char *data, Py_ssize_t n) {
+    if (self->buflen + n > self->bufcap) {
+        Py_ssize_t cap = self->bufcap ? self->bufcap : 4096;
+        while (cap < self->buflen + n)
+            cap *= 2;
+        unsigned char *grown = PyMem_Realloc(self->buf, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->buf = grown;
+        self->bufcap = cap;
+    }
+    memcpy(self->buf + self->buflen, data, (size_t)n);
+    self->buflen += n;
+    return 0;
+}
+
+PyDoc_STRVAR(replayed_doc,
+"replayed(data, now) -> bytes or None\n\n"
+"Bytes the target sent (not b\"\"), read at ``now`` (time.monotonic()): the whole\n"
+"replies in them matched with their calls.  None when every whole message was\n"
+"taken (a message cut short is kept for the next bytes); else the bytes from the\n"
+"first message the lane does not take on, for Python's stream (after\n"
+"materialize()), and nothing is kept.");
+
+static PyObject *lane_replayed(Lane *self, PyObject *args) {
+    Py_buffer view;
+    double now;
+    if (!PyArg_ParseTuple(args, "y*d", &view, &now))
+        return NULL;
+    int rc = buf_append(self, view.buf, view.len);
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        return NULL;
+    const unsigned char *b = self->buf;
+    Py_ssize_t n = self->buflen, pos = 0;
+    int handed_over = 0;
+    while (n - pos >= HEADER) {
+        const unsigned char *p = b + pos;
+        if (memcmp(p, "GIOP", 4) != 0) {
+            handed_over = 1;
+            break;
+        }
+        int little = p[6] & 1;
+        uint32_t size = ulong_at(p + 8, little);
+        if ((unsigned long long)size > (unsigned long long)self->max_message) {
+            handed_over = 1;
+            break;
+        }
+        if ((Py_ssize_t)size > n - pos - HEADER)
+            break;                  /* cut short: the rest comes later */
+        Py_ssize_t len = HEADER + (Py_ssize_t)size;
+        /* ReplyStream.feed's replies kept as bytes: a whole GIOP 1.2+ Reply */
+        if (p[7] != MSG_REPLY || p[4] < 1 || (p[4] == 1 && p[5] < 2) ||
+            (p[6] & FLAG_FRAGMENT) || size < 4) {
+            handed_over = 1;
+            break;
+        }
+        Record *r = by_replay_id(self, ulong_at(p + 12, little));
+        if (r == NULL || r->replayed != NULL) {
+            handed_over = 1;        /* a stray or repeated reply: Python tells it */
+            break;
+        }
+        if (r->recorded != NULL) {
+            if (!same_but_id(r->recorded, p, len)) {
+                handed_over = 1;    /* compared value by value in Python */
+                break;
+            }
+            r->replayed_at = now;
+            if (lane_same(self, r) < 0)
+                return NULL;
+        } else {
+            r->replayed = PyBytes_FromStringAndSize((const char *)p, len);
+            if (r->replayed == NULL)
+                return NULL;
+            r->replayed_at = now;
+        }
+        pos += len;
+    }
+    lane_settle(self);
+    if (handed_over) {
+        PyObject *rest = PyBytes_FromStringAndSize((const char *)b + pos, n - pos);
+        self->buflen = 0;
+        return rest;
+    }
+    if (pos) {
+        memmove(self->buf, self->buf + pos, (size_t)(n - pos));
+        self->buflen = n - pos;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(take_buffer_doc,
+"take_buffer() -> bytes\n\nThe replayed bytes kept (a message cut short), now Python's.");
+
+static PyObject *lane_take_buffer(Lane *self, PyObject *unused) {
+    PyObject *rest = PyBytes_FromStringAndSize((const char *)self->buf, self->buflen);
+    self->buflen = 0;
+    return rest;
+}
+
+PyDoc_STRVAR(materialize_doc,
+"materialize() -> list\n\n"
+"The calls held, in send order, as (op, recorded_id, replay_id, request_ts, sent,\n"
+"sent_at, recorded or None, recorded_ts, replayed or None, replayed_at, settled):\n"
+"``settled``, its replayed reply came after every earlier call's.  The lane holds\n"
+"none after it.");
+
+static PyObject *lane_materialize(Lane *self, PyObject *unused) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = self->head; i < self->count; i++) {
+        Record *r = &self->recs[i];
+        if (r->done)
+            continue;
+        PyObject *t = Py_BuildValue("(lkkLOdOLOdO)", r->op, (unsigned long)r->recorded_id,
+                                    (unsigned long)r->replay_id, r->request_ts, r->sent,
+                                    r->sent_at, r->recorded ? r->recorded : Py_None,
+                                    r->recorded_ts, r->replayed ? r->replayed : Py_None,
+                                    r->replayed_at, i < self->settled ? Py_True : Py_False);
+        if (t == NULL || PyList_Append(out, t) < 0) {
+            Py_XDECREF(t);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    lane_drop_records(self);
+    return out;
+}
+
+PyDoc_STRVAR(results_doc,
+"results() -> list\n\n"
+"The calls finished since the last call, as (op, code, recorded latency, replayed\n"
+"latency): code 0 the same, 1 skipped; latencies in seconds or None.");
+
+static PyObject *lane_results(Lane *self, PyObject *unused) {
+    PyObject *done = self->results;
+    PyObject *fresh = PyList_New(0);
+    if (fresh == NULL)
+        return NULL;
+    self->results = fresh;
+    return done;
+}
+
+static PyObject *lane_get_waiting(Lane *self, void *closure) {
+    return PyLong_FromSsize_t(lane_waiting(self));
+}
+
+static PyObject *lane_get_held(Lane *self, void *closure) {
+    Py_ssize_t held = 0;
+    for (Py_ssize_t i = self->head; i < self->count; i++)
+        held += !self->recs[i].done;
+    return PyLong_FromSsize_t(held);
+}
+
+static PyObject *lane_get_oldest_sent(Lane *self, void *closure) {
+    Py_ssize_t i = self->settled > self->head ? self->settled : self->head;
+    if (i >= self->count)
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(self->recs[i].sent_at);
+}
+
+static PyObject *lane_get_next_id(Lane *self, void *closure) {
+    return PyLong_FromUnsignedLongLong(self->next_id);
+}
+
+static int lane_set_next_id(Lane *self, PyObject *value, void *closure) {
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "next_id cannot be deleted");
+        return -1;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if (v == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    self->next_id = v;
+    return 0;
+}
+
+static PyObject *lane_get_shapes(Lane *self, void *closure) {
+    return Py_NewRef(self->shapes);
+}
+
+static int lane_set_shapes(Lane *self, PyObject *value, void *closure) {
+    if (value == NULL || (value != Py_None && !PyDict_Check(value))) {
+        PyErr_SetString(PyExc_TypeError, "shapes must be a dict or None");
+        return -1;
+    }
+    Py_XSETREF(self->shapes, Py_NewRef(value));
+    return 0;
+}
+
+static PyGetSetDef lane_getset[] = {
+    {"waiting", (getter)lane_get_waiting, NULL,
+     "calls sent from the oldest whose replayed reply has not come on (the window's count)", NULL},
+    {"held", (getter)lane_get_held, NULL, "calls held (not finished)", NULL},
+    {"oldest_sent", (getter)lane_get_oldest_sent, NULL,
+     "when the oldest call waiting for its replayed reply was sent (None: none waits)", NULL},
+    {"next_id", (getter)lane_get_next_id, (setter)lane_set_next_id,
+     "the request id the next call is sent with", NULL},
+    {"shapes", (getter)lane_get_shapes, (setter)lane_set_shapes,
+     "the request shapes the lane rewrites (see Replay._lane_table)", NULL},
+    {NULL}
+};
+
+static PyMethodDef lane_methods[] = {
+    {"advance", (PyCFunction)lane_advance, METH_O, advance_doc},
+    {"replayed", (PyCFunction)lane_replayed, METH_VARARGS, replayed_doc},
+    {"take_buffer", (PyCFunction)lane_take_buffer, METH_NOARGS, take_buffer_doc},
+    {"materialize", (PyCFunction)lane_materialize, METH_NOARGS, materialize_doc},
+    {"results", (PyCFunction)lane_results, METH_NOARGS, results_doc},
+    {NULL}
+};
+
+static PyTypeObject LaneType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pycdr._replaylane.Lane",
+    .tp_doc = PyDoc_STR("Lane(window, max_message): one pipelined replay connection's "
+                        "steady state (see the module doc)."),
+    .tp_basicsize = sizeof(Lane),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)lane_init,
+    .tp_dealloc = (destructor)lane_dealloc,
+    .tp_traverse = (traverseproc)lane_traverse,
+    .tp_clear = (inquiry)lane_clear_refs,
+    .tp_methods = lane_methods,
+    .tp_getset = lane_getset,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "pycdr._replaylane",
+    "The steady state of a pipelined pycdr replay connection in C.", -1, NULL
+};
+
+PyMODINIT_FUNC PyInit__replaylane(void) {
+    if (PyType_Ready(&LaneType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Lane", (PyObject *)&LaneType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

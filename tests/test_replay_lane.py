@@ -1,0 +1,315 @@
+"""pycdr._replaylane, the pipelined replay's steady state in C, against the replay's
+Python code: the same captures replayed to the same targets with the lane (the calls it
+finishes counted) and without it must come to the same outcomes, operation by
+operation, with the same differences and the same recorded latencies; the lane must
+hand back, untouched, whatever it cannot judge; and nothing a length claims is
+allocated."""
+
+from __future__ import annotations
+
+import collections
+import socket
+import struct
+import tracemalloc
+
+import pytest
+
+pytest.importorskip("scapy")
+
+import replay_store as rs  # noqa: E402
+from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message  # noqa: E402
+from pycdr.pcap import IdlBodyDecoder  # noqa: E402
+from pycdr.pcapread import CaptureReader  # noqa: E402
+from pycdr.replay import runner  # noqa: E402
+from pycdr.replay.compare import Comparison  # noqa: E402
+from pycdr.replay.runner import Replay, ReplayOptions, parse_targets  # noqa: E402
+from pycdr.replay.session import ReplaySession  # noqa: E402
+from pycdr.replay.summary import ReplaySummary  # noqa: E402
+
+pytestmark = pytest.mark.skipif(runner._Lane is None,
+                                reason="pycdr._replaylane not built, or PYCDR_PURE=1")
+
+
+def long_conversation(calls: int, key=b"OldStore", little=False):
+    """``calls`` client messages of every kind the lane meets: requests of five shapes,
+    oneways, a user exception (judged with the IDL: handed back), LocateRequests, and
+    a reference returned (it may teach a key: handed back) then used."""
+    r = lambda rid, op, args, **k: rs.request(rid, op, args, key=k.pop("key", key),  # noqa
+                                               little=little, **k)
+    out = []
+    for i in range(calls):
+        rid = i + 1
+        if i % 50 == 49:
+            out.append(r(rid, "other", []))
+        elif i % 50 == 0 and i:
+            out.append(r(rid, "list", [3], key=b"OldOther"))
+        elif i % 17 == 16:
+            out.append(r(rid, "find", ["missing"]))
+        elif i % 23 == 22:
+            out.append(LocateRequest(version=(1, 2), request_id=rid, target=KeyAddr(key)))
+        elif i % 5 == 0:
+            out.append(r(rid, "list", [i % 7]))
+        elif i % 5 == 1:
+            out.append(r(rid, "find", [f"fruit{i % 4}"]))
+        elif i % 5 == 2:
+            out.append(r(rid, "total", [i, 0.25]))
+        elif i % 5 == 3:
+            out.append(r(rid, "ping", [i], oneway=True))
+        else:
+            out.append(r(rid, "list", [2]))
+    return out
+
+
+def replay(capture: str, target: str, *, lane: bool, window: int = 8):
+    """(summary, the calls reported one by one, the Replay) of ``capture`` replayed to
+    ``target`` with the store's IDL; ``lane``: the same calls counted (the lane on)."""
+    default, mapped = parse_targets([target])
+    options = ReplayOptions(default_target=default, targets=mapped, window=window, timeout=3,
+                            comparison=Comparison(IdlBodyDecoder([rs.MODULE])))
+    summary = ReplaySummary()
+    reported = []
+
+    def report(call):
+        summary.add(call)
+        reported.append(call)
+    r = Replay(options, report, tally=summary.add_outcome if lane else None)
+    r.run(CaptureReader(capture))
+    return summary, reported, r
+
+
+def digest(summary: ReplaySummary) -> dict:
+    """Per operation: the outcome counts and the recorded latencies' histogram (the
+    replayed ones differ from run to run)."""
+    return {op: (dict(s.counts), dict(s.recorded.buckets), s.recorded.count)
+            for op, s in summary.operations.items()}
+
+
+def not_same(reported) -> list:
+    return sorted((c.connection, c.recorded_id, c.operation, c.outcome, repr(c.differences),
+                   c.reason) for c in reported if c.outcome != "same")
+
+
+SCENARIOS = {
+    # name: (the recording's variant, the target's variant, the target's key)
+    "same": (rs.Variant(), rs.Variant(), b"OldStore"),
+    "list_differs": (rs.Variant(), rs.Variant(differ="list"), b"OldStore"),
+    "keys_mapped_and_learned": (rs.Variant(), rs.Variant(store_key=b"NewStore",
+                                                         other_key=b"NewOther"), b"NewStore"),
+    "little_endian": (rs.Variant(little=True), rs.Variant(little=True), b"OldStore"),
+}
+
+
+@pytest.mark.parametrize("window", [2, 8, 64])
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_the_lane_comes_to_python_s_outcomes(tmp_path, scenario, window):
+    old, new, key = SCENARIOS[scenario]
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [long_conversation(400, little=old.little) for _ in range(2)], old)
+    results = {}
+    for lane in (False, True):
+        with rs.StoreServer(new) as server:
+            target = f"corbaloc::1.2@127.0.0.1:{server.port}/{key.decode()}"
+            results[lane] = replay(capture, target, lane=lane, window=window)
+    (py_summary, py_reported, py_replay), (c_summary, c_reported, c_replay) = \
+        results[False], results[True]
+    assert py_replay.lane_calls == 0
+    assert digest(c_summary) == digest(py_summary)
+    assert not_same(c_reported) == not_same(py_reported)
+    assert c_summary.totals()["calls"] == 800
+    # The lane did the bulk of the work (it hands back what may teach a key, the user
+    # exceptions read with the IDL, the LocateRequests, and the calls around them).
+    # The lane took its part (this conversation hands back every few calls: a user
+    # exception read with the IDL, a LocateRequest, a reference that may teach a key).
+    assert c_replay.lane_calls > 800 // 10, c_replay.lane_calls
+    if scenario == "list_differs":
+        assert {c.operation for c in c_reported if c.outcome == "different"} == {"list"}
+        assert any(c.outcome == "different" for c in c_reported)
+
+
+def test_the_lane_finishes_nearly_every_call_of_a_plain_recording(tmp_path):
+    # Requests of four shapes and oneways, every reply as recorded: after each shape's
+    # first call (decoded in Python) and the round trip it waits, the lane takes it all.
+    r = rs.request
+    calls = [r(i + 1, *[("list", [3]), ("find", ["fig"]), ("total", [i, 0.5]),
+                        ("list", [1])][i % 4]) if i % 9 else r(i + 1, "ping", [i], oneway=True)
+             for i in range(1000)]
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [calls])
+    with rs.StoreServer(rs.Variant()) as server:
+        summary, reported, replay_ = replay(capture, f"127.0.0.1:{server.port}", lane=True,
+                                            window=16)
+    assert summary.totals() == {"same": 1000, "different": 0, "failed": 0, "skipped": 0,
+                                "calls": 1000}
+    assert replay_.lane_calls >= 950, replay_.lane_calls
+    assert len(reported) == 1000 - replay_.lane_calls
+
+
+class _ClosesAfter:
+    """A server socket that reads as closed once ``after`` requests came through it."""
+
+    def __init__(self, sock, after: int):
+        self.sock, self.after, self.seen = sock, after, 0
+
+    def recv(self, n: int) -> bytes:
+        if self.seen >= self.after:
+            self.sock.shutdown(socket.SHUT_RDWR)
+            return b""
+        data = self.sock.recv(n)
+        self.seen += data.count(b"GIOP")
+        return data
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.sock.close()
+
+
+class ClosingStore(rs.StoreServer):
+    """The store that closes each connection once it has read ``after`` requests."""
+
+    def __init__(self, variant, after: int):
+        self.after = after
+        super().__init__(variant)
+
+    def _connection(self, conn) -> None:
+        super()._connection(_ClosesAfter(conn, self.after))
+
+
+def test_a_target_that_closes_midway_fails_the_same_calls(tmp_path):
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [long_conversation(400) for _ in range(2)])
+    outcomes = {}
+    for lane in (False, True):
+        with ClosingStore(rs.Variant(), after=150) as server:
+            target = f"corbaloc::1.2@127.0.0.1:{server.port}/OldStore"
+            summary, reported, _ = replay(capture, target, lane=lane, window=8)
+        outcomes[lane] = summary.totals()
+        assert summary.totals()["calls"] == 800
+        assert summary.totals()["failed"] > 0
+        assert all(c.reason for c in reported if c.outcome == "failed")
+    # Which calls were on the wire when the target closed depends on timing; every
+    # call is accounted for, and none of the later ones passes for the same.
+    for lane in (False, True):
+        assert outcomes[lane]["same"] <= 2 * 160, outcomes
+
+
+# -- the Lane alone --------------------------------------------------------------------
+
+def _learned_session():
+    """A session that sent one list() (its shape learned), the Replay whose tables the
+    lane gets, and a lane holding the connection."""
+    summary = ReplaySummary()
+    options = ReplayOptions(window=4, comparison=Comparison(IdlBodyDecoder([rs.MODULE])))
+    replay_ = Replay(options, summary.add, tally=summary.add_outcome)
+    session = ReplaySession(replay_.keys)
+    first = encode_message(rs.request(1, "list", [2]))
+    data, call = session.outgoing(first)
+    session.finished(call)
+    lane = runner._Lane(4, 1 << 20)
+    lane.shapes = replay_._lane_table(session)
+    lane.next_id = session.next_id
+    return session, replay_, lane
+
+
+def _reply(msg, variant=rs.Variant()):
+    return encode_message(rs.reply_to(msg, variant))
+
+
+def test_the_lane_rewrites_a_known_shape_as_python_does_and_refuses_the_rest():
+    session, replay_, lane = _learned_session()
+    request = rs.request(7, "list", [5])
+    raw = encode_message(request)
+    items = collections.deque([(True, raw, 1000), (False, _reply(request), 5000),
+                               (True, encode_message(rs.request(8, "find", ["x"])), 6000)])
+    data, handed_over = lane.advance(items)
+    expected, _ = session.outgoing(raw)             # Python's bytes for the same id
+    assert data == expected and struct.unpack_from(">I", data, 12)[0] == 2
+    # find() is a shape the session has not learned: left for Python, untouched
+    assert handed_over and len(items) == 1 and items[0][1][7] == 0
+    assert lane.held == 1 and lane.waiting == 1 and lane.next_id == 3
+    # Its replayed reply, in two pieces, repeats the recorded one but for the id
+    replayed = bytearray(_reply(request))
+    struct.pack_into(">I", replayed, 12, 2)
+    assert lane.replayed(bytes(replayed[:30]), 1.0) is None
+    assert lane.held == 1
+    assert lane.replayed(bytes(replayed[30:]), 1.5) is None
+    assert lane.held == 0 and lane.waiting == 0
+    ((op, code, recorded_latency, replayed_latency),) = lane.results()
+    assert replay_._lane_ops[op] == "list" and code == 0
+    assert recorded_latency == pytest.approx(4e-6) and replayed_latency >= 0
+
+
+def test_the_lane_hands_back_replies_it_does_not_judge_and_materializes_its_calls():
+    session, replay_, lane = _learned_session()
+    requests = [rs.request(10 + i, "list", [4 + i]) for i in range(3)]
+    items = collections.deque((True, encode_message(m), 100 * i) for i, m in
+                              enumerate(requests))
+    items.insert(1, (False, _reply(requests[0]), 50))       # call 1's recorded reply
+    sent, handed_over = lane.advance(items)
+    assert not handed_over and not items and lane.held == 3 and lane.waiting == 3
+    # call 2's replayed reply comes first (no recorded one yet): kept, not judged
+    second = bytearray(_reply(requests[1]))
+    struct.pack_into(">I", second, 12, 3)
+    assert lane.replayed(bytes(second), 2.0) is None
+    assert lane.waiting == 3            # the oldest still waits: the window counts on
+    # call 1's replayed reply differs from its recorded one: handed back, with what
+    # follows it
+    first = bytearray(_reply(requests[0], rs.Variant(differ="list")))
+    struct.pack_into(">I", first, 12, 2)
+    tail = b"GIOP\x01\x02\x00\x01"
+    left = lane.replayed(bytes(first) + tail, 3.0)
+    assert left == bytes(first) + tail
+    held = lane.materialize()
+    assert [h[1] for h in held] == [10, 11, 12] and [h[2] for h in held] == [2, 3, 4]
+    assert [h[6] is not None for h in held] == [True, False, False]
+    assert [h[8] is not None for h in held] == [False, True, False]
+    assert [h[10] for h in held] == [False, False, False]       # none settled: 1 waits
+    assert lane.held == 0 and lane.take_buffer() == b""
+
+
+@pytest.mark.parametrize("bad", [
+    b"GIOP\x01\x02\x00\x01\xff\xff\xff\xf0" + b"\0" * 12,      # claims 4 GB
+    b"JUNK" * 8,                                                 # no magic
+    b"GIOP\x01\x02\x00\x07\x00\x00\x00\x04\x00\x00\x00\x02",     # a Fragment
+    b"GIOP\x01\x00\x00\x01\x00\x00\x00\x10" + b"\0" * 16,       # GIOP 1.0 Reply
+    b"GIOP\x01\x02\x00\x01\x00\x00\x00\x08\x00\x00\x00\x63\x00\x00\x00\x00",  # unknown id
+])
+def test_bytes_the_lane_does_not_take_are_handed_back_whole_without_allocating(bad):
+    session, replay_, lane = _learned_session()
+    items = collections.deque([(True, encode_message(rs.request(5, "list", [1])), 0)])
+    lane.advance(items)
+    tracemalloc.start()
+    try:
+        left = lane.replayed(bad, 1.0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert left == bad and peak < 1 << 20
+    assert lane.held == 1
+
+
+@pytest.mark.parametrize("item", [None, (True,), (True, "text", 0), (2, b"GIOP", 0),
+                                  (True, b"GIOP\x01\x02\x00\x00", 0),
+                                  (False, b"GIOP\x01\x02\x00\x01\x00\x00\x00\x00", 0)])
+def test_items_the_lane_does_not_take_stay_for_python(item):
+    session, replay_, lane = _learned_session()
+    items = collections.deque([item])
+    data, handed_over = lane.advance(items)
+    assert handed_over and data == b"" and list(items) == [item]
+
+
+def test_a_lane_s_shapes_must_be_a_dict_and_its_window_positive():
+    with pytest.raises(ValueError):
+        runner._Lane(0, 100)
+    lane = runner._Lane(1, 100)
+    with pytest.raises(TypeError):
+        lane.shapes = [1, 2]
+    # garbage in a table is refused, not read
+    lane.shapes = {b"x": "not a tuple"}
+    items = collections.deque([(True, encode_message(rs.request(5, "list", [1])), 0)])
+    assert lane.advance(items) == (b"", True)
+
