@@ -141,7 +141,7 @@ def replay_child(capture: str, target: str, window: int, jobs: int = 1) -> None:
         from pycdr.replay.jobs import run_jobs
         run_jobs(capture, options, jobs, summary.add, False)
     else:
-        Replay(options, summary.add, tally=summary.add_outcome).run(CaptureReader(capture))
+        Replay(options, summary.add, tally=summary.add_counted).run(CaptureReader(capture))
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu
     after = resource.getrusage(resource.RUSAGE_CHILDREN)      # the workers, joined

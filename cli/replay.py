@@ -144,7 +144,7 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
 
     # (with --json every call is written: none is only counted)
     replay = Replay(options, report, listing,
-                    tally=summary.add_outcome if out_json is None else None)
+                    tally=summary.add_counted if out_json is None else None)
     if not dry_run:
         try:
             replay.check_targets(min(timeout, 5.0))

@@ -30,6 +30,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -43,9 +44,6 @@
 #define SHAPE_SKIPPED 2
 #define JUDGED_SHIFT 8      /* bit s of (flags >> 8): reply status s judged by bytes */
 #define MAX_STATUS 5
-/* Result codes (Replay._lane_results maps them to outcomes). */
-#define OUT_SAME 0
-#define OUT_SKIPPED 1
 
 static inline uint32_t ulong_at(const unsigned char *p, int little) {
     return little ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
@@ -81,10 +79,22 @@ typedef struct {
     int done;
 } Record;
 
+/* What the lane finished of one operation since results() was last called: counts, and
+   latencies as pycdr.pcapstats.LatencyHistogram counts them (bucket -> samples). */
+typedef struct {
+    long same, skipped;
+    PyObject *buckets[2];   /* recorded, replayed: dict or NULL */
+    long count[2];
+    double max[2];
+    int touched;
+} OpStats;
+
 typedef struct {
     PyObject_HEAD
     PyObject *shapes;       /* dict: request bytes 4..8 + 16..name end -> tuple of entries */
-    PyObject *results;      /* list of (op, code, recorded latency, replayed latency) */
+    OpStats *ops;           /* by operation index */
+    Py_ssize_t nops;
+    double floor, per_log, floor_buckets;  /* LatencyHistogram.BUCKETING */
     Record *recs;           /* the calls held, in send order: [head, count) */
     Py_ssize_t head, count, cap;
     Py_ssize_t settled;     /* records before it have their replayed reply (or are done) */
@@ -109,13 +119,19 @@ static void lane_drop_records(Lane *self) {
 
 static int lane_traverse(Lane *self, visitproc visit, void *arg) {
     Py_VISIT(self->shapes);
-    Py_VISIT(self->results);
+    for (Py_ssize_t i = 0; i < self->nops; i++) {
+        Py_VISIT(self->ops[i].buckets[0]);
+        Py_VISIT(self->ops[i].buckets[1]);
+    }
     return 0;
 }
 
 static int lane_clear_refs(Lane *self) {
     Py_CLEAR(self->shapes);
-    Py_CLEAR(self->results);
+    for (Py_ssize_t i = 0; i < self->nops; i++) {
+        Py_CLEAR(self->ops[i].buckets[0]);
+        Py_CLEAR(self->ops[i].buckets[1]);
+    }
     lane_drop_records(self);
     return 0;
 }
@@ -123,26 +139,32 @@ static int lane_clear_refs(Lane *self) {
 static void lane_dealloc(Lane *self) {
     PyObject_GC_UnTrack(self);
     lane_clear_refs(self);
+    PyMem_Free(self->ops);
     PyMem_Free(self->recs);
     PyMem_Free(self->buf);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int lane_init(Lane *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"window", "max_message", NULL};
+    static char *kwlist[] = {"window", "max_message", "bucketing", NULL};
     Py_ssize_t window, max_message;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nn", kwlist, &window, &max_message))
+    double floor, per_log, floor_buckets;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nn(ddd)", kwlist, &window, &max_message,
+                                     &floor, &per_log, &floor_buckets))
         return -1;
-    if (window < 1 || max_message < 0) {
-        PyErr_SetString(PyExc_ValueError, "window must be >= 1 and max_message >= 0");
+    if (window < 1 || max_message < 0 || !(floor > 0) || !(per_log > 0)) {
+        PyErr_SetString(PyExc_ValueError, "window must be >= 1, max_message >= 0, the "
+                        "bucketing's floor and scale > 0");
         return -1;
     }
     self->window = window;
     self->max_message = max_message;
+    self->floor = floor;
+    self->per_log = per_log;
+    self->floor_buckets = floor_buckets;
     self->next_id = 1;
     Py_XSETREF(self->shapes, Py_NewRef(Py_None));
-    Py_XSETREF(self->results, PyList_New(0));
-    return self->results == NULL ? -1 : 0;
+    return 0;
 }
 
 /* The first record not settled: the oldest call whose replayed reply has not come. */
@@ -183,25 +205,75 @@ static Record *lane_new_record(Lane *self) {
     return r;
 }
 
-static int add_result(Lane *self, long op, int code, double recorded, double replayed) {
-    PyObject *t;
-    if (recorded < 0)
-        t = Py_BuildValue("(liOO)", op, code, Py_None, Py_None);
-    else
-        t = Py_BuildValue("(lidd)", op, code, recorded, replayed);
-    if (t == NULL)
+static OpStats *op_stats(Lane *self, long op) {
+    if (op < 0) {
+        PyErr_SetString(PyExc_ValueError, "negative operation index");
+        return NULL;
+    }
+    if (op >= self->nops) {
+        Py_ssize_t n = op + 16;
+        OpStats *grown = PyMem_Realloc(self->ops, (size_t)n * sizeof(OpStats));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memset(grown + self->nops, 0, (size_t)(n - self->nops) * sizeof(OpStats));
+        self->ops = grown;
+        self->nops = n;
+    }
+    OpStats *st = &self->ops[op];
+    st->touched = 1;
+    return st;
+}
+
+/* LatencyHistogram.add, bucket for bucket (the same double operations, in the same
+   order: setup.py builds this file with -ffp-contract=off). */
+static int histogram_add(Lane *self, OpStats *st, int which, double seconds) {
+    if (st->buckets[which] == NULL && (st->buckets[which] = PyDict_New()) == NULL)
         return -1;
-    int rc = PyList_Append(self->results, t);
-    Py_DECREF(t);
-    return rc;
+    long key;
+    if (seconds < self->floor) {
+        key = -1;
+    } else {
+        double scaled = log(seconds) * self->per_log;
+        key = (long)(scaled + self->floor_buckets);
+    }
+    PyObject *k = PyLong_FromLong(key);
+    if (k == NULL)
+        return -1;
+    PyObject *old = PyDict_GetItemWithError(st->buckets[which], k);     /* borrowed */
+    long n = 1;
+    if (old != NULL) {
+        n = PyLong_AsLong(old) + 1;
+        if (n == 0 && PyErr_Occurred()) {
+            Py_DECREF(k);
+            return -1;
+        }
+    } else if (PyErr_Occurred()) {
+        Py_DECREF(k);
+        return -1;
+    }
+    PyObject *v = PyLong_FromLong(n);
+    int rc = v == NULL ? -1 : PyDict_SetItem(st->buckets[which], k, v);
+    Py_XDECREF(v);
+    Py_DECREF(k);
+    if (rc < 0)
+        return -1;
+    st->count[which]++;
+    if (seconds > st->max[which])
+        st->max[which] = seconds;
+    return 0;
 }
 
 /* A call with both replies, the same but for the request id: Replay._decide's SAME. */
 static int lane_same(Lane *self, Record *r) {
     double recorded = (double)(r->recorded_ts > r->request_ts ? r->recorded_ts - r->request_ts : 0) / 1e9;
     double replayed = r->replayed_at > r->sent_at ? r->replayed_at - r->sent_at : 0.0;
-    if (add_result(self, r->op, OUT_SAME, recorded, replayed) < 0)
+    OpStats *st = op_stats(self, r->op);
+    if (st == NULL || histogram_add(self, st, 0, recorded) < 0 ||
+        histogram_add(self, st, 1, replayed) < 0)
         return -1;
+    st->same++;
     r->done = 1;
     record_clear(r);
     return 0;
@@ -293,8 +365,13 @@ static int take_request(Lane *self, PyObject *raw, PyObject *ts, PyObject *piece
         return -1;
     if (!PyBytes_Check(rewritten) || start < end)
         return 0;           /* no bytes for the target's key yet: Python decodes it */
-    if (flags & SHAPE_SKIPPED)
-        return add_result(self, op, OUT_SKIPPED, -1, -1) < 0 ? -1 : 1;
+    if (flags & SHAPE_SKIPPED) {
+        OpStats *st = op_stats(self, op);
+        if (st == NULL)
+            return -1;
+        st->skipped++;
+        return 1;
+    }
     uint32_t recorded_id = ulong_at(p + 12, little);
     int oneway = (flags & SHAPE_ONEWAY) != 0;
     if (self->next_id > 0xFFFFFFFEULL || (!oneway && by_recorded_id(self, recorded_id) != NULL))
@@ -321,8 +398,12 @@ static int take_request(Lane *self, PyObject *raw, PyObject *ts, PyObject *piece
     }
     if (oneway) {       /* a oneway is the same once sent */
         Py_DECREF(data);
+        OpStats *st = op_stats(self, op);
+        if (st == NULL)
+            return -1;
         self->next_id++;
-        return add_result(self, op, OUT_SAME, -1, -1) < 0 ? -1 : 1;
+        st->same++;
+        return 1;
     }
     Record *r = lane_new_record(self);
     if (r == NULL) {
@@ -591,16 +672,76 @@ static PyObject *lane_materialize(Lane *self, PyObject *unused) {
 
 PyDoc_STRVAR(results_doc,
 "results() -> list\n\n"
-"The calls finished since the last call, as (op, code, recorded latency, replayed\n"
-"latency): code 0 the same, 1 skipped; latencies in seconds or None.");
+"What the lane finished since the last call, per operation: (op, same, skipped,\n"
+"(recorded latencies: buckets, count, max), (replayed latencies: the same)), the\n"
+"buckets as LatencyHistogram's (see LatencyHistogram.merge).");
 
 static PyObject *lane_results(Lane *self, PyObject *unused) {
-    PyObject *done = self->results;
-    PyObject *fresh = PyList_New(0);
-    if (fresh == NULL)
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
         return NULL;
-    self->results = fresh;
-    return done;
+    for (Py_ssize_t i = 0; i < self->nops; i++) {
+        OpStats *st = &self->ops[i];
+        if (!st->touched)
+            continue;
+        PyObject *hist[2];
+        for (int w = 0; w < 2; w++) {
+            hist[w] = Py_BuildValue("(Old)", st->buckets[w] ? st->buckets[w] : Py_None,
+                                    st->count[w], st->max[w]);
+        }
+        PyObject *t = (hist[0] && hist[1]) ?
+            Py_BuildValue("(nllNN)", i, st->same, st->skipped, hist[0], hist[1]) : NULL;
+        if (t == NULL) {
+            if (!(hist[0] && hist[1])) {
+                Py_XDECREF(hist[0]);
+                Py_XDECREF(hist[1]);
+            }
+            Py_DECREF(out);
+            return NULL;
+        }
+        int rc = PyList_Append(out, t);
+        Py_DECREF(t);
+        if (rc < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_CLEAR(st->buckets[0]);
+        Py_CLEAR(st->buckets[1]);
+        memset(st, 0, sizeof(OpStats));
+    }
+    return out;
+}
+
+PyDoc_STRVAR(take_differing_doc,
+"take_differing(raw) -> tuple or None\n\n"
+"``raw``, a whole reply that replayed() handed back, when it is the replayed reply of a\n"
+"call the lane holds with its recorded reply (their bytes differ): that call, no\n"
+"longer held, as (op, recorded_id, replay_id, request_ts, sent, sent_at, recorded,\n"
+"recorded_ts), for Python to compare value by value; else None (nothing changes).");
+
+static PyObject *lane_take_differing(Lane *self, PyObject *raw) {
+    if (!PyBytes_Check(raw)) {
+        PyErr_SetString(PyExc_TypeError, "take_differing() takes bytes");
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(raw);
+    Py_ssize_t n = PyBytes_GET_SIZE(raw);
+    if (n < 16 || memcmp(p, "GIOP", 4) != 0 || p[7] != MSG_REPLY || p[4] < 1 ||
+        (p[4] == 1 && p[5] < 2) || (p[6] & FLAG_FRAGMENT) ||
+        (Py_ssize_t)ulong_at(p + 8, p[6] & 1) != n - HEADER)
+        Py_RETURN_NONE;
+    Record *r = by_replay_id(self, ulong_at(p + 12, p[6] & 1));
+    if (r == NULL || r->recorded == NULL || r->replayed != NULL || same_but_id(r->recorded, p, n))
+        Py_RETURN_NONE;
+    PyObject *out = Py_BuildValue("(lkkLOdOL)", r->op, (unsigned long)r->recorded_id,
+                                  (unsigned long)r->replay_id, r->request_ts, r->sent,
+                                  r->sent_at, r->recorded, r->recorded_ts);
+    if (out == NULL)
+        return NULL;
+    r->done = 1;
+    record_clear(r);
+    lane_settle(self);
+    return out;
 }
 
 static PyObject *lane_get_waiting(Lane *self, void *closure) {
@@ -669,6 +810,7 @@ static PyMethodDef lane_methods[] = {
     {"take_buffer", (PyCFunction)lane_take_buffer, METH_NOARGS, take_buffer_doc},
     {"materialize", (PyCFunction)lane_materialize, METH_NOARGS, materialize_doc},
     {"results", (PyCFunction)lane_results, METH_NOARGS, results_doc},
+    {"take_differing", (PyCFunction)lane_take_differing, METH_O, take_differing_doc},
     {NULL}
 };
 

@@ -29,6 +29,9 @@ _FLOOR_BUCKETS = -math.log(_FLOOR) * _PER_LOG   # log(s / floor) / log(ratio), o
 
 class LatencyHistogram:
     __slots__ = ("buckets", "count", "max")
+    # How add() buckets a sample: (floor, buckets per unit of log, buckets below 1 s);
+    # pycdr._replaylane counts latencies with the same arithmetic (see merge).
+    BUCKETING = (_FLOOR, _PER_LOG, _FLOOR_BUCKETS)
 
     def __init__(self):
         self.buckets: dict = {}
@@ -42,6 +45,17 @@ class LatencyHistogram:
         self.count += 1
         if seconds > self.max:
             self.max = seconds
+
+    def merge(self, buckets: dict | None, count: int, maximum: float) -> None:
+        """Samples counted elsewhere by add()'s bucketing: ``buckets`` (bucket -> samples,
+        or None for none), how many, the largest."""
+        if buckets:
+            mine = self.buckets
+            for key, n in buckets.items():
+                mine[key] = mine.get(key, 0) + n
+        self.count += count
+        if count and maximum > self.max:
+            self.max = maximum
 
     def quantile(self, q: float) -> float | None:
         """The value below which a fraction ``q`` of the samples lie (the

@@ -20,6 +20,7 @@ import replay_store as rs  # noqa: E402
 from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message  # noqa: E402
 from pycdr.pcap import IdlBodyDecoder  # noqa: E402
 from pycdr.pcapread import CaptureReader  # noqa: E402
+from pycdr.pcapstats import LatencyHistogram  # noqa: E402
 from pycdr.replay import runner  # noqa: E402
 from pycdr.replay.compare import Comparison  # noqa: E402
 from pycdr.replay.runner import Replay, ReplayOptions, parse_targets  # noqa: E402
@@ -72,7 +73,7 @@ def replay(capture: str, target: str, *, lane: bool, window: int = 8):
     def report(call):
         summary.add(call)
         reported.append(call)
-    r = Replay(options, report, tally=summary.add_outcome if lane else None)
+    r = Replay(options, report, tally=summary.add_counted if lane else None)
     r.run(CaptureReader(capture))
     return summary, reported, r
 
@@ -204,12 +205,12 @@ def _learned_session():
     lane gets, and a lane holding the connection."""
     summary = ReplaySummary()
     options = ReplayOptions(window=4, comparison=Comparison(IdlBodyDecoder([rs.MODULE])))
-    replay_ = Replay(options, summary.add, tally=summary.add_outcome)
+    replay_ = Replay(options, summary.add, tally=summary.add_counted)
     session = ReplaySession(replay_.keys)
     first = encode_message(rs.request(1, "list", [2]))
     data, call = session.outgoing(first)
     session.finished(call)
-    lane = runner._Lane(4, 1 << 20)
+    lane = runner._Lane(4, 1 << 20, LatencyHistogram.BUCKETING)
     lane.shapes = replay_._lane_table(session)
     lane.next_id = session.next_id
     return session, replay_, lane
@@ -238,9 +239,14 @@ def test_the_lane_rewrites_a_known_shape_as_python_does_and_refuses_the_rest():
     assert lane.held == 1
     assert lane.replayed(bytes(replayed[30:]), 1.5) is None
     assert lane.held == 0 and lane.waiting == 0
-    ((op, code, recorded_latency, replayed_latency),) = lane.results()
-    assert replay_._lane_ops[op] == "list" and code == 0
-    assert recorded_latency == pytest.approx(4e-6) and replayed_latency >= 0
+    ((op, same, skipped, recorded, replayed),) = lane.results()
+    assert replay_._lane_ops[op] == "list" and (same, skipped) == (1, 0)
+    # counted as LatencyHistogram counts them
+    expected = LatencyHistogram()
+    expected.add(4e-6)
+    assert recorded == (expected.buckets, 1, 4e-6)
+    assert replayed[1] == 1 and replayed[2] >= 0
+    assert lane.results() == []
 
 
 def test_the_lane_hands_back_replies_it_does_not_judge_and_materializes_its_calls():
@@ -269,6 +275,32 @@ def test_the_lane_hands_back_replies_it_does_not_judge_and_materializes_its_call
     assert [h[8] is not None for h in held] == [False, True, False]
     assert [h[10] for h in held] == [False, False, False]       # none settled: 1 waits
     assert lane.held == 0 and lane.take_buffer() == b""
+
+
+def test_a_reply_that_differs_in_bytes_is_given_to_python_alone():
+    session, replay_, lane = _learned_session()
+    requests = [rs.request(20 + i, "list", [4 + i]) for i in range(2)]
+    items = collections.deque([(True, encode_message(requests[0]), 0),
+                               (False, _reply(requests[0]), 10),
+                               (True, encode_message(requests[1]), 20)])
+    lane.advance(items)
+    differing = bytearray(_reply(requests[0], rs.Variant(differ="list")))
+    struct.pack_into(">I", differing, 12, 2)
+    differing = bytes(differing)
+    assert lane.take_differing(b"GIOP" + differing[4:-1]) is None      # not whole
+    assert lane.take_differing(differing[:12] + b"\0\0\0\x63" + differing[16:]) is None
+    same = bytearray(_reply(requests[0]))
+    struct.pack_into(">I", same, 12, 2)
+    assert lane.take_differing(bytes(same)) is None     # the lane takes that one itself
+    taken = lane.take_differing(differing)
+    op, recorded_id, replay_id, request_ts, sent, sent_at, recorded, recorded_ts = taken
+    assert (replay_._lane_ops[op], recorded_id, replay_id, request_ts, recorded_ts) == \
+        ("list", 20, 2, 0, 10)
+    assert recorded == _reply(requests[0]) and sent[16:] == encode_message(requests[0])[16:]
+    assert lane.held == 1 and lane.waiting == 1         # the second call goes on waiting
+    assert lane.take_differing(differing) is None       # no longer held
+    with pytest.raises(TypeError):
+        lane.take_differing("text")
 
 
 @pytest.mark.parametrize("bad", [
@@ -304,8 +336,10 @@ def test_items_the_lane_does_not_take_stay_for_python(item):
 
 def test_a_lane_s_shapes_must_be_a_dict_and_its_window_positive():
     with pytest.raises(ValueError):
-        runner._Lane(0, 100)
-    lane = runner._Lane(1, 100)
+        runner._Lane(0, 100, LatencyHistogram.BUCKETING)
+    with pytest.raises(ValueError):
+        runner._Lane(1, 100, (0.0, 1.0, 1.0))
+    lane = runner._Lane(1, 100, LatencyHistogram.BUCKETING)
     with pytest.raises(TypeError):
         lane.shapes = [1, 2]
     # garbage in a table is refused, not read

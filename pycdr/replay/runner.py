@@ -35,6 +35,7 @@ import re
 import selectors
 import socket
 import ssl
+import struct
 import time
 from dataclasses import dataclass, field
 
@@ -48,15 +49,17 @@ if os.environ.get("PYCDR_PURE") != "1":
 from ..corbaloc import Corbaloc, IIOPAddress, parse_object_url
 from ..errors import PycdrError
 from ..giop.header import MAX_MESSAGE_SIZE, MsgType
+from ..giop.messages import Reply, decode_message
 from ..iiop import IIOPProfile, decode_profile
 from ..ior import ior_from_string
 from ..orb.tls import DEFAULT_TLS, Endpoint, TLSOptions, TransportError, choose_endpoint, connect
 from ..pcap import CaptureDecoder
 from ..pcapread import CaptureReader
+from ..pcapstats import LatencyHistogram
 from ..pcapwrite import StreamPcapWriter
 from ..tcpstream import TcpReassembler
 from .compare import Comparison, KeyMap
-from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, SKIPPED, Call,
+from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, Call,
                       OperationFilter, RawReply, Reencoding, ReplaySession, reply_message)
 
 QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
@@ -82,6 +85,7 @@ SPIN_CHECK = 1.0
 LANE_RUN = 16
 SHORT_RUNS = 4
 _END = object()
+_ULONG = (struct.Struct(">I"), struct.Struct("<I"))
 _REQUEST = MsgType.Request.value
 _SERVER_FIRST = frozenset((MsgType.Reply.value, MsgType.LocateReply.value))
 _HOST_PORT = re.compile(r"\[?([^\]=/]+?)\]?:(\d{1,5})")
@@ -297,8 +301,9 @@ class _Recorded:
 class Replay:
     """Replays a capture (see the module doc).  ``report(call)`` hears of every
     call as it is decided -- but with ``tally``, the same and skipped calls a
-    pipelined connection finishes in C: ``tally(operation, outcome, recorded
-    latency, replayed latency)`` counts those (ReplaySummary.add_outcome)."""
+    pipelined connection finishes in C: ``tally(operation, same, skipped,
+    recorded latencies, replayed latencies)`` counts those
+    (ReplaySummary.add_counted)."""
 
     def __init__(self, options: ReplayOptions, report, listing=None, selection=None,
                  tally=None):
@@ -342,6 +347,9 @@ class Replay:
             selection is None and not options.dry_run
         self._lane_ops: list = []        # a lane's operation indexes -> names
         self.lane_calls = 0              # calls the lanes finished (counted, not reported)
+        # The connections with a lane, open: what their lanes finished is counted when
+        # one hands its connection back or closes, before progress(), and at the end.
+        self._with_lanes: set = set()
         self._lane_op_index: dict = {}
 
     # -- before the capture ------------------------------------------------------------
@@ -384,6 +392,7 @@ class Replay:
                         if self._ready and n % READ_BATCH == 0:
                             break
                         if progress is not None and n % 1024 == 0:
+                            self._lane_tallies()
                             progress()
                     else:
                         segment = True
@@ -396,6 +405,7 @@ class Replay:
         finally:
             for rec in list(self._live):
                 self._close(rec)
+            self._lane_tallies()
             self._selector.close()
             if self._pcap is not None:
                 self._pcap.close()
@@ -607,7 +617,8 @@ class Replay:
             return False
         lane = rec.lane
         if lane is None:
-            lane = rec.lane = _Lane(self.window, MAX_MESSAGE_SIZE)
+            lane = rec.lane = _Lane(self.window, MAX_MESSAGE_SIZE, LatencyHistogram.BUCKETING)
+            self._with_lanes.add(rec)
         stamp = (session.shapes_version, len(session.shapes), self.keys.version)
         if stamp != rec.lane_stamp:
             lane.shapes = self._lane_table(session)
@@ -658,7 +669,6 @@ class Replay:
             self._full -= 1
         if data:
             rec.unsent.append(data)
-        self._lane_results(lane)
         if handed_over:
             self._lane_exit(rec)
             return False
@@ -671,13 +681,50 @@ class Replay:
         if sent is not None:
             rec.deadline = sent + self.timeout
 
+    def _lane_tallies(self) -> None:
+        for rec in self._with_lanes:
+            self._lane_results(rec.lane)
+
     def _lane_results(self, lane) -> None:
-        results = lane.results()
-        if results:
-            self.lane_calls += len(results)
-            ops, tally = self._lane_ops, self.tally
-            for op, code, recorded, replayed in results:
-                tally(ops[op], SKIPPED if code else SAME, recorded, replayed)
+        ops, tally = self._lane_ops, self.tally
+        for op, same, skipped, recorded, replayed in lane.results():
+            self.lane_calls += same + skipped
+            tally(ops[op], same, skipped, recorded, replayed)
+
+    def _lane_judge(self, rec: _Recorded, left: bytes, now: float):
+        """Bytes the lane handed back: while they begin with the replayed reply of a
+        call it holds whose bytes differ from the recorded reply's (an ORB that leaves
+        padding uninitialised, as omniORB does), that call is compared here value by
+        value, as Python's stream would have it, and the lane goes on with the rest.
+        What is left for the stream (None: nothing)."""
+        lane, session = rec.lane, rec.session
+        while left:
+            if len(left) < 12 or left[:4] != b"GIOP":
+                return left
+            end = 12 + _ULONG[left[6] & 1].unpack_from(left, 8)[0]
+            if end > len(left) or end - 12 > MAX_MESSAGE_SIZE:
+                return left
+            raw = left[:end]
+            try:
+                msg = decode_message(raw, field_offsets=False)[0]
+            except PycdrError:
+                return left         # (the stream's lenient connection says what is wrong)
+            if not isinstance(msg, Reply):
+                return left
+            taken = lane.take_differing(raw)
+            if taken is None:
+                return left
+            op, recorded_id, replay_id, request_ts, sent, sent_at, recorded, recorded_ts = taken
+            call = Call(session.connection, session.server, self._lane_ops[op], "request",
+                        recorded_id, request_ts)
+            call.replay_id, call.sent_bytes, call.sent_at = replay_id, sent, sent_at
+            call.recorded_reply, call.recorded_raw = RawReply(recorded, recorded_id), recorded
+            call.recorded_latency = max(0, recorded_ts - request_ts) / 1e9
+            call.replayed_reply, call.replayed_raw = msg, raw
+            call.replayed_latency = max(0.0, now - sent_at)
+            self._decide(rec, call)
+            left = lane.replayed(left[end:], now) if len(left) > end else None
+        return left
 
     def _lane_exit(self, rec: _Recorded) -> None:
         """Take ``rec`` back from its lane: the calls it holds become Calls, in the
@@ -881,6 +928,8 @@ class Replay:
             now = time.monotonic()
             if rec.lane_on:
                 left = rec.lane.replayed(data, now) if data else data
+                if left:
+                    left = self._lane_judge(rec, left, now)
                 if left is not None:        # a reply the lane does not judge, or the end
                     self._lane_exit(rec)
                     if left or not data:
@@ -896,7 +945,6 @@ class Replay:
             if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                 break
         if rec.lane_on:
-            self._lane_results(rec.lane)
             self._lane_deadline(rec)
             self._ready.add(rec)            # (the window may have room again)
             return
@@ -970,6 +1018,9 @@ class Replay:
         self.report(call)
 
     def _close(self, rec: _Recorded) -> None:
+        if rec.lane is not None:
+            self._lane_results(rec.lane)
+            self._with_lanes.discard(rec)
         self._live.discard(rec)
         self._ready.discard(rec)
         if len(rec.items) >= QUEUE_MESSAGES:

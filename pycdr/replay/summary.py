@@ -47,8 +47,7 @@ class ReplaySummary:
                 self.not_same.append(_case_of(call))
 
     def add_outcome(self, operation: str, outcome: str, recorded_latency, replayed_latency) -> None:
-        """A call counted (latencies in seconds, or None), without the Call: the same and
-        skipped calls a pipelined replay finishes in pycdr._replaylane."""
+        """A call counted (latencies in seconds, or None)."""
         stats = self.operations.get(operation)
         if stats is None:
             stats = self.operations[operation] = OperationStats()
@@ -57,6 +56,19 @@ class ReplaySummary:
             stats.recorded.add(recorded_latency)
         if replayed_latency is not None:
             stats.replayed.add(replayed_latency)
+
+    def add_counted(self, operation: str, same: int, skipped: int, recorded: tuple,
+                    replayed: tuple) -> None:
+        """Calls counted without their Calls (the same and skipped calls a pipelined
+        replay finishes in pycdr._replaylane): how many, and the latencies as
+        (buckets, count, max) of LatencyHistogram's bucketing."""
+        stats = self.operations.get(operation)
+        if stats is None:
+            stats = self.operations[operation] = OperationStats()
+        stats.counts[SAME] += same
+        stats.counts[SKIPPED] += skipped
+        stats.recorded.merge(*recorded)
+        stats.replayed.merge(*replayed)
 
     def totals(self) -> dict:
         out = dict.fromkeys(OUTCOMES, 0)
