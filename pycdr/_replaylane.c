@@ -73,6 +73,7 @@ typedef struct {
     PyObject *replayed;     /* the replayed reply (bytes), once come */
     long long request_ts, recorded_ts;     /* capture times (ns) */
     double sent_at, replayed_at;           /* monotonic seconds */
+    double awaited_at;      /* (as recorded) when its recorded reply made the lane wait */
     uint32_t recorded_id, replay_id;
     long op;
     unsigned judged;        /* reply statuses judged by bytes (a bit each) */
@@ -99,6 +100,10 @@ typedef struct {
     Py_ssize_t head, count, cap;
     Py_ssize_t settled;     /* records before it have their replayed reply (or are done) */
     Py_ssize_t window;
+    /* window 1, as recorded: the lane waits, as Replay._wait_for does, at a recorded
+       reply whose replayed one has not come: ``awaited`` such calls held. */
+    int as_recorded;
+    Py_ssize_t awaited;
     Py_ssize_t max_message;
     unsigned long long next_id;
     unsigned char *buf;     /* replayed bytes not framed yet */
@@ -115,6 +120,7 @@ static void lane_drop_records(Lane *self) {
     for (Py_ssize_t i = self->head; i < self->count; i++)
         record_clear(&self->recs[i]);
     self->head = self->count = self->settled = 0;
+    self->awaited = 0;
 }
 
 static int lane_traverse(Lane *self, visitproc visit, void *arg) {
@@ -158,6 +164,7 @@ static int lane_init(Lane *self, PyObject *args, PyObject *kwds) {
         return -1;
     }
     self->window = window;
+    self->as_recorded = window == 1;
     self->max_message = max_message;
     self->floor = floor;
     self->per_log = per_log;
@@ -451,10 +458,18 @@ static int take_recorded(Lane *self, PyObject *raw, PyObject *ts) {
     }
     r->recorded = Py_NewRef(raw);
     r->recorded_ts = recorded_ts;
+    if (self->as_recorded) {
+        r->awaited_at = monotonic();
+        self->awaited++;
+    }
     return 1;
 }
 
+/* The calls the window counts: with a window, those sent from the oldest whose replayed
+   reply has not come; as recorded, those whose recorded reply the lane waits at. */
 static Py_ssize_t lane_waiting(Lane *self) {
+    if (self->as_recorded)
+        return self->awaited;
     return self->count - (self->settled > self->head ? self->settled : self->head);
 }
 
@@ -609,6 +624,8 @@ static PyObject *lane_replayed(Lane *self, PyObject *args) {
             r->replayed_at = now;
             if (lane_same(self, r) < 0)
                 return NULL;
+            if (self->as_recorded)
+                self->awaited--;
         } else {
             r->replayed = PyBytes_FromStringAndSize((const char *)p, len);
             if (r->replayed == NULL)
@@ -642,9 +659,10 @@ static PyObject *lane_take_buffer(Lane *self, PyObject *unused) {
 PyDoc_STRVAR(materialize_doc,
 "materialize() -> list\n\n"
 "The calls held, in send order, as (op, recorded_id, replay_id, request_ts, sent,\n"
-"sent_at, recorded or None, recorded_ts, replayed or None, replayed_at, settled):\n"
-"``settled``, its replayed reply came after every earlier call's.  The lane holds\n"
-"none after it.");
+"sent_at, recorded or None, recorded_ts, replayed or None, replayed_at, settled,\n"
+"awaited_at): ``settled``, its replayed reply came after every earlier call's;\n"
+"``awaited_at`` (as recorded), when the lane began waiting at its recorded reply.\n"
+"The lane holds none after it.");
 
 static PyObject *lane_materialize(Lane *self, PyObject *unused) {
     PyObject *out = PyList_New(0);
@@ -654,11 +672,12 @@ static PyObject *lane_materialize(Lane *self, PyObject *unused) {
         Record *r = &self->recs[i];
         if (r->done)
             continue;
-        PyObject *t = Py_BuildValue("(lkkLOdOLOdO)", r->op, (unsigned long)r->recorded_id,
+        PyObject *t = Py_BuildValue("(lkkLOdOLOdOd)", r->op, (unsigned long)r->recorded_id,
                                     (unsigned long)r->replay_id, r->request_ts, r->sent,
                                     r->sent_at, r->recorded ? r->recorded : Py_None,
                                     r->recorded_ts, r->replayed ? r->replayed : Py_None,
-                                    r->replayed_at, i < self->settled ? Py_True : Py_False);
+                                    r->replayed_at, i < self->settled ? Py_True : Py_False,
+                                    r->awaited_at);
         if (t == NULL || PyList_Append(out, t) < 0) {
             Py_XDECREF(t);
             Py_DECREF(out);
@@ -740,6 +759,8 @@ static PyObject *lane_take_differing(Lane *self, PyObject *raw) {
         return NULL;
     r->done = 1;
     record_clear(r);
+    if (self->as_recorded)
+        self->awaited--;
     lane_settle(self);
     return out;
 }
@@ -756,6 +777,14 @@ static PyObject *lane_get_held(Lane *self, void *closure) {
 }
 
 static PyObject *lane_get_oldest_sent(Lane *self, void *closure) {
+    if (self->as_recorded) {
+        for (Py_ssize_t i = self->head; i < self->count; i++) {
+            Record *r = &self->recs[i];
+            if (!r->done && r->recorded != NULL && r->replayed == NULL)
+                return PyFloat_FromDouble(r->awaited_at);
+        }
+        Py_RETURN_NONE;
+    }
     Py_ssize_t i = self->settled > self->head ? self->settled : self->head;
     if (i >= self->count)
         Py_RETURN_NONE;
@@ -796,7 +825,8 @@ static PyGetSetDef lane_getset[] = {
      "calls sent from the oldest whose replayed reply has not come on (the window's count)", NULL},
     {"held", (getter)lane_get_held, NULL, "calls held (not finished)", NULL},
     {"oldest_sent", (getter)lane_get_oldest_sent, NULL,
-     "when the oldest call waiting for its replayed reply was sent (None: none waits)", NULL},
+     "when the oldest call waiting for its replayed reply was sent -- as recorded, when "
+     "the lane began waiting for it (None: none waits)", NULL},
     {"next_id", (getter)lane_get_next_id, (setter)lane_set_next_id,
      "the request id the next call is sent with", NULL},
     {"shapes", (getter)lane_get_shapes, (setter)lane_set_shapes,

@@ -100,7 +100,7 @@ SCENARIOS = {
 }
 
 
-@pytest.mark.parametrize("window", [2, 8, 64])
+@pytest.mark.parametrize("window", [1, 2, 8, 64])
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_the_lane_comes_to_python_s_outcomes(tmp_path, scenario, window):
     old, new, key = SCENARIOS[scenario]

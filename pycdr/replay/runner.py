@@ -339,10 +339,10 @@ class Replay:
         self._pcap = None
         self._selector = selectors.DefaultSelector()
         self._registered = 0             # sockets the selector watches
-        # Lanes only where nothing needs each call as it goes: a window, the calls
-        # counted, no --rate, --pcap, --giop/--byte-order, no worker's selection.
+        # Lanes only where nothing needs each call as it goes: the calls counted, no
+        # --rate, --pcap, --giop/--byte-order, no worker's selection.
         self.tally = tally
-        self._lanes = _Lane is not None and tally is not None and self.window > 1 and \
+        self._lanes = _Lane is not None and tally is not None and \
             not options.rate and not options.pcap and options.reencoding is None and \
             selection is None and not options.dry_run
         self._lane_ops: list = []        # a lane's operation indexes -> names
@@ -613,7 +613,8 @@ class Replay:
         streams idle, the target connected and open, request shapes known."""
         session = rec.session
         if rec.waiting or rec.undecided or rec.barrier is not None or rec.sock is None or \
-                rec.failure or rec.ended or not session.quiet or not session.shapes:
+                rec.failure or rec.ended or rec.prepared is not None or not session.quiet \
+                or not session.shapes:
             return False
         lane = rec.lane
         if lane is None:
@@ -670,6 +671,7 @@ class Replay:
         if data:
             rec.unsent.append(data)
         if handed_over:
+            self._flush(rec)        # (before anything Python sends; as recorded, it would not)
             self._lane_exit(rec)
             return False
         self._lane_deadline(rec)
@@ -738,29 +740,43 @@ class Replay:
         ops = self._lane_ops
         held = []
         for (op, recorded_id, replay_id, request_ts, sent, sent_at, recorded, recorded_ts,
-             replayed, replayed_at, settled) in lane.materialize():
+             replayed, replayed_at, settled, awaited_at) in lane.materialize():
             call = Call(session.connection, session.server, ops[op], "request", recorded_id,
                         request_ts)
             call.replay_id, call.sent_bytes, call.sent_at = replay_id, sent, sent_at
             session.calls[recorded_id] = call
             session.by_replay_id[replay_id] = call
-            held.append((call, recorded, recorded_ts, replayed, replayed_at, settled))
+            held.append((call, recorded, recorded_ts, replayed, replayed_at, settled,
+                         awaited_at))
         # (a call holds one reply at most: the lane finishes one that has both)
-        for call, recorded, recorded_ts, replayed, replayed_at, _ in held:
+        for call, recorded, recorded_ts, replayed, replayed_at, *_ in held:
             if recorded is not None:
                 session.recorded(recorded, recorded_ts)
             elif replayed is not None:
                 session.replayed(replayed, replayed_at)
-        for call, *_, settled in held:
+        now = time.monotonic()
+        if self.window == 1:
+            # As recorded (Replay._wait_for): a call waits once its recorded reply is read;
+            # the others wait for it in the session's books.
+            for call, recorded, *_, awaited_at in held:
+                if recorded is not None:
+                    if not rec.waiting:
+                        rec.deadline = max(now, awaited_at + self.timeout)
+                    rec.waiting.append(call)
+            return self._lane_rest(rec)
+        for call, *_, settled, _ in held:
             if settled:         # its replayed reply came, and every earlier call's
                 rec.undecided[call.replay_id] = call
             else:
                 rec.waiting.append(call)
         if rec.waiting:
-            rec.deadline = max(time.monotonic(), rec.waiting[0].sent_at + self.timeout)
-        rest = lane.take_buffer()           # (a reply cut short: completes nothing yet)
+            rec.deadline = max(now, rec.waiting[0].sent_at + self.timeout)
+        self._lane_rest(rec)
+
+    def _lane_rest(self, rec: _Recorded) -> None:
+        rest = rec.lane.take_buffer()       # (a reply cut short: completes nothing yet)
         if rest:
-            session.replayed(rest, time.monotonic())
+            rec.session.replayed(rest, time.monotonic())
 
     def _prepare(self, rec: _Recorded) -> None:
         """(--window 1) Rewrite the next client message while the replies it follows
@@ -869,6 +885,9 @@ class Replay:
                     self._flush(rec)
             else:
                 try:
+                    if rec.outbuf:          # what a lane left unsent goes first
+                        rec.sock.sendall(rec.outbuf)
+                        rec.outbuf.clear()
                     rec.sock.sendall(data)
                 except OSError as e:
                     rec.failure = f"sending to the target failed: {e}"
@@ -946,7 +965,10 @@ class Replay:
                 break
         if rec.lane_on:
             self._lane_deadline(rec)
-            self._ready.add(rec)            # (the window may have room again)
+            if self.window == 1 and not rec.lane.waiting:
+                self._advance(rec)          # the next request out at once, as a client's
+            else:
+                self._ready.add(rec)        # (the window may have room again)
             return
         waiting = rec.waiting
         if waiting:
