@@ -8,9 +8,9 @@
    300-byte echo_octets and a five-item echo_items in turn), ``--clients``
    processes of ``--calls`` calls in all, recorded on loopback by dumpcap
    (capture rights needed: root or CAP_NET_RAW).
-2. The floor: the same client making the same calls to a fresh omniORBpy server,
-   not recorded; calls/s from the calls and the client loop's time (the ORB's
-   start and the IDL's compilation not counted).
+2. The peer: the same client making the same calls to a fresh omniORBpy server,
+   not recorded, and to pycdr's reference ORB; calls/s from the calls and the
+   client loop's time (the ORB's start and the IDL's compilation not counted).
 3. ``pycdr replay`` of the capture with ``--idl`` (every reply compared: by its bytes
    but for the request id where they are the recorded ones, else value by value)
    against a fresh omniORBpy server and against pycdr's reference ORB (``pycdr
@@ -35,8 +35,10 @@ replaying the capture and one of four times as many calls (memory flat in the
 capture's size).
 
 Each is run ``--repeat`` times; the table shows the median and the spread (min-max)
-and the ratios the target is stated in: replay against omniORBpy / omniORBpy's
-client >= 1.0, and replay against the reference ORB / omniORBpy's client.  The
+and the ratios the target is stated in: a replay / omniORBpy's client calling the
+omniORBpy server >= 1.0 (against either target), and a replay to the reference ORB /
+omniORBpy's client calling the reference ORB (the same calls to the same target: the
+first ratio of a replay to the reference ORB measures the two servers too).  The
 machine is shared: read the ratios, measured in the same run, not the rates.
 """
 
@@ -386,12 +388,20 @@ def main(argv=None) -> None:
                     (f"replay -> {reference}, {windowed}{with_jobs}", "ref", args.window,
                      jobs)]
     floor = f"floor (plain socket replay) -> omniORBpy, {windowed}"
-    names = ["omniORBpy client", floor] + [r[0] for r in replays]
+    # omniORBpy's client calling the reference ORB: the same calls to the same target as
+    # the replays to it (the ratio to the omniORBpy server's client measures the servers too)
+    client_ref = f"omniORBpy client -> {reference}"
+    names = ["omniORBpy client", floor, client_ref] + [r[0] for r in replays]
     runs: dict = {name: [] for name in names}
     counts = set()
     for _ in range(args.repeat):
         with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
             runs[names[0]].append(run_clients(server.ior, args.calls, args.clients))
+        ref = ReferenceServer(folder, args.threads)
+        try:
+            runs[client_ref].append(run_clients(ref.ior, args.calls, args.clients))
+        finally:
+            ref.close()
         with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
             measured, calls, same = floor_rate(capture, server, args.window)
         runs[floor].append(measured)
@@ -425,8 +435,11 @@ def main(argv=None) -> None:
         per_run = ", ".join(f"{v / f:.2f}" for v, f in zip(rates, bases))
         print(f"ratio {name} / {base}: "
               f"{statistics.median(rates) / statistics.median(bases):.2f}x (per run {per_run}{tail})")
-    for name in names[2:]:
+    for name in names[3:]:
         ratio(name, names[0], "; target >= 1.0")
+    for name, target, _, _ in replays:
+        if target == "ref":
+            ratio(name, client_ref, "; the same target")
     ratio(floor, names[0], "")
     for name, target, window, _ in replays:
         if target == "omni" and window == args.window:

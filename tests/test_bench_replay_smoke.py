@@ -28,6 +28,10 @@ def test_quick_run_reports_causal_and_windowed_replays_beside_the_client():
             assert f"{row}: 62 calls, 62 the same" in out
             assert f"ratio {row} / omniORBpy client:" in out
     assert "CPU us/call" in out and "peak RSS MB" in out
+    # omniORBpy's client to the reference ORB: the replays to it are set beside it too
+    assert "omniORBpy client -> reference ORB" in out
+    assert "ratio replay -> reference ORB, --window 8 / omniORBpy client -> reference ORB:" \
+        in out
     # The floor replays the same 62 calls (its byte comparison counts replies whose
     # padding omniORB left uninitialised as different: its "same" is not asserted).
     floor = "floor (plain socket replay) -> omniORBpy, --window 8"
