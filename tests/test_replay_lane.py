@@ -10,6 +10,8 @@ from __future__ import annotations
 import collections
 import socket
 import struct
+import threading
+import time
 import tracemalloc
 
 import pytest
@@ -196,6 +198,31 @@ def test_a_target_that_closes_midway_fails_the_same_calls(tmp_path):
     # call is accounted for, and none of the later ones passes for the same.
     for lane in (False, True):
         assert outcomes[lane]["same"] <= 2 * 160, outcomes
+
+
+@pytest.mark.parametrize("window", [1, 8])
+def test_a_target_that_never_reads_fails_the_calls_within_the_timeout(tmp_path, window):
+    # With lanes the sockets are non-blocking as recorded too: a target that takes no
+    # bytes must still fail the calls once --timeout passes, not hang the replay.
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [[rs.request(i + 1, "find", ["x" * 200_000]) for i in range(12)]])
+    deaf = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(deaf.accept()), daemon=True).start()
+    default, mapped = parse_targets([f"127.0.0.1:{deaf.getsockname()[1]}"])
+    options = ReplayOptions(default_target=default, targets=mapped, window=window, timeout=1,
+                            comparison=Comparison(IdlBodyDecoder([rs.MODULE])))
+    summary = ReplaySummary()
+    start = time.monotonic()
+    try:
+        Replay(options, summary.add, tally=summary.add_counted).run(CaptureReader(capture))
+    finally:
+        for conn, _ in accepted:
+            conn.close()
+        deaf.close()
+    assert time.monotonic() - start < 15
+    totals = summary.totals()
+    assert totals["calls"] == 12 and totals["same"] == 0, totals
 
 
 # -- the Lane alone --------------------------------------------------------------------

@@ -345,6 +345,10 @@ class Replay:
         self._lanes = _Lane is not None and tally is not None and \
             not options.rate and not options.pcap and options.reencoding is None and \
             selection is None and not options.dry_run
+        # Non-blocking sockets, written through _Recorded.outbuf: with a window, and with
+        # lanes as recorded too (a socket with a timeout polls before each send and
+        # receive: a system call more each time).
+        self._nonblocking = self.window > 1 or self._lanes
         self._lane_ops: list = []        # a lane's operation indexes -> names
         self.lane_calls = 0              # calls the lanes finished (counted, not reported)
         # The connections with a lane, open: what their lanes finished is counted when
@@ -788,6 +792,8 @@ class Replay:
         if item is _END or not item[0] or item[1][7] != _REQUEST or rec.sock is None or \
                 rec.failure or self.rate.interval:
             return
+        if self._lanes and rec.session.shapes and rec.short_runs < SHORT_RUNS:
+            return          # the lane takes the connection on once the replies came
         may_teach = self.comparison.may_teach
         for call in rec.waiting:
             if may_teach(call.operation, call.recorded_reply):
@@ -883,6 +889,9 @@ class Replay:
                 rec.unsent.append(data)         # sent by _flush
                 if self.rate.interval:
                     self._flush(rec)
+            elif self._nonblocking:             # as recorded, with lanes: sent now
+                rec.unsent.append(data)
+                self._flush(rec)
             else:
                 try:
                     if rec.outbuf:          # what a lane left unsent goes first
@@ -919,7 +928,7 @@ class Replay:
             rec.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             pass
-        if self.window > 1:
+        if self._nonblocking:
             rec.sock.setblocking(False)     # see _Recorded.outbuf
         self._selector.register(rec.sock, selectors.EVENT_READ, rec)
         self._registered += 1
