@@ -697,12 +697,13 @@ class Replay:
             self.lane_calls += same + skipped
             tally(ops[op], same, skipped, recorded, replayed)
 
-    def _lane_judge(self, rec: _Recorded, left: bytes, now: float):
+    def _lane_judge(self, rec: _Recorded, left: bytes, now: float, judged: list):
         """Bytes the lane handed back: while they begin with the replayed reply of a
         call it holds whose bytes differ from the recorded reply's (an ORB that leaves
-        padding uninitialised, as omniORB does), that call is compared here value by
-        value, as Python's stream would have it, and the lane goes on with the rest.
-        What is left for the stream (None: nothing)."""
+        padding uninitialised, as omniORB does), that call leaves the lane, its reply
+        decoded as Python's stream would have it, onto ``judged`` (to be compared value
+        by value: _decide), and the lane goes on with the rest.  What is left for the
+        stream (None: nothing)."""
         lane, session = rec.lane, rec.session
         while left:
             if len(left) < 12 or left[:4] != b"GIOP":
@@ -728,7 +729,7 @@ class Replay:
             call.recorded_latency = max(0, recorded_ts - request_ts) / 1e9
             call.replayed_reply, call.replayed_raw = msg, raw
             call.replayed_latency = max(0.0, now - sent_at)
-            self._decide(rec, call)
+            judged.append(call)
             left = lane.replayed(left[end:], now) if len(left) > end else None
         return left
 
@@ -943,6 +944,7 @@ class Replay:
         """What the target sent (the socket is readable)."""
         sock = rec.sock
         session = rec.session
+        judged: list = []       # calls the lane gave back to compare (see _lane_judge)
         while True:
             try:
                 data = sock.recv(RECV_SIZE)
@@ -957,8 +959,11 @@ class Replay:
             if rec.lane_on:
                 left = rec.lane.replayed(data, now) if data else data
                 if left:
-                    left = self._lane_judge(rec, left, now)
+                    left = self._lane_judge(rec, left, now, judged)
                 if left is not None:        # a reply the lane does not judge, or the end
+                    for call in judged:
+                        self._decide(rec, call)
+                    judged.clear()
                     self._lane_exit(rec)
                     if left or not data:
                         session.replayed(left, now)
@@ -978,6 +983,8 @@ class Replay:
                 self._advance(rec)          # the next request out at once, as a client's
             else:
                 self._ready.add(rec)        # (the window may have room again)
+            for call in judged:             # (compared once the next request is out)
+                self._decide(rec, call)
             return
         waiting = rec.waiting
         if waiting:
