@@ -1,7 +1,7 @@
 """Only the C extensions; everything else is in pyproject.toml.
 
 pycdr._speedups (the codec), pycdr._pcapwalk (the capture reader's record
-walk) and pycdr._replaylane (a pipelined replay's steady state) are optional:
+walk) and pycdr._replaylane (a replay connection's steady state) are optional:
 without a C compiler the build goes on and pycdr runs their pure-Python twins
 (PYCDR_PURE=1 forces those anyway).
 """

@@ -1,11 +1,14 @@
-/* pycdr._replaylane: the steady state of one pipelined `pycdr replay` connection in C.
+/* pycdr._replaylane: the steady state of one `pycdr replay` connection in C.
  *
- * A pipelined replay (--window > 1) spends nearly all its time on calls that need
- * no judgement: a request of a shape seen before, rewritten with the next request
- * id; its recorded reply; a replayed reply that repeats the recorded bytes but for
- * the request id.  Done in Python that costs some thirty microseconds a call
- * (benchmarks/README.md); a Lane does it for the calls of one connection while
- * the replay's Python code (pycdr/replay/runner.py) holds none of them.
+ * A replay spends nearly all its time on calls that need no judgement: a request
+ * of a shape seen before, rewritten with the next request id; its recorded reply;
+ * a replayed reply that repeats the recorded bytes but for the request id.  Done
+ * in Python that costs some thirty microseconds a call (benchmarks/README.md); a
+ * Lane does it for the calls of one connection while the replay's Python code
+ * (pycdr/replay/runner.py) holds none of them.  With a window (--window N > 1) it
+ * keeps up to N calls waiting for their replayed reply; with window 1 (as
+ * recorded) it waits where Replay._wait_for waits: at a recorded reply whose
+ * replayed one has not come.
  *
  * A Lane takes an item or a reply only when it can finish what Python would do
  * with it; anything else -- a request of a shape it was not given, a recorded
@@ -847,7 +850,7 @@ static PyMethodDef lane_methods[] = {
 static PyTypeObject LaneType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "pycdr._replaylane.Lane",
-    .tp_doc = PyDoc_STR("Lane(window, max_message): one pipelined replay connection's "
+    .tp_doc = PyDoc_STR("Lane(window, max_message, bucketing): one replay connection's "
                         "steady state (see the module doc)."),
     .tp_basicsize = sizeof(Lane),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -862,7 +865,7 @@ static PyTypeObject LaneType = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "pycdr._replaylane",
-    "The steady state of a pipelined pycdr replay connection in C.", -1, NULL
+    "The steady state of a pycdr replay connection in C.", -1, NULL
 };
 
 PyMODINIT_FUNC PyInit__replaylane(void) {

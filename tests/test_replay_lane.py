@@ -23,6 +23,7 @@ from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message  # noqa: 
 from pycdr.pcap import IdlBodyDecoder  # noqa: E402
 from pycdr.pcapread import CaptureReader  # noqa: E402
 from pycdr.pcapstats import LatencyHistogram  # noqa: E402
+from pycdr.orb.tls import DEFAULT_TLS, TLSOptions, server_context  # noqa: E402
 from pycdr.replay import runner  # noqa: E402
 from pycdr.replay.compare import Comparison  # noqa: E402
 from pycdr.replay.runner import Replay, ReplayOptions, parse_targets  # noqa: E402
@@ -63,12 +64,12 @@ def long_conversation(calls: int, key=b"OldStore", little=False):
     return out
 
 
-def replay(capture: str, target: str, *, lane: bool, window: int = 8):
+def replay(capture: str, target: str, *, lane: bool, window: int = 8, tls=DEFAULT_TLS):
     """(summary, the calls reported one by one, the Replay) of ``capture`` replayed to
     ``target`` with the store's IDL; ``lane``: the same calls counted (the lane on)."""
-    default, mapped = parse_targets([target])
+    default, mapped = parse_targets([target], tls)
     options = ReplayOptions(default_target=default, targets=mapped, window=window, timeout=3,
-                            comparison=Comparison(IdlBodyDecoder([rs.MODULE])))
+                            comparison=Comparison(IdlBodyDecoder([rs.MODULE])), tls=tls)
     summary = ReplaySummary()
     reported = []
 
@@ -145,6 +146,28 @@ def test_the_lane_finishes_nearly_every_call_of_a_plain_recording(tmp_path):
                                 "calls": 1000}
     assert replay_.lane_calls >= 950, replay_.lane_calls
     assert len(reported) == 1000 - replay_.lane_calls
+
+
+@pytest.mark.parametrize("window", [1, 8])
+def test_over_tls_the_lane_comes_to_python_s_outcomes(tmp_path, window):
+    # Non-blocking TLS sockets (as recorded too, with lanes): a write or read the TLS
+    # layer cannot finish now is taken up when the selector says so.
+    from tls_certs import make_certificates
+    certs = make_certificates(tmp_path / "certs")
+    tls = TLSOptions(force=True, cacert=str(certs.ca))
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [long_conversation(300) for _ in range(2)])
+    context = server_context(str(certs.server.cert), str(certs.server.key))
+    results = {}
+    for lane in (False, True):
+        with rs.StoreServer(rs.Variant(differ="list"), ssl_context=context) as server:
+            target = f"127.0.0.1:{server.port}"
+            results[lane] = replay(capture, target, lane=lane, window=window, tls=tls)
+    (py_summary, py_reported, _), (c_summary, c_reported, c_replay) = results[False], \
+        results[True]
+    assert digest(c_summary) == digest(py_summary)
+    assert not_same(c_reported) == not_same(py_reported)
+    assert c_summary.totals()["calls"] == 600 and c_replay.lane_calls > 60
 
 
 class _ClosesAfter:

@@ -19,8 +19,8 @@ recording waited for: up to N of its calls are outstanding, their requests
 written in one go on a non-blocking socket as the target takes them, the replies
 matched by request id; it waits only for a reply that may teach a key.
 
-A pipelined connection's steady state -- requests of shapes seen before, replies
-that repeat the recorded bytes but for the request id -- runs in C when
+A connection's steady state -- requests of shapes seen before, replies that
+repeat the recorded bytes but for the request id -- runs in C when
 pycdr._replaylane is built (and PYCDR_PURE=1 is not set) and the caller takes its
 calls counted (``tally``): see Replay._lane_enter.  The calls it finishes are
 counted, not reported one by one; anything it cannot judge comes back here as
@@ -610,7 +610,7 @@ class Replay:
         if rec.ended and not rec.waiting and not items and not rec.outbuf:
             self._close(rec)
 
-    # -- a pipelined connection's steady state in C (pycdr._replaylane) ---------------------
+    # -- a connection's steady state in C (pycdr._replaylane) --------------------------------
     def _lane_enter(self, rec: _Recorded) -> bool:
         """Give ``rec`` to its lane when Python holds nothing of it: no call awaits a
         reply or a decision, no barrier, no fragmented message under way, the reply
