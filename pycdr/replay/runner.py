@@ -301,7 +301,7 @@ class _Recorded:
 class Replay:
     """Replays a capture (see the module doc).  ``report(call)`` hears of every
     call as it is decided -- but with ``tally``, the same and skipped calls a
-    pipelined connection finishes in C: ``tally(operation, same, skipped,
+    connection's lane finishes in C: ``tally(operation, same, skipped,
     recorded latencies, replayed latencies)`` counts those
     (ReplaySummary.add_counted)."""
 

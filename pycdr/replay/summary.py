@@ -59,8 +59,8 @@ class ReplaySummary:
 
     def add_counted(self, operation: str, same: int, skipped: int, recorded: tuple,
                     replayed: tuple) -> None:
-        """Calls counted without their Calls (the same and skipped calls a pipelined
-        replay finishes in pycdr._replaylane): how many, and the latencies as
+        """Calls counted without their Calls (the same and skipped calls a replay's
+        lanes finish in pycdr._replaylane): how many, and the latencies as
         (buckets, count, max) of LatencyHistogram's bucketing."""
         stats = self.operations.get(operation)
         if stats is None:
