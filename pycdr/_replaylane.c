@@ -47,6 +47,10 @@
 #define SHAPE_SKIPPED 2
 #define JUDGED_SHIFT 8      /* bit s of (flags >> 8): reply status s judged by bytes */
 #define MAX_STATUS 5
+/* The most calls a lane holds: its lookups scan them, so a recording whose replies never
+   come (a capture of one direction) must not make each step longer; beyond it the
+   calls go to Python's books (dicts). */
+#define MAX_HELD 1024
 
 static inline uint32_t ulong_at(const unsigned char *p, int little) {
     return little ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24
@@ -384,7 +388,8 @@ static int take_request(Lane *self, PyObject *raw, PyObject *ts, PyObject *piece
     }
     uint32_t recorded_id = ulong_at(p + 12, little);
     int oneway = (flags & SHAPE_ONEWAY) != 0;
-    if (self->next_id > 0xFFFFFFFEULL || (!oneway && by_recorded_id(self, recorded_id) != NULL))
+    if (self->next_id > 0xFFFFFFFEULL || (!oneway && (self->count - self->head >= MAX_HELD ||
+                                                      by_recorded_id(self, recorded_id) != NULL)))
         return 0;   /* (a recorded id reused while its call waits: Python's books hold one) */
     long long request_ts = PyLong_AsLongLong(ts);
     if (request_ts == -1 && PyErr_Occurred())
