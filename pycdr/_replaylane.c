@@ -504,8 +504,9 @@ PyDoc_STRVAR(advance_doc,
 "advance(items) -> (bytes, handed_over)\n\n"
 "Take the items at the front of ``items`` (a deque of the connection's (from_client,\n"
 "raw, ts) in capture order) while fewer than the window wait for their replayed\n"
-"reply: the bytes to send for them, and whether an item is left that the lane does\n"
-"not take (Python's to handle, after materialize()).");
+"reply (as recorded, window 1: while no call waits at its recorded reply): the\n"
+"bytes to send for them, and whether an item is left that the lane does not take\n"
+"(Python's to handle, after materialize()).");
 
 static PyObject *lane_advance(Lane *self, PyObject *items) {
     PyObject *pieces = PyList_New(0);
