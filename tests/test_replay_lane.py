@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("scapy")
 
 import replay_store as rs  # noqa: E402
+import test_replay_hostile as hostile  # noqa: E402
 from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message  # noqa: E402
 from pycdr.pcap import IdlBodyDecoder  # noqa: E402
 from pycdr.pcapread import CaptureReader  # noqa: E402
@@ -197,6 +198,48 @@ def test_a_recording_without_its_replies_is_replayed_in_bounded_steps(tmp_path, 
     assert not_same(c_reported) == not_same(py_reported)
     assert c_summary.totals()["different"] == 3000
     assert c_took < 3 * py_took + 5, (c_took, py_took)
+
+
+# A raw-socket target (tests/test_replay_hostile.py: struct and sockets, none of pycdr's
+# codec or ORB) that answers its first GOOD requests on each connection as the recording
+# did, then badly: the lane is running when the bad answers come.
+GOOD = 60
+# list(1)'s reply body, written with struct: one Item ("item0", 0, 0.0), GIOP 1.2, big-endian
+ITEM0 = struct.pack(">II6s2xi4xd", 1, 6, b"item0\0", 0, 0.0)
+
+
+@pytest.mark.parametrize("window", [1, 8])
+@pytest.mark.parametrize("behaviour", sorted(hostile.ANSWERS))
+def test_a_target_that_turns_hostile_midway_is_judged_as_python_judges_it(
+        tmp_path, behaviour, window):
+    capture = str(tmp_path / "rec.pcap")
+    rs.record(capture, [[rs.request(i + 1, "list", [1]) for i in range(GOOD + 4)]
+                        for _ in range(2)])
+    bad = hostile.ANSWERS[behaviour]
+    totals = {}
+    for lane in (False, True):
+        target = hostile.HostileTarget(
+            lambda rid: hostile._reply(rid, ITEM0) if rid <= GOOD else bad(rid))
+        default, mapped = parse_targets([f"127.0.0.1:{target.port}"])
+        options = ReplayOptions(default_target=default, targets=mapped, window=window,
+                                timeout=1, comparison=Comparison(IdlBodyDecoder([rs.MODULE])))
+        summary = ReplaySummary()
+        replay_ = Replay(options, summary.add, tally=summary.add_counted if lane else None)
+        tracemalloc.start()
+        start = time.monotonic()
+        try:
+            replay_.run(CaptureReader(capture))
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            target.close()
+        assert time.monotonic() - start < 30
+        assert peak < 16 << 20, f"{peak / 1e6:.1f} MB allocated at the peak"
+        totals[lane] = summary.totals()
+        if lane:
+            assert replay_.lane_calls >= GOOD, replay_.lane_calls    # it was running
+    assert totals[True] == totals[False]
+    assert totals[True]["same"] == 2 * GOOD and totals[True]["calls"] == 2 * (GOOD + 4)
 
 
 class _ClosesAfter:
