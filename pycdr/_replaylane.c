@@ -26,6 +26,15 @@
  * tests/test_replay_lane.py replays the same captures with and without a Lane
  * and compares every call's outcome.
  *
+ * pump() serves the sockets of the lanes that hold their connections (plain TCP,
+ * non-blocking): it polls them without sleeping, reads what came, takes the replies
+ * and the next items as replayed() and advance() do, and sends the bytes, until
+ * something needs Python (a hand-over, a read that failed or found the end, a send
+ * the socket did not take whole, a socket Python serves, the capture to read on, a
+ * spin or a budget spent).  The calls then go the same way as through Python's own
+ * reads and writes (Replay._pump_turn); a reply's arrival and the next request's
+ * send cost no Python call.
+ *
  * Nothing here reads a length without checking it against the bytes at hand,
  * and nothing is allocated from one: a replayed message is framed only once
  * the bytes it claims are there, and one claiming more than max_message bytes
@@ -37,6 +46,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #define HEADER 12
 #define MSG_REQUEST 0
@@ -508,7 +520,9 @@ PyDoc_STRVAR(advance_doc,
 "bytes to send for them, and whether an item is left that the lane does not take\n"
 "(Python's to handle, after materialize()).");
 
-static PyObject *lane_advance(Lane *self, PyObject *items) {
+/* Lane.advance without its Python face: the bytes to send (a new reference; NULL: an
+   error), ``*handed_over`` set when an item is left that the lane does not take. */
+static PyObject *advance_items(Lane *self, PyObject *items, int *handed_over) {
     PyObject *pieces = PyList_New(0);
     if (pieces == NULL)
         return NULL;
@@ -517,7 +531,7 @@ static PyObject *lane_advance(Lane *self, PyObject *items) {
         Py_DECREF(pieces);
         return NULL;
     }
-    int handed_over = 0;
+    *handed_over = 0;
     while (lane_waiting(self) < self->window) {
         Py_ssize_t n = PySequence_Size(items);
         if (n < 0)
@@ -540,7 +554,7 @@ static PyObject *lane_advance(Lane *self, PyObject *items) {
         if (rc < 0)
             goto error;
         if (rc == 0) {
-            handed_over = 1;
+            *handed_over = 1;
             break;
         }
         PyObject *gone = PyObject_CallNoArgs(popleft);
@@ -551,17 +565,23 @@ static PyObject *lane_advance(Lane *self, PyObject *items) {
     Py_DECREF(popleft);
     PyObject *data = join(pieces);
     Py_DECREF(pieces);
-    if (data == NULL)
-        return NULL;
-    PyObject *out = Py_BuildValue("(NO)", data, handed_over ? Py_True : Py_False);
-    return out;
+    return data;
 error:
     Py_DECREF(popleft);
     Py_DECREF(pieces);
     return NULL;
 }
 
-static int buf_append(Lane *self, const unsigned char *data, Py_ssize_t n) {
+static PyObject *lane_advance(Lane *self, PyObject *items) {
+    int handed_over;
+    PyObject *data = advance_items(self, items, &handed_over);
+    if (data == NULL)
+        return NULL;
+    return Py_BuildValue("(NO)", data, handed_over ? Py_True : Py_False);
+}
+
+/* Room for ``n`` more bytes after the ones kept. */
+static int buf_reserve(Lane *self, Py_ssize_t n) {
     if (self->buflen + n > self->bufcap) {
         Py_ssize_t cap = self->bufcap ? self->bufcap : 4096;
         while (cap < self->buflen + n)
@@ -574,6 +594,12 @@ static int buf_append(Lane *self, const unsigned char *data, Py_ssize_t n) {
         self->buf = grown;
         self->bufcap = cap;
     }
+    return 0;
+}
+
+static int buf_append(Lane *self, const unsigned char *data, Py_ssize_t n) {
+    if (buf_reserve(self, n) < 0)
+        return -1;
     memcpy(self->buf + self->buflen, data, (size_t)n);
     self->buflen += n;
     return 0;
@@ -587,15 +613,10 @@ PyDoc_STRVAR(replayed_doc,
 "first message the lane does not take on, for Python's stream (after\n"
 "materialize()), and nothing is kept.");
 
-static PyObject *lane_replayed(Lane *self, PyObject *args) {
-    Py_buffer view;
-    double now;
-    if (!PyArg_ParseTuple(args, "y*d", &view, &now))
-        return NULL;
-    int rc = buf_append(self, view.buf, view.len);
-    PyBuffer_Release(&view);
-    if (rc < 0)
-        return NULL;
+/* The whole replies in the bytes kept (self->buf), read at ``now``, matched with their
+   calls: None (a new reference) when every whole message was taken, else the bytes from
+   the first message the lane does not take on (nothing kept); NULL: an error. */
+static PyObject *frame_replayed(Lane *self, double now) {
     const unsigned char *b = self->buf;
     Py_ssize_t n = self->buflen, pos = 0;
     int handed_over = 0;
@@ -654,6 +675,18 @@ static PyObject *lane_replayed(Lane *self, PyObject *args) {
         self->buflen = n - pos;
     }
     Py_RETURN_NONE;
+}
+
+static PyObject *lane_replayed(Lane *self, PyObject *args) {
+    Py_buffer view;
+    double now;
+    if (!PyArg_ParseTuple(args, "y*d", &view, &now))
+        return NULL;
+    int rc = buf_append(self, view.buf, view.len);
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        return NULL;
+    return frame_replayed(self, now);
 }
 
 PyDoc_STRVAR(take_buffer_doc,
@@ -869,9 +902,232 @@ static PyTypeObject LaneType = {
     .tp_getset = lane_getset,
 };
 
+/* ---- pump(): the lanes' sockets served in C --------------------------------------- */
+
+/* What pump() hands back to Python, one event an entry at most (the entry is then left
+   alone until pump() is called again). */
+enum {
+    EV_READY = 0,       /* a socket Python serves is ready: payload the poll revents */
+    EV_LEFT = 1,        /* the lane took the bytes read but handed these back */
+    EV_RECV_ERROR = 2,  /* reading failed: payload errno */
+    EV_CLOSED = 3,      /* the target closed its side (nothing read) */
+    EV_HANDED = 4,      /* the lane met an item it does not take: payload the bytes it
+                           made before it that the socket did not take now */
+    EV_UNSENT = 5       /* the socket did not take all the lane's bytes: the rest */
+};
+#define PUMP_MAX 64         /* entries: each round polls them all */
+#define PUMP_RECV 65536     /* bytes read at a time (the runner's RECV_SIZE) */
+
+static int pump_event(PyObject *events, Py_ssize_t i, int kind, PyObject *payload, double now) {
+    PyObject *t = Py_BuildValue("(niNd)", i, kind, payload, now);
+    if (t == NULL)
+        return -1;
+    int rc = PyList_Append(events, t);
+    Py_DECREF(t);
+    return rc;
+}
+
+PyDoc_STRVAR(pump_doc,
+"pump(entries, spin, budget, full, queue_limit) -> (events, progressed)\n\n"
+"Serve the lanes' sockets until Python is needed: ``entries`` a list of (fd, events,\n"
+"lane, items), at most 64; ``lane`` a Lane holding its connection (``items`` its\n"
+"deque, ``fd`` its non-blocking plain TCP socket) or None, a socket Python serves\n"
+"(polled for ``events``, POLLIN/POLLOUT).  Each round polls them all without\n"
+"sleeping; for a lane whose socket is readable it reads (65,536 bytes), takes the\n"
+"replies (as replayed()), takes the next items (as advance()) and sends their bytes.\n"
+"Whatever needs Python ends the entry's part: an event (i, kind, payload, now), kind\n"
+"0 a Python socket ready (payload: revents), 1 bytes handed back (as replayed()\n"
+"returns them), 2 a read failed (errno), 3 the target closed (None), 4 an item not\n"
+"taken (payload: the bytes made before it not sent yet), 5 bytes not sent yet.\n"
+"Returns after a round with an event; after a round with nothing ready, when\n"
+"``full`` is 0 (the capture may be read on; -1: read to its end), or when nothing\n"
+"came for ``spin`` seconds; when a lane has no items left and ``full`` is 0; and\n"
+"after ``budget`` seconds.  ``full``: the connections whose queues hold\n"
+"``queue_limit`` items or more (a lane's dropping below half of it counts down).\n"
+"``progressed``: reads and sends done.");
+
+static PyObject *replaylane_pump(PyObject *module, PyObject *args) {
+    PyObject *entries;
+    double spin, budget;
+    Py_ssize_t full, queue_limit;
+    if (!PyArg_ParseTuple(args, "O!ddnn", &PyList_Type, &entries, &spin, &budget, &full,
+                          &queue_limit))
+        return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(entries);
+    if (k > PUMP_MAX) {
+        PyErr_SetString(PyExc_ValueError, "pump() takes at most 64 entries");
+        return NULL;
+    }
+    struct pollfd pfd[PUMP_MAX];
+    Lane *lanes[PUMP_MAX];
+    PyObject *queues[PUMP_MAX];
+    int was_full[PUMP_MAX];
+    /* The entries' objects are held by ``held`` for the call (the list may change). */
+    PyObject *held = PyList_GetSlice(entries, 0, k);
+    if (held == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *e = PyList_GET_ITEM(held, i);
+        int fd, events;
+        PyObject *lane, *items;
+        if (!PyTuple_Check(e) || !PyArg_ParseTuple(e, "iiOO", &fd, &events, &lane, &items)) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "an entry is (fd, events, lane, items)");
+            Py_DECREF(held);
+            return NULL;
+        }
+        if (lane != Py_None && (!PyObject_TypeCheck(lane, &LaneType) || items == Py_None)) {
+            PyErr_SetString(PyExc_TypeError, "an entry's lane is a Lane (with its items) or None");
+            Py_DECREF(held);
+            return NULL;
+        }
+        pfd[i].fd = fd;
+        pfd[i].events = (short)(lane == Py_None ? events : POLLIN);
+        pfd[i].revents = 0;
+        lanes[i] = lane == Py_None ? NULL : (Lane *)lane;
+        queues[i] = lane == Py_None ? NULL : items;
+        was_full[i] = 0;
+        if (lanes[i] != NULL) {
+            Py_ssize_t n = PySequence_Size(items);
+            if (n < 0) {
+                Py_DECREF(held);
+                return NULL;
+            }
+            was_full[i] = n >= queue_limit;
+        }
+    }
+    PyObject *events = PyList_New(0);
+    if (events == NULL) {
+        Py_DECREF(held);
+        return NULL;
+    }
+    long progressed = 0;
+    double start = monotonic(), active = start;
+    for (;;) {
+        int ready;
+        /* (other threads run meanwhile: a polling replay must not starve a progress bar's
+           refresh, nor a target served by the same process in tests) */
+        Py_BEGIN_ALLOW_THREADS
+        ready = poll(pfd, (nfds_t)k, 0);
+        Py_END_ALLOW_THREADS
+        if (ready < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    goto error;
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            goto error;
+        }
+        double now = monotonic();
+        if (ready == 0) {
+            if (full == 0 || now - active >= spin || now - start >= budget)
+                break;
+            continue;
+        }
+        int starved = 0;
+        for (Py_ssize_t i = 0; i < k; i++) {
+            short rev = pfd[i].revents;
+            if (rev == 0 || pfd[i].fd < 0)
+                continue;
+            Lane *lane = lanes[i];
+            if (lane == NULL) {
+                if (pump_event(events, i, EV_READY, PyLong_FromLong(rev), now) < 0)
+                    goto error;
+                pfd[i].fd = -1;
+                continue;
+            }
+            if (buf_reserve(lane, PUMP_RECV) < 0)
+                goto error;
+            ssize_t got = recv(pfd[i].fd, lane->buf + lane->buflen, PUMP_RECV, MSG_DONTWAIT);
+            if (got < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                    continue;
+                if (pump_event(events, i, EV_RECV_ERROR, PyLong_FromLong(errno), now) < 0)
+                    goto error;
+                pfd[i].fd = -1;
+                continue;
+            }
+            if (got == 0) {
+                if (pump_event(events, i, EV_CLOSED, Py_NewRef(Py_None), now) < 0)
+                    goto error;
+                pfd[i].fd = -1;
+                continue;
+            }
+            progressed++;
+            lane->buflen += got;
+            PyObject *left = frame_replayed(lane, now);
+            if (left == NULL)
+                goto error;
+            if (left != Py_None) {
+                if (pump_event(events, i, EV_LEFT, left, now) < 0)
+                    goto error;
+                pfd[i].fd = -1;
+                continue;
+            }
+            Py_DECREF(left);
+            int handed_over;
+            PyObject *data = advance_items(lane, queues[i], &handed_over);
+            if (data == NULL)
+                goto error;
+            Py_ssize_t left_items = PySequence_Size(queues[i]);
+            if (left_items < 0) {
+                Py_DECREF(data);
+                goto error;
+            }
+            /* (half of it: reading on for a few items at a time would return here for each) */
+            if (was_full[i] && left_items < queue_limit / 2) {
+                was_full[i] = 0;
+                if (full > 0)
+                    full--;
+            }
+            const char *bytes = PyBytes_AS_STRING(data);
+            Py_ssize_t size = PyBytes_GET_SIZE(data), sent = 0;
+            while (sent < size) {
+                ssize_t w = send(pfd[i].fd, bytes + sent, (size_t)(size - sent),
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (w < 0) {
+                    if (errno == EINTR)
+                        continue;
+                    break;          /* would block, or failed: Python's _write tells which */
+                }
+                sent += w;
+            }
+            if (size)
+                progressed++;
+            if (handed_over || sent < size) {
+                PyObject *rest = PyBytes_FromStringAndSize(bytes + sent, size - sent);
+                Py_DECREF(data);
+                if (rest == NULL ||
+                    pump_event(events, i, handed_over ? EV_HANDED : EV_UNSENT, rest, now) < 0)
+                    goto error;
+                pfd[i].fd = -1;
+                continue;
+            }
+            Py_DECREF(data);
+            if (left_items == 0 && lane_waiting(lane) < lane->window)
+                starved = 1;
+        }
+        active = now;
+        if (PyList_GET_SIZE(events) > 0 || (starved && full == 0) || now - start >= budget)
+            break;
+    }
+    Py_DECREF(held);
+    return Py_BuildValue("(Nl)", events, progressed);
+error:
+    Py_DECREF(held);
+    Py_DECREF(events);
+    return NULL;
+}
+
+static PyMethodDef module_methods[] = {
+    {"pump", replaylane_pump, METH_VARARGS, pump_doc},
+    {NULL}
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "pycdr._replaylane",
-    "The steady state of a pycdr replay connection in C.", -1, NULL
+    "The steady state of a pycdr replay connection in C.", -1, module_methods
 };
 
 PyMODINIT_FUNC PyInit__replaylane(void) {
@@ -880,7 +1136,9 @@ PyMODINIT_FUNC PyInit__replaylane(void) {
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(m, "Lane", (PyObject *)&LaneType) < 0) {
+    if (PyModule_AddObjectRef(m, "Lane", (PyObject *)&LaneType) < 0 ||
+        PyModule_AddIntConstant(m, "PUMP_MAX", PUMP_MAX) < 0 ||
+        PyModule_AddIntConstant(m, "PUMP_RECV", PUMP_RECV) < 0) {
         Py_DECREF(m);
         return NULL;
     }

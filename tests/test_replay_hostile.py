@@ -38,6 +38,9 @@ def _reply(request_id: int, body: bytes = b"") -> bytes:
     return _header(1, len(head) + len(body)) + head + body
 
 
+# What the target does when it closes with a reset (RST: SO_LINGER 0), not a FIN.
+RESET = object()
+
 # What the target sends for each request it reads (its request id given); None: close.
 ANSWERS = {
     "garbage": lambda rid: b"\xde\xad\xbe\xef" * 16,
@@ -51,6 +54,7 @@ ANSWERS = {
     "close_connection": lambda rid: _header(5, 0),       # and the socket left open
     "silent": lambda rid: b"",
     "closes": lambda rid: None,
+    "resets": lambda rid: RESET,
     # The right request id, then a sequence<Item> (list) or a string (find's Item.name)
     # whose length claims 2**31 - 1 elements / bytes.
     "huge_length": lambda rid: _reply(rid, struct.pack(">I", 0x7FFFFFFF) + b"\0" * 12),
@@ -70,6 +74,9 @@ EXPECTED = {
     "close_connection": ("failed", "CloseConnection"),
     "silent": ("different", "no reply within 1 s"),
     "closes": ("failed", "the target closed the connection"),
+    # read or write, whichever meets the reset first: "[Errno 104] Connection reset by
+    # peer", or "[Errno 32] Broken pipe"
+    "resets": ("failed", "the target failed: [Errno "),
     # list and find: the length is refused, not allocated; total: other values.
     "huge_length": ("different", ""),
 }
@@ -116,6 +123,11 @@ class HostileTarget:
                     out = self.answer(rid)
                     if out is None:
                         conn.shutdown(socket.SHUT_RDWR)
+                        return
+                    if out is RESET:
+                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                        struct.pack("ii", 1, 0))
+                        conn.close()
                         return
                     conn.sendall(out)
         except OSError:
