@@ -495,6 +495,31 @@ def test_values_compare_with_tolerance_ignore_and_paths():
     assert Comparison(decoder).replies("list", old, changed)[0]["path"] == "result[1].count"
 
 
+def test_replies_that_differ_in_their_padding_only_are_the_same():
+    # omniORB leaves padding uninitialised: such a reply's bytes differ from another
+    # ORB's (or its own next time), its values do not.  Values read strictly (the C
+    # decoder's path); a body strict reading refuses is read leniently, as before.
+    decoder = IdlBodyDecoder([rs.MODULE])
+    items = [rs.ITEM("a", 1, 0.5), rs.ITEM("bcd", 2, 0.25)]
+    body = rs.body([rs.OPS["list"].result], [items], False)
+    # count | "a" len, "a\0", 2 pad | 1 | 0.5 | "bcd" len, "bcd\0" | 2 | 4 pad | 0.25
+    assert body[8:10] == b"a\0" and body[36:40] == bytes(4)
+    padded = body[:10] + b"\xab\xab" + body[12:36] + b"\xcd" * 4 + body[40:]
+    old, new = (_decoded(encode_message(Reply(request_id=1, body=b))) for b in (body, padded))
+    assert old.body != new.body
+    assert Comparison(decoder).replies("list", old, new) == []
+    # a real difference beside different padding is still named
+    changed = bytearray(padded)
+    changed[23] = 0x01          # the first weight's last byte
+    (difference,) = Comparison(decoder).replies(
+        "list", old, _decoded(encode_message(Reply(request_id=1, body=bytes(changed)))))
+    assert difference["path"] == "result[0].weight"
+    # cut short: strict reading raises, lenient reading names what could not be read
+    short = _decoded(encode_message(Reply(request_id=1, body=body[:30])))
+    (difference,) = Comparison(decoder).replies("list", old, short)
+    assert difference["path"] == "result" and difference["replayed"].startswith("undecodable")
+
+
 def test_exceptions_compare_by_id_members_minor_and_completion():
     decoder = IdlBodyDecoder([rs.MODULE])
     missing = rs.Variant()
