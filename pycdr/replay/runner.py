@@ -91,9 +91,9 @@ SHORT_RUNS = 4
 # The lanes' sockets are served in C (pycdr._replaylane.pump) for at most PUMP_BUDGET
 # seconds before the loop's own checks (time-outs, progress) run again.  Between turns
 # the capture is read READ_BATCH segments at a time, as without pump() (measured, the
-# four-connection capture to omniORBpy, medians of 3-5 runs: 32 segments at a time 27k
-# calls/s as recorded and 49k pipelined, 256 33-34k and 51-58k, 1,024 34k and 64k; the
-# runs spread as widely as the differences beyond 256).
+# four-connection capture to omniORBpy as recorded: 64 at a time 27k calls/s against
+# 33k for 256, 1,024 34k; smaller batches, or the lanes served within a batch, no
+# better: benchmarks/README.md, eighteenth session).
 PUMP_BUDGET = 0.02
 _EV_READY, _EV_LEFT, _EV_RECV_ERROR, _EV_CLOSED, _EV_HANDED, _EV_UNSENT = range(6)
 _POLL_ANY = select.POLLIN | select.POLLERR | select.POLLHUP

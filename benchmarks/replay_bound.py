@@ -1,0 +1,99 @@
+"""How many calls a second the target allows as recorded: benchmarks/replay_bound.c (the
+least a program can do to make a capture's calls one at a time a connection, in C)
+beside omniORBpy's own clients and ``pycdr replay --window 1``, each against a fresh
+omniORBpy server, in the same run.
+
+    .venv/bin/python benchmarks/replay_bound.py [--calls 16000] [--clients 4] [--repeat 3]
+
+The calls are recorded as bench_replay.py records them (omniORBpy's clients calling an
+omniORBpy server, dumpcap on loopback).  replay_bound.c sends the recorded requests
+as they are (the target serves the recorded key) and frames each reply by its GIOP
+length without comparing it; it waits for replies three ways: sleeping in epoll
+("sleep"), a thread per connection blocking in recv ("threads"), and polling epoll
+without sleeping ("poll").  Needs a C compiler (cc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_replay as bench  # noqa: E402
+from bench_pcap import reference_messages  # noqa: E402
+
+MODES = ("sleep", "threads", "poll")
+
+
+def write_requests(capture: str, path: str) -> int:
+    """The capture's client Requests, per connection in order, as replay_bound.c reads
+    them; how many."""
+    connections: dict = {}
+    count = 0
+    with open(path, "wb") as out:
+        for src, dst, msg in reference_messages(capture):
+            if msg[7] != 0:                 # Requests only (the recorded calls)
+                continue
+            number = connections.setdefault((src, dst), len(connections))
+            twoway = msg[5] >= 2 and msg[16] & 3 != 0
+            out.write(struct.pack("<III", number, len(msg), twoway) + msg)
+            count += 1
+    return count
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=16000)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        sys.exit("no C compiler (cc)")
+    from peers.omni import start_omni_echo_server
+    from peers.recording import CAN_RECORD, WHY_NOT, record_loopback
+    if not CAN_RECORD:
+        sys.exit(WHY_NOT)
+    folder = tempfile.mkdtemp(prefix="pycdr-replay-bound-")
+    program = os.path.join(folder, "replay_bound")
+    subprocess.run([cc, "-O2", "-o", program, os.path.join(HERE, "replay_bound.c"),
+                    "-lpthread"], check=True)
+    capture = os.path.join(folder, "calls.pcapng")
+    with start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE) as server:
+        with record_loopback(capture, server.port):
+            bench.run_clients(server.ior, args.calls, args.clients)
+    requests = os.path.join(folder, "requests.bin")
+    print(f"recorded: {capture}; {write_requests(capture, requests)} requests")
+    names = ["omniORBpy client"] + [f"replay_bound.c, {m}" for m in MODES] + \
+        ["pycdr replay --window 1"]
+    rates: dict = {name: [] for name in names}
+    for _ in range(args.repeat):
+        with start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE) as server:
+            rates[names[0]].append(bench.run_clients(server.ior, args.calls, args.clients).rate)
+        for mode, name in zip(MODES, names[1:]):
+            with start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE) as server:
+                done = subprocess.run([program, requests, str(server.port), mode],
+                                      capture_output=True, text=True, timeout=600)
+                if done.returncode:
+                    sys.exit(f"replay_bound failed: {done.stderr}")
+                got = json.loads(done.stdout)
+                rates[name].append(got["calls"] / got["seconds"])
+        with start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE) as server:
+            rates[names[-1]].append(bench.replay_rate(capture, server.ior, 1)[0].rate)
+    base = statistics.median(rates[names[0]])
+    for name in names:
+        median = statistics.median(rates[name])
+        runs = ", ".join(f"{r:.0f}" for r in rates[name])
+        print(f"{name:28} {median:8.0f} calls/s  {median / base:5.2f}x  (runs {runs})")
+
+
+if __name__ == "__main__":
+    main()
