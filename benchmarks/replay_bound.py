@@ -71,7 +71,8 @@ def main() -> None:
         with record_loopback(capture, server.port):
             bench.run_clients(server.ior, args.calls, args.clients)
     requests = os.path.join(folder, "requests.bin")
-    print(f"recorded: {capture}; {write_requests(capture, requests)} requests")
+    count = write_requests(capture, requests)
+    print(f"recorded: {capture}; {count} requests")
     names = ["omniORBpy client"] + [f"replay_bound.c, {m}" for m in MODES] + \
         ["pycdr replay --window 1"]
     rates: dict = {name: [] for name in names}
@@ -85,6 +86,8 @@ def main() -> None:
                 if done.returncode:
                     sys.exit(f"replay_bound failed: {done.stderr}")
                 got = json.loads(done.stdout)
+                if got["calls"] != count:
+                    sys.exit(f"replay_bound made {got['calls']} of the {count} calls")
                 rates[name].append(got["calls"] / got["seconds"])
         with start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE) as server:
             rates[names[-1]].append(bench.replay_rate(capture, server.ior, 1)[0].rate)

@@ -11,6 +11,7 @@ import pytest
 from peers.recording import CAN_RECORD, WHY_NOT
 
 BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "bench_replay.py")
+BOUND = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "replay_bound.py")
 
 
 @pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)
@@ -49,3 +50,16 @@ def test_quick_run_with_jobs_reports_each_replay_per_jobs_value():
         for row in ("replay -> omniORBpy, --window 1", "replay -> reference ORB, --window 8"):
             # Two clients' 30 calls, each one's call before the clock and LocateRequest.
             assert f"{row}, --jobs {jobs}: 64 calls, 64 the same" in done.stdout
+
+
+@pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)
+def test_the_c_bound_makes_every_recorded_call_each_way():
+    # (replay_bound.py exits non-zero when the C program makes fewer calls than recorded)
+    done = subprocess.run([sys.executable, BOUND, "--calls", "60", "--clients", "2",
+                           "--repeat", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "; 62 requests" in out       # two clients' 30 calls and the one before the clock
+    for row in ("omniORBpy client", "replay_bound.c, sleep", "replay_bound.c, threads",
+                "replay_bound.c, poll", "pycdr replay --window 1"):
+        assert row in out and "calls/s" in out.split(row, 1)[1].splitlines()[0]
