@@ -4,13 +4,16 @@ beside omniORBpy's own clients and ``pycdr replay --window 1``, each against a f
 omniORBpy server, in the same run.
 
     .venv/bin/python benchmarks/replay_bound.py [--calls 16000] [--clients 4] [--repeat 3]
+                                                [--server omniORBpy|reference]
 
 The calls are recorded as bench_replay.py records them (omniORBpy's clients calling an
 omniORBpy server, dumpcap on loopback).  replay_bound.c sends the recorded requests
 as they are (the target serves the recorded key) and frames each reply by its GIOP
 length without comparing it; it waits for replies three ways: sleeping in epoll
 ("sleep"), a thread per connection blocking in recv ("threads"), and polling epoll
-without sleeping ("poll").  Needs a C compiler (cc).
+without sleeping ("poll").  ``--server reference``: every run against pycdr's reference
+ORB (``pycdr serve --threads``, which serves the recorded key, Echo) instead.  Needs a
+C compiler (cc).
 """
 
 from __future__ import annotations
@@ -49,11 +52,41 @@ def write_requests(capture: str, path: str) -> int:
     return count
 
 
+class _Omni:
+    """A fresh omniORBpy server of the benchmark's IDL: (IOR, port)."""
+
+    def __enter__(self):
+        from peers.omni import start_omni_echo_server
+        self.server = start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE)
+        self.server.__enter__()
+        return self.server.ior, self.server.port
+
+    def __exit__(self, *exc):
+        self.server.__exit__(*exc)
+
+
+class _Reference:
+    """A fresh ``pycdr serve --threads`` of the benchmark's IDL: (IOR, port)."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+
+    def __enter__(self):
+        from pycdr.replay.runner import parse_target
+        self.server = bench.ReferenceServer(self.folder, threads=True)
+        return self.server.ior, parse_target(self.server.ior).endpoint.port
+
+    def __exit__(self, *exc):
+        self.server.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=16000)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--server", choices=("omniORBpy", "reference"), default="omniORBpy",
+                    help="the target of every run (the calls are recorded to omniORBpy)")
     args = ap.parse_args()
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
@@ -73,15 +106,19 @@ def main() -> None:
     requests = os.path.join(folder, "requests.bin")
     count = write_requests(capture, requests)
     print(f"recorded: {capture}; {count} requests")
+    def target():
+        """A fresh target: a context manager giving (IOR, port)."""
+        return _Reference(folder) if args.server == "reference" else _Omni()
+
     names = ["omniORBpy client"] + [f"replay_bound.c, {m}" for m in MODES] + \
         ["pycdr replay --window 1"]
     rates: dict = {name: [] for name in names}
     for _ in range(args.repeat):
-        with start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE) as server:
-            rates[names[0]].append(bench.run_clients(server.ior, args.calls, args.clients).rate)
+        with target() as (ior, port):
+            rates[names[0]].append(bench.run_clients(ior, args.calls, args.clients).rate)
         for mode, name in zip(MODES, names[1:]):
-            with start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE) as server:
-                done = subprocess.run([program, requests, str(server.port), mode],
+            with target() as (ior, port):
+                done = subprocess.run([program, requests, str(port), mode],
                                       capture_output=True, text=True, timeout=600)
                 if done.returncode:
                     sys.exit(f"replay_bound failed: {done.stderr}")
@@ -89,8 +126,8 @@ def main() -> None:
                 if got["calls"] != count:
                     sys.exit(f"replay_bound made {got['calls']} of the {count} calls")
                 rates[name].append(got["calls"] / got["seconds"])
-        with start_omni_echo_server(idl=bench.IDL, interface=bench.INTERFACE) as server:
-            rates[names[-1]].append(bench.replay_rate(capture, server.ior, 1)[0].rate)
+        with target() as (ior, port):
+            rates[names[-1]].append(bench.replay_rate(capture, ior, 1)[0].rate)
     base = statistics.median(rates[names[0]])
     for name in names:
         median = statistics.median(rates[name])

@@ -53,10 +53,12 @@ def test_quick_run_with_jobs_reports_each_replay_per_jobs_value():
 
 
 @pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)
-def test_the_c_bound_makes_every_recorded_call_each_way():
+@pytest.mark.parametrize("server", ["omniORBpy", "reference"])
+def test_the_c_bound_makes_every_recorded_call_each_way(server):
     # (replay_bound.py exits non-zero when the C program makes fewer calls than recorded)
     done = subprocess.run([sys.executable, BOUND, "--calls", "60", "--clients", "2",
-                           "--repeat", "1"], capture_output=True, text=True, timeout=300)
+                           "--repeat", "1", "--server", server],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "; 62 requests" in out       # two clients' 30 calls and the one before the clock
