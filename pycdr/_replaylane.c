@@ -12,7 +12,8 @@
  *
  * A Lane takes an item or a reply only when it can finish what Python would do
  * with it; anything else -- a request of a shape it was not given, a recorded
- * reply that may teach a key, a replayed reply that differs in bytes or that
+ * reply that may teach a key, a replayed reply that differs in its values (or,
+ * where Lane.values does not say how to read them, in bytes) or that
  * names no call of it, any message that is not a whole GIOP 1.2+ Reply, the end
  * of the recording -- makes it stop before that item or message ("hand over").
  * The runner then takes the calls it holds back as ordinary Calls
@@ -22,7 +23,9 @@
  *   - ReplaySession._outgoing_shaped for the request's bytes,
  *   - ReplaySession.recorded / ReplyStream.whole_reply for a recorded reply,
  *   - ReplyStream.feed / RawReply.same_but_id for the replayed replies, and
- *   - Replay._decide's first rule (the same by bytes where judged_by_bytes).
+ *   - Replay._decide's first rule (the same by bytes where judged_by_bytes), and
+ *     for replies that differ in bytes only where no value lies (padding),
+ *     Comparison._results' (the values read by the C decoder are equal).
  * tests/test_replay_lane.py replays the same captures with and without a Lane
  * and compares every call's outcome.
  *
@@ -112,6 +115,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     PyObject *shapes;       /* dict: request bytes 4..8 + 16..name end -> tuple of entries */
+    PyObject *values;       /* None or (read, per operation: None, True or plan nodes) */
     OpStats *ops;           /* by operation index */
     Py_ssize_t nops;
     double floor, per_log, floor_buckets;  /* LatencyHistogram.BUCKETING */
@@ -144,6 +148,7 @@ static void lane_drop_records(Lane *self) {
 
 static int lane_traverse(Lane *self, visitproc visit, void *arg) {
     Py_VISIT(self->shapes);
+    Py_VISIT(self->values);
     for (Py_ssize_t i = 0; i < self->nops; i++) {
         Py_VISIT(self->ops[i].buckets[0]);
         Py_VISIT(self->ops[i].buckets[1]);
@@ -153,6 +158,7 @@ static int lane_traverse(Lane *self, visitproc visit, void *arg) {
 
 static int lane_clear_refs(Lane *self) {
     Py_CLEAR(self->shapes);
+    Py_CLEAR(self->values);
     for (Py_ssize_t i = 0; i < self->nops; i++) {
         Py_CLEAR(self->ops[i].buckets[0]);
         Py_CLEAR(self->ops[i].buckets[1]);
@@ -190,6 +196,7 @@ static int lane_init(Lane *self, PyObject *args, PyObject *kwds) {
     self->floor_buckets = floor_buckets;
     self->next_id = 1;
     Py_XSETREF(self->shapes, Py_NewRef(Py_None));
+    Py_XSETREF(self->values, Py_NewRef(Py_None));
     return 0;
 }
 
@@ -310,6 +317,97 @@ static int same_but_id(PyObject *a, const unsigned char *b, Py_ssize_t n) {
     const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(a);
     return PyBytes_GET_SIZE(a) == n && n >= 16 && memcmp(p, b, 12) == 0 &&
         memcmp(p + 16, b + 16, (size_t)(n - 16)) == 0;
+}
+
+/* A whole GIOP 1.2+ Reply (as the lane frames them) that Python's fast decoder reads
+   as plain: flags no more than the byte order, status NO_EXCEPTION, no service
+   contexts; its body starts at 24 (8-aligned: no padding). */
+static int plain_reply(const unsigned char *p, Py_ssize_t n) {
+    return n >= 24 && (p[6] & ~1) == 0 && ulong_at(p + 16, p[6] & 1) == 0 &&
+        ulong_at(p + 20, p[6] & 1) == 0;
+}
+
+/* One side's values, read one item after the other as Comparison._read does it
+   strictly (the C decoder's path: marshal.read_value). */
+static int read_item(PyObject *read, PyObject *node, PyObject *data, Py_ssize_t *pos,
+                     int little, PyObject **value) {
+    PyObject *args[8] = {node, data, NULL, NULL, NULL, little ? Py_True : Py_False,
+                         Py_False, Py_None};
+    args[2] = PyLong_FromSsize_t(*pos);
+    args[3] = PyLong_FromSsize_t(PyBytes_GET_SIZE(data));
+    args[4] = PyLong_FromLong(0);
+    PyObject *out = NULL;
+    if (args[2] != NULL && args[3] != NULL && args[4] != NULL)
+        out = PyObject_Vectorcall(read, args, 8, NULL);
+    Py_XDECREF(args[2]);
+    Py_XDECREF(args[3]);
+    Py_XDECREF(args[4]);
+    if (out == NULL)
+        return -1;
+    Py_ssize_t end;
+    if (!PyTuple_Check(out) || PyTuple_GET_SIZE(out) != 2 ||
+        ((end = PyLong_AsSsize_t(PyTuple_GET_ITEM(out, 1))) == -1 && PyErr_Occurred())) {
+        Py_DECREF(out);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "read() gave no (value, position)");
+        return -1;
+    }
+    *value = Py_NewRef(PyTuple_GET_ITEM(out, 0));
+    *pos = end;
+    Py_DECREF(out);
+    return 0;
+}
+
+/* A replayed reply (p, n) whose bytes differ from the call's recorded one, judged as
+   Comparison._results would: with the operation's plan nodes, the same when every
+   value read from both bodies is equal (an ORB that leaves padding uninitialised, as
+   omniORB does, sends the same values in other bytes); without IDL (True), when the
+   bodies' bytes are.  1: the same; 0: Python judges it (it names the differences);
+   -1: an error.  A read that fails (a malformed body, a node only Python reads) is
+   Python's to judge and report. */
+static int same_values(Lane *self, long op, PyObject *recorded, const unsigned char *p,
+                       Py_ssize_t n) {
+    PyObject *v = self->values;
+    if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(v, 1)))
+        return 0;
+    PyObject *read = PyTuple_GET_ITEM(v, 0), *per_op = PyTuple_GET_ITEM(v, 1);
+    if (op < 0 || op >= PyTuple_GET_SIZE(per_op))
+        return 0;
+    PyObject *how = PyTuple_GET_ITEM(per_op, op);
+    const unsigned char *a = (const unsigned char *)PyBytes_AS_STRING(recorded);
+    Py_ssize_t an = PyBytes_GET_SIZE(recorded);
+    if (how == Py_None || !plain_reply(a, an) || !plain_reply(p, n))
+        return 0;
+    int same_body = an == n && memcmp(a + 24, p + 24, (size_t)(n - 24)) == 0;
+    if (how == Py_True)         /* Comparison._raw_bodies */
+        return same_body;
+    if (!PyTuple_Check(how))
+        return 0;
+    if (same_body && (a[6] & 1) == (p[6] & 1))
+        return 1;               /* the same bytes, read alike */
+    PyObject *b = PyBytes_FromStringAndSize((const char *)p, n);
+    if (b == NULL)
+        return -1;
+    Py_ssize_t apos = 24, bpos = 24;
+    int same = 1;
+    for (Py_ssize_t i = 0; same == 1 && i < PyTuple_GET_SIZE(how); i++) {
+        PyObject *node = PyTuple_GET_ITEM(how, i), *va = NULL, *vb = NULL;
+        if (read_item(read, node, recorded, &apos, a[6] & 1, &va) < 0 ||
+            read_item(read, node, b, &bpos, p[6] & 1, &vb) < 0)
+            same = -1;
+        else
+            same = PyObject_RichCompareBool(va, vb, Py_EQ);
+        Py_XDECREF(va);
+        Py_XDECREF(vb);
+    }
+    Py_DECREF(b);
+    if (same < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    return same;
 }
 
 /* The newest record not done sent for the recorded request id ``rid``. */
@@ -468,8 +566,12 @@ static int take_recorded(Lane *self, PyObject *raw, PyObject *ts) {
     if (recorded_ts == -1 && PyErr_Occurred())
         return -1;
     if (r->replayed != NULL) {
-        if (!same_but_id(r->replayed, p, n))
-            return 0;       /* compared value by value in Python */
+        if (!same_but_id(r->replayed, p, n)) {
+            const unsigned char *q = (const unsigned char *)PyBytes_AS_STRING(r->replayed);
+            int same = same_values(self, r->op, raw, q, PyBytes_GET_SIZE(r->replayed));
+            if (same <= 0)
+                return same;    /* 0: compared value by value in Python */
+        }
         r->recorded_ts = recorded_ts;
         if (lane_same(self, r) < 0)
             return -1;
@@ -648,8 +750,13 @@ static PyObject *frame_replayed(Lane *self, double now) {
         }
         if (r->recorded != NULL) {
             if (!same_but_id(r->recorded, p, len)) {
-                handed_over = 1;    /* compared value by value in Python */
-                break;
+                int same = same_values(self, r->op, r->recorded, p, len);
+                if (same < 0)
+                    return NULL;
+                if (!same) {
+                    handed_over = 1;    /* compared value by value in Python */
+                    break;
+                }
             }
             r->replayed_at = now;
             if (lane_same(self, r) < 0)
@@ -862,6 +969,22 @@ static int lane_set_shapes(Lane *self, PyObject *value, void *closure) {
     return 0;
 }
 
+static PyObject *lane_get_values(Lane *self, void *closure) {
+    return Py_NewRef(self->values);
+}
+
+static int lane_set_values(Lane *self, PyObject *value, void *closure) {
+    if (value == NULL || (value != Py_None &&
+                          !(PyTuple_Check(value) && PyTuple_GET_SIZE(value) == 2 &&
+                            PyCallable_Check(PyTuple_GET_ITEM(value, 0)) &&
+                            PyTuple_Check(PyTuple_GET_ITEM(value, 1))))) {
+        PyErr_SetString(PyExc_TypeError, "values must be None or (read, tuple)");
+        return -1;
+    }
+    Py_XSETREF(self->values, Py_NewRef(value));
+    return 0;
+}
+
 static PyGetSetDef lane_getset[] = {
     {"waiting", (getter)lane_get_waiting, NULL,
      "calls sent from the oldest whose replayed reply has not come on (the window's count)", NULL},
@@ -873,6 +996,10 @@ static PyGetSetDef lane_getset[] = {
      "the request id the next call is sent with", NULL},
     {"shapes", (getter)lane_get_shapes, (setter)lane_set_shapes,
      "the request shapes the lane rewrites (see Replay._lane_table)", NULL},
+    {"values", (getter)lane_get_values, (setter)lane_set_values,
+     "how a replayed reply whose bytes differ from the recorded one's is judged: None "
+     "(by Python), or (read, per operation: None, True -- the bodies' bytes -- or the "
+     "plan nodes of its results; see Replay._lane_values)", NULL},
     {NULL}
 };
 

@@ -3,7 +3,9 @@ replies computed by pycdr's codec from tests/idl/replay/store.idl, for writing a
 "recorded" capture and for a target server (a thread on 127.0.0.1) to replay it to.
 
 A variant says where the servant lives (its object keys) and how it may differ:
-``differ="list"`` makes the fourth item's name of list() another.
+``differ="list"`` makes the fourth item's name of list() another; ``padding`` is the
+byte its replies leave in their padding (omniORB leaves it uninitialised: the same
+values in other bytes).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import time
 from dataclasses import dataclass
 
 from pycdr import idl
-from pycdr.cdr import CDRWriter
+from pycdr.cdr import CDRReader, CDRWriter
+from pycdr.errors import PycdrError
 from pycdr.giop.connection import GiopConnection, Role
 from pycdr.giop.events import NEED_DATA, ConnectionClosed, MessageReceived
 from pycdr.giop.messages import (KeyAddr, LocateReply, LocateRequest, LocateStatus, Reply,
@@ -44,6 +47,7 @@ class Variant:
     differ: str = ""
     little: bool = False
     slow: float = 0.0                   # seconds find() takes (StoreServer)
+    padding: int = 0                    # the byte the replies' padding holds
 
 
 def body(types, values, little: bool, version=(1, 2)) -> bytes:
@@ -51,6 +55,31 @@ def body(types, values, little: bool, version=(1, 2)) -> bytes:
     for tc, v in zip(types, values):
         write_value(w, tc, v)
     return w.getvalue()
+
+
+_PADDED: dict = {}
+
+
+def padded(types, values, data: bytes, little: bool, version, junk: int) -> bytes:
+    """``data``, the CDR bytes of ``values``, with ``junk`` in its padding: the zero
+    bytes whose change changes no value read back (strictly) and breaks no read."""
+    key = (data, little, version, junk)
+    if key not in _PADDED:
+        out = bytearray(data)
+        for i, b in enumerate(data):
+            if b:
+                continue
+            trial = bytearray(data)
+            trial[i] = junk
+            r = CDRReader(bytes(trial), little=little, version=version)
+            try:
+                back = [read_value(r, tc) for tc in types]
+            except PycdrError:
+                continue
+            if back == list(values) and r.pos == len(data):
+                out[i] = junk
+        _PADDED[key] = bytes(out)
+    return _PADDED[key]
 
 
 def request(rid: int, op: str, args, *, key=b"OldStore", little=False, version=(1, 2),
@@ -93,8 +122,11 @@ def reply_to(msg, variant: Variant):
         ior = make_ior(STORE_ID, [IIOPProfile((1, 2), variant.host, variant.port,
                                               variant.other_key)])
         types, values = [op.result], [ior]
+    data = body(types, values, variant.little, msg.version)
+    if variant.padding:
+        data = padded(types, values, data, variant.little, msg.version, variant.padding)
     return Reply(version=msg.version, little=variant.little, request_id=msg.request_id,
-                 reply_status=status, body=body(types, values, variant.little, msg.version))
+                 reply_status=status, body=data)
 
 
 def record(path: str, conversations, variant: Variant = Variant(), *,

@@ -22,6 +22,7 @@ pytest.importorskip("scapy")
 import replay_store as rs  # noqa: E402
 import test_replay_hostile as hostile  # noqa: E402
 from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message  # noqa: E402
+from pycdr.giop.service_contexts import RawServiceContext  # noqa: E402
 from pycdr.pcap import IdlBodyDecoder  # noqa: E402
 from pycdr.pcapread import CaptureReader  # noqa: E402
 from pycdr.pcapstats import LatencyHistogram  # noqa: E402
@@ -102,6 +103,8 @@ SCENARIOS = {
     "keys_mapped_and_learned": (rs.Variant(), rs.Variant(store_key=b"NewStore",
                                                          other_key=b"NewOther"), b"NewStore"),
     "little_endian": (rs.Variant(little=True), rs.Variant(little=True), b"OldStore"),
+    # the same values, other bytes in the padding (omniORB's uninitialised padding)
+    "junk_padding": (rs.Variant(), rs.Variant(padding=0xAB), b"OldStore"),
 }
 
 
@@ -130,6 +133,10 @@ def test_the_lane_comes_to_python_s_outcomes(tmp_path, scenario, window):
     assert py_replay.pump_turns == 0
     if window < 64:     # (at 64, runs this short leave the connections to Python: _advance)
         assert c_replay.pump_turns > 0          # the lanes' sockets served in C
+    if scenario == "junk_padding" and window == 1:
+        # every list/find/total reply differs in bytes from the recorded one: the lane
+        # judges them by their values (Lane.values) and keeps the connection
+        assert c_replay.lane_calls > 600, c_replay.lane_calls
     if scenario == "list_differs":
         assert {c.operation for c in c_reported if c.outcome == "different"} == {"list"}
         assert any(c.outcome == "different" for c in c_reported)
@@ -436,6 +443,86 @@ def test_a_reply_that_differs_in_bytes_is_given_to_python_alone():
     assert lane.take_differing(differing) is None       # no longer held
     with pytest.raises(TypeError):
         lane.take_differing("text")
+
+
+def _replayed(msg, replay_id, variant=rs.Variant()) -> bytes:
+    raw = bytearray(_reply(msg, variant))
+    struct.pack_into("<I" if variant.little else ">I", raw, 12, replay_id)
+    return bytes(raw)
+
+
+def test_a_reply_that_differs_in_its_padding_only_is_the_same_in_the_lane():
+    # omniORB leaves padding uninitialised: the same values in other bytes.  With
+    # Lane.values the lane reads both bodies with the C decoder and finishes the call,
+    # whichever reply comes first; a value that differs is still Python's to name.
+    session, replay_, lane = _learned_session()
+    assert lane.values is None
+    lane.values = replay_._lane_values()
+    read, per_op = lane.values
+    assert per_op[replay_._lane_ops.index("list")] is not None
+    junk = rs.Variant(padding=0xAB)
+    requests = [rs.request(30 + i, "list", [5]) for i in range(4)]
+    assert _replayed(requests[0], 2, junk) != _replayed(requests[0], 2)
+    items = collections.deque([(True, encode_message(requests[0]), 0),
+                               (False, _reply(requests[0]), 10),
+                               (True, encode_message(requests[1]), 20)])
+    lane.advance(items)
+    assert lane.replayed(_replayed(requests[0], 2, junk), 1.0) is None    # recorded first
+    assert lane.held == 1
+    # the second call's replayed reply before its recorded one (pipelined)
+    assert lane.replayed(_replayed(requests[1], 3, junk), 1.1) is None
+    assert lane.advance(collections.deque([(False, _reply(requests[1]), 30)])) == (b"", False)
+    assert lane.held == 0
+    ((op, same, skipped, *_),) = lane.results()
+    assert (replay_._lane_ops[op], same) == ("list", 2)
+    # a value that differs beside the junk: handed back, the call held for Python
+    lane.advance(collections.deque([(True, encode_message(requests[2]), 40),
+                                    (False, _reply(requests[2]), 50)]))
+    differing = _replayed(requests[2], 4, rs.Variant(padding=0xAB, differ="list"))
+    assert lane.replayed(differing, 2.0) == differing
+    assert lane.take_differing(differing) is not None
+    # without values (the pure path, a result that may hold a reference): by bytes
+    lane.values = None
+    lane.advance(collections.deque([(True, encode_message(requests[3]), 60),
+                                    (False, _reply(requests[3]), 70)]))
+    padded = _replayed(requests[3], 5, junk)
+    assert lane.replayed(padded, 3.0) == padded
+    with pytest.raises(TypeError):
+        lane.values = ("not callable", ())
+
+
+def test_a_reply_the_lane_cannot_read_is_handed_back():
+    # A body cut short or a node the C decoder hands back: Python reads it (and names
+    # what it cannot read); a reply with service contexts is Python's too.
+    session, replay_, lane = _learned_session()
+    request = rs.request(40, "list", [5])
+    lane.values = replay_._lane_values()
+    lane.advance(collections.deque([(True, encode_message(request), 0),
+                                    (False, _reply(request), 10)]))
+    recorded = _replayed(request, 2)
+    short = bytearray(recorded[:-8])
+    struct.pack_into(">I", short, 8, len(short) - 12)
+    assert lane.replayed(bytes(short), 1.0) == bytes(short)
+    # a read() that refuses (as the C decoder does a node only Python reads)
+    lane.take_differing(bytes(short))
+
+    def refuses(*args):
+        raise runner.PycdrError("handed back")
+    lane.values = (refuses, lane.values[1])
+    lane.advance(collections.deque([(True, encode_message(request), 20),
+                                    (False, _reply(request), 30)]))
+    junk = _replayed(request, 3, rs.Variant(padding=0xAB))
+    assert lane.replayed(junk, 2.0) == junk
+    lane.take_differing(junk)
+    # service contexts on the replayed reply: not plain
+    lane.values = replay_._lane_values()
+    lane.advance(collections.deque([(True, encode_message(request), 40),
+                                    (False, _reply(request), 50)]))
+    reply = rs.reply_to(request, rs.Variant(padding=0xAB))
+    reply.request_id = 4
+    reply.service_contexts = [RawServiceContext(id=0x50594344, data=b"\0\0\0\0")]
+    with_context = encode_message(reply)
+    assert lane.replayed(with_context, 3.0) == with_context
 
 
 @pytest.mark.parametrize("bad", [

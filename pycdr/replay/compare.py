@@ -19,15 +19,19 @@ from __future__ import annotations
 import math
 import re
 
+from .. import marshal
 from ..errors import PycdrError
 from ..giop.messages import LocateReply, LocateStatus, Reply, ReplyStatus
 from ..iiop import IIOPProfile, decode_profile
 from ..marshal import read_value
 from ..pcap import flatten_value, leaf_text, union_branch
+from ..plan import plan_for
 from ..typecode import TCKind, resolve
 
 # Longest text of a value in a difference (the JSON output carries both replies whole).
 MAX_VALUE_TEXT = 200
+if marshal.IMPLEMENTATION == "c":
+    from .. import _cmarshal
 _FLOAT_KINDS = frozenset((TCKind.tk_float, TCKind.tk_double))
 _FORWARDS = frozenset((ReplyStatus.LOCATION_FORWARD, ReplyStatus.LOCATION_FORWARD_PERM))
 _LOCATE_FORWARDS = frozenset((LocateStatus.OBJECT_FORWARD, LocateStatus.OBJECT_FORWARD_PERM))
@@ -156,6 +160,23 @@ class Comparison:
                 judged = status == ReplyStatus.USER_EXCEPTION and self.idl is None
             self._judged_by_bytes[(operation, status)] = judged
         return judged
+
+    def value_nodes(self, operation: str):
+        """How pycdr._replaylane judges a NO_EXCEPTION reply of ``operation`` whose bytes
+        differ from the recorded one's as :meth:`_results` does: True, by the bodies'
+        bytes (no IDL for it); the plan nodes of its results, read by the C decoder and
+        compared value by value (a servant that answers the same values in other
+        padding); None, only here (a result that may hold a reference, a node that
+        reads the stream's context, the pure-Python path)."""
+        if not self.judged_by_bytes(operation, ReplyStatus.NO_EXCEPTION):
+            return None
+        items = self.idl.results.get(operation) if self.idl is not None else None
+        if items is None:
+            return True
+        if marshal.IMPLEMENTATION != "c" or not _cmarshal.enabled:
+            return None
+        nodes = tuple(plan_for(tc) for _, tc, *_ in items)
+        return None if any(_cmarshal.touches_context(n) for n in nodes) else nodes
 
     def replies(self, operation: str, recorded, replayed) -> list:
         """The differences between two replies (decoded messages, or None when

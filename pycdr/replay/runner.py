@@ -42,11 +42,12 @@ import struct
 import time
 from dataclasses import dataclass, field
 
-_Lane = _pump = None
+_Lane = _pump = _c_read = None
 PUMP_MAX = 0
 if os.environ.get("PYCDR_PURE") != "1":
     try:
         from .._replaylane import PUMP_MAX, Lane as _Lane, pump as _pump
+        from .._speedups import read as _c_read
     except ImportError:          # not built: every call in Python
         pass
 
@@ -369,6 +370,7 @@ class Replay:
         self._read_all = False           # the capture read to its end
         self.pump_turns = 0              # turns whose sockets pump() served
         self._lane_ops: list = []        # a lane's operation indexes -> names
+        self._lane_value_table = None    # Lane.values for the operations so far
         self.lane_calls = 0              # calls the lanes finished (counted, not reported)
         # The connections with a lane, open: what their lanes finished is counted when
         # one hands its connection back or closes, before progress(), and at the end.
@@ -732,6 +734,7 @@ class Replay:
         stamp = (session.shapes_version, len(session.shapes), self.keys.version)
         if stamp != rec.lane_stamp:
             lane.shapes = self._lane_table(session)
+            lane.values = self._lane_values()
             rec.lane_stamp = stamp
             rec.short_runs = 0
         lane.next_id = session.next_id
@@ -766,6 +769,17 @@ class Replay:
                 entries.append((start, tail, rewritten, op, flags))
             table[prefix] = tuple(entries)
         return table
+
+    def _lane_values(self):
+        """Lane.values: per operation index, how the lanes judge a reply whose bytes
+        differ from the recorded one's (Comparison.value_nodes), with the C decoder's
+        read(); rebuilt when operations are added."""
+        ops = self._lane_ops
+        if self._lane_value_table is None or len(self._lane_value_table[1]) != len(ops):
+            nodes = self.comparison.value_nodes
+            self._lane_value_table = (_c_read, tuple(nodes(op) for op in ops)) \
+                if _c_read is not None else None
+        return self._lane_value_table
 
     def _lane_advance(self, rec: _Recorded) -> bool:
         """The lane takes ``rec``'s items as far as it can; False when it handed the
