@@ -503,11 +503,7 @@ class Replay:
         start = time.monotonic()
         spin = 0.0
         if block and timeout:
-            if self.window == 1:
-                if start - self._spin_checked >= SPIN_CHECK:
-                    self._spin = SPIN if _cores_free() else 0.0
-                    self._spin_checked = start
-                spin = min(self._spin, timeout)
+            spin = self._spin_for(start, timeout)
             budget = min(timeout, PUMP_BUDGET)
         else:
             budget = PUMP_BUDGET
@@ -553,16 +549,24 @@ class Replay:
                 self._flush(rec)
         return bool(events or progressed), time.monotonic() - start
 
+    def _spin_for(self, now: float, timeout: float) -> float:
+        """The seconds to poll without sleeping before sleeping up to ``timeout``:
+        SPIN as recorded (--window 1) while a core is free (looked at every SPIN_CHECK
+        seconds), else none."""
+        if self.window != 1:
+            return 0.0
+        if now - self._spin_checked >= SPIN_CHECK:
+            self._spin = SPIN if _cores_free() else 0.0
+            self._spin_checked = now
+        return min(self._spin, timeout)
+
     def _poll(self, timeout: float) -> list:
         """What the selector reports within ``timeout`` seconds: polled for up to SPIN
         seconds (--window 1, a core free), then slept on."""
         select = self._selector.select
         monotonic = time.monotonic
         start = monotonic()
-        if self.window == 1 and start - self._spin_checked >= SPIN_CHECK:
-            self._spin = SPIN if _cores_free() else 0.0
-            self._spin_checked = start
-        until = start + min(self._spin, timeout)
+        until = start + self._spin_for(start, timeout)
         while monotonic() < until:
             got = select(0.0)
             if got:
