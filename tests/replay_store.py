@@ -218,7 +218,10 @@ class StoreServer:
                             time.sleep(self.variant.slow)
                         answer = reply_to(event.message, self.variant)
                         if answer is not None:
-                            conn.sendall(encode_message(answer))
+                            try:
+                                conn.sendall(encode_message(answer))
+                            except OSError:     # the replay closed first (a test's end)
+                                return
                 if not data:
                     return
 
