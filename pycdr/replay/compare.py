@@ -28,10 +28,11 @@ from ..pcap import flatten_value, leaf_text, union_branch
 from ..plan import plan_for
 from ..typecode import TCKind, resolve
 
-# Longest text of a value in a difference (the JSON output carries both replies whole).
-MAX_VALUE_TEXT = 200
 if marshal.IMPLEMENTATION == "c":
     from .. import _cmarshal
+
+# Longest text of a value in a difference (the JSON output carries both replies whole).
+MAX_VALUE_TEXT = 200
 _FLOAT_KINDS = frozenset((TCKind.tk_float, TCKind.tk_double))
 _FORWARDS = frozenset((ReplyStatus.LOCATION_FORWARD, ReplyStatus.LOCATION_FORWARD_PERM))
 _LOCATE_FORWARDS = frozenset((LocateStatus.OBJECT_FORWARD, LocateStatus.OBJECT_FORWARD_PERM))
@@ -166,8 +167,8 @@ class Comparison:
         differ from the recorded one's as :meth:`_results` does: True, by the bodies'
         bytes (no IDL for it); the plan nodes of its results, read by the C decoder and
         compared value by value (a servant that answers the same values in other
-        padding); None, only here (a result that may hold a reference, a node that
-        reads the stream's context, the pure-Python path)."""
+        padding); None, by Python alone (a result that may hold a reference, a node
+        that reads the stream's context, the pure-Python path)."""
         if not self.judged_by_bytes(operation, ReplyStatus.NO_EXCEPTION):
             return None
         items = self.idl.results.get(operation) if self.idl is not None else None
