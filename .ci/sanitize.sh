@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build pycdr._speedups (and pycdr._pcapwalk, pycdr._replaylane) once more with AddressSanitizer + UndefinedBehaviorSanitizer
+# Build pycdr._speedups (and pycdr.capture._pcapwalk, pycdr._replaylane) once more with AddressSanitizer + UndefinedBehaviorSanitizer
 # in a throw-away copy of the package, then run under the sanitizers:
 #   1. the differential and malformed-input tests (tests/test_speedups.py,
 #      tests/test_cdr_errors.py, tests/test_giop_fast_decode.py, the ORB's one-call

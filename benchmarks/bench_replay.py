@@ -141,8 +141,8 @@ def replay_child(capture: str, target: str, window: int, jobs: int = 1) -> None:
     """(--child) Replay ``capture`` to ``target`` with --idl (in ``jobs`` processes) and
     print what it took."""
     from pycdr import idl
-    from pycdr.pcap import IdlBodyDecoder
-    from pycdr.pcapread import CaptureReader
+    from pycdr.capture.giop import IdlBodyDecoder
+    from pycdr.capture.read import CaptureReader
     from pycdr.replay.compare import Comparison
     from pycdr.replay.runner import Replay, ReplayOptions, parse_targets
     from pycdr.replay.summary import ReplaySummary

@@ -1,5 +1,5 @@
 """Regenerate the capture corpus: synthetic pcaps written with scapy and the
-expected decoding of each (pycdr's Python decoder, ``pycdr.pcap``).
+expected decoding of each (pycdr's Python decoder, ``pycdr.capture.giop``).
 
     .venv/bin/python captures/make_captures.py            # synthetic + expected JSON
     .venv/bin/python captures/make_captures.py --real     # also record real sessions (real/)
@@ -44,11 +44,11 @@ from fractions import Fraction                   # noqa: E402
 from pycdr import values as V                    # noqa: E402
 from pycdr.iiop import CodeSetsComponent, IIOPProfile, ORBTypeComponent, make_ior  # noqa: E402
 from pycdr.marshal import write_value            # noqa: E402
-from pycdr.pcap import IdlBodyDecoder, decode_capture   # noqa: E402
-from pycdr.pcapwrite import TcpSession           # noqa: E402
+from pycdr.capture.giop import IdlBodyDecoder, decode_capture   # noqa: E402
+from pycdr.capture.write import TcpSession           # noqa: E402
 from pycdr.idl.model import OBJECT_OPERATIONS      # noqa: E402
 from pycdr.lua_types import names_table, type_table   # noqa: E402
-from pycdr.scapy_giop import GIOP                # noqa: E402
+from pycdr.capture.scapy_layer import GIOP                # noqa: E402
 from pycdr.typecode import VM_TRUNCATABLE, TCKind, TypeCode, primitive, value_tc   # noqa: E402
 
 IDL_FILES = [os.path.join(HERE, "capture_test.idl"), os.path.join(ROOT, "tests", "peers", "echo.idl")]

@@ -122,7 +122,7 @@ def connection_packets(chunks, client_port: int) -> list:
     from scapy.layers.inet import IP, TCP
     from scapy.layers.l2 import Ether
     from scapy.packet import Raw
-    from pycdr.scapy_giop import GIOP
+    from pycdr.capture.scapy_layer import GIOP
     packets = []
     seq = {True: 1000, False: 5000}
     start = chunks[0][0] - 0.003 if chunks else time.time()

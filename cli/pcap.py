@@ -11,7 +11,7 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.iiop import IIOPProfile, decode_profile
 from pycdr.ior import ior_from_string
-from pycdr.pcap import ShapedEntry, entry_json
+from pycdr.capture.giop import ShapedEntry, entry_json
 
 from .main import EXIT_BAD_INPUT
 
@@ -56,10 +56,10 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
 
     Entries are written as they are decoded; memory stays flat whatever the size
     of the capture."""
-    from pycdr.pcap import IdlBodyDecoder, iter_capture
-    from pycdr.pcaplive import LiveCapture
-    from pycdr.pcapread import CaptureReader
-    from pycdr.pcapstats import CaptureStats
+    from pycdr.capture.giop import IdlBodyDecoder, iter_capture
+    from pycdr.capture.live import LiveCapture
+    from pycdr.capture.read import CaptureReader
+    from pycdr.capture.stats import CaptureStats
     if (file is None) == (interface is None):
         raise click.UsageError("give a capture FILE or -i INTERFACE (one of them)")
     if interface is None and (bpf or save or count or duration):
@@ -73,7 +73,7 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
     try:
         if parquet:
             try:
-                from pycdr.pcapparquet import ParquetSink
+                from pycdr.capture.parquet import ParquetSink
             except ImportError:
                 raise PycdrError("--parquet needs pyarrow: pip install 'pycdr[parquet]'") \
                     from None
@@ -172,7 +172,7 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
 
 def _sharded(file, jobs, as_json, ports, decoder) -> None:
     """The output of ``pycdr pcap [--json] FILE``, made by ``jobs`` processes."""
-    from pycdr.pcapshard import sharded_output
+    from pycdr.capture.shard import sharded_output
     form = _json_line if as_json else entry_text
     write = sys.stdout.write
     try:

@@ -92,8 +92,8 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
     another order than with one).  Exit status 0
     when every reply is the same, 1 when any differs or fails (or the capture is
     damaged), 3 when a target cannot be reached."""
-    from pycdr.pcap import IdlBodyDecoder
-    from pycdr.pcapread import CaptureReader
+    from pycdr.capture.giop import IdlBodyDecoder
+    from pycdr.capture.read import CaptureReader
     if (giop or byte_order) and not idl_files:
         raise click.UsageError("--giop and --byte-order need --idl (the arguments are "
                                "encoded again)")

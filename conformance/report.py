@@ -8,7 +8,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 
-from pycdr.pcapwrite import TcpSession, write_pcap
+from pycdr.capture.write import TcpSession, write_pcap
 
 from .cases import TOLERANCE_CODES
 from .runner import FAIL, NOT_RUN, PASS, TOLERATED

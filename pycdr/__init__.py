@@ -8,6 +8,9 @@
     5
 """
 
+from . import _moved
+_moved.install()
+
 from . import tc  # noqa: F401
 from .errors import (CDRError, DecodeError, EncodeError, NotSupportedError,  # noqa: F401
                      PycdrError)

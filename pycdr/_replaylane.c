@@ -103,7 +103,7 @@ typedef struct {
 } Record;
 
 /* What the lane finished of one operation since results() was last called: counts, and
-   latencies as pycdr.pcapstats.LatencyHistogram counts them (bucket -> samples). */
+   latencies as pycdr.capture.stats.LatencyHistogram counts them (bucket -> samples). */
 typedef struct {
     long same, skipped;
     PyObject *buckets[2];   /* recorded, replayed: dict or NULL */

@@ -152,7 +152,7 @@ class CaptureError(PycdrError):
         self.frame = frame
 
     def __reduce__(self):
-        # Whole through pickle (pycdr.pcapshard's workers send it to their parent).
+        # Whole through pickle (pycdr.capture.shard's workers send it to their parent).
         return type(self), (self.message, self.offset, self.frame)
 
     def __str__(self) -> str:

@@ -1,5 +1,5 @@
 """The one mapping between pycdr's expected decodings (captures/*.json, from
-pycdr.pcap) and the Lua dissector's fields (dissector/pycdr_giop.lua), and
+pycdr.capture.giop) and the Lua dissector's fields (dissector/pycdr_giop.lua), and
 the tshark runner the dissector tests share.
 
 ``expected_fields(entry)`` says, for one decoded GIOP message, which values

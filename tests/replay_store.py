@@ -25,7 +25,7 @@ from pycdr.giop.messages import (KeyAddr, LocateReply, LocateRequest, LocateStat
                                  ReplyStatus, Request, encode_message)
 from pycdr.iiop import IIOPProfile, make_ior
 from pycdr.marshal import read_value, write_value
-from pycdr.pcapwrite import TcpSession, write_pcap
+from pycdr.capture.write import TcpSession, write_pcap
 
 STORE_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idl", "replay",
                          "store.idl")

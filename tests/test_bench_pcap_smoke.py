@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pycdr.pcap import decode_capture
+from pycdr.capture.giop import decode_capture
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
 BENCH = os.path.join(ROOT, "benchmarks", "bench_pcap.py")

@@ -8,7 +8,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 from pycdr.conformance.reference import reference_endpoint
-from pycdr.pcap import decode_capture
+from pycdr.capture.giop import decode_capture
 
 PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()"]
 

@@ -21,7 +21,7 @@ from pycdr.conformance.client_cases import CONTRACT, client_catalog
 from pycdr.conformance.client_runner import ClientCommandError, ClientSuite, run_client_suite
 from pycdr.conformance.report import matrix_markdown, replace_section
 from pycdr.conformance.runner import FAIL, NOT_RUN, PASS, TOLERATED
-from pycdr.pcap import decode_capture
+from pycdr.capture.giop import decode_capture
 
 from peers.combat import tclsh_command
 from peers.combat_conformance_client import UNSUPPORTED as COMBAT_UNSUPPORTED

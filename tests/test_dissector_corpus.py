@@ -139,7 +139,7 @@ def test_giop11_fragment_cuts_need_each_fragments_own_alignment():
     from pycdr.errors import PycdrError
     from pycdr.giop.header import HEADER_SIZE
     from pycdr.giop.messages import decode_message
-    from pycdr.pcap import flatten_value
+    from pycdr.capture.giop import flatten_value
     from pycdr.marshal import read_value
     spec = importlib.util.spec_from_file_location(
         "make_captures", os.path.join(os.path.dirname(corpus_pcaps()[0]), "make_captures.py"))

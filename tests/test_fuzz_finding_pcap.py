@@ -6,7 +6,7 @@ import sys
 
 from pycdr.fuzz.findings import write_pcap
 from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message
-from pycdr.pcap import decode_capture
+from pycdr.capture.giop import decode_capture
 
 
 def _locate(request_id):

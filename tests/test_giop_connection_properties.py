@@ -32,7 +32,7 @@ CAPTURES = os.path.join(os.path.dirname(__file__), os.pardir, "captures")
 def capture_messages() -> list[bytes]:
     """The GIOP messages of every capture in captures/ (real ORBs' too), one a piece;
     what does not frame (the malformed captures' tails) as one piece more."""
-    from pycdr.pcapread import read_tcp_segments
+    from pycdr.capture.read import read_tcp_segments
     streams: dict = {}
     for path in sorted(glob.glob(os.path.join(CAPTURES, "**", "*.pcap"), recursive=True)):
         for segment in read_tcp_segments(path):

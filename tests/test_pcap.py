@@ -1,4 +1,4 @@
-"""pycdr.pcap and `pycdr pcap` on the corpus: the expected JSON files are
+"""pycdr.capture.giop and `pycdr pcap` on the corpus: the expected JSON files are
 what pycdr decodes now, and the decodings hold what the captures were made of."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from click.testing import CliRunner
 pytest.importorskip("scapy")
 
 from pycdr.cli.main import main  # noqa: E402
-from pycdr.pcap import decode_capture  # noqa: E402
+from pycdr.capture.giop import decode_capture  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURES = os.path.join(ROOT, "captures")
@@ -35,7 +35,7 @@ def test_expected_json_is_current(pcap):
                                          + glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))),
                          ids=os.path.basename)
 def test_entry_json_is_json_dumps(pcap):
-    from pycdr.pcap import ShapedEntry, entry_json
+    from pycdr.capture.giop import ShapedEntry, entry_json
     entries = decode_capture(pcap, decode_body=body_decoder())
     assert [entry_json(e) for e in entries] == [json.dumps(e) for e in entries]
     if "real" in pcap:
@@ -133,9 +133,9 @@ def test_shape_memo_gives_the_decoder_s_entries():
 
     from giop_samples import sample_messages
     from pycdr.giop.messages import split_messages
-    from pycdr.pcap import CaptureDecoder, _ShapeMemo
-    from pycdr.pcapread import read_tcp_segments
-    from pycdr.tcpstream import TcpReassembler
+    from pycdr.capture.giop import CaptureDecoder, _ShapeMemo
+    from pycdr.capture.read import read_tcp_segments
+    from pycdr.capture.tcp import TcpReassembler
 
     bases = list(sample_messages())
     for path in sorted(glob.glob(os.path.join(CAPTURES, "real", "*.pcap"))):
@@ -183,7 +183,7 @@ def test_shape_memo_gives_the_decoder_s_entries():
         _ShapeMemo.lookup = original
     assert sum(h is not None for h in hits) > len(stream) // 4    # the memo was used
     # Entries from the memo are written as json.dumps writes them.
-    from pycdr.pcap import entry_json
+    from pycdr.capture.giop import entry_json
     assert [entry_json(e) for e in with_memo] == [json.dumps(e) for e in with_memo]
     without = entries(False)[0]
     for a, b in zip(with_memo, without):
@@ -226,7 +226,7 @@ def test_cli_block_claiming_4_gib_is_a_typed_error(tmp_path):
 def test_listing_of_memo_entries_is_the_general_one(pcap):
     from pycdr import idl
     from pycdr.cli.pcap import _entry_text, entry_text
-    from pycdr.pcap import IdlBodyDecoder, ShapedEntry
+    from pycdr.capture.giop import IdlBodyDecoder, ShapedEntry
     echo = IdlBodyDecoder([idl.load(os.path.join(os.path.dirname(__file__), "peers", "echo.idl"),
                                     register=False)])
     for decode_body in (None, echo):       # (with --idl: the decoded values' lines too)

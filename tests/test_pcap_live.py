@@ -17,8 +17,8 @@ import pytest
 
 from pycdr.errors import CaptureError
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
-from pycdr.pcap import decode_capture
-from pycdr.pcaplive import libpcap
+from pycdr.capture.giop import decode_capture
+from pycdr.capture.live import libpcap
 
 def _libpcap_loads() -> bool:
     try:
@@ -155,15 +155,15 @@ def test_count_ends_the_capture_and_the_saved_file_holds_the_packets(tmp_path):
     finally:
         _end(proc, server)
     assert proc.returncode == 0, err
-    from pycdr.pcapread import read_tcp_segments
+    from pycdr.capture.read import read_tcp_segments
     assert len(read_tcp_segments(str(saved))) == 5      # SYN, SYN-ACK, ACK and two more
     stats = json.loads(out)
     assert stats == _stats_of(str(saved))
 
 
 def _stats_of(path):
-    from pycdr.pcap import iter_capture
-    from pycdr.pcapstats import CaptureStats
+    from pycdr.capture.giop import iter_capture
+    from pycdr.capture.stats import CaptureStats
     counter = CaptureStats()
     for entry in iter_capture(path, matched=counter.matched, unanswered=counter.unanswered):
         counter.add(entry)

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 pq = pytest.importorskip("pyarrow.parquet")
 
 from pycdr.cli.main import main  # noqa: E402
-from pycdr.pcap import decode_capture, iter_capture  # noqa: E402
-from pycdr.pcapparquet import ParquetSink, SCHEMA, row_of  # noqa: E402
+from pycdr.capture.giop import decode_capture, iter_capture  # noqa: E402
+from pycdr.capture.parquet import ParquetSink, SCHEMA, row_of  # noqa: E402
 
 CAPTURES = os.path.join(os.path.dirname(__file__), os.pardir, "captures")
 PCAPS = sorted(glob.glob(os.path.join(CAPTURES, "**", "*.pcap"), recursive=True))

@@ -1,4 +1,4 @@
-"""pycdr.pcapread: the streaming pcap/pcapng reader, against scapy-written files
+"""pycdr.capture.read: the streaming pcap/pcapng reader, against scapy-written files
 and hand-built pcapng (sections, interfaces, link types, bad lengths)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from pycdr.errors import CaptureError, CaptureTruncatedError
-from pycdr.pcapread import MAX_RECORD_SIZE, CaptureReader, endpoint_text
+from pycdr.capture.read import MAX_RECORD_SIZE, CaptureReader, endpoint_text
 
 scapy = pytest.importorskip("scapy")
 from scapy.layers.inet import IP, TCP, UDP  # noqa: E402
@@ -47,7 +47,7 @@ def scapy_segments(path):
 
 
 def as_text(segs):
-    from pycdr.pcapread import address_text
+    from pycdr.capture.read import address_text
     return [(f, t, address_text(s), sp, address_text(d), dp, q, a, fl, p)
             for f, t, s, sp, d, dp, q, a, fl, p in segs]
 
@@ -269,11 +269,11 @@ def test_bad_files_are_typed_errors(data, words):
 
 def test_mutated_captures_give_entries_or_a_capture_error():
     """Bytes changed, cut or repeated anywhere in the corpus files (pcap and a
-    pcapng copy): the reader and pycdr.pcap give entries or a PycdrError, nothing else."""
+    pcapng copy): the reader and pycdr.capture.giop give entries or a PycdrError, nothing else."""
     import random
 
     from pycdr.errors import PycdrError
-    from pycdr.pcap import iter_capture
+    from pycdr.capture.giop import iter_capture
     rng = random.Random(4)
     sources = []
     for path in sorted(glob.glob(os.path.join(CAPTURES, "*.pcap")))[:6]:

@@ -67,7 +67,7 @@ def test_entries_made_at_the_end_of_the_capture_keep_their_order(tmp_path):
     from scapy.layers.inet import IP, TCP
     from test_pcapread import pcap_file
 
-    from pycdr.pcapread import read_tcp_segments
+    from pycdr.capture.read import read_tcp_segments
     message = next(s.payload for s in read_tcp_segments(FILES[0]) if s.payload[:4] == b"GIOP")
     frames = []
     for i in range(7):

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from pycdr.cli.main import main
-from pycdr.pcap import decode_capture, iter_capture
-from pycdr.pcapstats import CaptureStats, LatencyHistogram, operation_of
+from pycdr.capture.giop import decode_capture, iter_capture
+from pycdr.capture.stats import CaptureStats, LatencyHistogram, operation_of
 
 CAPTURES = os.path.join(os.path.dirname(__file__), os.pardir, "captures")
 PCAPS = sorted(glob.glob(os.path.join(CAPTURES, "**", "*.pcap"), recursive=True))

@@ -1,4 +1,4 @@
-"""The C record walk (pycdr._pcapwalk) against the reader's Python code: the
+"""The C record walk (pycdr.capture._pcapwalk) against the reader's Python code: the
 same segments, counts and errors on every capture, hand-built link types and
 hostile files.  Runs under PYCDR_PURE=1 too (the walk is put in by hand)."""
 
@@ -12,11 +12,11 @@ import struct
 
 import pytest
 
-from pycdr import pcapread
+from pycdr.capture import read as pcapread
 from pycdr.errors import CaptureError
-from pycdr.pcapread import MAX_RECORD_SIZE, CaptureReader
+from pycdr.capture.read import MAX_RECORD_SIZE, CaptureReader
 
-walk = pytest.importorskip("pycdr._pcapwalk")
+walk = pytest.importorskip("pycdr.capture._pcapwalk")
 scapy = pytest.importorskip("scapy")
 from scapy.layers.inet import IP, TCP  # noqa: E402
 from scapy.layers.inet6 import (IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,  # noqa: E402

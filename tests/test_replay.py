@@ -22,7 +22,7 @@ from pycdr.giop.messages import (CancelRequest, KeyAddr, LocateRequest, Reply,  
                                  ReplyStatus, decode_message, encode_message,
                                  fragment_message)
 from pycdr.giop.sysexc import SystemException  # noqa: E402
-from pycdr.pcap import IdlBodyDecoder, decode_capture  # noqa: E402
+from pycdr.capture.giop import IdlBodyDecoder, decode_capture  # noqa: E402
 from pycdr.replay.compare import Comparison, KeyMap  # noqa: E402
 from pycdr.replay.session import OperationFilter, ReplaySession  # noqa: E402
 
@@ -289,7 +289,7 @@ def test_a_recorded_reply_missing_from_the_replay_and_the_other_way_round(tmp_pa
                                     "replayed": "no reply"}]
     # The other way: the recording holds a request and no reply (the client went away).
     cut = str(tmp_path / "cut.pcap")
-    from pycdr.pcapwrite import TcpSession, write_pcap
+    from pycdr.capture.write import TcpSession, write_pcap
     packets = []
     s = TcpSession(packets, 2809)
     s.client_sends(encode_message(messages[1]))
@@ -568,7 +568,7 @@ def test_the_same_bytes_still_compare_references_by_the_key_mapping():
 
 
 def test_a_capture_with_bytes_missing_is_damaged(tmp_path):
-    from pycdr.pcapwrite import TcpSession, write_pcap
+    from pycdr.capture.write import TcpSession, write_pcap
     messages = conversation()[:3]
     packets: list = []
     s = TcpSession(packets, 2809)
@@ -624,7 +624,7 @@ def test_reply_stream_frames_any_chunking_fragments_and_the_end(chunk):
 
 
 def test_a_dry_run_forgets_each_call_at_its_recorded_reply(tmp_path):
-    from pycdr.pcapread import CaptureReader
+    from pycdr.capture.read import CaptureReader
     from pycdr.replay.runner import Replay, ReplayOptions, parse_targets
     capture = recorded(tmp_path)
     default, _ = parse_targets(["127.0.0.1:9"])
@@ -690,7 +690,7 @@ def fragments(msg, limit: int) -> list:
 def fragmented_capture(path: str, version, little=False) -> list:
     """A recording whose client sends find() in fragments, list() whole, then total() in
     fragments (GIOP ``version``), each answered; returns the requests."""
-    from pycdr.pcapwrite import TcpSession, write_pcap
+    from pycdr.capture.write import TcpSession, write_pcap
     requests = [rs.request(1, "find", ["x" * 300], version=version, little=little),
                 rs.request(2, "list", [2], version=version, little=little),
                 rs.request(3, "total", [7, 1.5], version=version, little=little)]

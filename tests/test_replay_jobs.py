@@ -19,8 +19,8 @@ pytest.importorskip("scapy")
 import replay_store as rs  # noqa: E402
 from conftest import REPLAY_WINDOW  # noqa: E402
 from pycdr.cli.main import main  # noqa: E402
-from pycdr.pcap import IdlBodyDecoder, decode_capture  # noqa: E402
-from pycdr.pcapread import CaptureReader  # noqa: E402
+from pycdr.capture.giop import IdlBodyDecoder, decode_capture  # noqa: E402
+from pycdr.capture.read import CaptureReader  # noqa: E402
 from pycdr.replay import jobs as replay_jobs  # noqa: E402
 from pycdr.replay.compare import Comparison  # noqa: E402
 from pycdr.replay.runner import ReplayOptions, parse_targets  # noqa: E402
@@ -228,7 +228,7 @@ def test_the_workers_pcap_files_are_merged_into_one(tmp_path):
 def test_a_damaged_capture_is_reported_once_with_the_same_calls(tmp_path):
     # Two connections, the second one's second reply lost from the capture (its call
     # fails: the recorded reply is missing), every error counted once, not per worker.
-    from pycdr.pcapwrite import TcpSession, write_pcap
+    from pycdr.capture.write import TcpSession, write_pcap
     from test_replay import encode_message
     packets: list = []
     for port in (40001, 40002):

@@ -23,9 +23,9 @@ import replay_store as rs  # noqa: E402
 import test_replay_hostile as hostile  # noqa: E402
 from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message  # noqa: E402
 from pycdr.giop.service_contexts import RawServiceContext  # noqa: E402
-from pycdr.pcap import IdlBodyDecoder  # noqa: E402
-from pycdr.pcapread import CaptureReader  # noqa: E402
-from pycdr.pcapstats import LatencyHistogram  # noqa: E402
+from pycdr.capture.giop import IdlBodyDecoder  # noqa: E402
+from pycdr.capture.read import CaptureReader  # noqa: E402
+from pycdr.capture.stats import LatencyHistogram  # noqa: E402
 from pycdr.orb.tls import DEFAULT_TLS, TLSOptions, server_context  # noqa: E402
 from pycdr.replay import runner  # noqa: E402
 from pycdr.replay.compare import Comparison  # noqa: E402
@@ -189,7 +189,7 @@ def test_a_recording_without_its_replies_is_replayed_in_bounded_steps(tmp_path, 
     # waits for one.  The lane holds at most MAX_HELD of them (its lookups scan them),
     # then hands them to Python's dicts: the same outcomes, no step growing with the
     # capture.
-    from pycdr.pcapwrite import TcpSession, write_pcap
+    from pycdr.capture.write import TcpSession, write_pcap
     packets: list = []
     session = TcpSession(packets, 2809)
     for i in range(3000):

@@ -28,7 +28,7 @@ from peers.omni import start_omni_echo_server, start_omni_factory_server
 from peers.process import PEERS_DIR
 from peers.recording import CAN_RECORD, WHY_NOT, record_loopback
 from pycdr import idl
-from pycdr.pcap import decode_capture
+from pycdr.capture.giop import decode_capture
 
 # Every replay runs as recorded (--window 1) and pipelined (--window 8).
 pytestmark = [pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT),

@@ -9,7 +9,7 @@ pytest.importorskip("scapy")
 from scapy.layers.inet import IP, TCP  # noqa: E402
 
 from pycdr.giop.messages import CloseConnection, KeyAddr, Request, encode_message  # noqa: E402
-from pycdr.scapy_giop import GIOP  # noqa: E402
+from pycdr.capture.scapy_layer import GIOP  # noqa: E402
 
 
 @pytest.mark.parametrize("little", [False, True])

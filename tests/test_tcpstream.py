@@ -1,5 +1,5 @@
-"""pycdr.tcpstream: per-direction TCP reassembly (out of order, retransmitted,
-overlapping, missing bytes; state freed at close) and what pycdr.pcap makes of
+"""pycdr.capture.tcp: per-direction TCP reassembly (out of order, retransmitted,
+overlapping, missing bytes; state freed at close) and what pycdr.capture.giop makes of
 gaps in a GIOP stream (only the message a gap cuts is lost, and said so)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import random
 
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
-from pycdr.pcap import CaptureDecoder
-from pycdr.tcpstream import ACK, FIN, RST, SYN, TcpReassembler
+from pycdr.capture.giop import CaptureDecoder
+from pycdr.capture.tcp import ACK, FIN, RST, SYN, TcpReassembler
 
 A = (b"\x0a\0\0\x01", 40000)
 B = (b"\x0a\0\0\x02", 2809)
@@ -286,7 +286,7 @@ def test_in_order_feed_hands_over_what_feed_does():
 
 
 def test_take_whole_frames_as_the_decoder_does():
-    """pycdr.pcap's entries (errors, gaps, offsets, matching) are the same through the
+    """pycdr.capture.giop's entries (errors, gaps, offsets, matching) are the same through the
     shortcut as through the reassembler's general path, on hostile segment orders."""
     rng = random.Random(5)
     shortcut_used = 0

@@ -145,7 +145,7 @@ def test_pcap_idl_decodes_an_any_whose_typecode_python_folds(tmp_path):
     from scapy.layers.inet import IP, TCP
     from scapy.utils import wrpcap
     from orb_echo_values import ECHO_ALL_IDL
-    from pycdr.pcap import IdlBodyDecoder, decode_capture
+    from pycdr.capture.giop import IdlBodyDecoder, decode_capture
     from pycdr import idl
     value = _hostile_any()
 

@@ -35,7 +35,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from .. import pcapwrite
+from ..capture.write import StreamPcapWriter
 from ..errors import PycdrError
 from .mutators import fix_size
 
@@ -223,10 +223,10 @@ def load_messages(folder: str) -> tuple[str, list]:
 
 def write_pcap(path: str, messages, answers: bytes = b"", port: int = 2809) -> None:
     """A pcap of one TCP session: the client's messages, then the server's
-    answer bytes.  Written with pycdr.pcapwrite's own writer, not scapy: a
+    answer bytes.  Written with pycdr.capture.write's own writer, not scapy: a
     finding is saved in the middle of a campaign, and importing scapy there
     stalled it for most of a second."""
-    writer = pcapwrite.StreamPcapWriter(path)
+    writer = StreamPcapWriter(path)
     try:
         flow = writer.connection(("10.0.0.1", 40000), ("10.0.0.2", port))
         for m in messages:

@@ -25,7 +25,7 @@ from ..conformance.rendering import RenderContext, render_case
 from ..conformance.echo import ECHO_INTERFACE, load_echo_module
 from ..conformance.suite import serves_echo
 from ..idl import load
-from ..pcapread import read_tcp_segments
+from ..capture.read import read_tcp_segments
 from ..giop.header import FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType, parse_header
 from ..giop.messages import KeyAddr, Request, decode_message, encode_message
 from ..marshal import write_value

@@ -24,7 +24,7 @@ from ..errors import PycdrError
 from ..giop.messages import LocateReply, LocateStatus, Reply, ReplyStatus
 from ..iiop import IIOPProfile, decode_profile
 from ..marshal import read_value
-from ..pcap import flatten_value, leaf_text, union_branch
+from ..capture.giop import flatten_value, leaf_text, union_branch
 from ..plan import plan_for
 from ..typecode import TCKind, resolve
 
@@ -107,7 +107,7 @@ class IgnoredPaths:
 
 
 class Comparison:
-    """How replies are compared: the IDL tables (an :class:`pycdr.pcap.IdlBodyDecoder`
+    """How replies are compared: the IDL tables (an :class:`pycdr.capture.giop.IdlBodyDecoder`
     or None), the float tolerance (relative, and absolute below 1), ignored paths,
     the key map."""
 

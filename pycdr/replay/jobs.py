@@ -56,10 +56,10 @@ from ..errors import PycdrError
 from ..giop.header import GIOP_MAGIC, MsgType
 from ..giop.messages import LocateReply, LocateRequest, Reply, Request
 from ..giop.events import MessageReceived
-from ..pcap import CaptureDecoder
-from ..pcapread import CaptureReader
-from ..pcapwrite import merge_pcap_files
-from ..tcpstream import TcpReassembler
+from ..capture.giop import CaptureDecoder
+from ..capture.read import CaptureReader
+from ..capture.write import merge_pcap_files
+from ..capture.tcp import TcpReassembler
 from .compare import Comparison
 from .runner import (ReplayError, ReplayOptions, Replay, SkippedServers, _SERVER_FIRST,
                      capture_error_line)

@@ -58,11 +58,11 @@ from ..giop.messages import Reply, decode_message
 from ..iiop import IIOPProfile, decode_profile
 from ..ior import ior_from_string
 from ..orb.tls import DEFAULT_TLS, Endpoint, TLSOptions, TransportError, choose_endpoint, connect
-from ..pcap import CaptureDecoder
-from ..pcapread import CaptureReader
-from ..pcapstats import LatencyHistogram
-from ..pcapwrite import StreamPcapWriter
-from ..tcpstream import TcpReassembler
+from ..capture.giop import CaptureDecoder
+from ..capture.read import CaptureReader
+from ..capture.stats import LatencyHistogram
+from ..capture.write import StreamPcapWriter
+from ..capture.tcp import TcpReassembler
 from .compare import Comparison, KeyMap
 from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, Call,
                       OperationFilter, RawReply, Reencoding, ReplaySession, reply_message)
@@ -346,7 +346,7 @@ class Replay:
         self.capture_errors: list = []
         self.capture_error_count = 0
         self.connections = 0
-        self._recorded: dict = {}        # tcpstream Connection -> _Recorded
+        self._recorded: dict = {}        # capture.tcp Connection -> _Recorded
         self._live: set = set()          # _Recorded being replayed
         self._ready: set = set()         # _Recorded with items to handle
         self._full = 0                   # how many have QUEUE_MESSAGES items waiting

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..pcapstats import LatencyHistogram
+from ..capture.stats import LatencyHistogram
 from .session import DIFFERENT, FAILED, OUTCOMES, SAME, SKIPPED
 
 # Calls that were not the same kept for the JUnit report (the rest are counted).

@@ -1,4 +1,4 @@
-/* pycdr._pcapwalk: the record walk of pycdr.pcapread in C.
+/* pycdr.capture._pcapwalk: the record walk of pycdr.capture.read in C.
  *
  * walk_pcap() and walk_pcapng() take the buffer CaptureReader holds and walk
  * the packet records in it, as many as are whole and regular, parsing each
@@ -12,7 +12,7 @@
  * without checking it against the bytes at hand, and nothing is allocated
  * from one.
  *
- * The header parse is _segment() of pcapread.py, line for line: the two give
+ * The header parse is _segment() of read.py, line for line: the two give
  * the same tuples (tests/test_pcapwalk.py compares them on every capture).
  */
 #define PY_SSIZE_T_CLEAN
@@ -346,8 +346,8 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "pycdr._pcapwalk",
-    "The record walk and header parse of pycdr.pcapread in C.", -1, methods
+    PyModuleDef_HEAD_INIT, "pycdr.capture._pcapwalk",
+    "The record walk and header parse of pycdr.capture.read in C.", -1, methods
 };
 
 PyMODINIT_FUNC PyInit__pcapwalk(void) {

@@ -3,8 +3,8 @@
     for entry in iter_capture("session.pcap"):
         print(entry["frame"], entry.get("type"), entry.get("operation"))
 
-:class:`pycdr.pcapread.CaptureReader` streams the TCP segments of the file,
-:class:`pycdr.tcpstream.TcpReassembler` puts each direction's bytes in order
+:class:`pycdr.capture.read.CaptureReader` streams the TCP segments of the file,
+:class:`pycdr.capture.tcp.TcpReassembler` puts each direction's bytes in order
 (out-of-order segments, retransmissions, overlaps; holes become gaps), and
 :class:`CaptureDecoder` frames each GIOP stream into messages and decodes every
 one with :func:`pycdr.giop.messages.decode_message` in lenient mode.
@@ -50,19 +50,19 @@ from __future__ import annotations
 import json
 import struct
 
-from .errors import MessageTooLargeError, PycdrError, error_json, undecodable_bytes_json
-from .giop.connection import GiopConnection, Role
-from .giop.events import NEED_DATA, MessageReceived, ProtocolViolation
-from .giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
+from ..errors import MessageTooLargeError, PycdrError, error_json, undecodable_bytes_json
+from ..giop.connection import GiopConnection, Role
+from ..giop.events import NEED_DATA, MessageReceived, ProtocolViolation
+from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
                           SUPPORTED_VERSIONS, ZIOP_MAGIC, MsgType, parse_header)
-from .giop.messages import Reply, ReplyStatus, Request, decode_message
-from .iiop import IIOPProfile, decode_profile
-from .marshal import read_value
-from .idl.model import OBJECT_OPERATIONS
-from .pcapread import CaptureReader
-from .tcpstream import TcpReassembler
-from .typecode import NAMED_KINDS, TCKind, resolve, value_members
-from .values import field_names
+from ..giop.messages import Reply, ReplyStatus, Request, decode_message
+from ..iiop import IIOPProfile, decode_profile
+from ..marshal import read_value
+from ..idl.model import OBJECT_OPERATIONS
+from .read import CaptureReader
+from .tcp import TcpReassembler
+from ..typecode import NAMED_KINDS, TCKind, resolve, value_members
+from ..values import field_names
 
 GIOP_PORTS = (683, 2809)
 # Messages that expect an answer, and the answer's type.
@@ -240,7 +240,7 @@ class CaptureDecoder:
     ``bodies=False``: entries without ``body`` (the hex of the message body),
     for outputs that do not show it (text, --stats, --parquet).
     ``shard=(k, n)``: only the connections whose index is k modulo n are
-    decoded (:mod:`pycdr.pcapshard` runs n such decoders side by side)."""
+    decoded (:mod:`pycdr.capture.shard` runs n such decoders side by side)."""
 
     def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
                  decode_body=None, unanswered=None, matched=None, memo: bool = True,

@@ -23,7 +23,7 @@ the connection ends, or at :meth:`TcpReassembler.finish`.
 
 from __future__ import annotations
 
-from .pcapread import endpoint_text
+from .read import endpoint_text
 
 FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _MASK = 0xFFFFFFFF
@@ -89,7 +89,7 @@ class TcpReassembler:
         return len({id(f.connection) for f in self.flows.values()})
 
     def feed(self, segment) -> None:
-        """One segment as :class:`pycdr.pcapread.CaptureReader` yields it."""
+        """One segment as :class:`pycdr.capture.read.CaptureReader` yields it."""
         frame, ts, src, sport, dst, dport, seq, ack, flags, payload = segment
         self._frame = frame
         self._ts = ts

@@ -24,7 +24,7 @@ import select
 import struct
 import time
 
-from .errors import CaptureError
+from ..errors import CaptureError
 
 CAPTURE_RIGHTS = ("capturing needs rights: run as root, or give the Python interpreter "
                   "CAP_NET_RAW and CAP_NET_ADMIN (setcap cap_net_raw,cap_net_admin+eip)")

@@ -38,7 +38,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import PycdrError
+from ..errors import PycdrError
 
 ROW_GROUP_SIZE = 10_000
 
@@ -56,7 +56,7 @@ _COLUMNS = SCHEMA.names
 
 
 def row_of(e: dict) -> list:
-    """The row of an entry of :func:`pycdr.pcap.iter_capture`, in column order."""
+    """The row of an entry of :func:`pycdr.capture.giop.iter_capture`, in column order."""
     target = e.get("target")
     key = bytes.fromhex(target["object_key"]) if target and "object_key" in target else None
     if e.get("reply_status") == "USER_EXCEPTION":

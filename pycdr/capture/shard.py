@@ -7,7 +7,7 @@ output in the order one process writes it.
 Each of ``n`` forked workers reads the whole capture and reassembles every TCP
 connection (cheap: the reader's C walk and the reassembly are a tenth of the
 work), but decodes only the connections whose index is its own modulo ``n``
-(:class:`pycdr.pcap.CaptureDecoder`'s ``shard``), formats its entries and sends
+(:class:`pycdr.capture.giop.CaptureDecoder`'s ``shard``), formats its entries and sends
 them to the parent in batches, each with the key of the moment it was made:
 
 - ``(0, frame, 0)`` while the capture is read: a segment's entries all belong
@@ -30,10 +30,10 @@ import multiprocessing
 import os
 from operator import itemgetter
 
-from .errors import CaptureError, PycdrError
-from .pcap import CaptureDecoder
-from .pcapread import CaptureReader
-from .tcpstream import TcpReassembler
+from ..errors import CaptureError, PycdrError
+from .giop import CaptureDecoder
+from .read import CaptureReader
+from .tcp import TcpReassembler
 
 # Entries a worker sends at once: large enough that pickling is a small part.
 BATCH = 512
@@ -42,7 +42,7 @@ BATCH = 512
 def sharded_output(path, n: int, format_entry, *, ports=None, decode_body=None,
                    bodies: bool = True):
     """The texts ``format_entry(entry)`` of every entry of the capture at
-    ``path``, in the order :func:`pycdr.pcap.iter_capture` gives the entries,
+    ``path``, in the order :func:`pycdr.capture.giop.iter_capture` gives the entries,
     made by ``n`` worker processes."""
     context = multiprocessing.get_context("fork")
     pipes, workers = [], []

@@ -6,7 +6,7 @@
 
 ``struct`` over chunks of a megabyte: one tuple a TCP segment and nothing else
 made per packet, so a capture of any size streams in flat memory.  Where the C
-extension ``pycdr._pcapwalk`` is built (and ``PYCDR_PURE=1`` is not set), it
+extension ``pycdr.capture._pcapwalk`` is built (and ``PYCDR_PURE=1`` is not set), it
 walks the whole, regular records of each chunk and parses their headers in
 one call; every other record -- cut by the chunk's end, a pcapng block other
 than an Enhanced Packet Block, anything malformed -- goes through the Python
@@ -43,7 +43,7 @@ import struct
 from math import gcd
 from typing import NamedTuple
 
-from .errors import CaptureError, CaptureTruncatedError
+from ..errors import CaptureError, CaptureTruncatedError
 
 IMPLEMENTATION = "python"
 _walk_pcap = _walk_pcapng = None

@@ -1,7 +1,7 @@
 """A scapy layer for GIOP, built on pycdr's codec (needs the ``pcap`` extra).
 
     from scapy.all import IP, TCP
-    from pycdr.scapy_giop import GIOP
+    from pycdr.capture.scapy_layer import GIOP
     from pycdr.giop.messages import Request, KeyAddr
 
     pkt = IP() / TCP(dport=2809) / GIOP.from_message(
@@ -27,8 +27,8 @@ from scapy.fields import (ByteEnumField, ByteField, FlagsField, IntField, StrFix
 from scapy.layers.inet import TCP
 from scapy.packet import Packet, Raw, bind_layers
 
-from .giop.header import FLAG_LITTLE_ENDIAN, HEADER_SIZE, MsgType
-from .giop.messages import Message, decode_message, encode_message
+from ..giop.header import FLAG_LITTLE_ENDIAN, HEADER_SIZE, MsgType
+from ..giop.messages import Message, decode_message, encode_message
 
 MSG_TYPE_NAMES = {t.value: t.name for t in MsgType}
 

@@ -132,7 +132,7 @@ class CaptureStats:
         return op, pair
 
     def add(self, entry: dict) -> None:
-        """Every entry of :func:`pycdr.pcap.iter_capture`, in order."""
+        """Every entry of :func:`pycdr.capture.giop.iter_capture`, in order."""
         error = entry.get("error")
         if error is not None:
             key = f"{error['type']} ({error['kind']})"
