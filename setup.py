@@ -1,15 +1,32 @@
-"""Only the C extensions; everything else is in pyproject.toml.
+"""The C extensions and the package list; everything else is in pyproject.toml.
 
-pycdr._speedups (the codec), pycdr.capture._pcapwalk (the capture reader's record
-walk) and pycdr._replaylane (a replay connection's steady state) are optional:
-without a C compiler the build goes on and pycdr runs their pure-Python twins
-(PYCDR_PURE=1 forces those anyway).
+pycdr.codec._speedups (the codec), pycdr.capture._pcapwalk (the capture
+reader's record walk) and pycdr._replaylane (a replay connection's steady
+state) are optional: without a C compiler the build goes on and pycdr runs
+their pure-Python twins (PYCDR_PURE=1 forces those anyway).
+
+cli/ and conformance/ live at the top of the repository but install as
+pycdr.cli and pycdr.conformance (pyproject's package-dir): the packages are
+found in the three folders, never listed by hand, so a new package cannot be
+left out of the wheel.
 """
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
-setup(ext_modules=[Extension("pycdr._speedups", ["pycdr/_speedups.c"], optional=True),
-                   Extension("pycdr.capture._pcapwalk", ["pycdr/capture/_pcapwalk.c"], optional=True),
+
+def packages() -> list[str]:
+    found = find_packages(include=["pycdr", "pycdr.*"])
+    found += ["pycdr.dissector", "pycdr.dissector.types"]   # the Lua plugin: data only
+    for folder in ("cli", "conformance"):
+        found.append(f"pycdr.{folder}")
+        found += [f"pycdr.{folder}.{name}" for name in find_packages(where=folder)]
+    return found
+
+
+setup(packages=packages(),
+      ext_modules=[Extension("pycdr.codec._speedups", ["pycdr/codec/_speedups.c"], optional=True),
+                   Extension("pycdr.capture._pcapwalk", ["pycdr/capture/_pcapwalk.c"],
+                             optional=True),
                    # (-ffp-contract=off: latencies bucketed with LatencyHistogram's
                    # arithmetic, no fused multiply-add)
                    Extension("pycdr._replaylane", ["pycdr/_replaylane.c"], optional=True,

@@ -1,4 +1,4 @@
-"""Fuzz harness for the C decoder (pycdr._speedups), run by .ci/sanitize.sh under
+"""Fuzz harness for the C decoder (pycdr.codec._speedups), run by .ci/sanitize.sh under
 AddressSanitizer/UBSan.
 
 Each input picks a TypeCode (one of a fixed set, or one decoded from the input
@@ -31,16 +31,16 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from pycdr import marshal, tc  # noqa: E402
-from pycdr.cdr import CDRReader  # noqa: E402
+from pycdr.codec import marshal, tc  # noqa: E402
+from pycdr.codec.cdr import CDRReader  # noqa: E402
 from pycdr.errors import CDRError, PycdrError  # noqa: E402
-from pycdr.plan import plan_for  # noqa: E402
-from pycdr.tcmarshal import encode_typecode_encapsulation, read_typecode  # noqa: E402
+from pycdr.codec.plan import plan_for  # noqa: E402
+from pycdr.codec.tcmarshal import encode_typecode_encapsulation, read_typecode  # noqa: E402
 
 if marshal.IMPLEMENTATION != "c":
-    sys.exit("fuzz_speedups: pycdr._speedups is not in use (not built, or PYCDR_PURE=1)")
+    sys.exit("fuzz_speedups: pycdr.codec._speedups is not in use (not built, or PYCDR_PURE=1)")
 
-from pycdr import _speedups  # noqa: E402
+from pycdr.codec import _speedups  # noqa: E402
 from pycdr.giop.messages import fast12  # noqa: E402
 from pycdr.giop.header import encode_header  # noqa: E402
 from pycdr.giop.messages import KeyAddr, Reply, Request, decode_message  # noqa: E402

@@ -25,7 +25,7 @@ command -v tshark >/dev/null || missing_packages+=(tshark)
 # pycdr pcap -i calls libpcap in-process (ctypes): its shared library, libpcap.so.0.8.
 ls /usr/lib/*/libpcap.so.0.8 >/dev/null 2>&1 || missing_packages+=(libpcap0.8)
 command -v cpp >/dev/null || missing_packages+=(cpp)      # the IDL oracle preprocesses with it
-command -v gcc >/dev/null || missing_packages+=(gcc)      # builds pycdr._speedups
+command -v gcc >/dev/null || missing_packages+=(gcc)      # builds pycdr.codec._speedups
 # The omniORB C++ SSL peer of the TLS tests (tests/peers/omni_ssl): compiler, headers, the C++
 # IDL back end; libomniorb4-2 (a dependency) ships the SSL transport libomnisslTP4.
 command -v g++ >/dev/null || missing_packages+=(g++)

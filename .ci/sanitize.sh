@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build pycdr._speedups (and pycdr.capture._pcapwalk, pycdr._replaylane) once more with AddressSanitizer + UndefinedBehaviorSanitizer
+# Build pycdr.codec._speedups (and pycdr.capture._pcapwalk, pycdr._replaylane) once more with AddressSanitizer + UndefinedBehaviorSanitizer
 # in a throw-away copy of the package, then run under the sanitizers:
 #   1. the differential and malformed-input tests (tests/test_speedups.py,
 #      tests/test_cdr_errors.py, tests/test_giop_fast_decode.py, the ORB's one-call
@@ -59,7 +59,7 @@ run_sanitized() {
 
 # Make sure the instrumented copy is the one imported.
 run_sanitized "$PYTHON" -c '
-import pycdr, pycdr._speedups as s, pycdr.marshal as m
+import pycdr, pycdr.codec._speedups as s, pycdr.codec.marshal as m
 assert m.IMPLEMENTATION == "c", m.IMPLEMENTATION
 assert s.__file__.startswith("'"$WORK"'"), s.__file__
 print("sanitize: instrumented", s.__file__)'

@@ -181,7 +181,7 @@ def start_server(idl_path: str, extra_args: list, workdir: str, log_path: str | 
 
 
 def port_of(ior_text: str) -> int:
-    from pycdr.ior import ior_from_string
+    from pycdr.codec.ior import ior_from_string
     from pycdr.orb.client import first_iiop_profile
     return first_iiop_profile(ior_from_string(ior_text)).port
 

@@ -70,20 +70,20 @@ ARRAY_CODES = {"short": "h", "long": "i", "double": "d"}
 # Which pycdr runs
 # --------------------------------------------------------------------------
 def pycdr_path() -> str:
-    """'c' when pycdr's C extension (pycdr._speedups) is loaded, else 'python'.
+    """'c' when pycdr's C extension (pycdr.codec._speedups) is loaded, else 'python'.
 
     PYCDR_PURE=1 in the environment before pycdr is imported forces the Python path
     (issue 7); main() sets it for --impl python.
     """
     import pycdr  # noqa: F401  (importing pycdr loads the extension if there is one)
-    return "c" if "pycdr._speedups" in sys.modules else "python"
+    return "c" if "pycdr.codec._speedups" in sys.modules else "python"
 
 
 
 @contextlib.contextmanager
 def pure_python():
     """pycdr with its C path switched off (pycdr-Python in a C-path run)."""
-    from pycdr import _cmarshal
+    from pycdr.codec import _cmarshal
     _cmarshal.enabled = False
     try:
         yield
@@ -109,8 +109,8 @@ class Case:
 
 def _cases():
     """The benchmark's types, keyed by name."""
-    from pycdr import tc
-    from pycdr import values
+    from pycdr.codec import tc
+    from pycdr.codec import values
 
     bin_struct_tc = tc.struct("IDL:BinStruct:1.0", "BinStruct", [
         ("s", tc.short), ("c", tc.char), ("l", tc.long), ("o", tc.octet),
@@ -215,7 +215,7 @@ def omni():
 def omni_typecode(tc):
     """omniORB's TypeCode for a pycdr TypeCode, built from pycdr's CDR encoding of it."""
     from omniORB import CORBA
-    from pycdr.tcmarshal import encode_typecode_encapsulation
+    from pycdr.codec.tcmarshal import encode_typecode_encapsulation
     return omni().cdrUnmarshal(CORBA.TC_TypeCode, encode_typecode_encapsulation(tc))
 
 
@@ -510,7 +510,7 @@ def main(argv=None) -> int:
     parser.add_argument("--min-time", type=float, default=None,
                         help="seconds each timing lasts at least (default 0.05; quick 0.002)")
     parser.add_argument("--impl", choices=("auto", "python", "c"), default="auto",
-                        help="pycdr path: python sets PYCDR_PURE=1; c requires pycdr._speedups "
+                        help="pycdr path: python sets PYCDR_PURE=1; c requires pycdr.codec._speedups "
                              "(default: whatever `import pycdr` gives)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
@@ -520,7 +520,7 @@ def main(argv=None) -> int:
             parser.error("--impl python: pycdr is already imported with its C extension")
         os.environ["PYCDR_PURE"] = "1"       # read when pycdr is first imported
     if args.impl == "c" and pycdr_path() != "c":
-        parser.error("--impl c: pycdr._speedups is not built (or PYCDR_PURE=1 is set)")
+        parser.error("--impl c: pycdr.codec._speedups is not built (or PYCDR_PURE=1 is set)")
     for order in args.orders:
         if order not in ("BE", "LE"):
             parser.error(f"--orders: {order!r} is neither BE nor LE")

@@ -26,8 +26,8 @@ import param_common
 from benchprocs import LOOPBACK, PeerError, PeerProcess
 from peers.process import RunningPeer, free_port, run_client_process, start_server_with_retries
 
-from pycdr.iiop import SSLSecTrans
-from pycdr.ior import ior_from_string
+from pycdr.addressing.iiop import SSLSecTrans
+from pycdr.codec.ior import ior_from_string
 from pycdr.orb.client import first_iiop_profile
 
 PARAM_DIR = param_common.PARAM_DIR

@@ -86,7 +86,7 @@ def cpu_seconds() -> float:
 def run_client(port: int, poll_wait: float, calls: int) -> dict:
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     from orb_echo_values import ECHO_INTERFACE, load_echo_module
-    from pycdr import _speedups
+    from pycdr.codec import _speedups
     from pycdr.orb.sync import SyncORB
     echo_interface = load_echo_module().interfaces[ECHO_INTERFACE]
     with SyncORB(timeout=30, poll_wait=poll_wait) as orb:

@@ -9,7 +9,7 @@ Synthetic sessions get TCP/IP headers made up here (a three-way handshake,
 sequence numbers, 1 ms between packets); every session has its own client port
 so that captures can be merged into one file without two sessions mixing.
 Messages are encoded by pycdr (``pycdr.giop.messages``, arguments by
-``pycdr.marshal`` from ``capture_test.idl``); the malformed ones are written
+``pycdr.codec.marshal`` from ``capture_test.idl``); the malformed ones are written
 byte by byte, each in a session of its own.
 """
 
@@ -30,7 +30,7 @@ sys.path.insert(0, ROOT)
 from scapy.utils import wrpcap                   # noqa: E402
 
 from pycdr import idl                            # noqa: E402
-from pycdr.cdr import CDRWriter                  # noqa: E402
+from pycdr.codec.cdr import CDRWriter  # noqa: E402
 from pycdr.giop import service_contexts as sc    # noqa: E402
 from pycdr.giop import sysexc                    # noqa: E402
 from pycdr.giop.header import MsgType, encode_header   # noqa: E402
@@ -41,15 +41,15 @@ from pycdr.giop.messages import (CancelRequest, CloseConnection, Fragment, KeyAd
 from decimal import Decimal                      # noqa: E402
 from fractions import Fraction                   # noqa: E402
 
-from pycdr import values as V                    # noqa: E402
-from pycdr.iiop import CodeSetsComponent, IIOPProfile, ORBTypeComponent, make_ior  # noqa: E402
-from pycdr.marshal import write_value            # noqa: E402
+from pycdr.codec import values as V  # noqa: E402
+from pycdr.addressing.iiop import CodeSetsComponent, IIOPProfile, ORBTypeComponent, make_ior  # noqa: E402
+from pycdr.codec.marshal import write_value  # noqa: E402
 from pycdr.capture.giop import IdlBodyDecoder, decode_capture   # noqa: E402
 from pycdr.capture.write import TcpSession           # noqa: E402
 from pycdr.idl.model import OBJECT_OPERATIONS      # noqa: E402
 from pycdr.lua_types import names_table, type_table   # noqa: E402
 from pycdr.capture.scapy_layer import GIOP                # noqa: E402
-from pycdr.typecode import VM_TRUNCATABLE, TCKind, TypeCode, primitive, value_tc   # noqa: E402
+from pycdr.codec.typecode import (VM_TRUNCATABLE, TCKind, TypeCode, primitive, value_tc)  # noqa: E402
 
 IDL_FILES = [os.path.join(HERE, "capture_test.idl"), os.path.join(ROOT, "tests", "peers", "echo.idl")]
 VERSIONS = [(1, 0), (1, 1), (1, 2), (1, 3)]
@@ -117,7 +117,7 @@ class Builder:
     def fragmented(self, parts, limit):
         """A message as it is sent when none may exceed ``limit`` bytes (GIOP
         1.1: encoded again with each fragment's data aligned from its own
-        fragment's start, pycdr.cdr.FragmentingWriter)."""
+        fragment's start, pycdr.codec.cdr.FragmentingWriter)."""
         msg, write = parts
         return encode_fragments(msg, encode_message(msg, write_body=write), limit,
                                 write_body=write)

@@ -15,7 +15,7 @@ from pycdr.orb import ORB
 from pycdr.orb.aio import run as run_loop
 from pycdr.orb.invocation import UnknownUserException
 from pycdr.orb.jsonvalues import from_json, to_json, type_name
-from pycdr.values import UserException
+from pycdr.codec.values import UserException
 
 from pycdr.orb.tls import TLSConfigError
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import importlib
 import os
 import shutil
 import sys
@@ -11,8 +12,9 @@ import click
 
 from .main import EXIT_BAD_INPUT
 
-DISSECTOR_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                             "dissector")
+# The plugin ships inside the package (pycdr.dissector, from the repository's
+# dissector/ folder), so it is found the same way from a wheel and a checkout.
+DISSECTOR_DIR = os.path.dirname(os.path.abspath(importlib.import_module("pycdr.dissector").__file__))
 
 
 def personal_plugin_dir() -> str:

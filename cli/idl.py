@@ -9,7 +9,7 @@ import click
 
 from pycdr import idl as idl_frontend
 from pycdr.idl.padding import analyze_module
-from pycdr.typecode import describe
+from pycdr.codec.typecode import describe
 
 EXIT_BAD_INPUT = 1
 

@@ -8,15 +8,11 @@ import sys
 import click
 
 from pycdr import codesets
-from pycdr.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
+from pycdr.addressing.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
 from pycdr.errors import PycdrError
-from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, CSISecMechList, IIOPProfile,
-                        InvocationPolicyComponent, JavaCodebase, MultipleComponentsProfile,
-                        OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent,
-                        PoliciesComponent, SSLSecTrans, TaggedComponent, TLSSecTrans,
-                        component_name, decode_profile, profile_endpoints, profile_name)
-from pycdr.ior import IOR, printable_key
-from pycdr.objectkey import identify, printable
+from pycdr.addressing.iiop import AlternateIIOPAddress, CodeSetsComponent, CSISecMechList, IIOPProfile, InvocationPolicyComponent, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, SSLSecTrans, TaggedComponent, TLSSecTrans, component_name, decode_profile, profile_endpoints, profile_name
+from pycdr.codec.ior import IOR, printable_key
+from pycdr.addressing.objectkey import identify, printable
 
 from .main import EXIT_BAD_INPUT
 

@@ -9,8 +9,8 @@ import sys
 import click
 
 from pycdr.errors import PycdrError
-from pycdr.iiop import IIOPProfile, decode_profile
-from pycdr.ior import ior_from_string
+from pycdr.addressing.iiop import IIOPProfile, decode_profile
+from pycdr.codec.ior import ior_from_string
 from pycdr.capture.giop import ShapedEntry, entry_json
 
 from .main import EXIT_BAD_INPUT

@@ -14,15 +14,15 @@ from dataclasses import replace
 
 import click
 
-from pycdr.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
+from pycdr.addressing.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
 from pycdr.errors import PycdrError
 from pycdr.giop.header import MsgType, parse_header
 from pycdr.giop.messages import (KeyAddr, LocateRequest, LocateStatus, decode_message,
                                  encode_message)
 from pycdr.giop.sysexc import SystemException
-from pycdr.iiop import ORBTypeComponent
-from pycdr.ior import IOR, ior_to_string
-from pycdr.objectkey import hex_and_text, identify, printable
+from pycdr.addressing.iiop import ORBTypeComponent
+from pycdr.codec.ior import IOR, ior_to_string
+from pycdr.addressing.objectkey import hex_and_text, identify, printable
 from pycdr.orb import ORB
 from pycdr.orb.aio import run as run_loop
 from pycdr.orb.client import RawConnection, first_iiop_profile, iiop_profiles

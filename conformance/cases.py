@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pycdr.giop.header import FLAG_MORE_FRAGMENTS, MsgType, encode_header
-from pycdr.values import Any
+from pycdr.codec.values import Any
 
 from .echo import WIDE_OPERATIONS, echo_values
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 from pycdr import codesets
 from pycdr.orb.jsonvalues import from_json, to_json
-from pycdr.typecode import TCKind as K
+from pycdr.codec.typecode import TCKind as K
 
-from .cases import BIG_MESSAGE, RATIONALE_BIG_MESSAGE, E, T, S_CLOSE, S_CODESETS, S_CONTEXTS, S_FRAGMENT, S_MESSAGE_ERROR, \
-    S_REPLY, S_ALIGN, S_HEADER
+from .cases import (BIG_MESSAGE, RATIONALE_BIG_MESSAGE, E, T, S_CLOSE, S_CODESETS, S_CONTEXTS,
+                    S_FRAGMENT, S_MESSAGE_ERROR, S_REPLY, S_ALIGN, S_HEADER)
 from .echo import ECHO_INTERFACE, ECHO_REPO_ID, WIDE_OPERATIONS, echo_values, load_echo_module
 
 # The object key of the reference echo_object is answered with (the crafted server's own).

@@ -30,12 +30,12 @@ from pycdr.giop.messages import (AddressingDisposition, CancelRequest, CloseConn
                                  encode_fragments, encode_message, fragment_message)
 from pycdr.giop.service_contexts import CodeSetsContext, RawServiceContext
 from pycdr.giop.sysexc import CompletionStatus, system_exception
-from pycdr.iiop import CodeSetsComponent, IIOPProfile, decode_profile, make_ior
-from pycdr.ior import ior_from_string, ior_to_string
-from pycdr.marshal import read_value, write_value
+from pycdr.addressing.iiop import CodeSetsComponent, IIOPProfile, decode_profile, make_ior
+from pycdr.codec.ior import ior_from_string, ior_to_string
+from pycdr.codec.marshal import read_value, write_value
 from pycdr.orb.invocation import write_results
 from pycdr.orb.jsonvalues import from_json as value_from_json, to_json as value_to_json
-from pycdr.typecode import TCKind
+from pycdr.codec.typecode import TCKind
 
 from .client_cases import ANSWERED_KEY, OOPS_ID, OOPS_MEMBERS, ClientCase, client_catalog
 from .echo import ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module

@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 from decimal import Decimal
 
-from pycdr import idl, tc
-from pycdr.values import Any
+from pycdr import idl
+from pycdr.codec import tc
+from pycdr.codec.values import Any
 
 ECHO_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "echo.idl")
 ECHO_INTERFACE = "EchoAll::Echo"

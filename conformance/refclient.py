@@ -18,7 +18,7 @@ from pycdr.giop.sysexc import SystemException
 from pycdr.orb import ORB
 from pycdr.orb.invocation import UnknownUserException
 from pycdr.orb.jsonvalues import from_json, to_json
-from pycdr.values import UserException
+from pycdr.codec.values import UserException
 
 from .echo import ECHO_INTERFACE, load_echo_module
 

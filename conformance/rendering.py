@@ -9,16 +9,16 @@ import zlib
 from dataclasses import replace
 
 from pycdr import codesets
-from pycdr.cdr import CDRWriter
+from pycdr.codec.cdr import CDRWriter
 from pycdr.giop.header import (COMPRESSOR_ZLIB, HEADER_SIZE, ZIOP_MAGIC, MsgType, encode_header,
                                parse_header)
 from pycdr.giop.messages import (CancelRequest, KeyAddr, LocateRequest, Message, ProfileAddr,
                                  ReferenceAddr, Request, encode_fragments, encode_message,
                                  fragment_message)
 from pycdr.giop.service_contexts import CodeSetsContext, RawServiceContext
-from pycdr.iiop import IIOPProfile, encode_profile, make_ior
-from pycdr.marshal import write_value
-from pycdr.tcmarshal import write_typecode
+from pycdr.addressing.iiop import IIOPProfile, encode_profile, make_ior
+from pycdr.codec.marshal import write_value
+from pycdr.codec.tcmarshal import write_typecode
 
 from .cases import NOT_A_TYPE, OBJECT_ID, UNKNOWN_KEY, ZIOP_BOMB_SIZE, Case, Msg
 

@@ -11,8 +11,8 @@ from pycdr.errors import PycdrError
 from pycdr.giop.messages import (LocateReply, LocateStatus, MessageError, Reply, ReplyStatus,
                                  CloseConnection)
 from pycdr.giop.sysexc import CompletionStatus
-from pycdr.marshal import read_value
-from pycdr import tc
+from pycdr.codec.marshal import read_value
+from pycdr.codec import tc
 
 from .cases import Case
 from .rendering import RenderContext, render_case

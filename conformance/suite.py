@@ -7,9 +7,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from pycdr import tc
+from pycdr.codec import tc
 from pycdr.giop.messages import KeyAddr, Reply, ReplyStatus, Request, encode_message
-from pycdr.marshal import read_value
+from pycdr.codec.marshal import read_value
 from pycdr.orb.tls import DEFAULT_TLS, TLSOptions
 
 from .cases import catalog, echo_catalog

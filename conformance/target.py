@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pycdr.corbaloc import Corbaloc, IIOPAddress, parse_object_url
+from pycdr.addressing.corbaloc import Corbaloc, IIOPAddress, parse_object_url
 from pycdr.errors import PycdrError
 from pycdr.giop.messages import KeyAddr, LocateReply, LocateRequest, LocateStatus, encode_message
-from pycdr.iiop import IIOPProfile, decode_profile
-from pycdr.ior import IOR, ior_from_string
+from pycdr.addressing.iiop import IIOPProfile, decode_profile
+from pycdr.codec.ior import IOR, ior_from_string
 from pycdr.orb.tls import DEFAULT_TLS, TLSOptions, choose_endpoint
 
 from .wire import Observation, Wire

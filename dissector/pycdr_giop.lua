@@ -470,7 +470,7 @@ function Reader:encap_byte_order()
 end
 
 -- ---------------------------------------------------------------------------
--- A message reassembled from GIOP 1.1 fragments (pycdr.cdr.SegmentedReader):
+-- A message reassembled from GIOP 1.1 fragments (pycdr.codec.cdr.SegmentedReader):
 -- each fragment's data is aligned relative to its own fragment's start, so
 -- the message is read as segments {start, origin} (absolute positions).
 -- `endpos` is the current segment's end, `final` the message's; a read that
@@ -571,7 +571,7 @@ local function printable_key(s)
 end
 
 -- ---------------------------------------------------------------------------
--- IORs: the structure as pycdr.ior.read_ior reads it; the IIOP profile body
+-- IORs: the structure as pycdr.codec.ior.read_ior reads it; the IIOP profile body
 -- and components are shown too (display only: pycdr decodes them elsewhere).
 local function show_components(r, tree)
   local n = r:count(8, "component list")
@@ -751,7 +751,7 @@ end
 
 local INT_SIZES = { short = 2, ushort = 2, long = 4, ulong = 4 }
 local SIGNED = { short = true, long = true, longlong = true }
-local MAX_DEPTH = 200      -- nesting of values, anys and TypeCodes (pycdr.plan.MAX_DEPTH)
+local MAX_DEPTH = 200      -- nesting of values, anys and TypeCodes (pycdr.codec.plan.MAX_DEPTH)
 
 local function deeper(ctx, pos)
   local d = ctx.depth + 1
@@ -773,7 +773,7 @@ local function unalias(types, idx)
 end
 
 -- ---------------------------------------------------------------------------
--- TypeCodes on the wire (pycdr.tcmarshal.read_typecode), read into entries
+-- TypeCodes on the wire (pycdr.codec.tcmarshal.read_typecode), read into entries
 -- of a fresh type table laid out as `pycdr idl lua` writes them, so values
 -- of an any are decoded like any other.  Indirections (recursive or repeated
 -- TypeCodes) are indexes into that table.
@@ -1035,7 +1035,7 @@ local function long_double_text(raw)
 end
 
 -- ---------------------------------------------------------------------------
--- Valuetypes (pycdr.valuetype.read_value_instance): null, indirection
+-- Valuetypes (pycdr.codec.valuetype.read_value_instance): null, indirection
 -- (shared and cyclic values), value boxes, type information (none, one id,
 -- truncatable id lists), codebase URLs, chunked state, truncation of a
 -- derived value to the most derived type known from the formal types.

@@ -1,7 +1,9 @@
 """Modules that moved, still importable under the names users already have.
 
 ``import pycdr.pcap`` (and ``from pycdr.pcap import decode_capture``) keep
-working after the capture modules moved into :mod:`pycdr.capture`: the old
+working after the capture modules moved into :mod:`pycdr.capture`, the codec
+into :mod:`pycdr.codec` and the addressing modules into
+:mod:`pycdr.addressing`: the old
 name is an alias of the module at its new place (the same module object, so
 classes and state are shared) and importing it warns once with a
 DeprecationWarning that names the new place.
@@ -26,6 +28,19 @@ MOVED = {
     "pycdr.pcapshard": "pycdr.capture.shard",
     "pycdr.tcpstream": "pycdr.capture.tcp",
     "pycdr.scapy_giop": "pycdr.capture.scapy_layer",
+    "pycdr.cdr": "pycdr.codec.cdr",
+    "pycdr.typecode": "pycdr.codec.typecode",
+    "pycdr.tc": "pycdr.codec.tc",
+    "pycdr.values": "pycdr.codec.values",
+    "pycdr.scalars": "pycdr.codec.scalars",
+    "pycdr.tcmarshal": "pycdr.codec.tcmarshal",
+    "pycdr.valuetype": "pycdr.codec.valuetype",
+    "pycdr.marshal": "pycdr.codec.marshal",
+    "pycdr.plan": "pycdr.codec.plan",
+    "pycdr.ior": "pycdr.codec.ior",
+    "pycdr.iiop": "pycdr.addressing.iiop",
+    "pycdr.objectkey": "pycdr.addressing.objectkey",
+    "pycdr.corbaloc": "pycdr.addressing.corbaloc",
 }
 
 

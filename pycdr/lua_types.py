@@ -25,10 +25,11 @@ from the wire, in anys); every kind pycdr's value decoder reads is described.
 
 from __future__ import annotations
 
-from . import codesets, iiop
+from . import codesets
+from .addressing import iiop
 from .giop import service_contexts, sysexc
 from .idl.model import OBJECT_OPERATIONS
-from .typecode import NAMED_KINDS, PRIMITIVE_KINDS, TCKind, TypeCode, resolve
+from .codec.typecode import NAMED_KINDS, PRIMITIVE_KINDS, TCKind, TypeCode, resolve
 
 
 def kind_name(kind) -> str:

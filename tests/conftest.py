@@ -12,15 +12,15 @@ import pytest  # noqa: E402
 @pytest.fixture(params=["c", "python"])
 def impl(request):
     """The marshal implementation under test, as cbor2's ``impl`` fixture: "c" runs
-    pycdr.marshal through pycdr._speedups (skipped when it is not built or
+    pycdr.codec.marshal through pycdr.codec._speedups (skipped when it is not built or
     PYCDR_PURE=1), "python" switches the C path off for the test."""
-    from pycdr import marshal
+    from pycdr.codec import marshal
     if marshal.IMPLEMENTATION != "c":
         if request.param == "c":
-            pytest.skip("pycdr._speedups not in use (not built, or PYCDR_PURE=1)")
+            pytest.skip("pycdr.codec._speedups not in use (not built, or PYCDR_PURE=1)")
         yield request.param
         return
-    from pycdr import _cmarshal
+    from pycdr.codec import _cmarshal
     _cmarshal.enabled = request.param == "c"
     try:
         yield request.param

@@ -18,7 +18,7 @@ import subprocess
 
 from pycdr.giop.header import MsgType
 from pycdr.giop.messages import AddressingDisposition, LocateStatus, ReplyStatus
-from pycdr.ior import ior_from_string
+from pycdr.codec.ior import ior_from_string
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLUGIN = os.path.join(ROOT, "dissector", "pycdr_giop.lua")

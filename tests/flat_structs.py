@@ -4,8 +4,8 @@ Python plan's column writer (test_plan_columns.py) and column reader
 
 from __future__ import annotations
 
-from pycdr import tc
-from pycdr.values import class_for
+from pycdr.codec import tc
+from pycdr.codec.values import class_for
 
 # Every member kind the column writer and reader take (one flat slot each).
 ALL_KINDS = tc.struct("IDL:test/Columns:1.0", "Columns", [

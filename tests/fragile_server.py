@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pycdr.cdr import CDRReader                                    # noqa: E402
+from pycdr.codec.cdr import CDRReader  # noqa: E402
 from pycdr.errors import PycdrError                                # noqa: E402
 from pycdr.giop.connection import GiopConnection, Role             # noqa: E402
 from pycdr.giop.header import HEADER_SIZE, MsgType                 # noqa: E402

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 
-from pycdr.cdr import CDRReader
-from pycdr.marshal import read_value
-from pycdr.tcmarshal import encode_typecode_encapsulation, read_typecode
+from pycdr.codec.cdr import CDRReader
+from pycdr.codec.marshal import read_value
+from pycdr.codec.tcmarshal import encode_typecode_encapsulation, read_typecode
 
 
 @functools.lru_cache(maxsize=None)

@@ -6,8 +6,9 @@ import functools
 import os
 from decimal import Decimal
 
-from pycdr import idl, tc
-from pycdr.values import Any
+from pycdr import idl
+from pycdr.codec import tc
+from pycdr.codec.values import Any
 
 # One Echo IDL for the ORB's interop tests and the conformance suite.
 from pycdr.conformance.echo import ECHO_IDL as ECHO_ALL_IDL  # noqa: E402

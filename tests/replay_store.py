@@ -17,14 +17,14 @@ import time
 from dataclasses import dataclass
 
 from pycdr import idl
-from pycdr.cdr import CDRReader, CDRWriter
+from pycdr.codec.cdr import CDRReader, CDRWriter
 from pycdr.errors import PycdrError
 from pycdr.giop.connection import GiopConnection, Role
 from pycdr.giop.events import NEED_DATA, ConnectionClosed, MessageReceived
 from pycdr.giop.messages import (KeyAddr, LocateReply, LocateRequest, LocateStatus, Reply,
                                  ReplyStatus, Request, encode_message)
-from pycdr.iiop import IIOPProfile, make_ior
-from pycdr.marshal import read_value, write_value
+from pycdr.addressing.iiop import IIOPProfile, make_ior
+from pycdr.codec.marshal import read_value, write_value
 from pycdr.capture.write import TcpSession, write_pcap
 
 STORE_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idl", "replay",

@@ -7,9 +7,9 @@ from decimal import Decimal
 
 from hypothesis import strategies as st
 
-from pycdr import tc
-from pycdr.typecode import DEFAULT, INTEGER_RANGES, TCKind, resolve
-from pycdr.values import Any, LongDouble, class_for
+from pycdr.codec import tc
+from pycdr.codec.typecode import DEFAULT, INTEGER_RANGES, TCKind, resolve
+from pycdr.codec.values import Any, LongDouble, class_for
 
 K = TCKind
 _ids = itertools.count()

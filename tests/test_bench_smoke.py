@@ -10,7 +10,7 @@ import pytest
 
 from oracle import PaddingRecorder, masked, omni, omni_typecode
 from pycdr import encode, encode_encapsulation
-from pycdr.marshal import read_value
+from pycdr.codec.marshal import read_value
 
 BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "bench_marshal.py")
 

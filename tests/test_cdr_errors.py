@@ -13,12 +13,12 @@ import time
 import pytest
 
 import pycdr
-from pycdr import tc
-from pycdr.cdr import DecodeWarning
+from pycdr.codec import tc
+from pycdr.codec.cdr import DecodeWarning
 from pycdr.errors import (BoundExceededError, CDRError, DecodeError, EncodeError,
                           InvalidTypeCodeError, InvalidValueError, PycdrError,
                           RecursionLimitError, TruncatedError)
-from pycdr.values import Any, class_for
+from pycdr.codec.values import Any, class_for
 from test_cdr_types import BINSTRUCT_AT, BIN_VALUE, BinStruct, Color, h
 
 
@@ -404,7 +404,7 @@ def test_any_with_a_known_id_but_other_members_decodes_to_its_own_class():
     # Found by `pycdr fuzz`: a TypeCode from the wire may reuse a registered
     # repository id with other member names; its values must not be put in
     # the registered class (whose slots differ).
-    from pycdr.values import make_struct_class, register
+    from pycdr.codec.values import make_struct_class, register
     known = tc.struct("IDL:test/Known:1.0", "Known", [("value", tc.long)])
     register("IDL:test/Known:1.0", make_struct_class(known))
     other = tc.struct("IDL:test/Known:1.0", "Known", [("falue", tc.long)])
@@ -415,8 +415,8 @@ def test_any_with_a_known_id_but_other_members_decodes_to_its_own_class():
 
 def test_struct_typecode_without_members_decodes():
     # Found by `pycdr fuzz`: IDL forbids an empty struct, the wire does not.
-    from pycdr.tcmarshal import read_typecode
-    from pycdr.cdr import CDRReader
+    from pycdr.codec.tcmarshal import read_typecode
+    from pycdr.codec.cdr import CDRReader
     empty = bytes.fromhex("0000000f" "00000018" "00" "000000" "00000001" "00" "000000"
                           "00000001" "00" "000000" "00000000")
     t = read_typecode(CDRReader(empty))

@@ -17,10 +17,10 @@ import pytest
 from pycdr.errors import InvalidValueError
 
 import pycdr
-from pycdr import tc
+from pycdr.codec import tc
 from pycdr.errors import CodeSetError, EncodeError
-from pycdr.ior import IOR, TaggedProfile
-from pycdr.values import Any, LongDouble, class_for
+from pycdr.codec.ior import IOR, TaggedProfile
+from pycdr.codec.values import Any, LongDouble, class_for
 
 
 def h(text: str) -> bytes:
@@ -643,7 +643,7 @@ def test_nested_encapsulation_with_other_byte_order():
     # struct { octet o; sequence<octet> encap; } where encap is itself an
     # encapsulation of a long in the other byte order: the inner bytes keep
     # their own order, whatever the outer one is.
-    from pycdr.cdr import CDRReader
+    from pycdr.codec.cdr import CDRReader
     inner_le = h("01|.000000|05000000")
     outer = tc.struct("IDL:Enc:1.0", "Enc", [("o", tc.octet), ("encap", tc.sequence(tc.octet))])
     value = class_for(outer)(1, inner_le)

@@ -6,11 +6,8 @@ from click.testing import CliRunner
 
 from pycdr.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE, main
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
-from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, CompoundSecMech,
-                        CSISecMechList, IIOPProfile, InvocationPolicyComponent,
-                        OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, SSLSecTrans,
-                        TaggedComponent, TLSSecTrans, make_ior)
-from pycdr.ior import NIL, ior_to_string
+from pycdr.addressing.iiop import AlternateIIOPAddress, CodeSetsComponent, CompoundSecMech, CSISecMechList, IIOPProfile, InvocationPolicyComponent, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, SSLSecTrans, TaggedComponent, TLSSecTrans, make_ior
+from pycdr.codec.ior import NIL, ior_to_string
 
 PROBE = "47494f50010200030000001700000002000000000000000b4e616d6553657276696365"
 
@@ -202,7 +199,7 @@ def test_ior_names_the_orb_from_the_object_key():
 
 
 def test_ior_vendor_profiles_and_components_named():
-    from pycdr.ior import TaggedProfile
+    from pycdr.codec.ior import TaggedProfile
     ior = ior_to_string(make_ior("IDL:X:1.0", [
         IIOPProfile((1, 2), "h", 1, b"k", (TaggedComponent(0x49424D0A, b"\x00\x01"),
                                             TaggedComponent(34, b""), OTSPolicyComponent(1),

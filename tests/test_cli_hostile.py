@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from bounded import PYCDR, run_pycdr
 from orb_echo_values import ECHO_ALL_IDL
 from pycdr.cli.main import main
-from pycdr.ior import IOR, TaggedProfile, ior_to_string
+from pycdr.codec.ior import IOR, TaggedProfile, ior_to_string
 from hostile_idl import diamond
 from test_orb_cli import served  # noqa: F401 (the fixture: `pycdr serve` of the Echo)
 

@@ -14,8 +14,8 @@ pytest.importorskip("cryptography")
 
 from orb_echo_values import ECHO_ALL_IDL  # noqa: E402
 from pycdr.cli.main import main  # noqa: E402
-from pycdr.iiop import CSISecMechList, SSLSecTrans, decode_profile  # noqa: E402
-from pycdr.ior import ior_from_string  # noqa: E402
+from pycdr.addressing.iiop import CSISecMechList, SSLSecTrans, decode_profile  # noqa: E402
+from pycdr.codec.ior import ior_from_string  # noqa: E402
 from tls_certs import make_certificates  # noqa: E402
 
 PYCDR = [os.path.join(os.path.dirname(sys.executable), "pycdr")]

@@ -97,8 +97,8 @@ runpy.run_module("pycdr.conformance.refclient", run_name="__main__")
 
 RAW_CLIENT = """
 import socket
-from pycdr.ior import ior_from_string
-from pycdr.iiop import decode_profile
+from pycdr.codec.ior import ior_from_string
+from pycdr.addressing.iiop import decode_profile
 from pycdr.giop.messages import KeyAddr, Request, encode_message, split_messages
 profile = decode_profile(ior_from_string(sys.argv[1]).profiles[0])
 s = socket.create_connection((profile.host, profile.port))
@@ -115,8 +115,8 @@ print(json.dumps({"result": int.from_bytes(data[-4:], "big", signed=True)}))
 UTF8_CHAR_CLIENT = """
 import socket
 from pycdr import codesets
-from pycdr.ior import ior_from_string
-from pycdr.iiop import decode_profile
+from pycdr.codec.ior import ior_from_string
+from pycdr.addressing.iiop import decode_profile
 from pycdr.giop.messages import KeyAddr, Request, decode_message, encode_message
 from pycdr.giop.service_contexts import CodeSetsContext
 profile = decode_profile(ior_from_string(sys.argv[1]).profiles[0])

@@ -2,12 +2,10 @@
 
 import pytest
 
-from pycdr.corbaloc import (Corbaloc, Corbaname, IIOPAddress, OtherAddress, RIRAddress,
-                            escape_key, parse_corbaloc, parse_corbaname, parse_object_url,
-                            parse_string_name)
+from pycdr.addressing.corbaloc import Corbaloc, Corbaname, IIOPAddress, OtherAddress, RIRAddress, escape_key, parse_corbaloc, parse_corbaname, parse_object_url, parse_string_name
 from pycdr.errors import ObjectURLError
-from pycdr.iiop import IIOPProfile, decode_profile
-from pycdr.ior import IOR, ior_to_string
+from pycdr.addressing.iiop import IIOPProfile, decode_profile
+from pycdr.codec.ior import IOR, ior_to_string
 
 
 @pytest.mark.parametrize("url,addresses,key", [

@@ -135,12 +135,12 @@ def test_giop11_fragment_cuts_need_each_fragments_own_alignment():
     reassembled message from one origin reads other values than the
     segment-aware one (pycdr's, and the plugin's, held equal above)."""
     import importlib.util
-    from pycdr.cdr import CDRReader
+    from pycdr.codec.cdr import CDRReader
     from pycdr.errors import PycdrError
     from pycdr.giop.header import HEADER_SIZE
     from pycdr.giop.messages import decode_message
     from pycdr.capture.giop import flatten_value
-    from pycdr.marshal import read_value
+    from pycdr.codec.marshal import read_value
     spec = importlib.util.spec_from_file_location(
         "make_captures", os.path.join(os.path.dirname(corpus_pcaps()[0]), "make_captures.py"))
     mc = importlib.util.module_from_spec(spec)

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from pycdr.cdr import CDRReader
+from pycdr.codec.cdr import CDRReader
 from pycdr.fuzz.engine import REPRODUCTIONS, Campaign
 from pycdr.fuzz.findings import save
 from pycdr.fuzz.seeds import catalog_seeds

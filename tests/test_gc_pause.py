@@ -5,10 +5,10 @@ import gc
 
 import pytest
 
-from pycdr import marshal, tc
+from pycdr.codec import marshal, tc
 from pycdr.errors import CDRError
-from pycdr.plan import GC_PAUSE_MIN
-from pycdr.values import class_for
+from pycdr.codec.plan import GC_PAUSE_MIN
+from pycdr.codec.values import class_for
 
 POINT = tc.struct("IDL:GcPausePoint:1.0", "GcPausePoint", [("x", tc.long), ("tag", tc.string)])
 Point = class_for(POINT)

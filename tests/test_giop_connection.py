@@ -300,8 +300,8 @@ def test_11_fragment_data_is_aligned_from_its_own_fragment(little):
     # relative to its position in the fragment". Arguments: octet 7, double 2.5,
     # octet 9, long long -3, built by hand across three messages.
     import struct
-    from pycdr import tc
-    from pycdr.marshal import read_value
+    from pycdr.codec import tc
+    from pycdr.codec.marshal import read_value
     end = "<" if little else ">"
     first = encode_message(request(5, version=(1, 1), little=little, body=b"\x07",
                                    more_fragments=True))

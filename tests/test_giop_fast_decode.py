@@ -1,4 +1,4 @@
-"""The ORB's fast GIOP 1.2/1.3 decode in C (pycdr._speedups.decode_common_12) against
+"""The ORB's fast GIOP 1.2/1.3 decode in C (pycdr.codec._speedups.decode_common_12) against
 its Python form (pycdr.giop.messages.fast12._decode_common_12_python): for every message of
 the captures and the samples, mutated and cut, the same message -- every field, of
 the same type -- or None from both, and the same error when there is one."""
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pycdr import marshal
+from pycdr.codec import marshal
 from pycdr.errors import PycdrError
 from pycdr.giop.messages import fast12
 from pycdr.giop.header import parse_header
@@ -26,7 +26,7 @@ PYTHON = fast12._decode_common_12_python
 
 
 def c_decode(data, header):
-    from pycdr import _speedups
+    from pycdr.codec import _speedups
     return _speedups.decode_common_12(data, header)
 
 
@@ -85,7 +85,7 @@ def test_c_hands_other_buffers_to_python():
 
 
 def test_no_reference_leak():
-    from pycdr import _speedups
+    from pycdr.codec import _speedups
     data = encode_message(Request(version=(1, 2), little=True, request_id=9, operation="op",
                                   target=KeyAddr(b"key"), body=b"\0\0\0\1"))
     with_contexts = encode_message(Reply(version=(1, 2), request_id=3, body=b"\1",
@@ -110,7 +110,7 @@ def test_no_reference_leak():
 def test_body_views_are_read_only_views_of_the_message():
     # body_view=True (an ORB's connections): the body is data's bytes, not a copy,
     # in C as in Python, from bytes and from a bytearray received in place.
-    from pycdr import _speedups
+    from pycdr.codec import _speedups
     body = bytes(range(256)) * 300
     data = encode_message(Request(version=(1, 2), request_id=9, operation="op",
                                   target=KeyAddr(b"key"), body=body))

@@ -10,7 +10,7 @@ from pycdr.giop.messages import encoding
 from pycdr.giop.messages import (KeyAddr, ProfileAddr, Reply, ReplyStatus, Request,
                                  decode_message, encode_message)
 from pycdr.giop.service_contexts import CodeSetsContext
-from pycdr.ior import TaggedProfile
+from pycdr.codec.ior import TaggedProfile
 
 
 def general_encoding(monkeypatch, msg, **kwargs):

@@ -1,9 +1,9 @@
-"""Writing GIOP 1.1 fragments (pycdr.cdr.FragmentingWriter, giop.messages.encode_fragments).
+"""Writing GIOP 1.1 fragments (pycdr.codec.cdr.FragmentingWriter, giop.messages.encode_fragments).
 
 GIOP 1.1 fragment data is aligned relative to its own fragment's start and no primitive is split
 between fragments (CORBA 3.x Part 2, 9.4.9), so a 1.1 message is fragmented while it is written.
 What the writer produces is read back through the sans-I/O connection's reassembly and
-pycdr.cdr.SegmentedReader, which raises on any primitive crossing a fragment boundary, so a
+pycdr.codec.cdr.SegmentedReader, which raises on any primitive crossing a fragment boundary, so a
 round trip checks both the cut points and the realignment."""
 
 import struct
@@ -11,15 +11,15 @@ import struct
 import pytest
 from hypothesis import given, strategies as st
 
-from pycdr import marshal, tc
-from pycdr.cdr import FragmentingWriter
+from pycdr.codec import marshal, tc
+from pycdr.codec.cdr import FragmentingWriter
 from pycdr.errors import EncodeError
 from pycdr.giop.connection import GiopConnection, Role
 from pycdr.giop.events import MessageReceived
 from pycdr.giop.header import MsgType, parse_header
 from pycdr.giop.messages import Reply, Request, KeyAddr, encode_fragments, encode_message
-from pycdr.typecode import TCKind, resolve
-from pycdr.values import class_for
+from pycdr.codec.typecode import TCKind, resolve
+from pycdr.codec.values import class_for
 
 from strategies import typecodes_and_values
 from test_properties import SETTINGS
@@ -35,7 +35,7 @@ BODY = tc.struct("IDL:F11/Body:1.0", "Body", [
 
 def body_value():
     Mixed, Body = class_for(MIXED), class_for(BODY)
-    from pycdr.values import LongDouble
+    from pycdr.codec.values import LongDouble
     return Body([i * 1.5 for i in range(200)],
                 [Mixed("x", -i, i / 3, i % 100, "r" * (i % 7)) for i in range(60)],
                 ["abc" * (i % 5) for i in range(30)], bytes(range(256)) * 2,
@@ -125,7 +125,7 @@ def test_chunked_values_and_anys_across_fragments(limit):
         ("values", tc.sequence(DERIVED)), ("anys", tc.sequence(tc.any))])
     Derived = class_for(DERIVED)
     shared = Derived(1, 0.5, "shared")
-    from pycdr.values import Any
+    from pycdr.codec.values import Any
     value = class_for(t)([shared, Derived(2, 1.5, "x" * 30), shared, None],
                          [Any(MIXED, class_for(MIXED)("q", 1, 2.0, 3, "any")),
                           Any(tc.sequence(tc.double), [1.0, 2.0, 3.0])])

@@ -18,9 +18,8 @@ from pycdr.giop.events import ConnectionClosed, MessageReceived
 from pycdr.giop.service_contexts import CodeSetsContext
 from pycdr.giop.messages import KeyAddr, LocateRequest, LocateStatus, ReplyStatus, Request
 from pycdr.giop import sysexc
-from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, IIOPProfile, ORBTypeComponent,
-                        decode_profile)
-from pycdr.ior import ior_from_string
+from pycdr.addressing.iiop import AlternateIIOPAddress, CodeSetsComponent, IIOPProfile, ORBTypeComponent, decode_profile
+from pycdr.codec.ior import ior_from_string
 
 
 def iiop_profiles(ior_string):

@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from pycdr import tc
+from pycdr.codec import tc
 from pycdr.errors import (DecodeError, GIOPError, InvalidValueError, TruncatedError,
                           UnsupportedVersionError)
 from pycdr.giop import sysexc
@@ -23,7 +23,7 @@ from pycdr.giop.service_contexts import (BiDirIIOPContext, CodeSetsContext,
                                          RMICustomMaxStreamFormatContext, RTCorbaPriority,
                                          SendingContextRunTime, SunORBVersionContext,
                                          context_name)
-from pycdr.ior import IOR, TaggedProfile
+from pycdr.codec.ior import IOR, TaggedProfile
 
 VERSIONS = [(1, 0), (1, 1), (1, 2), (1, 3)]
 

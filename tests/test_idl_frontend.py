@@ -10,9 +10,10 @@ from decimal import Decimal
 import pytest
 
 import pycdr
-from pycdr import idl, tc, values
+from pycdr import idl
+from pycdr.codec import tc, values
 from pycdr.errors import PycdrError
-from pycdr.typecode import TCKind
+from pycdr.codec.typecode import TCKind
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 UNIT = os.path.join(HERE, "idl", "unit")

@@ -24,8 +24,8 @@ pytest.importorskip("omniidl")
 pytestmark = pytest.mark.oracle
 
 from pycdr import idl  # noqa: E402
-from pycdr.cdr import CDRReader, CDRWriter  # noqa: E402
-from pycdr.tcmarshal import read_typecode, write_typecode  # noqa: E402
+from pycdr.codec.cdr import CDRReader, CDRWriter  # noqa: E402
+from pycdr.codec.tcmarshal import read_typecode, write_typecode  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OWN_DIR = os.path.join(HERE, "idl", "oracle")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 
 import pycdr
-from pycdr import idl, tc
-from pycdr.typecode import TCKind
+from pycdr import idl
+from pycdr.codec import tc
+from pycdr.codec.typecode import TCKind
 from pycdr.idl.padding import analyze_module, analyze_struct, layout
 
 UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idl", "unit")
@@ -42,7 +43,7 @@ ZERO = {TCKind.tk_char: "\0", TCKind.tk_double: 0.0}
 
 
 def zero_value(t):
-    return pycdr.values.class_for(t)(*[ZERO.get(t.member_type(i).kind(), 0)
+    return pycdr.codec.values.class_for(t)(*[ZERO.get(t.member_type(i).kind(), 0)
                                        for i in range(t.member_count())])
 
 

@@ -6,16 +6,10 @@ import subprocess
 
 import pytest
 
-from pycdr.cdr import CDRWriter
+from pycdr.codec.cdr import CDRWriter
 from pycdr.errors import DecodeError, ObjectURLError, TruncatedError
-from pycdr.iiop import (AlternateIIOPAddress, CodeSetsComponent, CompoundSecMech,
-                        CSISecMechList, InvocationPolicyComponent, IIOPProfile, JavaCodebase,
-                        MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent,
-                        OTSPolicyComponent, PoliciesComponent, RMICustomMaxStreamFormat,
-                        SSLSecTrans, TaggedComponent, TLSSecTrans, component_name,
-                        decode_iiop_profile, decode_profile, encode_iiop_profile, make_ior,
-                        orb_vendor, profile_name)
-from pycdr.ior import NIL, IOR, TaggedProfile, ior_from_string, ior_to_string
+from pycdr.addressing.iiop import AlternateIIOPAddress, CodeSetsComponent, CompoundSecMech, CSISecMechList, InvocationPolicyComponent, IIOPProfile, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, RMICustomMaxStreamFormat, SSLSecTrans, TaggedComponent, TLSSecTrans, component_name, decode_iiop_profile, decode_profile, encode_iiop_profile, make_ior, orb_vendor, profile_name
+from pycdr.codec.ior import NIL, IOR, TaggedProfile, ior_from_string, ior_to_string
 
 
 def catior(text):

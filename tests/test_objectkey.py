@@ -1,14 +1,14 @@
-"""pycdr.objectkey: the ORB and POA layout an object key tells (real keys from real ORBs)."""
+"""pycdr.addressing.objectkey: the ORB and POA layout an object key tells (real keys from real ORBs)."""
 
 import random
 from pathlib import Path
 
 import pytest
 
-from pycdr.cdr import CDRWriter
-from pycdr.iiop import ORBTypeComponent, decode_profile
-from pycdr.ior import ior_from_string
-from pycdr.objectkey import JDK_VENDOR, hex_and_text, identify
+from pycdr.codec.cdr import CDRWriter
+from pycdr.addressing.iiop import ORBTypeComponent, decode_profile
+from pycdr.codec.ior import ior_from_string
+from pycdr.addressing.objectkey import JDK_VENDOR, hex_and_text, identify
 
 VECTORS = Path(__file__).parent / "data" / "objectkeys" / "iors.txt"
 

@@ -24,10 +24,10 @@ from decimal import Decimal
 import pytest
 
 import pycdr
-from pycdr import tc
-from pycdr.tcmarshal import encode_typecode_encapsulation, decode_typecode_encapsulation
-from pycdr.values import class_for
-from pycdr.ior import IOR, TaggedProfile
+from pycdr.codec import tc
+from pycdr.codec.tcmarshal import encode_typecode_encapsulation, decode_typecode_encapsulation
+from pycdr.codec.values import class_for
+from pycdr.codec.ior import IOR, TaggedProfile
 
 import oracle
 
@@ -154,7 +154,7 @@ CATALOG = catalog()
 
 
 def _holds_typecode(t) -> bool:
-    from pycdr.typecode import resolve
+    from pycdr.codec.typecode import resolve
     seen, stack = set(), [t]
     while stack:
         x = resolve(stack.pop())

@@ -310,7 +310,7 @@ def test_oneway_and_tail_calls_send_the_general_paths_bytes(monkeypatch, counted
     the wire, message for message; with it on, the oneway calls and tails took the lanes.
     (Off, the lanes are gone too: a lane that finds the C path off has drawn a request id
     the general path then does not use, and the ids would differ.)"""
-    from pycdr import _cmarshal, marshal
+    from pycdr.codec import _cmarshal, marshal
     c_path = marshal.IMPLEMENTATION == "c"
     wires = {}
     lanes = blocking.exchange, blocking.send_request
@@ -398,7 +398,7 @@ def test_a_lanes_tail_is_what_arguments_tail_gives():
     """_Lane.tail (the bound looked up once) against arguments_tail, for the last
     parameter unbounded, bounded, not octets, out, and values around TAIL_MIN."""
     from types import SimpleNamespace
-    from pycdr import tc
+    from pycdr.codec import tc
     from pycdr.orb.invocation import TAIL_MIN, arguments_tail, dynamic_operation
     template = SimpleNamespace(prefix=b"", request_id_at=0)
     ops = [dynamic_operation("a", [("x", "in", tc.sequence(tc.octet))]),

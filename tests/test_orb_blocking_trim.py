@@ -17,7 +17,7 @@ import threading
 import pytest
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
-from pycdr import marshal
+from pycdr.codec import marshal
 from pycdr.giop.messages import CancelRequest, Request, decode_message
 from pycdr.giop.sysexc import OMG_VMCID, CompletionStatus
 from pycdr.orb import EchoServant, blocking
@@ -145,7 +145,7 @@ def test_a_warm_invoke_runs_few_python_functions():
 def test_invoke_keeps_a_bounded_number_of_operation_functions():
     """Operations made per call (DII) each get a function, the whole path for each
     (no lane learnt before its first call); the functions kept stay bounded."""
-    from pycdr import tc
+    from pycdr.codec import tc
     from pycdr.orb import sync
     from pycdr.orb.invocation import dynamic_operation
     with raw_server() as server, SyncORB(timeout=5) as orb:
@@ -332,7 +332,7 @@ def test_the_short_way_puts_the_whole_paths_bytes_on_the_wire(monkeypatch):
     through blocking.invoke (always the whole path) send the same bytes, request ids
     included: with a Reply the lane hands back, an exception, and the C path switched
     off for some calls (the lane draws an id it does not use, as the whole path's does)."""
-    from pycdr import _cmarshal
+    from pycdr.codec import _cmarshal
     wires = {}
     for way in ("short", "whole"):
         script = [whole] * 4 + [with_a_stray_locate_reply]

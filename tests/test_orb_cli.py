@@ -97,7 +97,7 @@ def test_probe_names_the_vendor_of_a_forward_and_shows_keys_in_hex():
     from pycdr.errors import PycdrError
     from pycdr.giop.header import parse_header
     from pycdr.giop.messages import LocateReply, LocateStatus, decode_message, encode_message
-    from pycdr.ior import ior_from_string
+    from pycdr.codec.ior import ior_from_string
     jdk = next(line.split()[2] for line in open("tests/data/objectkeys/iors.txt")
                if line.startswith("openjdk-orb-10.1.3 persistent "))
     listener = socket.socket()

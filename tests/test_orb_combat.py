@@ -25,10 +25,10 @@ from orb_echo_values import (ECHO_INTERFACE, ECHO_REPO_ID, echo_cases, expected_
 from peers.combat import call_from_combat
 from peers.fixtures import combat_echo_server  # noqa: F401 (a pytest fixture)
 from pycdr.giop.sysexc import MARSHAL
-from pycdr.ior import ior_from_string
+from pycdr.codec.ior import ior_from_string
 from pycdr.orb.sync import SyncORB
-from pycdr.typecode import TCKind
-from pycdr.values import Any
+from pycdr.codec.typecode import TCKind
+from pycdr.codec.values import Any
 from pycdr_serve import serving_echo
 
 MODULE = load_echo_module()

@@ -1,5 +1,5 @@
 """The server's fast path (issue 21): a Request answered in one C call
-(pycdr._speedups.serve_request, entered by RequestDispatch._run_direct) gives the
+(pycdr.codec._speedups.serve_request, entered by RequestDispatch._run_direct) gives the
 very bytes the general path gives, for every GIOP version and byte order, and
 leaves everything unusual to the general path untouched (nothing run, the
 general path's typed errors).
@@ -14,7 +14,7 @@ import random
 import pytest
 
 from orb_echo_values import ECHO_INTERFACE, WIDE_OPERATIONS, echo_cases, load_echo_module
-from pycdr import marshal, tc
+from pycdr.codec import marshal, tc
 from pycdr.errors import PycdrError
 from pycdr.giop.events import TAKEN, MessageReceived, NEED_DATA, ProtocolViolation
 from pycdr.giop.messages import (KeyAddr, LocateRequest, Reply, ReplyStatus, Request,
@@ -91,7 +91,7 @@ def replies_both_ways(make_servant, messages, monkeypatch):
     """The replies of a fresh harness to ``messages`` with the C path on (fast path
     free to take them) and off (the general path, all Python); and how many the
     fast path took."""
-    from pycdr import _cmarshal
+    from pycdr.codec import _cmarshal
     out = {}
     for enabled in (True, False):
         monkeypatch.setattr(_cmarshal, "enabled", enabled)
@@ -103,7 +103,7 @@ def replies_both_ways(make_servant, messages, monkeypatch):
 @pytest.fixture
 def c_only():
     if not C_PATH:
-        pytest.skip("pycdr._speedups not in use (PYCDR_PURE=1 or not built)")
+        pytest.skip("pycdr.codec._speedups not in use (PYCDR_PURE=1 or not built)")
 
 
 @pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop1.{v[1]}")
@@ -277,7 +277,7 @@ def test_fragmenting_server_and_other_char_code_sets_take_the_general_path(c_onl
 
 def _table(key):
     op = ECHO.all_operations()["echo_long"]
-    from pycdr.plan import plan_for
+    from pycdr.codec.plan import plan_for
     calls = []
 
     def call(op, args):
@@ -292,7 +292,7 @@ def test_malformed_requests_are_not_taken_and_error_as_before(version, little, c
     """serve_request on every truncation and many corruptions of a request: None
     (the servant not run) or a reply; never a crash.  The general path then gives
     its typed errors with offsets."""
-    from pycdr._speedups import serve_request
+    from pycdr.codec._speedups import serve_request
     good = request(b"Echo", "echo_long", (7,), version=version, little=little, rid=9)
     table, calls = _table(b"Echo")
     reply = serve_request(good, table, set())
@@ -328,7 +328,7 @@ def test_malformed_requests_are_not_taken_and_error_as_before(version, little, c
 
 
 def test_serve_request_arguments_are_checked(c_only):
-    from pycdr._speedups import serve_request
+    from pycdr.codec._speedups import serve_request
     with pytest.raises(TypeError):
         serve_request(b"", [], set())
     with pytest.raises(TypeError):
@@ -368,7 +368,7 @@ def test_requests_and_replies_in_c_are_the_general_paths(version, little, c_only
     """Every echo case: the Request encode_request makes from the template is the
     template's own encoding; the values decode_reply reads from the Reply are
     read_results'.  Those the C plans hand back (any, fixed, wide chars) give None."""
-    from pycdr._speedups import decode_reply, encode_request
+    from pycdr.codec._speedups import decode_reply, encode_request
     from pycdr.giop.messages import MessageTemplate
     from pycdr.orb.invocation import read_results, write_results
     taken = 0
@@ -397,7 +397,7 @@ def test_requests_and_replies_in_c_are_the_general_paths(version, little, c_only
 @pytest.mark.parametrize("version", VERSIONS, ids=lambda v: f"giop1.{v[1]}")
 @pytest.mark.parametrize("little", [False, True], ids=["big", "little"])
 def test_malformed_replies_are_left_to_the_general_path(version, little, c_only):
-    from pycdr._speedups import decode_reply
+    from pycdr.codec._speedups import decode_reply
     from pycdr.giop.messages import MessageTemplate
     from pycdr.orb.invocation import write_results
     op = ECHO.all_operations()["echo_string"]
@@ -431,7 +431,7 @@ def test_malformed_replies_are_left_to_the_general_path(version, little, c_only)
 
 
 def test_encode_request_refuses_what_the_general_path_refuses(c_only):
-    from pycdr._speedups import encode_request
+    from pycdr.codec._speedups import encode_request
     op = ECHO.all_operations()["echo_short"]
     template = _request_template((1, 2), False, "echo_short")
     for bad in (("seven",), (1 << 20,), (None,)):

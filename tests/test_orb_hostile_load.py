@@ -14,9 +14,9 @@ import pytest
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
 from pycdr.giop.header import HEADER_SIZE, MsgType, encode_header, parse_header
-from pycdr import tc
+from pycdr.codec import tc
 from pycdr.giop.messages import KeyAddr, Request, encode_message
-from pycdr.marshal import encode
+from pycdr.codec.marshal import encode
 from pycdr.orb import ORB, DynamicServant, Server, ServerLimits
 from pycdr.orb import memory as orb_memory
 from pycdr.orb import server as orb_server

@@ -25,8 +25,8 @@ from peers.jacorb import call_from_jacorb, start_jacorb_echo_server
 from peers.process import corbaloc
 from pycdr import codesets
 from pycdr.giop.sysexc import MARSHAL
-from pycdr.ior import ior_from_string
-from pycdr.marshal import encode
+from pycdr.codec.ior import ior_from_string
+from pycdr.codec.marshal import encode
 from pycdr.orb import DynamicServant
 from pycdr.orb.servant import echo_handler
 from pycdr.orb.sync import SyncORB

@@ -25,7 +25,7 @@ from orb_echo_values import (ECHO_INTERFACE, ECHO_REPO_ID, echo_cases,
 from peers.fixtures import jdk_orb, jdk_orb_echo_server  # noqa: F401 (pytest fixtures)
 from peers.java_orb import call_from_java_orb
 from pycdr.giop.sysexc import MARSHAL, UNKNOWN, CompletionStatus
-from pycdr.ior import ior_from_string
+from pycdr.codec.ior import ior_from_string
 from pycdr.orb.sync import SyncORB
 from pycdr_serve import serving_echo
 

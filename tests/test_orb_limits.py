@@ -7,9 +7,9 @@ from orb_echo_values import ECHO_INTERFACE, load_echo_module
 from pycdr.giop.header import MsgType, encode_header, parse_header
 from pycdr.giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest,
                                  LocateStatus, Request, decode_message, encode_message)
-from pycdr.marshal import encode
+from pycdr.codec.marshal import encode
 from pycdr.orb import ORB, EchoServant, Server, ServerLimits
-from pycdr import tc
+from pycdr.codec import tc
 
 MODULE = load_echo_module()
 ECHO = MODULE.interfaces[ECHO_INTERFACE]

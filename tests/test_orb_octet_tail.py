@@ -13,8 +13,8 @@ import ssl
 import pytest
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
-from pycdr import tc
-from pycdr.cdr import CDRWriter
+from pycdr.codec import tc
+from pycdr.codec.cdr import CDRWriter
 from pycdr.errors import EncodeError
 from pycdr.giop.connection import GiopConnection, Role
 from pycdr.giop.messages import KeyAddr, Reply, ReplyStatus, Request, decode_message

@@ -14,7 +14,7 @@ from orb_echo_values import (ECHO_ALL_IDL, ECHO_INTERFACE, ECHO_REPO_ID, WIDE_OP
 from peers.fixtures import omni_names, start_peer  # noqa: F401 (pytest fixtures)
 from peers.omni import giop_orb_args, start_omni_echo_server
 from peers.process import run_client_process
-from pycdr.ior import ior_from_string
+from pycdr.codec.ior import ior_from_string
 from pycdr.orb import DynamicServant, ServerLimits
 from pycdr.orb.client import BIND, make_name
 from pycdr.orb.servant import echo_handler

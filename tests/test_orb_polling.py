@@ -19,7 +19,7 @@ import time
 import pytest
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
-from pycdr import marshal
+from pycdr.codec import marshal
 from pycdr.orb import EchoServant, ThreadedServer, blocking
 from pycdr.orb.invocation import POLL_WAIT, poll_ns
 from pycdr.orb.server import ServerLimits
@@ -33,7 +33,7 @@ needs_lanes = pytest.mark.skipif(not C_LANES, reason="no C lanes (PYCDR_PURE=1 o
 
 
 def poll_counts() -> dict:
-    from pycdr import _speedups
+    from pycdr.codec import _speedups
     return _speedups.poll_counts()
 
 

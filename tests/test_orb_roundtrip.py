@@ -11,15 +11,15 @@ import pytest
 
 from orb_echo_values import (ECHO_INTERFACE, ECHO_REPO_ID, WIDE_OPERATIONS, echo_cases,
                              expected_result, load_echo_module)
-from pycdr import tc
+from pycdr.codec import tc
 from pycdr.giop.messages import LocateStatus
 from pycdr.giop.sysexc import (BAD_OPERATION, MARSHAL, NO_IMPLEMENT, OBJECT_NOT_EXIST,
                                TIMEOUT, TRANSIENT, UNKNOWN, CompletionStatus)
 from pycdr.orb import ORB, ClassServant, EchoServant, Server, ServerLimits
-from pycdr.ior import ior_to_string
+from pycdr.codec.ior import ior_to_string
 from pycdr.orb.client import ClientOptions
 from pycdr.orb.interface_def import INTERFACE_DEF, INTERFACE_DEF_ID
-from pycdr.values import LongDouble, UserException
+from pycdr.codec.values import LongDouble, UserException
 
 MODULE = load_echo_module()
 ECHO = MODULE.interfaces[ECHO_INTERFACE]
@@ -268,7 +268,7 @@ def test_fragments_in_and_out(version):
             assert await ref.echo_records(records) == records
             raw = await orb.raw_connection("127.0.0.1", server.port)
             from pycdr.giop.messages import KeyAddr, Request, encode_message
-            from pycdr.marshal import write_value
+            from pycdr.codec.marshal import write_value
             request = encode_message(
                 Request(version=version, request_id=9, target=KeyAddr(key),
                         operation="echo_octets"),
@@ -289,7 +289,7 @@ def test_fragments_in_and_out(version):
 def test_code_set_negotiation_utf8_char():
     """A client choosing UTF-8 for char data in its CodeSets context gets UTF-8 back."""
     from pycdr import codesets
-    from pycdr.iiop import CodeSetsComponent, IIOPProfile, make_ior
+    from pycdr.addressing.iiop import CodeSetsComponent, IIOPProfile, make_ior
 
     async def main():
         server, key = await start_server()

@@ -55,7 +55,7 @@ def test_ten_thousand_oneways_arrive():
 _HALF_SENDER = """
 import socket, sys, time
 from pycdr.giop.messages import KeyAddr, Request, encode_message
-from pycdr.marshal import encode
+from pycdr.codec.marshal import encode
 from pycdr import tc
 port = int(sys.argv[1])
 request = encode_message(Request(version=(1, 2), request_id=1, target=KeyAddr(b"Echo"),

@@ -15,7 +15,7 @@ import pytest
 
 from orb_echo_values import (ECHO_INTERFACE, ECHO_REPO_ID, WIDE_OPERATIONS, echo_cases,
                              expected_result, load_echo_module)
-from pycdr import tc
+from pycdr.codec import tc
 from pycdr.errors import PycdrError
 from pycdr.giop.header import HEADER_SIZE, MsgType, encode_header, parse_header
 from pycdr.giop.messages import (CancelRequest, CloseConnection, KeyAddr, LocateRequest, Reply,
@@ -24,7 +24,7 @@ from pycdr.giop.sysexc import (BAD_OPERATION, BAD_PARAM, COMM_FAILURE, MARSHAL, 
                                TIMEOUT, TRANSIENT, UNKNOWN, CompletionStatus)
 from pycdr.orb import ClassServant, EchoServant, ServerLimits, ThreadedServer
 from pycdr.orb.sync import SyncORB
-from pycdr.values import UserException
+from pycdr.codec.values import UserException
 from test_orb_roundtrip import GcWatcher, Implementation
 
 MODULE = load_echo_module()
@@ -415,7 +415,7 @@ def test_octet_views_to_a_servant_and_back_to_the_caller(threads):
 
 
 def test_octet_view_reads_are_checked_as_copies_are():
-    from pycdr.cdr import CDRReader
+    from pycdr.codec.cdr import CDRReader
     from pycdr.errors import BoundExceededError, TruncatedError
     body = (5).to_bytes(4, "big") + b"hello" + b"\0\0\0"
     r = CDRReader(body)

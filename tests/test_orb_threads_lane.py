@@ -14,7 +14,7 @@ import time
 import pytest
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
-from pycdr import _cmarshal, marshal
+from pycdr.codec import _cmarshal, marshal
 from pycdr.giop.header import MsgType, parse_header
 from pycdr.giop.messages import KeyAddr, Request, encode_message
 from pycdr.giop.sysexc import BAD_PARAM, CompletionStatus

@@ -11,11 +11,10 @@ import pytest
 pytest.importorskip("cryptography")
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module  # noqa: E402
-from pycdr.corbaloc import parse_corbaloc  # noqa: E402
+from pycdr.addressing.corbaloc import parse_corbaloc  # noqa: E402
 from pycdr.giop.sysexc import COMM_FAILURE, TRANSIENT  # noqa: E402
-from pycdr.iiop import (CSISecMechList, SSLSecTrans, TLSSecTrans,  # noqa: E402
-                        decode_profile)
-from pycdr.ior import ior_from_string  # noqa: E402
+from pycdr.addressing.iiop import CSISecMechList, SSLSecTrans, TLSSecTrans, decode_profile
+from pycdr.codec.ior import ior_from_string  # noqa: E402
 from pycdr.orb import ORB, EchoServant, Server  # noqa: E402
 from pycdr.orb.client import first_iiop_profile  # noqa: E402
 from pycdr.orb.tls import (STEP_CERTIFICATE, STEP_CLIENT_CERTIFICATE,  # noqa: E402
@@ -82,7 +81,7 @@ def test_csiv2_only_reference_is_reached_over_tls(certs):
             endpoint = choose_endpoint(csi_only)
             assert (endpoint.host, endpoint.port, endpoint.source) == \
                 ("127.0.0.1", server.tls_port, "CSIv2 TAG_TLS_SEC_TRANS")
-            from pycdr.iiop import make_ior
+            from pycdr.addressing.iiop import make_ior
             async with ORB(tls=TLSOptions(cacert=str(certs.ca))) as orb:
                 ref = orb.object(make_ior(ior.type_id, [csi_only]), ECHO)
                 assert await ref.echo_long(7) == 7

@@ -1,5 +1,5 @@
 """The pure-Python plan's column reader for sequences of fixed-size structs
-(pycdr.plan.SequenceNode._read_columns, issue 7): the same values, of the same
+(pycdr.codec.plan.SequenceNode._read_columns, issue 7): the same values, of the same
 types, as the row path (iter_unpack and the struct's converter) and the member
 path; where those refuse the input, the same error (type, message, offset, path).
 
@@ -17,11 +17,11 @@ from unittest import mock
 
 import pytest
 
-from pycdr import plan, tc, values
-from pycdr.plan import columns
-from pycdr.cdr import CDRReader, CDRWriter
+from pycdr.codec import plan, tc, values
+from pycdr.codec.plan import columns
+from pycdr.codec.cdr import CDRReader, CDRWriter
 from pycdr.errors import CDRError
-from pycdr.values import class_for
+from pycdr.codec.values import class_for
 
 from flat_structs import (ALL_KINDS, BIN_STRUCT, CHAR_LONG_LONG, NESTED, SHORT_OCTET,
                           all_kinds, bin_struct, char_long_long)
@@ -46,7 +46,7 @@ def nested(i: int):
 
 @pytest.fixture(autouse=True)
 def columns_for_every_width(monkeypatch):
-    """The column reader for structs of any number of members (pycdr.plan uses it
+    """The column reader for structs of any number of members (pycdr.codec.plan uses it
     only for narrow ones, where it is the faster path)."""
     monkeypatch.setattr(columns, "_COLUMNS_READ_MAX_MEMBERS", 1 << 62)
 

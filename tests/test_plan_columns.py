@@ -1,5 +1,5 @@
 """The pure-Python plan's column writer for long sequences of fixed-size structs
-(pycdr.plan.SequenceNode._write_columns, issue 7): the same octets as the
+(pycdr.codec.plan.SequenceNode._write_columns, issue 7): the same octets as the
 element-by-element path, and where that path rejects a value, the same error
 (type, message, offset, path) with the writer left as it leaves it.
 
@@ -8,7 +8,7 @@ the column writer's length threshold and switching the element packer off for th
 call (``element_path``).  A sequence
 shorter than the threshold never reaches the column writer, so every sequence
 here is at least that long, and ``column_calls`` checks the column writer really
-wrote.  Where pycdr._speedups is built the C path is checked against it too.
+wrote.  Where pycdr.codec._speedups is built the C path is checked against it too.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pycdr import marshal, plan, tc
-from pycdr.plan import columns
-from pycdr.cdr import CDRWriter, FragmentingWriter
+from pycdr.codec import marshal, plan, tc
+from pycdr.codec.plan import columns
+from pycdr.codec.cdr import CDRWriter, FragmentingWriter
 from pycdr.errors import CDRError
-from pycdr.values import class_for
+from pycdr.codec.values import class_for
 
 from flat_structs import (ALL_KINDS, BIN_STRUCT, CHAR_LONG_LONG, NESTED, SHORT_OCTET,
                           all_kinds, bin_struct, char_long_long)
@@ -39,7 +39,7 @@ WITH_ENUM = tc.struct("IDL:test/WithEnum:1.0", "WithEnum", [("e", COLOR), ("l", 
 
 @pytest.fixture(autouse=True)
 def columns_for_every_width(monkeypatch):
-    """The column writer for structs of any number of members (pycdr.plan uses it
+    """The column writer for structs of any number of members (pycdr.codec.plan uses it
     only for narrow ones, where it is the faster path)."""
     monkeypatch.setattr(columns, "_COLUMNS_MAX_MEMBERS", 1 << 62)
 
@@ -284,7 +284,7 @@ def test_generated_values_same_octets(members, little, offset, rng):
 def c_and_python_octets(t, value, counter, **options):
     """marshal.encode's octets from the C path, then from the Python path with
     ``counter`` (column_calls or a similar context) recording its writer's calls."""
-    from pycdr import _cmarshal
+    from pycdr.codec import _cmarshal
     c_octets = marshal.encode(t, value, **options)
     _cmarshal.enabled = False
     try:
@@ -295,7 +295,7 @@ def c_and_python_octets(t, value, counter, **options):
     return c_octets, py_octets, calls
 
 
-@pytest.mark.skipif(marshal.IMPLEMENTATION != "c", reason="pycdr._speedups not in use")
+@pytest.mark.skipif(marshal.IMPLEMENTATION != "c", reason="pycdr.codec._speedups not in use")
 @pytest.mark.parametrize("little", [False, True])
 def test_same_octets_as_the_c_path(little):
     rng = random.Random(7)

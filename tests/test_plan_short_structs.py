@@ -1,5 +1,5 @@
 """The pure-Python plan's element packer for sequences of fixed-size structs
-(pycdr.plan.columns._element_packer and SequenceNode._write_packed, issue 7): the same
+(pycdr.codec.plan.columns._element_packer and SequenceNode._write_packed, issue 7): the same
 octets as the general path (FlatCodec.flatten, then member by member), and where
 that path rejects a value, the same error (type, message, offset, path) with the
 writer left as it leaves it.
@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pycdr import codesets, marshal, plan, tc
-from pycdr.plan import columns
-from pycdr.values import class_for
+from pycdr import codesets
+from pycdr.codec import marshal, plan, tc
+from pycdr.codec.plan import columns
+from pycdr.codec.values import class_for
 import test_plan_columns as columns_test
 from test_plan_columns import (ALL_KINDS, BIN_STRUCT, CHAR_LONG_LONG, NESTED, ODD_MEMBERS,
                                SHORT_OCTET, WITH_ENUM, all_kinds, bin_struct,
@@ -230,7 +231,7 @@ def test_generated_values_same_octets(members, little, offset, rng):
     assert packed == general
 
 
-@pytest.mark.skipif(marshal.IMPLEMENTATION != "c", reason="pycdr._speedups not in use")
+@pytest.mark.skipif(marshal.IMPLEMENTATION != "c", reason="pycdr.codec._speedups not in use")
 @pytest.mark.parametrize("little", [False, True])
 def test_same_octets_as_the_c_path(little):
     rng = random.Random(7)
@@ -247,9 +248,9 @@ def test_flat_decoder_makes_plain_instances_directly_and_calls_other_classes():
     # The pure decoder makes instances of pycdr's own struct classes without calling
     # them (as the C path does), but a registered class with an __init__ of its own
     # is called for every element, as before.
-    from pycdr import tc as tcs
-    from pycdr.plan import FlatCodec
-    from pycdr.values import Struct, class_for, register
+    from pycdr.codec import tc as tcs
+    from pycdr.codec.plan import FlatCodec
+    from pycdr.codec.values import Struct, class_for, register
 
     plain_tc = tcs.struct("IDL:test/FlatPlain:1.0", "FlatPlain",
                           [("a", tcs.long), ("c", tcs.char)])

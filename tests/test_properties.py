@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import pycdr
 from pycdr.errors import PycdrError
-from pycdr.tcmarshal import decode_typecode_encapsulation, encode_typecode_encapsulation
+from pycdr.codec.tcmarshal import decode_typecode_encapsulation, encode_typecode_encapsulation
 
 from strategies import typecodes, typecodes_and_values
 

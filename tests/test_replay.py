@@ -387,7 +387,7 @@ def test_a_new_key_keeps_the_body_and_its_alignment(version, new_key):
     assert out.body == msg.body
     assert out.body_offset % 8 == _decoded(raw).body_offset % 8
     r = out.body_reader()
-    from pycdr.marshal import read_value
+    from pycdr.codec.marshal import read_value
     assert [read_value(r, p.type) for p in rs.OPS["total"].in_params] == [5, 2.5]
 
 
@@ -660,7 +660,7 @@ def test_reencoding_keeps_the_arguments_and_refuses_what_it_cannot():
     data, call = session.outgoing(encode_message(rs.request(3, "total", [5, 2.5])))
     out = _decoded(data)
     assert (out.version, out.little, out.request_id) == ((1, 0), True, 1)
-    from pycdr.marshal import read_value
+    from pycdr.codec.marshal import read_value
     r = out.body_reader()
     assert [read_value(r, p.type) for p in rs.OPS["total"].in_params] == [5, 2.5]
     unknown = ReplaySession(KeyMap(), reencoding=Reencoding({}, (1, 2)))
@@ -675,7 +675,7 @@ def test_reencoding_keeps_the_arguments_and_refuses_what_it_cannot():
 def fragments(msg, limit: int) -> list:
     """``msg`` as its GIOP 1.1 or 1.2 fragments of at most ``limit`` bytes."""
     from pycdr.giop.messages import encode_fragments
-    from pycdr.marshal import read_value, write_value
+    from pycdr.codec.marshal import read_value, write_value
     params = rs.OPS[msg.operation].in_params
     data = encode_message(msg)
     r = _decoded(data).body_reader()
@@ -720,7 +720,7 @@ def test_fragmented_requests_are_joined_encoded_again_and_cut_as_recorded(
                          "--byte-order", order, "--json", out, "--pcap", written])
         assert result.exit_code == 0, result.output
         version = tuple(int(p) for p in giop.split("."))
-        from pycdr.marshal import read_value
+        from pycdr.codec.marshal import read_value
         assert [(m.operation, m.version, m.little) for m in server.received] == \
             [(r.operation, version, order == "little") for r in requests]
 
@@ -770,7 +770,7 @@ def test_a_fragmented_request_the_recording_ends_in_fails():
 def test_a_profile_addressed_request_goes_to_the_target_by_key():
     import dataclasses
     from pycdr.giop.messages import ProfileAddr
-    from pycdr.iiop import IIOPProfile, encode_profile
+    from pycdr.addressing.iiop import IIOPProfile, encode_profile
     profile = encode_profile(IIOPProfile((1, 2), "10.0.0.2", 2809, b"OldStore"))
     msg = dataclasses.replace(rs.request(4, "list", [2]), target=ProfileAddr(profile))
     for keys, expected in ((KeyMap({b"OldStore": b"NewStore"}), b"NewStore"),

@@ -1,8 +1,8 @@
-"""Differential tests of the C marshal path (pycdr._speedups, issue 7) against the
+"""Differential tests of the C marshal path (pycdr.codec._speedups, issue 7) against the
 pure-Python path: identical bytes, equal values, identical errors.
 
 Two layers are checked:
-- the public functions (pycdr.marshal.*) with the C path on, against the same
+- the public functions (pycdr.codec.marshal.*) with the C path on, against the same
   functions' pure-Python originals (``fn.__wrapped__``): outcomes must match
   exactly, success or error (type, message, offset, path);
 - the C runner itself (``_speedups.read``/``write`` with no Python fallback
@@ -20,19 +20,19 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from pycdr import marshal, tc
-from pycdr.cdr import CDRReader, CDRWriter
+from pycdr.codec import marshal, tc
+from pycdr.codec.cdr import CDRReader, CDRWriter
 from pycdr.errors import CDRError, EncodeError, PycdrError
-from pycdr.plan import plan_for
-from pycdr.typecode import TCKind, resolve
-from pycdr.values import class_for
+from pycdr.codec.plan import plan_for
+from pycdr.codec.typecode import TCKind, resolve
+from pycdr.codec.values import class_for
 from strategies import typecodes, typecodes_and_values, values_for
 
 pytestmark = pytest.mark.skipif(marshal.IMPLEMENTATION != "c",
-                                reason="pycdr._speedups not built or PYCDR_PURE=1")
+                                reason="pycdr.codec._speedups not built or PYCDR_PURE=1")
 
 if marshal.IMPLEMENTATION == "c":
-    from pycdr import _speedups
+    from pycdr.codec import _speedups
 
 K = TCKind
 
@@ -41,7 +41,7 @@ def pure(function):
     """``function`` run with the C path switched off throughout: the pure-Python
     entry points call marshal's (C-backed) read_value/write_value inside, so
     __wrapped__ alone would still encode in C."""
-    from pycdr import _cmarshal
+    from pycdr.codec import _cmarshal
 
     def run(*args, **kwargs):
         _cmarshal.enabled = False
@@ -570,13 +570,13 @@ def test_no_reference_leak():
 
 
 def test_impl_fixture_switches_paths(impl):
-    from pycdr import _cmarshal
+    from pycdr.codec import _cmarshal
     assert _cmarshal.enabled == (impl == "c")
     assert marshal.decode(tc.long, b"\0\0\0\x05") == 5
 
 
 # --------------------------------------------------------------------------
-# The C entry points (pycdr.marshal.encode/decode/..._encapsulation are
+# The C entry points (pycdr.codec.marshal.encode/decode/..._encapsulation are
 # _speedups.entry callables): every keyword combination, odd arguments and
 # hand-backs give exactly what the pure-Python function gives.
 # --------------------------------------------------------------------------
@@ -752,7 +752,7 @@ def test_entry_points_look_like_the_functions():
 def test_entry_points_follow_enabled_flag():
     """With _cmarshal.enabled off every call runs the pure-Python function
     (observed through a node that counts its Python reads)."""
-    from pycdr import _cmarshal
+    from pycdr.codec import _cmarshal
     t = tc.sequence(tc.long)
     data = PY["encode"](t, [1, 2])
     node = plan_for(t)

@@ -11,11 +11,12 @@ offset field itself to the kind of an earlier TypeCode (9.3.5.1; GIOP-NOTES 3.9)
 import pytest
 
 import pycdr
-from pycdr import tc
-from pycdr.cdr import CDRReader, CDRWriter
-from pycdr.tcmarshal import (decode_typecode_encapsulation, encode_typecode_encapsulation,
-                             read_typecode, write_typecode)
-from pycdr.typecode import TCKind
+from pycdr.codec import tc
+from pycdr.codec.cdr import CDRReader, CDRWriter
+from pycdr.codec.tcmarshal import (decode_typecode_encapsulation,
+                                   encode_typecode_encapsulation, read_typecode,
+                                   write_typecode)
+from pycdr.codec.typecode import TCKind
 from test_cdr_types import Color, h
 
 

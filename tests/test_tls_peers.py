@@ -15,9 +15,9 @@ from peers.omni_ssl import (build_echo_client, build_echo_server,  # noqa: E402
                             run_omni_ssl_client, start_omni_ssl_server)
 from peers.process import PeerNotInstalled  # noqa: E402
 from pycdr.cli.main import main as pycdr_main  # noqa: E402
-from pycdr.iiop import SSLSecTrans, decode_profile  # noqa: E402
+from pycdr.addressing.iiop import SSLSecTrans, decode_profile  # noqa: E402
 from pycdr.idl import load  # noqa: E402
-from pycdr.ior import ior_from_string  # noqa: E402
+from pycdr.codec.ior import ior_from_string  # noqa: E402
 from pycdr.orb import ORB  # noqa: E402
 from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, STEP_GIOP, TLSOptions,  # noqa: E402
                            transport_error_of)

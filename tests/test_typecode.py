@@ -4,9 +4,9 @@ get_compact_typecode(), recursive placeholders, and construction checks."""
 
 import pytest
 
-from pycdr import tc
+from pycdr.codec import tc
 from pycdr.errors import BadTypeCodeError
-from pycdr.typecode import BadKind, Bounds, TCKind
+from pycdr.codec.typecode import BadKind, Bounds, TCKind
 
 Pt = tc.struct("IDL:Pt:1.0", "Pt", [("c", tc.char), ("x", tc.long)])
 Color = tc.enum("IDL:Color:1.0", "Color", ["red", "green", "blue"])
@@ -182,8 +182,8 @@ def test_a_union_member_with_several_labels_reads_back():
     """``case 2: case 3: string text;`` repeats the member per label: read off the
     wire each repeat is a TypeCode of its own, equal to the first (not a clash of
     two members named alike)."""
-    from pycdr.cdr import CDRReader, CDRWriter
-    from pycdr.tcmarshal import read_typecode, write_typecode
+    from pycdr.codec.cdr import CDRReader, CDRWriter
+    from pycdr.codec.tcmarshal import read_typecode, write_typecode
     choice = tc.union("IDL:Choice:1.0", "Choice", tc.long, [
         (1, "number", tc.long), (2, "text", tc.string), (3, "text", tc.string)])
     w = CDRWriter()

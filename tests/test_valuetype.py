@@ -11,9 +11,9 @@ chunks are a positive long length, and a chunked value ends with the end tag
 import pytest
 
 import pycdr
-from pycdr import tc
+from pycdr.codec import tc
 from pycdr.errors import DecodeError, NotSupportedError, TruncatedError
-from pycdr.values import ValueBase, class_for
+from pycdr.codec.values import ValueBase, class_for
 from test_cdr_types import h
 
 V = tc.value("IDL:V:1.0", "V", tc.VM_NONE, None, [("a", tc.long)])

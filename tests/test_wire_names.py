@@ -1,6 +1,6 @@
 """Names from the wire that Python folds (issue 25, point 3): member, branch and
 enumerator names of TypeCodes a peer sends are mapped to attribute names by one
-rule (pycdr.values.py_name/field_names), on the C and the pure path alike, and no
+rule (pycdr.codec.values.py_name/field_names), on the C and the pure path alike, and no
 name reaches compiled code unless its NFKC form was checked.
 
 Before: members ``a`` and ``ª`` (U+00AA, NFKC ``a``) made the generated class raise
@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from pycdr import marshal, tc
+from pycdr.codec import marshal, tc
 from pycdr.giop.messages import KeyAddr, Reply, Request, encode_message
-from pycdr.values import Any, field_names, py_name
+from pycdr.codec.values import Any, field_names, py_name
 
 # All ISO-8859-1 (the default char code set, which TypeCode names travel in).
 HOSTILE = ["a", "\u00aa", "\u00b5", "class", "x\u00b2", "x2", "_x", "", "None", "\u00ba"]
@@ -58,7 +58,7 @@ def _decode_both(data):
     """The value decoded on the running path and, when C is built, on the pure path."""
     got = [marshal.decode(tc.any, data)]
     if marshal.IMPLEMENTATION == "c":
-        from pycdr import _cmarshal
+        from pycdr.codec import _cmarshal
         _cmarshal.enabled = False
         try:
             got.append(marshal.decode(tc.any, data))

@@ -23,8 +23,8 @@ from pycdr import idl
 from pycdr.codesets import DEFAULT_TCS_C, DEFAULT_TCS_W
 from pycdr.giop.messages import KeyAddr, Request, decode_message, encode_message
 from pycdr.giop.service_contexts import CodeSetsContext
-from pycdr.iiop import decode_profile
-from pycdr.ior import ior_from_string
+from pycdr.addressing.iiop import decode_profile
+from pycdr.codec.ior import ior_from_string
 from pycdr.orb.invocation import read_results, write_arguments
 
 _SIZE = {False: struct.Struct(">I"), True: struct.Struct("<I")}

@@ -21,7 +21,7 @@ from benchprocs import pin_to_cpu
 
 from pycdr import idl
 from pycdr.orb.aio import run as run_loop
-from pycdr.marshal import IMPLEMENTATION
+from pycdr.codec.marshal import IMPLEMENTATION
 from pycdr.orb import ORB
 from pycdr.orb.sync import SyncORB
 

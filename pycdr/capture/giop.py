@@ -56,13 +56,13 @@ from ..giop.events import NEED_DATA, MessageReceived, ProtocolViolation
 from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE,
                           SUPPORTED_VERSIONS, ZIOP_MAGIC, MsgType, parse_header)
 from ..giop.messages import Reply, ReplyStatus, Request, decode_message
-from ..iiop import IIOPProfile, decode_profile
-from ..marshal import read_value
+from ..addressing.iiop import IIOPProfile, decode_profile
+from ..codec.marshal import read_value
 from ..idl.model import OBJECT_OPERATIONS
 from .read import CaptureReader
 from .tcp import TcpReassembler
-from ..typecode import NAMED_KINDS, TCKind, resolve, value_members
-from ..values import field_names
+from ..codec.typecode import NAMED_KINDS, TCKind, resolve, value_members
+from ..codec.values import field_names
 
 GIOP_PORTS = (683, 2809)
 # Messages that expect an answer, and the answer's type.

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cdr import CDRReader
+from ..codec.cdr import CDRReader
 from ..errors import PycdrError
 from ..giop.header import HEADER_SIZE, MsgType, parse_header
 from ..giop.messages import decode_message
-from ..ior import read_ior
-from ..marshal import read_value
-from ..tcmarshal import read_typecode
-from ..typecode import DEFAULT, TCKind, resolve
+from ..codec.ior import read_ior
+from ..codec.marshal import read_value
+from ..codec.tcmarshal import read_typecode
+from ..codec.typecode import DEFAULT, TCKind, resolve
 
 K = TCKind
 INDIRECTION = 0xFFFFFFFF

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from ..errors import PycdrError
-from ..iiop import IIOPProfile, encode_profile
-from ..ior import IOR
+from ..addressing.iiop import IIOPProfile, encode_profile
+from ..codec.ior import IOR
 from ..giop.header import (FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType,
                            encode_header)
 from ..giop.messages import (KeyAddr, LocateRequest, ProfileAddr, ReferenceAddr, Request,
@@ -46,7 +46,7 @@ class MutationContext:
     def __init__(self, seeds, object_key: bytes, profile=None, ior=None):
         self.seeds = seeds
         self.object_key = object_key
-        self.profile = profile        # pycdr.ior.TaggedProfile of the target, if known
+        self.profile = profile        # pycdr.codec.ior.TaggedProfile of the target, if known
         self.ior = ior
         # The seeds' layouts, worked out once: most mutations start from a
         # seed's unchanged message.  (A mutated message's layout is worked out

@@ -28,10 +28,10 @@ from ..idl import load
 from ..capture.read import read_tcp_segments
 from ..giop.header import FLAG_MORE_FRAGMENTS, HEADER_SIZE, MsgType, parse_header
 from ..giop.messages import KeyAddr, Request, decode_message, encode_message
-from ..marshal import write_value
-from ..typecode import DEFAULT, INTEGER_RANGES, TCKind, resolve
-from ..values import Any, LongDouble, class_for
-from .. import tc
+from ..codec.marshal import write_value
+from ..codec.typecode import DEFAULT, INTEGER_RANGES, TCKind, resolve
+from ..codec.values import Any, LongDouble, class_for
+from ..codec import tc
 
 K = TCKind
 # Seeds bigger than this are left out: the fuzzer wants many small cases.

@@ -28,7 +28,7 @@ fragments' data.  GIOP 1.2 fragments keep the message's alignment (16-byte
 fragment headers, 8-multiple fragment sizes).  GIOP 1.1 fragment data is
 aligned relative to its own fragment: the message remembers where each
 fragment's data starts (``segments``) and is read with a
-:class:`pycdr.cdr.SegmentedReader`, which aligns each part from its own origin.
+:class:`pycdr.codec.cdr.SegmentedReader`, which aligns each part from its own origin.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import collections
 import enum
 import itertools
 
-from ..cdr import CDRReader, DecodeWarning
+from ..codec.cdr import CDRReader, DecodeWarning
 from ..errors import (DecodeError, GIOPError, LocalProtocolError, MessageTooLargeError,
                       PycdrError, UnsupportedVersionError)
 from . import service_contexts as sc

@@ -20,7 +20,7 @@ import zlib
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..cdr import CDRReader, CDRWriter, DecodeWarning
+from ..codec.cdr import CDRReader, CDRWriter, DecodeWarning
 from ..errors import (GIOPError, MessageTooLargeError, NotSupportedError, TruncatedError,
                       UnsupportedVersionError)
 

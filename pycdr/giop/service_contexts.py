@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import codesets
-from ..cdr import CDRReader, CDRWriter
-from ..iiop import decode_encapsulated, read_policy_values, write_policy_values
-from ..ior import IOR, read_ior, write_ior
+from ..codec.cdr import CDRReader, CDRWriter
+from ..addressing.iiop import decode_encapsulated, read_policy_values, write_policy_values
+from ..codec.ior import IOR, read_ior, write_ior
 
 # IOP::ServiceId values (CORBA 3.x Part 2, 7.7.1) and JacORB's padding context.
 CONTEXT_NAMES = {
@@ -277,7 +277,7 @@ class RMICustomMaxStreamFormatContext(ServiceContext):
 class SunORBVersionContext(ServiceContext):
     """The JDK-lineage ORBs' own context: their ORB version, one octet in an encapsulation
     (ORBVersionServiceContext and ORBVersionImpl in their source); the same octet ends their
-    POA object keys (see pycdr.objectkey)."""
+    POA object keys (see pycdr.addressing.objectkey)."""
     context_id = 0x4E454F00
     orb_version: int = 0
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-from ..cdr import CDRReader, CDRWriter
+from ..codec.cdr import CDRReader, CDRWriter
 from ..errors import InvalidValueError
 
 OMG_VMCID = 0x4F4D0000

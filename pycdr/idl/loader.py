@@ -5,7 +5,7 @@ spirit of omniORBpy's importIDL; nothing is generated on disk)."""
 
 from __future__ import annotations
 
-from .. import tc, values
+from ..codec import tc, values
 from .checker import Checker
 from .model import Attribute, Declaration, Interface, IdlModule, Operation, Param
 from .scope import Symbol

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .. import tc
-from ..plan import plan_for
-from ..typecode import TCKind, TypeCode
+from ..codec import tc
+from ..codec.plan import plan_for
+from ..codec.typecode import TCKind, TypeCode
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Operation:
 
     @cached_property
     def in_plans(self) -> tuple:
-        """The marshal plans (pycdr.plan) of the in/inout parameters' types: what
+        """The marshal plans (pycdr.codec.plan) of the in/inout parameters' types: what
         the ORB's one-call paths in C encode and decode the arguments with."""
         return tuple(plan_for(p.type) for p in self.in_params)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..typecode import TCKind, TypeCode, resolve
+from ..codec.typecode import TCKind, TypeCode, resolve
 
 K = TCKind
 _PRIMITIVE_SIZES = {

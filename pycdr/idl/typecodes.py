@@ -1,4 +1,4 @@
-"""TypeCodes for checked IDL (resolved type references -> :mod:`pycdr.tc`).
+"""TypeCodes for checked IDL (resolved type references -> :mod:`pycdr.codec.tc`).
 
 A struct, union or value type that refers to itself (through a sequence, or
 for value types directly) gets a ``tc.recursive(repo_id)`` placeholder,
@@ -7,9 +7,9 @@ which the constructor of the enclosing TypeCode binds.
 
 from __future__ import annotations
 
-from .. import tc
-from ..tcmarshal import MAX_TC_DEPTH
-from ..typecode import TypeCode
+from ..codec import tc
+from ..codec.tcmarshal import MAX_TC_DEPTH
+from ..codec.typecode import TypeCode
 from .diagnostics import Position
 from .scope import ArrayRef, BaseRef, FixedRef, NamedRef, SequenceRef, StringRef, Symbol
 

@@ -12,8 +12,8 @@ import itertools
 import os
 from dataclasses import dataclass
 
-from ..ior import IOR
-from ..objectkey import PYCDR_TRANSIENT_MARKER as TRANSIENT_MARKER
+from ..codec.ior import IOR
+from ..addressing.objectkey import PYCDR_TRANSIENT_MARKER as TRANSIENT_MARKER
 from .servant import Servant
 
 
@@ -38,7 +38,7 @@ class ObjectAdapter:
         """Register ``servant``; returns its object key (``name`` encoded as
         ASCII/bytes for a persistent key, else a new transient key)."""
         if name is None:
-            # pycdr.objectkey describes this layout to readers of the key.
+            # pycdr.addressing.objectkey describes this layout to readers of the key.
             key = TRANSIENT_MARKER + self._adapter_id + next(self._counter).to_bytes(4, "big")
         else:
             key = name.encode("ascii") if isinstance(name, str) else bytes(name)

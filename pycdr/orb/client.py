@@ -29,9 +29,9 @@ import time
 from dataclasses import dataclass, field
 
 from .aio import GiopStream, receive_scratch
-from .. import tc, values
+from ..codec import tc, values
 from ..codesets import ISO_8859_1
-from ..corbaloc import Corbaloc, Corbaname, parse_object_url
+from ..addressing.corbaloc import Corbaloc, Corbaname, parse_object_url
 from ..errors import EncodeError, MessageTooLargeError, ObjectURLError, PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
@@ -42,9 +42,9 @@ from ..giop.service_contexts import CodeSetsContext
 from ..giop.sysexc import (BAD_PARAM, COMM_FAILURE, IMP_LIMIT, INV_OBJREF, MARSHAL,
                            OBJECT_NOT_EXIST, OMG_VMCID, TIMEOUT, TRANSIENT, CompletionStatus)
 from ..idl.model import Interface, Operation, Param
-from ..iiop import CodeSetsComponent, IIOPProfile, decode_profile
-from ..ior import IOR
-from ..marshal import read_value
+from ..addressing.iiop import CodeSetsComponent, IIOPProfile, decode_profile
+from ..codec.ior import IOR
+from ..codec.marshal import read_value
 from . import codesets as orb_codesets
 from .tls import (DEFAULT_TLS, STEP_GIOP, Endpoint, TLSOptions, TransportError,
                   choose_endpoint, classify, open_connection)

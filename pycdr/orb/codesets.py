@@ -6,7 +6,7 @@ connection (GIOP 1.1 and later); they hold for the connection."""
 from __future__ import annotations
 
 from .. import codesets as cs
-from ..iiop import CodeSetsComponent
+from ..addressing.iiop import CodeSetsComponent
 
 # What this ORB publishes: native ISO-8859-1 with UTF-8 conversion for char;
 # native UTF-16 with UCS-2 conversion for wchar (both the CDR core handles).

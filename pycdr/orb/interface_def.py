@@ -16,7 +16,7 @@ The TypeCodes are those of the Interface Repository IDL (CORBA 3.x Part 1,
 
 from __future__ import annotations
 
-from .. import tc
+from ..codec import tc
 from ..idl.model import Interface, Operation
 from .servant import DynamicServant
 

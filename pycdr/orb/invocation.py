@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .. import tc
-from ..cdr import CDRReader, CDRWriter
+from ..codec import tc
+from ..codec.cdr import CDRReader, CDRWriter
 # (the operations every object has, for the client and the server)
 from ..idl.model import IS_A, NON_EXISTENT, OBJECT_OPERATIONS, Operation, Param  # noqa: F401
-from ..marshal import IMPLEMENTATION, read_value, write_value
-from ..plan import OctetSeqNode, plan_for
-from ..typecode import TCKind
+from ..codec.marshal import IMPLEMENTATION, read_value, write_value
+from ..codec.plan import OctetSeqNode, plan_for
+from ..codec.typecode import TCKind
 
 # The ORB's one-call paths in C (issue 21): the server's Request -> Reply
 # (server.RequestDispatch), the client's Request encoding and Reply decoding
@@ -27,8 +27,8 @@ from ..typecode import TCKind
 # whole call over a plain socket (exchange).  None on the pure-Python
 # path (PYCDR_PURE=1): every message takes the general one.
 if IMPLEMENTATION == "c":
-    from .._speedups import decode_reply, encode_request, serve_request
-    from .. import _speedups
+    from ..codec._speedups import decode_reply, encode_request, serve_request
+    from ..codec import _speedups
     # The blocking client's whole twoway call (blocking.BlockingConnection) and the
     # threaded server's read-serve-reply (threads.ThreadConnection): POSIX only.
     exchange = getattr(_speedups, "exchange", None)

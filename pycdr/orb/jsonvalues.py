@@ -13,11 +13,11 @@ import json
 import math
 from decimal import Decimal, InvalidOperation
 
-from .. import tc as tcs
+from ..codec import tc as tcs
 from ..idl.typecodes import IDL_NAMES
-from ..ior import IOR, ior_from_string, ior_to_string
-from ..typecode import INTEGER_RANGES, TCKind as K, describe
-from ..values import Any, EnumItem, LongDouble, Struct, Union, UserException, class_for
+from ..codec.ior import IOR, ior_from_string, ior_to_string
+from ..codec.typecode import INTEGER_RANGES, TCKind as K, describe
+from ..codec.values import Any, EnumItem, LongDouble, Struct, Union, UserException, class_for
 
 _ANY_BASIC = {"long": tcs.long, "double": tcs.double, "string": tcs.string,
               "boolean": tcs.boolean, "longlong": tcs.longlong, "octet": tcs.octet}

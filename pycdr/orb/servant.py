@@ -29,7 +29,7 @@ class Servant(abc.ABC):
     """Base: a servant implements one IDL interface."""
 
     # True: in/inout sequences of short..double arrive as array.array, not lists
-    # (pycdr.marshal.decode's numeric_arrays mapping, for servants moving bulk data).
+    # (pycdr.codec.marshal.decode's numeric_arrays mapping, for servants moving bulk data).
     numeric_arrays = False
     # True: an in/inout sequence<octet> arrives as a memoryview of the request message
     # (read_arguments' octet_views), not a bytes copy: for servants of bulk octets.

@@ -31,7 +31,7 @@ import ssl
 import time
 from dataclasses import dataclass
 
-from ..corbaloc import Corbaloc, IIOPAddress
+from ..addressing.corbaloc import Corbaloc, IIOPAddress
 from ..errors import EncodeError, PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import (NEED_DATA, TAKEN, Answer, ConnectionClosed, MessageReceived,
@@ -44,11 +44,11 @@ from ..giop.service_contexts import CodeSetsContext
 from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHAL,
                            OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
                            SystemException)
-from ..iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
-from ..ior import IOR, ior_to_string
+from ..addressing.iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
+from ..codec.ior import IOR, ior_to_string
 from ..codesets import DEFAULT_TCS_C, ISO_8859_1
-from ..marshal import write_value
-from ..values import UserException
+from ..codec.marshal import write_value
+from ..codec.values import UserException
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
 from .aio import GiopStream, Resume, receive_scratch, set_socket_buffers

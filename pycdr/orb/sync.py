@@ -16,7 +16,7 @@ import asyncio
 import functools
 import threading
 
-from .. import tc
+from ..codec import tc
 
 from . import blocking as blocking_calls
 from .aio import new_event_loop

@@ -30,10 +30,7 @@ except ImportError:           # the tls extra; without it probe reports fingerpr
     x509 = None
 
 from ..errors import PycdrError
-from ..iiop import (CONFIDENTIALITY, ESTABLISH_TRUST_IN_CLIENT,
-                    ESTABLISH_TRUST_IN_TARGET, INTEGRITY, CompoundSecMech, CSISecMechList,
-                    IIOPProfile, SSLSecTrans, TLSSecTrans,
-                    association_options)
+from ..addressing.iiop import CONFIDENTIALITY, ESTABLISH_TRUST_IN_CLIENT, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, CompoundSecMech, CSISecMechList, IIOPProfile, SSLSecTrans, TLSSecTrans, association_options
 from .tlstransport import TLSSocketTransport, handshake
 
 # The steps of reaching an endpoint, in order.

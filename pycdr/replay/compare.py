@@ -19,17 +19,17 @@ from __future__ import annotations
 import math
 import re
 
-from .. import marshal
+from ..codec import marshal
 from ..errors import PycdrError
 from ..giop.messages import LocateReply, LocateStatus, Reply, ReplyStatus
-from ..iiop import IIOPProfile, decode_profile
-from ..marshal import read_value
+from ..addressing.iiop import IIOPProfile, decode_profile
+from ..codec.marshal import read_value
 from ..capture.giop import flatten_value, leaf_text, union_branch
-from ..plan import plan_for
-from ..typecode import TCKind, resolve
+from ..codec.plan import plan_for
+from ..codec.typecode import TCKind, resolve
 
 if marshal.IMPLEMENTATION == "c":
-    from .. import _cmarshal
+    from ..codec import _cmarshal
 
 # Longest text of a value in a difference (the JSON output carries both replies whole).
 MAX_VALUE_TEXT = 200

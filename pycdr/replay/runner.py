@@ -47,16 +47,16 @@ PUMP_MAX = 0
 if os.environ.get("PYCDR_PURE") != "1":
     try:
         from .._replaylane import PUMP_MAX, Lane as _Lane, pump as _pump
-        from .._speedups import read as _c_read
+        from ..codec._speedups import read as _c_read
     except ImportError:          # not built: every call in Python
         pass
 
-from ..corbaloc import Corbaloc, IIOPAddress, parse_object_url
+from ..addressing.corbaloc import Corbaloc, IIOPAddress, parse_object_url
 from ..errors import PycdrError
 from ..giop.header import MAX_MESSAGE_SIZE, MsgType
 from ..giop.messages import Reply, decode_message
-from ..iiop import IIOPProfile, decode_profile
-from ..ior import ior_from_string
+from ..addressing.iiop import IIOPProfile, decode_profile
+from ..codec.ior import ior_from_string
 from ..orb.tls import DEFAULT_TLS, Endpoint, TLSOptions, TransportError, choose_endpoint, connect
 from ..capture.giop import CaptureDecoder
 from ..capture.read import CaptureReader

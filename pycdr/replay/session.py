@@ -29,8 +29,8 @@ from ..giop.header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MES
 from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, MessageError,
                              ProfileAddr, ReferenceAddr, Reply, Request, decode_message,
                              encode_fragments, encode_message)
-from ..iiop import IIOPProfile, decode_profile
-from ..marshal import read_value, write_value
+from ..addressing.iiop import IIOPProfile, decode_profile
+from ..codec.marshal import read_value, write_value
 
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
 _REQUEST, _LOCATE_REQUEST, _CANCEL = (MsgType.Request.value, MsgType.LocateRequest.value,

@@ -21,8 +21,8 @@ from peers.combat_interface import combat_echo_servant, combat_ir
 from peers.process import (
     LOOPBACK, PEERS_DIR, PeerError, PeerNotInstalled, PeerProcess, RunningPeer,
     run_client_process, start_server_with_retries)
-from pycdr.iiop import decode_iiop_profile
-from pycdr.ior import ior_from_string
+from pycdr.addressing.iiop import decode_iiop_profile
+from pycdr.codec.ior import ior_from_string
 
 COMBAT_PROGRAMS = os.path.join(PEERS_DIR, "combat")
 # Where Debian's tcl-combat puts the package (tclsh finds it there by itself).

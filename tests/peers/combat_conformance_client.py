@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from peers.combat import tclsh_command, write_interface  # noqa: E402
 from pycdr.conformance.echo import ECHO_INTERFACE, load_echo_module  # noqa: E402
 from pycdr.giop.sysexc import CompletionStatus  # noqa: E402
-from pycdr.typecode import TCKind as K  # noqa: E402
+from pycdr.codec.typecode import TCKind as K  # noqa: E402
 
 # The any's contract type names and Combat's names of those TypeCodes.
 ANY_TYPES = {"long": "long", "double": "double", "string": "string", "boolean": "boolean",

@@ -9,7 +9,7 @@ The IR form (Combat's str.tcl, SimpleTypeRepository::addItem): one item a defini
 earlier item (a struct may name itself: Combat registers it before reading its members).
 """
 
-from pycdr.typecode import DEFAULT, TCKind
+from pycdr.codec.typecode import DEFAULT, TCKind
 
 _PRIMITIVES = {
     TCKind.tk_void: "void", TCKind.tk_short: "short", TCKind.tk_long: "long",

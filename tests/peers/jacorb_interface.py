@@ -1,6 +1,6 @@
 """What the Java peers (JacORB, the OpenJDK and GlassFish ORBs) know of an IDL interface, and how
 values cross to them: pycdr computes everything, the ORB only reads it. One fact, one place: the
-IDL goes through pycdr's IDL front end; its TypeCodes are written with pycdr.tcmarshal as CDR
+IDL goes through pycdr's IDL front end; its TypeCodes are written with pycdr.codec.tcmarshal as CDR
 encapsulations; the Java programs (jacorb/src/pycdrpeers/InterfaceDescription.java) read them with
 the ORB's own CDR streams (JacORB) or the standard IOP Codec (the others).
 
@@ -19,10 +19,10 @@ followed by the out/inout values of a reply, each as one big-endian GIOP 1.2 CDR
 with org.omg.CORBA.Any.read_value/write_value on the ORB's CDR streams there.
 """
 
-from pycdr.cdr import CDRReader, CDRWriter
-from pycdr.marshal import read_value
+from pycdr.codec.cdr import CDRReader, CDRWriter
+from pycdr.codec.marshal import read_value
 from pycdr.orb.invocation import read_results, write_arguments
-from pycdr.tcmarshal import encode_typecode_encapsulation
+from pycdr.codec.tcmarshal import encode_typecode_encapsulation
 
 # The CDR of the values exchanged with the JacORB programs (they set the same on their streams).
 VALUE_VERSION = (1, 2)

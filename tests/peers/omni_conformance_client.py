@@ -20,7 +20,7 @@ from omniORB import CORBA  # noqa: E402
 
 import omni_idl  # noqa: E402
 from pycdr.conformance.echo import ECHO_INTERFACE, load_echo_module  # noqa: E402
-from pycdr.typecode import TCKind as K  # noqa: E402
+from pycdr.codec.typecode import TCKind as K  # noqa: E402
 
 ECHO = load_echo_module().interfaces[ECHO_INTERFACE]
 ANY_TYPECODES = {"long": CORBA.TC_long, "double": CORBA.TC_double, "string": CORBA.TC_string,

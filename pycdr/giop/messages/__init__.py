@@ -2,10 +2,10 @@
 
 ``decode_message(data)`` turns the bytes of one complete message into a
 message object and a list of warnings; ``encode_message(msg)`` does the
-reverse.  Everything is read with :class:`pycdr.cdr.CDRReader` with the
+reverse.  Everything is read with :class:`pycdr.codec.cdr.CDRReader` with the
 alignment origin at the first header byte.  Operation arguments and reply
 results stay raw (``body``, starting at ``body_offset`` in the message) for
-``pycdr.marshal.read_value`` to decode: ``msg.body_reader()`` gives a reader
+``pycdr.codec.marshal.read_value`` to decode: ``msg.body_reader()`` gives a reader
 positioned and aligned correctly.
 
 Layout rules that real ORBs disagree about, and what is done here:

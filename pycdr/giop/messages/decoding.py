@@ -4,11 +4,11 @@ the decoders of each message's header fields, ``split_messages``."""
 
 from __future__ import annotations
 
-from ...cdr import CDRReader, DecodeWarning, SegmentedReader
+from ...codec.cdr import CDRReader, DecodeWarning, SegmentedReader
 from ...errors import (DecodeError, GIOPError, InvalidValueError, MessageTooLargeError, PycdrError,
                        TruncatedError)
-from ...ior import TaggedProfile, read_ior
-from ...marshal import read_value
+from ...codec.ior import TaggedProfile, read_ior
+from ...codec.marshal import read_value
 from .. import service_contexts as sc
 from ..header import (FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, FLAG_ZIOP_ENABLED,
                       FLAG_ZIOP_SUPPORTED, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHeader, MsgType,
@@ -163,7 +163,7 @@ def decode_message(data, *, lenient: bool = False, user_exceptions=None,
     where it is framed), checked while inflating; beyond it a
     :class:`pycdr.errors.MessageTooLargeError`, lenient or not.  ``segments``: for a message
     reassembled from GIOP 1.1 fragments, ``(start, origin)`` of each fragment's
-    data (see :class:`pycdr.cdr.SegmentedReader`).  ``header``: ``parse_header(data)``
+    data (see :class:`pycdr.codec.cdr.SegmentedReader`).  ``header``: ``parse_header(data)``
     when the caller (a framer) has it already.  ``field_offsets=False`` (strict
     only; an ORB's hot path): ``offsets`` and ``padding`` stay empty, which saves
     a third of the header decoding; errors are the same.  ``body_view`` (with

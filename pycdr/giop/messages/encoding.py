@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-from ...cdr import CDRReader, CDRWriter, FragmentingWriter
+from ...codec.cdr import CDRReader, CDRWriter, FragmentingWriter
 from ...errors import EncodeError
-from ...ior import write_ior
+from ...codec.ior import write_ior
 from .. import service_contexts as sc
 from ..header import HEADER_SIZE, MsgType, encode_header, may_fragment, parse_header
 from ..sysexc import write_system_exception
@@ -115,7 +115,7 @@ def encode_fragments(msg: Message, data: bytes, max_fragment_size: int, *,
 
     GIOP 1.2/1.3 Request and Reply: the encoded message cut into Fragments
     (:func:`fragment_message`).  GIOP 1.1 Request and Reply: encoded again by
-    a :class:`~pycdr.cdr.FragmentingWriter`, since 1.1 fragment data is aligned
+    a :class:`~pycdr.codec.cdr.FragmentingWriter`, since 1.1 fragment data is aligned
     from each fragment's own start (``write_body`` must write the same body
     again).  Anything else (GIOP 1.0 has no fragments; other messages may not
     be fragmented): ``[data]``."""

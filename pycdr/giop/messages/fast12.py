@@ -1,6 +1,6 @@
 """The ORB's hot path of decoding: GIOP 1.2/1.3 Requests with a KeyAddr target
 and NO_EXCEPTION Replies read by struct calls over the bytes, in Python or
-(on the C path) by :mod:`pycdr._speedups`; anything else is left to
+(on the C path) by :mod:`pycdr.codec._speedups`; anything else is left to
 :func:`pycdr.giop.messages.decode_message`'s general decoder."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from __future__ import annotations
 import dataclasses
 import struct
 
-from ... import marshal
-from ...cdr import CDRReader
+from ...codec import marshal
+from ...codec.cdr import CDRReader
 from ...errors import PycdrError
 from .. import service_contexts as sc
 from ..header import GIOP_MAGIC, GiopHeader, MsgType, parse_header
 from .model import AddressingDisposition, KeyAddr, Message, Reply, ReplyStatus, Request
 
 if marshal.IMPLEMENTATION == "c":
-    from ..._speedups import configure_giop, decode_common_12
+    from ...codec._speedups import configure_giop, decode_common_12
 
 
 # --- The ORB's hot path: GIOP 1.2/1.3 Requests with a KeyAddr target and
@@ -25,7 +25,7 @@ if marshal.IMPLEMENTATION == "c":
 # decoder).  Anything else -- another version, target or status, a note-worthy
 # flag or reserved octet, a bound crossed -- returns None and takes the general
 # path, which judges it and gives the detailed decoder's errors.
-# pycdr._speedups.decode_common_12 is _decode_common_12 in C, used on the C path
+# pycdr.codec._speedups.decode_common_12 is _decode_common_12 in C, used on the C path
 # (see _c_decode_common_12 below): a change here is a change there too, and
 # tests/test_giop_fast_decode.py and .ci/fuzz_speedups.py compare the two.
 _REQUEST_12_START = {False: struct.Struct(">IB3sH"), True: struct.Struct("<IB3sH")}
@@ -137,7 +137,7 @@ def _field_template(cls) -> tuple[dict, tuple]:
 
 
 def _c_decode_common_12():
-    """_decode_common_12 run by pycdr._speedups when pycdr runs its C path (the same
+    """_decode_common_12 run by pycdr.codec._speedups when pycdr runs its C path (the same
     messages, or None, for the same bytes: tests/test_giop_fast_decode.py); None
     on the pure-Python path."""
     if marshal.IMPLEMENTATION != "c":

@@ -9,8 +9,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ...cdr import CDRReader, SegmentedReader
-from ...ior import IOR, TaggedProfile, ior_to_string, printable_key
+from ...codec.cdr import CDRReader, SegmentedReader
+from ...codec.ior import IOR, TaggedProfile, ior_to_string, printable_key
 from ..header import FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, MsgType, ZiopInfo
 from ..sysexc import SystemException
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from . import codesets
-from .errors import (BoundExceededError, CodeSetDecodeError, CodeSetEncodeError,
-                     DecodeError, EncodeError, InvalidValueError, TruncatedError)
+from .. import codesets
+from ..errors import (BoundExceededError, CodeSetDecodeError, CodeSetEncodeError, DecodeError,
+                      EncodeError, InvalidValueError, TruncatedError)
 
 GIOP_1_0 = (1, 0)
 GIOP_1_1 = (1, 1)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import codesets
-from .cdr import CDRReader, CDRWriter
-from .errors import DecodeError, InvalidValueError
-from .ior import IOR, TAG_INTERNET_IOP, TAG_MULTIPLE_COMPONENTS, TaggedProfile
+from .. import codesets
+from ..codec.cdr import CDRReader, CDRWriter
+from ..errors import DecodeError, InvalidValueError
+from ..codec.ior import IOR, TAG_INTERNET_IOP, TAG_MULTIPLE_COMPONENTS, TaggedProfile
 
 # IOP::ComponentId values (CORBA 3.x Part 2 7.6.6, CSIv2, omniORB's own).
 TAG_ORB_TYPE = 0

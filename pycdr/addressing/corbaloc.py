@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ObjectURLError
-from .ior import IOR, ior_from_string
-from .iiop import (CONFIDENTIALITY, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, IIOPProfile,
-                   SSLSecTrans, make_ior)
+from ..errors import ObjectURLError
+from ..codec.ior import IOR, ior_from_string
+from .iiop import CONFIDENTIALITY, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, IIOPProfile, SSLSecTrans, make_ior
 
 DEFAULT_PORT = 2809
 DEFAULT_IIOP_VERSION = (1, 0)

@@ -1,10 +1,10 @@
 """Plan nodes of the scalar types (numbers, boolean, octet, char, wchar,
 strings, long double, fixed, enum, null) and the base class of every plan node.
 
-They are the leaves of every plan (:mod:`pycdr.plan` builds the rest on them),
-and they sit below TypeCode marshaling: :mod:`pycdr.tcmarshal` reads and writes
+They are the leaves of every plan (:mod:`pycdr.codec.plan` builds the rest on them),
+and they sit below TypeCode marshaling: :mod:`pycdr.codec.tcmarshal` reads and writes
 a union's labels with its discriminator's node (:func:`scalar_plan`), the same
-node :func:`pycdr.plan.plan_for` gives for that TypeCode.
+node :func:`pycdr.codec.plan.plan_for` gives for that TypeCode.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import array
 from decimal import Decimal, InvalidOperation, localcontext
 
 from .cdr import BE, LE, CDRReader, CDRWriter
-from .errors import EncodeError, InvalidValueError, NotSupportedError
+from ..errors import EncodeError, InvalidValueError, NotSupportedError
 from .typecode import INTEGER_RANGES, TCKind, TypeCode, resolve
 from . import values as V
 
@@ -45,7 +45,7 @@ class Node:
     align = 1              # alignment of the first primitive
     min_wire = 1           # fewest bytes a value can take (bounds counts before allocating)
     # A value type's state: a member that is (or may be) a value itself sits
-    # between the chunks of the enclosing value, not inside one (pycdr.valuetype).
+    # between the chunks of the enclosing value, not inside one (pycdr.codec.valuetype).
     holds_values = False
 
     def read(self, r: CDRReader):  # pragma: no cover - abstract
@@ -338,7 +338,7 @@ def scalar_node(tc: TypeCode) -> Node | None:
 
 def scalar_plan(tc: TypeCode) -> Node:
     """The plan of a scalar TypeCode (aliases seen through), made once and
-    cached on the TypeCode where pycdr.plan.plan_for caches every plan, so both
+    cached on the TypeCode where pycdr.codec.plan.plan_for caches every plan, so both
     give the same node."""
     real = resolve(tc).unalias()
     node = real._plans

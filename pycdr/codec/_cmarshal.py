@@ -1,4 +1,4 @@
-"""The C fast path of :mod:`pycdr.marshal`: the same plans, run by ``pycdr._speedups``.
+"""The C fast path of :mod:`pycdr.codec.marshal`: the same plans, run by ``pycdr.codec._speedups``.
 
 ``wrap(...)`` takes marshal's six pure-Python entry points and returns C-backed
 versions with the same signatures.  ``encode``, ``decode`` and the two
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import functools
 
-from . import codesets
-from ._speedups import (Fallback, configure as _c_configure, entry as _c_entry, read as _c_read,
-                        touches_context, write as _c_write)
+from .. import codesets
+from ._speedups import (Fallback, configure as _c_configure, entry as _c_entry,
+                        read as _c_read, touches_context, write as _c_write)
 from .cdr import DEFAULT_VERSION, CDRReader, CDRWriter
-from .errors import CDRError
+from ..errors import CDRError
 from .plan import plan_for
 from .typecode import TypeCode
 

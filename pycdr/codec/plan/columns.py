@@ -1,7 +1,7 @@
 """Generated fast paths for sequences of fixed-size structs: element packers
 (one ``Struct`` call an element), column writers and column readers (one
 member at a time over every element), and element builders.  Which one a
-sequence takes is :class:`pycdr.plan.sequences.SequenceNode`'s choice."""
+sequence takes is :class:`pycdr.codec.plan.sequences.SequenceNode`'s choice."""
 
 from __future__ import annotations
 

@@ -11,12 +11,11 @@
     ])
 """
 
-from .typecode import (DEFAULT, PRIVATE_MEMBER, PUBLIC_MEMBER, VM_ABSTRACT,  # noqa: F401
-                       VM_CUSTOM, VM_NONE, VM_TRUNCATABLE, TCKind, TypeCode,
-                       alias_tc, array_tc, enum_tc, exception_tc, fixed_tc,
-                       native_tc, objref_tc, primitive, recursive_tc,
-                       sequence_tc, string_tc, struct_tc, union_tc,
-                       value_box_tc, value_tc, wstring_tc)
+from .typecode import (DEFAULT, PRIVATE_MEMBER, PUBLIC_MEMBER, VM_ABSTRACT, VM_CUSTOM, VM_NONE,
+                       VM_TRUNCATABLE, TCKind, TypeCode, alias_tc, array_tc, enum_tc,
+                       exception_tc, fixed_tc, native_tc, objref_tc, primitive, recursive_tc,
+                       sequence_tc, string_tc, struct_tc, union_tc, value_box_tc, value_tc,
+                       wstring_tc)
 
 _K = TCKind
 

@@ -21,7 +21,7 @@ value that does not fit) drops to the member-by-member path, which gives the
 precise error or warning with offset and path.
 
 The modules, by job:
-- :mod:`pycdr.scalars` (below TypeCode marshaling, which uses it for union
+- :mod:`pycdr.codec.scalars` (below TypeCode marshaling, which uses it for union
   labels): the base ``Node`` and the nodes of the scalar types;
 - :mod:`.constructed`: structs, exceptions, unions, the recursion guard;
 - :mod:`.sequences`: sequences and arrays;
@@ -39,8 +39,7 @@ from .constructed import RecursionGuard, StructNode, UnionNode
 from .dynamic import (AbstractInterfaceNode, AnyNode, NativeNode, ObjRefNode, TypeCodeNode,
                       ValueNode)
 from .flat import FlatCodec
-from .sequences import (BooleanSeqNode, CharSeqNode, NumberSeqNode, OctetSeqNode,
-                        SequenceNode)
+from .sequences import BooleanSeqNode, CharSeqNode, NumberSeqNode, OctetSeqNode, SequenceNode
 
 __all__ = [
     "plan_for", "MAX_DEPTH", "GC_PAUSE_MIN", "Node",

@@ -1,7 +1,7 @@
 """Marshaling by TypeCode: the public entry points.
 
 Stream forms (for message bodies and anything already positioned in a
-stream) take a :class:`~pycdr.cdr.CDRReader` / :class:`~pycdr.cdr.CDRWriter`;
+stream) take a :class:`~pycdr.codec.cdr.CDRReader` / :class:`~pycdr.codec.cdr.CDRWriter`;
 the byte forms make one.  ``offset`` is where the value starts relative to the
 alignment origin (a GIOP body starts at offset 12, or 16/24 after 1.2
 headers; a value alone starts at 0).  Encapsulation forms carry the byte order
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 
-from . import codesets
+from .. import codesets
 from .cdr import DEFAULT_VERSION, CDRReader, CDRWriter
-from .errors import DecodeError
+from ..errors import DecodeError
 from .plan import plan_for
 from .typecode import TypeCode
 
@@ -94,7 +94,7 @@ def decode_encapsulation(tc: TypeCode, data, *, version=DEFAULT_VERSION,
 
 
 # --------------------------------------------------------------------------
-# The C fast path (issue 7): pycdr._speedups runs the same plans unless
+# The C fast path (issue 7): pycdr.codec._speedups runs the same plans unless
 # PYCDR_PURE=1; it hands anything it does not take back to the functions
 # above (see pycdr/_cmarshal.py).  IMPLEMENTATION says which path is in use.
 # --------------------------------------------------------------------------

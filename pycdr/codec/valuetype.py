@@ -22,8 +22,8 @@ primitives; every ORB examined ends chunks only around nested values).
 from __future__ import annotations
 
 from .cdr import CDRReader, CDRWriter
-from .errors import (CDRError, DecodeError, EncodeError, InvalidValueError,
-                     NotSupportedError, RecursionLimitError, TruncatedError)
+from ..errors import (CDRError, DecodeError, EncodeError, InvalidValueError, NotSupportedError,
+                      RecursionLimitError, TruncatedError)
 from .typecode import (VALUE_KINDS, VM_CUSTOM, VM_TRUNCATABLE, TCKind, TypeCode, resolve,
                        value_members)
 from . import values as V
@@ -105,7 +105,7 @@ def _close_chunk(w: CDRWriter, vc: _ValueContext) -> None:
 def write_value_instance(w: CDRWriter, formal: TypeCode | None, v, plans) -> None:
     """Write a value (or null, or an indirection to one written before) of the
     formal type ``formal`` (None: the value's own type); ``plans`` gives the
-    plan of each member's TypeCode (pycdr.plan.plan_for)."""
+    plan of each member's TypeCode (pycdr.codec.plan.plan_for)."""
     vc = _ctx(w)
     if v is None:
         if vc.chunk_start is not None:
@@ -251,7 +251,7 @@ def _leave_chunk(r: CDRReader, vc: _ValueContext) -> None:
 def read_value_instance(r: CDRReader, formal: TypeCode | None, plans):
     """Read a value (or null, or an indirection) of the formal type ``formal``
     (None: whatever type the value names); ``plans`` gives the plan of each
-    member's TypeCode (pycdr.plan.plan_for)."""
+    member's TypeCode (pycdr.codec.plan.plan_for)."""
     vc = _ctx(r)
     if vc.outer_end is None:
         vc.outer_end = r.limit

@@ -19,8 +19,8 @@ import copyreg
 import struct
 
 from .cdr import BE, LE, CDRReader, CDRWriter
-from .errors import (BadTypeCodeError, CDRError, EncodeError, InvalidTypeCodeError,
-                     RecursionLimitError)
+from ..errors import (BadTypeCodeError, CDRError, EncodeError, InvalidTypeCodeError,
+                      RecursionLimitError)
 from .scalars import scalar_plan
 from .typecode import (DEFAULT, DISCRIMINATOR_KINDS, INTEGER_RANGES, PRIMITIVE_KINDS,
                        RecursiveTypeCode, TCKind, TypeCode, enum_tc, exception_tc, primitive,

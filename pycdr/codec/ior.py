@@ -4,7 +4,7 @@
 ``struct TaggedProfile { ProfileId tag; sequence<octet> profile_data; }``.
 A nil reference has an empty type_id and no profiles; it maps to ``None``.
 A stringified IOR is ``IOR:`` and the hex of an encapsulation of the IOR.
-Profile bodies and components are decoded by :mod:`pycdr.iiop`.
+Profile bodies and components are decoded by :mod:`pycdr.addressing.iiop`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .cdr import CDRReader, CDRWriter
-from .errors import ObjectURLError
+from ..errors import ObjectURLError
 
 TAG_INTERNET_IOP = 0
 TAG_MULTIPLE_COMPONENTS = 1

@@ -6,8 +6,8 @@ from __future__ import annotations
 import struct
 from operator import attrgetter
 
-from .. import codesets
-from ..errors import CDRError, EncodeError, InvalidValueError, RecursionLimitError
+from ... import codesets
+from ...errors import CDRError, EncodeError, InvalidValueError, RecursionLimitError
 from ..scalars import EnumNode, Node
 from ..typecode import DEFAULT, TCKind, TypeCode
 from .. import values as V

@@ -1,5 +1,5 @@
 """What the plan modules share: the bounds of a decode (the C path reads
-``MAX_DEPTH`` and ``GC_PAUSE_MIN`` from :mod:`pycdr.plan` at import) and the
+``MAX_DEPTH`` and ``GC_PAUSE_MIN`` from :mod:`pycdr.codec.plan` at import) and the
 signal a fast path gives when only the general path may judge a value."""
 
 from __future__ import annotations

@@ -3,15 +3,14 @@ into a tree of nodes and caches it on the TypeCode."""
 
 from __future__ import annotations
 
-from ..errors import NotSupportedError
+from ...errors import NotSupportedError
 from ..scalars import _NUMERIC, Node, OctetNode, scalar_node
 from ..typecode import RecursiveTypeCode, TCKind, TypeCode, resolve
 from .. import values as V
 from .constructed import RecursionGuard, StructNode, UnionNode
 from .dynamic import (AbstractInterfaceNode, AnyNode, NativeNode, ObjRefNode, TypeCodeNode,
                       ValueNode)
-from .sequences import (BooleanSeqNode, CharSeqNode, NumberSeqNode, OctetSeqNode,
-                        SequenceNode)
+from .sequences import BooleanSeqNode, CharSeqNode, NumberSeqNode, OctetSeqNode, SequenceNode
 
 K = TCKind
 

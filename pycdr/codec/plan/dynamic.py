@@ -1,14 +1,14 @@
 """Plan nodes whose values carry or reach beyond their static type: any (its
 TypeCode, then a value of that type), TypeCode, object references, abstract
-interfaces, values (:mod:`pycdr.valuetype`), and native (no encoding).
+interfaces, values (:mod:`pycdr.codec.valuetype`), and native (no encoding).
 
 Any, abstract-interface and value nodes meet types on the wire that no plan
 was compiled for; the compiler gives them ``plans`` (TypeCode -> node, its
-:func:`~pycdr.plan.plan_for`) to compile those on first use."""
+:func:`~pycdr.codec.plan.plan_for`) to compile those on first use."""
 
 from __future__ import annotations
 
-from ..errors import CDRError, EncodeError, NotSupportedError, RecursionLimitError
+from ...errors import CDRError, EncodeError, NotSupportedError, RecursionLimitError
 from ..ior import IOR, NIL, read_ior, write_ior
 from ..scalars import Node
 from ..tcmarshal import read_typecode, write_typecode

@@ -20,8 +20,8 @@ sequence<char>, char[N]       str
 other sequences, arrays       list (nested lists for multi-dimensional arrays)
 alias                         the value of the aliased type
 any                           :class:`Any` (TypeCode and value)
-TypeCode                      :class:`pycdr.typecode.TypeCode`
-Object reference              :class:`pycdr.ior.IOR` (``None`` for nil)
+TypeCode                      :class:`pycdr.codec.typecode.TypeCode`
+Object reference              :class:`pycdr.codec.ior.IOR` (``None`` for nil)
 valuetype                     a :class:`ValueBase` subclass (``None`` for null)
 value box                     the boxed value (``None`` for null)
 ============================  ===============================================

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cdr import CDRReader
-from .errors import DecodeError
+from ..codec.cdr import CDRReader
+from ..errors import DecodeError
 
 JDK_MAGICS = {0xAFABCAFE: "JDK 1.2-1.3", 0xAFABCAFF: "JDK 1.3.1", 0xAFABCB00: "JDK 1.4 or later"}
 JDK_MAGIC_NEWER = 0xAFABCB00

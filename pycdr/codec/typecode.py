@@ -1,6 +1,6 @@
 """TypeCodes: immutable descriptions of IDL types (CORBA 3.x TypeCode interface).
 
-A TypeCode is built once (in code through :mod:`pycdr.tc`, from IDL through
+A TypeCode is built once (in code through :mod:`pycdr.codec.tc`, from IDL through
 :mod:`pycdr.idl`, or decoded from CDR) and never changes afterwards.  The
 accessor methods follow the CORBA TypeCode interface (``kind()``, ``id()``,
 ``member_count()``, ``member_label(i)``, ``content_type()``, ...) and raise
@@ -17,7 +17,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any as _AnyT, Iterable, Sequence
 
-from .errors import BadTypeCodeError, PycdrError
+from ..errors import BadTypeCodeError, PycdrError
 
 
 class TCKind(IntEnum):
@@ -126,7 +126,7 @@ DEFAULT = _DefaultLabel()
 
 
 class TypeCode:
-    """An immutable IDL type description. Build with :mod:`pycdr.tc`."""
+    """An immutable IDL type description. Build with :mod:`pycdr.codec.tc`."""
 
     __slots__ = ("_kind", "_id", "_name", "_member_names", "_member_types",
                  "_labels", "_disc", "_default_index", "_length", "_content",
@@ -158,8 +158,8 @@ class TypeCode:
         self._base = base
         self._visibilities = tuple(visibilities)
         self._hash = None
-        self._pyclass = None  # the Python class of its values (pycdr.values), a cache
-        self._plans = None  # marshal plans, filled by pycdr.plan (a cache, not state)
+        self._pyclass = None  # the Python class of its values (pycdr.codec.values), a cache
+        self._plans = None  # marshal plans, filled by pycdr.codec.plan (a cache, not state)
 
     def __setattr__(self, name, value):
         # Immutable after construction, except for the caches.
@@ -459,7 +459,7 @@ def describe(tc: TypeCode, depth: int = 0) -> str:
 
 
 # --------------------------------------------------------------------------
-# Constructors. pycdr.tc re-exports these under short names.
+# Constructors. pycdr.codec.tc re-exports these under short names.
 # --------------------------------------------------------------------------
 
 def _check_tc(tc, what: str) -> TypeCode:

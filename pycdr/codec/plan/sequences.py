@@ -1,7 +1,7 @@
 """Plan nodes of sequences and arrays: the general element loop, and the
 specialised nodes of octets, chars, numbers and booleans (one bulk copy or
 unpack instead of a loop).  A sequence of fixed-size structs takes one of the
-generated paths of :mod:`pycdr.plan.columns` (the thresholds are here)."""
+generated paths of :mod:`pycdr.codec.plan.columns` (the thresholds are here)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import gc
 import struct
 from itertools import starmap
 
-from .. import codesets
+from ... import codesets
 from ..cdr import BE, LE
-from ..errors import (BoundExceededError, CDRError, EncodeError, InvalidValueError,
-                      RecursionLimitError)
+from ...errors import (BoundExceededError, CDRError, EncodeError, InvalidValueError,
+                       RecursionLimitError)
 from ..scalars import Node, NumberNode, StringNode
 from ..typecode import TypeCode
 # The thresholds and _scatter are read through the module: tests set them there.

@@ -1,6 +1,6 @@
-/* pycdr._speedups: the marshal plans of pycdr/plan/, run in C.
+/* pycdr.codec._speedups: the marshal plans of pycdr/codec/plan/, run in C.
  *
- * The Python plan compiler (pycdr/plan/compiler.py) turns a TypeCode into a tree of
+ * The Python plan compiler (pycdr/codec/plan/compiler.py) turns a TypeCode into a tree of
  * nodes, each with an `op` name and plain parameters.  This module compiles
  * such a tree once more, into C structs (cached on each node as a capsule in
  * its `_c` attribute), and runs them over a reader state (buffer, position,
@@ -8,7 +8,7 @@
  * amortized growth).  Layout after msgspec's _core.c: hot paths inline with
  * likely/unlikely, error paths out of line.
  *
- * Division of labour with Python (pycdr/_cmarshal.py):
+ * Division of labour with Python (pycdr/codec/_cmarshal.py):
  * - Node kinds this module does not run (wchar, wstring, fixed, long double,
  *   any, TypeCode, object references, values, abstract interfaces, native) are
  *   handed back to Python per node: the CDRReader/CDRWriter is synced to the C
@@ -24,7 +24,7 @@
  *   (tests/test_speedups.py) check that.
  * - Lenient decoding and char code sets other than ISO-8859-1 never reach C
  *   (the wrappers check), so violations are always errors here.
- * - pycdr.marshal.encode/decode and the encapsulation forms are this module's
+ * - pycdr.codec.marshal.encode/decode and the encapsulation forms are this module's
  *   Entry objects (see "The public entry points" below): the fast case runs
  *   with no Python frame, anything else goes to the pure-Python function.
  *
@@ -57,7 +57,7 @@
 #endif
 
 #if PY_VERSION_HEX < 0x030B0000
-#error "pycdr._speedups needs CPython 3.11+ (PyFloat_Pack4/Unpack4)"
+#error "pycdr.codec._speedups needs CPython 3.11+ (PyFloat_Pack4/Unpack4)"
 #endif
 
 /*************************************************************************
@@ -67,18 +67,18 @@
 static PyObject *Fallback;            /* internal: "let Python decide" */
 static PyObject *array_type;          /* array.array */
 static PyObject *array_frombytes;     /* array.array.frombytes, called without a lookup */
-static PyObject *struct_base_init;    /* pycdr.values.Struct.__init__ */
-static PyObject *union_base;          /* pycdr.values.Union */
+static PyObject *struct_base_init;    /* pycdr.codec.values.Struct.__init__ */
+static PyObject *union_base;          /* pycdr.codec.values.Union */
 static PyObject *exception_init;      /* Exception.__init__ */
 static PyObject *empty_tuple;
-static long max_depth = 200;          /* pycdr.plan.MAX_DEPTH */
+static long max_depth = 200;          /* pycdr.codec.plan.MAX_DEPTH */
 
 static PyObject *s_frombytes, *s_enabled, *s_plans;
 
-/* Set by configure() (pycdr/_cmarshal.py) for the public entry points: */
+/* Set by configure() (pycdr/codec/_cmarshal.py) for the public entry points: */
 static PyObject *cmarshal_globals;    /* _cmarshal's namespace: its `enabled` flag */
-static PyObject *plan_for_fn;         /* pycdr.plan.plan_for */
-static PyTypeObject *typecode_type;   /* pycdr.typecode.TypeCode */
+static PyObject *plan_for_fn;         /* pycdr.codec.plan.plan_for */
+static PyTypeObject *typecode_type;   /* pycdr.codec.typecode.TypeCode */
 static Py_ssize_t plans_offset;       /* slot offset of TypeCode._plans, or 0 */
 static PyObject *cdr_error;           /* pycdr.errors.CDRError */
 static PyObject *reader_for_fn;       /* _cmarshal._reader_for */
@@ -174,7 +174,7 @@ plan_free(Plan *p)
 static void
 capsule_destructor(PyObject *capsule)
 {
-    plan_free((Plan *)PyCapsule_GetPointer(capsule, "pycdr.plan"));
+    plan_free((Plan *)PyCapsule_GetPointer(capsule, "pycdr.codec.plan"));
 }
 
 static Plan *compile_node(PyObject *node);
@@ -188,7 +188,7 @@ plan_of(PyObject *node)
     if (likely(dictptr != NULL && *dictptr != NULL)) {
         PyObject *capsule = PyDict_GetItemWithError(*dictptr, s_c);
         if (likely(capsule != NULL))
-            return (Plan *)PyCapsule_GetPointer(capsule, "pycdr.plan");
+            return (Plan *)PyCapsule_GetPointer(capsule, "pycdr.codec.plan");
         if (PyErr_Occurred()) return NULL;
     }
     return compile_node(node);
@@ -493,7 +493,7 @@ compile_node(PyObject *node)
     p->node = node;
     p->op = op_from_name(opname, &p->touches_context);
     Py_DECREF(opname);
-    PyObject *capsule = PyCapsule_New(p, "pycdr.plan", capsule_destructor);
+    PyObject *capsule = PyCapsule_New(p, "pycdr.codec.plan", capsule_destructor);
     if (capsule == NULL) { plan_free(p); return NULL; }
     if (PyObject_SetAttr(node, s_c, capsule) < 0) {
         Py_DECREF(capsule);    /* frees p */
@@ -560,7 +560,7 @@ compile_node(PyObject *node)
     }
     if (rc < 0 && (PyErr_ExceptionMatches(PyExc_AttributeError) ||
                    PyErr_ExceptionMatches(PyExc_TypeError))) {
-        /* A node whose parameters are not what this module knows (pycdr/plan/
+        /* A node whose parameters are not what this module knows (pycdr/codec/plan/
          * changed shape): run that node in Python rather than fail. */
         PyErr_Clear();
         p->op = OP_PYTHON;
@@ -991,7 +991,7 @@ read_union(Reader *r, const Plan *p)
 }
 
 /* Sequences shorter than this decode with the GC as it is (see read_sequence):
- * pycdr.plan.GC_PAUSE_MIN, read at import. */
+ * pycdr.codec.plan.GC_PAUSE_MIN, read at import. */
 static Py_ssize_t gc_pause_min;
 
 /* Whether values of plan `p` are containers the cyclic GC tracks. */
@@ -2193,7 +2193,7 @@ speedups_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /*************************************************************************
- * The public entry points: pycdr.marshal.encode, decode,                 *
+ * The public entry points: pycdr.codec.marshal.encode, decode,                 *
  * encode_encapsulation and decode_encapsulation as C callables           *
  * (vectorcall) with the pure-Python functions' signatures.  A call the   *
  * C code takes (the usual keywords, ISO-8859-1 chars, not lenient, data  *
@@ -2220,7 +2220,7 @@ static const char *const keyword_texts[KW_COUNT] = {
 static PyObject *keyword_names[KW_COUNT];   /* interned */
 
 #define KW(k) (1u << (k))
-/* The keywords of each pure-Python function (pycdr/marshal.py); any other
+/* The keywords of each pure-Python function (pycdr/codec/marshal.py); any other
  * name goes to it, which raises its TypeError. */
 static const unsigned entry_keywords[] = {
     [ENTRY_ENCODE] = KW(KW_LITTLE) | KW(KW_VERSION) | KW(KW_OFFSET) | KW(KW_TCS_C) |
@@ -2303,7 +2303,7 @@ offset_value(PyObject *v, Py_ssize_t *out)
 }
 
 /* The plan node of a TypeCode: its cached plan read straight from the slot
- * when it is a plain TypeCode, else pycdr.plan.plan_for(tc).  New reference. */
+ * when it is a plain TypeCode, else pycdr.codec.plan.plan_for(tc).  New reference. */
 static PyObject *
 plan_node_of(PyObject *tc)
 {
@@ -2463,7 +2463,7 @@ entry_dealloc(Entry *e)
 static PyObject *
 entry_repr(Entry *e)
 {
-    return PyUnicode_FromFormat("<C-backed pycdr.marshal.%s>", entry_names[e->kind]);
+    return PyUnicode_FromFormat("<C-backed pycdr.codec.marshal.%s>", entry_names[e->kind]);
 }
 
 /* As a builtin function: not bound when stored on a class.  (It also makes
@@ -2482,8 +2482,8 @@ static PyGetSetDef entry_getset[] = {
 
 static PyTypeObject Entry_Type = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pycdr._speedups.Entry",
-    .tp_doc = "A pycdr.marshal entry point run in C; __wrapped__ is the pure-Python function.",
+    .tp_name = "pycdr.codec._speedups.Entry",
+    .tp_doc = "A pycdr.codec.marshal entry point run in C; __wrapped__ is the pure-Python function.",
     .tp_basicsize = sizeof(Entry),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_vectorcall_offset = offsetof(Entry, vectorcall),
@@ -2501,7 +2501,7 @@ static PyTypeObject Entry_Type = {
 
 PyDoc_STRVAR(entry_doc,
 "entry(name, py_fn)\n--\n\n"
-"The C-backed version of pycdr.marshal's `name` (encode, decode,\n"
+"The C-backed version of pycdr.codec.marshal's `name` (encode, decode,\n"
 "encode_encapsulation or decode_encapsulation): same signature as `py_fn`, the\n"
 "pure-Python function, to which it passes every call it does not take.\n"
 "configure() must have been called.");
@@ -2537,7 +2537,7 @@ speedups_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 PyDoc_STRVAR(configure_doc,
 "configure(cmarshal_globals, plan_for, TypeCode, CDRError, reader_for, writer_for,\n"
 "          iso_8859_1, default_version, default_tcs_c, default_tcs_w)\n--\n\n"
-"What the entry points need from pycdr (pycdr/_cmarshal.py calls it once):\n"
+"What the entry points need from pycdr (pycdr/codec/_cmarshal.py calls it once):\n"
 "the namespace holding the `enabled` flag, the plan compiler, the TypeCode\n"
 "class, the error class handed back, the reader/writer factories for nodes\n"
 "handed back to Python, and the defaults of the pure-Python functions.");
@@ -3132,7 +3132,7 @@ serve_reply(const ServeHead *h, PyObject *nodes, PyObject *returned)
 
 PyDoc_STRVAR(serve_request_doc,
 "serve_request(data, table, outstanding)\n--\n\n"
-"A Request taken whole (see pycdr/_speedups.c): None when not taken (nothing ran),\n"
+"A Request taken whole (see pycdr/codec/_speedups.c): None when not taken (nothing ran),\n"
 "the Reply's bytes (b'': a oneway request served, nothing to send), or (op,\n"
 "request_id, minor, little, what, raised, response_flags) when the servant ran and\n"
 "the general path must answer (or, response_flags 0, judge what a oneway gave):\n"
@@ -4097,8 +4097,8 @@ static PyMethodDef speedups_methods[] = {
 };
 
 static struct PyModuleDef speedups_module = {
-    PyModuleDef_HEAD_INIT, "pycdr._speedups",
-    "The marshal plans of pycdr.plan, run in C (see pycdr/_speedups.c).", -1,
+    PyModuleDef_HEAD_INIT, "pycdr.codec._speedups",
+    "The marshal plans of pycdr.codec.plan, run in C (see pycdr/codec/_speedups.c).", -1,
     speedups_methods,
 };
 
@@ -4121,7 +4121,7 @@ PyInit__speedups(void)
         intern(&s_init, "__init__") || intern(&s_frombytes, "frombytes") || intern(&s_enabled, "enabled") || intern(&s_plans, "_plans") || intern(&s_ordinal, "ordinal") || intern(&s_disc, "disc"))
         goto fail;
     Fallback = PyErr_NewExceptionWithDoc(
-        "pycdr._speedups.Fallback",
+        "pycdr.codec._speedups.Fallback",
         "Internal: the C path met something only the Python path may judge.", NULL, NULL);
     if (Fallback == NULL || PyModule_AddObjectRef(m, "Fallback", Fallback) < 0) goto fail;
     empty_tuple = PyTuple_New(0);
@@ -4136,7 +4136,7 @@ PyInit__speedups(void)
     if (array_type == NULL) goto fail;
     array_frombytes = PyObject_GetAttr(array_type, s_frombytes);
     if (array_frombytes == NULL) goto fail;
-    mod = PyImport_ImportModule("pycdr.values");
+    mod = PyImport_ImportModule("pycdr.codec.values");
     if (mod == NULL) goto fail;
     PyObject *struct_base = PyObject_GetAttrString(mod, "Struct");
     union_base = PyObject_GetAttrString(mod, "Union");
@@ -4147,7 +4147,7 @@ PyInit__speedups(void)
     if (struct_base_init == NULL) goto fail;
     exception_init = PyObject_GetAttrString(PyExc_Exception, "__init__");
     if (exception_init == NULL) goto fail;
-    mod = PyImport_ImportModule("pycdr.plan");
+    mod = PyImport_ImportModule("pycdr.codec.plan");
     if (mod == NULL) goto fail;
     PyObject *md = PyObject_GetAttrString(mod, "MAX_DEPTH");
     PyObject *gpm = PyObject_GetAttrString(mod, "GC_PAUSE_MIN");
