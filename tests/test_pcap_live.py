@@ -170,13 +170,16 @@ def _stats_of(path):
     return json.loads(json.dumps(counter.to_json()))
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv to drop root")
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv to drop capabilities")
 def test_without_capture_rights_the_error_says_so():
-    """As nobody (no capabilities on the interpreter, as on the CI image)."""
-    proc = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
-                           *PYCDR, "-i", "lo", "--duration", "2"],
+    """Without capabilities, as a user without capture rights runs it.  The process keeps
+    root's uid and drops every capability (bounding and inheritable sets cleared), so it
+    reads the checkout and its venv wherever they were cloned (a private 0700 folder
+    included), which another uid could not, and still may not open a capture."""
+    proc = subprocess.run(["setpriv", "--bounding-set", "-all", "--inh-caps", "-all",
+                           "--no-new-privs", *PYCDR, "-i", "lo", "--duration", "2"],
                           capture_output=True, text=True, timeout=60, cwd="/")
     if proc.returncode == 0:
-        pytest.skip("nobody captures here (capabilities on the interpreter)")
+        pytest.skip("this process captures without capabilities here")
     assert proc.returncode == 1
     assert "capturing needs rights" in proc.stderr and "Traceback" not in proc.stderr
