@@ -8,6 +8,7 @@ ORB (every case must pass), omniORB C++ on its SSL transport and JacORB with
 JSSE.  The results matrix is written to docs/CONFORMANCE.md from this run."""
 
 import os
+import re
 from collections import OrderedDict
 
 import pytest
@@ -69,7 +70,28 @@ PEER_DEFECTS = {
 }
 
 
-def _run(label, endpoint, *, limit=60, **options):
+# label -> how that server was configured: the options of the command the test ran.
+CONFIGURATIONS = {}
+
+
+def _configuration(peer) -> str:
+    """The ORB options (omniORB and Combat `-ORB...`, Java `-D...` and ORB properties) of the
+    command that started ``peer``, its port and file paths made general."""
+    argv, options, i = peer.process.argv, [], 0
+    while i < len(argv):
+        token = argv[i]
+        if token.startswith("-ORB") and i + 1 < len(argv):
+            options.append(f"{token} {argv[i + 1]}")
+            i += 1
+        elif token.startswith("-D") or re.fullmatch(r"[A-Za-z][\w.]*\.[\w.]+=\S*", token):
+            options.append(token)
+        i += 1
+    text = " ".join(options).replace(str(peer.port), "PORT")
+    return re.sub(r"/\S*/([^/\s]+)", r"\1", text)
+
+
+def _run(label, endpoint, *, limit=60, peer=None, configuration=None, **options):
+    CONFIGURATIONS[label] = configuration or (f"`{_configuration(peer)}`" if peer else "")
     run = Suite(endpoint, **options).run_all()
     RUNS[label] = run
     assert run.results, "no case ran"
@@ -93,26 +115,26 @@ def _all_pass(run):
 
 def test_reference_orb_passes_every_case():
     with reference_endpoint() as ior:
-        _all_pass(_run("pycdr reference ORB", ior))
+        _all_pass(_run("pycdr reference ORB", ior, configuration="its defaults"))
 
 
 def test_omniorbpy_gets_a_verdict_for_every_case():
     # The salome omniORBpy aborts the process on wchar data: no wide characters.
     with start_omni_echo_server(idl=ECHO_IDL, interface=ECHO_INTERFACE, object_id="Echo") as peer:
-        run = _run("omniORBpy 4.2.5", peer.ior, wide_chars=False)
+        run = _run("omniORBpy 4.2.5", peer.ior, peer=peer, wide_chars=False)
     assert any(r.case.group == "echo" and r.verdict == PASS for r in run.results)
 
 
 def test_omninames_gets_a_verdict_for_every_case():
     with start_omni_names() as names:
-        _run("omniNames 4.2.5", names.ior, wide_chars=False)
+        _run("omniNames 4.2.5", names.ior, peer=names, wide_chars=False)
 
 
 def test_jacorb_gets_a_verdict_for_every_case():
     # JacORB serves the conformance Echo through the DSI from pycdr's description of it.
     echo = load_echo_module().interfaces[ECHO_INTERFACE]
     with start_jacorb_echo_server(interface=echo) as peer:
-        run = _run("JacORB 3.9", peer.ior)
+        run = _run("JacORB 3.9", peer.ior, peer=peer)
     assert any(r.case.group == "echo" and r.verdict == PASS for r in run.results)
 
 
@@ -126,6 +148,7 @@ def test_reference_orb_over_tls_passes_every_case(certs):
     tls = server_context(str(certs.server.cert), str(certs.server.key))
     with reference_endpoint(tls=tls) as ior:
         run = _run("pycdr reference ORB (TLS)", ior, limit=TLS_LIMIT,
+                   configuration="TLS only, a server certificate from the test's CA",
                    tls=TLSOptions(cacert=str(certs.ca)))
     assert run.target.tls is not None
     _all_pass(run)
@@ -135,7 +158,8 @@ def test_omniorb_ssl_gets_a_verdict_for_every_case(certs, tmp_path):
     binary = build_echo_server(str(tmp_path))
     with start_omni_ssl_server(binary, ca=certs.ca, cert=certs.server.cert,
                                key=certs.server.key) as peer:
-        run = _run("omniORB 4.2.5 C++ (TLS)", peer.ior, limit=TLS_LIMIT, wide_chars=False,
+        run = _run("omniORB 4.2.5 C++ (TLS)", peer.ior, peer=peer, limit=TLS_LIMIT,
+                   wide_chars=False,
                    tls=TLSOptions(cacert=str(certs.ca)))
     assert run.target.tls is not None
     assert any(r.case.group == "locate" and r.verdict == PASS for r in run.results)
@@ -146,7 +170,7 @@ def test_jacorb_jsse_gets_a_verdict_for_every_case(certs, tmp_path):
     key_store = server_key_store(str(tmp_path), certs.server.cert, certs.server.key)
     with start_jacorb_echo_server(interface=echo,
                                   properties=server_properties(key_store, free_port())) as peer:
-        run = _run("JacORB 3.9 (TLS, JSSE)", peer.ior, limit=TLS_LIMIT,
+        run = _run("JacORB 3.9 (TLS, JSSE)", peer.ior, peer=peer, limit=TLS_LIMIT,
                    tls=TLSOptions(cacert=str(certs.ca)))
     assert run.target.tls is not None
     assert any(r.case.group == "echo" and r.verdict == PASS for r in run.results)
@@ -164,7 +188,7 @@ def _run_jdk_orb(label, orb, short_name):
     # The JDK-lineage ORBs serve the conformance Echo through the same DSI program as JacORB.
     echo = load_echo_module().interfaces[ECHO_INTERFACE]
     with start_java_echo_server(orb, echo) as peer:
-        run = _run(label, peer.ior)
+        run = _run(label, peer.ior, peer=peer)
     assert any(r.case.group == "echo" and r.verdict == PASS for r in run.results)
     unexplained = _failed_cases(run) - _known_defects(short_name)
     assert not unexplained, unexplained
@@ -181,7 +205,7 @@ def test_glassfish_orb_gets_a_verdict_for_every_case():
 def test_combat_gets_a_verdict_for_every_case():
     # Combat serves the conformance Echo from pycdr's description in its IR form.
     with start_combat_echo_server(load_echo_module().interfaces[ECHO_INTERFACE]) as peer:
-        run = _run("Combat 0.8.1", peer.ior)
+        run = _run("Combat 0.8.1", peer.ior, peer=peer)
     assert any(r.case.group == "echo" and r.verdict == PASS for r in run.results)
     assert _known_defects("Combat") <= _failed_cases(run)
 
@@ -217,6 +241,11 @@ def test_write_matrix():
              "DSI echo server of tests/peers/jacorb/src (peers.java_orb); Combat, the Tcl ORB "
              "(Debian `tcl-combat`), an echo servant written for it by "
              "tests/peers/combat_interface.py.\n\n"
-             + _known_defects_markdown())
+             "## How each server is configured\n\n"
+             "The ORB options of the command the test ran (PORT: the port it picked). "
+             "Nothing else is set: every other setting is the ORB's default.\n\n"
+             + "".join(f"- {label}: {CONFIGURATIONS[label] or 'its defaults'}.\n"
+                       for label in RUNS)
+             + "\n" + _known_defects_markdown())
     # Only the servers' section: tests/test_conformance_client.py writes the clients' one.
     replace_section(DOC, "servers", matrix_markdown(RUNS, intro))

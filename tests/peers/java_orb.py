@@ -67,7 +67,7 @@ def _classes_match_sources() -> bool:
     """Whether classes.stamp names the sources as they are now. The stamp's second word is
     install-peers.sh's hash of them (`find src -name '*.java' | LC_ALL=C sort | xargs
     sha256sum | sha256sum`, computed the same way here). Content, not mtimes: a copied .peers
-    (cp -r into a fresh worktree) has new mtimes and looked up to date while it held classes
+    (cp -r into a fresh checkout) has new mtimes and looked up to date while it held classes
     of older sources (a JacORB client without send_oneway, failing the oneway cases)."""
     try:
         with open(PROGRAM_STAMP, encoding="ascii") as f:
