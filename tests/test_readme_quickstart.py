@@ -254,6 +254,16 @@ def test_the_readme_is_a_front_page():
     assert 6 <= len(STEPS) <= 8, f"the quick start has {len(STEPS)} commands, not 6 to 8"
 
 
+def test_the_readmes_links_name_files_of_the_tree():
+    """The front page links into docs/ and beside it: each relative link names a file or
+    folder of the repository (the site's own links are checked by mkdocs build --strict)."""
+    text = README.read_text(encoding="utf-8")
+    targets = {t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text)
+               if "://" not in t and not t.startswith("#")}
+    assert targets, "README.md links nowhere"
+    assert [t for t in sorted(targets) if not (ROOT / t).exists()] == []
+
+
 @pytest.mark.parametrize("index", range(len(STEPS)),
                          ids=[f"{i + 1}-{s.command.split()[0]}-{s.command.split()[1]}"
                               if len(s.command.split()) > 1 else str(i + 1)
