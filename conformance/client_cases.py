@@ -7,8 +7,8 @@ order, with service contexts, fragmented, forwarded, refused, cut short ...), th
 specification allows, the tolerated deviations (with a TOLERANCE_CODES reason), and the section of
 CORBA 3.x Part 2 the verdict rests on.
 
-The client command's contract (README, "Testing an ORB's client"): it calls the operation with the
-arguments of CONTRACT, prints what it got as one JSON line and exits:
+The client command's contract (docs/conformance.md, "Testing an ORB's client"): it calls the
+operation with the arguments of CONTRACT, prints what it got as one JSON line and exits:
 
     {"result": VALUE}
     {"system_exception": {"name": "TRANSIENT", "minor": 0, "completed": "COMPLETED_NO"}}

@@ -2,7 +2,7 @@
 the loopback traffic, and with the key log Wireshark's TLS dissector hands the decrypted IIOP
 to the project's Lua dissector (its "tls" heuristic); without the key log nothing is GIOP.
 `pycdr decode` gets the decrypted bytes of each direction from tshark's "follow,tls,raw"
-(the route README documents for captures of IIOP over TLS)."""
+(the route docs/tls.md documents for captures of IIOP over TLS)."""
 
 import asyncio
 import json
