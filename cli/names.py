@@ -267,8 +267,9 @@ def _read_reference(text: str) -> str:
         except (OSError, UnicodeDecodeError) as e:
             raise click.BadParameter(f"cannot read {text!r}: {e}",
                                      param_hint="REFERENCE") from None
-    raise click.BadParameter(f"{text[:60]!r} is not an IOR:, corbaloc: or corbaname: "
-                             "reference, '-' or a file", param_hint="REFERENCE")
+    shown = text if len(text) <= 200 else f"{text[:60]}... ({len(text)} characters)"
+    raise click.BadParameter(f"{shown!r} is no file, nor an IOR:, corbaloc: or corbaname: "
+                             "reference ('-': read one from stdin)", param_hint="REFERENCE")
 
 
 async def _reference_ior(orb, text: str) -> IOR:

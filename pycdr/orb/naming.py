@@ -113,10 +113,16 @@ def refusal(exc: BaseException, name: list, where: str) -> NamingError:
     (a description of it) for ``name`` ([(id, kind), ...])."""
     full = _quoted(name)
     at = f"(naming service {where})"
-    if isinstance(exc, (TRANSIENT, COMM_FAILURE, TIMEOUT, OSError)):
-        cause = transport_error_of(exc) or exc
-        return NamingServiceUnreachable(f"naming service {where} unreachable: {cause}",
-                                        reason=type(exc).__name__)
+    transport = transport_error_of(exc)
+    if transport is not None or isinstance(exc, (OSError, TIMEOUT)):
+        return NamingServiceUnreachable(f"naming service {where} unreachable: "
+                                        f"{transport or exc}", reason=type(exc).__name__)
+    if isinstance(exc, (TRANSIENT, COMM_FAILURE)):
+        # Lost on the way, or answered by the naming service when a context the name
+        # goes through (bound there, served elsewhere) could not be reached.
+        return NamingServiceUnreachable(
+            f"{full}: {exc}: the naming service, or a context the name goes through, "
+            f"could not be reached {at}", reason=exc.name)
     if isinstance(exc, SystemException):
         return NamingError(f"{full}: the naming service raised {exc} {at}", reason=exc.name)
     if not isinstance(exc, UserException):
