@@ -18,7 +18,7 @@ from pycdr.giop.sysexc import SystemException
 from pycdr.orb import ORB
 from pycdr.orb import naming
 from pycdr.orb.aio import run as run_loop
-from pycdr.orb.client import first_iiop_profile
+from pycdr.orb.client import first_iiop_profile, resolve_object_url
 from pycdr.orb.naming import NamingError, NamingServiceUnreachable
 from pycdr.orb.tls import TLSConfigError
 
@@ -40,18 +40,11 @@ def naming_exit(e: NamingError):
 
 def resolve_reference(text: str, *, timeout: float, tls) -> tuple:
     """(IOR, the naming service URL it was resolved through or None) for a
-    stringified reference: a corbaname: URL is resolved by its naming service,
-    an IOR or corbaloc: is taken as it is (None for the URL then).  Errors:
+    stringified reference (pycdr.orb.client.resolve_object_url).  Errors:
     PycdrError (the text), NamingError."""
+    ior = resolve_object_url(text, timeout=timeout, connect_timeout=timeout, tls=tls)
     parsed = parse_object_url(text)
-    if isinstance(parsed, Corbaname):
-        async def resolve():
-            async with ORB(timeout=timeout, connect_timeout=timeout, tls=tls) as orb:
-                return await naming.resolve_corbaname(orb, parsed)
-        return run_loop(resolve()), parsed.corbaloc.to_url()
-    if isinstance(parsed, Corbaloc):
-        return parsed.to_ior(), None
-    return parsed, None
+    return ior, parsed.corbaloc.to_url() if isinstance(parsed, Corbaname) else None
 
 
 def resolved_target(text: str, *, timeout: float, tls) -> tuple:
@@ -273,12 +266,7 @@ def _read_reference(text: str) -> str:
 
 
 async def _reference_ior(orb, text: str) -> IOR:
-    parsed = parse_object_url(text)
-    if isinstance(parsed, Corbaname):
-        return await naming.resolve_corbaname(orb, parsed)
-    if isinstance(parsed, Corbaloc):
-        return parsed.to_ior()
-    return parsed
+    return (await orb.string_to_object(text)).ior
 
 
 def _binder(rebind: bool):

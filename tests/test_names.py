@@ -10,15 +10,18 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from peers.fixtures import omni_names  # noqa: F401 (pytest fixture)
 from peers.naming import start_jacorb_names, start_openjdk_names
 from peers.omni import start_omni_names
 from peers.process import PeerNotInstalled
 from pycdr.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, main
 from pycdr.codec.ior import ior_from_string, ior_to_string
 from pycdr.conformance.echo import ECHO_IDL, ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module
+from pycdr.conformance.target import resolve_target
 from pycdr.orb import DynamicServant
 from pycdr.orb.servant import echo_handler
 from pycdr.orb.sync import SyncORB
+from pycdr.replay.runner import parse_target
 
 ECHO = load_echo_module().interfaces[ECHO_INTERFACE]
 CONTEXT_ID = "IDL:omg.org/CosNaming/NamingContextExt:1.0"
@@ -309,3 +312,23 @@ def test_call_traceback_free_in_a_real_process(ns):
     assert completed.stderr.splitlines() == [
         f'not found: "nope": nothing is bound to "nope" (naming service '
         f'127.0.0.1:{ns.port} (NameService))']
+
+
+def test_corbaname_targets_of_conformance_fuzz_replay(omni_names, echo, tmp_path):
+    """conformance, fuzz and replay test the object a corbaname names, not the naming
+    service; a name it does not have is the one-line error, exit status 1."""
+    fresh(omni_names, "targets")
+    names(omni_names, "bind", "targets/echo.obj", echo[0])
+    url = omni_names.corbaname("targets/echo.obj")
+    target = resolve_target(url)
+    assert (target.port, target.object_key, target.type_id) == (echo[1], b"Echo", ECHO_REPO_ID)
+    assert parse_target(url).endpoint.port == echo[1]
+    capture = tmp_path / "empty.pcap"
+    capture.write_bytes(b"")
+    missing = omni_names.corbaname("targets/nope")
+    for command in (["conformance", missing], ["fuzz", missing, "--max-cases", "1"],
+                    ["replay", str(capture), "--target", missing]):
+        r = run(*command)
+        assert r.exit_code == EXIT_BAD_INPUT, (command, r.output)
+        assert one_line(r).startswith('not found: "targets/nope": nothing is bound to "nope" '
+                                      'in context "targets"'), command

@@ -28,7 +28,7 @@ import ssl
 import time
 from dataclasses import dataclass, field
 
-from .aio import GiopStream, receive_scratch
+from .aio import GiopStream, receive_scratch, run as run_loop
 from ..codec import tc, values
 from ..codesets import ISO_8859_1
 from ..addressing.corbaloc import Corbaloc, Corbaname, parse_object_url
@@ -180,6 +180,16 @@ class ORB:
 
     async def __aexit__(self, *exc_info):
         await self.close()
+
+
+def resolve_object_url(text: str, **orb_options) -> IOR:
+    """The IOR a stringified reference names (ORB.string_to_object's), from code with
+    no event loop running; a corbaname: is resolved by an ORB of ``orb_options``.
+    Errors: ObjectURLError (the text), naming.NamingError."""
+    async def resolve():
+        async with ORB(**orb_options) as orb:
+            return (await orb.string_to_object(text)).ior
+    return run_loop(resolve())
 
 
 def iiop_profiles(ior: IOR):
