@@ -155,7 +155,11 @@ async def _context_at(orb, ctx, name: list):
     """The naming context bound to ``name`` under ``ctx`` (ctx itself for [])."""
     if not name:
         return ctx
-    return orb.object(await naming.resolve(ctx, name), naming.interface(naming.NAMING_CONTEXT))
+    ior = await naming.resolve(ctx, name)
+    if ior.type_id and not naming.is_naming_context_id(ior.type_id):
+        raise NamingError(f'"{naming.show_name(name)}" is bound to an object ({ior.type_id}), '
+                          "not a naming context", reason="not_context")
+    return orb.object(ior, naming.interface(naming.NAMING_CONTEXT))
 
 
 _batch_option = click.option("--batch", default=naming.DEFAULT_BATCH, show_default=True,
@@ -265,6 +269,19 @@ def _read_reference(text: str) -> str:
                              "reference ('-': read one from stdin)", param_hint="REFERENCE")
 
 
+def _checked_reference(text: str) -> str:
+    """``text`` if it parses as a reference the ORB can use, else click.BadParameter."""
+    try:
+        parsed = parse_object_url(text)
+    except PycdrError as e:
+        raise click.BadParameter(f"not a usable reference: {e}", param_hint="REFERENCE") \
+            from None
+    if isinstance(parsed, Corbaloc) and parsed.is_rir:
+        raise click.BadParameter("corbaloc:rir: names no object here: give its address",
+                                 param_hint="REFERENCE")
+    return text
+
+
 async def _reference_ior(orb, text: str) -> IOR:
     return (await orb.string_to_object(text)).ior
 
@@ -292,7 +309,7 @@ def _binder(rebind: bool):
                           f"({ior.type_id or 'no repository id'})"]}
 
     def read_first(**kwargs):
-        kwargs["reference"] = _read_reference(kwargs["reference"])
+        kwargs["reference"] = _checked_reference(_read_reference(kwargs["reference"]))
         return command(**kwargs)
 
     read_first = functools.wraps(command)(read_first)

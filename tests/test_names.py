@@ -214,6 +214,12 @@ def test_naming_errors_one_line(ns, echo):
     else:
         assert line.startswith(f'not found: "{top}/obj/z": "{top}/obj" is bound to an object, '
                                'not a naming context')
+    # listing an object
+    for command in ("ls", "tree"):
+        r = names(ns, command, f"{top}/obj")
+        assert r.exit_code == EXIT_BAD_INPUT
+        assert one_line(r) == f'"{top}/obj" is bound to an object ({ECHO_REPO_ID}), not a ' \
+            'naming context'
     # a malformed name never reaches the naming service
     r = names(ns, "resolve", "a//b")
     assert r.exit_code == EXIT_BAD_INPUT

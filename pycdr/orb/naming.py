@@ -62,6 +62,11 @@ def naming_context_id() -> str:
     return interface(NAMING_CONTEXT).repo_id
 
 
+def is_naming_context_id(type_id: str) -> bool:
+    """Whether ``type_id`` is NamingContext's or NamingContextExt's repository id."""
+    return type_id in (interface(NAMING_CONTEXT).repo_id, interface(NAMING_CONTEXT_EXT).repo_id)
+
+
 def make_name(components) -> list:
     """A CosNaming::Name from [(id, kind), ...]."""
     NameComponent = cosnaming().classes["CosNaming::NameComponent"]
