@@ -131,7 +131,7 @@ async def _listing(orb, ctx, name: list, batch: int, types: bool) -> list:
         ior, error = None, None
         if types or b.is_context:
             try:
-                ior = await naming.resolve(ctx, list(b.name))
+                ior = await naming.resolve(ctx, list(b.name), under=name)
             except NamingServiceUnreachable:
                 raise
             except NamingError as e:     # unbound meanwhile, or bound to nil

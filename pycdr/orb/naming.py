@@ -195,7 +195,8 @@ def describe_ref(ref) -> str:
 
 
 async def _invoke(ctx, op_name: str, name: list, *args, scoped=NAMING_CONTEXT):
-    """ctx.invoke(op, *args) with every failure a NamingError about ``name``."""
+    """ctx.invoke(op, *args) with every failure a NamingError about ``name`` (what the
+    user asked for: the message's name)."""
     try:
         return await ctx.invoke(operation(scoped, op_name), *args)
     except TLSConfigError:
@@ -204,13 +205,15 @@ async def _invoke(ctx, op_name: str, name: list, *args, scoped=NAMING_CONTEXT):
         raise refusal(e, name, describe_ref(ctx)) from e
 
 
-async def resolve(ctx, name: list) -> IOR:
-    """The reference bound to ``name`` ([(id, kind), ...]; [] is ctx itself)."""
+async def resolve(ctx, name: list, *, under: list = ()) -> IOR:
+    """The reference bound to ``name`` ([(id, kind), ...]; [] is ctx itself); ``under``:
+    the name ctx has where the user started (messages show the whole name)."""
     if not name:
         return ctx.ior
-    ior = await _invoke(ctx, "resolve", name, make_name(name))
+    shown = [*under, *name]
+    ior = await _invoke(ctx, "resolve", shown, make_name(name))
     if ior is None:
-        raise NamingError(f"{_quoted(name)} is bound to a nil reference "
+        raise NamingError(f"{_quoted(shown)} is bound to a nil reference "
                           f"(naming service {describe_ref(ctx)})", reason="nil")
     return ior
 
