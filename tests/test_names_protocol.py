@@ -164,3 +164,19 @@ def test_a_binding_gone_while_listed(scripted):
     assert len(bindings) == COUNT
     assert all(b["error"].startswith(f'not found: "{b["name"]}"') and "ior" not in b
                for b in bindings)
+
+
+def test_the_idl_ships_in_the_wheel():
+    """pyproject's package data for pycdr.idl takes every shipped IDL file (a wheel without
+    CosNaming.idl would leave corbaname: and `pycdr names` without their types)."""
+    import fnmatch
+    import os
+    tomllib = pytest.importorskip("tomllib", reason="tomllib (Python 3.11+) reads pyproject.toml")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        globs = tomllib.load(f)["tool"]["setuptools"]["package-data"]["pycdr.idl"]
+    shipped = os.listdir(os.path.join(root, "pycdr", "idl", "standard"))
+    assert "CosNaming.idl" in shipped
+    assert naming.COSNAMING_IDL == os.path.join(root, "pycdr", "idl", "standard", "CosNaming.idl")
+    for name in shipped:
+        assert any(fnmatch.fnmatch(f"standard/{name}", g) for g in globs), name
