@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from pycdr.cli.main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, main
-from pycdr.giop.sysexc import TRANSIENT, CompletionStatus
+from pycdr.giop.sysexc import OBJECT_NOT_EXIST, TRANSIENT, CompletionStatus
 from pycdr.orb import DynamicServant
 from pycdr.orb import naming
 from pycdr.orb.jsonvalues import from_json
@@ -39,6 +39,7 @@ class Scripted:
         self.remaining = []
         self.iterator_ior = None
         self.own_ior = None
+        self.fail_next_n = None     # an exception next_n raises instead of answering
 
     def context(self, op, args):
         self.calls.append((op, *args[:1]) if op == "list" else (op,))
@@ -65,6 +66,8 @@ class Scripted:
     def iterator(self, op, args):
         self.calls.append((op, *args))
         if op == "next_n":
+            if self.fail_next_n is not None:
+                raise self.fail_next_n
             chunk, self.remaining = self.remaining[:args[0]], self.remaining[args[0]:]
             return bool(chunk), chunk
         assert op == "destroy"
@@ -102,6 +105,16 @@ def test_list_then_next_n_until_false_then_destroy(scripted, batch):
     chunks = -(-(COUNT - batch) // batch)
     assert script.calls == [("list", batch)] + [("next_n", batch)] * (chunks + 1) + \
         [("destroy",)]
+
+
+def test_a_failing_iterator_is_destroyed_and_told(scripted):
+    script, ns = scripted
+    script.fail_next_n = OBJECT_NOT_EXIST(0, CompletionStatus.COMPLETED_NO)
+    r = run("names", "ls", "--no-types", "--batch", 4, "--ns", ns)
+    assert r.exit_code == EXIT_BAD_INPUT
+    assert one_line(r).startswith("the context itself: the naming service raised "
+                                  "CORBA::OBJECT_NOT_EXIST")
+    assert script.calls == [("list", 4), ("next_n", 4), ("destroy",)]
 
 
 def one_line(result) -> str:

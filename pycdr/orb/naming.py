@@ -139,7 +139,7 @@ def refusal(exc: BaseException, name: list, where: str) -> NamingError:
     done = name[:len(name) - len(rest)] if rest and name[len(name) - len(rest):] == rest \
         else None
     failing = rest[:1] or name[-1:]
-    upto = (done or []) + failing if done is not None else failing
+    upto = (done or []) + failing
     if kind == "NotFound":
         why = exc.why.name if hasattr(exc.why, "name") else str(exc.why)
         if why == "missing_node":
@@ -265,27 +265,33 @@ async def list_bindings(orb, ctx, name: list, batch: int = DEFAULT_BATCH) -> lis
         return out
     it = orb.object(iterator, interface(BINDING_ITERATOR))
     where = describe_ref(ctx)
-    try:
-        while len(out) < MAX_BINDINGS:
-            try:
-                more, chunk = await it.invoke(operation(BINDING_ITERATOR, "next_n"), batch)
-            except TLSConfigError:
-                raise
-            except _FAILURES as e:
-                raise refusal(e, name, where) from e
-            out.extend(_binding(b) for b in chunk)
-            if not more or not chunk:
-                break
-        else:
+    while True:
+        try:
+            more, chunk = await it.invoke(operation(BINDING_ITERATOR, "next_n"), batch)
+        except TLSConfigError:
+            raise
+        except _FAILURES as e:
+            error = refusal(e, name, where)
+            if not isinstance(error, NamingServiceUnreachable):
+                await _destroy_iterator(it)
+            raise error from e
+        out.extend(_binding(b) for b in chunk)
+        if not more or not chunk:
+            break
+        if len(out) >= MAX_BINDINGS:
+            await _destroy_iterator(it)
             raise NamingError(f"{_quoted(name)}: the naming service's BindingIterator gave "
                               f"more than {MAX_BINDINGS} bindings (naming service {where})",
                               reason="too many bindings")
-    finally:
-        try:
-            await it.invoke(operation(BINDING_ITERATOR, "destroy"))
-        except _FAILURES:
-            pass    # the iterator may already be gone (some services destroy it when done)
+    await _destroy_iterator(it)
     return out
+
+
+async def _destroy_iterator(it) -> None:
+    try:
+        await it.invoke(operation(BINDING_ITERATOR, "destroy"))
+    except _FAILURES:
+        pass    # the iterator may be gone already (some services destroy it when done)
 
 
 def _binding(b) -> Binding:
@@ -298,8 +304,7 @@ async def naming_context(orb, text: str, **options):
     """The naming context a TARGET names: an IOR or corbaloc: (the context itself),
     or a corbaname: whose name (if any) is resolved there. Errors: ObjectURLError
     (the text), NamingError."""
-    ref = await orb.string_to_object(text, interface(NAMING_CONTEXT), **options)
-    return ref
+    return await orb.string_to_object(text, interface(NAMING_CONTEXT), **options)
 
 
 async def resolve_corbaname(orb, url: Corbaname, **options) -> IOR:
