@@ -15,11 +15,13 @@ from pycdr.orb import ORB
 from pycdr.orb.aio import run as run_loop
 from pycdr.orb.invocation import UnknownUserException
 from pycdr.orb.jsonvalues import from_json, to_json, type_name
+from pycdr.orb.naming import NamingError
 from pycdr.codec.values import UserException
 
 from pycdr.orb.tls import TLSConfigError
 
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
+from .names import naming_exit
 from .tls import failure_text, tls_options
 
 
@@ -126,6 +128,8 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
     try:
         outcome = run_loop(_call(target, interface, op, values, version, little,
                                     timeout, tls))
+    except NamingError as e:        # corbaname: the naming service refused the name
+        naming_exit(e)
     except TLSConfigError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_USAGE)

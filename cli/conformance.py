@@ -42,8 +42,8 @@ from .tls import failure_text, tls_options
 @tls_options
 def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, list_only,
                     client_command, tolerated_reasons, tls):
-    """Run the GIOP conformance suite against TARGET (an IOR, a corbaloc URL or
-    host:port). Without TARGET, against the built-in reference ORB.
+    """Run the GIOP conformance suite against TARGET (an IOR, a corbaloc or corbaname URL,
+    or host:port). Without TARGET, against the built-in reference ORB.
 
     With --client CMD, test an ORB's client against crafted servers instead.
 
@@ -59,7 +59,9 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
     from pycdr.conformance.suite import Suite, target_or_reference
     from pycdr.conformance.target import TargetError
     from pycdr.errors import PycdrError
+    from pycdr.orb.naming import NamingError
     from pycdr.orb.tls import TLSConfigError
+    from .names import naming_exit
     try:
         from rich.progress import Progress
     except ImportError:  # pragma: no cover - rich is a dependency
@@ -71,6 +73,8 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
         except TLSConfigError as e:
             click.echo(str(e), err=True)
             sys.exit(EXIT_USAGE)
+        except NamingError as e:        # a corbaname: TARGET the naming service refused
+            naming_exit(e)
         except (TargetError, PycdrError, OSError) as e:
             click.echo(f"error: {failure_text(e)}", err=True)
             sys.exit(EXIT_UNREACHABLE)

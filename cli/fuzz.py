@@ -101,7 +101,8 @@ def _status(campaign):
 def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_standby, idl_file,
         interface, corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
         replay_dir, tls):
-    """Fuzz the GIOP endpoint TARGET (IOR, corbaloc URL or host:port; or --spawn CMD).
+    """Fuzz the GIOP endpoint TARGET (IOR, corbaloc or corbaname URL, or host:port; or
+    --spawn CMD).
 
     A finding is reported when its case, alone, did it again against a fresh
     target (restarted, under --spawn) three times; breakages no case did
@@ -110,6 +111,8 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
     from pycdr.fuzz.engine import Campaign
     from pycdr.fuzz.findings import FindingError, load_messages, save, save_unconfirmed
     from pycdr.fuzz.seeds import idl_probe_request
+    from pycdr.orb.naming import NamingError
+    from .names import naming_exit
     if not target and not spawn:
         raise click.UsageError("give a TARGET or --spawn CMD")
     if idl_file and not interface:
@@ -160,6 +163,8 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
     except TLSConfigError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_USAGE)
+    except NamingError as e:            # a corbaname: TARGET the naming service refused
+        naming_exit(e)
     except (PycdrError, OSError) as e:
         click.echo(f"cannot fuzz: {failure_text(e)}", err=True)
         sys.exit(EXIT_UNREACHABLE)

@@ -8,7 +8,8 @@ import sys
 import click
 
 from pycdr import codesets
-from pycdr.addressing.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
+from pycdr.addressing.corbaloc import (Corbaloc, Corbaname, IIOPAddress, format_string_name,
+                                       parse_object_url)
 from pycdr.errors import PycdrError
 from pycdr.addressing.iiop import AlternateIIOPAddress, CodeSetsComponent, CSISecMechList, IIOPProfile, InvocationPolicyComponent, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, SSLSecTrans, TaggedComponent, TLSSecTrans, component_name, decode_profile, profile_endpoints, profile_name
 from pycdr.codec.ior import IOR, printable_key
@@ -155,9 +156,15 @@ def describe_corbaloc(loc: Corbaloc) -> list[str]:
 @click.command("ior")
 @click.argument("reference", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def cmd(reference, as_json):
+@click.option("--resolve", is_flag=True,
+              help="For a corbaname: also ask its naming service for the named object and "
+                   "show that object's IOR.")
+@click.option("--timeout", default=10.0, show_default=True,
+              help="Seconds to wait for the naming service (with --resolve).")
+def cmd(reference, as_json, resolve, timeout):
     """Show what an IOR:, corbaloc: or corbaname: reference holds (from stdin
-    if REFERENCE is omitted or '-')."""
+    if REFERENCE is omitted or '-'); a corbaname's naming service address and
+    name, and with --resolve the object it names."""
     if reference is None or reference == "-":
         reference = sys.stdin.read()
     warnings: list = []
@@ -174,8 +181,9 @@ def cmd(reference, as_json):
             out = {"kind": "corbaname", **corbaloc_json(obj.corbaloc),
                    "name": [{"id": i, "kind": k} for i, k in obj.name]} if as_json else \
                 ["corbaname, naming service at:"] + describe_corbaloc(obj.corbaloc) + \
-                ["Name: " + ("/".join(f"{i}.{k}" if k else i for i, k in obj.name)
-                             or "(the naming context itself)")]
+                ["Name: " + (format_string_name(obj.name) or "(the naming context itself)")]
+            if resolve:
+                _add_resolved(out, reference, timeout, as_json, warnings)
     except PycdrError as e:
         click.echo(f"error: {type(e).__name__}: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
@@ -185,3 +193,19 @@ def cmd(reference, as_json):
     else:
         out += [f"{w.severity}: [{w.code}] {w}" for w in warnings]
         click.echo("\n".join(out))
+
+
+def _add_resolved(out, reference: str, timeout: float, as_json: bool, warnings: list) -> None:
+    """The object a corbaname names, asked of its naming service, added to ``out``."""
+    from .names import naming_exit, resolve_reference   # the ORB, only when asked for
+    from pycdr.orb.naming import NamingError
+    from pycdr.orb.tls import DEFAULT_TLS
+    try:
+        ior, _ = resolve_reference(reference, timeout=timeout, tls=DEFAULT_TLS)
+    except NamingError as e:
+        naming_exit(e)
+    profiles = decode_profiles(ior, warnings)
+    if as_json:
+        out["resolved"] = ior_json(ior, profiles)
+    else:
+        out += ["Resolves to:"] + describe_ior(ior, profiles)

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import click
 
-from pycdr.addressing.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
+from pycdr.addressing.corbaloc import Corbaloc, IIOPAddress, parse_object_url
 from pycdr.errors import PycdrError
 from pycdr.giop.header import MsgType, parse_header
 from pycdr.giop.messages import (KeyAddr, LocateRequest, LocateStatus, decode_message,
@@ -26,10 +26,12 @@ from pycdr.addressing.objectkey import hex_and_text, identify, printable
 from pycdr.orb import ORB
 from pycdr.orb.aio import run as run_loop
 from pycdr.orb.client import RawConnection, first_iiop_profile, iiop_profiles
+from pycdr.orb.naming import NamingError
 from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, Endpoint, TLSConfigError, TransportError,
                            choose_endpoint, plain_endpoint, session_facts, tls_endpoints)
 
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
+from .names import naming_exit, resolved_target
 from .tls import tls_options
 
 # Keys an IIOP scanner asks for at a bare host:port (omniORB, JacORB, TAO, ORBacus answer some).
@@ -45,16 +47,20 @@ MAX_READ = 64 << 10
 @click.option("--json", "as_json", is_flag=True)
 @tls_options
 def cmd(target, is_a_id, timeout, as_json, tls):
-    """Probe TARGET (IOR, corbaloc, or host:port): GIOP versions and byte orders accepted and
+    """Probe TARGET (IOR, corbaloc, corbaname, or host:port; a corbaname's object is
+    first resolved through its naming service): GIOP versions and byte orders accepted and
     how others are refused, LocateRequest results (and forwarded IORs with vendor and every
     address), _non_existent, _is_a, round-trip latency.  Over TLS (an IOR's
     TAG_SSL_SEC_TRANS/TAG_TLS_SEC_TRANS, corbaloc:ssliop:, or --tls): protocol, cipher,
     the server's certificates, whether it asks for a client certificate, and whether the
     plain port answers too."""
     try:
+        target, resolved_through = resolved_target(target, timeout=timeout, tls=tls)
         endpoint, other, keys = _target(target, tls)
         if endpoint.tls:
             tls.client_context()          # the files are usable
+    except NamingError as e:
+        naming_exit(e)
     except TLSConfigError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_USAGE)
@@ -62,6 +68,11 @@ def cmd(target, is_a_id, timeout, as_json, tls):
         click.echo(f"bad target: {e}", err=True)
         sys.exit(EXIT_USAGE)
     report = run_loop(_probe(endpoint, other, keys, is_a_id, timeout, tls))
+    if resolved_through:
+        report["resolved_through"] = resolved_through
+        if not as_json:
+            click.echo(f"{resolved_through['name']}: resolved through the naming service at "
+                       f"{resolved_through['naming_service']}")
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
@@ -75,9 +86,7 @@ def _target(text: str, tls):
     """The endpoint to probe, the reference's other endpoint (its plain port when TLS is
     probed, its TLS port when plain is) or None, and the object keys to ask for."""
     if text.split(":", 1)[0].lower() in ("ior", "corbaloc", "corbaname"):
-        parsed = parse_object_url(text)
-        if isinstance(parsed, Corbaname):
-            parsed = parsed.corbaloc
+        parsed = parse_object_url(text)     # (a corbaname: was resolved before)
         if isinstance(parsed, Corbaloc):
             if not any(isinstance(a, IIOPAddress) for a in parsed.addresses):
                 raise ValueError(f"{text!r} has no IIOP address (iiop: or ssliop:) to probe")

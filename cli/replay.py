@@ -8,6 +8,7 @@ import sys
 import click
 
 from pycdr.errors import PycdrError
+from pycdr.orb.naming import NamingError
 from pycdr.orb.tls import TLSConfigError, TransportError
 from pycdr.replay.compare import Comparison
 from pycdr.replay.jobs import run_jobs
@@ -17,6 +18,7 @@ from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
 from pycdr.replay.summary import ReplaySummary, difference_lines
 
 from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
+from .names import naming_exit
 from .tls import tls_options
 
 # Differences printed on the terminal before the summary (all go to --json).
@@ -26,7 +28,8 @@ MAX_SHOWN = 20
 @click.command("replay")
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
 @click.option("--target", "targets", multiple=True, required=True,
-              help="Where to send: IOR:..., corbaloc:... or host:port; with several recorded "
+              help="Where to send: IOR:..., corbaloc:..., corbaname:... (the object its naming "
+                   "service has under the name) or host:port; with several recorded "
                    "servers, OLDHOST:PORT=NEW for each (servers without one are skipped).")
 @click.option("--key", "keys", multiple=True,
               help="OLD=NEW: requests to recorded object key OLD go to NEW (text with "
@@ -107,6 +110,8 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
         reader = CaptureReader(capture)
     except ReplayError as e:
         raise click.UsageError(str(e)) from None
+    except NamingError as e:            # a corbaname: --target the naming service refused
+        naming_exit(e)
     except PycdrError as e:
         _fail(e)
     options = ReplayOptions(

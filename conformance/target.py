@@ -11,6 +11,7 @@ from pycdr.errors import PycdrError
 from pycdr.giop.messages import KeyAddr, LocateReply, LocateRequest, LocateStatus, encode_message
 from pycdr.addressing.iiop import IIOPProfile, decode_profile
 from pycdr.codec.ior import IOR, ior_from_string
+from pycdr.orb.client import resolve_object_url
 from pycdr.orb.tls import DEFAULT_TLS, TLSOptions, choose_endpoint
 
 from .wire import Observation, Wire
@@ -55,16 +56,20 @@ def _from_ior(ior: IOR, label: str, tls: TLSOptions, type_id: str = "") -> Targe
 
 
 def resolve_target(text: str, *, timeout: float = 3.0, tls: TLSOptions = DEFAULT_TLS) -> Target:
-    """IOR:..., corbaloc:..., or host:port (then the well-known keys are tried
+    """IOR:..., corbaloc:..., corbaname:... (resolved through its naming service), or
+    host:port (then the well-known keys are tried
     with the LocateRequest every IIOP scanner sends).  TLS when the reference says so
     (TAG_SSL_SEC_TRANS, TAG_TLS_SEC_TRANS, corbaloc:ssliop:) or ``tls.force``."""
     text = text.strip()
     if text[:4].upper() == "IOR:":
         ior = ior_from_string(text)
         return _from_ior(ior, text[:40] + "...", tls, ior.type_id)
-    if text.lower().startswith(("corbaloc:", "corbaname:")):
-        url = parse_object_url(text)
-        loc = url if isinstance(url, Corbaloc) else url.corbaloc
+    if text.lower().startswith("corbaname:"):
+        # the object the naming service has under the name (NamingError if none)
+        ior = resolve_object_url(text, timeout=timeout, connect_timeout=timeout, tls=tls)
+        return _from_ior(ior, text, tls, ior.type_id)
+    if text.lower().startswith("corbaloc:"):
+        loc = parse_object_url(text)
         for addr in loc.addresses:
             if isinstance(addr, IIOPAddress):
                 return _from_ior(Corbaloc((addr,), loc.key).to_ior(), text, tls)

@@ -16,7 +16,7 @@ from peers.omni import giop_orb_args, start_omni_echo_server
 from peers.process import run_client_process
 from pycdr.codec.ior import ior_from_string
 from pycdr.orb import DynamicServant, ServerLimits
-from pycdr.orb.client import BIND, make_name
+from pycdr.orb.naming import make_name, operation
 from pycdr.orb.servant import echo_handler
 from pycdr.orb.sync import SyncORB
 
@@ -131,7 +131,8 @@ def test_corbaname_through_omninames(omni_names):
     with SyncORB() as orb:
         server = orb.serve(DynamicServant(ECHO, echo_handler(ECHO)), "Echo")
         naming = orb.string_to_object(omni_names.corbaloc)
-        naming.invoke(BIND, make_name([("pycdr", "test")]), server.server.ior(server.key))
+        naming.invoke(operation("CosNaming::NamingContext", "bind"), make_name([("pycdr", "test")]),
+                      server.server.ior(server.key))
         echo = orb.string_to_object(omni_names.corbaname("pycdr.test"), ECHO)
         assert echo.echo_string("via omniNames") == "via omniNames"
         assert echo.ior == server.server.ior(server.key)

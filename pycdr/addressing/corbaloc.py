@@ -283,3 +283,20 @@ def _name_component(current, seen_dot, pos):
     if not ident and not kind and not seen_dot:
         raise ObjectURLError("empty name component", pos)
     return ident, kind
+
+
+def format_string_name(components) -> str:
+    """The stringified form of a CosNaming name [(id, kind), ...] (what
+    NamingContextExt::to_string gives; parse_string_name reads it back):
+    '/', '.' and '\\\\' escaped with a backslash, "id.kind", "id" when the kind
+    is empty, "." for the component whose id and kind are both empty."""
+    def escaped(text):
+        return "".join("\\" + ch if ch in "/.\\" else ch for ch in text)
+
+    parts = []
+    for ident, kind in components:
+        if not ident and not kind:
+            parts.append(".")
+        else:
+            parts.append(escaped(ident) + ("." + escaped(kind) if kind else ""))
+    return "/".join(parts)

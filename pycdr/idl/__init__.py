@@ -28,6 +28,15 @@ from .preprocess import preprocess
 from .typecodes import TypeNestingError
 
 
+# The OMG IDL files pycdr ships (CosNaming.idl), installed as package data.
+STANDARD_IDL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "standard")
+
+
+def standard_idl(name: str) -> str:
+    """The path of a shipped IDL file: ``standard_idl("CosNaming.idl")``."""
+    return os.path.join(STANDARD_IDL_DIR, name)
+
+
 def load(path, include_dirs=(), defines=None, register: bool = True) -> IdlModule:
     """Compile the IDL file at ``path``; raises :class:`IdlError` listing every problem.
 

@@ -28,7 +28,7 @@ import ssl
 import time
 from dataclasses import dataclass, field
 
-from .aio import GiopStream, receive_scratch
+from .aio import GiopStream, receive_scratch, run as run_loop
 from ..codec import tc, values
 from ..codesets import ISO_8859_1
 from ..addressing.corbaloc import Corbaloc, Corbaname, parse_object_url
@@ -41,11 +41,12 @@ from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, LocateRequest,
 from ..giop.service_contexts import CodeSetsContext
 from ..giop.sysexc import (BAD_PARAM, COMM_FAILURE, IMP_LIMIT, INV_OBJREF, MARSHAL,
                            OBJECT_NOT_EXIST, OMG_VMCID, TIMEOUT, TRANSIENT, CompletionStatus)
-from ..idl.model import Interface, Operation, Param
+from ..idl.model import Interface, Operation
 from ..addressing.iiop import CodeSetsComponent, IIOPProfile, decode_profile
 from ..codec.ior import IOR
 from ..codec.marshal import read_value
 from . import codesets as orb_codesets
+from . import naming
 from .tls import (DEFAULT_TLS, STEP_GIOP, Endpoint, TLSOptions, TransportError,
                   choose_endpoint, classify, open_connection)
 from .invocation import (DEFAULT_POLL_WAIT, IS_A, NON_EXISTENT, UnknownUserException,
@@ -118,13 +119,10 @@ class ORB:
         return ObjectRef(self, ior, interface, **options)
 
     async def resolve_name(self, url: Corbaname, interface=None, **options) -> "ObjectRef":
-        naming = ObjectRef(self, url.corbaloc.to_ior(NAMING_CONTEXT_ID), **options)
-        if not url.string_name:
-            return naming if interface is None else naming.with_options(interface=interface)
-        ior = await naming.invoke(RESOLVE, make_name(url.name))
-        if ior is None:
-            raise INV_OBJREF(0, CompletionStatus.COMPLETED_YES)
-        return ObjectRef(self, ior, interface, **options)
+        """The object a corbaname: URL names (pycdr.orb.naming; NamingError when the
+        naming service refuses the name or cannot be reached)."""
+        return ObjectRef(self, await naming.resolve_corbaname(self, url, **options),
+                         interface, **options)
 
     # --- connections ---------------------------------------------------------------
     def open_connection(self, endpoint: Endpoint, version: tuple) -> "ClientConnection | None":
@@ -182,6 +180,16 @@ class ORB:
 
     async def __aexit__(self, *exc_info):
         await self.close()
+
+
+def resolve_object_url(text: str, **orb_options) -> IOR:
+    """The IOR a stringified reference names (ORB.string_to_object's), from code with
+    no event loop running; a corbaname: is resolved by an ORB of ``orb_options``.
+    Errors: ObjectURLError (the text), naming.NamingError."""
+    async def resolve():
+        async with ORB(**orb_options) as orb:
+            return (await orb.string_to_object(text)).ior
+    return run_loop(resolve())
 
 
 def iiop_profiles(ior: IOR):
@@ -1021,37 +1029,5 @@ def _frame(buf, limit) -> tuple[list, int, bool]:
     return messages, pos, False
 
 
-# ----------------------------------------------------------------------------
-# CosNaming, for corbaname: (the operations this client needs).
-NAMING_CONTEXT_ID = "IDL:omg.org/CosNaming/NamingContext:1.0"
-NAME_COMPONENT = tc.struct("IDL:omg.org/CosNaming/NameComponent:1.0", "NameComponent",
-                           [("id", tc.string), ("kind", tc.string)])
-NAME = tc.alias("IDL:omg.org/CosNaming/Name:1.0", "Name", tc.sequence(NAME_COMPONENT))
-NameComponent = values.make_struct_class(NAME_COMPONENT, "NameComponent", "CosNaming")
-_NOT_FOUND_REASON = tc.enum("IDL:omg.org/CosNaming/NamingContext/NotFoundReason:1.0",
-                            "NotFoundReason", ["missing_node", "not_context", "not_object"])
-NOT_FOUND = tc.exception("IDL:omg.org/CosNaming/NamingContext/NotFound:1.0", "NotFound",
-                         [("why", _NOT_FOUND_REASON), ("rest_of_name", NAME)])
-CANNOT_PROCEED = tc.exception("IDL:omg.org/CosNaming/NamingContext/CannotProceed:1.0",
-                              "CannotProceed", [("cxt", tc.objref(NAMING_CONTEXT_ID,
-                                                                  "NamingContext")),
-                                                ("rest_of_name", NAME)])
-INVALID_NAME = tc.exception("IDL:omg.org/CosNaming/NamingContext/InvalidName:1.0",
-                            "InvalidName", [])
-ALREADY_BOUND = tc.exception("IDL:omg.org/CosNaming/NamingContext/AlreadyBound:1.0",
-                             "AlreadyBound", [])
-_NAMING_RAISES = (NOT_FOUND, CANNOT_PROCEED, INVALID_NAME)
-RESOLVE = Operation("resolve", (Param("n", "in", NAME),), tc.Object, _NAMING_RAISES)
-BIND = Operation("bind", (Param("n", "in", NAME), Param("obj", "in", tc.Object)), tc.void,
-                 _NAMING_RAISES + (ALREADY_BOUND,))
-REBIND = Operation("rebind", (Param("n", "in", NAME), Param("obj", "in", tc.Object)), tc.void,
-                   _NAMING_RAISES)
-
-
-def make_name(components) -> list:
-    """A CosNaming Name from [(id, kind), ...] (what Corbaname.name gives)."""
-    return [NameComponent(id=i, kind=k) for i, k in components]
-
-
 __all__ = ["ORB", "ClientOptions", "ObjectRef", "Invocation", "DeferredRequest", "RawConnection", "RawRead",
-           "UnknownUserException", "make_name", "RESOLVE", "BIND", "REBIND"]
+           "UnknownUserException"]

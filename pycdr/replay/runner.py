@@ -57,6 +57,7 @@ from ..giop.header import MAX_MESSAGE_SIZE, MsgType
 from ..giop.messages import Reply, decode_message
 from ..addressing.iiop import IIOPProfile, decode_profile
 from ..codec.ior import ior_from_string
+from ..orb.client import resolve_object_url
 from ..orb.tls import DEFAULT_TLS, Endpoint, TLSOptions, TransportError, choose_endpoint, connect
 from ..capture.giop import CaptureDecoder
 from ..capture.read import CaptureReader
@@ -132,8 +133,11 @@ class Target:
 
 
 def parse_target(text: str, tls: TLSOptions = DEFAULT_TLS) -> Target:
-    """IOR:..., corbaloc:... or host:port (TLS as the reference says, or --tls)."""
+    """IOR:..., corbaloc:..., corbaname:... (resolved through its naming service: a
+    NamingError if it cannot be) or host:port (TLS as the reference says, or --tls)."""
     text = text.strip()
+    if text.lower().startswith("corbaname:"):
+        return _from_profiles(resolve_object_url(text, tls=tls).profiles, text, tls)
     try:
         if text[:4].upper() == "IOR:":
             return _from_profiles(ior_from_string(text).profiles, text, tls)
