@@ -16,7 +16,7 @@ from peers.omni import giop_orb_args, start_omni_echo_server
 from peers.process import run_client_process
 from pycdr.codec.ior import ior_from_string
 from pycdr.orb import DynamicServant, ServerLimits
-from pycdr.orb.client import BIND, make_name
+from pycdr.orb.naming import BIND, make_name
 from pycdr.orb.servant import echo_handler
 from pycdr.orb.sync import SyncORB
 
