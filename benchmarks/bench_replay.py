@@ -144,7 +144,8 @@ def replay_child(capture: str, target: str, window: int, jobs: int = 1) -> None:
     from pycdr.capture.giop import IdlBodyDecoder
     from pycdr.capture.read import CaptureReader
     from pycdr.replay.compare import Comparison
-    from pycdr.replay.runner import Replay, ReplayOptions, parse_targets
+    from pycdr.replay.runner import Replay, ReplayOptions
+    from pycdr.replay.targets import parse_targets
     from pycdr.replay.summary import ReplaySummary
     default, mapped = parse_targets([target])
     comparison = Comparison(IdlBodyDecoder([idl.load(IDL, register=False)]))

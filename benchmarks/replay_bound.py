@@ -72,7 +72,7 @@ class _Reference:
         self.folder = folder
 
     def __enter__(self):
-        from pycdr.replay.runner import parse_target
+        from pycdr.replay.targets import parse_target
         self.server = bench.ReferenceServer(self.folder, threads=True)
         return self.server.ior, parse_target(self.server.ior).endpoint.port
 

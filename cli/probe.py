@@ -25,7 +25,8 @@ from pycdr.codec.ior import IOR, ior_to_string
 from pycdr.addressing.objectkey import hex_and_text, identify, printable
 from pycdr.orb import ORB
 from pycdr.orb.aio import run as run_loop
-from pycdr.orb.client import RawConnection, first_iiop_profile, iiop_profiles
+from pycdr.orb.client import first_iiop_profile, iiop_profiles
+from pycdr.orb.raw import RawConnection
 from pycdr.orb.naming import NamingError
 from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, Endpoint, TLSConfigError, TransportError,
                            choose_endpoint, plain_endpoint, session_facts, tls_endpoints)

@@ -12,10 +12,11 @@ from pycdr.orb.naming import NamingError
 from pycdr.orb.tls import TLSConfigError, TransportError
 from pycdr.replay.compare import Comparison
 from pycdr.replay.jobs import run_jobs
-from pycdr.replay.runner import (QUEUE_MESSAGES, ReplayError, ReplayOptions, Replay,
-                                 parse_key, parse_targets)
+from pycdr.replay.recorded import QUEUE_MESSAGES
+from pycdr.replay.runner import ReplayOptions, Replay
 from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
 from pycdr.replay.summary import ReplaySummary, difference_lines
+from pycdr.replay.targets import ReplayError, parse_key, parse_targets
 
 from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
 from .names import naming_exit

@@ -21,7 +21,7 @@ from pycdr.conformance.target import resolve_target
 from pycdr.orb import DynamicServant
 from pycdr.orb.servant import echo_handler
 from pycdr.orb.sync import SyncORB
-from pycdr.replay.runner import parse_target
+from pycdr.replay.targets import parse_target
 
 ECHO = load_echo_module().interfaces[ECHO_INTERFACE]
 CONTEXT_ID = "IDL:omg.org/CosNaming/NamingContextExt:1.0"

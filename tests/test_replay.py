@@ -324,7 +324,7 @@ def test_over_tls_with_the_shared_tls_options(tmp_path):
 
 def test_rate_limit_spaces_the_sends():
     import time
-    from pycdr.replay.runner import RateLimit
+    from pycdr.replay.pacing import RateLimit
     limit = RateLimit(50.0)
     start = time.monotonic()
     for _ in range(11):
@@ -625,7 +625,8 @@ def test_reply_stream_frames_any_chunking_fragments_and_the_end(chunk):
 
 def test_a_dry_run_forgets_each_call_at_its_recorded_reply(tmp_path):
     from pycdr.capture.read import CaptureReader
-    from pycdr.replay.runner import Replay, ReplayOptions, parse_targets
+    from pycdr.replay.runner import Replay, ReplayOptions
+    from pycdr.replay.targets import parse_targets
     capture = recorded(tmp_path)
     default, _ = parse_targets(["127.0.0.1:9"])
     listed, sessions = [], []

@@ -23,7 +23,8 @@ from pycdr.capture.giop import IdlBodyDecoder, decode_capture  # noqa: E402
 from pycdr.capture.read import CaptureReader  # noqa: E402
 from pycdr.replay import jobs as replay_jobs  # noqa: E402
 from pycdr.replay.compare import Comparison  # noqa: E402
-from pycdr.replay.runner import ReplayOptions, parse_targets  # noqa: E402
+from pycdr.replay.runner import ReplayOptions  # noqa: E402
+from pycdr.replay.targets import parse_targets  # noqa: E402
 from test_replay import conversation, json_lines  # noqa: E402
 
 IDL = rs.STORE_IDL

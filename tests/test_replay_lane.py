@@ -27,13 +27,14 @@ from pycdr.capture.giop import IdlBodyDecoder  # noqa: E402
 from pycdr.capture.read import CaptureReader  # noqa: E402
 from pycdr.capture.stats import LatencyHistogram  # noqa: E402
 from pycdr.orb.tls import DEFAULT_TLS, TLSOptions, server_context  # noqa: E402
-from pycdr.replay import runner  # noqa: E402
+from pycdr.replay import lanes  # noqa: E402
 from pycdr.replay.compare import Comparison  # noqa: E402
-from pycdr.replay.runner import Replay, ReplayOptions, parse_targets  # noqa: E402
+from pycdr.replay.runner import Replay, ReplayOptions  # noqa: E402
 from pycdr.replay.session import ReplaySession  # noqa: E402
 from pycdr.replay.summary import ReplaySummary  # noqa: E402
+from pycdr.replay.targets import parse_targets  # noqa: E402
 
-pytestmark = pytest.mark.skipif(runner._Lane is None,
+pytestmark = pytest.mark.skipif(lanes._Lane is None,
                                 reason="pycdr._replaylane not built, or PYCDR_PURE=1")
 
 
@@ -352,7 +353,7 @@ def _learned_session():
     first = encode_message(rs.request(1, "list", [2]))
     data, call = session.outgoing(first)
     session.finished(call)
-    lane = runner._Lane(4, 1 << 20, LatencyHistogram.BUCKETING)
+    lane = lanes._Lane(4, 1 << 20, LatencyHistogram.BUCKETING)
     lane.shapes = replay_._lane_table(session)
     lane.next_id = session.next_id
     return session, replay_, lane
@@ -507,7 +508,7 @@ def test_a_reply_the_lane_cannot_read_is_handed_back():
     lane.take_differing(bytes(short))
 
     def refuses(*args):
-        raise runner.PycdrError("handed back")
+        raise lanes.PycdrError("handed back")
     lane.values = (refuses, lane.values[1])
     lane.advance(collections.deque([(True, encode_message(request), 20),
                                     (False, _reply(request), 30)]))
@@ -558,10 +559,10 @@ def test_items_the_lane_does_not_take_stay_for_python(item):
 
 def test_a_lane_s_shapes_must_be_a_dict_and_its_window_positive():
     with pytest.raises(ValueError):
-        runner._Lane(0, 100, LatencyHistogram.BUCKETING)
+        lanes._Lane(0, 100, LatencyHistogram.BUCKETING)
     with pytest.raises(ValueError):
-        runner._Lane(1, 100, (0.0, 1.0, 1.0))
-    lane = runner._Lane(1, 100, LatencyHistogram.BUCKETING)
+        lanes._Lane(1, 100, (0.0, 1.0, 1.0))
+    lane = lanes._Lane(1, 100, LatencyHistogram.BUCKETING)
     with pytest.raises(TypeError):
         lane.shapes = [1, 2]
     # garbage in a table is refused, not read
@@ -614,7 +615,7 @@ def _pump_until(entries, *, spin=1.0, budget=2.0, full=-1, limit=256, rounds=50)
     """pump() until an event comes or ``rounds`` calls: (events, progressed in all)."""
     progressed = 0
     for _ in range(rounds):
-        events, done = runner._pump(entries, spin, budget, full, limit)
+        events, done = lanes._pump(entries, spin, budget, full, limit)
         progressed += done
         if events:
             return events, progressed
@@ -638,7 +639,7 @@ def test_pump_serves_a_lane_and_sends_the_bytes_python_would():
     thread = threading.Thread(target=target)
     thread.start()
     try:
-        lane = runner._Lane(1, 1 << 20, LatencyHistogram.BUCKETING)     # as recorded
+        lane = lanes._Lane(1, 1 << 20, LatencyHistogram.BUCKETING)     # as recorded
         lane.shapes = replay_._lane_table(session)
         lane.next_id = session.next_id
         first, handed_over = lane.advance(items)
@@ -647,7 +648,7 @@ def test_pump_serves_a_lane_and_sends_the_bytes_python_would():
         entries = [(client.fileno(), 0, lane, items)]
         progressed = 0
         while lane.held or items:
-            events, done = runner._pump(entries, 1.0, 2.0, -1, 256)
+            events, done = lanes._pump(entries, 1.0, 2.0, -1, 256)
             assert events == [], events
             assert done, "nothing came within the spin"
             progressed += done
@@ -668,7 +669,7 @@ def _pumping_lane(window=4, sndbuf=0):
     """A lane (``window``) that sent one list() on a fresh TCP pair: (lane, items,
     client, server, the request as the server read it)."""
     session, replay_, _ = _learned_session()
-    lane = runner._Lane(window, 1 << 20, LatencyHistogram.BUCKETING)
+    lane = lanes._Lane(window, 1 << 20, LatencyHistogram.BUCKETING)
     lane.shapes = replay_._lane_table(session)
     lane.next_id = session.next_id
     request = rs.request(40, "list", [5])
@@ -681,9 +682,9 @@ def _pumping_lane(window=4, sndbuf=0):
 
 
 @pytest.mark.parametrize("answer, kind", [
-    ("differs", runner._EV_LEFT), ("garbage", runner._EV_LEFT),
-    ("claims_4gb", runner._EV_LEFT), ("closes", runner._EV_CLOSED),
-    ("resets", runner._EV_RECV_ERROR)])
+    ("differs", lanes._EV_LEFT), ("garbage", lanes._EV_LEFT),
+    ("claims_4gb", lanes._EV_LEFT), ("closes", lanes._EV_CLOSED),
+    ("resets", lanes._EV_RECV_ERROR)])
 def test_pump_hands_back_what_a_lane_does_not_take(answer, kind):
     lane, items, client, server, request, _ = _pumping_lane()
     sent = b""
@@ -715,9 +716,9 @@ def test_pump_hands_back_what_a_lane_does_not_take(answer, kind):
     ((index, got_kind, payload, now),) = events
     assert (index, got_kind) == (0, kind) and now > 0
     assert peak < 1 << 20           # (the read buffer: 64 KB; nothing a length claims)
-    if kind == runner._EV_LEFT:
+    if kind == lanes._EV_LEFT:
         assert payload == sent      # whole, for Python's stream
-    elif kind == runner._EV_RECV_ERROR:
+    elif kind == lanes._EV_RECV_ERROR:
         assert payload == errno.ECONNRESET
     else:
         assert payload is None
@@ -734,7 +735,7 @@ def test_pump_hands_back_at_an_item_the_lane_does_not_take():
         events, _ = _pump_until([(client.fileno(), 0, lane, items)])
         ((index, kind, payload, _),) = events
         # the list() before it went out; what is left for Python is the find()
-        assert (index, kind, payload) == (0, runner._EV_HANDED, b"")
+        assert (index, kind, payload) == (0, lanes._EV_HANDED, b"")
         assert list(items) == [(True, unknown, 7)]
         assert struct.unpack_from(">I", _read_message(server), 12)[0] == 3
     finally:
@@ -756,7 +757,7 @@ def test_pump_gives_back_what_the_socket_did_not_take():
         _answer(server, request)        # the target then reads nothing
         events, _ = _pump_until([(client.fileno(), 0, lane, items)])
         ((index, kind, payload, _),) = events
-        assert (index, kind) == (0, runner._EV_UNSENT)
+        assert (index, kind) == (0, lanes._EV_UNSENT)
         made = 64 * len(session.outgoing(encode_message(big[0]))[0])
         assert 0 < len(payload) < made and lane.waiting == 64 and len(items) == 100 - 64
     finally:
@@ -770,15 +771,15 @@ def test_pump_tells_python_of_its_own_sockets_and_returns_when_nothing_comes():
     try:
         peer.send(b"x")
         entries = [(client.fileno(), 0, lane, items), (mine.fileno(), POLLIN, None, None)]
-        events, progressed = runner._pump(entries, 1.0, 2.0, -1, 256)
+        events, progressed = lanes._pump(entries, 1.0, 2.0, -1, 256)
         assert [(e[0], e[1], e[2] & POLLIN) for e in events] == \
-            [(1, runner._EV_READY, POLLIN)] and progressed == 0
+            [(1, lanes._EV_READY, POLLIN)] and progressed == 0
         # nothing comes: back after the spin (full -1: the capture read), or at once when
         # the capture may be read on (full 0)
         start = time.monotonic()
-        assert runner._pump(entries[:1], 0.05, 5.0, -1, 256) == ([], 0)
-        assert runner._pump(entries[:1], 5.0, 5.0, 0, 256) == ([], 0)
-        assert runner._pump(entries[:1], 5.0, 0.05, 1, 256) == ([], 0)
+        assert lanes._pump(entries[:1], 0.05, 5.0, -1, 256) == ([], 0)
+        assert lanes._pump(entries[:1], 5.0, 5.0, 0, 256) == ([], 0)
+        assert lanes._pump(entries[:1], 5.0, 0.05, 1, 256) == ([], 0)
         assert time.monotonic() - start < 4     # (neither waited its 5 s)
     finally:
         for s in (mine, peer, client, server):
@@ -786,14 +787,14 @@ def test_pump_tells_python_of_its_own_sockets_and_returns_when_nothing_comes():
 
 
 def test_pump_refuses_entries_it_cannot_serve():
-    lane = runner._Lane(1, 100, LatencyHistogram.BUCKETING)
+    lane = lanes._Lane(1, 100, LatencyHistogram.BUCKETING)
     with pytest.raises(TypeError):
-        runner._pump((), 0.0, 0.0, -1, 256)
+        lanes._pump((), 0.0, 0.0, -1, 256)
     with pytest.raises(TypeError):
-        runner._pump([(0, 0, "lane", collections.deque())], 0.0, 0.0, -1, 256)
+        lanes._pump([(0, 0, "lane", collections.deque())], 0.0, 0.0, -1, 256)
     with pytest.raises(TypeError):
-        runner._pump([(0, 0, lane, None)], 0.0, 0.0, -1, 256)
+        lanes._pump([(0, 0, lane, None)], 0.0, 0.0, -1, 256)
     with pytest.raises(TypeError):
-        runner._pump([(0, 0)], 0.0, 0.0, -1, 256)
+        lanes._pump([(0, 0)], 0.0, 0.0, -1, 256)
     with pytest.raises(ValueError):
-        runner._pump([(0, POLLIN, None, None)] * (runner.PUMP_MAX + 1), 0.0, 0.0, -1, 256)
+        lanes._pump([(0, POLLIN, None, None)] * (lanes.PUMP_MAX + 1), 0.0, 0.0, -1, 256)

@@ -20,7 +20,8 @@ from ..codec import tc
 
 from . import blocking as blocking_calls
 from .aio import new_event_loop
-from .client import ORB, ClientOptions, ObjectRef, RawConnection, RawRead
+from .client import ORB, ClientOptions, ObjectRef
+from .raw import RawConnection, RawRead
 from .invocation import dynamic_operation
 from .server import Server, ServerLimits
 from .servant import Servant

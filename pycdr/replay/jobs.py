@@ -61,8 +61,9 @@ from ..capture.read import CaptureReader
 from ..capture.write import merge_pcap_files
 from ..capture.tcp import TcpReassembler
 from .compare import Comparison
-from .runner import (ReplayError, ReplayOptions, Replay, SkippedServers, _SERVER_FIRST,
-                     capture_error_line)
+from .capture_feed import capture_error_line
+from .runner import ReplayOptions, Replay, SkippedServers, _SERVER_FIRST
+from .targets import ReplayError
 from .session import (CLIENT_MESSAGES, LOCATE_OPERATION, RawReply, ReplyStream,
                       _decode_client_message, _name_end, _profile_key, _ULONG, reply_message)
 

@@ -31,198 +31,34 @@ a reply's arrival and the next request's send cost no Python.
 
 from __future__ import annotations
 
-import collections
-import os
-import re
-import select
 import selectors
 import socket
 import ssl
-import struct
 import time
 from dataclasses import dataclass, field
 
-_Lane = _pump = _c_read = None
-PUMP_MAX = 0
-if os.environ.get("PYCDR_PURE") != "1":
-    try:
-        from .._replaylane import PUMP_MAX, Lane as _Lane, pump as _pump
-        from ..codec._speedups import read as _c_read
-    except ImportError:          # not built: every call in Python
-        pass
-
-from ..addressing.corbaloc import Corbaloc, IIOPAddress, parse_object_url
-from ..errors import PycdrError
-from ..giop.header import MAX_MESSAGE_SIZE, MsgType
-from ..giop.messages import Reply, decode_message
-from ..addressing.iiop import IIOPProfile, decode_profile
-from ..codec.ior import ior_from_string
-from ..orb.client import resolve_object_url
-from ..orb.tls import DEFAULT_TLS, Endpoint, TLSOptions, TransportError, choose_endpoint, connect
+from ..giop.header import MsgType
+from ..orb.tls import DEFAULT_TLS, TLSOptions, TransportError, connect
 from ..capture.giop import CaptureDecoder
 from ..capture.read import CaptureReader
-from ..capture.stats import LatencyHistogram
 from ..capture.write import StreamPcapWriter
 from ..capture.tcp import TcpReassembler
+from .capture_feed import _only_flows, _SelectedSink, _Sink, capture_error_line
 from .compare import Comparison, KeyMap
-from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME, Call,
+from .lanes import PUMP_MAX, SHORT_RUNS, ReplayLanes, _Lane, _pump
+from .pacing import SPIN, SPIN_CHECK, RateLimit, _cores_free
+from .recorded import _END, QUEUE_MESSAGES, _Recorded
+from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME,
                       OperationFilter, RawReply, Reencoding, ReplaySession, reply_message)
+from .targets import Target
 
-QUEUE_MESSAGES = 256          # per recorded connection, read but not handled yet
 # Segments read before the connections are served again: more calls a write and a turn
 # of the loop (256 against 64: 18 % more calls/s pipelined, four connections; as recorded
 # the same).
 READ_BATCH = 256
 RECV_SIZE = 1 << 16
-# How long a --window 1 replay polls for a reply before it sleeps on the selector, when
-# a core is free for it: a reply on loopback or a LAN comes within tens of microseconds,
-# and sleeping on each one costs the wake-up (measured, load average 1.2-1.5 on two
-# cores: --window 1 against omniORBpy made 9k calls/s sleeping on every reply, 13-16k
-# polling first).  On busy cores the polling takes CPU the target or others need
-# (measured, load 2-3.6: no gain against omniORBpy, 20-40 % more CPU a call and fewer
-# calls against the reference ORB, a Python server), so it is only done while the load
-# average is below the CPUs the process may use (checked every SPIN_CHECK seconds).
-# A pipelined replay has other calls in flight and sleeps at once.
-SPIN = 300e-6
-SPIN_CHECK = 1.0
-# A pipelined connection waits for the calls it has out before its next request, so that
-# its lane takes it on -- but not after SHORT_RUNS runs of the lane in a row that took
-# fewer than LANE_RUN items each (a round trip lost for each; see _advance).
-LANE_RUN = 16
-SHORT_RUNS = 4
-# The lanes' sockets are served in C (pycdr._replaylane.pump) for at most PUMP_BUDGET
-# seconds before the loop's own checks (time-outs, progress) run again.  Between turns
-# the capture is read READ_BATCH segments at a time, as without pump() (measured, the
-# four-connection capture to omniORBpy as recorded: 64 at a time 27k calls/s against
-# 33k for 256, 1,024 34k; smaller batches, or the lanes served within a batch, no
-# better: benchmarks/README.md, eighteenth session).
-PUMP_BUDGET = 0.02
-_EV_READY, _EV_LEFT, _EV_RECV_ERROR, _EV_CLOSED, _EV_HANDED, _EV_UNSENT = range(6)
-_POLL_ANY = select.POLLIN | select.POLLERR | select.POLLHUP
-_POLL_WRITE = select.POLLOUT | select.POLLERR | select.POLLHUP
-_END = object()
-_ULONG = (struct.Struct(">I"), struct.Struct("<I"))
 _REQUEST = MsgType.Request.value
 _SERVER_FIRST = frozenset((MsgType.Reply.value, MsgType.LocateReply.value))
-_HOST_PORT = re.compile(r"\[?([^\]=/]+?)\]?:(\d{1,5})")
-
-
-def _cores_free() -> bool:
-    """Whether the load average of the last minute leaves a core idle."""
-    try:
-        return os.getloadavg()[0] < len(os.sched_getaffinity(0))
-    except (OSError, AttributeError):       # (no load average, or no affinity: not Linux)
-        return False
-
-
-class ReplayError(PycdrError):
-    """A replay that cannot start: a bad --target or --key, an unusable target."""
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where a recorded server's connections go, and the object key of the reference
-    given (None for host:port: the recorded keys are sent unchanged)."""
-    endpoint: Endpoint
-    key: bytes | None = None
-    text: str = ""
-
-    def describe(self) -> str:
-        return f"{self.endpoint.host}:{self.endpoint.port}" + \
-            (" (TLS)" if self.endpoint.tls else "")
-
-
-def parse_target(text: str, tls: TLSOptions = DEFAULT_TLS) -> Target:
-    """IOR:..., corbaloc:..., corbaname:... (resolved through its naming service: a
-    NamingError if it cannot be) or host:port (TLS as the reference says, or --tls)."""
-    text = text.strip()
-    if text.lower().startswith("corbaname:"):
-        return _from_profiles(resolve_object_url(text, tls=tls).profiles, text, tls)
-    try:
-        if text[:4].upper() == "IOR:":
-            return _from_profiles(ior_from_string(text).profiles, text, tls)
-        if text.lower().startswith("corbaloc:"):
-            url = parse_object_url(text)
-            if not isinstance(url, Corbaloc) or url.is_rir:
-                raise ReplayError(f"{text!r}: a corbaloc URL with an iiop address is needed")
-            iiop = [a for a in url.addresses if isinstance(a, IIOPAddress)]
-            if not iiop:
-                raise ReplayError(f"{text!r}: no iiop address")
-            return _from_profiles(Corbaloc(tuple(iiop), url.key).to_ior().profiles, text, tls)
-    except ReplayError:
-        raise
-    except PycdrError as e:
-        raise ReplayError(f"bad target {text[:60]!r}: {e}") from e
-    host, port = parse_host_port(text, "target")
-    return Target(Endpoint(host, port, tls.force, "--tls" if tls.force else "host:port"),
-                  None, text)
-
-
-def _from_profiles(profiles, text: str, tls: TLSOptions) -> Target:
-    for p in profiles:
-        prof = decode_profile(p, lenient=True)
-        if isinstance(prof, IIOPProfile):
-            return Target(choose_endpoint(prof, tls), prof.object_key, text)
-    raise ReplayError(f"{text[:60]!r}: the reference has no IIOP profile")
-
-
-def parse_host_port(text: str, what: str) -> tuple:
-    m = _HOST_PORT.fullmatch(text.strip())
-    if not m or int(m.group(2)) > 65535:
-        raise ReplayError(f"bad {what} {text!r}: expected IOR:..., corbaloc:... or host:port"
-                          if what == "target" else f"bad {what} {text!r}: expected host:port")
-    return m.group(1), int(m.group(2))
-
-
-def parse_targets(texts, tls: TLSOptions = DEFAULT_TLS) -> tuple:
-    """(default target or None, {recorded server "host:port": target}) from --target
-    values: ``NEW`` or ``OLDHOST:PORT=NEW``."""
-    default, mapped = None, {}
-    for text in texts:
-        old, sep, new = text.partition("=")
-        if sep and _HOST_PORT.fullmatch(old.strip()):
-            host, port = parse_host_port(old, "recorded server")
-            mapped[_endpoint_text(host, port)] = parse_target(new, tls)
-        elif default is not None:
-            raise ReplayError("several --target without OLDHOST:PORT=: name the recorded "
-                              "server of each (OLDHOST:PORT=NEW)")
-        else:
-            default = parse_target(text, tls)
-    return default, mapped
-
-
-def parse_key(text: str) -> tuple:
-    """--key OLD=NEW: each side text (corbaloc %-escapes allowed) or hex: 0x..."""
-    old, sep, new = text.partition("=")
-    if not sep or not old or not new:
-        raise ReplayError(f"bad --key {text!r}: expected OLD=NEW")
-    return _key_bytes(old), _key_bytes(new)
-
-
-def _key_bytes(text: str) -> bytes:
-    if text.startswith("0x"):
-        try:
-            return bytes.fromhex(text[2:])
-        except ValueError:
-            raise ReplayError(f"bad key {text!r}: not hex after 0x") from None
-    out = bytearray()
-    i = 0
-    while i < len(text):
-        if text[i] == "%":
-            try:
-                out.append(int(text[i + 1:i + 3], 16))
-            except ValueError:
-                raise ReplayError(f"bad key {text!r}: % must be followed by two hex digits") \
-                    from None
-            i += 3
-        else:
-            out += text[i].encode("utf-8")
-            i += 1
-    return bytes(out)
-
-
-def _endpoint_text(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @dataclass
@@ -242,82 +78,13 @@ class ReplayOptions:
     window: int = 1                                  # requests outstanding per connection
 
 
-class RateLimit:
-    """At most ``rate`` sends a second, all connections together."""
-
-    def __init__(self, rate: float | None):
-        self.interval = 1.0 / rate if rate else 0.0
-        self._next = time.monotonic()
-
-    def wait(self) -> None:
-        if not self.interval:
-            return
-        now = time.monotonic()
-        at = max(self._next, now)
-        self._next = at + self.interval
-        if at > now:
-            time.sleep(at - now)
-
-
 class SkippedServers:
     def __init__(self):
         self.connections: dict = {}      # server text -> connections
         self.requests: dict = {}         # server text -> client messages not sent
 
 
-class _Recorded:
-    """One recorded connection: the reader's view of it, and its replay.
-
-    ``items``: its messages in capture order not handled yet ((from_client, raw,
-    ts), or _END).  ``waiting``: the calls whose replayed reply must come (or
-    time out) before the next item is handled -- with a window, the calls sent
-    whose replayed reply has not come -- oldest first, with the deadline of the
-    first."""
-    __slots__ = ("client_key", "server", "target", "session", "items", "waiting",
-                 "deadline", "sock", "pcap_flow", "failure", "ended", "replies_lost",
-                 "undecided", "barrier", "unsent", "outbuf", "write_deadline", "prepared",
-                 "lane", "lane_on", "lane_stamp", "lane_taken", "short_runs")
-
-    def __init__(self):
-        self.client_key = None     # the client flow's key, once known
-        self.server = ""
-        self.target = None         # Target; None: skipped (no target for its server)
-        self.session = None
-        self.items: collections.deque = collections.deque()
-        self.waiting: collections.deque = collections.deque()
-        self.deadline = 0.0
-        self.sock = None
-        self.pcap_flow = None
-        self.failure = ""          # why nothing more can be sent
-        self.ended = False         # the recording's connection ended
-        self.replies_lost = False  # bytes the server sent are missing from the capture
-        # --window > 1: the calls whose replayed reply came before their recorded one
-        # (replay id -> Call); the call whose replayed reply may teach a key (nothing
-        # more is sent before it comes); the messages to send in one go.
-        self.undecided: dict = {}
-        self.barrier = None
-        self.unsent: list = []
-        # --window > 1 (a non-blocking socket): the bytes the target has not taken yet,
-        # written as it reads (the replay reads its replies meanwhile: neither side
-        # waits on the other), and when they must have been taken by.
-        self.outbuf = bytearray()
-        self.write_deadline = 0.0
-        # --window 1: the next client message, rewritten while the reply it follows is
-        # awaited ((bytes, Call) as ReplaySession.outgoing gives them), sent as soon as
-        # that reply comes, before it is compared (see Replay._prepare).
-        self.prepared = None
-        # The connection's pycdr._replaylane.Lane (None: none), whether it holds the
-        # connection now, and what its shape table was built from.
-        self.lane = None
-        self.lane_on = False
-        self.lane_stamp = None
-        # Items the lane took since it last took the connection on; how many of its
-        # last runs in a row took fewer than LANE_RUN (see _advance).
-        self.lane_taken = 0
-        self.short_runs = 0
-
-
-class Replay:
+class Replay(ReplayLanes):
     """Replays a capture (see the module doc).  ``report(call)`` hears of every
     call as it is decided -- but with ``tally``, the same and skipped calls a
     connection's lane finishes in C: ``tally(operation, same, skipped,
@@ -487,71 +254,6 @@ class Replay:
             if rec.waiting and rec.deadline <= now:
                 self._settle(rec, now, timed_out=True)
 
-    def _pump_turn(self, block: bool, timeout: float):
-        """Serve the sockets in C (pycdr._replaylane.pump) while the lanes need no
-        Python; then what they handed back, as _receive and _advance would.  None when
-        no lane is on a plain socket (the selector serves them all); else whether
-        anything happened, and the seconds it took."""
-        entries, recs, lanes = [], [], []
-        for key in self._selector.get_map().values():
-            rec = key.data
-            if rec.lane_on and not rec.outbuf and not isinstance(rec.sock, ssl.SSLSocket):
-                entries.append((key.fd, 0, rec.lane, rec.items))
-                lanes.append((rec, len(rec.items)))
-            else:
-                entries.append((key.fd, select.POLLIN | (select.POLLOUT if rec.outbuf else 0),
-                                None, None))
-            recs.append(rec)
-        if not lanes:
-            return None
-        start = time.monotonic()
-        spin = 0.0
-        if block and timeout:
-            spin = self._spin_for(start, timeout)
-            budget = min(timeout, PUMP_BUDGET)
-        else:
-            budget = PUMP_BUDGET
-        events, progressed = _pump(entries, spin, budget, -1 if self._read_all else self._full,
-                                   QUEUE_MESSAGES)
-        self.pump_turns += 1
-        for rec, before in lanes:
-            after = len(rec.items)
-            rec.lane_taken += before - after
-            if before >= QUEUE_MESSAGES > after:
-                self._full -= 1
-            self._lane_deadline(rec)
-        for i, kind, payload, now in events:
-            rec = recs[i]
-            if rec.sock is None:
-                continue
-            if kind == _EV_READY:
-                if payload & _POLL_WRITE and rec.outbuf:
-                    self._write(rec)
-                if payload & _POLL_ANY and rec.sock is not None:
-                    self._receive(rec)
-                continue
-            judged: list = []
-            if kind == _EV_LEFT:
-                self._lane_left(rec, True, payload, now, judged)
-                self._received(rec, judged)
-            elif kind == _EV_RECV_ERROR or kind == _EV_CLOSED:
-                if kind == _EV_RECV_ERROR:
-                    rec.session.target_closed = f"receiving from the target failed: " \
-                        f"{OSError(payload, os.strerror(payload))}"
-                self._lane_left(rec, False, b"", now, judged)
-                self._receive_end(rec)
-                self._received(rec, judged)
-            elif kind == _EV_HANDED:        # as _lane_advance hands back
-                if payload:
-                    rec.unsent.append(payload)
-                self._flush(rec)
-                if rec.lane_on:
-                    self._lane_exit(rec)
-                self._advance_in_python(rec)
-            else:                           # _EV_UNSENT: the rest as the target reads
-                rec.unsent.append(payload)
-                self._flush(rec)
-        return bool(events or progressed), time.monotonic() - start
 
     def _spin_for(self, now: float, timeout: float) -> float:
         """The seconds to poll without sleeping before sleeping up to ``timeout``:
@@ -725,190 +427,6 @@ class Replay:
         if rec.ended and not rec.waiting and not items and not rec.outbuf:
             self._close(rec)
 
-    # -- a connection's steady state in C (pycdr._replaylane) --------------------------------
-    def _lane_enter(self, rec: _Recorded) -> bool:
-        """Give ``rec`` to its lane when Python holds nothing of it: no call awaits a
-        reply or a decision, no barrier, no fragmented message under way, the reply
-        streams idle, the target connected and open, request shapes known."""
-        session = rec.session
-        if rec.waiting or rec.undecided or rec.barrier is not None or rec.sock is None or \
-                rec.failure or rec.ended or rec.prepared is not None or not session.quiet \
-                or not session.shapes:
-            return False
-        lane = rec.lane
-        if lane is None:
-            lane = rec.lane = _Lane(self.window, MAX_MESSAGE_SIZE, LatencyHistogram.BUCKETING)
-            self._with_lanes.add(rec)
-        stamp = (session.shapes_version, len(session.shapes), self.keys.version)
-        if stamp != rec.lane_stamp:
-            lane.shapes = self._lane_table(session)
-            lane.values = self._lane_values()
-            rec.lane_stamp = stamp
-            rec.short_runs = 0
-        lane.next_id = session.next_id
-        rec.lane_on = True
-        rec.lane_taken = 0
-        return True
-
-    def _lane_table(self, session: ReplaySession) -> dict:
-        """The lane's shapes: request bytes 4..8 + 16..the name's end -> ((body offset,
-        the bytes between the name and the body, bytes 16..the body rewritten for the
-        key the shape's requests go to now or None, operation index, flags), ...), in
-        the order ReplaySession._outgoing_shaped tries them.  Flags: 1 oneway, 2 not
-        selected, bit 8 + s: a reply of status s that repeats the recorded bytes is the
-        same (Comparison.judged_by_bytes; any other may teach a key)."""
-        table = {}
-        selected = self.options.selected
-        judged = self.comparison.judged_by_bytes
-        index = self._lane_op_index
-        for prefix, known in session.shapes.items():
-            entries = []
-            for start, tail, shape in known:
-                operation = shape.operation
-                op = index.get(operation)
-                if op is None:
-                    op = index[operation] = len(self._lane_ops)
-                    self._lane_ops.append(operation)
-                flags = (1 if shape.kind == "oneway" else 0) | (0 if selected(operation) else 2)
-                for status in range(6):
-                    if judged(operation, status):
-                        flags |= 1 << (8 + status)
-                rewritten = shape.rewritten.get(self.keys.target_key(shape.key, session.server))
-                entries.append((start, tail, rewritten, op, flags))
-            table[prefix] = tuple(entries)
-        return table
-
-    def _lane_values(self):
-        """Lane.values: per operation index, how the lanes judge a reply whose bytes
-        differ from the recorded one's (Comparison.value_nodes), with the C decoder's
-        read(); rebuilt when operations are added."""
-        ops = self._lane_ops
-        if self._lane_value_table is None or len(self._lane_value_table[1]) != len(ops):
-            nodes = self.comparison.value_nodes
-            self._lane_value_table = (_c_read, tuple(nodes(op) for op in ops)) \
-                if _c_read is not None else None
-        return self._lane_value_table
-
-    def _lane_advance(self, rec: _Recorded) -> bool:
-        """The lane takes ``rec``'s items as far as it can; False when it handed the
-        connection back (its calls are Calls again: Python goes on)."""
-        lane, items = rec.lane, rec.items
-        was_full = len(items) >= QUEUE_MESSAGES
-        before = len(items)
-        data, handed_over = lane.advance(items)
-        rec.lane_taken += before - len(items)
-        if was_full and len(items) < QUEUE_MESSAGES:
-            self._full -= 1
-        if data:
-            rec.unsent.append(data)
-        if handed_over:
-            self._flush(rec)        # (before anything Python sends; as recorded, it would not)
-            self._lane_exit(rec)
-            return False
-        self._lane_deadline(rec)
-        self._flush(rec)
-        return True
-
-    def _lane_deadline(self, rec: _Recorded) -> None:
-        sent = rec.lane.oldest_sent
-        if sent is not None:
-            rec.deadline = sent + self.timeout
-
-    def _lane_tallies(self) -> None:
-        for rec in self._with_lanes:
-            self._lane_results(rec.lane)
-
-    def _lane_results(self, lane) -> None:
-        ops, tally = self._lane_ops, self.tally
-        for op, same, skipped, recorded, replayed in lane.results():
-            self.lane_calls += same + skipped
-            tally(ops[op], same, skipped, recorded, replayed)
-
-    def _lane_judge(self, rec: _Recorded, left: bytes, now: float, judged: list):
-        """Bytes the lane handed back: while they begin with the replayed reply of a
-        call it holds whose bytes differ from the recorded reply's (an ORB that leaves
-        padding uninitialised, as omniORB does), that call leaves the lane, its reply
-        decoded as Python's stream would have it, onto ``judged`` (to be compared value
-        by value: _decide), and the lane goes on with the rest.  What is left for the
-        stream (None: nothing)."""
-        lane, session = rec.lane, rec.session
-        while left:
-            if len(left) < 12 or left[:4] != b"GIOP":
-                return left
-            end = 12 + _ULONG[left[6] & 1].unpack_from(left, 8)[0]
-            if end > len(left) or end - 12 > MAX_MESSAGE_SIZE:
-                return left
-            raw = left[:end]
-            try:
-                msg = decode_message(raw, field_offsets=False)[0]
-            except PycdrError:
-                return left         # (the stream's lenient connection says what is wrong)
-            if not isinstance(msg, Reply):
-                return left
-            taken = lane.take_differing(raw)
-            if taken is None:
-                return left
-            op, recorded_id, replay_id, request_ts, sent, sent_at, recorded, recorded_ts = taken
-            call = Call(session.connection, session.server, self._lane_ops[op], "request",
-                        recorded_id, request_ts)
-            call.replay_id, call.sent_bytes, call.sent_at = replay_id, sent, sent_at
-            call.recorded_reply, call.recorded_raw = RawReply(recorded, recorded_id), recorded
-            call.recorded_latency = max(0, recorded_ts - request_ts) / 1e9
-            call.replayed_reply, call.replayed_raw = msg, raw
-            call.replayed_latency = max(0.0, now - sent_at)
-            judged.append(call)
-            left = lane.replayed(left[end:], now) if len(left) > end else None
-        return left
-
-    def _lane_exit(self, rec: _Recorded) -> None:
-        """Take ``rec`` back from its lane: the calls it holds become Calls, in the
-        state Python's own handling would have left them in, and Python goes on."""
-        lane = rec.lane
-        rec.lane_on = False
-        rec.short_runs = 0 if rec.lane_taken >= LANE_RUN else rec.short_runs + 1
-        self._lane_results(lane)
-        session = rec.session
-        session.next_id = lane.next_id
-        ops = self._lane_ops
-        held = []
-        for (op, recorded_id, replay_id, request_ts, sent, sent_at, recorded, recorded_ts,
-             replayed, replayed_at, settled, awaited_at) in lane.materialize():
-            call = Call(session.connection, session.server, ops[op], "request", recorded_id,
-                        request_ts)
-            call.replay_id, call.sent_bytes, call.sent_at = replay_id, sent, sent_at
-            session.calls[recorded_id] = call
-            session.by_replay_id[replay_id] = call
-            held.append((call, recorded, recorded_ts, replayed, replayed_at, settled,
-                         awaited_at))
-        # (a call holds one reply at most: the lane finishes one that has both)
-        for call, recorded, recorded_ts, replayed, replayed_at, *_ in held:
-            if recorded is not None:
-                session.recorded(recorded, recorded_ts)
-            elif replayed is not None:
-                session.replayed(replayed, replayed_at)
-        now = time.monotonic()
-        if self.window == 1:
-            # As recorded (Replay._wait_for): a call waits once its recorded reply is read;
-            # the others wait for it in the session's books.
-            for call, recorded, *_, awaited_at in held:
-                if recorded is not None:
-                    if not rec.waiting:
-                        rec.deadline = max(now, awaited_at + self.timeout)
-                    rec.waiting.append(call)
-            return self._lane_rest(rec)
-        for call, *_, settled, _ in held:
-            if settled:         # its replayed reply came, and every earlier call's
-                rec.undecided[call.replay_id] = call
-            else:
-                rec.waiting.append(call)
-        if rec.waiting:
-            rec.deadline = max(now, rec.waiting[0].sent_at + self.timeout)
-        self._lane_rest(rec)
-
-    def _lane_rest(self, rec: _Recorded) -> None:
-        rest = rec.lane.take_buffer()       # (a reply cut short: completes nothing yet)
-        if rest:
-            rec.session.replayed(rest, time.monotonic())
 
     def _prepare(self, rec: _Recorded) -> None:
         """(--window 1) Rewrite the next client message while the replies it follows
@@ -1095,17 +613,6 @@ class Replay:
                 break
         self._received(rec, judged)
 
-    def _lane_left(self, rec: _Recorded, data, left, now: float, judged: list) -> None:
-        """``left``, what the lane handed back of the bytes read (``data``; b"": the end)."""
-        if left:
-            left = self._lane_judge(rec, left, now, judged)
-        if left is not None:        # a reply the lane does not judge, or the end
-            for call in judged:
-                self._decide(rec, call)
-            judged.clear()
-            self._lane_exit(rec)
-            if left or not data:
-                rec.session.replayed(left, now)
 
     def _receive_end(self, rec: _Recorded) -> None:
         """The target closed its side (or reading failed)."""
@@ -1216,59 +723,3 @@ class Replay:
             rec.sock = None
             if rec.pcap_flow is not None:
                 rec.pcap_flow.close()
-
-
-def capture_error_line(entry: dict) -> str:
-    """A capture error (a CaptureDecoder error entry) as the replay lists it."""
-    return f"frame {entry['frame']} ({entry['src']} -> {entry['dst']}): " \
-        f"{entry['error']['message']}"
-
-
-def _only_flows(feed, flows: frozenset):
-    """``feed`` given only the segments of ``flows`` (4-tuples)."""
-    def feed_selected(segment):
-        if segment[2:6] in flows:
-            feed(segment)
-    return feed_selected
-
-
-class _SelectedSink:
-    """(--jobs) A sink that tells ``selection`` of each connection the first time it
-    delivers anything, as the plan's reader did (see pycdr.replay.jobs.ConnectionIds)."""
-
-    def __init__(self, sink, selection):
-        self._sink = sink
-        self._seen = selection.ids.of
-        self._forget = selection.ids.forget
-
-    def data(self, flow, data, frame, ts):
-        self._seen(flow)
-        self._sink.data(flow, data, frame, ts)
-
-    def gap(self, flow, missing, frame, ts):
-        self._seen(flow)
-        self._sink.gap(flow, missing, frame, ts)
-
-    def closed(self, connection):
-        self._sink.closed(connection)
-        self._forget(connection)
-
-
-class _Sink:
-    """TcpReassembler's sink: the CaptureDecoder frames, the replay hears of gaps and
-    closes."""
-
-    def __init__(self, decoder: CaptureDecoder, closed, gap):
-        self.data = decoder.data
-        self._decoder_gap = decoder.gap
-        self._decoder_closed = decoder.closed
-        self._closed = closed
-        self._gap = gap
-
-    def gap(self, flow, missing: int, frame: int, ts: int) -> None:
-        self._decoder_gap(flow, missing, frame, ts)
-        self._gap(flow)
-
-    def closed(self, connection) -> None:
-        self._decoder_closed(connection)
-        self._closed(connection)
