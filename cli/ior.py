@@ -16,6 +16,7 @@ from pycdr.codec.ior import IOR, printable_key
 from pycdr.addressing.objectkey import identify, printable
 
 from .main import EXIT_BAD_INPUT
+from .warn import decode_warning_text, decode_warnings_json, group_decode_warnings
 
 
 def describe_component(c) -> list[str]:
@@ -235,8 +236,8 @@ def cmd(reference, as_json):
         click.echo(f"error: {type(e).__name__}: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     if as_json:
-        out["warnings"] = [w.to_json() for w in warnings]
+        out["warnings"] = decode_warnings_json(warnings)
         click.echo(json.dumps(out, indent=2))
     else:
-        out += [f"{w.severity}: [{w.code}] {w}" for w in warnings]
+        out += [decode_warning_text(w, offsets) for w, offsets in group_decode_warnings(warnings)]
         click.echo("\n".join(out))
