@@ -190,8 +190,9 @@ def ior_json(ior: IOR, profiles: list) -> dict:
 
 def corbaloc_json(loc: Corbaloc) -> dict:
     return {"addresses": [
-        {"protocol": "iiop", "host": a.host, "port": a.port,
-         "version": f"{a.version[0]}.{a.version[1]}"} if isinstance(a, IIOPAddress)
+        {"protocol": "ssliop" if a.tls else "iiop", "host": a.host, "port": a.port,
+         "version": f"{a.version[0]}.{a.version[1]}", "tls": a.tls}
+        if isinstance(a, IIOPAddress)
         else {"protocol": a.to_url().split(":", 1)[0], "address": a.to_url()}
         for a in loc.addresses], "key": loc.key.hex(), "key_text": printable_key(loc.key)}
 
@@ -200,7 +201,8 @@ def describe_corbaloc(loc: Corbaloc) -> list[str]:
     lines = []
     for a in loc.addresses:
         if isinstance(a, IIOPAddress):
-            lines.append(f"  IIOP {a.version[0]}.{a.version[1]} {a.host} {a.port}")
+            lines.append(f"  {'SSLIOP' if a.tls else 'IIOP'} {a.version[0]}.{a.version[1]} "
+                         f"{a.host} {a.port}" + (" (TLS required)" if a.tls else ""))
         else:
             lines.append(f"  {a.to_url()}")
     lines.append(f'Key: "{printable_key(loc.key)}" (hex {loc.key.hex()})' if loc.key

@@ -1,34 +1,53 @@
 """How a command warns: each cause once in a command's run.
 
 :func:`warn` prints a warning line on stderr unless the run already warned of the same cause;
+the library's own log warnings (the ORB's: a peer's protocol violation, a refused
+connection) go through it too while a command runs (:func:`start_run`).
 :func:`group_decode_warnings` folds the decoder's warnings that share a cause (severity,
 code and message; several places in the input) into one, with every offset it was seen at.
 """
 
 from __future__ import annotations
 
+import logging
+
 import click
 
-_META_KEY = "pycdr.warned"
+# The causes warned of in this run: a fresh set at each run's start (start_run), shared by
+# the threads a command starts (the ORB's), which have no click context of their own.
+_warned: set = set()
 
 
-def _warned() -> set:
-    """The causes this run has warned of: kept on the root click context, so every command
-    invocation starts afresh (and so does each CliRunner.invoke in tests)."""
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return set()          # outside a command: nothing to deduplicate against
-    return ctx.find_root().meta.setdefault(_META_KEY, set())
+def start_run() -> None:
+    """A command's run begins (the `pycdr` group calls this): nothing warned of yet, and
+    log warnings of the pycdr library printed through :func:`warn`."""
+    global _warned
+    _warned = set()
+    library = logging.getLogger("pycdr")
+    if not any(isinstance(h, _LibraryWarnings) for h in library.handlers):
+        library.addHandler(_LibraryWarnings(logging.WARNING))
+
+
+class _LibraryWarnings(logging.Handler):
+    """pycdr's log records of WARNING and above as CLI warnings, when nothing else handles
+    logging (a command that configures logging itself, `pycdr serve -v`, keeps its log)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if logging.getLogger().handlers:
+            return
+        try:
+            warn(record.getMessage())
+        except Exception:            # a log call must not fail the command
+            self.handleError(record)
 
 
 def warn(message: str, *, cause=None, label: str = "warning") -> bool:
     """Print ``label: message`` on stderr unless this run has warned of ``cause`` (the
     message itself by default); True when printed."""
-    seen = _warned()
     key = (label, message if cause is None else cause)
-    if key in seen:
+    if key in _warned:
         return False
-    seen.add(key)
+    _warned.add(key)
     click.echo(f"{label}: {message}", err=True)
     return True
 
