@@ -203,6 +203,8 @@ def test_ior_command_shows_the_mechanisms_and_requirements():
     assert "profile 1, CSIv2 mechanism 1 over tls.example:3529, [::1]:3530: TLS required; " \
         'client certificate required; username/password required (realm "default"); ' \
         "identity assertion required (ITTAnonymous" in out
+    assert "CSIv2 mechanism 2 over seciop.example:5000: SECIOP required; TLS not supported" \
+        in out
     assert "CSIv2 mechanism 3 with no transport security: TLS not supported" in out
     j = json.loads(run("ior", "--json", ior).output)
     mech = j["profiles"][0]["components"][1]["mechanisms"][0]
@@ -430,3 +432,15 @@ def test_warn_prints_each_cause_once_per_run(monkeypatch):
                                          "warning: h:1: violation"]
     # a new run starts afresh
     assert CliRunner().invoke(command, []).stderr == first.stderr
+
+
+def test_a_malformed_oid_does_not_fail_a_strict_decode():
+    """Strict decoding (the conformance target's) keeps the TLS address of a reference whose
+    CSIv2 realm or OID is malformed: the structure decoded, the bytes are kept as they are."""
+    ior = ior_with(TaggedComponent(33, _mechanism_with(as_mech=b"\x04\x03abc",
+                                                       as_name=b"default")))
+    profile = decode_profile(ior_from_string(ior).profiles[0])
+    [mech] = profile.components[0].mechanisms
+    assert mech.as_context.client_authentication_mech == b"\x04\x03abc"
+    assert mech.as_context.target_name == b"default"
+    assert mech.transport_mech.addresses == (("h", 1),)

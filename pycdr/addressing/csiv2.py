@@ -217,21 +217,23 @@ def name_text(data: bytes) -> str:
     return f"{shown} ({j['mech_name'] or j['mech']})"
 
 
-def _check_oid(r: CDRReader, der: bytes, offset: int, what: str) -> None:
-    if der:
+def _check(r: CDRReader, decode, data: bytes, offset: int, code: str, what: str) -> None:
+    """A warning (lenient mode) when ``data`` does not decode.  Never an error, even in
+    strict mode: the structure around it decoded, the bytes are kept, and a client that
+    only wants the TLS address of a reference must not lose it over a realm's name."""
+    if data and r.lenient:
         try:
-            decode_oid(der)
+            decode(data)
         except ValueError as e:
-            r.violation(InvalidValueError, "bad-csiv2-oid", f"{what} is malformed: {e}", offset)
+            r.violation(InvalidValueError, code, f"{what} is malformed: {e}", offset)
+
+
+def _check_oid(r: CDRReader, der: bytes, offset: int, what: str) -> None:
+    _check(r, decode_oid, der, offset, "bad-csiv2-oid", what)
 
 
 def _check_name(r: CDRReader, data: bytes, offset: int, what: str) -> None:
-    if data:
-        try:
-            decode_exported_name(data)
-        except ValueError as e:
-            r.violation(InvalidValueError, "bad-csiv2-name", f"{what} is malformed: {e}",
-                        offset)
+    _check(r, decode_exported_name, data, offset, "bad-csiv2-name", what)
 
 
 def _read_oid(r: CDRReader, what: str) -> bytes:
@@ -558,6 +560,8 @@ def mechanism_requirements(m: CompoundSecMech) -> dict:
 def requirements_text(req: dict) -> str:
     """One line from a :func:`mechanism_requirements` (or transport-only) dict."""
     parts = [f"TLS {req['tls']}", f"client certificate {req['client_certificate']}"]
+    if "seciop" in req:
+        parts.insert(0, f"SECIOP {req['seciop']}")
     if "client_authentication" in req:
         if req["username_password"] != NOT_SUPPORTED:
             realm = f' (realm "{req["realm"]}")' if req.get("realm") else ""
