@@ -72,5 +72,12 @@ def decode_warning_text(w, offsets) -> str:
     return f"{w.severity}: [{w.code}] {w.message} at {where}"
 
 
+def warning_lines(warnings_json, indent: str = "") -> list:
+    """``severity: [code] message`` lines of decode warnings in JSON form (a capture's
+    messages), each cause once."""
+    return list(dict.fromkeys(f"{indent}{w['severity']}: [{w['code']}] {w['message']}"
+                              for w in warnings_json))
+
+
 def decode_warnings_json(warnings) -> list:
     return [{**w.to_json(), "offsets": offsets} for w, offsets in group_decode_warnings(warnings)]

@@ -2,20 +2,17 @@
 the CSIIOP IDL with pycdr's CDR writer (each nested component its own encapsulation, in
 either byte order), decoded back and checked field by field; OIDs and GSS exported names;
 malformed components (one warning line naming the problem, the rest of the IOR shown, no
-allocation of what a length claims); `pycdr ior` on them; each warning printed once."""
+allocation of what a length claims); `pycdr ior` on them."""
 
 import json
-import logging
 import tracemalloc
 
-import click
 import pytest
 from click.testing import CliRunner
 
 from pycdr.addressing.csiv2 import ASContextSec, CompoundSecMech, CSISecMechList, GSSUP_OID, NullTag, SASContextSec, SECIOPSecTrans, ServiceConfiguration, TLSSecTrans, association_options, decode_exported_name, decode_oid, encode_exported_name, encode_oid, identity_types, mechanism_requirements
 from pycdr.addressing.iiop import ActivityPolicyComponent, AlternateIIOPAddress, CompleteObjectKey, IIOPProfile, MultipleComponentsProfile, ORBTypeComponent, TaggedComponent, client_requirements, decode_profile, encode_profile, make_ior
 from pycdr.cli.main import EXIT_OK, main
-from pycdr.cli.warn import start_run, warn
 from pycdr.codec.cdr import CDRWriter
 from pycdr.codec.ior import ior_from_string, ior_to_string
 
@@ -376,62 +373,6 @@ def test_malformed_oid_is_shown_with_its_problem():
     j = json.loads(run("ior", "--json", ior).output)
     mech = j["profiles"][0]["components"][0]["mechanisms"][0]
     assert mech["as_context"]["client_authentication_mech"]["problem"].startswith("not a DER")
-
-
-# --- each warning once -------------------------------------------------------------------------
-def test_a_warning_repeated_in_several_profiles_is_one_line():
-    """The same malformed component in every profile (one per address, as an ORB with several
-    listeners writes it): one line naming the cause, with every offset."""
-    bad = TaggedComponent(36, b"")
-    ior = ior_to_string(make_ior("IDL:X:1.0", [
-        IIOPProfile((1, 2), host, 2809, b"k", (bad,)) for host in ("a.example", "b.example")]))
-    r = run("ior", ior)
-    assert r.exit_code == EXIT_OK, r.output
-    lines = [line for line in r.output.splitlines() if "TAG_TLS_SEC_TRANS has no data" in line
-             and line.startswith("warning:")]
-    assert len(lines) == 1 and "at offsets " in lines[0], r.output
-    [w] = json.loads(run("ior", "--json", ior).output)["warnings"]
-    assert len(w["offsets"]) == 2 and w["offset"] == w["offsets"][0]
-
-
-def test_corbaloc_with_several_addresses_warns_once():
-    """`pycdr probe` of a corbaloc with several (unreachable) addresses, --insecure: the
-    warning that nothing is verified is printed once, and again in the next run."""
-    for _ in range(2):
-        r = run("probe", "corbaloc:ssliop:127.0.0.1:1,ssliop:127.0.0.1:2,iiop:127.0.0.1:3/k",
-                "--insecure", "--timeout", "0.5")
-        assert r.stderr.count("NOT verified") == 1, r.stderr
-
-
-def test_corbaloc_ssliop_addresses_say_tls():
-    r = run("ior", "corbaloc:iiop:a:1,ssliop:1.2@b:2/x")
-    assert "  IIOP 1.0 a 1\n  SSLIOP 1.2 b 2 (TLS required)\n" in r.output
-    j = json.loads(run("ior", "--json", "corbaloc:ssliop:b:2/x").output)
-    assert (j["addresses"][0]["protocol"], j["addresses"][0]["tls"]) == ("ssliop", True)
-
-
-def test_warn_prints_each_cause_once_per_run(monkeypatch):
-    # pytest's log capture sits on the root logger; a command's run has none there
-    monkeypatch.setattr(logging.getLogger(), "handlers", [])
-
-    @click.command()
-    def command():
-        start_run()                       # as the pycdr group does
-        for host in ("a", "b", "a"):
-            warn(f"{host} is slow")
-        warn("a is slow", cause="slow")
-        warn("b is slow (again)", cause="slow")
-        warn("a is slow", label="note")
-        for _ in range(3):                # the library's log warnings, through warn
-            logging.getLogger("pycdr.orb.client").warning("%s:%d: %s", "h", 1, "violation")
-        logging.getLogger("pycdr.orb.client").info("not a warning")
-    first = CliRunner().invoke(command, [])
-    assert first.exit_code == 0, first.output
-    assert first.stderr.splitlines() == ["warning: a is slow", "warning: b is slow",
-                                         "warning: a is slow", "note: a is slow",
-                                         "warning: h:1: violation"]
-    # a new run starts afresh
-    assert CliRunner().invoke(command, []).stderr == first.stderr
 
 
 def test_a_malformed_oid_does_not_fail_a_strict_decode():
