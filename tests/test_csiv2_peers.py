@@ -3,6 +3,7 @@ TAG_CSI_SEC_MECH_LIST from an IORInterceptor, as application servers do, the str
 encoded by the ORB's own CSIIOP helpers and CDR Codec and the OIDs by the JDK's
 org.ietf.jgss.Oid (tests/peers/jacorb/src/pycdrpeers/CsiIorPublisher.java); pycdr decodes
 them field by field, finds the TLS port in them, and says what they require of a client.
+JacORB also writes one all by itself, for a POA with its SAS policy (JacorbSasIor.java).
 
 (The GlassFish ORB keeps its CSIIOP classes in its own package, com.sun.corba.ee.org.omg.CSIIOP,
 not in org.omg.CSIIOP, so the program compiled against the OMG API does not run on it.)
@@ -78,3 +79,30 @@ def test_ior_command_on_them(published):
     assert {"host": LOOPBACK, "port": tls_port, "transport": "tls"} in j["addresses"]
     first = j["client_requirements"][0]
     assert first["client_authentication_mech"] == {"oid": "2.23.130.1.1.1", "name": "GSSUP"}
+
+
+def test_jacorb_own_mechanism_list():
+    """JacORB's SASComponentInterceptor, for a POA whose SAS policy supports and requires
+    EstablishTrustInClient: one stateful mechanism, no transport security (TAG_NULL_TAG, no
+    data), GSSUP username/password required, no attribute layer."""
+    properties = {**JACORB.properties, **JACORB.listen_properties(LOOPBACK, free_port()),
+                  "org.omg.PortableInterceptor.ORBInitializerClass."
+                  "org.jacorb.security.sas.SASInitializer": "",
+                  "jacorb.security.sas.contextClass": "org.jacorb.security.sas.GssUpContext",
+                  "jacorb.security.sas.stateful": "true"}
+    argv = JACORB.java_command("pycdrpeers.JacorbSasIor") + ["64", "64"] + \
+        [f"{name}={value}" for name, value in properties.items()]
+    lines = run_client_process("JacORB-sas", argv, timeout=60)
+    [ior] = [line for line in lines if line.startswith("IOR:")]
+    profile = decode_profile(ior_from_string(ior).profiles[0])
+    mechs = profile.component(CSISecMechList)
+    assert mechs.stateful is True
+    [mech] = mechs.mechanisms
+    assert mech.target_requires == 0x40 and mech.transport_mech == NullTag()
+    assert mech.as_context == ASContextSec(0x40, 0x40, GSSUP_DER, b"")
+    assert mech.sas_context == SASContextSec()
+    r = CliRunner().invoke(main, ["ior", ior])
+    assert r.exit_code == 0 and "warning" not in r.output, r.output
+    assert "CSIv2 mechanism 1 with no transport security: TLS not supported; client " \
+        "certificate not supported; username/password required; identity assertion not " \
+        "supported" in r.output
