@@ -11,7 +11,7 @@ from pycdr import codesets
 from pycdr.addressing.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
 from pycdr.errors import PycdrError
 from pycdr.addressing.csiv2 import CSISecMechList, NullTag, SECIOPSecTrans, TLSSecTrans, association_options, identity_types, name_text, oid_text, requirements_text, SCS_GSS_EXPORTED_NAME, SERVICE_CONFIGURATION_SYNTAXES
-from pycdr.addressing.iiop import ActivityPolicyComponent, AlternateIIOPAddress, CodeSetsComponent, CompleteObjectKey, IIOPProfile, InvocationPolicyComponent, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, SSLSecTrans, TaggedComponent, client_requirements, component_name, decode_profile, profile_endpoints, profile_name
+from pycdr.addressing.iiop import ActivityPolicyComponent, AlternateIIOPAddress, CodeSetsComponent, CompleteObjectKey, IIOPProfile, InvocationPolicyComponent, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, SSLSecTrans, TaggedComponent, addresses_text, client_requirements, component_name, decode_profile, profile_endpoints, profile_name
 from pycdr.codec.ior import IOR, printable_key
 from pycdr.addressing.objectkey import identify, printable
 
@@ -69,11 +69,6 @@ def describe_component(c) -> list[str]:
 def options_text(bits: int) -> str:
     """AssociationOptions as hex and names."""
     return f"0x{bits:x} ({', '.join(association_options(bits)) or 'none'})"
-
-
-def addresses_text(addresses) -> str:
-    return ", ".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses) or \
-        "(none)"
 
 
 def describe_mechanisms(c: CSISecMechList) -> list[str]:

@@ -473,13 +473,14 @@ def client_requirements(profile) -> list:
                         **csiv2.transport_requirements(c.target_supports, c.target_requires,
                                                        True)})
         elif isinstance(c, TLSSecTrans):
-            out.append({"via": "TAG_TLS_SEC_TRANS " + _addresses_text(c.addresses),
+            out.append({"via": "TAG_TLS_SEC_TRANS " + addresses_text(c.addresses),
                         **csiv2.transport_requirements(c.target_supports, c.target_requires,
                                                        True)})
         elif isinstance(c, CSISecMechList):
             for i, m in enumerate(c.mechanisms, 1):
                 t = m.transport_mech
-                how = f"over {_addresses_text(t.addresses)}" if hasattr(t, "addresses") else \
+                how = f"over {addresses_text(t.addresses)}" \
+                    if isinstance(t, (TLSSecTrans, csiv2.SECIOPSecTrans)) else \
                     "with no transport security" if isinstance(t, csiv2.NullTag) else \
                     f"over {component_name(t.tag)}"
                 out.append({"via": f"CSIv2 mechanism {i} {how}",
@@ -491,7 +492,8 @@ def client_requirements(profile) -> list:
     return out
 
 
-def _addresses_text(addresses) -> str:
+def addresses_text(addresses) -> str:
+    """host:port pairs as text (an IPv6 host in brackets)."""
     return ", ".join(f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in addresses) or \
         "(no address)"
 
