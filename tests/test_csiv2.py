@@ -178,7 +178,7 @@ def test_what_each_mechanism_requires():
 
 def test_ior_command_shows_the_mechanisms_and_requirements():
     ior = ior_with(ORBTypeComponent(0x42454100), TaggedComponent(33, mech_list(False, True)),
-                   CompleteObjectKey(b"full/key"), ActivityPolicyComponent(1))
+                   CompleteObjectKey(b"full/key"), ActivityPolicyComponent(3))
     r = run("ior", ior)
     assert r.exit_code == EXIT_OK, r.output
     out = r.output
@@ -195,7 +195,7 @@ def test_ior_command_shows_the_mechanisms_and_requirements():
     assert "TAG_SECIOP_SEC_TRANS supports 0x66" in out and \
         "mech 1.2.840.113554.1.2.2 (Kerberos V5)" in out
     assert "transport: TAG_NULL_TAG (no data)" in out
-    assert 'TAG_COMPLETE_OBJECT_KEY "full/key"' in out and "TAG_ACTIVITY_POLICY ADAPTS (1)" in out
+    assert 'TAG_COMPLETE_OBJECT_KEY "full/key"' in out and "TAG_ACTIVITY_POLICY ADAPTS (3)" in out
     assert "Addresses: host.example:2809, tls.example:3529 (TLS), [::1]:3530 (TLS)" in out
     assert "profile 1, CSIv2 mechanism 1 over tls.example:3529, [::1]:3530: TLS required; " \
         'client certificate required; username/password required (realm "default"); ' \

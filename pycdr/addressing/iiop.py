@@ -238,10 +238,10 @@ class InvocationPolicyComponent(_UShortPolicyComponent):
 
 @dataclass(frozen=True)
 class ActivityPolicyComponent(_UShortPolicyComponent):
-    """The Activity Service's ActivityPolicyValue: whether the target takes part in
-    activities."""
+    """The Activity Service's ActivityPolicyValue (after OMG issue 4345, which aligned them
+    with OTSPolicyValue): whether the target takes part in activities."""
     tag = TAG_ACTIVITY_POLICY
-    VALUES = {0: "FORBIDS", 1: "ADAPTS"}
+    VALUES = {1: "REQUIRES", 2: "FORBIDS", 3: "ADAPTS", 4: "INTERNAL"}
     value: int
 
 
