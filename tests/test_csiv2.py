@@ -249,6 +249,12 @@ def test_bad_oids(der, problem):
         decode_oid(der)
 
 
+@pytest.mark.parametrize("dotted", ["1", "3.1", "1.40", "1.-2.3", "1.x", ""])
+def test_not_oids(dotted):
+    with pytest.raises(ValueError, match="is not an OBJECT IDENTIFIER"):
+        encode_oid(dotted)
+
+
 def test_exported_names():
     assert encode_exported_name(GSSUP_OID, b"default") == REALM
     for data, problem in ((b"\x04\x02" + REALM[2:], "does not start 04 01"),

@@ -116,8 +116,11 @@ def decode_oid(der: bytes) -> str:
 
 def encode_oid(dotted: str) -> bytes:
     """The DER encoding of a dotted OID."""
-    arcs = [int(a) for a in dotted.split(".")]
-    if len(arcs) < 2 or arcs[0] > 2 or (arcs[0] < 2 and arcs[1] >= 40):
+    try:
+        arcs = [int(a) for a in dotted.split(".")]
+    except ValueError:
+        arcs = []
+    if len(arcs) < 2 or arcs[0] > 2 or (arcs[0] < 2 and arcs[1] >= 40) or min(arcs) < 0:
         raise ValueError(f"{dotted!r} is not an OBJECT IDENTIFIER")
     body = bytearray()
     for arc in [arcs[0] * 40 + arcs[1]] + arcs[2:]:
