@@ -5,6 +5,7 @@ malformed components (one warning line naming the problem, the rest of the IOR s
 allocation of what a length claims); `pycdr ior` on them."""
 
 import json
+import random
 import tracemalloc
 
 import pytest
@@ -12,6 +13,7 @@ from click.testing import CliRunner
 
 from pycdr.addressing.csiv2 import ASContextSec, CompoundSecMech, CSISecMechList, GSSUP_OID, NullTag, SASContextSec, SECIOPSecTrans, ServiceConfiguration, TLSSecTrans, association_options, decode_exported_name, decode_oid, encode_exported_name, encode_oid, identity_types, mechanism_requirements
 from pycdr.addressing.iiop import ActivityPolicyComponent, AlternateIIOPAddress, CompleteObjectKey, IIOPProfile, MultipleComponentsProfile, ORBTypeComponent, TaggedComponent, client_requirements, decode_profile, encode_profile, make_ior
+from pycdr.cli.ior import describe_ior
 from pycdr.cli.main import EXIT_OK, main
 from pycdr.codec.cdr import CDRWriter
 from pycdr.codec.ior import ior_from_string, ior_to_string
@@ -391,3 +393,35 @@ def test_a_malformed_oid_does_not_fail_a_strict_decode():
     assert mech.as_context.client_authentication_mech == b"\x04\x03abc"
     assert mech.as_context.target_name == b"default"
     assert mech.transport_mech.addresses == (("h", 1),)
+
+
+def test_mutated_mechanism_lists_never_crash_the_lenient_decoder():
+    """Seeded byte flips, truncations and insertions of a real mechanism list: a lenient
+    decode always ends with a profile (the component typed or kept raw), never an exception,
+    and the text and JSON forms of the result are made without one."""
+    rng = random.Random(47)
+    base = bytearray(mech_list(False, True))
+    kinds = set()
+    for _ in range(400):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 4)):
+            kind = rng.random()
+            at = rng.randrange(len(data))
+            if kind < 0.6:
+                data[at] = rng.randrange(256)
+            elif kind < 0.8:
+                del data[at:]
+                if not data:
+                    break
+            else:
+                data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+        warnings = []
+        ior = ior_with(TaggedComponent(33, bytes(data)))
+        profile = decode_profile(ior_from_string(ior).profiles[0], lenient=True,
+                                 warnings=warnings)
+        [component] = profile.components
+        assert isinstance(component, (CSISecMechList, TaggedComponent))
+        kinds.add(type(component))
+        json.dumps(component.to_json())
+        describe_ior(ior_from_string(ior), [profile])
+    assert kinds == {CSISecMechList, TaggedComponent}
