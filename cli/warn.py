@@ -10,12 +10,14 @@ code and message; several places in the input) into one, with every offset it wa
 from __future__ import annotations
 
 import logging
+import threading
 
 import click
 
 # The causes warned of in this run: a fresh set at each run's start (start_run), shared by
 # the threads a command starts (the ORB's), which have no click context of their own.
 _warned: set = set()
+_lock = threading.Lock()
 
 
 def start_run() -> None:
@@ -30,7 +32,7 @@ def start_run() -> None:
 
 class _LibraryWarnings(logging.Handler):
     """pycdr's log records of WARNING and above as CLI warnings, when nothing else handles
-    logging (a command that configures logging itself, `pycdr serve -v`, keeps its log)."""
+    logging (a command that configures logging itself, `pycdr serve`, keeps its log)."""
 
     def emit(self, record: logging.LogRecord) -> None:
         if logging.getLogger().handlers:
@@ -45,9 +47,10 @@ def warn(message: str, *, cause=None, label: str = "warning") -> bool:
     """Print ``label: message`` on stderr unless this run has warned of ``cause`` (the
     message itself by default); True when printed."""
     key = (label, message if cause is None else cause)
-    if key in _warned:
-        return False
-    _warned.add(key)
+    with _lock:
+        if key in _warned:
+            return False
+        _warned.add(key)
     click.echo(f"{label}: {message}", err=True)
     return True
 
