@@ -11,7 +11,7 @@ import tracemalloc
 import pytest
 from click.testing import CliRunner
 
-from pycdr.addressing.csiv2 import ASContextSec, CompoundSecMech, CSISecMechList, GSSUP_OID, NullTag, SASContextSec, SECIOPSecTrans, ServiceConfiguration, TLSSecTrans, association_options, decode_exported_name, decode_oid, encode_exported_name, encode_oid, identity_types, mechanism_requirements
+from pycdr.addressing.csiv2 import ASContextSec, CSISecMechList, GSSUP_OID, NullTag, SASContextSec, SECIOPSecTrans, ServiceConfiguration, TLSSecTrans, association_options, decode_exported_name, decode_oid, encode_exported_name, encode_oid, identity_types, mechanism_requirements
 from pycdr.addressing.iiop import ActivityPolicyComponent, AlternateIIOPAddress, CompleteObjectKey, IIOPProfile, MultipleComponentsProfile, ORBTypeComponent, TaggedComponent, client_requirements, decode_profile, encode_profile, make_ior
 from pycdr.cli.ior import describe_ior
 from pycdr.cli.main import EXIT_OK, main
