@@ -12,6 +12,7 @@ from pycdr.giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, parse_header
 from pycdr.giop.messages import decode_message
 
 from .main import EXIT_BAD_INPUT
+from .warn import group_decode_warnings
 
 
 class InputError(Exception):
@@ -95,8 +96,9 @@ def render_tree(offset: int, msg) -> list[str]:
     _render_fields(lines, j, offsets, "", 1)
     for p in msg.padding:
         lines.append(f"  padding @{offset + p[0]}: {len(p[1])} bytes {p[1].hex() or '-'}")
-    for w in msg.warnings:
-        lines.append(f"  {w.severity} @{offset + w.offset}: [{w.code}] {w.message}")
+    for w, offsets in group_decode_warnings(msg.warnings):
+        at = ", ".join(f"@{offset + o}" for o in offsets)
+        lines.append(f"  {w.severity} {at}: [{w.code}] {w.message}")
     return lines
 
 

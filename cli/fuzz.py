@@ -15,6 +15,7 @@ from pycdr.orb.tls import TLSConfigError
 
 from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 from .tls import failure_text, tls_options
+from .warn import warn
 
 
 def _seed_sources(idl_file, interface, corpus, seed, no_catalog):
@@ -224,7 +225,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
             click.echo(f"{f.kind:6} unconfirmed: {f.details.get('unconfirmed')}; in flight: "
                        f"{len(f.in_flight)} case(s)  {f.folder}")
         for note in campaign.notes:
-            click.echo(f"note: {note}")
+            warn(note, label="note")
         click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings "
                    f"({len(campaign.unconfirmed)} unconfirmed); seed {seed}")
     sys.exit(EXIT_BAD_INPUT if campaign.findings else EXIT_OK)

@@ -11,11 +11,13 @@ from pycdr import codesets
 from pycdr.addressing.corbaloc import (Corbaloc, Corbaname, IIOPAddress, format_string_name,
                                        parse_object_url)
 from pycdr.errors import PycdrError
-from pycdr.addressing.iiop import AlternateIIOPAddress, CodeSetsComponent, CSISecMechList, IIOPProfile, InvocationPolicyComponent, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, SSLSecTrans, TaggedComponent, TLSSecTrans, component_name, decode_profile, profile_endpoints, profile_name
+from pycdr.addressing.csiv2 import CSISecMechList, NullTag, SECIOPSecTrans, TLSSecTrans, association_options, identity_types, name_text, oid_text, requirements_text, SCS_GSS_EXPORTED_NAME, SERVICE_CONFIGURATION_SYNTAXES
+from pycdr.addressing.iiop import ActivityPolicyComponent, AlternateIIOPAddress, CodeSetsComponent, CompleteObjectKey, IIOPProfile, InvocationPolicyComponent, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, SSLSecTrans, TaggedComponent, addresses_text, client_requirements, component_name, decode_profile, profile_endpoints, profile_name
 from pycdr.codec.ior import IOR, printable_key
 from pycdr.addressing.objectkey import identify, printable
 
 from .main import EXIT_BAD_INPUT
+from .warn import decode_warning_text, decode_warnings_json, group_decode_warnings
 
 
 def describe_component(c) -> list[str]:
@@ -33,24 +35,27 @@ def describe_component(c) -> list[str]:
     if isinstance(c, AlternateIIOPAddress):
         return [f"TAG_ALTERNATE_IIOP_ADDRESS {c.host} {c.port}"]
     if isinstance(c, SSLSecTrans):
-        return [f"TAG_SSL_SEC_TRANS port = {c.port} supports 0x{c.target_supports:x} "
-                f"requires 0x{c.target_requires:x}"]
+        return [f"TAG_SSL_SEC_TRANS port = {c.port} supports {options_text(c.target_supports)}"
+                f" requires {options_text(c.target_requires)}"]
     if isinstance(c, TLSSecTrans):
-        return [f"TAG_TLS_SEC_TRANS supports 0x{c.target_supports:x} requires "
-                f"0x{c.target_requires:x} addresses "
-                + ", ".join(f"{h}:{p}" for h, p in c.addresses)]
+        return [f"TAG_TLS_SEC_TRANS supports {options_text(c.target_supports)} requires "
+                f"{options_text(c.target_requires)} addresses " + addresses_text(c.addresses)]
+    if isinstance(c, SECIOPSecTrans):
+        return [f"TAG_SECIOP_SEC_TRANS supports {options_text(c.target_supports)} requires "
+                f"{options_text(c.target_requires)} mech {oid_text(c.mech_oid)} target "
+                f"{name_text(c.target_name)} addresses " + addresses_text(c.addresses)]
+    if isinstance(c, NullTag):
+        return ["TAG_NULL_TAG (no data)"]
     if isinstance(c, CSISecMechList):
-        lines = [f"TAG_CSI_SEC_MECH_LIST stateful={c.stateful}, "
-                 f"{len(c.mechanisms)} mechanism(s)"]
-        for m in c.mechanisms:
-            lines.append(f"  requires 0x{m.target_requires:x}; transport: "
-                         + "; ".join(describe_component(m.transport_mech)))
-        return lines
+        return describe_mechanisms(c)
+    if isinstance(c, CompleteObjectKey):
+        return [f'TAG_COMPLETE_OBJECT_KEY "{printable_key(c.object_key)}" '
+                f"(hex {c.object_key.hex() or 'empty'})"]
     if isinstance(c, PoliciesComponent):
         return ["TAG_POLICIES " + ", ".join(f"type {t} ({len(v)} bytes)" for t, v in c.policies)]
     if isinstance(c, JavaCodebase):
         return [f"TAG_JAVA_CODEBASE {c.codebase}"]
-    if isinstance(c, (OTSPolicyComponent, InvocationPolicyComponent)):
+    if isinstance(c, (OTSPolicyComponent, InvocationPolicyComponent, ActivityPolicyComponent)):
         return [f"{component_name(c.tag)} {c.value_name} ({c.value})"]
     if isinstance(c, OmniORBUnixTransport):
         return [f"TAG_OMNIORB_UNIX_TRANS host {c.host} socket {c.filename}"]
@@ -60,6 +65,51 @@ def describe_component(c) -> list[str]:
     # Other typed components: their decoded fields.
     fields = c.fields_json()
     return [f"{component_name(c.tag)} " + ", ".join(f"{k} {v}" for k, v in fields.items())]
+
+
+def options_text(bits: int) -> str:
+    """AssociationOptions as hex and names."""
+    return f"0x{bits:x} ({', '.join(association_options(bits)) or 'none'})"
+
+
+def describe_mechanisms(c: CSISecMechList) -> list[str]:
+    """TAG_CSI_SEC_MECH_LIST: each CompoundSecMech's layers, then what it asks of a client."""
+    lines = [f"TAG_CSI_SEC_MECH_LIST stateful={c.stateful}, {len(c.mechanisms)} mechanism(s)"]
+    for i, m in enumerate(c.mechanisms, 1):
+        a, s = m.as_context, m.sas_context
+        authorities = ", ".join(
+            (name_text(p.name) if p.syntax == SCS_GSS_EXPORTED_NAME else p.name.hex())
+            + f" ({SERVICE_CONFIGURATION_SYNTAXES.get(p.syntax, f'syntax 0x{p.syntax:x}')})"
+            for p in s.privilege_authorities) or "none"
+        lines += [f"  mechanism {i}: requires {options_text(m.target_requires)}",
+                  "    transport: " + "; ".join(describe_component(m.transport_mech)),
+                  f"    AS context: supports {options_text(a.target_supports)} requires "
+                  f"{options_text(a.target_requires)}",
+                  f"      client_authentication_mech {oid_text(a.client_authentication_mech)}"
+                  f"; target_name {name_text(a.target_name)}",
+                  f"    SAS context: supports {options_text(s.target_supports)} requires "
+                  f"{options_text(s.target_requires)}",
+                  f"      privilege_authorities {authorities}",
+                  "      supported_naming_mechanisms "
+                  + (", ".join(oid_text(o) for o in s.supported_naming_mechanisms) or "none"),
+                  f"      supported_identity_types 0x{s.supported_identity_types:x} ("
+                  + (", ".join(identity_types(s.supported_identity_types)) or "none") + ")"]
+    return lines
+
+
+def requirements_lines(profiles) -> list[str]:
+    """What the target asks of a client, per way in of each profile."""
+    lines = []
+    for i, p in enumerate(profiles, 1):
+        for r in client_requirements(p):
+            lines.append(f"  profile {i}, {r['via']}: {requirements_text(r)}")
+    return ["Client requirements:"] + lines if lines else \
+        ["Client requirements: none stated (no SSL, TLS or CSIv2 component)"]
+
+
+def requirements_json(profiles) -> list:
+    return [{"profile": i, **r} for i, p in enumerate(profiles, 1)
+            for r in client_requirements(p)]
 
 
 def orb_type_of(profile) -> int | None:
@@ -105,7 +155,7 @@ def describe_ior(ior: IOR, profiles: list) -> list[str]:
                                   or "none"))
     lines.append("ORB: " + (", ".join(f"{v} ({how})" for v, how in orb_vendors(profiles))
                             or "not stated"))
-    return lines
+    return lines + requirements_lines(profiles)
 
 
 def orb_vendors(profiles) -> list:
@@ -130,13 +180,15 @@ def ior_json(ior: IOR, profiles: list) -> dict:
             out.append({"tag": p.tag, "name": profile_name(p.tag), "data": p.data.hex()})
     return {"kind": "IOR", "type_id": ior.type_id, "nil": ior.is_nil, "profiles": out,
             "addresses": [e.to_json() for e in profile_endpoints(profiles)],
-            "orb": [{"vendor": v, "from": how} for v, how in orb_vendors(profiles)]}
+            "orb": [{"vendor": v, "from": how} for v, how in orb_vendors(profiles)],
+            "client_requirements": requirements_json(profiles)}
 
 
 def corbaloc_json(loc: Corbaloc) -> dict:
     return {"addresses": [
-        {"protocol": "iiop", "host": a.host, "port": a.port,
-         "version": f"{a.version[0]}.{a.version[1]}"} if isinstance(a, IIOPAddress)
+        {"protocol": "ssliop" if a.tls else "iiop", "host": a.host, "port": a.port,
+         "version": f"{a.version[0]}.{a.version[1]}", "tls": a.tls}
+        if isinstance(a, IIOPAddress)
         else {"protocol": a.to_url().split(":", 1)[0], "address": a.to_url()}
         for a in loc.addresses], "key": loc.key.hex(), "key_text": printable_key(loc.key)}
 
@@ -145,7 +197,8 @@ def describe_corbaloc(loc: Corbaloc) -> list[str]:
     lines = []
     for a in loc.addresses:
         if isinstance(a, IIOPAddress):
-            lines.append(f"  IIOP {a.version[0]}.{a.version[1]} {a.host} {a.port}")
+            lines.append(f"  {'SSLIOP' if a.tls else 'IIOP'} {a.version[0]}.{a.version[1]} "
+                         f"{a.host} {a.port}" + (" (TLS required)" if a.tls else ""))
         else:
             lines.append(f"  {a.to_url()}")
     lines.append(f'Key: "{printable_key(loc.key)}" (hex {loc.key.hex()})' if loc.key
@@ -188,10 +241,10 @@ def cmd(reference, as_json, resolve, timeout):
         click.echo(f"error: {type(e).__name__}: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     if as_json:
-        out["warnings"] = [w.to_json() for w in warnings]
+        out["warnings"] = decode_warnings_json(warnings)
         click.echo(json.dumps(out, indent=2))
     else:
-        out += [f"{w.severity}: [{w.code}] {w}" for w in warnings]
+        out += [decode_warning_text(w, offsets) for w, offsets in group_decode_warnings(warnings)]
         click.echo("\n".join(out))
 
 

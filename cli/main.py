@@ -14,6 +14,8 @@ import importlib
 
 import click
 
+from .warn import start_run
+
 EXIT_OK = 0
 EXIT_BAD_INPUT = 1
 EXIT_USAGE = 2
@@ -52,6 +54,7 @@ class _LazyGroup(click.Group):
 @click.version_option(package_name="pycdr")
 def main() -> None:
     """pycdr: CORBA CDR/GIOP/IIOP analyzer, conformance suite and reference ORB."""
+    start_run()
 
 if __name__ == "__main__":
     main()

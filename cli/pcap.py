@@ -14,6 +14,7 @@ from pycdr.codec.ior import ior_from_string
 from pycdr.capture.giop import ShapedEntry, entry_json
 
 from .main import EXIT_BAD_INPUT
+from .warn import warning_lines
 
 # Segments between two updates of the progress bar (an update costs microseconds).
 PROGRESS_EVERY = 4096
@@ -258,8 +259,7 @@ def _shape_text(shape) -> tuple:
     j = shape.json
     status = "".join(f" {j[key]}" for key in ("operation", "reply_status", "locate_status")
                      if key in j)
-    warnings = "".join(f"    {w['severity']}: [{w['code']}] {w['message']}\n"
-                       for w in j["warnings"])
+    warnings = "".join(line + "\n" for line in warning_lines(j["warnings"], "    "))
     return f"GIOP {j['version']} {j['type']} id=", status, warnings
 
 
@@ -284,8 +284,7 @@ def _entry_text(e: dict) -> str:
     lines = [line]
     for path, text in e.get("decoded", {}).get("values", []):
         lines.append(f"    {path} = {text}")
-    for w in e.get("warnings", []):
-        lines.append(f"    {w['severity']}: [{w['code']}] {w['message']}")
+    lines += warning_lines(e.get("warnings", []), "    ")
     lines.append("")
     return "\n".join(lines)
 

@@ -20,7 +20,8 @@ from pycdr.giop.header import MsgType, parse_header
 from pycdr.giop.messages import (KeyAddr, LocateRequest, LocateStatus, decode_message,
                                  encode_message)
 from pycdr.giop.sysexc import SystemException
-from pycdr.addressing.iiop import ORBTypeComponent
+from pycdr.addressing.csiv2 import requirements_text
+from pycdr.addressing.iiop import ORBTypeComponent, client_requirements
 from pycdr.codec.ior import IOR, ior_to_string
 from pycdr.addressing.objectkey import hex_and_text, identify, printable
 from pycdr.orb import ORB
@@ -57,7 +58,7 @@ def cmd(target, is_a_id, timeout, as_json, tls):
     plain port answers too."""
     try:
         target, resolved_through = resolved_target(target, timeout=timeout, tls=tls)
-        endpoint, other, keys = _target(target, tls)
+        endpoint, other, keys, requirements = _target(target, tls)
         if endpoint.tls:
             tls.client_context()          # the files are usable
     except NamingError as e:
@@ -74,6 +75,8 @@ def cmd(target, is_a_id, timeout, as_json, tls):
         if not as_json:
             click.echo(f"{resolved_through['name']}: resolved through the naming service at "
                        f"{resolved_through['naming_service']}")
+    if requirements is not None:
+        report["client_requirements"] = requirements
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
@@ -85,7 +88,8 @@ def cmd(target, is_a_id, timeout, as_json, tls):
 
 def _target(text: str, tls):
     """The endpoint to probe, the reference's other endpoint (its plain port when TLS is
-    probed, its TLS port when plain is) or None, and the object keys to ask for."""
+    probed, its TLS port when plain is) or None, the object keys to ask for, and what the
+    reference says it requires of a client (None for host:port)."""
     if text.split(":", 1)[0].lower() in ("ior", "corbaloc", "corbaname"):
         parsed = parse_object_url(text)     # (a corbaname: was resolved before)
         if isinstance(parsed, Corbaloc):
@@ -98,7 +102,7 @@ def _target(text: str, tls):
             other = plain_endpoint(profile) if tls_endpoints(profile) else None
         else:
             other = next(iter(tls_endpoints(profile)), None)
-        return endpoint, other, [profile.object_key]
+        return endpoint, other, [profile.object_key], client_requirements(profile)
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not port.isascii():
         raise ValueError(f"{text!r} is not an IOR, a corbaloc URL or host:port")
@@ -106,7 +110,7 @@ def _target(text: str, tls):
         raise ValueError(f"port {port} is above 65535")
     endpoint = Endpoint(host.strip("[]"), int(port), tls.force, "--tls" if tls.force else
                         "host:port")
-    return endpoint, None, list(WELL_KNOWN_KEYS)
+    return endpoint, None, list(WELL_KNOWN_KEYS), None
 
 
 async def _exchange(endpoint: Endpoint, tls, data: bytes, timeout: float) -> dict:
@@ -299,6 +303,8 @@ async def _object_checks(endpoint, key, version, is_a_id, timeout, tls) -> dict:
 def _print(report: dict) -> None:
     click.echo(f"{report['host']}:{report['port']} ({report['transport']}, "
                f"from {report['endpoint_from']})")
+    if "client_requirements" in report:
+        _print_requirements(report["client_requirements"])
     if "tls" in report:
         _print_tls(report["tls"])
     if not report["reachable"]:
@@ -338,6 +344,13 @@ def _print(report: dict) -> None:
         for name in ("non_existent", "is_a", "round_trip_ms"):
             if name in obj:
                 click.echo(f"  {name}: {obj[name]}")
+
+
+def _print_requirements(requirements: list) -> None:
+    if not requirements:
+        click.echo("  client requirements: none stated (no SSL, TLS or CSIv2 component)")
+    for r in requirements:
+        click.echo(f"  client requirements ({r['via']}): {requirements_text(r)}")
 
 
 def _print_tls(tls: dict) -> None:

@@ -9,8 +9,9 @@ import click
 
 from pycdr.orb.tls import TLSOptions, transport_error_of
 
-INSECURE_WARNING = ("WARNING: --insecure: the server's certificate and host name are NOT "
-                    "verified")
+from .warn import warn
+
+INSECURE_WARNING = "--insecure: the server's certificate and host name are NOT verified"
 
 
 def tls_options(command=None, *, key_flag: str = "--key"):
@@ -38,7 +39,7 @@ def tls_options(command=None, *, key_flag: str = "--key"):
         if tls_key and not tls_cert:
             raise click.UsageError(f"{key_flag} needs --cert")
         if insecure:
-            click.echo(INSECURE_WARNING, err=True)
+            warn(INSECURE_WARNING)
         tls = TLSOptions(force=tls_force, cacert=cacert, cert=tls_cert, key=tls_key,
                          insecure=insecure)
         return command(*args, tls=tls, **kwargs)

@@ -26,7 +26,7 @@ from the wire, in anys); every kind pycdr's value decoder reads is described.
 from __future__ import annotations
 
 from . import codesets
-from .addressing import iiop
+from .addressing import components, iiop
 from .giop import service_contexts, sysexc
 from .idl.model import OBJECT_OPERATIONS
 from .codec.typecode import NAMED_KINDS, PRIMITIVE_KINDS, TCKind, TypeCode, resolve
@@ -169,8 +169,8 @@ def names_table() -> str:
         table("codeset", codesets.NAMES),
         table("vmcid", sysexc.VENDOR_VMCIDS),
         table("profile", iiop.PROFILE_NAMES),
-        table("component", iiop.COMPONENT_NAMES),
-        table("orb_vendor", iiop.ORB_VENDORS),
+        table("component", components.COMPONENT_NAMES),
+        table("orb_vendor", components.ORB_VENDORS),
         table("tckind", {int(k): kind_name(k) for k in TCKind}),
         "  tc_primitive = {" + ", ".join(f"[{int(k)}] = true" for k in sorted(PRIMITIVE_KINDS))
         + "},",

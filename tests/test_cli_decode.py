@@ -136,7 +136,7 @@ def test_ior_warning_is_printed_once():
 def test_ior_ssl_only_addresses():
     """Port 0 in the profile means no plain listener: the TLS ports are the addresses."""
     tls = TLSSecTrans(0x66, 0x66, (("10.1.1.1", 3529),))
-    mech = CompoundSecMech(0x66, tls, 0, 0, b"", b"", 0, 0, (), (), 0)
+    mech = CompoundSecMech(0x66, tls)
     ior = ior_to_string(make_ior("IDL:X:1.0", [
         IIOPProfile((1, 2), "secure.example", 0, b"k", (SSLSecTrans(0x66, 0x66, 2810),)),
         IIOPProfile((1, 2), "csi.example", 0, b"k", (CSISecMechList(False, (mech,)),))]))

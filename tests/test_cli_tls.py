@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -14,8 +15,9 @@ pytest.importorskip("cryptography")
 
 from orb_echo_values import ECHO_ALL_IDL  # noqa: E402
 from pycdr.cli.main import main  # noqa: E402
-from pycdr.addressing.iiop import CSISecMechList, SSLSecTrans, decode_profile  # noqa: E402
-from pycdr.codec.ior import ior_from_string  # noqa: E402
+from pycdr.addressing.csiv2 import CSISecMechList  # noqa: E402
+from pycdr.addressing.iiop import SSLSecTrans, decode_profile, make_ior  # noqa: E402
+from pycdr.codec.ior import ior_from_string, ior_to_string  # noqa: E402
 from tls_certs import make_certificates  # noqa: E402
 
 PYCDR = [os.path.join(os.path.dirname(sys.executable), "pycdr")]
@@ -185,3 +187,41 @@ def test_pytest_plugin_over_tls(certs, both_ports, tmp_path):
     assert "6 passed" in trusted.stdout
     untrusted = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert untrusted.returncode == 1 and "6 failed" in untrusted.stdout
+
+
+def _only_tls_sec_trans(ior: str, bare: bool) -> tuple:
+    """The serve IOR with its TLS port only in a TLS_SEC_TRANS: the CSIv2 mechanism list
+    alone (``bare`` False) or a TAG_TLS_SEC_TRANS component alone; and that port."""
+    parsed = ior_from_string(ior)
+    profile = decode_profile(parsed.profiles[0])
+    mechs = profile.component(CSISecMechList)
+    trans = mechs.mechanisms[0].transport_mech
+    kept = (trans,) if bare else (mechs,)
+    others = tuple(c for c in profile.components
+                   if not isinstance(c, (SSLSecTrans, CSISecMechList)))
+    only = replace(profile, components=others + kept)
+    return ior_to_string(make_ior(parsed.type_id, [only])), trans.addresses[0][1]
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["in-mechanism-list", "bare-component"])
+def test_probe_and_call_use_the_tls_sec_trans_port(certs, tls_only, bare):
+    """An IOR whose only TLS address is a TLS_SEC_TRANS (IIOP port 0, no TAG_SSL_SEC_TRANS,
+    as WebLogic, WebSphere and WildFly publish): probe and call reach the TLS port there."""
+    ior, tls_port = _only_tls_sec_trans(tls_only[0], bare)
+    assert "TAG_SSL_SEC_TRANS" not in invoke("ior", ior).output
+    result = invoke("probe", ior, "--json", "--timeout", 10, *client_cert(certs))
+    assert result.exit_code == 0, result.output + result.stderr
+    report = json.loads(result.stdout)
+    assert (report["transport"], report["port"]) == ("TLS", tls_port)
+    assert report["endpoint_from"] == ("TAG_TLS_SEC_TRANS" if bare else
+                                       "CSIv2 TAG_TLS_SEC_TRANS")
+    assert report["giop"] and report["locate"][0]["locate_status"] == "OBJECT_HERE"
+    # what the reference asks of a client: TLS and (--require-client-cert) a certificate
+    [requirement] = report["client_requirements"]
+    assert (requirement["tls"], requirement["client_certificate"]) == ("required", "required")
+    result = invoke("probe", ior, "--timeout", 10, *client_cert(certs))
+    assert "client requirements (" in result.output and \
+        "TLS required; client certificate required" in result.output
+    result = invoke("call", ior, "echo_long", "43", "--idl", ECHO_ALL_IDL, *client_cert(certs))
+    assert result.exit_code == 0, result.output + result.stderr
+    assert json.loads(result.stdout) == 43

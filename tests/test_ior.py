@@ -8,7 +8,8 @@ import pytest
 
 from pycdr.codec.cdr import CDRWriter
 from pycdr.errors import DecodeError, ObjectURLError, TruncatedError
-from pycdr.addressing.iiop import AlternateIIOPAddress, CodeSetsComponent, CompoundSecMech, CSISecMechList, InvocationPolicyComponent, IIOPProfile, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, RMICustomMaxStreamFormat, SSLSecTrans, TaggedComponent, TLSSecTrans, component_name, decode_iiop_profile, decode_profile, encode_iiop_profile, make_ior, orb_vendor, profile_name
+from pycdr.addressing.csiv2 import ASContextSec, CompoundSecMech, CSISecMechList, SASContextSec, ServiceConfiguration, TLSSecTrans
+from pycdr.addressing.iiop import AlternateIIOPAddress, CodeSetsComponent, InvocationPolicyComponent, IIOPProfile, JavaCodebase, MultipleComponentsProfile, OmniORBUnixTransport, ORBTypeComponent, OTSPolicyComponent, PoliciesComponent, RMICustomMaxStreamFormat, SSLSecTrans, TaggedComponent, component_name, decode_iiop_profile, decode_profile, encode_iiop_profile, make_ior, orb_vendor, profile_name
 from pycdr.codec.ior import NIL, IOR, TaggedProfile, ior_from_string, ior_to_string
 
 
@@ -116,8 +117,9 @@ ALL_COMPONENTS = (
     AlternateIIOPAddress("10.0.0.2", 2810),
     SSLSecTrans(0x66, 0x06, 2811),
     CSISecMechList(False, (CompoundSecMech(
-        0x06, TLSSecTrans(0x66, 0x06, (("127.0.0.1", 2812),)), 0, 0, b"", b"",
-        0, 0, ((1, b"auth"),), (b"\x06\x06g\x81\x02\x01\x01\x01",), 0x0F),)),
+        0x06, TLSSecTrans(0x66, 0x06, (("127.0.0.1", 2812),)), ASContextSec(),
+        SASContextSec(0, 0, (ServiceConfiguration(1, b"auth"),),
+                      (b"\x06\x06g\x81\x02\x01\x01\x01",), 0x0F)),)),
     PoliciesComponent(((64, b"\x00\x01"),)),
     JavaCodebase("http://example/codebase"),
     TaggedComponent(0x41545401, b"\x00\x00\x00\x00\x04abc\x00"),

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from ..errors import ObjectURLError
 from ..codec.ior import IOR, ior_from_string
-from .iiop import CONFIDENTIALITY, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, IIOPProfile, SSLSecTrans, make_ior
+from .csiv2 import CONFIDENTIALITY, ESTABLISH_TRUST_IN_TARGET, INTEGRITY
+from .iiop import IIOPProfile, SSLSecTrans, make_ior
 
 DEFAULT_PORT = 2809
 DEFAULT_IIOP_VERSION = (1, 0)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from .. import codesets
 from ..codec.cdr import CDRReader, CDRWriter
-from ..addressing.iiop import decode_encapsulated, read_policy_values, write_policy_values
+from ..addressing.components import decode_encapsulated
+from ..addressing.iiop import read_policy_values, write_policy_values
 from ..codec.ior import IOR, read_ior, write_ior
 
 # IOP::ServiceId values (CORBA 3.x Part 2, 7.7.1) and JacORB's padding context.

@@ -30,7 +30,8 @@ except ImportError:           # the tls extra; without it probe reports fingerpr
     x509 = None
 
 from ..errors import PycdrError
-from ..addressing.iiop import CONFIDENTIALITY, ESTABLISH_TRUST_IN_CLIENT, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, CompoundSecMech, CSISecMechList, IIOPProfile, SSLSecTrans, TLSSecTrans, association_options
+from ..addressing.csiv2 import CONFIDENTIALITY, ESTABLISH_TRUST_IN_CLIENT, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, CompoundSecMech, CSISecMechList, TLSSecTrans, association_options, tls_transports
+from ..addressing.iiop import IIOPProfile, SSLSecTrans
 from .tlstransport import TLSSocketTransport, handshake
 
 # The steps of reaching an endpoint, in order.
@@ -150,26 +151,14 @@ class Endpoint:
 
 
 def tls_endpoints(profile: IIOPProfile) -> list:
-    """The TLS endpoints a profile advertises, SSLIOP's first (in component order)."""
-    found = []
-    for c in profile.components:
-        if isinstance(c, SSLSecTrans):
-            found.append(Endpoint(profile.host, c.port, True, "TAG_SSL_SEC_TRANS",
-                                  c.target_supports, c.target_requires))
-        elif isinstance(c, TLSSecTrans):
-            found.extend(_csi_endpoints(c, "TAG_TLS_SEC_TRANS"))
-        elif isinstance(c, CSISecMechList):
-            for mech in c.mechanisms:
-                if isinstance(mech, CompoundSecMech) and \
-                        isinstance(mech.transport_mech, TLSSecTrans):
-                    found.extend(_csi_endpoints(mech.transport_mech,
-                                                "CSIv2 TAG_TLS_SEC_TRANS"))
+    """The TLS endpoints a profile advertises: SSLIOP's, then CSIv2's (in component order)."""
+    found = [Endpoint(profile.host, c.port, True, "TAG_SSL_SEC_TRANS", c.target_supports,
+                      c.target_requires) for c in profile.components
+             if isinstance(c, SSLSecTrans)]
+    found += [Endpoint(host, port, True, source, trans.target_supports, trans.target_requires)
+              for source, trans in tls_transports(profile.components)
+              for host, port in trans.addresses]
     return [e for e in found if e.port != 0]
-
-
-def _csi_endpoints(trans: TLSSecTrans, source: str) -> list:
-    return [Endpoint(host, port, True, source, trans.target_supports, trans.target_requires)
-            for host, port in trans.addresses]
 
 
 def plain_endpoint(profile: IIOPProfile) -> Endpoint | None:
@@ -340,7 +329,7 @@ def server_components(host: str, port: int, *, client_auth: bool) -> tuple:
         ESTABLISH_TRUST_IN_CLIENT
     requires = INTEGRITY | CONFIDENTIALITY | (ESTABLISH_TRUST_IN_CLIENT if client_auth else 0)
     transport = TLSSecTrans(supports, requires, ((host, port),))
-    mechanism = CompoundSecMech(requires, transport, 0, 0, b"", b"", 0, 0, (), (), 0)
+    mechanism = CompoundSecMech(requires, transport)
     return (SSLSecTrans(supports, requires, port), CSISecMechList(False, (mechanism,)))
 
 
