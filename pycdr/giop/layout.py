@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from ..codec.cdr import CDRReader
 from ..errors import PycdrError
-from ..giop.header import HEADER_SIZE, MsgType, parse_header
-from ..giop.messages import decode_message
+from .header import HEADER_SIZE, MsgType, parse_header
+from .messages import decode_message
 from ..codec.ior import read_ior
 from ..codec.marshal import read_value
 from ..codec.tcmarshal import read_typecode
