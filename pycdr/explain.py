@@ -51,6 +51,7 @@ RULES = {
     "fragment-misuse": "9.4.9 Fragment Message",
     "fragment-not-multiple-of-8": "9.4.9 Fragment Message",
     "fragment-byte-order": "9.4.9 Fragment Message",
+    "fragment-split-primitive": "9.4.9 Fragment Message",
     "bad-profile-index": "9.4.2.1 TargetAddress",
     "short-body-padding": "9.4.2.3 Request Body (GIOP 1.2 8-octet alignment)",
     "trailing-bytes": "9.4.2 Request Message",
@@ -241,6 +242,12 @@ def _reassemble(messages, out):
     def stream_finding(offset, code, text):
         index = max(i for i, s in enumerate(stream_starts) if s <= max(offset, 0))
         local = offset - stream_starts[index]
+        if code == "fragment-not-multiple-of-8" and local == 0:
+            local = 8                     # (the size that is not a multiple of 8)
+        elif code == "fragment-misuse" and local == 0 and "without a fragmented" in text:
+            local = 7
+            text = (f"a GIOP 1.1 Fragment, but msg[{index - 1}] has no more-fragments flag: "
+                    "the Fragment continues no message") if index else text
         out.append(Finding(index, local, _header_path(local), code, text))
 
     received = None
@@ -286,7 +293,7 @@ def _reassemble(messages, out):
 
 
 def _fragment_code(error) -> str:
-    text = str(error)
+    text = getattr(error, "message", str(error))
     if "GIOP 1.0 has no Fragment" in text:
         return "fragment-in-1.0"
     if "may not be fragmented" in text:
@@ -319,7 +326,12 @@ def _path_at(fields: list, offset) -> str:
         return "message"
     holding = [f for f in fields if f.offset <= offset < f.offset + f.size]
     if holding:
-        return min(holding, key=lambda f: (f.size, -len(f.path))).path
+        path = min(holding, key=lambda f: (f.size, -len(f.path))).path
+        # (a boolean's or enum's field is the value itself: b, not b.boolean)
+        for suffix in (".boolean", ".enum"):
+            if path.endswith(suffix):
+                return path[:-len(suffix)]
+        return path
     before = [f for f in fields if f.offset <= offset]
     return max(before, key=lambda f: (f.offset + f.size, -f.size)).path if before else "message"
 
@@ -444,7 +456,9 @@ def _check_body(decoder: IdlBodyDecoder, msg, tcs, place, kind, request=None) ->
         offset = error["offset"]
         offset = base + offset if offset is not None else base + reader.pos
         text = error["message"]
-        if "not allowed in GIOP 1.0" in text:
+        if "crosses the GIOP 1.1 fragment boundary" in text:
+            place("fragment-split-primitive", text, offset)
+        elif "not allowed in GIOP 1.0" in text:
             place("wchar-in-1.0", f"{text}: char is ISO-8859-1 and wchar/wstring may not be "
                   "sent (the server answers MARSHAL, OMG minor 5)", offset)
         elif error["kind"] == "truncated":
@@ -454,7 +468,7 @@ def _check_body(decoder: IdlBodyDecoder, msg, tcs, place, kind, request=None) ->
             place(f"{prefix}-undecodable", text, offset)
     elif reader.remaining:
         place(f"{prefix}-trailing-bytes", f"{reader.remaining} bytes after the last {what}",
-              base + reader.pos)
+              base + reader.pos, path=f"{'request' if kind == 'arguments' else 'reply'}.body")
 
 
 def _answer(ex: Explanation, reply, msg, decoder, tcs=None) -> None:
@@ -498,3 +512,94 @@ def _answer(ex: Explanation, reply, msg, decoder, tcs=None) -> None:
 def _exception_name(exc) -> str:
     t = resolve(exc)
     return t.name() if t.kind() == TCKind.tk_except else "exception"
+
+
+# ----------------------------------------------------------------------------
+# Requests and their replies in the messages of captured connections
+@dataclass
+class Exchange:
+    """One request as it crossed a connection: its messages (the first and its
+    fragments), the reply (bytes; None when none came), the code sets a CodeSets
+    context chose earlier on the connection."""
+    stream: int
+    request_id: int
+    messages: list
+    reply: bytes | None = None
+    code_sets: tuple | None = None
+
+    def explain(self, **options) -> Explanation:
+        return explain(self.messages, self.reply, code_sets=self.code_sets, **options)
+
+
+class Exchanges:
+    """Pairs requests with their replies in the GIOP messages of connections,
+    fed in stream order (``feed(stream, sender, raw)``, sender: anything naming
+    the direction); ``done`` gets each :class:`Exchange` whose reply came and
+    ``wanted(reply)`` accepts (default: a SYSTEM_EXCEPTION reply), ``finish()``
+    the requests that got none when ``unanswered``.  A GIOP 1.1 Fragment goes
+    with the request before it from the same sender, flagged or not (explain
+    names the misuse).  At most ``max_pending`` requests wait for their reply."""
+
+    def __init__(self, done, wanted=None, *, request_id: int | None = None,
+                 unanswered: bool = False, max_pending: int = 4096):
+        self.done = done
+        self.wanted = wanted or _system_exception_reply
+        self.request_id = request_id
+        self.unanswered = unanswered
+        self.max_pending = max_pending
+        self._pending: dict = {}        # (stream, request id) -> Exchange
+        self._last: dict = {}           # (stream, sender) -> the Exchange a 1.1 Fragment joins
+        self._code_sets: dict = {}      # stream -> (TCS-C, TCS-W) of its first CodeSets context
+
+    def feed(self, stream: int, sender, raw: bytes) -> None:
+        try:
+            header = parse_header(raw)
+        except PycdrError:
+            return
+        t = header.msg_type
+        if t == MsgType.Request:
+            try:
+                msg, _ = decode_message(raw, lenient=True)
+            except PycdrError:
+                return
+            if self.request_id is not None and msg.request_id != self.request_id:
+                self._last.pop((stream, sender), None)
+                return
+            exchange = Exchange(stream, msg.request_id, [raw], None,
+                                self._code_sets.get(stream))
+            context = next((c for c in msg.service_contexts
+                            if isinstance(c, sc.CodeSetsContext)), None)
+            if context is not None and header.version >= (1, 1):
+                self._code_sets.setdefault(stream, (context.char_data, context.wchar_data))
+            if msg.response_expected or self.request_id is not None:
+                if len(self._pending) >= self.max_pending:
+                    self._pending.pop(next(iter(self._pending)))
+                self._pending[(stream, msg.request_id)] = exchange
+            self._last[(stream, sender)] = exchange
+        elif t == MsgType.Fragment:
+            if header.version >= (1, 2) and len(raw) >= HEADER_SIZE + 4:
+                rid = int.from_bytes(raw[12:16], "little" if header.little else "big")
+                exchange = self._pending.get((stream, rid))
+            else:
+                exchange = self._last.get((stream, sender))
+            if exchange is not None:
+                exchange.messages.append(raw)
+        elif t == MsgType.Reply:
+            try:
+                msg, _ = decode_message(raw, lenient=True)
+            except PycdrError:
+                return
+            exchange = self._pending.pop((stream, msg.request_id), None)
+            if exchange is not None and self.wanted(msg):
+                exchange.reply = raw
+                self.done(exchange)
+
+    def finish(self) -> None:
+        if self.unanswered:
+            for exchange in self._pending.values():
+                self.done(exchange)
+        self._pending.clear()
+
+
+def _system_exception_reply(reply) -> bool:
+    return reply.reply_status == ReplyStatus.SYSTEM_EXCEPTION

@@ -174,9 +174,12 @@ def walk_value(r: CDRReader, t, path: str, out: list, depth: int, values: bool =
     at = r.pos
     try:
         _walk_value(r, t, k, path, out, depth, True)
-    finally:
-        # (before the fields inside it; its extent so far when reading it failed)
-        out.insert(start, Field(path, at, max(r.pos - at, 1), "value"))
+    except BaseException:
+        # A value that cannot be read extends to the end of the data: the field
+        # inside it that made the read fail is the one named.
+        out.insert(start, Field(path, at, max(r.limit - at, 1), "value"))
+        raise
+    out.insert(start, Field(path, at, max(r.pos - at, 1), "value"))   # (before its fields)
 
 
 def _walk_value(r: CDRReader, t, k, path: str, out: list, depth: int, values: bool) -> None:
