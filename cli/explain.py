@@ -40,7 +40,7 @@ def load_modules(idl_files, include_dirs=()) -> list:
     try:
         return [load(p, include_dirs, register=False) for p in idl_files]
     except IdlError as e:
-        _fail(str(e))
+        _fail(str(e).splitlines()[0])     # (the source line and its caret follow)
 
 
 def capture_exchanges(path, *, stream=None, request_id=None, ports=None):

@@ -86,7 +86,8 @@ RULES = {
     "exception-truncated": "9.4.3.2 Reply Body (the exception's members)",
     "exception-trailing-bytes": "9.4.3.2 Reply Body (the exception's members)",
     "exception-undecodable": "9.4.3.2 Reply Body (the exception's members)",
-    "not-a-request": "9.4.2 Request Message",
+    "not-giop": "9.4.1 GIOP Message Header",
+    "undecodable": "9.4.2 Request Message",
 }
 
 
@@ -250,13 +251,37 @@ def _reassemble(messages, out):
                     "the Fragment continues no message") if index else text
         out.append(Finding(index, local, _header_path(local), code, text))
 
-    received = None
+    headers = []
     for i, m in enumerate(messages):
         try:
-            parse_header(m)
+            headers.append(parse_header(m))
         except PycdrError as e:
-            out.append(Finding(i, e.offset, _header_path(e.offset or 0), "not-giop", str(e)))
+            out.append(Finding(i, e.offset, _header_path(e.offset or 0), "not-giop",
+                               getattr(e, "message", str(e))))
             return None, None, None, None
+    if len(messages) == 1 and not headers[0].more_fragments:
+        # One whole message (or one cut short): the lenient decoder alone.
+        try:
+            msg, _ = decode_message(messages[0], lenient=True, header=headers[0])
+        except PycdrError as e:
+            if len(messages[0]) < headers[0].total_size:
+                out.append(Finding(0, 8, "header.message_size", "message-truncated",
+                                   f"message_size says {headers[0].size} bytes after the "
+                                   f"header, {len(messages[0]) - HEADER_SIZE} are there"))
+            out.append(Finding(0, e.offset, _header_path(e.offset or 0)
+                               if (e.offset or 0) < HEADER_SIZE else "message",
+                               "undecodable", getattr(e, "message", str(e))))
+            return None, None, None, None
+        return messages[0], msg, None, [(0, 0, 0)]
+    for i, (m, header) in enumerate(zip(messages, headers)):
+        if len(m) != header.total_size:
+            out.append(Finding(i, 8, "header.message_size", "message-truncated" if
+                               len(m) < header.total_size else "bytes-after-message",
+                               f"message_size says {header.size} bytes after the header, "
+                               f"{len(m) - HEADER_SIZE} are there"))
+            return None, None, None, None
+    received = None
+    for i, m in enumerate(messages):
         conn.receive_data(m)
         while (event := conn.next_event()) is not NEED_DATA:
             if isinstance(event, MessageReceived):
