@@ -188,3 +188,25 @@ def test_a_lone_fragment_is_no_request():
     result = invoke("--request", fragment.hex())
     assert (result.exit_code, result.output) == \
         (1, "error: the message is a Fragment, not a Request\n")
+
+
+def test_pcap_explain_adds_the_explanations(capture):
+    def pcap(*args):
+        result = CliRunner().invoke(main, ["pcap", str(capture), "--explain", *args])
+        assert result.exception is None or isinstance(result.exception, SystemExit), \
+            repr(result.exception)
+        return result
+    text = pcap("--idl", ECHO_IDL)
+    assert text.exit_code == 0, text.output
+    lines = text.output.splitlines()
+    assert lines[-2].startswith("explain stream ") and \
+        lines[-2].endswith(" request 5 (echo_fixed):")
+    assert lines[-1].startswith("    the request is clean: the fault is the peer's (the peer "
+                                "answered CORBA::MARSHAL minor 0x53550102 (Sun 258")
+    as_json = pcap("--json", "--idl", ECHO_IDL).output.splitlines()
+    last = json.loads(as_json[-1])["explain"]
+    assert (last["request_id"], last["findings"], last["clean"]) == (5, [], True)
+    assert all("explain" not in json.loads(line) for line in as_json[:-1])
+    refused = pcap("--stats")
+    assert refused.exit_code == 2 and \
+        "--explain goes with a capture FILE's text or --json output" in refused.output
