@@ -139,7 +139,8 @@ def cmd(capture, stream, request_id, requests, reply, ior, idl_files, include_di
     clean = True
     for exchange in found:
         try:
-            explanation = exchange.explain(modules=modules, ior=target)
+            explanation = exchange.explain(modules=modules, **({} if target is None
+                                                               else {"ior": target}))
         except ExplainError as e:
             _fail(f"stream {exchange.stream} request {exchange.request_id}: {e}")
         clean = clean and explanation.clean

@@ -87,6 +87,9 @@ RULES = {
     "exception-trailing-bytes": "9.4.3.2 Reply Body (the exception's members)",
     "exception-undecodable": "9.4.3.2 Reply Body (the exception's members)",
     "not-giop": "9.4.1 GIOP Message Header",
+    "giop-above-profile": "9.7.2 IIOP IOR Profiles (the highest GIOP version the server "
+                          "speaks)",
+    "operation-not-in-idl": "9.4.2 Request Message (operation)",
     "undecodable": "9.4.2 Request Message",
 }
 
@@ -217,10 +220,17 @@ def explain(request_messages, reply=None, *, modules=(), ior: IOR | None = None,
         if w.code.startswith("fragment-"):
             continue                      # (reported by _reassemble, in stream offsets)
         place(w.code, w.message, w.offset, _severity(w))
-    tcs = _code_sets(msg, ior, code_sets, place, fields)
+    _profile_version(msg, ior, place)
+    tcs, known = _code_sets(msg, ior, code_sets, place, fields)
     if msg.operation in decoder.operations:
         _check_body(decoder, msg, tcs, place, "arguments")
-    if tcs[0] == cs.ISO_8859_1:
+    elif modules:
+        place("operation-not-in-idl", f"the IDL given has no operation {msg.operation!a}: the "
+              "body is not checked (a server without it answers BAD_OPERATION)",
+              _field(fields, "request.operation.name").offset
+              if _field(fields, "request.operation.name") else None, "note",
+              "request.operation.name")
+    if known and tcs[0] == cs.ISO_8859_1:
         _utf8_strings(whole, fields, place)
     _answer(ex, reply, msg, decoder, tcs)
     return ex
@@ -367,9 +377,18 @@ def _field(fields: list, path: str) -> Field | None:
 
 # ----------------------------------------------------------------------------
 # Code sets
+def _profile_version(msg: Request, ior, place) -> None:
+    profile = _profile(ior)
+    if profile is not None and msg.version > profile.version:
+        v, p = msg.version, profile.version
+        place("giop-above-profile", f"a GIOP {v[0]}.{v[1]} request to a reference whose IIOP "
+              f"profile is {p[0]}.{p[1]}: the server speaks GIOP {p[0]}.{p[1]} at most",
+              4, path="header.version")
+
+
 def _code_sets(msg: Request, ior, earlier, place, fields) -> tuple:
-    """The (TCS-C, TCS-W) the server reads the request with; findings for a
-    choice the server did not offer."""
+    """((TCS-C, TCS-W) the server reads the request with, whether they are known
+    rather than assumed); findings for a choice the server did not offer."""
     context = next((c for c in msg.service_contexts if isinstance(c, sc.CodeSetsContext)),
                    None)
     index = next((i for i, c in enumerate(msg.service_contexts)
@@ -415,14 +434,17 @@ def _code_sets(msg: Request, ior, earlier, place, fields) -> tuple:
                           f"{'TCS-C' if i == 0 else 'TCS-W'} {cs.name(tcs)} is not a code set "
                           f"the server offered ({listed}) nor the fallback {cs.name(fallback)}",
                           where, path=f"{path}.{names[i]}")
-    if msg.version == (1, 0) or (ior is not None and offered is None):
-        return cs.ISO_8859_1, cs.UTF_16
-    return chosen or (cs.DEFAULT_TCS_C, cs.DEFAULT_TCS_W)
+    if msg.version == (1, 0) or (ior is not None and offered is None and context is None):
+        return (cs.ISO_8859_1, cs.UTF_16), True
+    if chosen is not None:
+        return chosen, True
+    # A GIOP 1.1+ request without a context (it went with an earlier request):
+    # the defaults, but not known to be what the connection chose.
+    return (cs.DEFAULT_TCS_C, cs.DEFAULT_TCS_W), False
 
 
-def _offered(ior) -> CodeSetsComponent | None:
-    """The code sets the first IIOP profile of ``ior`` offers (None: none, as in
-    an IIOP 1.0 profile, which has no components)."""
+def _profile(ior) -> IIOPProfile | None:
+    """The first IIOP profile of ``ior``."""
     if ior is None:
         return None
     for tagged in ior.profiles:
@@ -431,8 +453,15 @@ def _offered(ior) -> CodeSetsComponent | None:
         except PycdrError:
             continue
         if isinstance(profile, IIOPProfile):
-            return profile.component(CodeSetsComponent)
+            return profile
     return None
+
+
+def _offered(ior) -> CodeSetsComponent | None:
+    """The code sets the first IIOP profile of ``ior`` offers (None: none, as in
+    an IIOP 1.0 profile, which has no components)."""
+    profile = _profile(ior)
+    return None if profile is None else profile.component(CodeSetsComponent)
 
 
 def _utf8_strings(whole: bytes, fields: list, place) -> None:
@@ -545,14 +574,18 @@ def _exception_name(exc) -> str:
 class Exchange:
     """One request as it crossed a connection: its messages (the first and its
     fragments), the reply (bytes; None when none came), the code sets a CodeSets
-    context chose earlier on the connection."""
+    context chose earlier on the connection, the target's IOR when the capture
+    showed it before (a forward to the object key the request names)."""
     stream: int
     request_id: int
     messages: list
     reply: bytes | None = None
     code_sets: tuple | None = None
+    ior: IOR | None = None
 
     def explain(self, **options) -> Explanation:
+        """:func:`explain` of it; ``options``: modules, and ior to use another IOR."""
+        options.setdefault("ior", self.ior)
         return explain(self.messages, self.reply, code_sets=self.code_sets, **options)
 
 
@@ -563,7 +596,8 @@ class Exchanges:
     ``wanted(reply)`` accepts (default: a SYSTEM_EXCEPTION reply), ``finish()``
     the requests that got none when ``unanswered``.  A GIOP 1.1 Fragment goes
     with the request before it from the same sender, flagged or not (explain
-    names the misuse).  At most ``max_pending`` requests wait for their reply."""
+    names the misuse).  At most ``max_pending`` requests wait for their reply, and
+    as many IORs of forwards are kept."""
 
     def __init__(self, done, wanted=None, *, request_id: int | None = None,
                  unanswered: bool = False, max_pending: int = 4096):
@@ -575,6 +609,7 @@ class Exchanges:
         self._pending: dict = {}        # (stream, request id) -> Exchange
         self._last: dict = {}           # (stream, sender) -> the Exchange a 1.1 Fragment joins
         self._code_sets: dict = {}      # stream -> (TCS-C, TCS-W) of its first CodeSets context
+        self._iors: dict = {}           # object key -> the IOR of a forward to it
 
     def feed(self, stream: int, sender, raw: bytes) -> None:
         try:
@@ -590,8 +625,9 @@ class Exchanges:
             if self.request_id is not None and msg.request_id != self.request_id:
                 self._last.pop((stream, sender), None)
                 return
+            key = getattr(msg.target, "object_key", None)
             exchange = Exchange(stream, msg.request_id, [raw], None,
-                                self._code_sets.get(stream))
+                                self._code_sets.get(stream), self._iors.get(key))
             context = next((c for c in msg.service_contexts
                             if isinstance(c, sc.CodeSetsContext)), None)
             if context is not None and header.version >= (1, 1):
@@ -609,10 +645,17 @@ class Exchanges:
                 exchange = self._last.get((stream, sender))
             if exchange is not None:
                 exchange.messages.append(raw)
-        elif t == MsgType.Reply:
+        elif t in (MsgType.Reply, MsgType.LocateReply):
             try:
                 msg, _ = decode_message(raw, lenient=True)
             except PycdrError:
+                return
+            profile = _profile(msg.forward) if msg.forward is not None else None
+            if profile is not None:
+                if len(self._iors) >= self.max_pending:
+                    self._iors.pop(next(iter(self._iors)))
+                self._iors[profile.object_key] = msg.forward
+            if t == MsgType.LocateReply:
                 return
             exchange = self._pending.pop((stream, msg.request_id), None)
             if exchange is not None and self.wanted(msg):

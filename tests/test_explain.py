@@ -239,6 +239,38 @@ def test_utf8_chars_under_a_giop_10_profile():
     assert explain([ok], None, modules=[ECHO], ior=ior_with(OMNI_CODE_SETS)).findings == []
 
 
+def test_giop_12_and_utf8_to_a_giop_10_profile():
+    # The same client speaking GIOP 1.2 to the GIOP 1.0 server, its CodeSets context naming
+    # UTF-8 (contexts count 48, char_data 64): both the version and the code set are beyond
+    # what the reference offers.
+    context = CodeSetsContext(char_data=cs.UTF_8, wchar_data=cs.UTF_16)
+    data = request("echo_string", echo_type("echo_string"), "café", contexts=[context],
+                   tcs_c=cs.UTF_8)
+    ex = explain([data], None, modules=[ECHO], ior=ior_with(None, (1, 0)))
+    assert where(ex) == [(0, 4, "header.version", "giop-above-profile"),
+                         (0, 64, "request.service_context[0].char_data",
+                          "code-set-not-offered")]
+    assert ex.violations[0].rule == \
+        "CORBA 3.x Part 2, 9.7.2 IIOP IOR Profiles (the highest GIOP version the server speaks)"
+
+
+def test_utf8_octets_with_code_sets_unknown_are_not_judged():
+    # A GIOP 1.2 request without a CodeSets context (the connection's first request had it):
+    # without that request or the IOR the char code set is not known.
+    data = request("echo_string", echo_type("echo_string"), "café", tcs_c=cs.UTF_8)
+    assert explain([data], None, modules=[ECHO]).findings == []
+    # With the earlier choice given (as a capture's connection has it), it is judged.
+    ex = explain([data], None, modules=[ECHO], code_sets=(cs.ISO_8859_1, cs.UTF_16))
+    assert where(ex) == [(0, 63, "request.body.v", "utf8-as-latin1")]
+
+
+def test_an_operation_the_idl_does_not_have_is_a_note():
+    data = request("nosuch", tc.long, 1)
+    ex = explain([data], None, modules=[ECHO])
+    assert ex.clean and [(f.offset, f.path, f.code, f.severity) for f in ex.findings] == \
+        [(36, "request.operation.name", "operation-not-in-idl", "note")]
+
+
 def test_wchar_in_giop_10():
     # wchar may not be sent in GIOP 1.0 (OMG MARSHAL minor 5).  A sender that writes it as
     # in GIOP 1.1 (a 2-octet unit): echo_wchar's operation "echo_wchar\0" 36-46, pad 47,
@@ -319,3 +351,22 @@ def test_layout_values_leave_the_fuzzer_fields_alone():
     assert [f for f in full if f.kind != "value"] == plain
     assert [(f.path, f.offset, f.size) for f in full if f.kind == "value"] == \
         [("request.body.arg[0]", 56, 6)]
+
+
+def test_exchanges_take_the_ior_of_a_forward_to_the_key_requested():
+    found = []
+    pairs = Exchanges(found.append)
+    forward = ior_with(OMNI_CODE_SETS)
+    located = encode_message(Reply(version=(1, 2), request_id=1,
+                                   reply_status=ReplyStatus.LOCATION_FORWARD, forward=forward))
+    context = CodeSetsContext(char_data=cs.ISO_8859_15, wchar_data=cs.UTF_16)
+    sent = request("echo_string", echo_type("echo_string"), "a", contexts=[context],
+                   request_id=2)
+    refused = encode_message(Reply(version=(1, 2), request_id=2,
+                                   reply_status=ReplyStatus.SYSTEM_EXCEPTION,
+                                   system_exception=CODESET_INCOMPATIBLE(OMG_VMCID, NO)))
+    for sender, raw in (("s", located), ("c", sent), ("s", refused)):
+        pairs.feed(0, sender, raw)
+    assert [e.ior for e in found] == [forward]
+    assert where(found[0].explain(modules=[ECHO])) == \
+        [(0, 64, "request.service_context[0].char_data", "code-set-not-offered")]

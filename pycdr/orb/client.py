@@ -84,8 +84,9 @@ class ClientOptions:
     # Seconds the blocking client's C call polls for its Reply before it sleeps
     # (invocation.POLL_WAIT, PYCDR_POLL_WAIT; 0: sleep at once).
     poll_wait: float = DEFAULT_POLL_WAIT
-    # Hears (request id, bytes) of each Request sent (the first message and its
-    # fragments in one): `pycdr call` explains a system exception with the request.
+    # Hears (request id, bytes) of each Request the asyncio client sends (the first
+    # message and its fragments in one): `pycdr call` explains a system exception
+    # with the request.
     on_request: Callable[[int, bytes], None] | None = None
 
 
