@@ -103,7 +103,8 @@ def test_string_length_past_the_end_of_the_body():
 
 def test_bad_boolean_and_enum_and_trailing_bytes():
     idl = load_string("""
-        module X { enum Colour { red, green }; interface T { void op(in boolean b, in Colour c); }; };
+        module X { enum Colour { red, green };
+                   interface T { void op(in boolean b, in Colour c); }; };
     """, register=False)
     msg = Request(version=(1, 2), request_id=1, response_flags=3, target=KeyAddr(b"key"),
                   operation="op")
