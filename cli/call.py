@@ -187,10 +187,8 @@ async def _call(target, interface, op, values, version, little, timeout, tls, mo
 def _explain(sent, exc, module, target, ref):
     """pycdr explain of the last request sent, answered by ``exc``; None if none went."""
     from pycdr.explain import explain          # (only when an exception came)
-    from pycdr.giop.messages import split_messages
     if not sent:
         return None
-    messages = [sent[-1][at:at + h.total_size] for at, h in split_messages(sent[-1])]
     # The reference's code sets only when it came as an IOR (a corbaloc has none to offer).
     ior = ref.ior if target.strip().upper().startswith("IOR:") else None
-    return explain(messages, exc, modules=[module], ior=ior)
+    return explain(sent[-1], exc, modules=[module], ior=ior)

@@ -36,7 +36,7 @@ from .giop.connection import GiopConnection, Role
 from .giop.events import NEED_DATA, MessageReceived, ProtocolViolation
 from .giop.header import HEADER_SIZE, MsgType, parse_header
 from .giop.layout import Field, message_fields
-from .giop.messages import Reply, ReplyStatus, Request, decode_message
+from .giop.messages import Reply, ReplyStatus, Request, decode_message, split_messages
 from .giop.sysexc import SystemException
 
 PART2 = "CORBA 3.x Part 2, "
@@ -187,12 +187,17 @@ class ExplainError(PycdrError):
 
 # ----------------------------------------------------------------------------
 def explain(request_messages, reply=None, *, modules=(), ior: IOR | None = None,
-            code_sets: tuple | None = None) -> Explanation:
+            code_sets: tuple | None = None, decoder: IdlBodyDecoder | None = None
+            ) -> Explanation:
     """Check the request carried by ``request_messages`` (bytes of GIOP messages:
-    the first and its fragments).  ``reply``: the Reply's bytes or the
-    SystemException it carried.  ``modules``: loaded IDL (``pycdr.idl.load``).
-    ``ior``: the target's reference.  ``code_sets``: (TCS-C, TCS-W) a CodeSets
-    context sent earlier on the connection chose, if this request has none."""
+    the first and its fragments; or bytes of them one after another).
+    ``reply``: the Reply's bytes or the SystemException it carried.  ``modules``:
+    loaded IDL (``pycdr.idl.load``), or ``decoder``: an IdlBodyDecoder of it
+    made already.  ``ior``: the target's reference.  ``code_sets``: (TCS-C,
+    TCS-W) a CodeSets context sent earlier on the connection chose, if this
+    request has none."""
+    if isinstance(request_messages, (bytes, bytearray, memoryview)):
+        request_messages = _split(bytes(request_messages))
     messages = [bytes(m) for m in request_messages]
     if not messages:
         raise ExplainError("no request message given")
@@ -205,7 +210,8 @@ def explain(request_messages, reply=None, *, modules=(), ior: IOR | None = None,
     if not isinstance(msg, Request):
         raise ExplainError(f"the message is a {msg.msg_type.name}, not a Request")
     ex.operation, ex.request_id = msg.operation, msg.request_id
-    decoder = IdlBodyDecoder(modules)
+    with_idl = bool(modules) or decoder is not None
+    decoder = decoder or IdlBodyDecoder(modules)
     names = [name for name, _t, _leaf in decoder.arguments.get(msg.operation, ())]
     types = [t for _name, t, _leaf in decoder.arguments.get(msg.operation, ())]
     fields = message_fields(whole, types or None, values=True, arg_names=names or None,
@@ -224,7 +230,7 @@ def explain(request_messages, reply=None, *, modules=(), ior: IOR | None = None,
     tcs, known = _code_sets(msg, ior, code_sets, place, fields)
     if msg.operation in decoder.operations:
         _check_body(decoder, msg, tcs, place, "arguments")
-    elif modules:
+    elif with_idl:
         place("operation-not-in-idl", f"the IDL given has no operation {msg.operation!a}: the "
               "body is not checked (a server without it answers BAD_OPERATION)",
               _field(fields, "request.operation.name").offset
@@ -234,6 +240,18 @@ def explain(request_messages, reply=None, *, modules=(), ior: IOR | None = None,
         _utf8_strings(whole, fields, place)
     _answer(ex, reply, msg, decoder, tcs)
     return ex
+
+
+def _split(data: bytes) -> list:
+    """The GIOP messages of ``data``, one after another (a last one cut short, or
+    bytes that are not GIOP, stay one piece: explain names what is wrong)."""
+    out, at = [], 0
+    try:
+        for at, header in split_messages(data):
+            out.append(data[at:at + header.total_size])
+        return out
+    except PycdrError:
+        return out + [data[sum(len(m) for m in out):]]
 
 
 def _severity(w: DecodeWarning) -> str:

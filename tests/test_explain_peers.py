@@ -103,3 +103,38 @@ def test_giop_11_fragment_after_a_request_without_the_flag_to_omniorb(omni, omni
     assert [(f.message, f.offset, f.path, f.code) for f in ex.violations] == \
         [(1, 7, "header.message_type", "fragment-misuse"),
          (0, 52, "request.body.value.length", "body-truncated")]
+
+
+def test_replay_explains_a_system_exception_the_target_answers(omni, tmp_path):
+    # A recording in which a server took a string without its NUL (answered it), replayed
+    # against omniORBpy, which refuses it: the difference comes with the explanation.
+    pytest.importorskip("scapy")
+    import subprocess
+    import sys
+    from pycdr.capture.write import TcpSession, write_pcap
+    from pycdr.giop.messages import Reply, ReplyStatus, encode_message
+    data = bytearray(request("echo_string", tc.string, "hello", key=b"Echo"))
+    data[65] = ord("!")
+    answered = Reply(version=(1, 2), request_id=5, reply_status=ReplyStatus.NO_EXCEPTION)
+    packets: list = []
+    session = TcpSession(packets, 2809)
+    session.client_sends(bytes(data))
+    session.server_sends(encode_message(
+        answered, write_body=lambda w: w.write_string("hello!")))
+    session.close()
+    capture = str(tmp_path / "no-nul.pcap")
+    write_pcap(capture, packets)
+    out = tmp_path / "calls.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", "from pycdr.cli.main import main; main()", "replay", capture,
+         "--target", f"{omni.host}:{omni.port}", "--idl", OMNI_ECHO_IDL, "--json", str(out)],
+        capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr
+    [call] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert call["outcome"] == "different"
+    explained = call["explain"]
+    assert [(f["offset"], f["path"], f["code"]) for f in explained["findings"]] == \
+        [(65, "request.body.value.nul", "string-no-nul")]
+    assert explained["answer"]["minor_name"].startswith("StringNotEndWithNull")
+    assert "  explain: @65 request.body.value.nul: string is not terminated by NUL " \
+        "[CORBA 3.x Part 2, 9.3.2.7 Strings and Wide Strings]" in done.stdout.splitlines()
