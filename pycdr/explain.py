@@ -245,7 +245,7 @@ def explain(request_messages, reply=None, *, modules=(), ior: IOR | None = None,
 def _split(data: bytes) -> list:
     """The GIOP messages of ``data``, one after another (a last one cut short, or
     bytes that are not GIOP, stay one piece: explain names what is wrong)."""
-    out, at = [], 0
+    out = []
     try:
         for at, header in split_messages(data):
             out.append(data[at:at + header.total_size])
@@ -309,7 +309,7 @@ def _reassemble(messages, out):
                                f"{len(m) - HEADER_SIZE} are there"))
             return None, None, None, None
     received = None
-    for i, m in enumerate(messages):
+    for m in messages:
         conn.receive_data(m)
         while (event := conn.next_event()) is not NEED_DATA:
             if isinstance(event, MessageReceived):
@@ -356,8 +356,11 @@ def _fragment_code(error) -> str:
     return "fragment-misuse"
 
 
+_HEADER_FIELDS = message_fields(b"GIOP" + bytes(8))[:5]     # (the header's five, at least)
+
+
 def _header_path(offset: int) -> str:
-    for f in message_fields(b"GIOP" + bytes(8)):
+    for f in _HEADER_FIELDS:
         if f.offset <= offset < f.offset + f.size:
             return f.path
     return "fragment.data" if offset >= HEADER_SIZE else "header"
