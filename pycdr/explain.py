@@ -532,7 +532,9 @@ def _check_body(decoder: IdlBodyDecoder, msg, tcs, place, kind, request=None) ->
         offset = base + offset if offset is not None else base + reader.pos
         text = error["message"]
         if "crosses the GIOP 1.1 fragment boundary" in text:
-            place("fragment-split-primitive", text, offset)
+            what = text.split(" crosses ")[0]
+            place("fragment-split-primitive", f"{what} split between two fragments: GIOP 1.1 "
+                  "fragments are cut only between primitives", offset)
         elif "not allowed in GIOP 1.0" in text:
             place("wchar-in-1.0", f"{text}: char is ISO-8859-1 and wchar/wstring may not be "
                   "sent (the server answers MARSHAL, OMG minor 5)", offset)

@@ -210,3 +210,29 @@ def test_pcap_explain_adds_the_explanations(capture):
     refused = pcap("--stats")
     assert refused.exit_code == 2 and \
         "--explain goes with a capture FILE's text or --json output" in refused.output
+
+
+def test_capture_with_a_fragmented_giop_11_request(tmp_path):
+    pytest.importorskip("scapy")
+    from pycdr.capture.write import TcpSession, write_pcap
+    from pycdr.giop.sysexc import OMG_VMCID
+    from test_explain import echo_type, fragments_11, request
+    data = request("echo_long", echo_type("echo_long"), 0x01020304, version=(1, 1))
+    refused = encode_message(Reply(version=(1, 1), request_id=5,
+                                   reply_status=ReplyStatus.SYSTEM_EXCEPTION,
+                                   system_exception=MARSHAL(OMG_VMCID,
+                                                            CompletionStatus.COMPLETED_NO)))
+    packets: list = []
+    session = TcpSession(packets, 2809)
+    session.client_sends(*fragments_11(data, 54))
+    session.server_sends(refused)
+    session.close()
+    path = tmp_path / "split.pcap"
+    write_pcap(str(path), packets)
+    result = invoke(path, "--idl", ECHO_IDL)
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert lines[1] == "    @52 request.body.v: long split between two fragments: GIOP 1.1 " \
+        "fragments are cut only between primitives [CORBA 3.x Part 2, 9.4.9 Fragment Message]"
+    assert lines[2] == "    the request breaks 1 rule; the peer answered CORBA::MARSHAL minor " \
+        "0x4f4d0000 (OMG 0, not in pycdr's table of its codes), COMPLETED_NO"
