@@ -154,13 +154,16 @@ class Explanation:
 
     def verdict(self) -> str:
         answer = self.answer_text()
+        replied = sum(1 for f in self.violations if f.side == "reply")
+        reply_faults = f"; the reply breaks {_rules(replied)}" if replied else ""
         if self.clean:
-            if answer:
+            if self.answer is not None:
                 return f"the request is clean: the fault is the peer's ({answer})"
-            return "the request is clean: no rule of the specification is broken"
+            return "the request is clean: no rule of the specification is broken" + \
+                (f" ({answer})" if answer else "") + reply_faults
         n = sum(1 for f in self.violations if f.side == "request")
-        return f"the request breaks {n} rule{'s' if n != 1 else ''}" + \
-            (f"; {answer}" if answer else "")
+        return f"the request breaks {_rules(n)}" + (f"; {answer}" if answer else "") + \
+            reply_faults
 
     def lines(self) -> list[str]:
         """The text form: one finding a line, then the verdict."""
@@ -179,6 +182,10 @@ class Explanation:
                 dict(self.answer.to_json(), minor_name=self.answer.minor_name),
                 "reply_status": self.reply_status, "user_exception": self.user_exception,
                 "verdict": self.verdict()}
+
+
+def _rules(n: int) -> str:
+    return f"{n} rule{'s' if n != 1 else ''}"
 
 
 class ExplainError(PycdrError):

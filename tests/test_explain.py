@@ -311,6 +311,8 @@ def test_user_exception_read_past_its_end():
     assert [(f.side, f.offset, f.path, f.code) for f in ex.violations] == \
         [("reply", 48, "reply.body.Oops.why", "exception-truncated")]
     assert ex.lines()[0].startswith("reply @48 reply.body.Oops.why: ")
+    assert ex.verdict() == "the request is clean: no rule of the specification is broken " \
+        "(the peer answered USER_EXCEPTION IDL:E/Oops:1.0); the reply breaks 1 rule"
 
 
 # --- capture pairing -----------------------------------------------------------------------

@@ -121,6 +121,8 @@ def test_capture_every_request_a_system_exception_answered(capture):
     out = json.loads(one.output)
     assert one.exit_code == 0 and out["stream"] == stream and out["request_id"] == 4
     assert out["reply_status"] == "NO_EXCEPTION" and out["findings"] == []
+    assert out["verdict"] == "the request is clean: no rule of the specification is broken " \
+        "(the peer answered NO_EXCEPTION)"
 
 
 BAD_INPUTS = [
