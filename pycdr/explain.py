@@ -147,7 +147,8 @@ class Explanation:
         vendor = exc.vendor or f"VMCID 0x{exc.vmcid:08x}"
         named = exc.minor_name
         minor = f"minor 0x{exc.minor:08x} ({vendor} {exc.minor_code}" + \
-            (f": {named})" if named else ", not in pycdr's table of its codes)")
+            (f": {named})" if named else ")" if exc.minor_code == 0 else
+             ", not in pycdr's table of its codes)")
         completed = exc.completed.name if hasattr(exc.completed, "name") \
             else f"invalid({exc.completed})"
         return f"{prefix}CORBA::{exc.name} {minor}, {completed}"

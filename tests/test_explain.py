@@ -334,6 +334,10 @@ def test_exchanges_pair_requests_with_system_exception_replies():
     assert [(e.request_id, e.messages, e.reply, e.code_sets) for e in found] == \
         [(2, [second], bad, (cs.UTF_8, cs.UTF_16))]
     assert found[0].explain(modules=[ECHO]).answer == MARSHAL(OMG_VMCID, NO)
+    # A code the vendor's table does not hold is said to be unknown, not guessed.
+    unknown = explain([second], MARSHAL(OMNIORB_VMCID | 4000, NO), modules=[ECHO])
+    assert unknown.answer_text() == "the peer answered CORBA::MARSHAL minor 0x41540fa0 " \
+        "(omniORB 4000, not in pycdr's table of its codes), COMPLETED_NO"
 
 
 def test_a_message_that_is_not_a_request():
