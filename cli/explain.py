@@ -76,7 +76,10 @@ def explanation_lines(explanation, indent: str = "") -> str:
     return "".join(f"{indent}{line}\n" for line in explanation.lines())
 
 
-@click.command("explain")
+@click.command("explain", epilog=(
+    "Output: one finding a line (@OFFSET, or msg[i]@OFFSET in the i-th fragment; the field's "
+    "path; what is wrong; [the section]), then the verdict.  Exit status: 0 every request "
+    "explained is clean; 1 a request breaks a rule, or the input is bad; 2 usage."))
 @click.argument("capture", required=False, type=click.Path(exists=True, dir_okay=False))
 @click.option("--stream", type=click.IntRange(0), help="With CAPTURE: the connection "
               "(its number in `pycdr pcap`).")
