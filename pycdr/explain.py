@@ -80,6 +80,8 @@ RULES = {
                       "ISO 8859-1)",
     "code-set-not-offered": "7.10.2.6 Code Set Negotiation",
     "code-sets-in-1.0": "7.10.2.6 Code Set Negotiation (GIOP 1.1 and later)",
+    "wchar-without-tcs": "7.10.2.6 Code Set Negotiation (wchar data needs a negotiated "
+                         "TCS-W)",
     "body-truncated": "9.4.2.3 Request Body (the in and inout parameters, in order)",
     "body-trailing-bytes": "9.4.2.3 Request Body (the in and inout parameters, in order)",
     "body-undecodable": "9.3 CDR Transfer Syntax",
@@ -236,7 +238,10 @@ def explain(request_messages, reply=None, *, modules=(), ior: IOR | None = None,
         place(w.code, w.message, w.offset, _severity(w))
     _profile_version(msg, ior, place)
     tcs, known = _code_sets(msg, ior, code_sets, place, fields)
+    if tcs[1] == 0:
+        tcs = (tcs[0], cs.UTF_16)       # (no TCS-W chosen: _wide_without_tcs says so)
     if msg.operation in decoder.operations:
+        _wide_without_tcs(msg, ior, code_sets, names, types, fields, place)
         _check_body(decoder, msg, tcs, place, "arguments")
     elif with_idl:
         place("operation-not-in-idl", f"the IDL given has no operation {msg.operation!a}: the "
@@ -472,6 +477,43 @@ def _code_sets(msg: Request, ior, earlier, place, fields) -> tuple:
     return (cs.DEFAULT_TCS_C, cs.DEFAULT_TCS_W), False
 
 
+def _wide_without_tcs(msg: Request, ior, earlier, names, types, fields, place) -> None:
+    """wchar data where no wchar transmission code set was negotiated: a CodeSets
+    context with TCS-W 0, or (GIOP 1.1+) a reference that offers no code sets."""
+    if msg.version == (1, 0):
+        return                             # (wchar in GIOP 1.0: the body check says it)
+    context = next((c for c in msg.service_contexts if isinstance(c, sc.CodeSetsContext)),
+                   None)
+    chosen = (context.char_data, context.wchar_data) if context is not None else earlier
+    if chosen is not None and chosen[1] == 0:
+        why = "the CodeSets context chose no wchar code set (TCS-W 0)"
+    elif ior is not None and _offered(ior) is None:
+        why = "the reference offers no code sets, so none was negotiated"
+    else:
+        return
+    for name, t in zip(names, types):
+        if _has_wide(t, 0):
+            value = _field(fields, f"request.body.{name}")
+            place("wchar-without-tcs", f"wchar data, but {why}",
+                  value.offset if value is not None else None,
+                  path=f"request.body.{name}")
+
+
+def _has_wide(t, depth: int) -> bool:
+    """Whether values of type ``t`` may hold wchar data."""
+    t = resolve(t).unalias()
+    k = t.kind()
+    if k in (TCKind.tk_wchar, TCKind.tk_wstring):
+        return True
+    if depth > 12:
+        return False
+    if k in (TCKind.tk_sequence, TCKind.tk_array):
+        return _has_wide(t.content_type(), depth + 1)
+    if k in (TCKind.tk_struct, TCKind.tk_except, TCKind.tk_union):
+        return any(_has_wide(t.member_type(i), depth + 1) for i in range(t.member_count()))
+    return False
+
+
 def _profile(ior) -> IIOPProfile | None:
     """The first IIOP profile of ``ior``."""
     if ior is None:
@@ -628,7 +670,7 @@ class Exchanges:
     the requests that got none when ``unanswered``.  A GIOP 1.1 Fragment goes
     with the request before it from the same sender, flagged or not (explain
     names the misuse).  At most ``max_pending`` requests wait for their reply, and
-    as many IORs of forwards are kept."""
+    as many IORs of forwards and GIOP 1.1 requests a Fragment may follow are kept."""
 
     def __init__(self, done, wanted=None, *, request_id: int | None = None,
                  unanswered: bool = False, max_pending: int = 4096):
@@ -667,7 +709,12 @@ class Exchanges:
                 if len(self._pending) >= self.max_pending:
                     self._pending.pop(next(iter(self._pending)))
                 self._pending[(stream, msg.request_id)] = exchange
-            self._last[(stream, sender)] = exchange
+            if header.version == (1, 1):      # (only a 1.1 Fragment goes by its sender)
+                if len(self._last) >= self.max_pending:
+                    self._last.pop(next(iter(self._last)))
+                self._last[(stream, sender)] = exchange
+            else:
+                self._last.pop((stream, sender), None)
         elif t == MsgType.Fragment:
             if header.version >= (1, 2) and len(raw) >= HEADER_SIZE + 4:
                 rid = int.from_bytes(raw[12:16], "little" if header.little else "big")

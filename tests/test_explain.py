@@ -272,6 +272,22 @@ def test_an_operation_the_idl_does_not_have_is_a_note():
         [(36, "request.operation.name", "operation-not-in-idl", "note")]
 
 
+def test_wchar_without_a_negotiated_wchar_code_set():
+    # omniORB's GIOP 1.1 clients send TCS-W 0 when the server offers no wchar code set;
+    # wchar data then has none (OMG BAD_PARAM minor 23).  echo_wstring: "echo_wstring\0"
+    # 36-48, contexts count 52, the CodeSets context's encapsulation 64-75, the body at 80
+    # (at 56 without the context).
+    context = CodeSetsContext(char_data=cs.ISO_8859_1, wchar_data=0)
+    data = request("echo_wstring", echo_type("echo_wstring"), "hi", contexts=[context])
+    ex = explain([data], BAD_PARAM(OMG_VMCID | 23, NO), modules=[ECHO])
+    assert where(ex) == [(0, 80, "request.body.v", "wchar-without-tcs")]
+    assert "WCharTCSNotKnown" in ex.verdict()
+    # And to a reference that offers no code sets at all.
+    plain = request("echo_wstring", echo_type("echo_wstring"), "hi")
+    ex = explain([plain], None, modules=[ECHO], ior=ior_with(None))
+    assert where(ex) == [(0, 56, "request.body.v", "wchar-without-tcs")]
+
+
 def test_wchar_in_giop_10():
     # wchar may not be sent in GIOP 1.0 (OMG MARSHAL minor 5).  A sender that writes it as
     # in GIOP 1.1 (a 2-octet unit): echo_wchar's operation "echo_wchar\0" 36-46, pad 47,
