@@ -393,3 +393,22 @@ def test_exchanges_take_the_ior_of_a_forward_to_the_key_requested():
     assert [e.ior for e in found] == [forward]
     assert where(found[0].explain(modules=[ECHO])) == \
         [(0, 64, "request.service_context[0].char_data", "code-set-not-offered")]
+
+
+def test_layout_aligns_body_values_from_the_message_start():
+    # A 1.2 body at 56 of (long, double, boolean): the long 56-59, the double 8-aligned from
+    # the message's first octet (as the decoder reads it) at 64-71, the boolean at 72.
+    msg = Request(version=(1, 2), request_id=1, response_flags=3, target=KeyAddr(b"key"),
+                  operation="echo_string")
+
+    def body(w):
+        w.write_long(1)
+        w.write_double(2.5)
+        w.write_boolean(True)
+    data = encode_message(msg, write_body=body)
+    fields = message_fields(data, [tc.long, tc.double, tc.boolean], values=True)
+    assert [(f.path, f.offset, f.size) for f in fields if f.kind == "value"] == \
+        [("request.body.arg[0]", 56, 4), ("request.body.arg[1]", 64, 8),
+         ("request.body.arg[2]", 72, 1)]
+    assert [(f.path, f.offset) for f in message_fields(data, [tc.long, tc.double, tc.boolean])
+            if f.kind == "boolean"] == [("request.body.arg[2].boolean", 72)]
