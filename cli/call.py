@@ -127,7 +127,7 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
     values = [_argument(p, a, version, little) for p, a in zip(op.in_params, args)]
     try:
         outcome = run_loop(_call(target, interface, op, values, version, little,
-                                    timeout, tls))
+                                    timeout, tls, module))
     except NamingError as e:        # corbaname: the naming service refused the name
         naming_exit(e)
     except TLSConfigError as e:
@@ -139,13 +139,16 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
     except (PycdrError, SystemException) as e:   # INV_OBJREF: a reference with no IIOP profile
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    kind, value = outcome
+    kind, value, explanation = outcome
     if as_json:
-        click.echo(json.dumps({kind: value}))
+        click.echo(json.dumps({kind: value} if explanation is None else
+                              {kind: value, "explain": explanation.to_json()}))
     elif kind == "local_exception":
         click.echo(f"{value['name']} raised locally, nothing sent: {value['reason']}")
     else:
         click.echo(f"{kind}: {json.dumps(value)}" if kind != "result" else json.dumps(value))
+        if explanation is not None:
+            click.echo("".join(f"  explain: {line}\n" for line in explanation.lines()), nl=False)
     sys.exit(0 if kind == "result" else EXIT_BAD_INPUT)
 
 
@@ -161,9 +164,12 @@ def _find_interface(module, name, operation):
     return having[0]
 
 
-async def _call(target, interface, op, values, version, little, timeout, tls):
+async def _call(target, interface, op, values, version, little, timeout, tls, module):
+    """(kind, value, the explanation of the request when a system exception answered it)."""
+    sent: list = []          # the bytes of the requests sent (a forward sends it again)
     async with ORB(version=version, little=little, timeout=timeout,
-                   connect_timeout=timeout, tls=tls) as orb:
+                   connect_timeout=timeout, tls=tls,
+                   on_request=lambda _rid, data: sent.append(data)) as orb:
         ref = await orb.string_to_object(target, interface)
         try:
             result = await ref.invoke(op, *values)
@@ -173,10 +179,20 @@ async def _call(target, interface, op, values, version, little, timeout, tls):
             if e.raised_locally:
                 # Nothing went on the wire: say why, and that the server never saw it.
                 return "local_exception", {**e.to_json(), "raised_locally": True,
-                                           "reason": str(e.__cause__ or e)}
-            return "system_exception", e.to_json()
+                                           "reason": str(e.__cause__ or e)}, None
+            return "system_exception", e.to_json(), _explain(sent, e, module, target, ref)
         except UserException as e:
-            return "user_exception", {"id": type(e)._tc.id(), "members": to_json(e)}
+            return "user_exception", {"id": type(e)._tc.id(), "members": to_json(e)}, None
         except UnknownUserException as e:
-            return "user_exception", {"id": e.exception_id}
-        return "result", to_json(result)
+            return "user_exception", {"id": e.exception_id}, None
+        return "result", to_json(result), None
+
+
+def _explain(sent, exc, module, target, ref):
+    """pycdr explain of the last request sent, answered by ``exc``; None if none went."""
+    from pycdr.explain import explain          # (only when an exception came)
+    if not sent:
+        return None
+    # The reference's code sets only when it came as an IOR (a corbaloc has none to offer).
+    ior = ref.ior if target.strip().upper().startswith("IOR:") else None
+    return explain(sent[-1], exc, modules=[module], ior=ior)

@@ -50,8 +50,11 @@ PROGRESS_EVERY = 4096
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Decode a capture file's TCP connections in this many processes "
                    "(text and --json, with or without --idl; the output is the same).")
+@click.option("--explain", "explain", is_flag=True,
+              help="After the messages, `pycdr explain` of each request a SYSTEM_EXCEPTION "
+                   "answered (with a capture FILE; --json: one object a request).")
 def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, count, duration,
-        progress, jobs):
+        progress, jobs, explain):
     """Decode the GIOP traffic of a capture file or a live interface (TCP
     reassembly, fragments, reply matching).
 
@@ -69,6 +72,8 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
         raise click.UsageError("--parquet writes a file instead of --stats or --json output")
     if jobs > 1 and (interface is not None or stats or parquet):
         raise click.UsageError("-j goes with a capture FILE's text or --json output")
+    if explain and (file is None or stats or parquet):
+        raise click.UsageError("--explain goes with a capture FILE's text or --json output")
     live = None
     sink = None
     try:
@@ -104,6 +109,8 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
     if jobs > 1:
         reader.close()          # (opened above to check the file: each worker reads it)
         _sharded(file, jobs, as_json, ports, decoder)
+        if explain:
+            _explain(file, ports, modules, as_json)
         return
     # Live: each entry out at once (a pipe's reader waits for it); a file: block writes.
     flush = sys.stdout.flush if live is not None else (lambda: None)
@@ -141,6 +148,8 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
             for entry in entries:
                 write(entry_text(entry))
                 flush()
+        if explain:
+            _explain(file, ports, modules, as_json)
     except PycdrError as e:
         sys.stdout.flush()
         click.echo(f"error: {e}", err=True)
@@ -187,6 +196,21 @@ def _sharded(file, jobs, as_json, ports, decoder) -> None:
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
+
+
+def _explain(file, ports, modules, as_json) -> None:
+    """`pycdr explain FILE` of every request a SYSTEM_EXCEPTION answered."""
+    from .explain import capture_exchanges, explanation_lines
+    for exchange in capture_exchanges(file, ports=ports or None):
+        explanation = exchange.explain(modules=modules)
+        if as_json:
+            sys.stdout.write(json.dumps({"explain": dict(explanation.to_json(),
+                                                         stream=exchange.stream)}) + "\n")
+        else:
+            op = f" ({explanation.operation})" if explanation.operation else ""
+            sys.stdout.write(f"explain stream {exchange.stream} request "
+                             f"{exchange.request_id}{op}:\n"
+                             + explanation_lines(explanation, "    "))
 
 
 def _json_line(entry) -> str:

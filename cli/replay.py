@@ -130,12 +130,19 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
 
     def report(call) -> None:
         summary.add(call)
+        explanation = _explained(call, idl) if call.outcome in (DIFFERENT, FAILED) else None
         if out_json is not None:
-            out_json.write(json.dumps(call.to_json()) + "\n")
+            entry = call.to_json()
+            if explanation is not None:
+                entry["explain"] = explanation.to_json()
+            out_json.write(json.dumps(entry) + "\n")
         if call.outcome in (DIFFERENT, FAILED) and shown[0] < MAX_SHOWN and \
                 out_json is not sys.stdout:
             shown[0] += 1
             click.echo("\n".join(difference_lines(call)))
+            if explanation is not None:
+                click.echo("".join(f"  explain: {line}\n" for line in explanation.lines()),
+                           nl=False)
 
     def listing(call, data, rec) -> None:
         if call is None:
@@ -203,6 +210,22 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
 def _fail(e: BaseException):
     click.echo(f"error: {e}", err=True)
     sys.exit(EXIT_BAD_INPUT)
+
+
+def _explained(call, idl):
+    """`pycdr explain` of the request a call sent when a system exception answered it."""
+    raw = bytes(call.replayed_raw)
+    if call.kind != "request" or not call.sent_bytes or len(raw) < 12 or raw[7] != 1:
+        return None
+    from pycdr.explain import explain
+    from pycdr.giop.messages import ReplyStatus, decode_message
+    try:
+        reply, _ = decode_message(raw, lenient=True)
+    except PycdrError:
+        return None
+    if reply.reply_status != ReplyStatus.SYSTEM_EXCEPTION:
+        return None
+    return explain(bytes(call.sent_bytes), raw, decoder=idl)
 
 
 def _open_json(path):

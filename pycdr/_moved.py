@@ -2,8 +2,9 @@
 
 ``import pycdr.pcap`` (and ``from pycdr.pcap import decode_capture``) keep
 working after the capture modules moved into :mod:`pycdr.capture`, the codec
-into :mod:`pycdr.codec` and the addressing modules into
-:mod:`pycdr.addressing`: the old
+into :mod:`pycdr.codec`, the addressing modules into
+:mod:`pycdr.addressing` and the fuzzer's message layout into
+:mod:`pycdr.giop.layout`: the old
 name is an alias of the module at its new place (the same module object, so
 classes and state are shared) and importing it warns once with a
 DeprecationWarning that names the new place.
@@ -41,6 +42,7 @@ MOVED = {
     "pycdr.iiop": "pycdr.addressing.iiop",
     "pycdr.objectkey": "pycdr.addressing.objectkey",
     "pycdr.corbaloc": "pycdr.addressing.corbaloc",
+    "pycdr.fuzz.layout": "pycdr.giop.layout",
 }
 
 

@@ -791,32 +791,38 @@ class IdlBodyDecoder:
                 + tuple((p.name, p.type) for p in op.out_params))
 
     def __call__(self, msg, request):
+        return self.decode(msg, request)[0]
+
+    def decode(self, msg, request, **reader_options) -> tuple:
+        """(what __call__ returns, the reader that read it: where the values
+        ended), or (None, None); ``reader_options``: the body reader's (tcs_c,
+        tcs_w: the code sets the connection negotiated)."""
         if isinstance(msg, Request):
             op = self.operations.get(msg.operation)
             if op is None:
-                return None
+                return None, None
             items = self.arguments[msg.operation]
             kind = "arguments"
         elif isinstance(msg, Reply) and request is not None:
             op = self.operations.get(request.get("operation"))
             if op is None:
-                return None
+                return None, None
             if msg.reply_status == ReplyStatus.NO_EXCEPTION:
                 items = self.results[request["operation"]]
                 kind = "results"
             elif msg.reply_status == ReplyStatus.USER_EXCEPTION:
                 exc = self.exceptions.get(msg.exception_id)
                 if exc is None:
-                    return None
+                    return None, None
                 items = ((exc.name(), exc, False),)
                 kind = "exception"
             else:
-                return None
+                return None, None
         else:
-            return None
+            return None, None
         out: list = []
         result = {"operation": op.name, "kind": kind, "values": out}
-        r = msg.body_reader(lenient=True)
+        r = msg.body_reader(lenient=True, **reader_options)
         seen: dict = {}                              # valuetypes shared between items
         try:
             for name, tc, leaf in items:             # (an exception starts with its id)
@@ -828,4 +834,4 @@ class IdlBodyDecoder:
             result["error"] = error_json(e)
         if r.warnings:          # violations inside the values (bad boolean, padding, ...)
             result["warnings"] = [w.to_json() for w in r.warnings]
-        return result
+        return result, r

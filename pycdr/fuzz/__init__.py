@@ -2,10 +2,9 @@
 
     seeds.py     the messages mutation starts from (conformance catalog, IDL
                  requests with random valid arguments, GIOP messages from pcaps)
-    layout.py    where the fields of a GIOP message sit (header, request header,
-                 service contexts, TypeCode-guided walk of a body)
-    mutators.py  structure-aware mutators, byte flips and splices; each records
-                 the field path it touched
+    mutators.py  structure-aware mutators, byte flips and splices, aimed at the
+                 fields pycdr.giop.layout finds; each records the field path
+                 it touched
     engine.py    the campaign: cases derived from --seed and their index,
                  sending (pipelined on a reused connection when the case keeps
                  the framing), detection (close without MessageError, hang,

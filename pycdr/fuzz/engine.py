@@ -60,7 +60,7 @@ from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request,
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
 from .findings import Finding, ddmin, known_hit, minimize
-from .layout import message_fields
+from ..giop.layout import message_fields
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve

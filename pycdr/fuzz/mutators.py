@@ -3,7 +3,7 @@ GIOP message) and changes one thing, returning a :class:`Mutation` that names
 the field path it touched (``header.message_size``,
 ``request.service_context[1].length``, ``msg[2].fragment.request_id``) or
 None when it does not apply.  Field-level mutators aim at the fields
-:func:`pycdr.fuzz.layout.message_fields` finds; message-level ones rebuild
+:func:`pycdr.giop.layout.message_fields` finds; message-level ones rebuild
 target addresses and fragment chains; byte flips, splices and truncation know
 nothing of the structure.
 
@@ -24,7 +24,7 @@ from ..giop.header import (FLAG_LITTLE_ENDIAN, FLAG_MORE_FRAGMENTS, HEADER_SIZE,
                            encode_header)
 from ..giop.messages import (KeyAddr, LocateRequest, ProfileAddr, ReferenceAddr, Request,
                              decode_message, encode_message, fragment_message)
-from .layout import Field, INDIRECTION, message_fields
+from ..giop.layout import Field, INDIRECTION, message_fields
 
 U32 = 0xFFFFFFFF
 

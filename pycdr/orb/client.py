@@ -26,6 +26,7 @@ import itertools
 import logging
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .aio import GiopStream, receive_scratch, run as run_loop
@@ -84,6 +85,10 @@ class ClientOptions:
     # Seconds the blocking client's C call polls for its Reply before it sleeps
     # (invocation.POLL_WAIT, PYCDR_POLL_WAIT; 0: sleep at once).
     poll_wait: float = DEFAULT_POLL_WAIT
+    # Hears (request id, bytes) of each Request the asyncio client sends (the first
+    # message and its fragments in one): `pycdr call` explains a system exception
+    # with the request.
+    on_request: Callable[[int, bytes], None] | None = None
 
 
 class PeerClosed(Exception):
@@ -669,6 +674,8 @@ class ClientConnection(RequestEncoder):
         if self.closed:
             raise PeerClosed()
         rid, data = self.encode_request(version, little, key, op, args, response_expected)
+        if self.orb.options.on_request is not None:
+            self.orb.options.on_request(rid, data)
         waiter = None
         if response_expected:
             waiter = _Waiter(self, rid, version, little)

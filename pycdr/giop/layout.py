@@ -1,18 +1,19 @@
-"""Where the fields of an encoded GIOP message sit, so that mutators can aim
-at them.  The message decoder already records the offsets of the header
-fields it reads (``Message.offsets``) and the alignment gaps
-(``Message.padding``); this adds the service-context entries and, when the
-argument TypeCodes are known, a walk of the body that finds lengths, counts,
-booleans, enums, union discriminators and the TypeCodes inside anys."""
+"""Where the fields of an encoded GIOP message sit: the fuzzer's mutators aim
+at them, ``pycdr.explain`` names them.  The message decoder already records the
+offsets of the header fields it reads (``Message.offsets``) and the alignment
+gaps (``Message.padding``); this adds the service-context entries and, when the
+TypeCodes of a Request's arguments (or of a Reply's body) are known, a walk of
+the body that finds lengths, counts, booleans, enums, union discriminators and
+the TypeCodes inside anys, and with ``values=True`` every value as well."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..codec.cdr import CDRReader
+from ..codec.cdr import CDRReader, SegmentedReader
 from ..errors import PycdrError
-from ..giop.header import HEADER_SIZE, MsgType, parse_header
-from ..giop.messages import decode_message
+from .header import HEADER_SIZE, MsgType, parse_header
+from .messages import decode_message
 from ..codec.ior import read_ior
 from ..codec.marshal import read_value
 from ..codec.tcmarshal import read_typecode
@@ -34,7 +35,8 @@ _TYPE_PREFIX = {MsgType.Request: "request", MsgType.Reply: "reply",
 @dataclass(frozen=True)
 class Field:
     """``size`` bytes at ``offset`` of one message; ``kind`` says what a mutator
-    may do with it (see mutators.py), ``path`` names it in findings."""
+    may do with it (see pycdr.fuzz.mutators; "value": a whole value, found only
+    with ``values=True``), ``path`` names it in findings."""
     path: str
     offset: int
     size: int
@@ -45,15 +47,20 @@ class _Stop(Exception):
     """The walk cannot go on (a type it does not follow, or bad bytes)."""
 
 
-def message_fields(data: bytes, body_types=None) -> list[Field]:
+def message_fields(data: bytes, body_types=None, *, values: bool = False, arg_names=None,
+                   segments=None) -> list[Field]:
     """The fields of one GIOP message; ``body_types``: the TypeCodes of a
-    Request body's values in order, if known."""
+    Request's (or Reply's) body values in order, if known.  ``values``: also
+    each value's own extent (kind "value"), and the walk reads on past bad
+    values.  ``arg_names``: the body values' names in paths
+    (``request.body.amount``) instead of ``request.body.arg[0]``.  ``segments``:
+    those of a message reassembled from GIOP 1.1 fragments (decode_message's)."""
     out = [Field("header.magic", 0, 4, "magic"), Field("header.version", 4, 2, "version"),
            Field("header.flags", 6, 1, "flags"), Field("header.message_type", 7, 1, "msg_type"),
            Field("header.message_size", 8, 4, "size")]
     try:
         header = parse_header(data)
-        msg, _ = decode_message(data, lenient=True)
+        msg, _ = decode_message(data, lenient=True, segments=segments)
     except (PycdrError, ValueError, IndexError):
         return out
     prefix = _TYPE_PREFIX.get(header.msg_type, "message")
@@ -98,13 +105,16 @@ def message_fields(data: bytes, body_types=None) -> list[Field]:
     if header.msg_type == MsgType.Fragment and header.version >= (1, 2) and len(data) >= 16:
         out.append(Field("fragment.request_id", HEADER_SIZE, 4, "request_id"))
     body = offsets.get("body")
-    if body is not None and body_types and header.msg_type == MsgType.Request \
-            and not header.more_fragments:
-        r = CDRReader(data, start=body, origin=HEADER_SIZE, little=little,
-                      version=header.version if header.version != (1, 3) else (1, 2))
+    if body is not None and body_types and \
+            header.msg_type in (MsgType.Request, MsgType.Reply) and not header.more_fragments:
+        options = dict(start=body, little=little, lenient=values, warnings=[],
+                       version=header.version if header.version != (1, 3) else (1, 2))
+        r = SegmentedReader(data, segments, origin=0, **options) if segments else \
+            CDRReader(data, origin=0, **options)
         for i, t in enumerate(body_types):
+            name = arg_names[i] if arg_names is not None else f"arg[{i}]"
             try:
-                walk_value(r, t, f"{prefix}.body.arg[{i}]", out, 0)
+                walk_value(r, t, f"{prefix}.body.{name}", out, 0, values)
             except (_Stop, PycdrError, ValueError, IndexError, KeyError):
                 break
     return out
@@ -138,17 +148,41 @@ _PRIMITIVE_SIZE = {K.tk_short: 2, K.tk_ushort: 2, K.tk_long: 4, K.tk_ulong: 4, K
                    K.tk_char: 1, K.tk_octet: 1, K.tk_wchar: 0}
 _DISC_SIZE = {K.tk_short: 2, K.tk_ushort: 2, K.tk_long: 4, K.tk_ulong: 4, K.tk_longlong: 8,
               K.tk_ulonglong: 8, K.tk_boolean: 1, K.tk_char: 1, K.tk_enum: 4}
+# The alignment of the values whose padding comes before them.
+_VALUE_ALIGN = {K.tk_short: 2, K.tk_ushort: 2, K.tk_long: 4, K.tk_ulong: 4, K.tk_float: 4,
+                K.tk_double: 8, K.tk_longlong: 8, K.tk_ulonglong: 8, K.tk_longdouble: 8,
+                K.tk_enum: 4, K.tk_string: 4, K.tk_wstring: 4}
 _MAX_DEPTH = 12
 _MAX_ELEMENTS = 64      # elements of one sequence walked; the rest is skipped by reading
 
 
-def walk_value(r: CDRReader, t, path: str, out: list, depth: int) -> None:
+def walk_value(r: CDRReader, t, path: str, out: list, depth: int, values: bool = False) -> None:
+    """Record the fields of one value of type ``t`` read from ``r`` (``values``:
+    and the value's own extent, as a "value" field, once read)."""
     if depth > _MAX_DEPTH:
         raise _Stop()
     t = resolve(t).unalias()
     k = t.kind()
     if k in (K.tk_null, K.tk_void):
         return
+    if not values:
+        _walk_value(r, t, k, path, out, depth, False)
+        return
+    if k in _PRIMITIVE_SIZE or k in (K.tk_boolean, K.tk_enum, K.tk_string, K.tk_wstring):
+        r.align(_VALUE_ALIGN.get(k, 1))       # the value starts after its padding
+    start = len(out)
+    at = r.pos
+    try:
+        _walk_value(r, t, k, path, out, depth, True)
+    except BaseException:
+        # A value that cannot be read extends to the end of the data: the field
+        # inside it that made the read fail is the one named.
+        out.insert(start, Field(path, at, max(r.limit - at, 1), "value"))
+        raise
+    out.insert(start, Field(path, at, max(r.pos - at, 1), "value"))   # (before its fields)
+
+
+def _walk_value(r: CDRReader, t, k, path: str, out: list, depth: int, values: bool) -> None:
     if k == K.tk_boolean:
         out.append(Field(f"{path}.boolean", r.pos, 1, "boolean"))
         r.read_octet()
@@ -186,12 +220,13 @@ def walk_value(r: CDRReader, t, path: str, out: list, depth: int) -> None:
             return
         for i in range(n):
             walk_value(r, content, f"{path}[{i}]" if i < _MAX_ELEMENTS else path, out
-                       if i < _MAX_ELEMENTS else [], depth + 1)
+                       if i < _MAX_ELEMENTS else [], depth + 1, values)
     elif k in (K.tk_struct, K.tk_except):
         if k == K.tk_except:
             r.read_string()
         for i in range(t.member_count()):
-            walk_value(r, t.member_type(i), f"{path}.{t.member_name(i)}", out, depth + 1)
+            walk_value(r, t.member_type(i), f"{path}.{t.member_name(i)}", out, depth + 1,
+                       values)
     elif k == K.tk_union:
         disc = resolve(t.discriminator_type()).unalias()
         size = _DISC_SIZE.get(disc.kind())
@@ -205,13 +240,13 @@ def walk_value(r: CDRReader, t, path: str, out: list, depth: int) -> None:
         member = _union_member(t, d)
         if member is not None:
             walk_value(r, t.member_type(member), f"{path}.{t.member_name(member)}", out,
-                       depth + 1)
+                       depth + 1, values)
     elif k == K.tk_any:
         start = r.pos
         walk_typecode(r, f"{path}.typecode", out, depth)
         r.pos = start
         inner = read_typecode(r)
-        walk_value(r, inner, f"{path}.value", out, depth + 1)
+        walk_value(r, inner, f"{path}.value", out, depth + 1, values)
     elif k == K.tk_TypeCode:
         start = r.pos
         walk_typecode(r, f"{path}.typecode", out, depth)
