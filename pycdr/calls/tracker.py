@@ -206,10 +206,19 @@ class CallTracker:
         self._out(row)
 
     def malformed(self, conn: CallConnection, side: int, ts: int, code: str,
-                  offset: int | None) -> None:
-        """Bytes ``side`` sent that do not decode as GIOP (``code``: why)."""
+                  offset: int | None, header: dict | None = None) -> None:
+        """Bytes ``side`` sent that do not decode as GIOP (``code``: why; ``header``:
+        the GIOP header's JSON when it parsed)."""
         row = self._row(conn, side, ts, "malformed")
         row["violations"] = [{"message": "stream", "code": code, "offset": offset}]
+        if header is not None:
+            row["message_type"] = header.get("message_type")
+            row["giop_version"] = header.get("version")
+            row["little_endian"] = header.get("little_endian")
+            size = header.get("message_size")
+            if size is not None:
+                row["request_bytes" if conn.client in (None, side) else "reply_bytes"] = \
+                    _HEADER + size
         self._out(row)
 
     # -- the rows ------------------------------------------------------------------------
@@ -233,6 +242,8 @@ class CallTracker:
                 row["object_key"] = key
                 row["object_key_text"] = object_key_text(key)
                 row["interface"] = self.interfaces.get(key)
+            else:                   # ReferenceAddr: the IOR names its type
+                row["interface"] = target.get("ior_type_id") or None
         row["request_bytes"] = _HEADER + entry["message_size"]
 
     def _request(self, conn, side, entry, ts, msg, kind) -> None:
@@ -253,7 +264,10 @@ class CallTracker:
             if op is not None:
                 row["arguments"], violations = self.bodies.arguments(
                     op, msg, violations, self.learn_ior)
-        if t == "Request" and not entry["response_expected"]:
+        expected = entry.get("response_expected")
+        if expected is None:        # GIOP 1.2: response_flags (0: none expected)
+            expected = entry.get("response_flags", 3) != 0
+        if t == "Request" and not expected:
             row["response_expected"] = False
             row["violations"] = violations
             row["outcome"] = "oneway"

@@ -16,6 +16,7 @@ table of requests waiting for a reply is bounded.
 from __future__ import annotations
 
 from ..calls.communityid import community_id
+from ..errors import PycdrError
 from ..calls.tracker import MAX_AGE_NS, MAX_PENDING, CallTracker
 from .giop import CaptureDecoder
 from .read import CaptureReader, address_text
@@ -101,7 +102,8 @@ class CaptureCalls:
         if error["kind"] == "gap":
             self.tracker.gap(conn, side, self._ts, entry["missing"])
         else:
-            self.tracker.malformed(conn, side, self._ts, error["type"], error["offset"])
+            self.tracker.malformed(conn, side, self._ts, error["type"], error["offset"],
+                                   entry.get("header"))
 
 
 def iter_calls(source=None, *, reader: CaptureReader | None = None, **options):
@@ -113,10 +115,17 @@ def iter_calls(source=None, *, reader: CaptureReader | None = None, **options):
     if reader is None:
         reader = CaptureReader(source)
     with reader:
-        for segment in reader:
-            feed(segment)
-            if out:
-                yield from out
-                out.clear()
+        try:
+            for segment in reader:
+                feed(segment)
+                if out:
+                    yield from out
+                    out.clear()
+        except PycdrError:
+            # A file cut short (or bytes that are not a capture): the calls read so far
+            # end as the capture does, then the error is the caller's.
+            calls.finish()
+            yield from out
+            raise
         calls.finish()
         yield from out
