@@ -109,6 +109,11 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
     failure = None
     try:
         if live is not None:
+            # Ctrl-C (or SIGTERM) ends the capture as -c/--duration do: the packets read
+            # are decoded and the calls still waiting end as no_reply rows.
+            import signal
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, lambda *_: live.stop())
             click.echo(f"capturing on {interface}", err=True)
             sources = [(None, CaptureReader(live.stream))]
         else:
@@ -125,9 +130,6 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
     except BrokenPipeError:
         sys.stderr.close()      # `pycdr monitor F | head`: the reader left; nothing to say
         sys.exit(0)
-    except KeyboardInterrupt:
-        if live is None:
-            raise
     finally:
         if live is not None:
             live.close()
