@@ -130,6 +130,8 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
     except BrokenPipeError:
         sys.stderr.close()      # `pycdr monitor F | head`: the reader left; nothing to say
         sys.exit(0)
+    except (OSError, ValueError) as e:      # an output that cannot be written (disk full)
+        failure = PycdrError(f"cannot write the output ({getattr(e, 'strerror', None) or e})")
     finally:
         if live is not None:
             live.close()

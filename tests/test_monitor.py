@@ -164,6 +164,11 @@ def test_fragmented_messages_are_one_call_with_their_fragments_counted():
     assert joined
     assert sum(r["fragments"] for r in rows if r["fragments"]) == \
         sum(e["reassembled"]["fragments"] - 1 for e in joined)
+    # A Fragment that continued a message is no row of its own; one that continued none is.
+    strays = [e for e in iter_capture(path) if e.get("type") == "Fragment" and
+              any(w["code"] == "fragment-misuse" for w in e["warnings"])]
+    assert len([r for r in rows if r["message_type"] == "Fragment"]) == len(strays)
+    assert not [r for r in rows if r["outcome"] == "malformed" and r["message_type"] != "Fragment"]
 
 
 def test_arguments_and_results_as_typed_json_with_the_idl():
@@ -602,3 +607,62 @@ def test_the_docs_duckdb_example_runs(tmp_path):
     failures = [r for r in iter_calls(os.path.join(CAPTURES, "messages.pcap"))
                 if r["operation"] == "_non_existent" and r["outcome"] == "failure"]
     assert by_op["_non_existent"][2] == len(failures)
+
+
+def test_forwards_and_repository_id_answers_teach_interfaces(tmp_path):
+    from pycdr.codec.ior import write_ior
+    label_ior = make_ior("IDL:SharedNames/Label:1.0",
+                         [IIOPProfile((1, 2), "10.0.0.2", 2809, b"l")])
+
+    def body(write):
+        w = CDRWriter()
+        write(w)
+        return w.getvalue()
+
+    def build(packets):
+        s = TcpSession(packets)
+        # A call forwarded to the Label: its IOR names the key's interface.
+        s.client_sends(request(1, "reading", b"old"))
+        s.server_sends(reply(1, status=ReplyStatus.LOCATION_FORWARD, forward=label_ior))
+        # The Meter says its interface when asked.
+        s.client_sends(request(2, "_repository_id", b"m"))
+        s.server_sends(reply(2, body=body(lambda w: w.write_string(
+            "IDL:SharedNames/Meter:1.0"))))
+        s.client_sends(request(3, "reading", b"m", body=body(lambda w: w.write_long(1))))
+        s.server_sends(reply(3, body=body(lambda w: w.write_long(2))))
+        s.client_sends(request(4, "reading", b"l", body=body(
+            lambda w: (w.write_string("x"), w.write_boolean(False)))))
+        s.server_sends(reply(4, body=body(lambda w: w.write_string("x"))))
+        s.close()
+    rows = {r["request_id"]: r for r in iter_calls(capture(tmp_path, build), bodies=_bodies())}
+    assert rows[1]["forward_to"] == ior_to_string(label_ior)
+    assert rows[2]["result"] == {"return": "IDL:SharedNames/Meter:1.0"}
+    assert (rows[3]["interface"], rows[3]["arguments"]) == ("IDL:SharedNames/Meter:1.0",
+                                                            {"channel": 1})
+    assert (rows[4]["interface"], rows[4]["arguments"]) == ("IDL:SharedNames/Label:1.0",
+                                                            {"prefix": "x", "upper": False})
+
+
+def test_a_stray_fragment_and_a_message_error_are_malformed_rows(tmp_path):
+    from pycdr.giop.messages import Fragment, MessageError
+
+    def build(packets):
+        s = TcpSession(packets)
+        s.client_sends(encode_message(Fragment(version=(1, 2), request_id=99, data=b"abcd")))
+        s.server_sends(encode_message(MessageError(version=(1, 2))))
+        s.close()
+    rows = list(iter_calls(capture(tmp_path, build)))
+    assert [(r["outcome"], r["message_type"]) for r in rows] == [
+        ("malformed", "Fragment"), ("malformed", "MessageError")]
+    assert rows[0]["violations"][0]["code"] == "fragment-misuse"
+    assert rows[0]["request_id"] == 99
+
+
+def test_shards_of_a_file_give_its_rows_each_once():
+    path = os.path.join(CAPTURES, "messages.pcap")
+
+    def key(r):
+        return (r["stream"], r["ts"], r["message_type"] or "", r["request_id"] or -1)
+    whole = sorted(iter_calls(path), key=key)
+    shards = sorted([r for k in range(3) for r in iter_calls(path, shard=(k, 3))], key=key)
+    assert shards == whole and len({r["stream"] for r in whole}) > 3

@@ -197,6 +197,16 @@ class CallTracker:
             self._reply(conn, side, entry, ts, msg, _LOCATE)
         elif t == "CancelRequest":
             self._cancel(conn, side, entry, ts)
+        elif t == "Fragment" or t == "MessageError":
+            # A Fragment reaches here only when it joins no message (its violation says
+            # why); a MessageError is the peer saying a message it got was malformed.
+            row = self._row(conn, side, ts, "malformed")
+            row["message_type"] = t
+            row["giop_version"] = entry["version"]
+            row["little_endian"] = entry["little_endian"]
+            row["request_id"] = entry.get("request_id")
+            row["violations"] = _violations("stream", entry["warnings"])
+            self._out(row)
 
     def gap(self, conn: CallConnection, side: int, ts: int, missing: int) -> None:
         """``missing`` bytes that ``side`` sent are not in the capture."""
@@ -347,12 +357,19 @@ class CallTracker:
         if op is not None and msg is not None:
             row["result"], violations = self.bodies.result(
                 op, msg, status, row["exception_id"], violations, self.learn_ior)
-            # An object that says it is_a an interface: decoded by that one from now on.
-            if pending.operation == "_is_a" and row["result"] == {"return": True} \
-                    and row["object_key"] is not None and row["interface"] is None:
-                repo_id = (row["arguments"] or {}).get("logical_type_id")
-                if isinstance(repo_id, str):
-                    self.learn(row["object_key"], repo_id)
+            # An object that names its interface (_repository_id), or says it is_a one:
+            # decoded by that one from now on.
+            key, result = row["object_key"], row["result"]
+            if key is not None and isinstance(result, dict):
+                if pending.operation == "_repository_id":
+                    repo_id = result.get("return")
+                    if isinstance(repo_id, str) and repo_id:
+                        self.learn(key, repo_id)
+                elif pending.operation == "_is_a" and result.get("return") is True \
+                        and row["interface"] is None:
+                    repo_id = (row["arguments"] or {}).get("logical_type_id")
+                    if isinstance(repo_id, str) and repo_id:
+                        self.learn(key, repo_id)
         row["violations"] = violations
         self._out(row)
 

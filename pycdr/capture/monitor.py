@@ -18,55 +18,77 @@ from __future__ import annotations
 from ..calls.communityid import community_id
 from ..errors import PycdrError
 from ..calls.tracker import MAX_AGE_NS, MAX_PENDING, CallTracker
+from ..giop.header import MsgType
 from .giop import CaptureDecoder
 from .read import CaptureReader, address_text
 from .tcp import TcpReassembler
+
+_FRAGMENT = MsgType.Fragment.value
+# The decoder's warnings on a Fragment that continues no message.
+_STRAY = frozenset(("fragment-misuse", "fragment-in-1.0"))
 
 
 class CaptureCalls:
     """TCP segments in (:meth:`feed`, then :meth:`finish`), rows out to ``emit``.
     ``bodies``: a :class:`pycdr.calls.bodies.CallBodies` (``--idl``); ``interfaces``:
-    object key (hex) -> repository id known beforehand (``--ior``), shared and added to."""
+    object key (hex) -> repository id known beforehand (``--ior``), shared and added to.
+    ``shard=(k, n)``: the calls of the connections whose index is k modulo n alone (n
+    such runs over one file give its rows between them, each row once: a file's
+    connections spread over processes or machines)."""
 
     def __init__(self, emit, *, ports=None, heuristic: bool = True, bodies=None,
                  sensor: str | None = None, capture_file: str | None = None,
                  max_pending: int = MAX_PENDING, max_age_ns: int = MAX_AGE_NS,
-                 interfaces=None):
+                 interfaces=None, shard: tuple | None = None):
         self.tracker = CallTracker(emit, max_pending=max_pending, max_age_ns=max_age_ns,
                                    bodies=bodies, sensor=sensor, capture_file=capture_file,
                                    interfaces=interfaces)
         self.decoder = CaptureDecoder(self._entry, ports, heuristic, bodies=False,
-                                      track=self._message, track_bodies=bodies is not None)
+                                      track=self._message, track_bodies=bodies is not None,
+                                      shard=shard)
         self.tcp = TcpReassembler(self)
         self.feed = self.tcp.in_order_feed(self._take_whole)
         self._conns: dict = {}          # tcp.Connection -> CallConnection
         self._flow = None               # the flow (and time) the decoder works on
         self._ts = 0
         self._ending = False
+        # Fragment messages seen in the last segment: the decoder tells whether one
+        # joined a message (nothing to say) or none (a violation) after it was tracked.
+        self._fragments: list = []
 
     def finish(self) -> None:
         """The end of the traffic: connections still open end without their replies."""
+        if self._fragments:
+            self._settle()
         self._ending = True
         self.tcp.finish()
         self.tracker.finish()
 
     # -- the TcpReassembler sink (and in_order_feed's take) ------------------------------
     def data(self, flow, data: bytes, frame: int, ts: int) -> None:
+        if self._fragments:
+            self._settle()
         self._flow = flow
         self._ts = ts
         self.decoder.data(flow, data, frame, ts)
 
     def _take_whole(self, flow, data: bytes, frame: int, ts: int) -> bool:
+        if self._fragments:
+            self._settle()
         self._flow = flow
         self._ts = ts
         return self.decoder.take_whole(flow, data, frame, ts)
 
     def gap(self, flow, missing: int, frame: int, ts: int) -> None:
+        if self._fragments:
+            self._settle()
         self._flow = flow
         self._ts = ts
         self.decoder.gap(flow, missing, frame, ts)
 
     def closed(self, connection) -> None:
+        if self._fragments:
+            self._settle()
         self.decoder.closed(connection)
         conn = self._conns.pop(connection, None)
         if conn is not None and not self._ending:
@@ -87,7 +109,18 @@ class CaptureCalls:
         conn = self._conns.get(connection)
         if conn is None:
             conn = self._connection(connection)
-        self.tracker.message(conn, 0 if flow is connection.flows[0] else 1, entry, ts, msg)
+        side = 0 if flow is connection.flows[0] else 1
+        if msg_type == _FRAGMENT:
+            self._fragments.append((conn, side, entry, ts))
+        else:
+            self.tracker.message(conn, side, entry, ts, msg)
+
+    def _settle(self) -> None:
+        """The Fragments that joined no message go to the tracker (a malformed row)."""
+        for conn, side, entry, ts in self._fragments:
+            if any(w["code"] in _STRAY for w in entry["warnings"]):
+                self.tracker.message(conn, side, entry, ts)
+        self._fragments.clear()
 
     def _entry(self, entry: dict) -> None:
         """Every entry the decoder emits: the messages went to _message already; errors
@@ -95,6 +128,9 @@ class CaptureCalls:
         error = entry.get("error")
         if error is None:
             return
+        header = entry.get("header")
+        if header is not None and header.get("more_fragments"):
+            return      # a first fragment too short to decode alone: the joined message tells
         flow = self._flow
         connection = flow.connection
         conn = self._connection(connection)
@@ -103,7 +139,7 @@ class CaptureCalls:
             self.tracker.gap(conn, side, self._ts, entry["missing"])
         else:
             self.tracker.malformed(conn, side, self._ts, error["type"], error["offset"],
-                                   entry.get("header"))
+                                   header)
 
 
 def iter_calls(source=None, *, reader: CaptureReader | None = None, **options):
