@@ -55,7 +55,7 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
     Rows are written as calls end; memory stays flat whatever the size of the capture."""
     from collections import OrderedDict
 
-    from pycdr.calls.output import JsonLines, ParquetDirectory, TextLines
+    from pycdr.calls.output import PART_SECONDS_LIVE, JsonLines, ParquetDirectory, TextLines
     from pycdr.capture.live import LiveCapture
     from pycdr.capture.monitor import iter_calls
     from pycdr.capture.read import CaptureReader
@@ -80,7 +80,8 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
         flush = live is not None
         if parquet:
             try:
-                sinks.append(ParquetDirectory(parquet))
+                sinks.append(ParquetDirectory(
+                    parquet, part_seconds=PART_SECONDS_LIVE if live is not None else None))
             except ImportError:
                 raise PycdrError("--parquet needs pyarrow: pip install 'pycdr[parquet]'") \
                     from None

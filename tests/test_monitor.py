@@ -666,3 +666,29 @@ def test_shards_of_a_file_give_its_rows_each_once():
     whole = sorted(iter_calls(path), key=key)
     shards = sorted([r for k in range(3) for r in iter_calls(path, shard=(k, 3))], key=key)
     assert shards == whole and len({r["stream"] for r in whole}) > 3
+
+
+def test_a_capture_starting_in_the_middle_of_a_reply(tmp_path):
+    def build(packets):
+        s = TcpSession(packets, client_port=51000)
+        s.client_sends(request(1))
+        s.server_sends(reply(1, body=b"r" * 64), cuts=(30,))
+        s.client_sends(request(2))
+        s.server_sends(reply(2))
+        del packets[:5]                     # the handshake, the request, the reply's start
+    rows = list(iter_calls(capture(tmp_path, build)))
+    assert [r["outcome"] for r in rows] == ["malformed", "success"]
+    # The client is the side on the ephemeral port before any request says so.
+    assert [(r["client_port"], r["server_port"]) for r in rows] == [(51000, 2809)] * 2
+    assert rows[0]["reply_bytes"] is None and rows[0]["violations"][0]["message"] == "stream"
+
+
+def test_parquet_parts_written_again_replace_themselves(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = list(iter_calls(os.path.join(CAPTURES, "messages.pcap")))
+    for _ in range(2):                      # a task that ran twice
+        sink = ParquetDirectory(str(tmp_path), part_rows=50, prefix="file0-shard1")
+        for r in rows:
+            sink.add(r)
+        sink.close()
+    assert pq.read_table(str(tmp_path)).num_rows == len(rows)

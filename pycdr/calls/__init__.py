@@ -11,4 +11,10 @@
 :mod:`pycdr.capture.monitor` feeds a tracker from capture files and live traffic
 (``pycdr monitor``); anything else that sees GIOP messages (a proxy) feeds one the
 same way and writes the same rows.
+
+The row is the unit everything consumes: an output is any object with ``add(row)`` and
+``close()`` (metrics and trace exporters are outputs too), the tracker's ``counts``
+hold what is not a row (evictions, pending requests), and a capture's connections can
+be split over processes (``CaptureCalls(shard=(k, n))``) whose Parquet parts, named
+by a fixed ``prefix``, are the same files when a task runs again.
 """

@@ -4,8 +4,11 @@
 (``DIR/date=2024-05-01/hour=12/part-<run>-<n>.parquet``, by each row's ``ts``).  Each
 part is written under a hidden temporary name (``.part-...parquet.tmp``) and renamed
 when complete, so a reader never sees half a file and a crash loses at most the rows
-of the parts being filled.  Rows wait in Arrow record batches (compact), a part at
-most ``part_rows`` rows or ``part_seconds`` of wall time.
+of the parts being filled.  Rows wait in Arrow record batches (compact), ``part_rows``
+at most over all partitions (past it every part being filled is written), and, live,
+``part_seconds`` of wall time at most.  Without ``part_seconds`` the parts depend on the
+rows alone: the same rows with the same ``prefix`` give the same files, so a task run
+again replaces its parts instead of adding rows.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import uuid
 
 from .schema import JSON_VALUES, NAMES, arrow_schema, row_json, timestamp_text
 
-PART_ROWS = 200_000
+PART_ROWS = 100_000
 BATCH_ROWS = 4096
-PART_SECONDS = 60.0
+PART_SECONDS_LIVE = 60.0
 _SHOWN_TEXT = 120          # characters of a wire string a text line shows at most
 
 
@@ -116,7 +119,7 @@ class ParquetDirectory:
     different prefixes share a directory."""
 
     def __init__(self, directory: str, *, part_rows: int = PART_ROWS,
-                 part_seconds: float = PART_SECONDS, prefix: str | None = None):
+                 part_seconds: float | None = None, prefix: str | None = None):
         import pyarrow as pa        # (the parquet extra: only this output needs it)
         import pyarrow.parquet as pq
         self._pa, self._pq = pa, pq
@@ -129,6 +132,8 @@ class ParquetDirectory:
         self.prefix = prefix or uuid.uuid4().hex[:12]
         os.makedirs(directory, exist_ok=True)
         self._parts: dict = {}        # (date, hour) -> _Part
+        self._buffered = 0            # rows waiting, all parts
+        self._started = time.monotonic()
         self._seq = 0
         self.rows_written = 0
         self.files_written = 0
@@ -143,14 +148,18 @@ class ParquetDirectory:
         part.rows.append(row)
         if len(part.rows) >= BATCH_ROWS:
             self._batch(part)
-        if part.count + len(part.rows) >= self.part_rows or \
-                time.monotonic() - part.started >= self.part_seconds:
-            self._write(key, self._parts.pop(key))
+        self._buffered += 1
+        if self._buffered >= self.part_rows or (
+                self.part_seconds is not None and
+                time.monotonic() - self._started >= self.part_seconds):
+            self.flush()
 
     def flush(self) -> None:
         """Write every part being filled."""
-        for key in list(self._parts):
+        for key in sorted(self._parts):
             self._write(key, self._parts.pop(key))
+        self._buffered = 0
+        self._started = time.monotonic()
 
     close = flush
 
@@ -185,11 +194,10 @@ class ParquetDirectory:
 
 
 class _Part:
-    __slots__ = ("rows", "batches", "count", "started")
+    __slots__ = ("rows", "batches", "count")
 
     def __init__(self):
         self.rows: list = []
         self.batches: list = []
         self.count = 0
-        self.started = time.monotonic()
 

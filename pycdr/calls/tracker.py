@@ -68,9 +68,9 @@ class CallConnection:
     row of it shares (as each side as the client), its waiting requests, and the gaps
     seen in each direction (a request older than the last gap toward its client may
     have lost its reply in it)."""
-    __slots__ = ("stream", "sides", "shared", "pending", "gaps", "client")
+    __slots__ = ("stream", "sides", "shared", "pending", "gaps", "client", "client_known")
 
-    def __init__(self, stream: int, sides: tuple, common: dict):
+    def __init__(self, stream: int, sides: tuple, common: dict, client: int | None = None):
         self.stream = stream
         self.sides = sides
         (ip0, port0), (ip1, port1) = sides
@@ -80,7 +80,9 @@ class CallConnection:
                             server_port=port0))
         self.pending: dict = {}
         self.gaps = [0, 0]          # gaps in the bytes each side sent
-        self.client = None          # the side that sent the first request
+        # The side that sent the first request; until one is seen, a guess (or None).
+        self.client = client
+        self.client_known = False
 
 
 class _Pending:
@@ -144,11 +146,15 @@ class CallTracker:
 
     # -- connections -------------------------------------------------------------------
     def connection(self, stream: int, ip0: str, port0: int, ip1: str, port1: int,
-                   community_id: str | None = None) -> CallConnection:
+                   community_id: str | None = None, client: int | None = None
+                   ) -> CallConnection:
+        """A connection between side 0 and side 1; ``client``: which side is likely
+        the client (rows made before its first request, e.g. of a capture that starts
+        mid-connection, take it; the first request settles it)."""
         self.counts.connections += 1
         return CallConnection(stream, ((ip0, port0), (ip1, port1)), {
             "community_id": community_id, "sensor": self.sensor,
-            "capture_file": self.capture_file, "stream": stream})
+            "capture_file": self.capture_file, "stream": stream}, client)
 
     def closed(self, conn: CallConnection) -> None:
         """The connection ended: requests still waiting will get no reply."""
@@ -257,8 +263,9 @@ class CallTracker:
         row["request_bytes"] = _HEADER + entry["message_size"]
 
     def _request(self, conn, side, entry, ts, msg, kind) -> None:
-        if conn.client is None:
+        if not conn.client_known:
             conn.client = side
+            conn.client_known = True
         row = EMPTY_ROW.copy()
         row.update(conn.shared[side])
         row["ts"] = ts

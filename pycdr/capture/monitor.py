@@ -99,9 +99,16 @@ class CaptureCalls:
         conn = self._conns.get(connection)
         if conn is None:
             src, sport, dst, dport = connection.flows[0].key
+            # Until a request says, the client is the side not on a GIOP port, else
+            # the one on the higher (ephemeral) port.
+            ports = self.decoder.ports
+            if (dport in ports) != (sport in ports):
+                client = 0 if dport in ports else 1
+            else:
+                client = 0 if sport > dport else 1
             conn = self._conns[connection] = self.tracker.connection(
                 connection.index, address_text(src), sport, address_text(dst), dport,
-                community_id(src, sport, dst, dport))
+                community_id(src, sport, dst, dport), client)
         return conn
 
     def _message(self, flow, entry, msg, ts, request_id, msg_type) -> None:
