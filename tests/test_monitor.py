@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tracemalloc
+from collections import OrderedDict
 
 import pytest
 
@@ -692,3 +693,32 @@ def test_parquet_parts_written_again_replace_themselves(tmp_path):
             sink.add(r)
         sink.close()
     assert pq.read_table(str(tmp_path)).num_rows == len(rows)
+
+
+def test_length_claims_inside_messages_allocate_nothing(tmp_path):
+    import struct
+    # A Request whose operation name claims 4 GiB (the decoder's own lenient framing) and
+    # one whose sequence<long> argument does (decoded with the IDL).
+    good = request(1, "total", b"m", body=struct.pack(">I", 0xFFFFFFF0))
+    op_at = good.index(b"total") - 4
+    bad_op = bytearray(request(2, "total", b"m"))
+    bad_op[op_at:op_at + 4] = struct.pack(">I", 0xFFFFFFF0)
+
+    def build(packets):
+        s = TcpSession(packets)
+        s.client_sends(good)
+        s.server_sends(reply(1, body=struct.pack(">i", 0)))
+        s.client_sends(bytes(bad_op))
+        s.close()
+    path = capture(tmp_path, build)
+    bodies = _bodies()
+    tracemalloc.start()
+    known = OrderedDict([(b"m".hex(), "IDL:SharedNames/Meter:1.0")])
+    rows = list(iter_calls(path, bodies=bodies, interfaces=known))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 << 20
+    call, bad = rows
+    assert call["outcome"] == "success" and call["arguments"] == {}
+    assert [v["code"] for v in call["violations"]] == ["undecodable-body"]
+    assert bad["outcome"] == "malformed" and bad["message_type"] == "Request"
