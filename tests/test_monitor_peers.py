@@ -125,3 +125,35 @@ def test_live_on_loopback_gives_the_rows_a_recording_gives(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     check_rows(rows, server.port, seen)
     assert all(r["capture_file"] is None for r in rows)
+
+
+FACTORY_IDL = os.path.join(HERE, "idl", "replay", "factory.idl")
+
+
+def test_interfaces_learned_from_references_an_omniorbpy_factory_returns(tmp_path):
+    """The Counters' keys appear first in the Maker's replies (object references): their
+    calls carry the Counter interface and decode by it."""
+    from peers.omni import start_omni_factory_server
+    path = str(tmp_path / "factory.pcapng")
+    with start_omni_factory_server(prefix="made-", idl=FACTORY_IDL) as server:
+        with record_loopback(path, server.port):
+            done = subprocess.run([sys.executable, os.path.join(PEERS_DIR,
+                                                                "replay_factory_client.py"),
+                                   FACTORY_IDL, server.ior],
+                                  capture_output=True, text=True, timeout=120)
+        assert done.stdout.strip() == "done", done.stderr
+    out = tmp_path / "calls.jsonl"
+    done = subprocess.run(PYCDR + [path, "--idl", FACTORY_IDL, "--json", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    calls = [(r["operation"], r["interface"], r["arguments"], r["result"]) for r in rows
+             if r["message_type"] == "Request" and not r["operation"].startswith("_")]
+    counter = "IDL:ReplayFactory/Counter:1.0"
+    made = [c for c in calls if c[0] == "make"]
+    assert [c[2] for c in made] == [{"name": "a"}, {"name": "b"}]
+    assert all(c[3]["return"].startswith("IOR:") for c in made)
+    assert [c for c in calls if c[0] != "make"] == [
+        ("name", counter, {}, {"return": "a"}), ("twice", counter, {"value": 21}, {"return": 42}),
+        ("name", counter, {}, {"return": "b"}), ("twice", counter, {"value": -4}, {"return": -8}),
+        ("twice", counter, {"value": 5}, {"return": 10})]
