@@ -722,3 +722,17 @@ def test_length_claims_inside_messages_allocate_nothing(tmp_path):
     assert call["outcome"] == "success" and call["arguments"] == {}
     assert [v["code"] for v in call["violations"]] == ["undecodable-body"]
     assert bad["outcome"] == "malformed" and bad["message_type"] == "Request"
+
+
+def test_bidirectional_giop_each_side_s_requests_pair_with_their_own_replies(tmp_path):
+    def build(packets):
+        s = TcpSession(packets)
+        s.client_sends(request(1, "call"))
+        s.server_sends(request(1, "callback"))      # the same id, the other way
+        s.client_sends(reply(1, body=b"c" * 8))
+        s.server_sends(reply(1))
+        s.close()
+    rows = list(iter_calls(capture(tmp_path, build)))
+    assert [(r["operation"], r["outcome"], r["client_port"] != 2809, r["reply_bytes"])
+            for r in rows] == [("callback", "success", False, len(reply(1, body=b"c" * 8))),
+                               ("call", "success", True, len(reply(1)))]

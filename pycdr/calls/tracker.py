@@ -40,8 +40,9 @@ _FAILED = frozenset(("USER_EXCEPTION", "SYSTEM_EXCEPTION", "UNKNOWN_OBJECT",
 _SUCCEEDED = frozenset(("NO_EXCEPTION", "LOCATION_FORWARD", "LOCATION_FORWARD_PERM",
                         "NEEDS_ADDRESSING_MODE", "OBJECT_HERE", "OBJECT_FORWARD",
                         "OBJECT_FORWARD_PERM", "LOC_NEEDS_ADDRESSING_MODE"))
-# The waiting table's key of a request: its kind and id (a LocateRequest's ids are
-# its own: GIOP lets them coincide with a Request's).
+# The waiting table's key of a request: its kind, the side that sent it and its id (a
+# LocateRequest's ids are its own: GIOP lets them coincide with a Request's; with
+# bidirectional GIOP each side numbers the requests it sends).
 _REQUEST, _LOCATE = 0, 1
 
 
@@ -293,7 +294,7 @@ class CallTracker:
         if kind == _REQUEST:
             row["response_expected"] = True
         row["violations"] = violations
-        key = (kind, entry["request_id"])
+        key = (kind, side, entry["request_id"])
         pending_table = conn.pending
         displaced = pending_table.pop(key, None)
         if displaced is not None:
@@ -320,7 +321,7 @@ class CallTracker:
             counts.pending_peak = n
 
     def _reply(self, conn, side, entry, ts, msg, kind) -> None:
-        pending = conn.pending.pop((kind, entry["request_id"]), None)
+        pending = conn.pending.pop((kind, 1 - side, entry["request_id"]), None)
         if pending is None:
             row = self._row(conn, 1 - side, ts, "orphan_reply")
             row["message_type"] = entry["type"]
@@ -392,7 +393,7 @@ class CallTracker:
         row["request_bytes"] = _HEADER + entry["message_size"]
         row["violations"] = _violations("request", entry["warnings"])
         row["fragments"] = 0
-        pending = conn.pending.get((_REQUEST, rid))
+        pending = conn.pending.get((_REQUEST, side, rid))
         if pending is not None:
             pending.cancelled = True
             for name in ("object_key", "object_key_text", "interface", "operation"):
