@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 IDL = os.path.join(HERE, "idl", "replay", "echo_items.idl")
 INTERFACE = "ReplayEcho::Echo"
 ROUNDS = 3
-TIMED_CALLS = 50
+TIMED_CALLS = 200
 PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()", "monitor"]
 
 
