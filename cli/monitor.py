@@ -102,11 +102,12 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
             live.close()
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    from pycdr.calls.tracker import CallCounts
     adds = [s.add for s in sinks]
-    options = dict(ports=ports or None, bodies=bodies, interfaces=interfaces,
+    counts = CallCounts()
+    options = dict(ports=ports or None, bodies=bodies, interfaces=interfaces, counts=counts,
                    sensor=sensor if sensor is not None else socket.gethostname(),
                    max_pending=max_pending, max_age_ns=int(max_age * 1e9))
-    calls = 0
     failure = None
     try:
         if live is not None:
@@ -125,7 +126,6 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
             for row in iter_calls(reader=reader, capture_file=path, **options):
                 for add in adds:
                     add(row)
-                calls += 1
     except PycdrError as e:
         failure = e
     except BrokenPipeError:
@@ -148,6 +148,7 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
             json_file.close()
     if live is not None and failure is None:
         failure = live.failure()
+    click.echo(counts.summary(), err=True)
     if failure is not None:
         sys.stdout.flush()
         click.echo(f"error: {failure}", err=True)

@@ -428,7 +428,9 @@ def test_a_truncated_file_gives_its_rows_then_one_error_line(tmp_path):
     done = subprocess.run(PYCDR + [str(cut), "--json", "-"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 1
-    assert done.stderr.startswith("error: frame ") and len(done.stderr.splitlines()) == 1
+    said = done.stderr.splitlines()       # what was read, then the one error line
+    assert len(said) == 2 and said[0].startswith("10 calls (")
+    assert said[1].startswith("error: frame ") and "record claims" in said[1]
     rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert rows and rows[-1]["outcome"] in ("no_reply", "success", "oneway", "failure")
     header_only = tmp_path / "header.pcap"
@@ -470,6 +472,9 @@ def test_the_pending_table_is_bounded_by_count(tmp_path):
         (4, "connection_closed")]
     assert calls.tracker.counts.evicted == 3
     assert calls.tracker.counts.pending_peak == 2
+    assert calls.tracker.counts.summary() == (
+        "5 calls (3 no_reply, 1 success, 1 connection_closed) on 1 connection; 3 evicted "
+        "from the pending table (at most 2 waiting)")
 
 
 def test_the_pending_table_is_bounded_by_age(tmp_path):
@@ -572,6 +577,7 @@ def test_parquet_parts_are_hive_partitioned_and_renamed_whole(tmp_path):
     expected = sum(len(list(iter_calls(p))) for p in paths)
     assert table.num_rows == expected
     assert f"{expected} calls in " in done.stderr
+    assert done.stderr.startswith(f"{expected} calls (")
 
 
 def test_parquet_parts_roll_over_and_leave_no_temporary_file(tmp_path):

@@ -63,6 +63,14 @@ class CallCounts:
                 "evicted": self.evicted, "pending": self.pending,
                 "pending_peak": self.pending_peak, "connections": self.connections}
 
+    def summary(self) -> str:
+        """One line: rows by outcome, evictions, the most requests waiting at once."""
+        outcomes = ", ".join(f"{n} {o}" for o, n in sorted(self.outcomes.items(),
+                                                           key=lambda i: -i[1]))
+        return f"{self.rows} calls ({outcomes or 'none'}) on {self.connections} " \
+               f"connection{'' if self.connections == 1 else 's'}; {self.evicted} evicted " \
+               f"from the pending table (at most {self.pending_peak} waiting)"
+
 
 class CallConnection:
     """A connection as the tracker knows it: its two sides (0 and 1), the fields every
@@ -127,11 +135,12 @@ class CallTracker:
     ``bodies``: a :class:`pycdr.calls.bodies.CallBodies` (arguments and results as
     JSON), or None.  ``sensor`` and ``capture_file`` go into every row.
     ``interfaces``: object key (hex) -> repository id, known beforehand (an
-    OrderedDict; learned interfaces are added to it)."""
+    OrderedDict; learned interfaces are added to it).  ``counts``: a
+    :class:`CallCounts` to add to (shared by the trackers of several files)."""
 
     def __init__(self, emit, *, max_pending: int = MAX_PENDING, max_age_ns: int = MAX_AGE_NS,
                  bodies=None, sensor: str | None = None, capture_file: str | None = None,
-                 interfaces: OrderedDict | None = None):
+                 interfaces: OrderedDict | None = None, counts: CallCounts | None = None):
         if max_pending < 1:
             raise ValueError("max_pending must be at least 1")
         self.emit = emit
@@ -140,7 +149,7 @@ class CallTracker:
         self.bodies = bodies
         self.sensor = sensor
         self.capture_file = capture_file
-        self.counts = CallCounts()
+        self.counts = CallCounts() if counts is None else counts
         self._order: OrderedDict = OrderedDict()     # _Pending -> None, oldest first
         # object key (hex) -> repository id (learned, or given: shared between trackers)
         self.interfaces: OrderedDict = OrderedDict() if interfaces is None else interfaces
