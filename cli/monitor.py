@@ -148,7 +148,8 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
             json_file.close()
     if live is not None and failure is None:
         failure = live.failure()
-    click.echo(counts.summary(), err=True)
+    if failure is None or counts.rows:
+        click.echo(counts.summary(), err=True)
     if failure is not None:
         sys.stdout.flush()
         click.echo(f"error: {failure}", err=True)
