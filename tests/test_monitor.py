@@ -742,3 +742,18 @@ def test_bidirectional_giop_each_side_s_requests_pair_with_their_own_replies(tmp
     assert [(r["operation"], r["outcome"], r["client_port"] != 2809, r["reply_bytes"])
             for r in rows] == [("callback", "success", False, len(reply(1, body=b"c" * 8))),
                                ("call", "success", True, len(reply(1)))]
+
+
+def test_a_cancelled_request_whose_reply_still_comes(tmp_path):
+    def build(packets):
+        s = TcpSession(packets)
+        s.client_sends(request(1, "slow"))
+        s.client_sends(encode_message(CancelRequest(version=(1, 2), request_id=1)))
+        s.server_sends(reply(1))
+        s.client_sends(encode_message(CancelRequest(version=(1, 2), request_id=7)))
+        s.close()
+    rows = list(iter_calls(capture(tmp_path, build)))
+    assert [(r["message_type"], r["request_id"], r["operation"], r["outcome"])
+            for r in rows] == [("CancelRequest", 1, "slow", "cancelled"),
+                               ("Request", 1, "slow", "success"),
+                               ("CancelRequest", 7, None, "cancelled")]
