@@ -114,8 +114,12 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
             # Ctrl-C (or SIGTERM) ends the capture as -c/--duration do: the packets read
             # are decoded and the calls still waiting end as no_reply rows.
             import signal
+
+            def stop(signum, _frame):
+                live.stop()
+                signal.signal(signum, signal.default_int_handler)   # a second one: now
             for signum in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(signum, lambda *_: live.stop())
+                signal.signal(signum, stop)
             click.echo(f"capturing on {interface}", err=True)
             sources = [(None, CaptureReader(live.stream))]
         else:
@@ -132,20 +136,25 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
         sys.stderr.close()      # `pycdr monitor F | head`: the reader left; nothing to say
         sys.exit(0)
     except (OSError, ValueError) as e:      # an output that cannot be written (disk full)
-        failure = PycdrError(f"cannot write the output ({getattr(e, 'strerror', None) or e})")
+        failure = _write_error(e)
+    except KeyboardInterrupt:
+        failure = PycdrError("interrupted")
     finally:
         if live is not None:
             live.close()
-        try:
-            for s in sinks:
+        for s in sinks:                       # (the rows read so far, whatever happened)
+            try:
                 s.close()
-        except BrokenPipeError:
-            sys.stderr.close()
-            sys.exit(0)
-        except OSError as e:
-            failure = failure or PycdrError(f"cannot write the output ({e.strerror})")
+            except BrokenPipeError:
+                sys.stderr.close()
+                sys.exit(0)
+            except (OSError, ValueError) as e:
+                failure = failure or _write_error(e)
         if json_file is not None:
-            json_file.close()
+            try:
+                json_file.close()
+            except OSError as e:
+                failure = failure or _write_error(e)
     if live is not None and failure is None:
         failure = live.failure()
     if failure is None or counts.rows:
@@ -158,6 +167,10 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
         p = sinks[0]
         click.echo(f"{p.rows_written} calls in {p.files_written} Parquet files written under "
                    f"{parquet}", err=True)
+
+
+def _write_error(e: Exception) -> PycdrError:
+    return PycdrError(f"cannot write the output ({getattr(e, 'strerror', None) or e})")
 
 
 def _read_iors(paths) -> "OrderedDict":

@@ -561,6 +561,13 @@ def test_usage_errors_are_one_line():
                                    "/nonexistent/dir/x.jsonl"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.startswith("error: /nonexistent/dir/x.jsonl")
+    if os.path.exists("/dev/full"):         # a disk that is full
+        done = subprocess.run(PYCDR + [os.path.join(CAPTURES, "messages.pcap"), "--json",
+                                       "/dev/full"], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert done.stderr.splitlines()[-1] == \
+            "error: cannot write the output (No space left on device)"
 
 
 def test_parquet_parts_are_hive_partitioned_and_renamed_whole(tmp_path):
