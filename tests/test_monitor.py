@@ -614,6 +614,10 @@ def test_the_docs_duckdb_example_runs(tmp_path):
         page = f.read()
     query = page.split("```sql\n", 1)[1].split("```", 1)[0].replace("calls/", f"{out}/")
     result = duckdb.sql(query).fetchall()
+    with open(os.path.join(ROOT, "README.md")) as f:      # its worked example, the same
+        readme = f.read().split("## Calls as rows", 1)[1]
+    shown = readme.split('duckdb -c "', 1)[1].split('"\n', 1)[0].replace("calls/", f"{out}/")
+    assert duckdb.sql(shown).fetchall() == result
     rows = [r for r in iter_calls(os.path.join(CAPTURES, "messages.pcap"))
             if r["operation"] == "add" and r["duration_ns"] is not None]
     by_op = {r[0]: r for r in result}
