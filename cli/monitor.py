@@ -38,7 +38,7 @@ from .main import EXIT_BAD_INPUT
 @click.option("-c", "--count", type=int, help="With -i: stop after this many packets.")
 @click.option("--duration", type=float, help="With -i: stop after this many seconds.")
 @click.option("--sensor", default=None,
-              help="The sensor column of every row (default: this host's name).")
+              help="The sensor column of every row (default: live, this host's name).")
 @click.option("--max-pending", type=click.IntRange(1), default=100_000, show_default=True,
               help="Requests waiting for their reply held at most (the oldest beyond "
                    "become no_reply rows).")
@@ -106,7 +106,8 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
     adds = [s.add for s in sinks]
     counts = CallCounts()
     options = dict(ports=ports or None, bodies=bodies, interfaces=interfaces, counts=counts,
-                   sensor=sensor if sensor is not None else socket.gethostname(),
+                   sensor=sensor if sensor is not None or live is None else
+                   socket.gethostname(),
                    max_pending=max_pending, max_age_ns=int(max_age * 1e9))
     failure = None
     try:

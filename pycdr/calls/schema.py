@@ -69,8 +69,8 @@ FIELDS = (
           "or undecodable bytes"),
     Field("community_id", "string", "Community ID v1 of the TCP connection",
           "community_id", "network.community_id"),
-    Field("sensor", "string", "where the traffic was seen (`--sensor`, default the "
-          "host name)", "_node_name", "observer.name"),
+    Field("sensor", "string", "where the traffic was seen (`--sensor`; live, by default "
+          "the host name)", "_node_name", "observer.name"),
     Field("capture_file", "string", "the capture file (null live)"),
     Field("stream", "int64", "TCP connection index in the capture (as `pycdr pcap`'s, "
           "Wireshark's tcp.stream)", "uid", "", ""),
