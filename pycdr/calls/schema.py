@@ -65,8 +65,9 @@ FIELDS = (
           f"`{o}`" for o in OUTCOMES) + " (see below)", "", "event.outcome (success, "
           "failure; unknown for the others)", "span status (ERROR for failure)"),
     Field("message_type", "string", "the GIOP message that opened the row: Request, "
-          "LocateRequest, CancelRequest, Reply, LocateReply (unmatched); null for a gap "
-          "or undecodable bytes"),
+          "LocateRequest, CancelRequest, Reply or LocateReply (unmatched); for a "
+          "`malformed` row the type its header names (when it parsed), Fragment (one "
+          "that continues no message) or MessageError; null for a gap"),
     Field("community_id", "string", "Community ID v1 of the TCP connection",
           "community_id", "network.community_id"),
     Field("sensor", "string", "where the traffic was seen (`--sensor`; live, by default "
