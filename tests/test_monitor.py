@@ -768,3 +768,42 @@ def test_a_cancelled_request_whose_reply_still_comes(tmp_path):
             for r in rows] == [("CancelRequest", 1, "slow", "cancelled"),
                                ("Request", 1, "slow", "success"),
                                ("CancelRequest", 7, None, "cancelled")]
+
+
+def test_mutated_bodies_decode_to_values_or_violations_never_an_exception():
+    import random
+
+    from pycdr import idl
+    from pycdr.calls.bodies import CallBodies
+    from pycdr.capture.giop import CaptureDecoder
+    from pycdr.capture.read import CaptureReader
+    from pycdr.capture.tcp import TcpReassembler
+    from pycdr.errors import PycdrError
+    from pycdr.giop.messages import decode_message
+    bodies = CallBodies([idl.load(os.path.join(CAPTURES, "capture_test.idl"),
+                                  register=False)])
+    raws = []
+    tcp = TcpReassembler(CaptureDecoder(None, raw_message=lambda f, raw, n, t: raws.append(raw)))
+    with CaptureReader(os.path.join(CAPTURES, "messages.pcap")) as reader:
+        for segment in reader:
+            tcp.feed(segment)
+    requests = [r for r in raws if r[7] == MsgType.Request]
+    rng = random.Random(43)
+    decoded = 0
+    for _ in range(600):
+        raw = bytearray(rng.choice(requests))
+        for _ in range(rng.randint(1, 6)):
+            raw[rng.randrange(12, len(raw))] = rng.randrange(256)
+        try:
+            msg, _ = decode_message(bytes(raw), lenient=True)
+        except PycdrError:
+            continue
+        op = bodies.operation(None, getattr(msg, "operation", None))
+        if op is None:
+            continue
+        values, violations = bodies.arguments(op, msg, None, lambda ior: None)
+        reply_values, _ = bodies.result(op, msg, "NO_EXCEPTION", None, None, lambda ior: None)
+        assert isinstance(values, dict) and (violations is None or isinstance(violations, list))
+        json.dumps([values, reply_values])
+        decoded += 1
+    assert decoded > 100
