@@ -807,3 +807,14 @@ def test_mutated_bodies_decode_to_values_or_violations_never_an_exception():
         json.dumps([values, reply_values])
         decoded += 1
     assert decoded > 100
+
+
+def test_live_parquet_parts_are_written_by_time_as_well(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    rows = list(iter_calls(os.path.join(CAPTURES, "messages.pcap")))[:3]
+    sink = ParquetDirectory(str(tmp_path), part_seconds=0.0)
+    for n, r in enumerate(rows, 1):
+        sink.add(r)                         # a part older than part_seconds: written now
+        assert len(list(tmp_path.rglob("*.parquet"))) == n
+    sink.close()
+    assert pq.read_table(str(tmp_path)).num_rows == 3
