@@ -28,7 +28,7 @@ SUBCOMMANDS = (
     ("decode", "cmd"), ("ior", "cmd"), ("idl", "cmd"), ("pcap", "cmd"),
     ("dissector", "cmd"), ("dissector", "capture"), ("serve", "cmd"), ("call", "cmd"),
     ("probe", "cmd"), ("conformance", "conformance_cmd"), ("bench", "cmd"), ("fuzz", "cmd"),
-    ("replay", "cmd"), ("names", "cmd"), ("explain", "cmd"),
+    ("replay", "cmd"), ("names", "cmd"), ("explain", "cmd"), ("monitor", "cmd"),
 )
 
 

@@ -240,12 +240,22 @@ class CaptureDecoder:
     ``bodies=False``: entries without ``body`` (the hex of the message body),
     for outputs that do not show it (text, --stats, --parquet).
     ``shard=(k, n)``: only the connections whose index is k modulo n are
-    decoded (:mod:`pycdr.capture.shard` runs n such decoders side by side)."""
+    decoded (:mod:`pycdr.capture.shard` runs n such decoders side by side).
+
+    ``track(flow, entry, msg, ts, request_id, msg_type)`` (optional) takes over
+    matching: it hears of every whole message (fragments joined; ``entry`` before
+    it is emitted, ``ts`` in ns) and the decoder keeps no request table of its own
+    (``matched``, ``unanswered``, ``decode_body`` and ``request_frame`` are then
+    unused: :mod:`pycdr.capture.monitor` pairs calls itself).  With
+    ``track_bodies``, ``msg`` holds its body for a message the memo knew too."""
 
     def __init__(self, emit, ports=None, heuristic: bool = True, user_exceptions=None,
                  decode_body=None, unanswered=None, matched=None, memo: bool = True,
-                 bodies: bool = True, shard: tuple | None = None, raw_message=None):
+                 bodies: bool = True, shard: tuple | None = None, raw_message=None,
+                 track=None, track_bodies: bool = False):
         self.emit = emit
+        self.track = track
+        self.track_bodies = track_bodies
         self.raw_message = raw_message
         self.shard = shard
         self.ports = frozenset(GIOP_PORTS if ports is None else ports)
@@ -458,7 +468,7 @@ class CaptureDecoder:
                 entry.pop("body", None)
             entry["warnings"] = list(shape_json["warnings"])
             msg = shape_msg
-            if self.decode_body is not None:         # the message itself, to decode its body
+            if self.decode_body is not None or self.track_bodies:   # its body, to decode
                 msg = object.__new__(type(shape_msg))
                 msg.__dict__.update(shape_msg.__dict__)
                 msg.request_id = request_id
@@ -509,9 +519,9 @@ class CaptureDecoder:
                 return
             if isinstance(event, MessageReceived):
                 if event.fragments > 1:
-                    e = self._entry(flow, frame, ts, entry["stream_offset"], msg=event.message)
-                    e["reassembled"] = {"fragments": event.fragments,
-                                        "first_frame": st.message_frames.get(event.offset)}
+                    e = self._entry(flow, frame, ts, entry["stream_offset"], msg=event.message,
+                                    reassembled={"fragments": event.fragments, "first_frame":
+                                                 st.message_frames.get(event.offset)})
                     self.emit(e)
             elif isinstance(event, ProtocolViolation):
                 # Fragment misuse, or a joined message that does not decode.
@@ -533,17 +543,22 @@ class CaptureDecoder:
             entry.update(msg.to_json() if msg_json is None else msg_json)
             if not self.bodies:
                 entry.pop("body", None)
+            entry.update(extra)
             if not msg.more_fragments:
                 self._match(flow, entry, msg, ts, getattr(msg, "request_id", None))
-        entry.update(extra)
+        else:
+            entry.update(extra)
         return entry
 
     def _match(self, flow, entry, msg, ts, rid, t=None) -> None:
         """Replies to requests (``rid``: the message's request id, which a
         message taken from the memo does not hold; ``t``: its type's value)."""
-        requests = flow.connection.app
         if t is None:
             t = msg.msg_type.value      # (keys of plain ints: an enum hashes in Python)
+        if self.track is not None:
+            self.track(flow, entry, msg, ts, rid, t)
+            return
+        requests = flow.connection.app
         request = None
         if t == _REPLY or t == _LOCATE_REPLY:
             request = requests.pop((t, rid), None)

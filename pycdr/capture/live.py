@@ -30,6 +30,10 @@ CAPTURE_RIGHTS = ("capturing needs rights: run as root, or give the Python inter
                   "CAP_NET_RAW and CAP_NET_ADMIN (setcap cap_net_raw,cap_net_admin+eip)")
 
 SNAPLEN = 262144
+# The kernel's buffer of packets not read yet.  libpcap's default (2 MB) holds only a few
+# frames of SNAPLEN bytes each: a burst on loopback (a client's calls back to back, a
+# 20 KB message) overflowed it and the packets after were dropped.
+BUFFER_SIZE = 64 << 20
 # Seconds a capture waits for packets before it looks at its duration (and
 # Ctrl-C) again.  The handle is non-blocking and waited on with select():
 # libpcap's own read timeout is not honoured in immediate mode on Linux.
@@ -77,6 +81,7 @@ def libpcap():
                 ("pcap_create", p, [ctypes.c_char_p, ctypes.c_char_p]),
                 ("pcap_set_snaplen", ctypes.c_int, [p, ctypes.c_int]),
                 ("pcap_set_timeout", ctypes.c_int, [p, ctypes.c_int]),
+                ("pcap_set_buffer_size", ctypes.c_int, [p, ctypes.c_int]),
                 ("pcap_set_immediate_mode", ctypes.c_int, [p, ctypes.c_int]),
                 ("pcap_set_tstamp_precision", ctypes.c_int, [p, ctypes.c_int]),
                 ("pcap_get_tstamp_precision", ctypes.c_int, [p]),
@@ -144,6 +149,7 @@ class LiveCapture:
         try:
             lib.pcap_set_snaplen(handle, SNAPLEN)
             lib.pcap_set_timeout(handle, READ_TIMEOUT_MS)
+            lib.pcap_set_buffer_size(handle, BUFFER_SIZE)
             lib.pcap_set_immediate_mode(handle, 1)          # each packet as it comes
             lib.pcap_set_tstamp_precision(handle, PCAP_TSTAMP_PRECISION_NANO)
             status = lib.pcap_activate(handle)

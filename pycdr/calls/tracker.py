@@ -1,0 +1,434 @@
+"""Decoded GIOP messages in, call rows out (sans-I/O: no sockets, no files, no clock).
+
+    tracker = CallTracker(rows.append)
+    conn = tracker.connection(stream, "10.0.0.1", 40000, "10.0.0.2", 2809, community_id)
+    tracker.message(conn, 0, request_json, ts_ns)     # side 0 sent it
+    tracker.message(conn, 1, reply_json, ts_ns)       # side 1: one row out
+    tracker.closed(conn)                              # what still waits: rows out
+    tracker.finish()
+
+Messages are ``pycdr decode --json`` objects (``Message.to_json()``, as
+:class:`pycdr.capture.giop.CaptureDecoder` makes them; ``reassembled`` when joined
+from fragments).  A row (:mod:`pycdr.calls.schema`) is emitted per Request with its
+Reply, oneway Request, LocateRequest with its LocateReply, CancelRequest, request
+left unanswered and reply matching no request; and per gap and undecodable run of
+bytes.  Requests waiting for their reply are held in a table bounded by count
+(``max_pending``) and age (``max_age_ns``, in the traffic's time): what it evicts
+becomes a ``no_reply`` row (``counts.evicted``), so memory is flat in the traffic's
+size.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from functools import lru_cache
+
+from ..addressing.objectkey import identify, printable
+from ..codec.ior import IOR, ior_from_string
+from ..errors import PycdrError
+from ..giop.sysexc import VENDOR_VMCIDS, VMCID_MASK
+from .schema import EMPTY_ROW
+
+MAX_PENDING = 100_000
+MAX_AGE_NS = 600 * 1_000_000_000
+# Object keys whose interface was learned, kept at most (the oldest learned first out).
+MAX_INTERFACES = 100_000
+_HEADER = 12
+
+_FAILED = frozenset(("USER_EXCEPTION", "SYSTEM_EXCEPTION", "UNKNOWN_OBJECT",
+                     "LOC_SYSTEM_EXCEPTION"))
+_SUCCEEDED = frozenset(("NO_EXCEPTION", "LOCATION_FORWARD", "LOCATION_FORWARD_PERM",
+                        "NEEDS_ADDRESSING_MODE", "OBJECT_HERE", "OBJECT_FORWARD",
+                        "OBJECT_FORWARD_PERM", "LOC_NEEDS_ADDRESSING_MODE"))
+# The waiting table's key of a request: its kind, the side that sent it and its id (a
+# LocateRequest's ids are its own: GIOP lets them coincide with a Request's; with
+# bidirectional GIOP each side numbers the requests it sends).
+_REQUEST, _LOCATE = 0, 1
+
+
+class CallCounts:
+    """What the tracker did, for reports and metrics."""
+    __slots__ = ("rows", "outcomes", "evicted", "pending", "pending_peak", "connections")
+
+    def __init__(self):
+        self.rows = 0
+        self.outcomes: dict = {}
+        self.evicted = 0            # requests the pending table let go (no_reply rows)
+        self.pending = 0
+        self.pending_peak = 0
+        self.connections = 0
+
+    def to_json(self) -> dict:
+        return {"rows": self.rows, "outcomes": dict(sorted(self.outcomes.items())),
+                "evicted": self.evicted, "pending": self.pending,
+                "pending_peak": self.pending_peak, "connections": self.connections}
+
+    def summary(self) -> str:
+        """One line: rows by outcome, evictions, the most requests waiting at once."""
+        outcomes = ", ".join(f"{n} {o}" for o, n in sorted(self.outcomes.items(),
+                                                           key=lambda i: -i[1]))
+        return f"{self.rows} calls ({outcomes or 'none'}) on {self.connections} " \
+               f"connection{'' if self.connections == 1 else 's'}; {self.evicted} evicted " \
+               f"from the pending table (at most {self.pending_peak} waiting)"
+
+
+class CallConnection:
+    """A connection as the tracker knows it: its two sides (0 and 1), the fields every
+    row of it shares (as each side as the client), its waiting requests, and the gaps
+    seen in each direction (a request older than the last gap toward its client may
+    have lost its reply in it)."""
+    __slots__ = ("stream", "sides", "shared", "pending", "gaps", "client", "client_known")
+
+    def __init__(self, stream: int, sides: tuple, common: dict, client: int | None = None):
+        self.stream = stream
+        self.sides = sides
+        (ip0, port0), (ip1, port1) = sides
+        self.shared = (dict(common, client_ip=ip0, client_port=port0, server_ip=ip1,
+                            server_port=port1),
+                       dict(common, client_ip=ip1, client_port=port1, server_ip=ip0,
+                            server_port=port0))
+        self.pending: dict = {}
+        self.gaps = [0, 0]          # gaps in the bytes each side sent
+        # The side that sent the first request; until one is seen, a guess (or None).
+        self.client = client
+        self.client_known = False
+
+
+class _Pending:
+    __slots__ = ("conn", "key", "row", "side", "gaps", "cancelled", "operation", "op")
+
+    def __init__(self, conn, key, row, side, gaps, operation, op):
+        self.conn = conn
+        self.key = key
+        self.row = row
+        self.side = side
+        self.gaps = gaps            # gaps the server had sent when the request went
+        self.cancelled = False
+        self.operation = operation
+        self.op = op                # the IDL operation its body decoded with, or None
+
+
+@lru_cache(maxsize=4096)
+def object_key_text(key_hex: str) -> str:
+    """A key as a person reads it: its ORB's layout when known, else its printable text."""
+    key = bytes.fromhex(key_hex)
+    info = identify(key)
+    return info.summary() if info is not None else printable(key)
+
+
+def minor_code_name(minor: int) -> str | None:
+    vendor = VENDOR_VMCIDS.get(minor & VMCID_MASK)
+    return None if vendor is None else f"{vendor} {minor & ~VMCID_MASK & 0xFFFFFFFF}"
+
+
+def _violations(where: str, warnings: list, out: list | None = None) -> list | None:
+    if warnings:
+        if out is None:
+            out = []
+        out += [{"message": where, "code": w["code"], "offset": w.get("offset")}
+                for w in warnings]
+    return out
+
+
+class CallTracker:
+    """See the module doc.  ``emit(row)`` hears of every row as it is made.
+    ``bodies``: a :class:`pycdr.calls.bodies.CallBodies` (arguments and results as
+    JSON), or None.  ``sensor`` and ``capture_file`` go into every row.
+    ``interfaces``: object key (hex) -> repository id, known beforehand (an
+    OrderedDict; learned interfaces are added to it).  ``counts``: a
+    :class:`CallCounts` to add to (shared by the trackers of several files)."""
+
+    def __init__(self, emit, *, max_pending: int = MAX_PENDING, max_age_ns: int = MAX_AGE_NS,
+                 bodies=None, sensor: str | None = None, capture_file: str | None = None,
+                 interfaces: OrderedDict | None = None, counts: CallCounts | None = None):
+        if max_pending < 1:
+            raise ValueError("max_pending must be at least 1")
+        self.emit = emit
+        self.max_pending = max_pending
+        self.max_age_ns = max_age_ns
+        self.bodies = bodies
+        self.sensor = sensor
+        self.capture_file = capture_file
+        self.counts = CallCounts() if counts is None else counts
+        self._order: OrderedDict = OrderedDict()     # _Pending -> None, oldest first
+        # object key (hex) -> repository id (learned, or given: shared between trackers)
+        self.interfaces: OrderedDict = OrderedDict() if interfaces is None else interfaces
+
+    # -- connections -------------------------------------------------------------------
+    def connection(self, stream: int, ip0: str, port0: int, ip1: str, port1: int,
+                   community_id: str | None = None, client: int | None = None
+                   ) -> CallConnection:
+        """A connection between side 0 and side 1; ``client``: which side is likely
+        the client (rows made before its first request, e.g. of a capture that starts
+        mid-connection, take it; the first request settles it)."""
+        self.counts.connections += 1
+        return CallConnection(stream, ((ip0, port0), (ip1, port1)), {
+            "community_id": community_id, "sensor": self.sensor,
+            "capture_file": self.capture_file, "stream": stream}, client)
+
+    def closed(self, conn: CallConnection) -> None:
+        """The connection ended: requests still waiting will get no reply."""
+        self._drop_all(conn, "connection_closed")
+
+    def finish(self) -> None:
+        """The traffic ended (the end of the capture): what still waits gets no reply."""
+        while self._order:
+            pending, _ = self._order.popitem(last=False)
+            del pending.conn.pending[pending.key]
+            self._unanswered(pending, "no_reply")
+
+    # -- interfaces ----------------------------------------------------------------------
+    def learn_ior(self, ior: IOR) -> None:
+        """The interface of the object an IOR names (its first profile's key)."""
+        if ior is None or not ior.type_id or not ior.profiles:
+            return
+        from ..addressing.iiop import IIOPProfile, decode_profile
+        for tagged in ior.profiles:
+            try:
+                profile = decode_profile(tagged, lenient=True)
+            except PycdrError:
+                continue
+            if isinstance(profile, IIOPProfile):
+                self.learn(profile.object_key.hex(), ior.type_id)
+
+    def learn(self, key_hex: str, repo_id: str) -> None:
+        interfaces = self.interfaces
+        interfaces[key_hex] = repo_id
+        interfaces.move_to_end(key_hex)
+        if len(interfaces) > MAX_INTERFACES:
+            interfaces.popitem(last=False)
+
+    # -- messages ------------------------------------------------------------------------
+    def message(self, conn: CallConnection, side: int, entry: dict, ts: int, msg=None) -> None:
+        """A whole message (fragments joined) that ``side`` sent, captured at ``ts``
+        (ns).  ``msg``: the decoded message itself, for its body (with ``bodies``)."""
+        t = entry["type"]
+        if t == "Request":
+            self._request(conn, side, entry, ts, msg, _REQUEST)
+        elif t == "Reply":
+            self._reply(conn, side, entry, ts, msg, _REQUEST)
+        elif t == "LocateRequest":
+            self._request(conn, side, entry, ts, msg, _LOCATE)
+        elif t == "LocateReply":
+            self._reply(conn, side, entry, ts, msg, _LOCATE)
+        elif t == "CancelRequest":
+            self._cancel(conn, side, entry, ts)
+        elif t == "Fragment" or t == "MessageError":
+            # A Fragment reaches here only when it joins no message (its violation says
+            # why); a MessageError is the peer saying a message it got was malformed.
+            row = self._row(conn, side, ts, "malformed")
+            row["message_type"] = t
+            row["giop_version"] = entry["version"]
+            row["little_endian"] = entry["little_endian"]
+            row["request_id"] = entry.get("request_id")
+            row["violations"] = _violations("stream", entry["warnings"])
+            self._out(row)
+
+    def gap(self, conn: CallConnection, side: int, ts: int, missing: int) -> None:
+        """``missing`` bytes that ``side`` sent are not in the capture."""
+        conn.gaps[side] += 1
+        row = self._row(conn, side, ts, "gap")
+        row["request_bytes" if conn.client in (None, side) else "reply_bytes"] = missing
+        self._out(row)
+
+    def malformed(self, conn: CallConnection, side: int, ts: int, code: str,
+                  offset: int | None, header: dict | None = None) -> None:
+        """Bytes ``side`` sent that do not decode as GIOP (``code``: why; ``header``:
+        the GIOP header's JSON when it parsed)."""
+        row = self._row(conn, side, ts, "malformed")
+        row["violations"] = [{"message": "stream", "code": code, "offset": offset}]
+        if header is not None:
+            row["message_type"] = header.get("message_type")
+            row["giop_version"] = header.get("version")
+            row["little_endian"] = header.get("little_endian")
+            size = header.get("message_size")
+            if size is not None:
+                row["request_bytes" if conn.client in (None, side) else "reply_bytes"] = \
+                    _HEADER + size
+        self._out(row)
+
+    # -- the rows ------------------------------------------------------------------------
+    def _row(self, conn, side, ts, outcome) -> dict:
+        """A row of ``conn`` as ``side`` sees it (the client when it is not known)."""
+        client = side if conn.client is None else conn.client
+        row = EMPTY_ROW.copy()
+        row.update(conn.shared[client])
+        row["ts"] = ts
+        row["outcome"] = outcome
+        return row
+
+    def _request_fields(self, row, entry) -> None:
+        row["giop_version"] = entry["version"]
+        row["little_endian"] = entry["little_endian"]
+        row["request_id"] = entry["request_id"]
+        target = entry.get("target")
+        if target is not None:
+            key = target.get("object_key")
+            if key is not None:
+                row["object_key"] = key
+                row["object_key_text"] = object_key_text(key)
+                row["interface"] = self.interfaces.get(key)
+            else:                   # ReferenceAddr: the IOR names its type
+                row["interface"] = target.get("ior_type_id") or None
+        row["request_bytes"] = _HEADER + entry["message_size"]
+
+    def _request(self, conn, side, entry, ts, msg, kind) -> None:
+        if not conn.client_known:
+            conn.client = side
+            conn.client_known = True
+        row = EMPTY_ROW.copy()
+        row.update(conn.shared[side])
+        row["ts"] = ts
+        t = row["message_type"] = entry["type"]
+        self._request_fields(row, entry)
+        operation = row["operation"] = entry.get("operation")
+        violations = _violations("request", entry["warnings"])
+        reassembled = entry.get("reassembled")
+        row["fragments"] = 0 if reassembled is None else reassembled["fragments"] - 1
+        op = None
+        if self.bodies is not None and msg is not None and kind == _REQUEST:
+            op = self.bodies.operation(row["interface"], operation)
+            if op is not None:
+                row["arguments"], violations = self.bodies.arguments(
+                    op, msg, violations, self.learn_ior)
+        expected = entry.get("response_expected")
+        if expected is None:        # GIOP 1.2: response_flags (0: none expected)
+            expected = entry.get("response_flags", 3) != 0
+        if t == "Request" and not expected:
+            row["response_expected"] = False
+            row["violations"] = violations
+            row["outcome"] = "oneway"
+            self._out(row)
+            return
+        if kind == _REQUEST:
+            row["response_expected"] = True
+        row["violations"] = violations
+        key = (kind, side, entry["request_id"])
+        pending_table = conn.pending
+        displaced = pending_table.pop(key, None)
+        if displaced is not None:
+            del self._order[displaced]
+            displaced.row["violations"] = _violations("request", [{
+                "code": "request-id-reused", "offset": None}], displaced.row["violations"])
+            self._unanswered(displaced, "no_reply")
+        order = self._order
+        # Bounded: by age (in the traffic's time), then by count.
+        while order:
+            oldest = next(iter(order))
+            if ts - oldest.row["ts"] <= self.max_age_ns and len(order) < self.max_pending:
+                break
+            order.popitem(last=False)
+            del oldest.conn.pending[oldest.key]
+            self.counts.evicted += 1
+            self._unanswered(oldest, "no_reply")
+        pending = _Pending(conn, key, row, side, conn.gaps[1 - side], operation, op)
+        pending_table[key] = pending
+        order[pending] = None
+        counts = self.counts
+        counts.pending = n = len(order)
+        if n > counts.pending_peak:
+            counts.pending_peak = n
+
+    def _reply(self, conn, side, entry, ts, msg, kind) -> None:
+        pending = conn.pending.pop((kind, 1 - side, entry["request_id"]), None)
+        if pending is None:
+            row = self._row(conn, 1 - side, ts, "orphan_reply")
+            row["message_type"] = entry["type"]
+            row["giop_version"] = entry["version"]
+            row["little_endian"] = entry["little_endian"]
+            row["request_id"] = entry["request_id"]
+            row["fragments"] = 0
+            op = None
+        else:
+            del self._order[pending]
+            self.counts.pending = len(self._order)
+            row = pending.row
+            op = pending.op
+        row["reply_ts"] = ts
+        if pending is not None:
+            row["duration_ns"] = ts - row["ts"]
+        status = entry.get("reply_status") or entry.get("locate_status")
+        row["reply_status"] = status
+        if pending is not None:
+            row["outcome"] = "success" if status in _SUCCEEDED else "failure"
+        row["reply_bytes"] = _HEADER + entry["message_size"]
+        reassembled = entry.get("reassembled")
+        if reassembled is not None:
+            row["fragments"] += reassembled["fragments"] - 1
+        violations = _violations("reply", entry["warnings"], row["violations"])
+        exception = entry.get("system_exception")
+        if exception is not None:
+            row["exception_id"] = exception["exception_id"]
+            minor = row["minor_code"] = exception["minor"]
+            row["minor_code_name"] = minor_code_name(minor)
+            row["completion_status"] = exception["completed"]
+        elif status == "USER_EXCEPTION":
+            row["exception_id"] = entry.get("exception_id")
+        forward = entry.get("forward")
+        if forward is not None:
+            row["forward_to"] = forward
+            try:
+                self.learn_ior(ior_from_string(forward, lenient=True))
+            except PycdrError:
+                pass
+        if op is not None and msg is not None:
+            row["result"], violations = self.bodies.result(
+                op, msg, status, row["exception_id"], violations, self.learn_ior)
+            # An object that names its interface (_repository_id), or says it is_a one:
+            # decoded by that one from now on.
+            key, result = row["object_key"], row["result"]
+            if key is not None and isinstance(result, dict):
+                if pending.operation == "_repository_id":
+                    repo_id = result.get("return")
+                    if isinstance(repo_id, str) and repo_id:
+                        self.learn(key, repo_id)
+                elif pending.operation == "_is_a" and result.get("return") is True \
+                        and row["interface"] is None:
+                    repo_id = (row["arguments"] or {}).get("logical_type_id")
+                    if isinstance(repo_id, str) and repo_id:
+                        self.learn(key, repo_id)
+        row["violations"] = violations
+        self._out(row)
+
+    def _cancel(self, conn, side, entry, ts) -> None:
+        row = EMPTY_ROW.copy()
+        row.update(conn.shared[side])
+        row["ts"] = ts
+        row["outcome"] = "cancelled"
+        row["message_type"] = "CancelRequest"
+        rid = row["request_id"] = entry["request_id"]
+        row["giop_version"] = entry["version"]
+        row["little_endian"] = entry["little_endian"]
+        row["request_bytes"] = _HEADER + entry["message_size"]
+        row["violations"] = _violations("request", entry["warnings"])
+        row["fragments"] = 0
+        pending = conn.pending.get((_REQUEST, side, rid))
+        if pending is not None:
+            pending.cancelled = True
+            for name in ("object_key", "object_key_text", "interface", "operation"):
+                row[name] = pending.row[name]
+        self._out(row)
+
+    def _drop_all(self, conn, outcome) -> None:
+        order = self._order
+        for pending in conn.pending.values():
+            del order[pending]
+            self._unanswered(pending, outcome)
+        conn.pending.clear()
+        self.counts.pending = len(order)
+
+    def _unanswered(self, pending: _Pending, outcome: str) -> None:
+        row = pending.row
+        if pending.cancelled:
+            outcome = "cancelled"
+        elif pending.conn.gaps[1 - pending.side] > pending.gaps:
+            outcome = "gap"             # its reply may be in bytes the capture lost
+        row["outcome"] = outcome
+        self._out(row)
+
+    def _out(self, row: dict) -> None:
+        counts = self.counts
+        counts.rows += 1
+        outcome = row["outcome"]
+        counts.outcomes[outcome] = counts.outcomes.get(outcome, 0) + 1
+        self.emit(row)
