@@ -64,8 +64,8 @@ def test_package_data_is_installed():
         "import importlib.resources as r\n"
         "for package, name in (('pycdr.dissector', 'pycdr_giop.lua'),\n"
         "                      ('pycdr.dissector', 'pycdr_names.lua'),\n"
-        "                      ('pycdr.conformance', 'echo.idl'),
-                      ('pycdr.idl', 'standard/CosNaming.idl')):\n"
+        "                      ('pycdr.conformance', 'echo.idl'),\n"
+        "                      ('pycdr.idl', 'standard/CosNaming.idl')):\n"
         "    print(name, r.files(package).joinpath(name).is_file())\n")
     assert "False" not in out, out
 
