@@ -113,7 +113,8 @@ def test_fault_among_concurrent_cases_is_told_apart(campaign_findings, kind):
     fault sits among them (a crash or hang takes the target down under the
     others too), the suspects run again alone and the finding names the case
     that did it."""
-    from pycdr.fuzz.engine import Case, predict
+    from pycdr.fuzz.case import Case
+    from pycdr.fuzz.prediction import predict
     trigger_messages = _first(campaign_findings[0], kind).messages
     campaign = Campaign(None, seed=SEED, spawn=FRAGILE, timeout=0.5, probe_timeout=0.5,
                         seed_sources=catalog_seeds, minimize=False)

@@ -10,7 +10,8 @@ import os
 import subprocess
 import sys
 
-from pycdr.fuzz.engine import REPRODUCTIONS, Campaign, Case
+from pycdr.fuzz.case import Case
+from pycdr.fuzz.engine import REPRODUCTIONS, Campaign
 from pycdr.fuzz.findings import save
 from pycdr.fuzz.mutators import Mutation
 from pycdr.fuzz.seeds import catalog_seeds

@@ -193,7 +193,8 @@ def test_cases_in_flight_searched_for_a_crash_despite_a_flood(campaigns, tmp_pat
     """The search among cases in flight runs them again together: a flood
     among them does not end the look for the crash (it did: a group holding
     the C server's flood trigger left its crash unconfirmed)."""
-    from pycdr.fuzz.engine import Case, predict
+    from pycdr.fuzz.case import Case
+    from pycdr.fuzz.prediction import predict
     campaign, _, command = campaigns["c"]
     found = {f.kind: f.messages for f in campaign.findings.values()}
     cases = [Case(k, kind, list(found[kind]), [], predict(found[kind]))

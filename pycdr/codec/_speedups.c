@@ -25,18 +25,59 @@
  * - Lenient decoding and char code sets other than ISO-8859-1 never reach C
  *   (the wrappers check), so violations are always errors here.
  * - pycdr.codec.marshal.encode/decode and the encapsulation forms are this module's
- *   Entry objects (see "The public entry points" below): the fast case runs
- *   with no Python frame, anything else goes to the pure-Python function.
+ *   Entry objects (section 8 below): the fast case runs with no Python frame,
+ *   anything else goes to the pure-Python function.
  *
  * One more thing runs here besides the plans: the ORB's fast decode of common
- * GIOP 1.2/1.3 Requests and Replies (decode_common_12, near the end), the C
+ * GIOP 1.2/1.3 Requests and Replies (decode_common_12, section 9), the C
  * form of pycdr/giop/messages/fast12.py's _decode_common_12.
  *
  * Ownership: input is read through the buffer protocol without copying; every
  * value returned is a new Python object (bytes for sequence<octet>, str for
  * strings and sequence<char>), never a view that aliases the input.  (Ints
  * from -32768 to 65535 are shared ones: see shared_ints.)
+ *
+ * Contents: each section below opens with a banner of its number and title.
+ *
+ *   1. Includes and compiler hints
+ *   2. Module state: the objects the import and configure() set
+ *   3. Plans: a plan node compiled into a C Plan, cached on the node
+ *        3.1 The Plan and its cache on the node
+ *        3.2 A node's attributes, its class's slots
+ *        3.3 Compiling a node: sequences, structs, unions
+ *   4. Byte order: loads and stores in either byte order, bulk swaps
+ *   5. Reader: CDR bytes to Python values by their Plan
+ *        5.1 The reader, its checks, a node handed back to Python
+ *        5.2 Int objects: the shared small ints
+ *        5.3 Numbers, strings, enums
+ *        5.4 Structs, exceptions, unions
+ *        5.5 Sequences, the cyclic GC paused for long ones
+ *        5.6 Float objects kept for reuse, call arguments released
+ *        5.7 Number sequences: lists and the array mapping
+ *        5.8 read_plan: a value by its node's op
+ *   6. Writer: Python values to CDR bytes by their Plan
+ *        6.1 The writer: growth, the CDRWriter synced, a node handed back
+ *        6.2 Counts and numbers
+ *        6.3 Strings and enums
+ *        6.4 Structs and unions
+ *        6.5 Sequences and number arrays
+ *        6.6 write_plan: a value by its node's op
+ *   7. Module functions: read(), write(), encode() of one plan node
+ *   8. Public entry points: marshal's encode and decode as C callables
+ *   9. GIOP 1.2/1.3 messages: the ORB's fast decode (decode_common_12)
+ *  10. serve_request: the server's Request -> Reply in one call
+ *  11. The client's Request and Reply: encode_request, decode_reply
+ *  12. Blocking sockets (POSIX): exchange, send_request, serve_exchange
+ *        12.1 Polling before sleeping
+ *        12.2 Sending whole: send_request, a oneway call
+ *        12.3 exchange: the blocking client's twoway call
+ *        12.4 serve_exchange: the threaded server's read, Requests served
+ *  13. The module: its method table and PyInit__speedups
  */
+
+/* ==========================================================================
+ * 1. Includes and compiler hints
+ * ========================================================================== */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -60,9 +101,12 @@
 #error "pycdr.codec._speedups needs CPython 3.11+ (PyFloat_Pack4/Unpack4)"
 #endif
 
-/*************************************************************************
- * Module state (one interpreter: plain statics)                          *
- *************************************************************************/
+/* ==========================================================================
+ * 2. Module state: the objects the import and configure() set
+ * ==========================================================================
+ *
+ * One interpreter: plain statics.
+ */
 
 static PyObject *Fallback;            /* internal: "let Python decide" */
 static PyObject *array_type;          /* array.array */
@@ -93,9 +137,11 @@ static PyObject *s_read, *s_write, *s_pos, *s_depth, *s_c, *s_op, *s_buf, *s_ori
 enum { TK_SHORT = 2, TK_LONG = 3, TK_USHORT = 4, TK_ULONG = 5, TK_FLOAT = 6,
        TK_DOUBLE = 7, TK_LONGLONG = 23, TK_ULONGLONG = 24 };
 
-/*************************************************************************
- * Plans                                                                  *
- *************************************************************************/
+/* ==========================================================================
+ * 3. Plans: a plan node compiled into a C Plan, cached on the node
+ * ========================================================================== */
+
+/* -- 3.1 The Plan and its cache on the node -------------------------------- */
 
 typedef enum {
     OP_PYTHON = 0,  /* handed back to the Python node */
@@ -194,6 +240,8 @@ plan_of(PyObject *node)
     return compile_node(node);
 }
 
+/* -- 3.2 A node's attributes, its class's slots ---------------------------- */
+
 static int
 get_ssize(PyObject *node, const char *name, Py_ssize_t *out)
 {
@@ -263,6 +311,8 @@ init_is_generated(PyTypeObject *cls)
     Py_DECREF(names);
     return ok;
 }
+
+/* -- 3.3 Compiling a node: sequences, structs, unions ---------------------- */
 
 static int
 number_size(int kind)
@@ -578,9 +628,9 @@ compile_node(PyObject *node)
     return p;
 }
 
-/*************************************************************************
- * Byte order helpers                                                     *
- *************************************************************************/
+/* ==========================================================================
+ * 4. Byte order: loads and stores in either byte order, bulk swaps
+ * ========================================================================== */
 
 #if PY_LITTLE_ENDIAN
 #define NATIVE_LITTLE 1
@@ -643,9 +693,11 @@ copy_swapped(unsigned char *dst, const unsigned char *src, Py_ssize_t n, int siz
     }
 }
 
-/*************************************************************************
- * Reader                                                                 *
- *************************************************************************/
+/* ==========================================================================
+ * 5. Reader: CDR bytes to Python values by their Plan
+ * ========================================================================== */
+
+/* -- 5.1 The reader, its checks, a node handed back to Python -------------- */
 
 /* What the public decode functions need to make a CDRReader, made only when a
  * node is handed back to Python: _reader_for(data, start, origin, little,
@@ -758,6 +810,8 @@ read_python(Reader *r, const Plan *p)
     return value;
 }
 
+/* -- 5.2 Int objects: the shared small ints -------------------------------- */
+
 /* Ints from -32768 to 65535 (every short and ushort, and the small values
  * other integer types mostly carry: counts, indices, codes), each made once
  * and then shared, as CPython shares -5..256: decoding such an int costs no
@@ -809,6 +863,8 @@ int_from_int32(int32_t v)
 ALWAYS_INLINE PyObject *
 int_from_unsigned(unsigned long long v)
 { return v < 65536 ? shared_int((long)v) : PyLong_FromUnsignedLongLong(v); }
+
+/* -- 5.3 Numbers, strings, enums ------------------------------------------- */
 
 /* The number of `kind` stored at b (swap: not in native byte order). */
 ALWAYS_INLINE PyObject *
@@ -869,6 +925,8 @@ read_enum(Reader *r, const Plan *p)
     Py_INCREF(item);
     return item;
 }
+
+/* -- 5.4 Structs, exceptions, unions --------------------------------------- */
 
 static NOINLINE PyObject *
 new_exception_instance(PyTypeObject *cls)
@@ -990,6 +1048,8 @@ read_union(Reader *r, const Plan *p)
     return obj;
 }
 
+/* -- 5.5 Sequences, the cyclic GC paused for long ones --------------------- */
+
 /* Sequences shorter than this decode with the GC as it is (see read_sequence):
  * pycdr.codec.plan.GC_PAUSE_MIN, read at import. */
 static Py_ssize_t gc_pause_min;
@@ -1073,6 +1133,8 @@ read_boolean_seq(Reader *r, const Plan *p)
     return out;
 }
 
+/* -- 5.6 Float objects kept for reuse, call arguments released ------------- */
+
 /* Float objects kept for reuse (issue 21).  Decoding a 64 KB sequence<double> makes
  * 8,192 floats and freeing the call's arguments frees them again: past CPython's own
  * free list of 100 floats, each is a malloc and a free.  The threaded server's lane
@@ -1127,6 +1189,8 @@ release_arguments(PyObject *call_args)
     }
     Py_DECREF(call_args);
 }
+
+/* -- 5.7 Number sequences: lists and the array mapping --------------------- */
 
 /* The opt-in array mapping: array.array(acode) of the input's elements.
  * frombytes (of a view on the input: one memcpy) gives it its length, as the
@@ -1200,6 +1264,8 @@ read_number_seq(Reader *r, const Plan *p)
     return out;
 }
 
+/* -- 5.8 read_plan: a value by its node's op ------------------------------- */
+
 static PyObject *
 read_plan(Reader *r, const Plan *p)
 {
@@ -1267,14 +1333,19 @@ read_plan(Reader *r, const Plan *p)
     }
 }
 
-/*************************************************************************
- * Writer: appends to a bytearray.  Its size runs ahead of the bytes      *
- * written (len) so that most writes need no resize; it is cut back to    *
- * len before Python sees it (per-node fallbacks, the end of the call).   *
- * encode() writes into a bytes object instead (is_bytes), resized in     *
- * place at the end: the result costs no copy of its own.  It turns into  *
- * a bytearray (one copy, cold) when a node is handed back to Python.     *
- *************************************************************************/
+/* ==========================================================================
+ * 6. Writer: Python values to CDR bytes by their Plan
+ * ==========================================================================
+ *
+ * Appends to a bytearray.  Its size runs ahead of the bytes
+ * written (len) so that most writes need no resize; it is cut back to
+ * len before Python sees it (per-node fallbacks, the end of the call).
+ * encode() writes into a bytes object instead (is_bytes), resized in
+ * place at the end: the result costs no copy of its own.  It turns into
+ * a bytearray (one copy, cold) when a node is handed back to Python.
+ */
+
+/* -- 6.1 The writer: growth, the CDRWriter synced, a node handed back ------ */
 
 typedef struct {
     PyObject *ba;          /* the CDRWriter's bytearray, or (is_bytes) our bytes */
@@ -1404,6 +1475,8 @@ write_python(Writer *w, const Plan *p, PyObject *v)
     return 0;
 }
 
+/* -- 6.2 Counts and numbers ------------------------------------------------ */
+
 ALWAYS_INLINE int
 write_ulong(Writer *w, uint32_t n)
 {
@@ -1502,6 +1575,8 @@ write_number(Writer *w, const Plan *p, PyObject *v)
     return 0;
 }
 
+/* -- 6.3 Strings and enums ------------------------------------------------- */
+
 /* The latin-1 bytes of an exact str, or NULL (not latin-1: the Python path
  * decides, with a code set error). */
 ALWAYS_INLINE const char *
@@ -1542,6 +1617,8 @@ write_enum(Writer *w, const Plan *p, PyObject *v)
     }
     return write_python(w, p, v);
 }
+
+/* -- 6.4 Structs and unions ------------------------------------------------ */
 
 /* The value of a struct member for writing (new reference), or NULL. */
 ALWAYS_INLINE PyObject *
@@ -1743,6 +1820,8 @@ done:
     return rc;
 }
 
+/* -- 6.5 Sequences and number arrays --------------------------------------- */
+
 static int
 write_sequence(Writer *w, const Plan *p, PyObject *v)
 {
@@ -1933,6 +2012,8 @@ write_number_seq(Writer *w, const Plan *p, PyObject *v)
     return 0;
 }
 
+/* -- 6.6 write_plan: a value by its node's op ------------------------------ */
+
 static int
 write_plan(Writer *w, const Plan *p, PyObject *v)
 {
@@ -2004,9 +2085,9 @@ write_plan(Writer *w, const Plan *p, PyObject *v)
     }
 }
 
-/*************************************************************************
- * Module functions                                                       *
- *************************************************************************/
+/* ==========================================================================
+ * 7. Module functions: read(), write(), encode() of one plan node
+ * ========================================================================== */
 
 /* A RecursionError from our own guards means "too deep for C": let the
  * Python path decide (it has its own limit and error). */
@@ -2192,16 +2273,19 @@ speedups_encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return encode_top(p, args[1], origin, little, -1, NULL);
 }
 
-/*************************************************************************
- * The public entry points: pycdr.codec.marshal.encode, decode,                 *
- * encode_encapsulation and decode_encapsulation as C callables           *
- * (vectorcall) with the pure-Python functions' signatures.  A call the   *
- * C code takes (the usual keywords, ISO-8859-1 chars, not lenient, data  *
- * bytes or bytearray) runs here without any Python frame; every other    *
- * call, and every call the C run hands back (Fallback, a CDRError from a *
- * node handed to Python, trailing bytes), is passed unchanged to the     *
- * pure-Python function, which gives the exact result or error.           *
- *************************************************************************/
+/* ==========================================================================
+ * 8. Public entry points: marshal's encode and decode as C callables
+ * ==========================================================================
+ *
+ * The public entry points: pycdr.codec.marshal.encode, decode,
+ * encode_encapsulation and decode_encapsulation as C callables
+ * (vectorcall) with the pure-Python functions' signatures.  A call the
+ * C code takes (the usual keywords, ISO-8859-1 chars, not lenient, data
+ * bytes or bytearray) runs here without any Python frame; every other
+ * call, and every call the C run hands back (Fallback, a CDRError from a
+ * node handed to Python, trailing bytes), is passed unchanged to the
+ * pure-Python function, which gives the exact result or error.
+ */
 
 typedef enum {
     ENTRY_ENCODE, ENTRY_DECODE, ENTRY_ENCODE_ENCAPSULATION, ENTRY_DECODE_ENCAPSULATION
@@ -2583,9 +2667,9 @@ speedups_touches_context(PyObject *self, PyObject *node)
     return PyBool_FromLong(p->touches_context);
 }
 
-/*************************************************************************
- * GIOP 1.2/1.3 messages: the ORB's fast decode                           *
- *************************************************************************/
+/* ==========================================================================
+ * 9. GIOP 1.2/1.3 messages: the ORB's fast decode (decode_common_12)
+ * ========================================================================== */
 
 /* decode_common_12(data, header, body_view) is pycdr/giop/messages/fast12.py's
  * _decode_common_12, the ORB's hot path (GIOP 1.2/1.3 Requests with a KeyAddr
@@ -2920,26 +3004,29 @@ speedups_configure_giop(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-/*************************************************************************
- * serve_request: a servant operation's whole Request -> Reply in one     *
- * call (issue 21), for the ORB's usual case.  The server learns, on the  *
- * general path, which (object key, operation) pairs may take it, and    *
- * keeps them in a table: {object key: {operation: (op, call, argument    *
- * plan nodes, result plan nodes)}}.  A message this function does not    *
- * take is left untouched (None): nothing has run, the general path       *
- * decodes and judges it, with its typed errors and offsets.  Taken: a    *
- * complete, unfragmented GIOP 1.0-1.2 Request (either byte order), a     *
- * twoway (1.2 response_flags 3; 1.0/1.1 response_expected 1), or a oneway *
- * (0; 0) of an operation with no results (nothing to answer), with no    *
- * service contexts, a 1.2 KeyAddr target, zero reserved octets, a key   *
- * and operation in the table, its request id not outstanding, arguments  *
- * decoded by their plans in C.  Then call(op, [arguments]) runs and the  *
- * result and out values are encoded into the complete Reply (bytes, the  *
- * same bytes as the general path's template).  What the servant gives   *
- * that this cannot encode (an exception, an awaitable, values the plans  *
- * do not take) comes back as (op, request_id, minor, little, what,       *
- * raised) for the general path to answer.                                */
-/*************************************************************************/
+/* ==========================================================================
+ * 10. serve_request: the server's Request -> Reply in one call
+ * ==========================================================================
+ *
+ * serve_request: a servant operation's whole Request -> Reply in one
+ * call (issue 21), for the ORB's usual case.  The server learns, on the
+ * general path, which (object key, operation) pairs may take it, and
+ * keeps them in a table: {object key: {operation: (op, call, argument
+ * plan nodes, result plan nodes)}}.  A message this function does not
+ * take is left untouched (None): nothing has run, the general path
+ * decodes and judges it, with its typed errors and offsets.  Taken: a
+ * complete, unfragmented GIOP 1.0-1.2 Request (either byte order), a
+ * twoway (1.2 response_flags 3; 1.0/1.1 response_expected 1), or a oneway
+ * (0; 0) of an operation with no results (nothing to answer), with no
+ * service contexts, a 1.2 KeyAddr target, zero reserved octets, a key
+ * and operation in the table, its request id not outstanding, arguments
+ * decoded by their plans in C.  Then call(op, [arguments]) runs and the
+ * result and out values are encoded into the complete Reply (bytes, the
+ * same bytes as the general path's template).  What the servant gives
+ * that this cannot encode (an exception, an awaitable, values the plans
+ * do not take) comes back as (op, request_id, minor, little, what,
+ * raised) for the general path to answer.
+ */
 
 /* Read a ulong at the next 4-aligned position (origin: the message start). */
 static int
@@ -3245,12 +3332,15 @@ speedups_serve_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
-/*************************************************************************
- * The client's side of the same (issue 21): a Request encoded from its   *
- * template's bytes and the arguments' plans, and a NO_EXCEPTION Reply's  *
- * values decoded by the results' plans.  Both give None for what they do *
- * not take; the general path then encodes or decodes it, with its errors.*/
-/*************************************************************************/
+/* ==========================================================================
+ * 11. The client's Request and Reply: encode_request, decode_reply
+ * ==========================================================================
+ *
+ * The client's side of the same (issue 21): a Request encoded from its
+ * template's bytes and the arguments' plans, and a NO_EXCEPTION Reply's
+ * values decoded by the results' plans.  Both give None for what they do
+ * not take; the general path then encodes or decodes it, with its errors.
+ */
 
 PyDoc_STRVAR(encode_request_doc,
 "encode_request(prefix, request_id_at, request_id, little, nodes, args)\n--\n\n"
@@ -3490,17 +3580,20 @@ done:
     return out;
 }
 
-/*************************************************************************
- * The blocking client's whole twoway call (issue 21): the Request encoded *
- * as encode_request does, sent, and its Reply read and decoded as         *
- * decode_reply does, in one C call with the GIL released while it waits.  *
- * Anything but the usual (a Reply in several messages or with others, an   *
- * exception, a bad header, a failed or timed-out read, the end of the      *
- * stream) goes back to the general path as the bytes read, which frames    *
- * and judges them as if it had read them itself.  The threaded server's    *
- * side of the same (serve_exchange): one read, and when it brings one      *
- * whole Request serve_request takes, the servant run and the Reply sent.   */
-/*************************************************************************/
+/* ==========================================================================
+ * 12. Blocking sockets (POSIX): exchange, send_request, serve_exchange
+ * ==========================================================================
+ *
+ * The blocking client's whole twoway call (issue 21): the Request encoded
+ * as encode_request does, sent, and its Reply read and decoded as
+ * decode_reply does, in one C call with the GIL released while it waits.
+ * Anything but the usual (a Reply in several messages or with others, an
+ * exception, a bad header, a failed or timed-out read, the end of the
+ * stream) goes back to the general path as the bytes read, which frames
+ * and judges them as if it had read them itself.  The threaded server's
+ * side of the same (serve_exchange): one read, and when it brings one
+ * whole Request serve_request takes, the servant run and the Reply sent.
+ */
 
 #ifndef _WIN32
 #include <errno.h>
@@ -3512,6 +3605,8 @@ done:
 #ifdef __linux__
 #include <sched.h>
 #endif
+
+/* -- 12.1 Polling before sleeping ------------------------------------------ */
 
 /* Polling before sleeping (issue 21).  A blocking read that sleeps until its message
  * comes pays the wake-up: on this project's 2-core machine a 1-byte loopback round trip
@@ -3672,6 +3767,8 @@ poll_argument(PyObject *value)
     return ns > 0 ? (int64_t)ns : 0;
 }
 
+/* -- 12.2 Sending whole: send_request, a oneway call ----------------------- */
+
 /* Send head[:hlen] then tail[:tlen] (tail may be NULL) over the blocking socket fd,
  * all of it, the two in one sendmsg (the tail's octets go from the caller's object:
  * no copy).  0: sent; an errno > 0: a send failed (part may have gone: EAGAIN when
@@ -3758,6 +3855,8 @@ speedups_send_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(request);
     return rc < 0 ? NULL : PyLong_FromLong(rc);
 }
+
+/* -- 12.3 exchange: the blocking client's twoway call ---------------------- */
 
 PyDoc_STRVAR(exchange_doc,
 "exchange(fd, prefix, request_id_at, request_id, little, nodes, args, result_nodes,\n"
@@ -3858,6 +3957,9 @@ done:
     PyBuffer_Release(&view);
     return out;
 }
+
+/* -- 12.4 serve_exchange: the threaded server's read, Requests served ------ */
+
 PyDoc_STRVAR(serve_exchange_doc,
 "serve_exchange(fd, table, outstanding, buffer, limit, pause, incomplete=None,\n"
 "               poll_ns=0)\n--\n\n"
@@ -4066,6 +4168,10 @@ release:
     return out;
 }
 #endif
+
+/* ==========================================================================
+ * 13. The module: its method table and PyInit__speedups
+ * ========================================================================== */
 
 static PyMethodDef speedups_methods[] = {
     {"read", (PyCFunction)(void (*)(void))speedups_read, METH_FASTCALL, read_doc},

@@ -8,7 +8,10 @@
     engine.py    the campaign: cases derived from --seed and their index,
                  sending (pipelined on a reused connection when the case keeps
                  the framing), detection (close without MessageError, hang,
-                 flood, liveness, a spawned target's exit and memory)
+                 flood, liveness, a spawned target's exit and memory),
+                 attribution of a breakage to a case
+    case.py      a case, its verdict, what tells one fault from another
+    health.py    probes of the target, learned waits, a spawned target's spin
     findings.py  de-duplication, delta-debugging minimization, finding folders
                  and replay
 """

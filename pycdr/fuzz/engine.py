@@ -48,39 +48,25 @@ it.  Only the target given is ever contacted.
 from __future__ import annotations
 
 import random
-import re
 import selectors
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from ..errors import PycdrError
-from ..giop.header import HEADER_SIZE, MsgType
-from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
+from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
 from .findings import Finding, ddmin, known_hit, minimize
-from ..giop.layout import message_fields
+from .health import (BROKEN, BROKEN_BY_STATUS, RECOVERY_WAIT, SPIN_WINDOW, TIMEOUT_FLOOR,
+                     Latency, TargetHealth)
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve
-from .window import LINGER, SENTINEL_ID, _Pipe, _Slot
+from .window import LINGER, _Pipe, _Slot
 
-# Kinds after which the target needs a restart, by the probe status that shows them.
-BROKEN_BY_STATUS = {"exited": "crash", "refused": "crash", "silent": "hang",
-                    "requests-silent": "hang", "spinning": "spin"}
-BROKEN = ("crash", "hang", "memory", "spin")
-# A spawned target that burns more than SPIN_SHARE of a core while nothing
-# is sent to it (over SPIN_WINDOW seconds, then again over SPIN_CONFIRM
-# seconds: a JVM's garbage collection or compiler is a short burst) spins:
-# a thread left in a loop by some case (omniORB 4.2.5 after a ProfileAddr
-# Request: the target gets slower with each, then dies).
-# (A fifth of a core: on a loaded machine a spinning thread gets far less
-# than a whole one.)
-SPIN_SHARE = 0.2
-SPIN_WINDOW = 0.05
-SPIN_CONFIRM = 0.3
-SEARCH_SPIN_CONFIRM = 0.1        # (see _reproduces_together)
+# A search's look for a spin: shorter than SPIN_CONFIRM (see _reproduces_together).
+SEARCH_SPIN_CONFIRM = 0.1
 # A finding is confirmed when its (minimized) case alone does it this many
 # times in a row, each time against a fresh target.
 REPRODUCTIONS = 3
@@ -111,122 +97,6 @@ GROUP_CASES = 1024
 MEMORY_SETTLE = 0.3
 # At most this many batchable cases go as groups after failed batches.
 MAX_PIPE_PAUSE = 4096
-# Seconds a target that cannot be restarted gets to answer again before the
-# campaign gives it up.
-RECOVERY_WAIT = 10.0
-# Learned waits: a high percentile of the target's answer times times a
-# factor, never below the floor (scheduling noise on a busy machine).
-TIMEOUT_FACTOR = 4.0
-TIMEOUT_FLOOR = 0.05
-TIMEOUT_PERCENTILE = 0.9
-MIN_SAMPLES = 16
-CALIBRATION_PROBES = MIN_SAMPLES
-# A probe answered this many times slower than the target's baseline (and
-# past the floor) says the target is slow: not broken, and no case is blamed.
-SLOW_FACTOR = 20.0
-SLOW_FLOOR = 0.05
-
-
-class Latency:
-    """Answer times of the target; the waits are learned from them."""
-
-    def __init__(self, ceiling: float, keep: int = 512):
-        self.ceiling = ceiling
-        self.samples: deque = deque(maxlen=keep)
-        self._learned: float | None = None
-        self._added = 0
-
-    def add(self, seconds: float) -> None:
-        self.samples.append(seconds)
-        self._added += 1
-        if self._learned is None or self._added % 64 == 0:
-            self._learned = None
-
-    def percentile(self, q: float) -> float:
-        ordered = sorted(self.samples)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-    def timeout(self) -> float:
-        if len(self.samples) < MIN_SAMPLES:
-            return self.ceiling
-        if self._learned is None:
-            self._learned = min(self.ceiling, max(
-                TIMEOUT_FLOOR, TIMEOUT_FACTOR * self.percentile(TIMEOUT_PERCENTILE)))
-        return self._learned
-
-
-# --------------------------------------------------------------------------
-@dataclass
-class Case:
-    index: int
-    seed_name: str
-    messages: list
-    mutations: list
-    prediction: Prediction | None = None
-    batchable: bool = False
-    tail: bool = False
-
-    @property
-    def path(self) -> str:
-        return "+".join(sorted({m.path for m in self.mutations})) or "unmutated"
-
-    @property
-    def field_keys(self) -> set:
-        """The mutated field paths without message and element indexes (one
-        bug reached through the third fragment or the fifth is one finding)."""
-        return {normalize_path(m.path) for m in self.mutations} or {"unmutated"}
-
-    def to_json(self) -> dict:
-        return {"index": self.index, "seed": self.seed_name,
-                "mutations": [m.to_json() for m in self.mutations],
-                "messages": [m.hex() for m in self.messages]}
-
-
-def normalize_path(path: str) -> str:
-    return re.sub(r"\[\d+\]", "[]", re.sub(r"^msg\[\d+\]\.", "", path))
-
-
-def trigger_signature(messages) -> tuple:
-    """The GIOP message types of ``messages`` in order, a run of one type
-    counted once (a fragment chain of three or of five is one shape)."""
-    names = []
-    for m in messages:
-        name = _TYPE_NAMES.get(m[7], "invalid") if len(m) >= 8 and m[:4] == b"GIOP" \
-            else "not-GIOP"
-        if not names or names[-1] != name:
-            names.append(name)
-    return tuple(names)
-
-
-def trigger_location(messages, original) -> str:
-    """Where the trigger ends: the field of the original case holding the
-    last byte the minimized ``messages`` kept of it (minimization cuts a
-    message to the shortest prefix that still does it: there the target read
-    what broke it), without indexes; "" when not known (the last message is
-    no prefix of one of ``original``, or that one does not decode)."""
-    if not messages:
-        return ""
-    last = messages[-1]
-    for whole in original:
-        if len(whole) >= len(last) >= HEADER_SIZE and whole[:8] == last[:8] and \
-                whole[HEADER_SIZE:len(last)] == last[HEADER_SIZE:]:
-            cut = len(last) - 1
-            holding = [f for f in message_fields(whole)
-                       if f.offset <= cut < f.offset + f.size and f.kind != "padding"]
-            if not holding:
-                return ""
-            return normalize_path(min(holding, key=lambda f: f.size).path)
-    return ""
-
-
-@dataclass
-class Verdict:
-    """What one run of a case on its own connection showed: ``kind`` is None
-    (nothing wrong, or a close: an outcome) or a finding kind: crash, hang,
-    flood, memory, spin."""
-    kind: str | None
-    details: dict = field(default_factory=dict)
-    observation: Observation | None = None
 
 
 # --------------------------------------------------------------------------
@@ -254,10 +124,7 @@ class Stats:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-_TYPE_NAMES = {t.value: t.name for t in MsgType}
-
-
-class Campaign:
+class Campaign(TargetHealth):
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
@@ -684,175 +551,6 @@ class Campaign:
         message, but not without MessageError; not a finding."""
         self.stats.outcomes[f"{reason}, " + ("MessageError expected" if p.message_error
                                              else "well-formed case")] += 1
-
-    # --- the target's health ----------------------------------------------------------
-    def answer_timeout(self) -> float:
-        """How long a case's answers are waited for: learned from the
-        target's own answer times, at most --timeout."""
-        return self.latency.timeout()
-
-    def _build_probes(self) -> None:
-        version = min(tuple(self.target.version), (1, 2))
-        key = KeyAddr(self.target.object_key)
-        self._probe_messages = {
-            "locate": encode_message(LocateRequest(version=version, request_id=SENTINEL_ID,
-                                                   target=key)),
-            "request": (self.probe_request and self.probe_request(self.target)) or
-            encode_message(Request(
-                version=version, request_id=SENTINEL_ID + 1, target=key,
-                operation="_non_existent", response_flags=3)),
-        }
-
-    def _calibrate(self) -> None:
-        """Probe answer times of the target as it starts: the baseline that
-        slowness is judged against.  A target that never answers the Request
-        probe (no _non_existent for its key) is watched by LocateRequests only."""
-        self._build_probes()
-        kinds = ["locate", "request"] if self.request_probes else ["locate"]
-        for _ in range(CALIBRATION_PROBES):
-            for kind in kinds:
-                self._probe_one(kind, self.latency.ceiling)
-        if self.request_probes and not self.probe_latency["request"].samples \
-                and self.probe_latency["locate"].samples:
-            self.request_probes = False
-            self.notes.append("the target did not answer the Request probe; "
-                              "liveness by LocateRequest only")
-
-    def _probe_one(self, kind: str, timeout: float) -> str:
-        """One probe on a fresh connection: answered | silent | closed | refused."""
-        self.stats.probes += 1
-        try:
-            with self.target.wire(connect_timeout=max(timeout, self.probe_timeout)) as wire:
-                wire.send(self._probe_messages[kind])
-                obs = wire.observe(Observation(), want=1, timeout=timeout)
-        except OSError:
-            return "refused"
-        if obs.answer_time is not None and any(
-                isinstance(e.message, (LocateReply, Reply)) for e in obs.messages):
-            self.probe_latency[kind].add(obs.answer_time)
-            if len(self.latency.samples) < MIN_SAMPLES:
-                # Until the cases' answers teach it, the target's answers to
-                # probes give the wait (not the ceiling: a second for each
-                # silent case of the first groups).
-                self.latency.add(obs.answer_time)
-            if self.baseline.get(kind) is None and \
-                    len(self.probe_latency[kind].samples) >= CALIBRATION_PROBES:
-                self.baseline[kind] = self.probe_latency[kind].percentile(0.5)
-            base = self.baseline.get(kind)
-            if base is not None and obs.answer_time > max(SLOW_FACTOR * base, SLOW_FLOOR):
-                self.stats.slow_probes += 1
-                return "slow"
-            return "answered"
-        return "closed" if obs.closed else "silent"
-
-    def _probe(self, kinds=("locate", "request"), timeout: float | None = None) -> str:
-        """alive | slow | exited(CODE) | refused | silent (no answer to a
-        LocateRequest) | requests-silent (LocateRequests answered, Requests
-        not: a hung servant behind a working ORB core)."""
-        self._last_probe = time.monotonic()
-        if self.spawned is not None:
-            code = self.spawned.exited()
-            if code is not None:
-                return f"exited({code})"
-        slow = False
-        for kind in kinds:
-            if kind == "request" and not self.request_probes:
-                continue
-            answer = self._probe_one(kind, timeout or self.probe_timeout_now(kind))
-            if answer in ("refused", "closed", "silent") and self.spawned is not None:
-                time.sleep(0.05)         # a dying process may still accept, then drop
-                code = self.spawned.exited()
-                if code is not None:
-                    return f"exited({code})"
-            if answer == "refused":
-                return "refused"
-            if answer in ("silent", "closed"):
-                return "silent" if kind == "locate" else "requests-silent"
-            slow = slow or answer == "slow"
-        self._in_flight.clear()       # what was sent before did not break it
-        return "slow" if slow else "alive"
-
-    def probe_timeout_now(self, kind: str) -> float:
-        """A probe's wait: learned from the probe's answer times, at most
-        probe_timeout."""
-        return self.probe_latency[kind].timeout()
-
-    def _health(self) -> str:
-        """The target's state after something unexpected: both probes, and
-        when either is silent both again with the longest wait (one silent
-        probe is not a hang)."""
-        suspects = list(self._in_flight)
-        status = self._probe()
-        if status in ("silent", "requests-silent"):
-            status = self._probe(timeout=self.hang_timeout)
-        if status in ("silent", "requests-silent") and self.spawned is None:
-            # A target we cannot restart may only be slow: a JVM working off
-            # a group of malformed cases (the OpenJDK ORB spends ~35 ms of
-            # CPU on each) answers no probe for seconds.  It gets
-            # RECOVERY_WAIT to answer again before it is judged hung (a
-            # search among the cases in flight would send them all again,
-            # up to ATTRIBUTION_TESTS times; and a hung target we cannot
-            # restart ends the campaign anyway).
-            deadline = time.monotonic() + RECOVERY_WAIT
-            while status in ("silent", "requests-silent") and time.monotonic() < deadline:
-                status = self._probe(timeout=self.hang_timeout)
-            if status == "alive":
-                status = "slow"
-        # A spinning target may also answer late or not at all (the looping thread
-        # starves the others: Python's GIL, a JVM's safepoints, on a loaded
-        # machine most of all): the spin is the cause, the silence its symptom.
-        if status in ("alive", "slow", "silent", "requests-silent") and self._spinning():
-            status = "spinning"
-            # (The probes' answers cleared the cases in flight: they are the
-            # suspects of the spin all the same.)
-            self._in_flight.clear()
-            self._in_flight.extend(suspects)
-        return status
-
-    def _spinning(self, confirm: float = SPIN_CONFIRM) -> bool:
-        """Whether the spawned target burns CPU while nothing is sent to it
-        (see SPIN_SHARE), over SPIN_WINDOW then ``confirm`` seconds; False
-        for a target not spawned (its CPU is not known)."""
-        if self.spawned is None:
-            return False
-        for window in (SPIN_WINDOW, confirm):
-            before = self.spawned.cpu_seconds()
-            time.sleep(window)
-            after = self.spawned.cpu_seconds()
-            if before is None or after is None or after - before <= SPIN_SHARE * window:
-                return False
-        return True
-
-    def _broken(self) -> tuple | None:
-        """(kind, details) when the target is broken (crash or hang), else None."""
-        status = self._health()
-        kind = BROKEN_BY_STATUS.get(status.split("(")[0])
-        return None if kind is None else (kind, {"probe": status})
-
-    def _periodic_probe(self) -> None:
-        # Probes alternate: a LocateRequest (the ORB core), a Request (past it).
-        self._probe_turn += 1
-        kind = "request" if self._probe_turn % 2 and self.request_probes else "locate"
-        if self._spinning():
-            # (Looked at before the probe, which would clear the cases in flight.)
-            self._close_pipe()
-            self._attribute("spin", {"probe": "spinning", "periodic": True})
-            return
-        status = self._probe((kind,))
-        if status not in ("alive", "slow"):
-            broken = self._broken()
-            if broken is not None:
-                self._close_pipe()
-                self._attribute(broken[0], dict(broken[1], periodic=True))
-                return
-        rss = self.spawned.rss() if self.spawned is not None else None
-        if rss is not None:
-            if self.spawned.baseline_rss is None:
-                self.spawned.baseline_rss = rss
-            elif rss - self.spawned.baseline_rss > self.rss_limit:
-                self._close_pipe()
-                self._attribute("memory", {"rss": rss, "baseline": self.spawned.baseline_rss,
-                                           "periodic": True})
 
     # --- attribution --------------------------------------------------------------------
     def _sent(self, cases) -> None:

@@ -47,15 +47,15 @@ MAX_TESTS = 40
 class Finding:
     kind: str
     path: str
-    case: object                       # engine.Case
+    case: object                       # case.Case
     details: dict
     campaign_seed: int
     seed: object = None                # seeds.Seed
     minimized: list = field(default_factory=list)
     confirmed: bool = False
     reproductions: int = 0             # in a row, alone, against a fresh target
-    in_flight: list = field(default_factory=list)   # engine.Case sent while it happened
-    hits: list = field(default_factory=list)        # other engine.Cases that did it since
+    in_flight: list = field(default_factory=list)   # case.Case sent while it happened
+    hits: list = field(default_factory=list)        # other case.Cases that did it since
     tests: int = 0
     folder: str | None = None
     answers: bytes = b""

@@ -1,8 +1,9 @@
-"""The reference ORB: an asyncio IIOP server (:mod:`.server`, object adapter
-:mod:`.adapter`, servants :mod:`.servant`) and one with a thread per connection
-(:mod:`.threads`), an asyncio client (:mod:`.client`; raw connections for hand-made
-messages :mod:`.raw`, CosNaming for corbaname :mod:`.naming`), a blocking-socket client
-(:mod:`.blocking`) and a synchronous facade over both (:mod:`.sync`)."""
+"""The reference ORB: an asyncio IIOP server (:mod:`.server`, its messages answered
+by :mod:`.dispatch`, object adapter :mod:`.adapter`, servants :mod:`.servant`) and
+one with a thread per connection (:mod:`.threads`), an asyncio client
+(:mod:`.client`; raw connections for hand-made messages :mod:`.raw`, CosNaming for
+corbaname :mod:`.naming`), a blocking-socket client (:mod:`.blocking`) and a
+synchronous facade over both (:mod:`.sync`)."""
 
 from .adapter import ObjectAdapter  # noqa: F401
 from .client import ORB, ClientOptions, ObjectRef  # noqa: F401

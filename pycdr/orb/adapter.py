@@ -29,7 +29,7 @@ class ObjectAdapter:
         self._forwards: dict[bytes, Forward] = {}
         self._adapter_id = os.urandom(8)
         self._counter = itertools.count(1)
-        # The servers' fast path (server.RequestDispatch._learn_direct): {key:
+        # The servers' fast path (dispatch.RequestDispatch._learn_direct): {key:
         # {operation: entry}} for the operations a server has found it may serve
         # in one C call; a key's entries go when its servant does.
         self.direct: dict[bytes, dict] = {}

@@ -22,7 +22,7 @@ from ..codec.plan import OctetSeqNode, plan_for
 from ..codec.typecode import TCKind
 
 # The ORB's one-call paths in C (issue 21): the server's Request -> Reply
-# (server.RequestDispatch), the client's Request encoding and Reply decoding
+# (dispatch.RequestDispatch), the client's Request encoding and Reply decoding
 # (client.RequestEncoder, blocking.BlockingConnection), and the blocking client's
 # whole call over a plain socket (exchange).  None on the pure-Python
 # path (PYCDR_PURE=1): every message takes the general one.

@@ -10,7 +10,7 @@ requests served one after another in the connection's thread, no event loop.
     server.close()               # CloseConnection on every connection
 
 It is the asyncio Server (objects, IORs, limits) with another transport, and
-handles messages with the same code (server.RequestDispatch).  What differs:
+handles messages with the same code (dispatch.RequestDispatch).  What differs:
 
 - a servant whose method is a coroutine runs on an event loop of the
   connection's thread, made at its first such request; a connection's requests
@@ -41,7 +41,8 @@ from ..giop.messages import Request
 from .aio import set_socket_buffers
 from .blocking import send_message, set_wait_limit
 from .invocation import poll_ns, serve_exchange
-from .server import _VERSIONS, SERVER_GIOP_VERSION, RequestDispatch, Server, _Outcome
+from .dispatch import _VERSIONS, RequestDispatch, _Outcome
+from .server import SERVER_GIOP_VERSION, Server
 
 log = logging.getLogger("pycdr.orb.threads")
 

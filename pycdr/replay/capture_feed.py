@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..capture.giop import CaptureDecoder
 
+
 def capture_error_line(entry: dict) -> str:
     """A capture error (a CaptureDecoder error entry) as the replay lists it."""
     return f"frame {entry['frame']} ({entry['src']} -> {entry['dst']}): " \

@@ -254,7 +254,6 @@ class Replay(ReplayLanes):
             if rec.waiting and rec.deadline <= now:
                 self._settle(rec, now, timed_out=True)
 
-
     def _spin_for(self, now: float, timeout: float) -> float:
         """The seconds to poll without sleeping before sleeping up to ``timeout``:
         SPIN as recorded (--window 1) while a core is free (looked at every SPIN_CHECK
@@ -426,7 +425,6 @@ class Replay(ReplayLanes):
             self._prepare(rec)
         if rec.ended and not rec.waiting and not items and not rec.outbuf:
             self._close(rec)
-
 
     def _prepare(self, rec: _Recorded) -> None:
         """(--window 1) Rewrite the next client message while the replies it follows
@@ -612,7 +610,6 @@ class Replay(ReplayLanes):
             if not (isinstance(sock, ssl.SSLSocket) and sock.pending()):
                 break
         self._received(rec, judged)
-
 
     def _receive_end(self, rec: _Recorded) -> None:
         """The target closed its side (or reading failed)."""

@@ -1,0 +1,243 @@
+"""The target's health as a campaign watches it: probes on fresh connections (a
+LocateRequest for the ORB core, a Request past it) judged against the answer times
+the target showed at the start, waits learned from its answer times, and under
+--spawn its CPU while nothing is sent to it (a spin).  TargetHealth is mixed into
+Campaign (pycdr.fuzz.engine), whose state it uses."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from ..conformance.wire import Observation
+from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
+from .window import SENTINEL_ID
+
+# Kinds after which the target needs a restart, by the probe status that shows them.
+BROKEN_BY_STATUS = {"exited": "crash", "refused": "crash", "silent": "hang",
+                    "requests-silent": "hang", "spinning": "spin"}
+BROKEN = ("crash", "hang", "memory", "spin")
+# A spawned target that burns more than SPIN_SHARE of a core while nothing
+# is sent to it (over SPIN_WINDOW seconds, then again over SPIN_CONFIRM
+# seconds: a JVM's garbage collection or compiler is a short burst) spins:
+# a thread left in a loop by some case (omniORB 4.2.5 after a ProfileAddr
+# Request: the target gets slower with each, then dies).
+# (A fifth of a core: on a loaded machine a spinning thread gets far less
+# than a whole one.)
+SPIN_SHARE = 0.2
+SPIN_WINDOW = 0.05
+SPIN_CONFIRM = 0.3
+# Seconds a target that cannot be restarted gets to answer again before the
+# campaign gives it up.
+RECOVERY_WAIT = 10.0
+# Learned waits: a high percentile of the target's answer times times a
+# factor, never below the floor (scheduling noise on a busy machine).
+TIMEOUT_FACTOR = 4.0
+TIMEOUT_FLOOR = 0.05
+TIMEOUT_PERCENTILE = 0.9
+MIN_SAMPLES = 16
+CALIBRATION_PROBES = MIN_SAMPLES
+# A probe answered this many times slower than the target's baseline (and
+# past the floor) says the target is slow: not broken, and no case is blamed.
+SLOW_FACTOR = 20.0
+SLOW_FLOOR = 0.05
+
+
+class Latency:
+    """Answer times of the target; the waits are learned from them."""
+
+    def __init__(self, ceiling: float, keep: int = 512):
+        self.ceiling = ceiling
+        self.samples: deque = deque(maxlen=keep)
+        self._learned: float | None = None
+        self._added = 0
+
+    def add(self, seconds: float) -> None:
+        self.samples.append(seconds)
+        self._added += 1
+        if self._learned is None or self._added % 64 == 0:
+            self._learned = None
+
+    def percentile(self, q: float) -> float:
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def timeout(self) -> float:
+        if len(self.samples) < MIN_SAMPLES:
+            return self.ceiling
+        if self._learned is None:
+            self._learned = min(self.ceiling, max(
+                TIMEOUT_FLOOR, TIMEOUT_FACTOR * self.percentile(TIMEOUT_PERCENTILE)))
+        return self._learned
+
+
+class TargetHealth:
+    """Campaign's probes and looks at the target (see the module doc)."""
+
+    def answer_timeout(self) -> float:
+        """How long a case's answers are waited for: learned from the
+        target's own answer times, at most --timeout."""
+        return self.latency.timeout()
+
+    def _build_probes(self) -> None:
+        version = min(tuple(self.target.version), (1, 2))
+        key = KeyAddr(self.target.object_key)
+        self._probe_messages = {
+            "locate": encode_message(LocateRequest(version=version, request_id=SENTINEL_ID,
+                                                   target=key)),
+            "request": (self.probe_request and self.probe_request(self.target)) or
+            encode_message(Request(
+                version=version, request_id=SENTINEL_ID + 1, target=key,
+                operation="_non_existent", response_flags=3)),
+        }
+
+    def _calibrate(self) -> None:
+        """Probe answer times of the target as it starts: the baseline that
+        slowness is judged against.  A target that never answers the Request
+        probe (no _non_existent for its key) is watched by LocateRequests only."""
+        self._build_probes()
+        kinds = ["locate", "request"] if self.request_probes else ["locate"]
+        for _ in range(CALIBRATION_PROBES):
+            for kind in kinds:
+                self._probe_one(kind, self.latency.ceiling)
+        if self.request_probes and not self.probe_latency["request"].samples \
+                and self.probe_latency["locate"].samples:
+            self.request_probes = False
+            self.notes.append("the target did not answer the Request probe; "
+                              "liveness by LocateRequest only")
+
+    def _probe_one(self, kind: str, timeout: float) -> str:
+        """One probe on a fresh connection: answered | silent | closed | refused."""
+        self.stats.probes += 1
+        try:
+            with self.target.wire(connect_timeout=max(timeout, self.probe_timeout)) as wire:
+                wire.send(self._probe_messages[kind])
+                obs = wire.observe(Observation(), want=1, timeout=timeout)
+        except OSError:
+            return "refused"
+        if obs.answer_time is not None and any(
+                isinstance(e.message, (LocateReply, Reply)) for e in obs.messages):
+            self.probe_latency[kind].add(obs.answer_time)
+            if len(self.latency.samples) < MIN_SAMPLES:
+                # Until the cases' answers teach it, the target's answers to
+                # probes give the wait (not the ceiling: a second for each
+                # silent case of the first groups).
+                self.latency.add(obs.answer_time)
+            if self.baseline.get(kind) is None and \
+                    len(self.probe_latency[kind].samples) >= CALIBRATION_PROBES:
+                self.baseline[kind] = self.probe_latency[kind].percentile(0.5)
+            base = self.baseline.get(kind)
+            if base is not None and obs.answer_time > max(SLOW_FACTOR * base, SLOW_FLOOR):
+                self.stats.slow_probes += 1
+                return "slow"
+            return "answered"
+        return "closed" if obs.closed else "silent"
+
+    def _probe(self, kinds=("locate", "request"), timeout: float | None = None) -> str:
+        """alive | slow | exited(CODE) | refused | silent (no answer to a
+        LocateRequest) | requests-silent (LocateRequests answered, Requests
+        not: a hung servant behind a working ORB core)."""
+        self._last_probe = time.monotonic()
+        if self.spawned is not None:
+            code = self.spawned.exited()
+            if code is not None:
+                return f"exited({code})"
+        slow = False
+        for kind in kinds:
+            if kind == "request" and not self.request_probes:
+                continue
+            answer = self._probe_one(kind, timeout or self.probe_timeout_now(kind))
+            if answer in ("refused", "closed", "silent") and self.spawned is not None:
+                time.sleep(0.05)         # a dying process may still accept, then drop
+                code = self.spawned.exited()
+                if code is not None:
+                    return f"exited({code})"
+            if answer == "refused":
+                return "refused"
+            if answer in ("silent", "closed"):
+                return "silent" if kind == "locate" else "requests-silent"
+            slow = slow or answer == "slow"
+        self._in_flight.clear()       # what was sent before did not break it
+        return "slow" if slow else "alive"
+
+    def probe_timeout_now(self, kind: str) -> float:
+        """A probe's wait: learned from the probe's answer times, at most
+        probe_timeout."""
+        return self.probe_latency[kind].timeout()
+
+    def _health(self) -> str:
+        """The target's state after something unexpected: both probes, and
+        when either is silent both again with the longest wait (one silent
+        probe is not a hang)."""
+        suspects = list(self._in_flight)
+        status = self._probe()
+        if status in ("silent", "requests-silent"):
+            status = self._probe(timeout=self.hang_timeout)
+        if status in ("silent", "requests-silent") and self.spawned is None:
+            # A target we cannot restart may only be slow: a JVM working off
+            # a group of malformed cases (the OpenJDK ORB spends ~35 ms of
+            # CPU on each) answers no probe for seconds.  It gets
+            # RECOVERY_WAIT to answer again before it is judged hung (a
+            # search among the cases in flight would send them all again,
+            # up to ATTRIBUTION_TESTS times; and a hung target we cannot
+            # restart ends the campaign anyway).
+            deadline = time.monotonic() + RECOVERY_WAIT
+            while status in ("silent", "requests-silent") and time.monotonic() < deadline:
+                status = self._probe(timeout=self.hang_timeout)
+            if status == "alive":
+                status = "slow"
+        # A spinning target may also answer late or not at all (the looping thread
+        # starves the others: Python's GIL, a JVM's safepoints, on a loaded
+        # machine most of all): the spin is the cause, the silence its symptom.
+        if status in ("alive", "slow", "silent", "requests-silent") and self._spinning():
+            status = "spinning"
+            # (The probes' answers cleared the cases in flight: they are the
+            # suspects of the spin all the same.)
+            self._in_flight.clear()
+            self._in_flight.extend(suspects)
+        return status
+
+    def _spinning(self, confirm: float = SPIN_CONFIRM) -> bool:
+        """Whether the spawned target burns CPU while nothing is sent to it
+        (see SPIN_SHARE), over SPIN_WINDOW then ``confirm`` seconds; False
+        for a target not spawned (its CPU is not known)."""
+        if self.spawned is None:
+            return False
+        for window in (SPIN_WINDOW, confirm):
+            before = self.spawned.cpu_seconds()
+            time.sleep(window)
+            after = self.spawned.cpu_seconds()
+            if before is None or after is None or after - before <= SPIN_SHARE * window:
+                return False
+        return True
+
+    def _broken(self) -> tuple | None:
+        """(kind, details) when the target is broken (crash or hang), else None."""
+        status = self._health()
+        kind = BROKEN_BY_STATUS.get(status.split("(")[0])
+        return None if kind is None else (kind, {"probe": status})
+
+    def _periodic_probe(self) -> None:
+        # Probes alternate: a LocateRequest (the ORB core), a Request (past it).
+        self._probe_turn += 1
+        kind = "request" if self._probe_turn % 2 and self.request_probes else "locate"
+        if self._spinning():
+            # (Looked at before the probe, which would clear the cases in flight.)
+            self._close_pipe()
+            self._attribute("spin", {"probe": "spinning", "periodic": True})
+            return
+        status = self._probe((kind,))
+        if status not in ("alive", "slow"):
+            broken = self._broken()
+            if broken is not None:
+                self._close_pipe()
+                self._attribute(broken[0], dict(broken[1], periodic=True))
+                return
+        rss = self.spawned.rss() if self.spawned is not None else None
+        if rss is not None:
+            if self.spawned.baseline_rss is None:
+                self.spawned.baseline_rss = rss
+            elif rss - self.spawned.baseline_rss > self.rss_limit:
+                self._close_pipe()
+                self._attribute("memory", {"rss": rss, "baseline": self.spawned.baseline_rss,
+                                           "periodic": True})
