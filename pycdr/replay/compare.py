@@ -26,7 +26,9 @@ from ..addressing.iiop import IIOPProfile, decode_profile
 from ..codec.marshal import read_value
 from ..capture.giop import flatten_value, leaf_text, union_branch
 from ..codec.plan import plan_for
+from ..codec.references import may_hold_reference
 from ..codec.typecode import TCKind, resolve
+from ..codec.values import Any
 
 if marshal.IMPLEMENTATION == "c":
     from ..codec import _cmarshal
@@ -268,7 +270,7 @@ class Comparison:
         known = self._references_in.get(operation)
         if known is None:
             known = self._references_in[operation] = any(
-                _may_hold_reference(tc, set()) for _, tc, *_ in items)
+                may_hold_reference(tc) for _, tc, *_ in items)
         return known
 
     def _read(self, msg, items) -> tuple:
@@ -351,6 +353,10 @@ class Comparison:
                 self.values(content, a, b, f"{path}[{i}]", diffs)
         elif kind == TCKind.tk_objref:
             self._references(old, new, path, diffs)
+        elif kind == TCKind.tk_any and isinstance(old, Any) and isinstance(new, Any) and \
+                may_hold_reference(old.tc) and old.tc.equivalent(new.tc):
+            # References inside an any compare by the key mapping too, as outside one.
+            self.values(old.tc, old.value, new.value, f"{path}.value", diffs)
         else:
             # Leaves, and the kinds pycdr pcap shows as texts (any, TypeCode, fixed,
             # valuetypes...): compared in that form, pair by pair.
@@ -395,27 +401,6 @@ class Comparison:
     def _add(self, diffs: list, path: str, old, new) -> None:
         if not self.ignored(path):
             diffs.append({"path": path, "recorded": _clip(str(old)), "replayed": _clip(str(new))})
-
-
-_OPEN_KINDS = frozenset((TCKind.tk_objref, TCKind.tk_abstract_interface, TCKind.tk_any,
-                         TCKind.tk_value, TCKind.tk_value_box, TCKind.tk_event,
-                         TCKind.tk_local_interface, TCKind.tk_component, TCKind.tk_home))
-
-
-def _may_hold_reference(tc, seen: set) -> bool:
-    tc = resolve(tc)
-    kind = tc.kind()
-    if kind in _OPEN_KINDS:
-        return True
-    if id(tc) in seen:
-        return False
-    seen.add(id(tc))
-    if kind in (TCKind.tk_struct, TCKind.tk_except, TCKind.tk_union):
-        return any(_may_hold_reference(tc.member_type(i), seen)
-                   for i in range(tc.member_count()))
-    if kind in (TCKind.tk_sequence, TCKind.tk_array, TCKind.tk_alias):
-        return _may_hold_reference(tc.content_type(), seen)
-    return False
 
 
 def _member(value, index: int, name: str):

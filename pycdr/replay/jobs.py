@@ -64,8 +64,9 @@ from .compare import Comparison
 from .capture_feed import capture_error_line
 from .runner import ReplayOptions, Replay, SkippedServers, _SERVER_FIRST
 from .targets import ReplayError
-from .session import (CLIENT_MESSAGES, LOCATE_OPERATION, RawReply, ReplyStream,
-                      _decode_client_message, _name_end, _profile_key, _ULONG, reply_message)
+from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, LOCATE_OPERATION, RawReply,
+                      ReplyStream, _decode_client_message, _name_end, _profile_key, _ULONG,
+                      reply_message)
 
 _REQUEST = MsgType.Request.value
 _LOCATE_REQUEST = MsgType.LocateRequest.value
@@ -419,10 +420,11 @@ class ReportedCall:
     difference_lines and --json read of a session's Call."""
     __slots__ = ("operation", "outcome", "recorded_latency", "recorded_reply",
                  "replayed_latency", "connection", "recorded_id", "reason", "differences",
-                 "_json")
+                 "_json", "kind", "sent_bytes", "replayed_raw")
 
     def __init__(self, operation, outcome, recorded_latency, had_recorded_reply,
-                 replayed_latency, connection, recorded_id, reason, differences, json):
+                 replayed_latency, connection, recorded_id, reason, differences, json,
+                 kind="", sent_bytes=b"", replayed_raw=b""):
         self.operation = operation
         self.outcome = outcome
         self.recorded_latency = recorded_latency
@@ -433,16 +435,24 @@ class ReportedCall:
         self.reason = reason
         self.differences = differences
         self._json = json
+        # what `pycdr replay` explains of a call a system exception answered (a differing
+        # or failed call's bytes only: the others need none)
+        self.kind = kind
+        self.sent_bytes = sent_bytes
+        self.replayed_raw = replayed_raw
 
     def to_json(self) -> dict:
         return self._json
 
 
 def _reported(call, with_json: bool) -> tuple:
+    explained = call.outcome in (DIFFERENT, FAILED)
     return (call.operation, call.outcome, call.recorded_latency,
             call.recorded_reply is not None, call.replayed_latency, call.connection,
             call.recorded_id, call.reason, call.differences,
-            call.to_json() if with_json else None)
+            call.to_json() if with_json else None, call.kind,
+            bytes(call.sent_bytes) if explained else b"",
+            bytes(call.replayed_raw) if explained else b"")
 
 
 # -- the workers ---------------------------------------------------------------------------

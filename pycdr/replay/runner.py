@@ -48,6 +48,7 @@ from .compare import Comparison, KeyMap
 from .lanes import PUMP_MAX, SHORT_RUNS, ReplayLanes, _Lane, _pump
 from .pacing import SPIN, SPIN_CHECK, RateLimit, _cores_free
 from .recorded import _END, QUEUE_MESSAGES, _Recorded
+from .references import ArgumentReferences
 from .session import (CLIENT_MESSAGES, DIFFERENT, FAILED, SAME,
                       OperationFilter, RawReply, Reencoding, ReplaySession, reply_message)
 from .targets import Target
@@ -105,6 +106,15 @@ class Replay(ReplayLanes):
                 defaults[server] = target.key
         self.keys = KeyMap(options.keys, defaults)
         self.comparison.keys = self.keys
+        # With the IDL: references to a recorded server in the arguments go to its target
+        # (every --target OLD=NEW now, the default target's server when it starts).
+        idl = self.comparison.idl
+        self.references = None if idl is None else ArgumentReferences(idl.arguments, self.keys)
+        self._routed: set = set()
+        for server, target in options.targets.items():
+            if self.references is not None:
+                self._routed.add(server)
+                self.references.route(server, target.endpoint.host, target.endpoint.port)
         self.report = report
         self.listing = listing           # dry run: listing(call, data, recorded) per message
         self.timeout = options.timeout
@@ -342,9 +352,13 @@ class Replay(ReplayLanes):
             return
         rec.target = target
         self.connections += 1
+        if self.references is not None and rec.server not in self._routed:
+            self._routed.add(rec.server)
+            self.references.route(rec.server, target.endpoint.host, target.endpoint.port)
         rec.session = ReplaySession(self.keys, connection=index, server=rec.server,
                                     selected=self.options.selected,
-                                    reencoding=self.options.reencoding)
+                                    reencoding=self.options.reencoding,
+                                    references=self.references)
         if not self.options.dry_run:
             self._live.add(rec)
 

@@ -51,7 +51,8 @@ class Call:
     __slots__ = ("connection", "server", "operation", "kind", "recorded_id", "replay_id",
                  "request_ts", "recorded_reply", "recorded_raw", "recorded_latency",
                  "replayed_reply", "replayed_raw", "sent_at", "replayed_latency",
-                 "outcome", "differences", "reason", "cancelled", "sent_bytes")
+                 "outcome", "differences", "reason", "cancelled", "sent_bytes",
+                 "rewritten_references")
 
     def __init__(self, connection: int, server: str, operation: str, kind: str,
                  recorded_id: int | None, request_ts: int):
@@ -74,6 +75,8 @@ class Call:
         self.reason = ""                    # why failed or skipped
         self.cancelled = False
         self.sent_bytes = b""
+        # references in the arguments moved to a target (pycdr.replay.references)
+        self.rewritten_references: list = []
 
     @property
     def expects_reply(self) -> bool:
@@ -87,6 +90,7 @@ class Call:
                 "recorded_latency": self.recorded_latency,
                 "replayed_latency": self.replayed_latency,
                 "sent": self.sent_bytes.hex(),
+                "rewritten_references": self.rewritten_references,
                 "recorded_reply": bytes(self.recorded_raw).hex(),
                 "replayed_reply": bytes(self.replayed_raw).hex()}
 
@@ -274,9 +278,10 @@ class Reencoding:
         self.little = little
 
     def message(self, msg, new_id: int, key: bytes | None,
-                fragment_size: int | None = None) -> bytes:
+                fragment_size: int | None = None, values: list | None = None) -> bytes:
         """``msg`` encoded again; a Request cut into fragments of at most
-        ``fragment_size`` bytes where its version allows it (not GIOP 1.0)."""
+        ``fragment_size`` bytes where its version allows it (not GIOP 1.0); ``values``:
+        its arguments as they are to be sent (read from its body when None)."""
         version = self.version or msg.version
         little = msg.little if self.little is None else self.little
         target = msg.target if key is None or isinstance(msg, CancelRequest) else KeyAddr(key)
@@ -292,8 +297,9 @@ class Reencoding:
         if items is None:
             raise NotSupportedError(f"{msg.operation}: not in the IDL given, so its "
                                     f"arguments cannot be encoded again")
-        r = msg.body_reader()
-        values = [read_value(r, tc) for _, tc, *_ in items]
+        if values is None:
+            r = msg.body_reader()
+            values = [read_value(r, tc) for _, tc, *_ in items]
 
         def write_body(w):
             for (_, tc, *_), value in zip(items, values):
@@ -358,9 +364,13 @@ class _RequestShape:
 
 class ReplaySession:
     def __init__(self, keys, *, connection: int = 0, server: str = "",
-                 selected=OperationFilter(), reencoding: Reencoding | None = None):
+                 selected=OperationFilter(), reencoding: Reencoding | None = None,
+                 references=None):
         self.keys = keys
         self.reencoding = reencoding
+        # pycdr.replay.references.ArgumentReferences: recorded references in arguments
+        # moved to the targets (None: arguments sent as recorded)
+        self.references = references
         self.connection = connection
         self.server = server
         self.selected = selected
@@ -457,8 +467,11 @@ class ReplaySession:
             if more:
                 self._note_fragmented(msg, sent=False)
             return None, call
-        if self.reencoding is not None:
-            return self._reencoded(msg, call, fragment_size)
+        values = None
+        if self.references is not None and isinstance(msg, Request) and not more:
+            values, call.rewritten_references = self.references.rewrite(msg)
+        if self.reencoding is not None or values is not None:
+            return self._reencoded(msg, call, fragment_size, values)
         data = self._rewrite(raw, msg, self.next_id)
         if more:
             self._note_fragmented(msg, sent=True)
@@ -476,13 +489,16 @@ class ReplaySession:
         call.sent_bytes = data
         return data
 
-    def _reencoded(self, msg, call: Call, fragment_size: int | None):
-        """(--giop/--byte-order) ``msg`` encoded again for ``call`` (cut into fragments
-        of at most ``fragment_size`` bytes where the version allows it)."""
+    def _reencoded(self, msg, call: Call, fragment_size: int | None, values=None):
+        """``msg`` encoded again for ``call``: in another version or byte order
+        (--giop/--byte-order), cut into fragments of at most ``fragment_size`` bytes where
+        the version allows it, and with ``values`` as its arguments when given (references
+        moved to the targets)."""
+        reencoding = self.reencoding or Reencoding(self.references.arguments)
         try:
             old_key = msg.object_key or _profile_key(msg.target)
             key = None if old_key is None else self.keys.target_key(old_key, self.server)
-            data = self.reencoding.message(msg, self.next_id, key, fragment_size)
+            data = reencoding.message(msg, self.next_id, key, fragment_size, values)
         except PycdrError as e:
             call.outcome, call.reason = FAILED, f"cannot encode it again: {e}"
             return None, call
@@ -571,6 +587,10 @@ class ReplaySession:
     # the rest up to the body compared.
     def _learn_shape(self, raw: bytes, msg, data: bytes, kind: str) -> None:
         start = msg.body_offset
+        # A shape's requests are sent without reading their arguments: not for operations
+        # whose arguments may hold a reference to move.
+        if self.references is not None and self.references.holds(msg.operation):
+            return
         if msg.version < (1, 2) or not msg.body or start is None or \
                 start + len(msg.body) != len(raw) or raw[:4] != GIOP_MAGIC or \
                 not isinstance(msg.target, KeyAddr) or raw[6] & ~1 or \
