@@ -15,6 +15,8 @@ from pycdr.codec.ior import IOR, printable_key
 from pycdr.addressing.objectkey import identify, printable
 
 from .main import EXIT_BAD_INPUT
+from .options import shared, write_json
+from .reference import read_reference
 
 
 def describe_component(c) -> list[str]:
@@ -153,13 +155,14 @@ def describe_corbaloc(loc: Corbaloc) -> list[str]:
 
 
 @click.command("ior")
-@click.argument("reference", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def cmd(reference, as_json):
-    """Show what an IOR:, corbaloc: or corbaname: reference holds (from stdin
-    if REFERENCE is omitted or '-')."""
-    if reference is None or reference == "-":
-        reference = sys.stdin.read()
+@click.argument("reference", required=False, metavar="[REFERENCE]")
+@shared("--json", "json_out", more="One object: type id, profiles, components, addresses.")
+def cmd(reference, json_out):
+    """Show what an IOR:, corbaloc: or corbaname: reference holds.  REFERENCE is the
+    reference, a file holding it (a path or file:// URL; wrapped lines are joined) or '-'
+    for stdin (also when omitted)."""
+    reference = read_reference("-" if reference is None else reference)
+    as_json = json_out is not None
     warnings: list = []
     try:
         obj = parse_object_url(reference)
@@ -181,7 +184,7 @@ def cmd(reference, as_json):
         sys.exit(EXIT_BAD_INPUT)
     if as_json:
         out["warnings"] = [w.to_json() for w in warnings]
-        click.echo(json.dumps(out, indent=2))
+        write_json(json_out, out, indent=2)
     else:
         out += [f"{w.severity}: [{w.code}] {w}" for w in warnings]
         click.echo("\n".join(out))

@@ -77,7 +77,7 @@ def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
     saved = str(tmp_path / "live.pcap")
-    proc = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {port}", "--json",
+    proc = subprocess.Popen(PYCDR + ["-i", "lo", "--filter", f"tcp port {port}", "--json",
                                      "--duration", "60", "-w", saved],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=_interruptible)
@@ -127,7 +127,7 @@ def test_no_such_interface_is_a_clear_error():
 
 
 def test_bad_capture_filter_is_a_clear_error():
-    proc = subprocess.run(PYCDR + ["-i", "lo", "-f", "tcp port (((", "--duration", "2"],
+    proc = subprocess.run(PYCDR + ["-i", "lo", "--filter", "tcp port (((", "--duration", "2"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "error: capture filter 'tcp port (((':" in proc.stderr
@@ -138,7 +138,7 @@ def test_count_ends_the_capture_and_the_saved_file_holds_the_packets(tmp_path):
     saved = tmp_path / "five.pcap"
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
-    proc = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {port}", "-c", "5",
+    proc = subprocess.Popen(PYCDR + ["-i", "lo", "--filter", f"tcp port {port}", "-c", "5",
                                      "--duration", "60", "-w", str(saved), "--stats", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

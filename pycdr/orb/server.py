@@ -44,7 +44,8 @@ from ..giop.service_contexts import CodeSetsContext
 from ..giop.sysexc import (BAD_OPERATION, CODESET_INCOMPATIBLE, INV_FLAG, MARSHAL,
                            OBJECT_NOT_EXIST, OMG_VMCID, UNKNOWN, CompletionStatus,
                            SystemException)
-from ..addressing.iiop import IIOPProfile, ORBTypeComponent, decode_profile, make_ior
+from ..addressing.iiop import (PYCDR_ORB_TYPE, IIOPProfile, ORBTypeComponent, decode_profile,
+                               make_ior)
 from ..codec.ior import IOR, ior_to_string
 from ..codesets import DEFAULT_TCS_C, ISO_8859_1
 from ..codec.marshal import write_value
@@ -62,8 +63,6 @@ from .tls import server_components
 
 log = logging.getLogger("pycdr.orb.server")
 
-# ORB_TYPE of this ORB's IORs: "PYC\0" (not an OMG-assigned vendor tag).
-PYCDR_ORB_TYPE = 0x50594300
 SERVER_GIOP_VERSION = (1, 2)      # the highest version served
 VALID_RESPONSE_FLAGS = (0, 1, 3)  # SYNC_NONE/WITH_TRANSPORT, SYNC_WITH_SERVER, SYNC_WITH_TARGET
 _NO = CompletionStatus.COMPLETED_NO
