@@ -164,6 +164,10 @@ def cmd(target, operation, args, idl_file, interface_name, include_dirs, giop, l
         write_json(json_out, {kind: value})
     elif kind == "local_exception":
         click.echo(f"{value['name']} raised locally, nothing sent: {value['reason']}")
+        if "GIOP 1.0" in value["reason"] and _corbaloc_version(target) == (1, 0):
+            click.echo("hint: a corbaloc address without a version is GIOP 1.0 (the "
+                       "corbaloc default), which has no wchar or wstring: give the version, "
+                       "e.g. corbaloc::1.2@host:port/key", err=True)
     else:
         click.echo(f"{kind}: {dumps(value)}" if kind != "result" else dumps(value))
     sys.exit(0 if kind == "result" else EXIT_BAD_INPUT)
@@ -181,6 +185,18 @@ def _warn_if_other_type(ref, interface, known_interfaces) -> None:
     click.echo(f"pycdr: warning: the reference's type is {type_id}, not "
                f"{interface.scoped_name} ({interface.repo_id}); the call is made with "
                f"{interface.scoped_name}'s signature", err=True)
+
+
+def _corbaloc_version(target: str):
+    """The GIOP version of a corbaloc URL's first IIOP address (None for other references)."""
+    from pycdr.addressing.corbaloc import Corbaloc, IIOPAddress, parse_object_url
+    try:
+        parsed = parse_object_url(target)
+    except PycdrError:
+        return None
+    if not isinstance(parsed, Corbaloc):
+        return None
+    return next((a.version for a in parsed.addresses if isinstance(a, IIOPAddress)), None)
 
 
 def _names(items) -> str:

@@ -104,3 +104,13 @@ def test_a_reference_of_another_type_than_the_interface_is_warned_about(echo, tm
         in result.stderr
     same = invoke("call", ior, "echo_long", "5", "--idl", ECHO_ALL_IDL)
     assert same.exit_code == 0 and "warning" not in same.stderr
+
+
+def test_a_wstring_over_corbaloc_without_version_hints_at_giop_1_0(echo):
+    _, url = echo
+    bare = url.replace("corbaloc:iiop:1.2@", "corbaloc::")
+    result = invoke("call", bare, "echo_wstring", '"h\u00e9llo"', "--idl", ECHO_ALL_IDL)
+    assert result.exit_code == 1 and "GIOP 1.0" in result.stdout
+    assert "hint: a corbaloc address without a version is GIOP 1.0" in result.stderr
+    result = invoke("call", url, "echo_wstring", '"h\u00e9llo"', "--idl", ECHO_ALL_IDL, "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == {"result": "h\u00e9llo"}
