@@ -36,6 +36,17 @@ def check_endpoint(host: str, port: int, tls: TLSOptions | None = None,
         stop(diagnosis)
 
 
+def check_answered(host: str, port: int, tls: TLSOptions | None = None,
+                   timeout: float = 3.0) -> None:
+    """After calls that all failed: exit with the cause when ``host:port`` clearly does not
+    speak GIOP (another protocol, TLS or plain where the other was used, refused); a silent
+    endpoint or one that closes is left to the failures the command has reported."""
+    endpoint = Endpoint(host, port, tls is not None)
+    diagnosis = run_loop(diagnose(endpoint, tls or DEFAULT_TLS, timeout))
+    if diagnosis.kind in (NOT_GIOP, TLS_EXPECTED, PLAIN_EXPECTED, TLS_FAILED, REFUSED):
+        stop(diagnosis)
+
+
 def explain(error: BaseException, endpoint: Endpoint | None, tls: TLSOptions,
             timeout: float) -> Diagnosis:
     """Why a call to ``endpoint`` failed with ``error`` (a CORBA TRANSIENT, COMM_FAILURE or
@@ -43,10 +54,11 @@ def explain(error: BaseException, endpoint: Endpoint | None, tls: TLSOptions,
     asking the endpoint again."""
     from pycdr.giop.sysexc import TIMEOUT
     transport = transport_error_of(error)
-    if endpoint is None:
-        return Diagnosis(REFUSED, str(transport or error))
     if transport is not None:
-        return from_transport_error(endpoint, transport)
+        where = endpoint or Endpoint(transport.host, transport.port, False)
+        return from_transport_error(where, transport)
+    if endpoint is None:
+        return Diagnosis(REFUSED, str(error))
     diagnosis = run_loop(diagnose(endpoint, tls, timeout))
     if diagnosis.ok:
         # It answers a LocateRequest now: the failure was the call's own.

@@ -16,14 +16,13 @@ from dataclasses import dataclass, field
 
 import click
 
-_warned: set = set()
-
-
 def deprecated(old: str, new: str) -> None:
-    """One line on stderr, once a process, for an old spelling still accepted."""
-    if old in _warned:
+    """One line on stderr, once a command, for an old spelling still accepted."""
+    ctx = click.get_current_context(silent=True)
+    warned = ctx.find_root().meta.setdefault("pycdr.deprecated", set()) if ctx else set()
+    if old in warned:
         return
-    _warned.add(old)
+    warned.add(old)
     click.echo(f"pycdr: warning: {old} is deprecated: use {new}", err=True)
 
 

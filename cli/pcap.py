@@ -418,7 +418,8 @@ def system_exception_text(exc: dict) -> str:
     if minor is not None:
         text += f" minor 0x{minor:08x}"
         if exc.get("vendor") is not None and exc.get("minor_code") is not None:
-            text += f" ({exc['vendor']} {exc['minor_code']})"
+            meaning = exc.get("minor_meaning")
+            text += f" ({exc['vendor']} {exc['minor_code']}{': ' + meaning if meaning else ''})"
     if exc.get("completed"):
         text += f" {exc['completed']}"
     return text

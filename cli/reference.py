@@ -12,7 +12,7 @@ import click
 
 # The schemes an object reference is written in (case does not matter).
 SCHEMES = ("ior:", "corbaloc:", "corbaname:")
-_HOST_PORT = re.compile(r"\[?[^\s/\]]+\]?:\d+")
+HOST_PORT = re.compile(r"\[?[^\s/\]]+\]?:\d+")
 # The most a reference file is read (an IOR of many profiles is some kilobytes).
 MAX_REFERENCE_BYTES = 1 << 20
 
@@ -62,7 +62,7 @@ def read_reference(text: str) -> str:
         if parsed.netloc not in ("", "localhost"):
             raise ReferenceError(f"{stripped}: only local file:// URLs can be read")
         text = _read_file(unquote(parsed.path), stripped)
-    elif not stripped.lower().startswith(SCHEMES) and not _HOST_PORT.fullmatch(stripped):
+    elif not stripped.lower().startswith(SCHEMES) and not HOST_PORT.fullmatch(stripped):
         if os.path.exists(stripped) or os.sep in stripped or stripped.endswith(".ior"):
             text = _read_file(stripped, stripped)
     return _unwrap(text)

@@ -16,9 +16,10 @@ from pycdr.replay.runner import (QUEUE_MESSAGES, ReplayError, ReplayOptions, Rep
 from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
 from pycdr.replay.summary import ReplaySummary, difference_lines
 
-from .failures import check_endpoint, explain, stop
+from .failures import check_answered, explain, stop
 from .main import EXIT_BAD_INPUT, EXIT_OK
 from .options import old_spelling, open_output, shared
+from .reference import HOST_PORT, read_reference
 from .tls import tls_options
 
 # Differences printed on the terminal before the summary (all go to --json).
@@ -96,7 +97,7 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
         raise click.UsageError("--giop and --byte-order need --idl (the arguments are "
                                "encoded again)")
     try:
-        default, mapped = parse_targets(targets, tls)
+        default, mapped = parse_targets([_target_text(t) for t in targets], tls)
         key_map = dict(parse_key(k) for k in keys)
         idl = None
         if idl_files:
@@ -150,11 +151,7 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
             stop(explain(e, None, tls, timeout))
         except TLSConfigError as e:
             _fail(e)
-        for target in [*options.targets.values(), options.default_target]:
-            if target is not None:
-                # Does it answer in GIOP?  If not, why not (before a capture of failures).
-                check_endpoint(target.endpoint.host, target.endpoint.port,
-                               tls if target.endpoint.tls else None, min(timeout, 5.0))
+
     if progress is None:
         progress = sys.stderr.isatty()
     skipped, capture_errors = replay.skipped, replay.capture_errors
@@ -189,11 +186,28 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
     if out_json is not sys.stdout:
         _print_summary(summary)
     _print_skipped(skipped)
+    totals = summary.totals()
+    if totals["failed"]:
+        # Calls failed: ask each target (now the replay is over) whether it speaks GIOP at
+        # all, and say why not when it does not.
+        for target in [*options.targets.values(), options.default_target]:
+            if target is not None:
+                check_answered(target.endpoint.host, target.endpoint.port,
+                               tls if target.endpoint.tls else None, min(timeout, 5.0))
     if capture_error_count:
         click.echo(f"the capture is damaged: {capture_error_count} errors", err=True)
         for line in capture_errors:
             click.echo(f"  {line}", err=True)
     sys.exit(EXIT_OK if summary.ok and not capture_error_count else EXIT_BAD_INPUT)
+
+
+def _target_text(text: str) -> str:
+    """A --target value with its reference read as `pycdr call` reads one (a file, file://,
+    '-', wrapped lines): NEW, or the NEW of OLDHOST:PORT=NEW."""
+    old, sep, new = text.partition("=")
+    if sep and HOST_PORT.fullmatch(old.strip()):
+        return f"{old}={read_reference(new)}"
+    return read_reference(text)
 
 
 def _fail(e: BaseException):

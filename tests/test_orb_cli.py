@@ -190,7 +190,7 @@ def test_serve_forwards_its_corbaloc_key_to_the_full_ior():
         located = report["locate"][0]
         assert located["locate_status"] == "OBJECT_FORWARD"
         assert located["forward"]["ior"] == ior
-        assert located["forward"]["profiles"][0]["vendor"] == "0x50594300"   # unregistered
+        assert located["forward"]["profiles"][0]["vendor"] == "pycdr"   # its own ORB type
         omni = run_omni_client(url, [("echo_long", 42), ("echo_string", "via forward")],
                                idl=ECHO_ALL_IDL, interface=ECHO_INTERFACE)
         assert [c.get("result") for c in omni] == [42, "via forward"], omni

@@ -243,8 +243,9 @@ def test_listing_names_system_exceptions_and_forward_targets():
     out = CliRunner().invoke(main, ["pcap", os.path.join(CAPTURES, "messages.pcap")])
     assert out.exit_code == 0, out.output
     lines = out.output.splitlines()
-    assert any("Reply id=9 SYSTEM_EXCEPTION OBJECT_NOT_EXIST minor 0x4f4d0002 (OMG 2) "
-               "COMPLETED_NO" in line for line in lines)
+    assert any("Reply id=9 SYSTEM_EXCEPTION OBJECT_NOT_EXIST minor 0x4f4d0002 (OMG 2: the "
+               "servant manager could not incarnate the object) COMPLETED_NO" in line
+               for line in lines)
     assert any("Reply id=10 LOCATION_FORWARD -> IDL:CaptureTest/Demo:1.0 at "
                "demo.example:2810" in line for line in lines)
     assert any("LocateReply id=12 OBJECT_FORWARD -> IDL:CaptureTest/Demo:1.0 at "

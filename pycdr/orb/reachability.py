@@ -73,8 +73,8 @@ def from_transport_error(endpoint: Endpoint, error: TransportError) -> Diagnosis
             return Diagnosis(SILENT, f"{where}: the TCP connection was not accepted within "
                              "the timeout (a firewall dropping packets, or a host that is "
                              "down)")
-        return Diagnosis(REFUSED, f"{where}: cannot connect: {error.detail} (is the server "
-                         "running, on this host and port?)")
+        return Diagnosis(REFUSED, f"{where}: TCP connect failed: {error.detail} (is a server "
+                         "running on this host and port?)")
     if error.step in (STEP_CERTIFICATE, STEP_CLIENT_CERTIFICATE):
         return Diagnosis(TLS_FAILED, str(error))
     if "does not speak TLS" in error.detail or "closed the connection during" in error.detail:
@@ -119,6 +119,25 @@ async def diagnose(endpoint: Endpoint, tls: TLSOptions = DEFAULT_TLS,
         read = await raw.read_messages(1, timeout=timeout, max_bytes=MAX_READ)
     finally:
         await raw.close()
-    if read.messages:
+    if read.messages or read.data[:4] in (b"GIOP", b"ZIOP"):
+        # (a GIOP header, even of a message that breaks the protocol: it speaks GIOP)
         return Diagnosis(GIOP, f"{_where(endpoint)} answers in GIOP")
-    return from_answer(endpoint, read.data, read.closed)
+    diagnosis = from_answer(endpoint, read.data, read.closed)
+    if diagnosis.kind == CLOSED and not endpoint.tls and await speaks_tls(endpoint, timeout):
+        # Some TLS servers close on bytes that are no ClientHello without an alert.
+        return Diagnosis(TLS_EXPECTED, f"{_where(endpoint)} speaks TLS: connect with --tls")
+    return diagnosis
+
+
+async def speaks_tls(endpoint: Endpoint, timeout: float) -> bool:
+    """Whether ``endpoint`` completes (or gets as far as the certificates of) a TLS
+    handshake; nothing is verified, nothing is sent after it."""
+    raw = RawConnection(None, endpoint.host, endpoint.port, tls=True,
+                        tls_options=TLSOptions(insecure=True))
+    try:
+        await raw.open(timeout)
+    except TransportError as e:
+        return e.step in (STEP_CERTIFICATE, STEP_CLIENT_CERTIFICATE)
+    finally:
+        await raw.close()
+    return True
