@@ -10,7 +10,7 @@ import click
 
 from pycdr.conformance.cases import TOLERANCE_CODES
 
-from .failures import check_endpoint, explain, stop
+from .failures import check_target, explain, stop
 from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE
 from .options import old_spelling, open_output, shared
 from .reference import read_reference
@@ -67,6 +67,8 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
     from pycdr.orb.tls import TLSConfigError
     if target:
         target = read_reference(target)
+        if not list_only:
+            check_target(target, tls)       # answers in GIOP?  If not, why not, at once.
     try:
         from rich.progress import Progress
     except ImportError:  # pragma: no cover - rich is a dependency
@@ -95,9 +97,6 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
                     for data in render_case(case, suite.runner.ctx):
                         click.echo(f"    {data.hex()}")
             sys.exit(EXIT_OK)
-        if target:
-            # Does it answer in GIOP (over TLS where spoken)?  If not, why not.
-            check_endpoint(suite.target.host, suite.target.port, suite.target.tls)
         if suite.target.tls is not None:
             click.echo(f"over TLS to {suite.target.host}:{suite.target.port}")
         if Progress is not None and sys.stderr.isatty():

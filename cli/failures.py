@@ -26,6 +26,16 @@ def stop(diagnosis: Diagnosis):
     sys.exit(EXIT_OF[diagnosis.kind])
 
 
+def check_target(text: str, tls: TLSOptions, timeout: float = 3.0) -> None:
+    """Exit with the cause unless the endpoint of the reference or host:port ``text``
+    answers in GIOP (a reference that does not parse is left to the command)."""
+    endpoint = target_endpoint(text, tls)
+    if endpoint is not None:
+        diagnosis = run_loop(diagnose(endpoint, tls, timeout))
+        if not diagnosis.ok:
+            stop(diagnosis)
+
+
 def check_endpoint(host: str, port: int, tls: TLSOptions | None = None,
                    timeout: float = 3.0) -> None:
     """Exit with the cause unless ``host:port`` answers a LocateRequest in GIOP (over TLS
@@ -71,7 +81,13 @@ def explain(error: BaseException, endpoint: Endpoint | None, tls: TLSOptions,
 
 def target_endpoint(text: str, tls: TLSOptions) -> Endpoint | None:
     """The endpoint a reference's first IIOP profile (a corbaloc's first IIOP address, a
-    corbaname's naming service) sends to; None when the reference has none."""
+    corbaname's naming service) or a host:port sends to; None when it has none."""
+    from .reference import HOST_PORT
+    if HOST_PORT.fullmatch(text.strip()) and not text.lower().startswith(("ior:", "corba")):
+        host, _, port = text.strip().rpartition(":")
+        if int(port) > 65535:
+            return None
+        return Endpoint(host.strip("[]"), int(port), tls.force)
     from pycdr.addressing.corbaloc import Corbaloc, Corbaname, IIOPAddress, parse_object_url
     from pycdr.errors import PycdrError
     from pycdr.giop.sysexc import SystemException

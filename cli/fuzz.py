@@ -11,11 +11,9 @@ import time
 import click
 
 from pycdr.errors import PycdrError
-from pycdr.orb.aio import run as run_loop
-from pycdr.orb.reachability import diagnose
-from pycdr.orb.tls import Endpoint, TLSConfigError
+from pycdr.orb.tls import TLSConfigError
 
-from .failures import explain, stop
+from .failures import check_target, explain, stop
 from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE
 from .options import shared, write_json
 from .reference import read_reference
@@ -131,6 +129,10 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
         except FindingError as e:
             click.echo(f"cannot replay: {e}", err=True)
             sys.exit(EXIT_BAD_INPUT)
+    if target and not spawn:
+        # A target that gives no GIOP answer (refused, silent, another protocol, TLS not
+        # trusted) would look like a dead one: say why instead, at once.
+        check_target(target, tls, max(timeout, 2.0))
     try:
         if replay_dir:
             from pycdr.fuzz.seeds import Seed
@@ -160,16 +162,6 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                                                        no_catalog),
                             probe_request=idl_probe_request(idl_file, interface)
                             if idl_file else None, tls=tls)
-        if not spawn:
-            # A target that gives no GIOP answer (refused, silent, another protocol, TLS
-            # not trusted) would look like a dead one: say why instead.
-            diagnosis = run_loop(diagnose(
-                Endpoint(campaign.target.host, campaign.target.port,
-                         campaign.target.tls is not None),
-                campaign.target.tls or tls, timeout))
-            if not diagnosis.ok:
-                campaign.close()
-                stop(diagnosis)
     except TLSConfigError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_USAGE)

@@ -78,8 +78,7 @@ def from_transport_error(endpoint: Endpoint, error: TransportError) -> Diagnosis
     if error.step in (STEP_CERTIFICATE, STEP_CLIENT_CERTIFICATE):
         return Diagnosis(TLS_FAILED, str(error))
     if "does not speak TLS" in error.detail or "closed the connection during" in error.detail:
-        return Diagnosis(PLAIN_EXPECTED, f"{where} does not speak TLS ({error.detail}); it "
-                         "may be a plain IIOP port: connect without --tls")
+        return Diagnosis(PLAIN_EXPECTED, f"{where}: {error.detail}: connect without --tls")
     if error.detail == "timed out":
         return Diagnosis(SILENT, f"{where}: no answer to the TLS handshake within the "
                          "timeout; it may be a plain IIOP port: connect without --tls")
@@ -94,8 +93,7 @@ def from_answer(endpoint: Endpoint, data: bytes, closed: bool) -> Diagnosis:
             return Diagnosis(CLOSED, f"{where} closed the connection without answering (a "
                              "server that is not GIOP, or one that refused the request)")
         return Diagnosis(SILENT, f"{where} accepted the connection but did not answer "
-                         "within the timeout (a busy or hung server, or not a GIOP port: "
-                         "try a longer --timeout)")
+                         "within the timeout (a busy or hung server, or not a GIOP port)")
     if _looks_like_tls(data) and not endpoint.tls:
         return Diagnosis(TLS_EXPECTED, f"{where} speaks TLS: connect with --tls")
     return Diagnosis(NOT_GIOP, f"{where} does not speak GIOP: it answered like "
