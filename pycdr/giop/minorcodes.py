@@ -1,13 +1,16 @@
 """What a system exception's minor code means, where the code's owner publishes it: the
 OMG's standard minor codes (VMCID 0x4f4d0000, CORBA 3 part 1, "Standard Minor Exception
-Codes") and omniORB's (VMCID 0x41540000, the table omniORB generates its minorCodes from).
-Described here in a few words each; a code not listed is shown by number only.
+Codes"), omniORB's (VMCID 0x41540000, the table omniORB generates its minorCodes from) and
+JacORB's (VMCID 0x4a430000, org.jacorb.orb.MinorCodes: its security service's codes, the
+same whatever the exception).  Described here in a few words each; a code not listed is
+shown by number only.
 """
 
 from __future__ import annotations
 
 OMG = 0x4F4D0000
 OMNIORB = 0x41540000
+JACORB = 0x4A430000
 
 # (exception name, VMCID, code) -> meaning.
 MEANINGS = {
@@ -74,10 +77,15 @@ MEANINGS = {
     ("OBJECT_NOT_EXIST", OMNIORB, 58): "the POA is not initialised",
     ("TIMEOUT", OMNIORB, 8): "call timed out on the client",
     ("TIMEOUT", OMNIORB, 124): "call timed out on the server",
+    # JacORB's own codes, whatever the exception (None)
+    (None, JACORB, 1): "security service failure on the client side (CSS)",
+    (None, JACORB, 2): "security service failure in the ATLAS authorization token",
+    (None, JACORB, 3): "security service failure on the server side (TSS)",
 }
 
 
 def meaning(name: str, minor: int) -> str | None:
     """What minor code ``minor`` of system exception ``name`` (e.g. "TRANSIENT") means,
     or None when its owner's table is not known here."""
-    return MEANINGS.get((name, minor & 0xFFFFF000, minor & 0xFFF))
+    vmcid, code = minor & 0xFFFFF000, minor & 0xFFF
+    return MEANINGS.get((name, vmcid, code)) or MEANINGS.get((None, vmcid, code))
