@@ -114,6 +114,10 @@ class _LazyGroup(click.Group):
         try:
             status = super().main(args, *rest, standalone_mode=False, **kwargs)
         except click.exceptions.UsageError as e:
+            if type(e).__name__ == "NoArgsIsHelpError" and e.ctx is not None:
+                # (a group given no command: its help, as Click shows it)
+                click.echo(e.ctx.get_help())
+                sys.exit(e.exit_code)
             where = e.ctx.command_path if e.ctx is not None else "pycdr"
             click.echo(f"{where}: error: {one_line(e.format_message())} (see {where} --help)",
                        err=True)

@@ -246,6 +246,9 @@ TABLE = [
      "nonsense"),
     # bench
     ("bench-unknown", ["bench", "nosuch"], EXIT_USAGE, "nosuch"),
+    # the group itself
+    ("no-such-command", ["nosuch"], EXIT_USAGE, "nosuch"),
+    ("no-such-option", ["decode", "--nosuch"], EXIT_USAGE, "--nosuch"),
 ]
 
 
@@ -285,6 +288,12 @@ def test_every_command_is_in_the_table():
     from pycdr.cli.main import SUBCOMMANDS, _command_name
     tried = {arguments[0] for _, arguments, _, _ in TABLE}
     assert {_command_name(m, a) for m, a in SUBCOMMANDS} <= tried
+
+
+def test_no_command_shows_the_help():
+    result = subprocess.run([PYCDR], capture_output=True, text=True, timeout=60)
+    assert result.stdout.startswith("Usage: pycdr [OPTIONS] COMMAND")
+    assert "Exit statuses" in result.stdout and "Traceback" not in result.stderr
 
 
 def test_an_unexpected_exception_is_one_line_and_a_saved_report(tmp_path):
