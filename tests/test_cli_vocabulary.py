@@ -16,12 +16,11 @@ from click.testing import CliRunner
 
 from bounded import PYCDR
 from pycdr.cli import docpages
-from pycdr.cli.main import main
+from pycdr.cli.main import HIDDEN, main
 from pycdr.cli.options import SHARED, json_arguments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPTURES = os.path.join(ROOT, "captures")
-ECHO_IOR_HOST = "corbaloc::1.2@127.0.0.1:1/Echo"
 
 
 def every_command():
@@ -34,7 +33,7 @@ def every_command():
         if isinstance(command, click.Group):
             names = command.list_commands(ctx)
             if command is main:
-                names = [main.get_command(ctx, n) and n for n in names] + ["capture"]
+                names += sorted(HIDDEN)
             for name in names:
                 sub = command.get_command(ctx, name)
                 walk(sub, click.Context(sub, info_name=name, parent=ctx), f"{path} {name}")
@@ -185,3 +184,12 @@ def test_pcap_selects_operations_streams_and_frames():
     detail = CliRunner().invoke(main, ["pcap", pcap, "--frame", frame, "-v"]).stdout
     assert detail.startswith(f"frame {frame} ") and "  offsets:" in detail
     assert "[[" not in detail and "{'" not in detail
+
+
+def test_shell_completion_as_documented():
+    env = dict(os.environ, COMP_WORDS="pycdr pcap --on", COMP_CWORD="2",
+               _PYCDR_COMPLETE="bash_complete")
+    result = subprocess.run([PYCDR], capture_output=True, text=True, env=env, timeout=60)
+    assert "plain,--only" in result.stdout.splitlines(), result.stdout
+    with open(os.path.join(ROOT, "docs", "options.md")) as f:
+        assert "_PYCDR_COMPLETE=bash_source pycdr" in f.read()
