@@ -180,3 +180,40 @@ def test_without_capture_rights_the_error_says_so():
         pytest.skip("nobody captures here (capabilities on the interpreter)")
     assert proc.returncode == 1
     assert "capturing needs rights" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["-i", "lo", "--filter", "tcp port {port}", "-w", "{out}", "-q", "--duration", "3"],
+    # `pycdr capture`: the old name of the same, said once on stderr
+    ["capture", "-i", "lo", "-p", "{port}", "-t", "3", "{out}"]], ids=["pcap", "capture"])
+def test_recording_only_writes_the_packets_and_prints_no_messages(tmp_path, command):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    out = tmp_path / "recorded.pcap"
+    argv = [a.format(port=port, out=out) for a in command]
+    base = PYCDR[:-1] if argv[0] == "capture" else PYCDR
+    proc = subprocess.Popen(base + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        said, lines, deadline = [], Lines(proc.stderr), time.monotonic() + 30
+        while not said or not said[-1].startswith("capturing on"):    # (libpcap opened)
+            line = lines.read(deadline)
+            assert line is not None, said
+            said.append(line)
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            conn, _ = server.accept()
+            client.sendall(encode_message(Request(request_id=1, operation="op",
+                                                  target=KeyAddr(b"k"))))
+            conn.recv(1024)
+            conn.close()
+        stdout, rest = proc.communicate(timeout=30)
+    finally:
+        _end(proc, server)
+    stderr = "\n".join(said).encode() + lines.buf + rest
+    assert proc.returncode == 0, stderr
+    assert stdout == b""
+    assert b"packets written to" in stderr
+    assert (b"pycdr capture is deprecated" in stderr) == (argv[0] == "capture")
+    entries = decode_capture(str(out))
+    assert [e["operation"] for e in entries if e.get("type") == "Request"] == ["op"], (stderr, entries)
