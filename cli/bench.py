@@ -17,6 +17,7 @@ import sys
 import click
 
 from .main import EXIT_BAD_INPUT, EXIT_USAGE
+from .options import shared, write_json
 
 BENCHMARKS = ("marshal", "ttcp", "param")
 
@@ -61,8 +62,7 @@ def _marshal_arguments(module, parser) -> None:
                                           "help_option_names": ["-h", "--help"]})
 @click.argument("benchmark", type=click.Choice(BENCHMARKS))
 @click.option("--quick", is_flag=True, help="A smoke run in seconds (numbers not meaningful).")
-@click.option("--json", "json_file", type=click.Path(dir_okay=False), default=None,
-              help="Also write the results as JSON to this file.")
+@shared("--json", "json_file", more="The results, besides the tables.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
               help="Also write PNG plots (matplotlib) into this folder.")
 @click.argument("options", nargs=-1, type=click.UNPROCESSED)
@@ -102,8 +102,7 @@ def cmd(benchmark, quick, json_file, plot_dir, options):
         sys.exit(EXIT_BAD_INPUT)
     click.echo(module.format_tables(results))
     if json_file:
-        with open(json_file, "w") as f:
-            json.dump(results, f, indent=1)
+        write_json(json_file, results, indent=1)
     if plot_dir:
         try:
             if benchmark == "marshal":

@@ -10,23 +10,25 @@ import click
 
 from pycdr.conformance.cases import TOLERANCE_CODES
 
-from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
-from .tls import failure_text, tls_options
+from .failures import check_target, explain, stop
+from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE
+from .options import old_spelling, open_output, shared
+from .reference import read_reference
+from .tls import tls_options
 
 
 @click.command("conformance")
 @click.argument("target", required=False)
-@click.option("--json", "json_file", type=click.Path(dir_okay=False),
-              help="Write every verdict with the bytes sent and received as JSON.")
-@click.option("--junit", "junit_file", type=click.Path(dir_okay=False),
-              help="Write a JUnit XML report.")
+@shared("--json", "json_file", more="Every verdict with the bytes sent and received.")
+@shared("--junit", "junit_file")
 @click.option("--group", "groups", multiple=True,
               help="Only these groups (locate, request, version, fragment, malformed, echo, "
                    "align); repeatable.")
 @click.option("--no-wide", is_flag=True,
               help="Do not send wchar/wstring (some ORBs abort the process on them).")
-@click.option("--pcap", "pcap_dir", type=click.Path(file_okay=False),
+@click.option("--pcap-dir", "pcap_dir", type=click.Path(file_okay=False),
               help="Write one pcap a case (bytes sent and received) into this folder.")
+@old_spelling("--pcap", "pcap_dir", new="--pcap-dir", type=click.Path(file_okay=False))
 @click.option("--list", "list_only", is_flag=True,
               help="List the cases (with the bytes each sends) and exit.")
 @click.option("--client", "client_command", metavar="CMD",
@@ -47,8 +49,11 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
 
     With --client CMD, test an ORB's client against crafted servers instead.
 
+    TARGET may also be a file holding the reference (a path or file:// URL) or '-'.
+
     Exit status: 0 when no case failed, 1 when some did, 2 for a usage error
-    (an unusable client command), 3 when the target cannot be reached."""
+    (an unusable client command); when the target gives no GIOP answer, the status
+    of the cause (pycdr --help)."""
     if client_command is not None:
         if target:
             click.echo("error: give a TARGET or --client, not both", err=True)
@@ -62,6 +67,10 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
     from pycdr.orb.naming import NamingError
     from pycdr.orb.tls import TLSConfigError
     from .names import naming_exit
+    if target:
+        target = read_reference(target)
+        if not list_only:
+            check_target(target, tls)       # answers in GIOP?  If not, why not, at once.
     try:
         from rich.progress import Progress
     except ImportError:  # pragma: no cover - rich is a dependency
@@ -75,9 +84,11 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
             sys.exit(EXIT_USAGE)
         except NamingError as e:        # a corbaname: TARGET the naming service refused
             naming_exit(e)
-        except (TargetError, PycdrError, OSError) as e:
-            click.echo(f"error: {failure_text(e)}", err=True)
-            sys.exit(EXIT_UNREACHABLE)
+        except OSError as e:
+            stop(explain(e, None, tls, 3.0))
+        except (TargetError, PycdrError) as e:      # the reference's text
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
         if list_only:
             from pycdr.conformance.rendering import render_case
             for case in suite.cases:
@@ -90,11 +101,6 @@ def conformance_cmd(target, json_file, junit_file, groups, no_wide, pcap_dir, li
                     for data in render_case(case, suite.runner.ctx):
                         click.echo(f"    {data.hex()}")
             sys.exit(EXIT_OK)
-        try:
-            suite.target.wire().close()      # reachable (TCP, and TLS where spoken)?
-        except OSError as e:
-            click.echo(f"error: {failure_text(e)}", err=True)
-            sys.exit(EXIT_UNREACHABLE)
         if suite.target.tls is not None:
             click.echo(f"over TLS to {suite.target.host}:{suite.target.port}")
         if Progress is not None and sys.stderr.isatty():
@@ -143,17 +149,22 @@ def _client_run(command, groups, no_wide, list_only):
 def _write_reports(run, tolerated_reasons, json_file, junit_file, pcap_dir):
     from pycdr.conformance import report
     from pycdr.conformance.runner import FAIL
+    # (JSON on stdout: the summary goes to stderr, so that stdout is JSON alone)
+    to_stderr = json_file == "-"
     for line in report.summary_lines(run, set(tolerated_reasons) or None):
-        click.echo(line)
-    click.echo(f"{len(run.results)} cases in {run.elapsed:.1f} s")
+        click.echo(line, err=to_stderr)
+    click.echo(f"{len(run.results)} cases in {run.elapsed:.1f} s", err=to_stderr)
     if json_file:
-        with open(json_file, "w") as f:
-            json.dump(report.client_run_json(run) if hasattr(run, "command")
-                      else report.to_json(run), f, indent=1)
+        f = open_output(json_file)
+        json.dump(report.client_run_json(run) if hasattr(run, "command")
+                  else report.to_json(run), f, indent=1, allow_nan=False)
+        f.write("\n")
+        if f is not sys.stdout:
+            f.close()
     if junit_file:
         with open(junit_file, "w") as f:
             f.write(report.to_junit(run))
     if pcap_dir:
         paths = report.export_pcaps(run, pcap_dir)
-        click.echo(f"{len(paths)} pcaps written to {pcap_dir}")
+        click.echo(f"{len(paths)} pcaps written to {pcap_dir}", err=to_stderr)
     sys.exit(EXIT_BAD_INPUT if run.counts.get(FAIL) else EXIT_OK)

@@ -12,6 +12,7 @@ from pycdr.giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, parse_header
 from pycdr.giop.messages import decode_message
 
 from .main import EXIT_BAD_INPUT
+from .options import open_output, shared
 from .warn import group_decode_warnings
 
 
@@ -31,11 +32,25 @@ def parse_hex(text: str) -> bytes:
         if ch in " \t\r\n:":
             continue
         if ch not in "0123456789abcdefABCDEF":
-            raise InputError(f"{ch!r} is not a hex digit", i)
+            shown = repr(ch) if ch.isprintable() else f"character {ord(ch):#x}"
+            raise InputError(f"{shown} is not a hex digit", i)
         digits.append(ch)
     if len(digits) % 2:
         raise InputError(f"odd number of hex digits ({len(digits)})")
     return bytes.fromhex("".join(digits))
+
+
+def capture_format(data: bytes) -> str | None:
+    """"pcap" or "pcapng" when ``data`` begins as a capture file does, else None."""
+    from pycdr.capture.read import PCAP_MAGIC_NS, PCAP_MAGIC_US, PCAPNG_SHB
+    if len(data) < 4:
+        return None
+    little, big = int.from_bytes(data[:4], "little"), int.from_bytes(data[:4], "big")
+    if little == PCAPNG_SHB:
+        return "pcapng"
+    if {little, big} & {PCAP_MAGIC_US, PCAP_MAGIC_NS}:
+        return "pcap"
+    return None
 
 
 def decode_stream(data: bytes, lenient: bool, max_message_size: int = MAX_MESSAGE_SIZE):
@@ -93,7 +108,7 @@ def render_tree(offset: int, msg) -> list[str]:
     for key in ("type", "version", "little_endian", "flags", "more_fragments", "message_size",
                 "padding", "warnings"):
         j.pop(key, None)
-    _render_fields(lines, j, offsets, "", 1)
+    render_fields(lines, j, offsets, "", 1)
     for p in msg.padding:
         lines.append(f"  padding @{offset + p[0]}: {len(p[1])} bytes {p[1].hex() or '-'}")
     for w, offsets in group_decode_warnings(msg.warnings):
@@ -102,21 +117,23 @@ def render_tree(offset: int, msg) -> list[str]:
     return lines
 
 
-def _render_fields(lines, obj, offsets, prefix, depth):
+def render_fields(lines, obj, offsets, prefix, depth):
     indent = "  " * depth
     for key, value in obj.items():
         path = prefix + key
         at = f"  @{offsets[path]}" if path in offsets else ""
         if isinstance(value, dict):
             lines.append(f"{indent}{key}:{at}")
-            _render_fields(lines, value, offsets, path + ".", depth + 1)
+            render_fields(lines, value, offsets, path + ".", depth + 1)
         elif isinstance(value, list) and value and isinstance(value[0], dict):
             lines.append(f"{indent}{key}:{at}")
             for i, item in enumerate(value):
                 lines.append(f"{indent}  [{i}]")
-                _render_fields(lines, item, {}, "", depth + 2)
+                render_fields(lines, item, {}, "", depth + 2)
         else:
-            shown = "''" if value == "" else value
+            # (lists and booleans as JSON writes them: never a Python repr)
+            shown = "''" if value == "" else json.dumps(value) \
+                if isinstance(value, (list, bool)) or value is None else value
             lines.append(f"{indent}{key}: {shown}{at}")
 
 
@@ -124,16 +141,18 @@ def _render_fields(lines, obj, offsets, prefix, depth):
 @click.argument("hexdata", required=False)
 @click.option("-f", "--file", "path", type=click.Path(exists=True, dir_okay=False),
               help="Read binary GIOP bytes from a file instead of hex.")
-@click.option("--json", "as_json", is_flag=True,
-              help="JSON Lines: one object per message, written as it is decoded; a message "
-                   "that cannot be decoded gives an object with `error`, `header` and `bytes`.")
+@shared("--json", "json_out",
+        more="JSON Lines: one object per message, written as it is decoded; a message "
+             "that cannot be decoded gives an object with `error`, `header` and `bytes`.")
+@shared("--idl", "idl_files", multiple=True,
+        more="Decodes the arguments and results of Requests and Replies (repeatable; a "
+             "Reply's operation is known when its Request comes first in the stream).")
+@shared("--include", "include_dirs")
 @click.option("--strict", is_flag=True,
               help="Stop at the first protocol violation (default: report and carry on).")
-@click.option("--max-message-size", type=click.IntRange(min=0), default=MAX_MESSAGE_SIZE,
-              show_default=True,
-              help="Largest message_size taken, compressed or not (ZIOP is checked while "
-                   "it inflates).")
-def cmd(hexdata, path, as_json, strict, max_message_size):
+@shared("--max-message-size", default=MAX_MESSAGE_SIZE, show_default=True,
+        more="Compressed or not (ZIOP is checked while it inflates).")
+def cmd(hexdata, path, json_out, idl_files, include_dirs, strict, max_message_size):
     """Decode GIOP messages (one or a stream) from HEXDATA, stdin (hex) or --file.
 
     Shows every header field with its offset, alignment padding, and anything
@@ -143,27 +162,79 @@ def cmd(hexdata, path, as_json, strict, max_message_size):
         if path:
             with open(path, "rb") as fh:
                 data = fh.read()
+            where = path
         else:
-            data = parse_hex(hexdata if hexdata is not None else sys.stdin.read())
+            raw = hexdata.encode("utf-8", "replace") if hexdata is not None else \
+                sys.stdin.buffer.read()
+            where = "the input"
+            if capture_format(raw):
+                data = raw
+            else:
+                data = parse_hex(raw.decode("ascii", "replace"))
+        kind = capture_format(data)
+        if kind:
+            shown = f"`pycdr pcap {path}`" if path else "`pycdr pcap FILE`"
+            raise InputError(f"{where} is a {kind} capture file, not GIOP bytes: use {shown}")
         if not data:
             raise InputError("no input bytes")
+    except OSError as e:
+        click.echo(f"error: cannot read {path}: {e.strerror}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     except InputError as e:
         at = f" at offset {e.offset}" if e.offset is not None else ""
         click.echo(f"error: {e}{at}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    values = _body_decoder(idl_files, include_dirs)
+    out = open_output(json_out) if json_out is not None else sys.stdout
+    requests: dict = {}             # request id -> its entry, for the Replies' operation
     failure = None
     for offset, end, item in decode_stream(data, not strict, max_message_size):
         if isinstance(item, PycdrError):
             failure = failure or item
-            if as_json:
-                click.echo(json.dumps(error_entry(data, offset, end, item)))
+            if json_out is not None:
+                out.write(json.dumps(error_entry(data, offset, end, item)) + "\n")
             else:
-                click.echo(f"message at offset {offset}: undecodable: "
-                           f"{type(item).__name__}: {item}")
-        elif as_json:
-            click.echo(json.dumps({"stream_offset": offset, **item.to_json()}))
+                out.write(f"message at offset {offset}: undecodable: "
+                          f"{type(item).__name__}: {item}\n")
+            continue
+        entry = {"stream_offset": offset, **item.to_json()}
+        if values is not None:
+            decoded = _decoded(values, item, entry, requests)
+            if decoded is not None:
+                entry["decoded"] = decoded
+        if json_out is not None:
+            out.write(json.dumps(entry, allow_nan=False) + "\n")
         else:
-            click.echo("\n".join(render_tree(offset, item)))
+            lines = render_tree(offset, item)
+            if "decoded" in entry:
+                lines.append("  decoded:")
+                render_fields(lines, entry["decoded"], {}, "", 2)
+            out.write("\n".join(lines) + "\n")
+    if out is not sys.stdout:
+        out.close()
+    sys.stdout.flush()          # (before the error line on stderr)
     if failure is not None:
         click.echo(f"error: {type(failure).__name__}: {failure}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+
+
+def _body_decoder(idl_files, include_dirs):
+    """The decoder of bodies by IDL (pycdr.capture.giop's, as `pycdr pcap --idl`), or None."""
+    if not idl_files:
+        return None
+    from pycdr import idl
+    from pycdr.capture.giop import IdlBodyDecoder
+    try:
+        modules = [idl.load(p, include_dirs, register=False) for p in idl_files]
+    except idl.IdlError as e:
+        click.echo(str(e), err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    return IdlBodyDecoder(modules, typed=True)
+
+
+def _decoded(values, msg, entry, requests):
+    """The arguments or results of one message, as `pycdr pcap --idl` gives them."""
+    request = requests.get(entry.get("request_id")) if entry["type"] == "Reply" else None
+    if entry["type"] == "Request":
+        requests[entry.get("request_id")] = entry
+    return values(msg, request)

@@ -13,8 +13,11 @@ import click
 from pycdr.errors import PycdrError
 from pycdr.orb.tls import TLSConfigError
 
-from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
-from .tls import failure_text, tls_options
+from .failures import check_target, explain, stop
+from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_USAGE
+from .options import shared, write_json
+from .reference import read_reference
+from .tls import tls_options
 from .warn import warn
 
 
@@ -68,27 +71,26 @@ def _status(campaign):
 @click.command("fuzz")
 @click.argument("target", required=False)
 @click.option("--max-cases", type=int, default=None, help="Stop after this many cases.")
-@click.option("--duration", type=float, default=None, help="Stop after this many seconds.")
-@click.option("--rate", type=float, default=None, help="At most this many cases per second.")
+@shared("--duration", "duration")
+@shared("--rate", "rate", more="Cases.")
 @click.option("--seed", type=int, default=None, help="Campaign seed (default: random, printed).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="fuzz-findings",
               show_default=True, help="Folder for the findings.")
-@click.option("--json", "as_json", is_flag=True, help="A JSON summary instead of the display.")
+@shared("--json", "json_out", more="A summary instead of the display.")
 @click.option("--spawn", default=None,
               help="Start the target with this command (its IOR or corbaloc URL is read "
                    "from its output); restart it after a crash or hang.")
 @click.option("--no-standby", is_flag=True,
               help="Under --spawn, do not start the next target process while the current "
                    "one runs (a restart then waits for the target to start).")
-@click.option("--idl", "idl_file", type=click.Path(exists=True, dir_okay=False),
-              help="Seed with requests for this IDL's operations (with --interface).")
-@click.option("--interface", default=None, help="Scoped interface name in --idl.")
+@shared("--idl", "idl_file", more="Seeds with requests for its operations (with --interface).")
+@shared("--interface", "interface", more="Of --idl.")
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False),
               help="Seed with the client messages of the pcaps in this folder.")
 @click.option("--no-catalog", is_flag=True, help="Do not seed with the conformance catalog.")
-@click.option("--timeout", type=float, default=1.0, show_default=True,
-              help="The longest wait for an answer or a probe; shorter waits are learned "
-                   "from the target's answer times.")
+@shared("--timeout", "timeout", default=1.0, show_default=True,
+        more="The longest wait for an answer or a probe; shorter waits are learned from the "
+             "target's answer times.")
 @click.option("--connections", type=click.IntRange(1, 64), default=32, show_default=True,
               help="Connections open at once for cases that need one each.")
 @click.option("--probe-interval", type=float, default=2.0, show_default=True,
@@ -99,7 +101,7 @@ def _status(campaign):
 @click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
               help="Send a saved finding's messages again and say whether it reproduces.")
 @tls_options
-def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_standby, idl_file,
+def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_standby, idl_file,
         interface, corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
         replay_dir, tls):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc or corbaname URL, or host:port; or
@@ -114,8 +116,11 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
     from pycdr.fuzz.seeds import idl_probe_request
     from pycdr.orb.naming import NamingError
     from .names import naming_exit
+    as_json = json_out is not None
     if not target and not spawn:
         raise click.UsageError("give a TARGET or --spawn CMD")
+    if target:
+        target = read_reference(target)
     if idl_file and not interface:
         raise click.UsageError("--idl needs --interface")
     if seed is None:
@@ -128,6 +133,10 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
         except FindingError as e:
             click.echo(f"cannot replay: {e}", err=True)
             sys.exit(EXIT_BAD_INPUT)
+    if target and not spawn:
+        # A target that gives no GIOP answer (refused, silent, another protocol, TLS not
+        # trusted) would look like a dead one: say why instead, at once.
+        check_target(target, tls, max(timeout, 2.0))
     try:
         if replay_dir:
             from pycdr.fuzz.seeds import Seed
@@ -141,9 +150,12 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
                 campaign.close()
             result = {"finding": replay_dir, "expected": kind, "observed": verdict.kind,
                       "details": verdict.details, "reproduced": same}
-            click.echo(json.dumps(result) if as_json else
-                       f"{'REPRODUCED' if same else 'not reproduced'}: expected {kind}, "
-                       f"observed {verdict.kind or 'nothing'} {verdict.details or ''}")
+            if as_json:
+                write_json(json_out, result)
+            else:
+                click.echo(f"{'REPRODUCED' if same else 'not reproduced'}: expected {kind}, "
+                           f"observed {verdict.kind or 'nothing'} "
+                           f"{json.dumps(verdict.details) if verdict.details else ''}")
             sys.exit(EXIT_BAD_INPUT if same else EXIT_OK)
         saved = []
         campaign = Campaign(target, seed=seed, spawn=spawn, standby=not no_standby,
@@ -154,21 +166,16 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
                                                        no_catalog),
                             probe_request=idl_probe_request(idl_file, interface)
                             if idl_file else None, tls=tls)
-        if campaign.target.tls is not None:
-            # (a certificate that is not trusted would look like a dead target)
-            try:
-                campaign.target.wire().close()
-            except OSError:
-                campaign.close()
-                raise
     except TLSConfigError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_USAGE)
     except NamingError as e:            # a corbaname: TARGET the naming service refused
         naming_exit(e)
-    except (PycdrError, OSError) as e:
-        click.echo(f"cannot fuzz: {failure_text(e)}", err=True)
-        sys.exit(EXIT_UNREACHABLE)
+    except OSError as e:
+        stop(explain(e, None, tls, timeout))
+    except PycdrError as e:                 # the target's text
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
 
     def on_finding(finding):
         os.makedirs(out_dir, exist_ok=True)
@@ -216,7 +223,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
                "findings": [f.to_json() for f in campaign.findings.values()],
                "unconfirmed": [f.to_json() for f in campaign.unconfirmed]}
     if as_json:
-        click.echo(json.dumps(summary, indent=1))
+        write_json(json_out, summary, indent=1)
     else:
         for f in campaign.findings.values():
             click.echo(f"{f.kind:6} {f.path}  ({f.case.seed_name}, case {f.case.index}, "

@@ -11,7 +11,20 @@ from pycdr import idl as idl_frontend
 from pycdr.idl.padding import analyze_module
 from pycdr.codec.typecode import describe
 
-EXIT_BAD_INPUT = 1
+from .main import EXIT_BAD_INPUT
+from .options import shared, write_json
+
+
+def constant_text(value) -> str:
+    """An IDL constant as IDL writes it: strings and characters quoted, booleans
+    TRUE/FALSE, enumerators by name, numbers as they are."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if hasattr(value, "name") and isinstance(value, int):
+        return value.name
+    return str(value)
 
 
 def _load(path, include_dirs, defines):
@@ -29,11 +42,10 @@ def _load(path, include_dirs, defines):
 
 _common = [
     click.argument("file", type=click.Path(exists=True, dir_okay=False)),
-    click.option("-I", "include_dirs", multiple=True, metavar="DIR",
-                 help="Folder searched for #include files (repeatable)."),
+    shared("--include", "include_dirs"),
     click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]",
                  help="Preprocessor macro (repeatable)."),
-    click.option("--json", "as_json", is_flag=True, help="Machine-readable output."),
+    shared("--json", "json_out"),
 ]
 
 
@@ -59,28 +71,28 @@ def _operation_json(op):
 
 @cmd.command("show")
 @_with_common
-def show(file, include_dirs, defines, as_json):
+def show(file, include_dirs, defines, json_out):
     """Types, repository ids and operations of an IDL file."""
     module = _load(file, include_dirs, defines)
-    if as_json:
+    if json_out is not None:
         out = {
             "declarations": [{"name": d.scoped_name, "kind": d.kind, "repository_id": d.repo_id,
                               "file": d.file, "line": d.line} for d in module.declarations],
             "types": {name: describe(t) for name, t in module.types.items()},
-            "constants": {name: repr(v) for name, v in module.constants.items()},
+            "constants": {name: constant_text(v) for name, v in module.constants.items()},
             "interfaces": {name: {"repository_id": i.repo_id, "kind": i.kind,
                                   "bases": list(i.bases),
                                   "operations": [_operation_json(op) for op in i.operations]}
                            for name, i in module.interfaces.items()},
         }
-        click.echo(json.dumps(out, indent=2))
+        write_json(json_out, out, indent=2)
         return
     for d in module.declarations:
         line = f"{d.kind:<16} {d.scoped_name:<40} {d.repo_id}"
         if d.scoped_name in module.types:
             line += f"  [{describe(module.types[d.scoped_name])}]"
         if d.scoped_name in module.constants:
-            line += f"  = {module.constants[d.scoped_name]!r}"
+            line += f"  = {constant_text(module.constants[d.scoped_name])}"
         click.echo(line)
         if d.scoped_name in module.interfaces:
             for op in module.interfaces[d.scoped_name].operations:
@@ -92,12 +104,12 @@ def show(file, include_dirs, defines, as_json):
 
 @cmd.command("padding")
 @_with_common
-def padding(file, include_dirs, defines, as_json):
+def padding(file, include_dirs, defines, json_out):
     """CDR padding of every struct and exception (and sequences of them)."""
     module = _load(file, include_dirs, defines)
     reports = analyze_module(module)
-    if as_json:
-        click.echo(json.dumps([r.to_json() for r in reports], indent=2))
+    if json_out is not None:
+        write_json(json_out, [r.to_json() for r in reports], indent=2)
         return
     for r in reports:
         note = " (variable size: minimum shown)" if r.variable else ""
@@ -118,8 +130,7 @@ def padding(file, include_dirs, defines, as_json):
 
 @cmd.command("lua")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-@click.option("-I", "include_dirs", multiple=True, metavar="DIR",
-              help="Folder searched for #include files (repeatable).")
+@shared("--include", "include_dirs")
 @click.option("-D", "defines", multiple=True, metavar="NAME[=VALUE]",
               help="Preprocessor macro (repeatable).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (default: stdout).")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -17,6 +16,8 @@ from pycdr.codec.ior import IOR, printable_key
 from pycdr.addressing.objectkey import identify, printable
 
 from .main import EXIT_BAD_INPUT
+from .options import shared, write_json
+from .reference import read_reference
 from .warn import decode_warning_text, decode_warnings_json, group_decode_warnings
 
 
@@ -207,19 +208,20 @@ def describe_corbaloc(loc: Corbaloc) -> list[str]:
 
 
 @click.command("ior")
-@click.argument("reference", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.argument("reference", required=False, metavar="[REFERENCE]")
+@shared("--json", "json_out", more="One object: type id, profiles, components, addresses.")
 @click.option("--resolve", is_flag=True,
               help="For a corbaname: also ask its naming service for the named object and "
                    "show that object's IOR.")
-@click.option("--timeout", default=10.0, show_default=True,
-              help="Seconds to wait for the naming service (with --resolve).")
-def cmd(reference, as_json, resolve, timeout):
-    """Show what an IOR:, corbaloc: or corbaname: reference holds (from stdin
-    if REFERENCE is omitted or '-'); a corbaname's naming service address and
-    name, and with --resolve the object it names."""
-    if reference is None or reference == "-":
-        reference = sys.stdin.read()
+@shared("--timeout", default=10.0, show_default=True,
+        more="For the naming service (with --resolve).")
+def cmd(reference, json_out, resolve, timeout):
+    """Show what an IOR:, corbaloc: or corbaname: reference holds: for a corbaname, its
+    naming service's address and the name, and with --resolve the object it names.
+    REFERENCE is the reference, a file holding it (a path or file:// URL; wrapped lines
+    are joined) or '-' for stdin (also when omitted)."""
+    reference = read_reference("-" if reference is None else reference)
+    as_json = json_out is not None
     warnings: list = []
     try:
         obj = parse_object_url(reference)
@@ -242,7 +244,7 @@ def cmd(reference, as_json, resolve, timeout):
         sys.exit(EXIT_BAD_INPUT)
     if as_json:
         out["warnings"] = decode_warnings_json(warnings)
-        click.echo(json.dumps(out, indent=2))
+        write_json(json_out, out, indent=2)
     else:
         out += [decode_warning_text(w, offsets) for w, offsets in group_decode_warnings(warnings)]
         click.echo("\n".join(out))

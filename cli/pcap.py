@@ -14,6 +14,7 @@ from pycdr.codec.ior import ior_from_string
 from pycdr.capture.giop import ShapedEntry, entry_json
 
 from .main import EXIT_BAD_INPUT
+from .options import open_output, shared
 from .warn import warning_lines
 
 # Segments between two updates of the progress bar (an update costs microseconds).
@@ -22,13 +23,14 @@ PROGRESS_EVERY = 4096
 
 @click.command("pcap")
 @click.argument("file", required=False, type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True,
-              help="JSON Lines: one `pycdr decode --json` object a message, plus frame, "
-                   "stream, src, dst (error entries: error, stream_offset, bytes).")
-@click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="IDL file whose operations decode arguments and results (repeatable).")
-@click.option("-p", "--port", "ports", multiple=True, type=click.IntRange(1, 65535),
-              help="TCP port carrying GIOP (default 683 and 2809; GIOP magic is found anywhere).")
+@shared("--json", "json_out",
+        more="JSON Lines: one `pycdr decode --json` object a message, plus frame, stream, src, "
+             "dst (error entries: error, stream_offset, bytes); with --idl, `typed` holds the "
+             "values as `pycdr call --json` gives them.")
+@shared("--idl", "idl_files", multiple=True, more="Decodes arguments and results "
+        "(repeatable).")
+@shared("--port", "ports", multiple=True, type=click.IntRange(1, 65535),
+        more="Carrying GIOP (default 683 and 2809; GIOP magic is found anywhere).")
 @click.option("--stats", "stats", is_flag=True,
               help="Statistics instead of messages: per operation and endpoint pair (calls, "
                    "replies, exceptions, unanswered, response times, bytes), versions, "
@@ -36,25 +38,30 @@ PROGRESS_EVERY = 4096
 @click.option("--parquet", "parquet", type=click.Path(dir_okay=False),
               help="Write one row a message to this Parquet file, in row groups as it goes "
                    "(needs pyarrow: pip install 'pycdr[parquet]').")
-@click.option("-i", "--interface",
-              help="Capture live from this interface instead of reading FILE (libpcap; needs "
-                   "capture rights).  Ctrl-C ends it.")
-@click.option("-f", "--filter", "bpf",
-              help="With -i: a capture filter (BPF), e.g. 'tcp port 2809'.")
-@click.option("-w", "--write", "save", type=click.Path(dir_okay=False),
-              help="With -i: also save the packets to this pcap file.")
-@click.option("-c", "--count", type=int, help="With -i: stop after this many packets.")
-@click.option("--duration", type=float, help="With -i: stop after this many seconds.")
-@click.option("--progress/--no-progress", default=None,
-              help="A progress bar on stderr (default: when stderr is a terminal).")
-@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Decode a capture file's TCP connections in this many processes "
-                   "(text and --json, with or without --idl; the output is the same).")
+@shared("--iface", "iface", more="Capture live instead of reading FILE; Ctrl-C ends it.")
+@shared("--filter", "bpf", more="With -i.")
+@shared("--write", "save", more="With -i (with -q: record only).")
+@shared("--count", "count", more="With -i.")
+@shared("--duration", "duration", more="With -i.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print no messages (with -i -w: record to the file only).")
+@shared("--only", "only_ops")
+@shared("--skip", "skip_ops")
+@click.option("--stream", "streams", type=click.IntRange(min=0), multiple=True,
+              help="Only the messages of this TCP connection (the `stream` of --json; "
+                   "repeatable).")
+@click.option("--frame", "frames", type=click.IntRange(min=1), multiple=True,
+              help="Only the message that ends in this frame (repeatable); with -v, every "
+                   "field of it.")
+@shared("--verbose", "verbose", more="Every field of each message shown, with its body.")
+@shared("--progress/--no-progress", "progress")
+@shared("--jobs", "jobs", more="Decode a capture file's TCP connections in this many processes "
+        "(text and --json, with or without --idl; the output is the same).")
 @click.option("--explain", "explain", is_flag=True,
               help="After the messages, `pycdr explain` of each request a SYSTEM_EXCEPTION "
                    "answered (with a capture FILE; --json: one object a request).")
-def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, count, duration,
-        progress, jobs, explain):
+def cmd(file, json_out, idl_files, ports, stats, parquet, iface, bpf, save, count, duration,
+        quiet, only_ops, skip_ops, streams, frames, verbose, progress, jobs, explain):
     """Decode the GIOP traffic of a capture file or a live interface (TCP
     reassembly, fragments, reply matching).
 
@@ -64,15 +71,20 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
     from pycdr.capture.live import LiveCapture
     from pycdr.capture.read import CaptureReader
     from pycdr.capture.stats import CaptureStats
+    interface = iface
+    as_json = json_out is not None
+    selecting = bool(only_ops or skip_ops or streams or frames)
     if (file is None) == (interface is None):
-        raise click.UsageError("give a capture FILE or -i INTERFACE (one of them)")
+        raise click.UsageError("give a capture FILE or -i IFACE (one of them)")
     if interface is None and (bpf or save or count or duration):
-        raise click.UsageError("-f, -w, -c and --duration go with -i")
+        raise click.UsageError("--filter, -w, -c and --duration go with -i")
     if parquet and (stats or as_json):
         raise click.UsageError("--parquet writes a file instead of --stats or --json output")
-    if jobs > 1 and (interface is not None or stats or parquet):
-        raise click.UsageError("-j goes with a capture FILE's text or --json output")
-    if explain and (file is None or stats or parquet):
+    if jobs > 1 and (interface is not None or stats or parquet or selecting or verbose):
+        raise click.UsageError("-j goes with a capture FILE's whole text or --json output")
+    if quiet and (as_json or stats or verbose):
+        raise click.UsageError("-q prints nothing: not with --json, --stats or -v")
+    if explain and (file is None or stats or parquet or quiet):
         raise click.UsageError("--explain goes with a capture FILE's text or --json output")
     live = None
     sink = None
@@ -88,7 +100,7 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
         if idl_files:
             from pycdr import idl
             modules = [idl.load(p, register=False) for p in idl_files]
-        decoder = IdlBodyDecoder(modules)
+        decoder = IdlBodyDecoder(modules, typed=as_json or verbose)
         if interface is not None:
             live = LiveCapture(interface, bpf, count=count, duration=duration, save=save)
             progress = False
@@ -101,28 +113,35 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
         else:
             reader = CaptureReader(file)
     except PycdrError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {e}{_not_a_capture_hint(file)}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     if progress is None:
         progress = sys.stderr.isatty() and jobs == 1
-    write = sys.stdout.write
+    out = open_output(json_out) if as_json else sys.stdout
+    write = out.write
     if jobs > 1:
         reader.close()          # (opened above to check the file: each worker reads it)
-        _sharded(file, jobs, as_json, ports, decoder)
+        undecodable = _sharded(file, jobs, as_json, ports, decoder, write)
         if explain:
-            _explain(file, ports, modules, as_json)
+            _explain(file, ports, modules, as_json, write)
+        if out is not sys.stdout:
+            out.close()
+        _exit_if_undecodable(undecodable)
         return
     # Live: each entry out at once (a pipe's reader waits for it); a file: block writes.
-    flush = sys.stdout.flush if live is not None else (lambda: None)
+    flush = out.flush if live is not None else (lambda: None)
     counter = CaptureStats() if stats else None
     matched = counter.matched if counter is not None else sink.matched if sink is not None \
         else None
     # Only --json shows the bodies' hex: the other outputs are spared making it.
     entries = iter_capture(None, reader=reader, ports=ports or None, decode_body=decoder,
                            matched=matched, unanswered=counter and counter.unanswered,
-                           bodies=as_json and not stats)
+                           bodies=(as_json or verbose) and not stats)
+    if selecting:
+        entries = select_entries(entries, only_ops, skip_ops, streams, frames)
     if progress:
         entries = _with_progress(entries, reader)
+    undecodable = 0
     try:
         if sink is not None:
             add = sink.add
@@ -139,17 +158,31 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
                 write(json.dumps(counter.to_json(), indent=1) + "\n")
             else:
                 print_stats(counter.to_json())
+        elif quiet:
+            for entry in entries:
+                if _undecodable(entry):
+                    undecodable += 1
+        elif verbose:
+            for entry in entries:
+                write(detail_text(entry))
+                flush()
+                if _undecodable(entry):
+                    undecodable += 1
         elif as_json:
             for entry in entries:
                 write(entry_json(entry))
                 write("\n")
                 flush()
+                if _undecodable(entry):
+                    undecodable += 1
         else:
             for entry in entries:
                 write(entry_text(entry))
                 flush()
+                if _undecodable(entry):
+                    undecodable += 1
         if explain:
-            _explain(file, ports, modules, as_json)
+            _explain(file, ports, modules, as_json, write)
     except PycdrError as e:
         sys.stdout.flush()
         click.echo(f"error: {e}", err=True)
@@ -167,8 +200,12 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
             else:
                 print_stats(counter.to_json())
     finally:
+        if out is not sys.stdout:
+            out.close()
         if live is not None:
             live.close()
+            if save:
+                click.echo(f"{live.packets} packets written to {save}", err=True)
         if sink is not None:
             sink.close()
             click.echo(f"{sink.rows_written} rows in {sink.row_groups} row groups written to "
@@ -178,16 +215,41 @@ def cmd(file, as_json, idl_files, ports, stats, parquet, interface, bpf, save, c
         if failure is not None:
             click.echo(f"error: {failure}", err=True)
             sys.exit(EXIT_BAD_INPUT)
+    if counter is not None:
+        undecodable = sum(n for key, n in counter.to_json()["errors"].items()
+                          if not key.endswith("(gap)"))
+    _exit_if_undecodable(undecodable)
 
 
-def _sharded(file, jobs, as_json, ports, decoder) -> None:
-    """The output of ``pycdr pcap [--json] FILE``, made by ``jobs`` processes."""
+def _not_a_capture_hint(path) -> str:
+    """For a file that is not a capture but GIOP bytes or hex text: the command for it."""
+    if path is None:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return ""
+    if head.startswith((b"GIOP", b"ZIOP")):
+        return f": it holds GIOP bytes: use `pycdr decode --file {path}`"
+    text = head.decode("ascii", "replace").strip().lower()
+    if text and all(c in "0123456789abcdef \t\r\n:x" for c in text):
+        return f": it holds hex text: use `pycdr decode < {path}`"
+    return ""
+
+
+def _sharded(file, jobs, as_json, ports, decoder, write) -> int:
+    """The output of ``pycdr pcap [--json] FILE``, made by ``jobs`` processes; how many
+    messages of it could not be decoded."""
     from pycdr.capture.shard import sharded_output
-    form = _json_line if as_json else entry_text
-    write = sys.stdout.write
+    form = _marked_json_line if as_json else _marked_text
+    undecodable = 0
     try:
         for text in sharded_output(file, jobs, form, ports=ports or None,
                                    decode_body=decoder, bodies=as_json):
+            if text.startswith(UNDECODABLE_MARK):
+                undecodable += 1
+                text = text[1:]
             write(text)
     except PycdrError as e:
         sys.stdout.flush()
@@ -196,25 +258,85 @@ def _sharded(file, jobs, as_json, ports, decoder) -> None:
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(0)
+    return undecodable
 
 
-def _explain(file, ports, modules, as_json) -> None:
+def _explain(file, ports, modules, as_json, write) -> None:
     """`pycdr explain FILE` of every request a SYSTEM_EXCEPTION answered."""
     from .explain import capture_exchanges, explanation_lines
     for exchange in capture_exchanges(file, ports=ports or None):
         explanation = exchange.explain(modules=modules)
         if as_json:
-            sys.stdout.write(json.dumps({"explain": dict(explanation.to_json(),
-                                                         stream=exchange.stream)}) + "\n")
+            write(json.dumps({"explain": dict(explanation.to_json(),
+                                              stream=exchange.stream)}) + "\n")
         else:
             op = f" ({explanation.operation})" if explanation.operation else ""
-            sys.stdout.write(f"explain stream {exchange.stream} request "
-                             f"{exchange.request_id}{op}:\n"
-                             + explanation_lines(explanation, "    "))
+            write(f"explain stream {exchange.stream} request {exchange.request_id}{op}:\n"
+                  + explanation_lines(explanation, "    "))
 
 
-def _json_line(entry) -> str:
-    return entry_json(entry) + "\n"
+def _undecodable(entry) -> bool:
+    """A message that could not be decoded (bytes missing from the capture, a gap, are
+    the capture's loss, not bad GIOP)."""
+    error = entry.get("error")
+    return error is not None and error.get("kind") != "gap"
+
+
+def _exit_if_undecodable(undecodable: int) -> None:
+    """As `pycdr decode`: what could be decoded is shown; the status says not all could."""
+    if undecodable:
+        sys.stdout.flush()
+        click.echo(f"error: {undecodable} message(s) could not be decoded", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def select_entries(entries, only_ops, skip_ops, streams, frames):
+    """The entries of the chosen operations (a reply goes with its request's), TCP
+    connections and frames.  Messages of no operation (CloseConnection, MessageError,
+    undecodable bytes) are kept unless --only names operations."""
+    from pycdr.capture.stats import operation_of
+    only, skip = set(only_ops), set(skip_ops)
+    requests: dict = {}             # (stream, request id) -> operation
+    for entry in entries:
+        if streams and entry.get("stream") not in streams:
+            continue
+        kind = entry.get("type")
+        key = (entry.get("stream"), entry.get("request_id"))
+        if kind in ("Request", "LocateRequest"):
+            operation = operation_of(entry)
+            requests[key] = operation
+        elif kind in ("Reply", "LocateReply", "CancelRequest"):
+            operation = requests.get(key)
+        else:
+            operation = None
+        if only and operation not in only or operation is not None and operation in skip:
+            continue
+        if frames and entry.get("frame") not in frames:
+            continue
+        yield entry
+
+
+def detail_text(entry) -> str:
+    """Every field of one entry, one a line, nested fields indented (`pcap -v`)."""
+    from .decode import render_fields
+    j = json.loads(entry_json(entry))
+    lines = [f"frame {j.pop('frame')} {j.pop('src')} -> {j.pop('dst')} (stream "
+             f"{j.pop('stream')}, time {j.pop('time')})"]
+    render_fields(lines, j, {}, "", 1)
+    return "\n".join(lines) + "\n\n"
+
+
+# Put before the text of an entry that could not be decoded by a worker of `pcap -j`, so that
+# the exit status counts it as one process does.
+UNDECODABLE_MARK = "\0"
+
+
+def _marked_json_line(entry) -> str:
+    return ("\0" if _undecodable(entry) else "") + entry_json(entry) + "\n"
+
+
+def _marked_text(entry) -> str:
+    return ("\0" if _undecodable(entry) else "") + entry_text(entry)
 
 
 # Seconds between two redraws of the live statistics table.
@@ -322,7 +444,8 @@ def system_exception_text(exc: dict) -> str:
     if minor is not None:
         text += f" minor 0x{minor:08x}"
         if exc.get("vendor") is not None and exc.get("minor_code") is not None:
-            text += f" ({exc['vendor']} {exc['minor_code']})"
+            meaning = exc.get("minor_meaning")
+            text += f" ({exc['vendor']} {exc['minor_code']}{': ' + meaning if meaning else ''})"
     if exc.get("completed"):
         text += f" {exc['completed']}"
     return text

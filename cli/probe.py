@@ -7,7 +7,6 @@ flooding endpoint costs at most --timeout per step.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from dataclasses import replace
@@ -32,8 +31,14 @@ from pycdr.orb.naming import NamingError
 from pycdr.orb.tls import (STEP_CLIENT_CERTIFICATE, Endpoint, TLSConfigError, TransportError,
                            choose_endpoint, plain_endpoint, session_facts, tls_endpoints)
 
-from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
+from pycdr.orb.reachability import (TLS_EXPECTED, TLS_FAILED, Diagnosis, describe_bytes,
+                                    from_answer, from_transport_error)
+
+from .failures import stop
+from .main import EXIT_BAD_INPUT, EXIT_USAGE
 from .names import naming_exit, resolved_target
+from .options import shared, write_json
+from .reference import read_reference
 from .tls import tls_options
 
 # Keys an IIOP scanner asks for at a bare host:port (omniORB, JacORB, TAO, ORBacus answer some).
@@ -45,19 +50,23 @@ MAX_READ = 64 << 10
 @click.command("probe")
 @click.argument("target")
 @click.option("--is-a", "is_a_id", default=None, help="Repository id to ask _is_a about.")
-@click.option("--timeout", default=2.0, show_default=True, help="Seconds per step.")
-@click.option("--json", "as_json", is_flag=True)
+@shared("--timeout", default=2.0, show_default=True, more="Per step.")
+@shared("--json", "json_out", more="One object: the whole report.")
 @tls_options
-def cmd(target, is_a_id, timeout, as_json, tls):
+def cmd(target, is_a_id, timeout, json_out, tls):
     """Probe TARGET (IOR, corbaloc, corbaname, or host:port; a corbaname's object is
     first resolved through its naming service): GIOP versions and byte orders accepted and
     how others are refused, LocateRequest results (and forwarded IORs with vendor and every
     address), _non_existent, _is_a, round-trip latency.  Over TLS (an IOR's
     TAG_SSL_SEC_TRANS/TAG_TLS_SEC_TRANS, corbaloc:ssliop:, or --tls): protocol, cipher,
     the server's certificates, whether it asks for a client certificate, and whether the
-    plain port answers too."""
+    plain port answers too.
+
+    TARGET may also be a file holding the reference (a path or file:// URL) or '-' for
+    stdin.  The exit status says why an endpoint gave no GIOP answer (pycdr --help)."""
     try:
-        target, resolved_through = resolved_target(target, timeout=timeout, tls=tls)
+        target, resolved_through = resolved_target(read_reference(target), timeout=timeout,
+                                                   tls=tls)
         endpoint, other, keys, requirements = _target(target, tls)
         if endpoint.tls:
             tls.client_context()          # the files are usable
@@ -67,9 +76,10 @@ def cmd(target, is_a_id, timeout, as_json, tls):
         click.echo(str(e), err=True)
         sys.exit(EXIT_USAGE)
     except (PycdrError, SystemException, ValueError) as e:   # INV_OBJREF: no IIOP profile
-        click.echo(f"bad target: {e}", err=True)
-        sys.exit(EXIT_USAGE)
+        click.echo(f"error: bad target: {e}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     report = run_loop(_probe(endpoint, other, keys, is_a_id, timeout, tls))
+    as_json = json_out is not None
     if resolved_through:
         report["resolved_through"] = resolved_through
         if not as_json:
@@ -78,12 +88,14 @@ def cmd(target, is_a_id, timeout, as_json, tls):
     if requirements is not None:
         report["client_requirements"] = requirements
     if as_json:
-        click.echo(json.dumps(report, indent=2))
+        write_json(json_out, report, indent=2)
     else:
         _print(report)
-    if not report["reachable"]:
-        sys.exit(EXIT_UNREACHABLE)
-    sys.exit(0 if report["giop"] else EXIT_BAD_INPUT)
+    cause = report.get("cause")
+    if cause is not None:
+        sys.stdout.flush()
+        stop(Diagnosis(cause["kind"], cause["message"]))
+    sys.exit(0)
 
 
 def _target(text: str, tls):
@@ -121,7 +133,8 @@ async def _exchange(endpoint: Endpoint, tls, data: bytes, timeout: float) -> dic
     try:
         await raw.open(timeout)
     except TransportError as e:
-        return {"outcome": "unreachable", "step": e.step, "detail": e.detail}
+        return {"outcome": "unreachable", "step": e.step, "detail": e.detail,
+                "diagnosis": from_transport_error(endpoint, e)}
     try:
         started = time.monotonic()
         await raw.send(data)
@@ -131,14 +144,18 @@ async def _exchange(endpoint: Endpoint, tls, data: bytes, timeout: float) -> dic
         if read.messages and not read.closed:
             after = await raw.read_until_closed(timeout=min(0.3, timeout), max_bytes=MAX_READ)
             closed_after = after.closed
-        return _classify(read, closed_after, elapsed)
+        result = _classify(read, closed_after, elapsed)
+        if result["outcome"] not in GIOP_ANSWERS:
+            result["diagnosis"] = from_answer(endpoint, read.data, read.closed)
+        return result
     finally:
         await raw.close()
 
 
 def _classify(read, closed_after: bool, elapsed: float) -> dict:
     if read.not_giop:
-        return {"outcome": "not GIOP", "bytes": read.data[:32].hex()}
+        return {"outcome": "not GIOP", "bytes": read.data[:32].hex(),
+                "looks_like": describe_bytes(read.data)}
     if not read.messages:
         if read.closed:
             return {"outcome": "closed"}
@@ -212,6 +229,9 @@ async def _probe(endpoint: Endpoint, other, keys, is_a_id, timeout, tls) -> dict
         if tls.insecure:
             report["insecure"] = True
     first = await _exchange(endpoint, tls, _locate((1, 0), False, keys[0]), timeout)
+    diagnosis = first.pop("diagnosis", None)
+    if diagnosis is not None:
+        report["cause"] = {"kind": diagnosis.kind, "message": diagnosis.message}
     if first["outcome"] == "unreachable":
         report["reachable"] = False
         report["detail"] = first["detail"]
@@ -220,6 +240,7 @@ async def _probe(endpoint: Endpoint, other, keys, is_a_id, timeout, tls) -> dict
     report["giop"] = first["outcome"] in GIOP_ANSWERS
     if other is not None:
         answer = await _exchange(other, tls, _locate((1, 0), False, keys[0]), timeout)
+        answer.pop("diagnosis", None)
         report["other_port"] = {"port": other.port, "transport": "TLS" if other.tls else "TCP",
                                 "answers_giop": answer["outcome"] in GIOP_ANSWERS,
                                 "answer": answer}
@@ -232,7 +253,9 @@ async def _probe(endpoint: Endpoint, other, keys, is_a_id, timeout, tls) -> dict
             report["reachable"] = False
             report["failed_step"] = STEP_CLIENT_CERTIFICATE
             report["detail"] = ("the server asked for a client certificate and closed the "
-                                "connection without one: give one with --cert/--key")
+                                "connection without one: give one with --tls-cert/--tls-key")
+            report["cause"] = {"kind": TLS_FAILED, "message": f"{host}:{port}: "
+                               f"{report['detail']}"}
             return report
         if not endpoint.tls:
             facts = await _tls_facts(Endpoint(host, port, True), tls, timeout)
@@ -240,6 +263,8 @@ async def _probe(endpoint: Endpoint, other, keys, is_a_id, timeout, tls) -> dict
                 report["speaks_tls"] = True
                 report["tls"] = facts
                 report["hint"] = "this port speaks TLS: probe it with --tls"
+                report["cause"] = {"kind": TLS_EXPECTED,
+                                   "message": f"{host}:{port} speaks TLS: connect with --tls"}
         return report
     accepted = []
     for version in PROBE_VERSIONS:
@@ -250,6 +275,7 @@ async def _probe(endpoint: Endpoint, other, keys, is_a_id, timeout, tls) -> dict
             else:
                 result = await _exchange(endpoint, tls, _locate(version, little, keys[0]),
                                          timeout)
+                result.pop("diagnosis", None)
             # What was sent; the answer's own version and byte order are reply_* fields.
             report["versions"][name] = {"version": f"{version[0]}.{version[1]}",
                                         "little_endian": little, **result}
@@ -260,6 +286,7 @@ async def _probe(endpoint: Endpoint, other, keys, is_a_id, timeout, tls) -> dict
     found = None
     for key in keys:
         result = await _exchange(endpoint, tls, _locate(best, False, key), timeout)
+        result.pop("diagnosis", None)
         report["locate"].append({**key_json(key), **result})
         if found is None and result.get("locate_status") in ("OBJECT_HERE", "OBJECT_FORWARD",
                                                              "OBJECT_FORWARD_PERM"):
@@ -315,7 +342,8 @@ def _print(report: dict) -> None:
         click.echo(f"  {other['transport']} port {other['port']} answers GIOP: "
                    f"{'yes' if other['answers_giop'] else 'no'}")
     if not report["giop"]:
-        click.echo(f"  not GIOP: {report.get('first_answer')}")
+        cause = report.get("cause")
+        click.echo(f"  not GIOP: {cause['message'] if cause else report['first_answer']['outcome']}")
         if report.get("hint"):
             click.echo(f"  {report['hint']}")
         return
@@ -341,9 +369,24 @@ def _print(report: dict) -> None:
     obj = report.get("object")
     if obj:
         click.echo(f"  object {hex_and_text(bytes.fromhex(obj['object_key']))}")
-        for name in ("non_existent", "is_a", "round_trip_ms"):
+        for name in ("non_existent", "is_a"):
             if name in obj:
-                click.echo(f"  {name}: {obj[name]}")
+                click.echo(f"  {name}: {_answer_text(obj[name])}")
+        if "round_trip_ms" in obj:
+            rt = obj["round_trip_ms"]
+            click.echo(f"  round trip: min {rt['min']} ms, mean {rt['mean']} ms")
+
+
+def _answer_text(answer) -> str:
+    """An answer of _non_existent or _is_a: true/false, or what was raised."""
+    if isinstance(answer, bool):
+        return "true" if answer else "false"
+    if isinstance(answer, dict) and "system_exception" in answer:
+        exc = answer["system_exception"]
+        return f"raised {exc.get('name') or exc.get('exception_id', '?')}"
+    if isinstance(answer, dict) and "error" in answer:
+        return f"error: {answer['error']}"
+    return str(answer)
 
 
 def _print_requirements(requirements: list) -> None:

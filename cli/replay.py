@@ -18,8 +18,11 @@ from pycdr.replay.session import DIFFERENT, FAILED, OperationFilter, Reencoding
 from pycdr.replay.summary import ReplaySummary, difference_lines
 from pycdr.replay.targets import ReplayError, parse_key, parse_targets
 
-from .main import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHABLE
+from .failures import check_answered, explain, stop
+from .main import EXIT_BAD_INPUT, EXIT_OK
 from .names import naming_exit
+from .options import old_spelling, open_output, shared
+from .reference import HOST_PORT, read_reference
 from .tls import tls_options
 
 # Differences printed on the terminal before the summary (all go to --json).
@@ -32,20 +35,20 @@ MAX_SHOWN = 20
               help="Where to send: IOR:..., corbaloc:..., corbaname:... (the object its naming "
                    "service has under the name) or host:port; with several recorded "
                    "servers, OLDHOST:PORT=NEW for each (servers without one are skipped).")
-@click.option("--key", "keys", multiple=True,
-              help="OLD=NEW: requests to recorded object key OLD go to NEW (text with "
-                   "%-escapes, or 0x<hex>; repeatable).")
-@click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="IDL whose operations decode the replies: results and out values "
-                   "compared one by one (repeatable).")
-@click.option("-p", "--port", "ports", multiple=True, type=click.IntRange(1, 65535),
-              help="TCP port carrying GIOP in the capture (default 683 and 2809; GIOP magic "
-                   "is found anywhere).")
-@click.option("--only-op", "only_ops", multiple=True, help="Replay only this operation "
-              "(repeatable; LocateRequests are '(LocateRequest)').")
-@click.option("--skip-op", "skip_ops", multiple=True, help="Do not replay this operation.")
-@click.option("--rate", type=click.FloatRange(min=0, min_open=True),
-              help="At most this many messages a second (all connections together).")
+@click.option("--object-key", "keys", multiple=True, metavar="OLD=NEW",
+              help="Requests to recorded object key OLD go to NEW (text with %-escapes, or "
+                   "0x<hex>; repeatable).")
+@old_spelling("--key", "keys", new="--object-key", multiple=True)
+@shared("--idl", "idl_files", multiple=True,
+        more="Decodes the replies: results and out values compared one by one (repeatable).")
+@shared("--port", "ports", multiple=True, type=click.IntRange(1, 65535),
+        more="Carrying GIOP in the capture (default 683 and 2809; GIOP magic is found "
+             "anywhere).")
+@shared("--only", "only_ops")
+@old_spelling("--only-op", "only_ops", new="--only", multiple=True)
+@shared("--skip", "skip_ops")
+@old_spelling("--skip-op", "skip_ops", new="--skip", multiple=True)
+@shared("--rate", "rate", more="Messages (all connections together).")
 @click.option("--window", type=click.IntRange(1, QUEUE_MESSAGES // 2), default=1,
               show_default=True,
               help="Calls of one connection that may wait for their reply at once.  1: as "
@@ -54,35 +57,31 @@ MAX_SHOWN = 20
                    "key; replies are still matched and compared one by one.  Risk: a target "
                    "that runs one connection's requests concurrently may then reorder calls "
                    "whose order matters (stateful servants).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
-              show_default=True, help="Seconds to wait for one reply.")
+@shared("--timeout", "timeout", default=10.0, show_default=True, more="One reply.")
 @click.option("--float-tolerance", type=click.FloatRange(min=0), default=0.0,
               help="With --idl: floats and doubles within this relative difference (absolute "
                    "below 1) are the same.")
 @click.option("--ignore", "ignore", multiple=True,
               help="A path not compared, e.g. result.stamp or result.items[*].time "
                    "(repeatable; covers what lies under it).")
-@click.option("--giop", type=click.Choice(["1.0", "1.1", "1.2", "1.3"]),
-              help="Send the requests in this GIOP version instead of the recorded one (needs "
-                   "--idl: the arguments are encoded again; a fragmented request is joined, "
-                   "encoded again and cut as recorded, or sent whole in GIOP 1.0).")
+@shared("--giop", "giop", type=click.Choice(["1.0", "1.1", "1.2", "1.3"]),
+        more="Sent instead of the recorded one (needs --idl: the arguments are encoded "
+             "again; a fragmented request is joined, encoded again and cut as recorded, or "
+             "sent whole in GIOP 1.0).")
 @click.option("--byte-order", type=click.Choice(["big", "little"]),
               help="Send the requests in this byte order instead of the recorded one (needs "
                    "--idl, as --giop).")
-@click.option("--dry-run", is_flag=True, help="List what would be sent; send nothing.")
-@click.option("--json", "json_file", type=click.Path(dir_okay=False),
-              help="Write one JSON object a call to this file (JSON Lines; '-': stdout).")
-@click.option("--junit", "junit_file", type=click.Path(dir_okay=False),
-              help="Write a JUnit XML report to this file.")
+@shared("--dry-run", "dry_run", more="Lists what would be sent.")
+@shared("--json", "json_file", more="JSON Lines: one object a call.")
+@shared("--junit", "junit_file")
 @click.option("--pcap", "pcap_file", type=click.Path(dir_okay=False),
               help="Write the replay's traffic to this pcap file.")
-@click.option("--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Worker processes replaying the capture's connections (connections that "
+@shared("--jobs", "jobs",
+        more="Replaying the capture's connections (connections that "
                    "share a key a reply may teach stay in one; the capture is read once more "
                    "first to plan this).  With --dry-run: 1.")
-@click.option("--progress/--no-progress", default=None,
-              help="A progress bar on stderr (default: when stderr is a terminal).")
-@tls_options(key_flag="--tls-key")
+@shared("--progress/--no-progress", "progress")
+@tls_options(old_key=False)
 def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, window, timeout,
         float_tolerance, ignore, giop, byte_order, dry_run, json_file, junit_file, pcap_file,
         jobs, progress, tls):
@@ -90,7 +89,7 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
     every reply with the recorded one.
 
     Request ids are renumbered, object keys mapped (the target reference's key,
-    --key, and keys learned from replies), each recorded connection replayed on
+    --object-key, and keys learned from replies), each recorded connection replayed on
     its own connection in order, the connections concurrently (with --jobs N, in
     N processes; the JSON lines of different connections may then come in
     another order than with one).  Exit status 0
@@ -102,7 +101,7 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
         raise click.UsageError("--giop and --byte-order need --idl (the arguments are "
                                "encoded again)")
     try:
-        default, mapped = parse_targets(targets, tls)
+        default, mapped = parse_targets([_target_text(t) for t in targets], tls)
         key_map = dict(parse_key(k) for k in keys)
         idl = None
         if idl_files:
@@ -162,10 +161,10 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
         try:
             replay.check_targets(min(timeout, 5.0))
         except TransportError as e:
-            click.echo(f"error: {e}", err=True)
-            sys.exit(EXIT_UNREACHABLE)
+            stop(explain(e, None, tls, timeout))
         except TLSConfigError as e:
             _fail(e)
+
     if progress is None:
         progress = sys.stderr.isatty()
     skipped, capture_errors = replay.skipped, replay.capture_errors
@@ -200,11 +199,28 @@ def cmd(capture, targets, keys, idl_files, ports, only_ops, skip_ops, rate, wind
     if out_json is not sys.stdout:
         _print_summary(summary)
     _print_skipped(skipped)
+    totals = summary.totals()
+    if totals["failed"]:
+        # Calls failed: ask each target (now the replay is over) whether it speaks GIOP at
+        # all, and say why not when it does not.
+        for target in [*options.targets.values(), options.default_target]:
+            if target is not None:
+                check_answered(target.endpoint.host, target.endpoint.port,
+                               tls if target.endpoint.tls else None, min(timeout, 5.0))
     if capture_error_count:
         click.echo(f"the capture is damaged: {capture_error_count} errors", err=True)
         for line in capture_errors:
             click.echo(f"  {line}", err=True)
     sys.exit(EXIT_OK if summary.ok and not capture_error_count else EXIT_BAD_INPUT)
+
+
+def _target_text(text: str) -> str:
+    """A --target value with its reference read as `pycdr call` reads one (a file, file://,
+    '-', wrapped lines): NEW, or the NEW of OLDHOST:PORT=NEW."""
+    old, sep, new = text.partition("=")
+    if sep and HOST_PORT.fullmatch(old.strip()):
+        return f"{old}={read_reference(new)}"
+    return read_reference(text)
 
 
 def _fail(e: BaseException):
@@ -229,14 +245,7 @@ def _explained(call, idl):
 
 
 def _open_json(path):
-    if path is None:
-        return None
-    if path == "-":
-        return sys.stdout
-    try:
-        return open(path, "w")
-    except OSError as e:
-        _fail(e)
+    return None if path is None else open_output(path)
 
 
 def _run_with_progress(replay: Replay, reader, summary: ReplaySummary) -> None:

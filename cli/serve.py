@@ -1,4 +1,4 @@
-"""`pycdr serve FILE.idl --interface NAME`: the reference ORB serving an echo servant."""
+"""`pycdr serve --idl FILE.idl --interface NAME`: the reference ORB serving an echo servant."""
 
 from __future__ import annotations
 
@@ -17,30 +17,32 @@ from pycdr.orb.threads import ThreadedServer
 from pycdr.orb.tls import server_context
 
 from .main import EXIT_BAD_INPUT
+from .options import deprecated, old_spelling, shared
 
 _LIMITS = ServerLimits()       # the defaults the options show
 
 
 @click.command("serve")
-@click.argument("idl_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--interface", "interface_name", required=True,
-              help="Scoped name of the interface to serve, e.g. Demo::Echo.")
-@click.option("-I", "--include", "include_dirs", multiple=True, help="IDL include folder.")
+@click.argument("idl_argument", required=False, metavar="",
+                type=click.Path(exists=True, dir_okay=False))
+@shared("--idl", "idl_file", more="It declares --interface.")
+@shared("--interface", "interface_name", required=True, more="The one served.")
+@shared("--include", "include_dirs")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True,
-              help="Port (0: any free port).")
+@shared("--port", "port", default=0, show_default=True,
+        more="To listen on (0: any free port).")
 @click.option("--name", "object_name", default="Echo", show_default=True,
               help="Persistent object key (for corbaloc URLs).")
 @click.option("--fragment-size", type=int, default=None,
               help="Fragment GIOP 1.2 replies longer than this many bytes.")
-@click.option("--idle-timeout", type=float, default=300.0, show_default=True)
+@click.option("--idle-timeout", type=float, default=300.0, show_default=True,
+              help="Seconds a connection may stay idle before it is closed.")
 @click.option("--max-connections", type=click.IntRange(min=1), default=_LIMITS.max_connections,
               show_default=True,
               help="At the limit, the connection that waited longest (on an incomplete "
                    "message, or idle) is closed to make room.")
-@click.option("--max-message-size", type=click.IntRange(min=0),
-              default=_LIMITS.max_message_size, show_default=True,
-              help="Largest message accepted, in bytes (a header claiming more is refused).")
+@shared("--max-message-size", "max_message_size", default=_LIMITS.max_message_size,
+        show_default=True, more="A header claiming more is refused.")
 @click.option("--max-incomplete-bytes", type=click.IntRange(min=0),
               default=_LIMITS.max_incomplete_bytes, show_default=True,
               help="Bytes all connections together may hold in incomplete messages; beyond "
@@ -58,31 +60,40 @@ _LIMITS = ServerLimits()       # the defaults the options show
                    "corbaloc one) with OBJECT_FORWARD / LOCATION_FORWARD to the object's full "
                    "IOR, as TAO's IOR table does: a client resolving the corbaloc gets the IOR "
                    "and its code sets.")
+@shared("--tls-cert", "tls_cert", more="Serve IIOP over TLS only with it (IIOP port 0 in "
+        "the IOR; the TLS port in TAG_SSL_SEC_TRANS and CSIv2 TAG_TLS_SEC_TRANS).")
+@shared("--tls-key", "tls_key")
 @click.option("--tls", "tls_files", nargs=2, type=click.Path(exists=True, dir_okay=False),
-              default=None, metavar="CERT KEY",
-              help="Serve IIOP over TLS only (IIOP port 0 in the IOR; the TLS port in "
-                   "TAG_SSL_SEC_TRANS and CSIv2 TAG_TLS_SEC_TRANS).")
+              default=None, hidden=True, help="Old spelling of --tls-cert CERT --tls-key KEY.")
 @click.option("--tls-port", type=int, default=0, show_default=True,
               help="TLS port (0: any free port).")
-@click.option("--require-client-cert", "client_ca", type=click.Path(exists=True,
-              dir_okay=False), default=None, metavar="CA",
-              help="With --tls: clients must present a certificate signed by CA.")
+@shared("--tls-ca", "client_ca", more="With --tls-cert: clients must present a certificate "
+        "signed by one of them.")
+@old_spelling("--require-client-cert", "client_ca", new="--tls-ca",
+              type=click.Path(exists=True, dir_okay=False))
 @click.option("--also-plain", is_flag=True,
-              help="With --tls: keep the plain IIOP port too (--port).")
+              help="With --tls-cert: keep the plain IIOP port too (--port).")
 @click.option("--threads", is_flag=True,
               help="A thread per connection, blocking sockets (pycdr.orb.threads: plain IIOP, "
                    "a connection's requests one at a time, no eviction at --max-connections "
                    "and no shared --max-incomplete-bytes budget) instead of the event loop.")
-@click.option("-v", "--verbose", is_flag=True, help="Log every connection problem.")
-def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragment_size,
+@shared("--verbose", "verbose", more="Log every connection problem.")
+def cmd(idl_argument, idl_file, interface_name, include_dirs, host, port, object_name, fragment_size,
         idle_timeout, max_connections, max_message_size, max_incomplete_bytes,
-        incomplete_timeout, release_memory, ready_file, forward_corbaloc, tls_files, tls_port,
-        client_ca, also_plain, threads, verbose):
+        incomplete_timeout, release_memory, ready_file, forward_corbaloc, tls_cert, tls_key,
+        tls_files, tls_port, client_ca, also_plain, threads, verbose):
     """Serve an echo object: every operation returns its in/inout values as its result and
     out values where the types allow. Prints the IOR and corbaloc URL; Ctrl-C shuts down
     (CloseConnection on every connection)."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    if idl_argument is not None:
+        if idl_file is not None:
+            raise click.UsageError("give the IDL once, with --idl FILE")
+        deprecated("pycdr serve FILE.idl", "pycdr serve --idl FILE.idl")
+        idl_file = idl_argument
+    if idl_file is None:
+        raise click.UsageError("--idl FILE is needed: the IDL that declares --interface")
     try:
         module = load(idl_file, include_dirs)
     except IdlError as e:
@@ -93,10 +104,16 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
         click.echo(f"no interface {interface_name!r} in {idl_file}; it has: "
                    f"{', '.join(sorted(module.interfaces)) or 'none'}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    if tls_files:
+        deprecated("--tls CERT KEY", "--tls-cert CERT --tls-key KEY")
+        tls_cert, tls_key = tls_cert or tls_files[0], tls_key or tls_files[1]
+    if tls_cert and not tls_key or tls_key and not tls_cert:
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    tls_files = (tls_cert, tls_key) if tls_cert else None
     if (client_ca or also_plain) and not tls_files:
-        raise click.UsageError("--require-client-cert and --also-plain need --tls CERT KEY")
+        raise click.UsageError("--tls-ca and --also-plain need --tls-cert and --tls-key")
     if threads and tls_files:
-        raise click.UsageError("--threads serves plain IIOP only: --tls needs the event loop")
+        raise click.UsageError("--threads serves plain IIOP only: TLS needs the event loop")
     try:
         limits = ServerLimits(fragment_size=fragment_size, idle_timeout=idle_timeout,
                               max_connections=max_connections,
@@ -115,7 +132,8 @@ def cmd(idl_file, interface_name, include_dirs, host, port, object_name, fragmen
                             plain=tls is None or also_plain)
         run_loop(_serve(server, interface, object_name, ready_file, forward_corbaloc))
     except (OSError, PycdrError) as e:
-        click.echo(f"cannot serve: {e}", err=True)
+        reason = getattr(e, "strerror", None) or e
+        click.echo(f"error: cannot serve on {host}:{port}: {reason}", err=True)
         sys.exit(EXIT_BAD_INPUT)
 
 

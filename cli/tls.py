@@ -1,5 +1,5 @@
-"""The TLS options every connecting command shares (--tls, --cacert, --cert/--key,
---insecure), and how their failures are told."""
+"""The TLS options every connecting command shares (--tls, --tls-ca, --tls-cert/--tls-key,
+--insecure: cli/options.py), and how their failures are told."""
 
 from __future__ import annotations
 
@@ -9,41 +9,52 @@ import click
 
 from pycdr.orb.tls import TLSOptions, transport_error_of
 
+from .options import old_spelling, shared
 from .warn import warn
 
 INSECURE_WARNING = "--insecure: the server's certificate and host name are NOT verified"
 
 
-def tls_options(command=None, *, key_flag: str = "--key"):
+def tls_options(command=None, *, old_key: bool = True):
     """Add the shared TLS options; the command receives one ``tls`` argument (TLSOptions).
-    ``key_flag``: the private key's option, for a command whose --key means something
-    else (``pycdr replay``'s object keys: ``@tls_options(key_flag="--tls-key")``)."""
+    ``old_key``: accept the old spelling --key of --tls-key (not where --key means
+    something else)."""
     if command is None:
-        return functools.partial(tls_options, key_flag=key_flag)
+        return functools.partial(tls_options, old_key=old_key)
 
-    @click.option("--tls", "tls_force", is_flag=True,
-                  help="Speak TLS to a corbaloc:iiop URL or host:port (an IOR with "
-                       "TAG_SSL_SEC_TRANS or TAG_TLS_SEC_TRANS, and corbaloc:ssliop:, "
-                       "select TLS by themselves).")
-    @click.option("--cacert", type=click.Path(exists=True, dir_okay=False),
-                  help="CA certificates (PEM) to verify the server with (default: the "
-                       "system's).")
-    @click.option("--cert", "tls_cert", type=click.Path(exists=True, dir_okay=False),
-                  help="Client certificate (PEM) for servers that require one.")
-    @click.option(key_flag, "tls_key", type=click.Path(exists=True, dir_okay=False),
-                  help="The client certificate's private key (PEM; default: in --cert).")
-    @click.option("--insecure", is_flag=True,
-                  help="Do not verify the server's certificate or host name.")
+    @shared("--tls", "tls_force")
+    @click.option("--tls-ca", "cacert", help=shared_help("--tls-ca") + " Default: the "
+                  "system's.", **_attrs("--tls-ca"))
+    @old_spelling("--cacert", "cacert", new="--tls-ca", type=_attrs("--tls-ca")["type"])
+    @click.option("--tls-cert", "tls_cert", help=shared_help("--tls-cert") + " For servers "
+                  "that require a client certificate.", **_attrs("--tls-cert"))
+    @old_spelling("--cert", "tls_cert", new="--tls-cert", type=_attrs("--tls-cert")["type"])
+    @click.option("--tls-key", "tls_key", help=shared_help("--tls-key") + " Default: in "
+                  "--tls-cert.", **_attrs("--tls-key"))
+    @shared("--insecure")
     @functools.wraps(command)
     def wrapper(*args, tls_force, cacert, tls_cert, tls_key, insecure, **kwargs):
         if tls_key and not tls_cert:
-            raise click.UsageError(f"{key_flag} needs --cert")
+            raise click.UsageError("--tls-key needs --tls-cert")
         if insecure:
             warn(INSECURE_WARNING)
         tls = TLSOptions(force=tls_force, cacert=cacert, cert=tls_cert, key=tls_key,
                          insecure=insecure)
         return command(*args, tls=tls, **kwargs)
+    if old_key:
+        wrapper = old_spelling("--key", "tls_key", new="--tls-key",
+                               type=_attrs("--tls-key")["type"])(wrapper)
     return wrapper
+
+
+def shared_help(name: str) -> str:
+    from .options import SHARED
+    return SHARED[name].meaning
+
+
+def _attrs(name: str) -> dict:
+    from .options import SHARED
+    return dict(SHARED[name].attrs)
 
 
 def failure_text(e: BaseException) -> str:

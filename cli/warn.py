@@ -1,15 +1,14 @@
 """How a command warns: each cause once in a command's run.
 
-:func:`warn` prints a warning line on stderr unless the run already warned of the same cause;
-the library's own log warnings (the ORB's: a peer's protocol violation, a refused
-connection) go through it too while a command runs (:func:`start_run`).
+:func:`warn` prints a warning line on stderr unless the run already warned of the same cause.
+The library's own log records are not warnings of a command: they reach the user only where
+a command asks for them (`pycdr serve -v`), never as a server's log lines in a client.
 :func:`group_decode_warnings` folds the decoder's warnings that share a cause (severity,
 code and message; several places in the input) into one, with every offset it was seen at.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 
 import click
@@ -21,26 +20,9 @@ _lock = threading.Lock()
 
 
 def start_run() -> None:
-    """A command's run begins (the `pycdr` group calls this): nothing warned of yet, and
-    log warnings of the pycdr library printed through :func:`warn`."""
+    """A command's run begins (the `pycdr` group calls this): nothing warned of yet."""
     global _warned
     _warned = set()
-    library = logging.getLogger("pycdr")
-    if not any(isinstance(h, _LibraryWarnings) for h in library.handlers):
-        library.addHandler(_LibraryWarnings(logging.WARNING))
-
-
-class _LibraryWarnings(logging.Handler):
-    """pycdr's log records of WARNING and above as CLI warnings, when nothing else handles
-    logging (a command that configures logging itself, `pycdr serve`, keeps its log)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if logging.getLogger().handlers:
-            return
-        try:
-            warn(record.getMessage())
-        except Exception:            # a log call must not fail the command
-            self.handleError(record)
 
 
 def warn(message: str, *, cause=None, label: str = "warning") -> bool:

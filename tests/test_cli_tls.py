@@ -1,6 +1,6 @@
 """The command line over TLS: `pycdr serve --tls` as a process; `probe`, `call` and
-`conformance` against it with the shared options (--tls, --cacert, --cert/--key,
---insecure), their TLS facts and their failures by step and exit status."""
+`conformance` against it with the shared options (--tls, --tls-ca, --tls-cert/--tls-key,
+--insecure), their TLS facts and their failures by step and exit status (6: TLS)."""
 
 import json
 import os
@@ -14,7 +14,7 @@ from click.testing import CliRunner
 pytest.importorskip("cryptography")
 
 from orb_echo_values import ECHO_ALL_IDL  # noqa: E402
-from pycdr.cli.main import main  # noqa: E402
+from pycdr.cli.main import EXIT_TLS, main  # noqa: E402
 from pycdr.addressing.csiv2 import CSISecMechList  # noqa: E402
 from pycdr.addressing.iiop import SSLSecTrans, decode_profile, make_ior  # noqa: E402
 from pycdr.codec.ior import ior_from_string, ior_to_string  # noqa: E402
@@ -31,8 +31,9 @@ def certs(tmp_path_factory):
 def serve(certs, *extra):
     """`pycdr serve --tls` with ``extra`` options: (process, its output lines)."""
     process = subprocess.Popen(
-        PYCDR + ["serve", ECHO_ALL_IDL, "--interface", "EchoAll::Echo",
-                 "--tls", str(certs.server.cert), str(certs.server.key), *extra],
+        PYCDR + ["serve", "--idl", ECHO_ALL_IDL, "--interface", "EchoAll::Echo",
+                 "--tls-cert", str(certs.server.cert), "--tls-key", str(certs.server.key),
+                 *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = [process.stdout.readline().strip(), process.stdout.readline().strip()]
     if "--also-plain" in extra:
@@ -43,7 +44,7 @@ def serve(certs, *extra):
 
 @pytest.fixture(scope="module")
 def tls_only(certs):
-    process, lines = serve(certs, "--require-client-cert", str(certs.ca))
+    process, lines = serve(certs, "--tls-ca", str(certs.ca))
     yield lines
     process.kill()
     process.wait(10)
@@ -62,7 +63,7 @@ def invoke(*args):
 
 
 def client_cert(certs):
-    return ["--cacert", certs.ca, "--cert", certs.client.cert, "--key", certs.client.key]
+    return ["--tls-ca", certs.ca, "--tls-cert", certs.client.cert, "--tls-key", certs.client.key]
 
 
 def test_serve_tls_only_publishes_port_0_and_ssliop(tls_only):
@@ -85,25 +86,30 @@ def test_call_over_tls_and_its_failures(certs, tls_only):
         assert result.exit_code == 0, result.output + result.stderr
         assert json.loads(result.stdout) == 41
     # no client certificate: the server's certificate_required alert names the step
-    result = invoke("call", ior, "echo_long", "1", "--idl", ECHO_ALL_IDL, "--cacert", certs.ca)
-    assert result.exit_code == 3
+    result = invoke("call", ior, "echo_long", "1", "--idl", ECHO_ALL_IDL, "--tls-ca", certs.ca)
+    assert result.exit_code == EXIT_TLS
     assert "client certificate to 127.0.0.1" in result.stderr and \
         "requires a client certificate" in result.stderr
     # the system's CAs do not know the test CA
     result = invoke("call", ior, "echo_long", "1", "--idl", ECHO_ALL_IDL,
-                    "--cert", certs.client.cert, "--key", certs.client.key)
-    assert result.exit_code == 3
+                    "--tls-cert", certs.client.cert, "--tls-key", certs.client.key)
+    assert result.exit_code == EXIT_TLS
     assert "server certificate to 127.0.0.1" in result.stderr and \
         "not trusted: self-signed certificate in certificate chain" in result.stderr
     # --insecure works, and says so
     result = invoke("call", ior, "echo_long", "2", "--idl", ECHO_ALL_IDL, "--insecure",
-                    "--cert", certs.client.cert, "--key", certs.client.key)
+                    "--tls-cert", certs.client.cert, "--tls-key", certs.client.key)
     assert result.exit_code == 0 and json.loads(result.stdout) == 2
     assert "--insecure" in result.stderr and "NOT verified" in result.stderr
-    # --key without --cert is a usage error
+    # --tls-key without --tls-cert is a usage error
     result = invoke("call", ior, "echo_long", "2", "--idl", ECHO_ALL_IDL,
-                    "--key", certs.client.key)
+                    "--tls-key", certs.client.key)
     assert result.exit_code == 2
+    # the old spellings still work, and say what to write instead
+    result = invoke("call", ior, "echo_long", "3", "--idl", ECHO_ALL_IDL, "--cacert", certs.ca,
+                    "--cert", certs.client.cert, "--key", certs.client.key)
+    assert result.exit_code == 0 and json.loads(result.stdout) == 3
+    assert "--cacert is deprecated: use --tls-ca" in result.stderr
 
 
 def test_probe_reports_tls_facts(certs, tls_only):
@@ -123,8 +129,8 @@ def test_probe_reports_tls_facts(certs, tls_only):
     assert report["giop"] and report["locate"][0]["locate_status"] == "OBJECT_HERE"
     assert "other_port" not in report          # TLS only: no plain port to try
     # without the client certificate, the step that failed is named
-    result = invoke("probe", ior, "--json", "--timeout", 10, "--cacert", certs.ca)
-    assert result.exit_code == 3
+    result = invoke("probe", ior, "--json", "--timeout", 10, "--tls-ca", certs.ca)
+    assert result.exit_code == EXIT_TLS
     report = json.loads(result.stdout)
     assert report["failed_step"] == "client certificate"
     # text output
@@ -136,7 +142,7 @@ def test_probe_reports_tls_facts(certs, tls_only):
 
 def test_probe_both_ports_and_plain_probe_of_the_tls_port(certs, both_ports):
     ior, plain_url, tls_url = both_ports
-    result = invoke("probe", ior, "--json", "--timeout", 10, "--cacert", certs.ca)
+    result = invoke("probe", ior, "--json", "--timeout", 10, "--tls-ca", certs.ca)
     assert result.exit_code == 0, result.output + result.stderr
     report = json.loads(result.stdout)
     assert report["transport"] == "TLS" and report["tls"]["client_certificate_requested"] is False
@@ -144,35 +150,35 @@ def test_probe_both_ports_and_plain_probe_of_the_tls_port(certs, both_ports):
     # the plain URL: probed plain, and the IOR's TLS port is not in a corbaloc:iiop URL
     tls_port = tls_url.rsplit(":", 1)[1].split("/")[0]
     result = invoke("probe", f"127.0.0.1:{tls_port}", "--json", "--timeout", 10)
-    assert result.exit_code == 1
+    assert result.exit_code == EXIT_TLS and "connect with --tls" in result.stderr
     report = json.loads(result.stdout)
     assert report["speaks_tls"] is True and "--tls" in report["hint"]
     result = invoke("probe", f"127.0.0.1:{tls_port}", "--tls", "--json", "--timeout", 10,
-                    "--cacert", certs.ca)
+                    "--tls-ca", certs.ca)
     assert result.exit_code == 0 and json.loads(result.stdout)["giop"]
 
 
 def test_conformance_over_tls(certs, both_ports):
     ior, plain_url, tls_url = both_ports
     result = invoke("conformance", tls_url, "--group", "locate", "--group", "request",
-                    "--cacert", certs.ca)
+                    "--tls-ca", certs.ca)
     assert result.exit_code == 0, result.output + result.stderr
     assert "over TLS to 127.0.0.1" in result.output
     assert "total" in result.output
     result = invoke("conformance", tls_url, "--group", "locate")
-    assert result.exit_code == 3 and "not trusted" in result.stderr
+    assert result.exit_code == EXIT_TLS and "not trusted" in result.stderr
 
 
 def test_fuzz_over_tls(certs, both_ports, tmp_path):
     ior, plain_url, tls_url = both_ports
-    result = invoke("fuzz", ior, "--cacert", certs.ca, "--max-cases", 150, "--seed", 3,
+    result = invoke("fuzz", ior, "--tls-ca", certs.ca, "--max-cases", 150, "--seed", 3,
                     "--json", "--out", tmp_path / "findings")
     assert result.exit_code == 0, result.output + result.stderr
     summary = json.loads(result.stdout)
     assert summary["cases"] == 150 and not summary["target_dead"]
     assert summary["probes"] > 0 and summary["findings"] == []
     result = invoke("fuzz", ior, "--max-cases", 5, "--json", "--out", tmp_path / "findings")
-    assert result.exit_code == 3 and "server certificate" in result.stderr
+    assert result.exit_code == EXIT_TLS and "server certificate" in result.stderr
 
 
 def test_pytest_plugin_over_tls(certs, both_ports, tmp_path):

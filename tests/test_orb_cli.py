@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from orb_echo_values import ECHO_ALL_IDL
-from pycdr.cli.main import main
+from pycdr.cli.main import EXIT_NOT_GIOP, EXIT_UNREACHABLE, main
 from pycdr_serve import PYCDR, serving_echo
 
 
@@ -72,7 +72,7 @@ def test_probe_reports_unreachable_and_not_giop():
         listener.bind(("127.0.0.1", 0))
         port = listener.getsockname()[1]
     result = invoke("probe", f"127.0.0.1:{port}", "--timeout", "1")
-    assert result.exit_code == 3
+    assert result.exit_code == EXIT_UNREACHABLE
     with socket.socket() as listener:      # an HTTP-ish server
         listener.bind(("127.0.0.1", 0))
         listener.listen()
@@ -85,8 +85,11 @@ def test_probe_reports_unreachable_and_not_giop():
             conn.close()
         threading.Thread(target=answer, daemon=True).start()
         result = invoke("probe", f"127.0.0.1:{port}", "--json", "--timeout", "1")
-    assert result.exit_code == 1
-    assert json.loads(result.output)["first_answer"]["outcome"] == "not GIOP"
+    assert result.exit_code == EXIT_NOT_GIOP
+    report = json.loads(result.stdout)
+    assert report["first_answer"]["outcome"] == "not GIOP"
+    assert report["first_answer"]["looks_like"].startswith("an HTTP server")
+    assert "answered like an HTTP server" in result.stderr
 
 
 def test_probe_names_the_vendor_of_a_forward_and_shows_keys_in_hex():
@@ -187,7 +190,7 @@ def test_serve_forwards_its_corbaloc_key_to_the_full_ior():
         located = report["locate"][0]
         assert located["locate_status"] == "OBJECT_FORWARD"
         assert located["forward"]["ior"] == ior
-        assert located["forward"]["profiles"][0]["vendor"] == "0x50594300"   # unregistered
+        assert located["forward"]["profiles"][0]["vendor"] == "pycdr"   # its own ORB type
         omni = run_omni_client(url, [("echo_long", 42), ("echo_string", "via forward")],
                                idl=ECHO_ALL_IDL, interface=ECHO_INTERFACE)
         assert [c.get("result") for c in omni] == [42, "via forward"], omni

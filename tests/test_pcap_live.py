@@ -77,7 +77,7 @@ def test_live_capture_streams_entries_and_saves_the_packets(tmp_path):
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
     saved = str(tmp_path / "live.pcap")
-    proc = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {port}", "--json",
+    proc = subprocess.Popen(PYCDR + ["-i", "lo", "--filter", f"tcp port {port}", "--json",
                                      "--duration", "60", "-w", saved],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=_interruptible)
@@ -127,7 +127,7 @@ def test_no_such_interface_is_a_clear_error():
 
 
 def test_bad_capture_filter_is_a_clear_error():
-    proc = subprocess.run(PYCDR + ["-i", "lo", "-f", "tcp port (((", "--duration", "2"],
+    proc = subprocess.run(PYCDR + ["-i", "lo", "--filter", "tcp port (((", "--duration", "2"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "error: capture filter 'tcp port (((':" in proc.stderr
@@ -138,7 +138,7 @@ def test_count_ends_the_capture_and_the_saved_file_holds_the_packets(tmp_path):
     saved = tmp_path / "five.pcap"
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]
-    proc = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {port}", "-c", "5",
+    proc = subprocess.Popen(PYCDR + ["-i", "lo", "--filter", f"tcp port {port}", "-c", "5",
                                      "--duration", "60", "-w", str(saved), "--stats", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -183,3 +183,40 @@ def test_without_capture_rights_the_error_says_so():
         pytest.skip("this process captures without capabilities here")
     assert proc.returncode == 1
     assert "capturing needs rights" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["-i", "lo", "--filter", "tcp port {port}", "-w", "{out}", "-q", "--duration", "3"],
+    # `pycdr capture`: the old name of the same, said once on stderr
+    ["capture", "-i", "lo", "-p", "{port}", "-t", "3", "{out}"]], ids=["pcap", "capture"])
+def test_recording_only_writes_the_packets_and_prints_no_messages(tmp_path, command):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    out = tmp_path / "recorded.pcap"
+    argv = [a.format(port=port, out=out) for a in command]
+    base = PYCDR[:-1] if argv[0] == "capture" else PYCDR
+    proc = subprocess.Popen(base + argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        said, lines, deadline = [], Lines(proc.stderr), time.monotonic() + 30
+        while not said or not said[-1].startswith("capturing on"):    # (libpcap opened)
+            line = lines.read(deadline)
+            assert line is not None, said
+            said.append(line)
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            conn, _ = server.accept()
+            client.sendall(encode_message(Request(request_id=1, operation="op",
+                                                  target=KeyAddr(b"k"))))
+            conn.recv(1024)
+            conn.close()
+        stdout, rest = proc.communicate(timeout=30)
+    finally:
+        _end(proc, server)
+    stderr = "\n".join(said).encode() + lines.buf + rest
+    assert proc.returncode == 0, stderr
+    assert stdout == b""
+    assert b"packets written to" in stderr
+    assert (b"pycdr capture is deprecated" in stderr) == (argv[0] == "capture")
+    entries = decode_capture(str(out))
+    assert [e["operation"] for e in entries if e.get("type") == "Request"] == ["op"], (stderr, entries)

@@ -26,7 +26,8 @@ def run(*args):
 def test_sharded_output_is_the_single_process_output(mode):
     for path in FILES:
         one = run(*mode, path)
-        assert one[0] == 0 and one[1], path
+        # (1: a capture with messages that cannot be decoded, as the single process says)
+        assert one[0] in (0, 1) and one[1], path
         for jobs in ("2", "3"):
             assert run("-j", jobs, *mode, path) == one, (path, jobs)
 

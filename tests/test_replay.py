@@ -17,7 +17,7 @@ pytest.importorskip("scapy")
 
 import replay_store as rs  # noqa: E402
 from conftest import REPLAY_WINDOW  # noqa: E402
-from pycdr.cli.main import main  # noqa: E402
+from pycdr.cli.main import EXIT_TLS, main  # noqa: E402
 from pycdr.giop.messages import (CancelRequest, KeyAddr, LocateRequest, Reply,  # noqa: E402
                                  ReplyStatus, decode_message, encode_message,
                                  fragment_message)
@@ -316,10 +316,11 @@ def test_over_tls_with_the_shared_tls_options(tmp_path):
         assert result.exit_code == 0, result.output
         assert len(server.received) == 8
         untrusted = replay([capture, "--target", server.corbaloc, "--tls"])
-        assert untrusted.exit_code == 3
+        assert untrusted.exit_code == EXIT_TLS
         assert "certificate" in untrusted.stderr, untrusted.stderr
+        # connected; the TLS server drops the GIOP; asked afterwards, it speaks TLS
         cleartext = replay([capture, "--target", server.corbaloc, "--timeout", "2"])
-        assert cleartext.exit_code == 1        # connected; the TLS server drops the GIOP
+        assert cleartext.exit_code == EXIT_TLS, cleartext.output
 
 
 def test_rate_limit_spaces_the_sends():

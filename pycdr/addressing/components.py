@@ -32,8 +32,12 @@ COMPONENT_NAMES = {
     0x54414F00: "TAO_TAG_PRIORITY (obsolete)", 0x54414F02: "TAO_TAG_ENDPOINTS",
 }
 
+# ORB_TYPE of pycdr's own ORB's IORs: "PYC\0" (not an OMG-assigned vendor tag).
+PYCDR_ORB_TYPE = 0x50594300
+
 # ORB types (OMG vendor tags), by the upper 24 bits as omniORB's catior reads them.
 ORB_VENDORS = {
+    PYCDR_ORB_TYPE: "pycdr",
     0x41545400: "omniORB", 0x48500000: "HP", 0x4E534400: "HP", 0x49424D00: "IBM",
     0x53554E00: "Sun", 0x4F424200: "BEA", 0x42454100: "BEA", 0x574C5300: "BEA",
     0x494C5500: "Xerox", 0x58505300: "PrismTech", 0x50544300: "PrismTech",

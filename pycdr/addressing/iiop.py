@@ -18,7 +18,9 @@ from .. import codesets
 from ..codec.cdr import CDRReader, CDRWriter
 from ..codec.ior import IOR, TAG_INTERNET_IOP, TAG_MULTIPLE_COMPONENTS, TaggedProfile
 from . import csiv2
-from .components import COMPONENT_NAMES, ORB_VENDORS, TaggedComponent, TypedComponent, component_name, decode_component, decode_encapsulated, orb_vendor, vendor_tag_name  # noqa: F401 (names of this module's API)
+from .components import (COMPONENT_NAMES, ORB_VENDORS, PYCDR_ORB_TYPE,  # noqa: F401 (this
+                         TaggedComponent, TypedComponent, component_name,  # module's API)
+                         decode_component, decode_encapsulated, orb_vendor, vendor_tag_name)
 from .csiv2 import CONFIDENTIALITY, ESTABLISH_TRUST_IN_CLIENT, ESTABLISH_TRUST_IN_TARGET, INTEGRITY, CompoundSecMech, CSISecMechList, TLSSecTrans, association_options  # noqa: F401 (as above)
 
 # IOP::ComponentId values (CORBA 3.x Part 2 7.6.6, omniORB's own); CSIv2's are in .csiv2.

@@ -784,7 +784,13 @@ class IdlBodyDecoder:
     IDL needed) and of the operations of IDL modules (``pycdr.idl.load``
     results; none for the first kind alone), looked up by operation name."""
 
-    def __init__(self, modules=()):
+    def __init__(self, modules=(), typed: bool = False):
+        # typed: also each value whole, as `pycdr call --json` gives it ("typed": {name:
+        # JSON value}), for JSON output.
+        self.to_json = None
+        if typed:
+            from ..orb.jsonvalues import to_json
+            self.to_json = to_json
         self.operations: dict = {}
         self.exceptions: dict = {}
         # Per operation name: (name, TypeCode) of its arguments, and of its results.
@@ -839,12 +845,18 @@ class IdlBodyDecoder:
         result = {"operation": op.name, "kind": kind, "values": out}
         r = msg.body_reader(lenient=True, **reader_options)
         seen: dict = {}                              # valuetypes shared between items
+        to_json = self.to_json
+        if to_json is not None:
+            typed = result["typed"] = {}
         try:
             for name, tc, leaf in items:             # (an exception starts with its id)
+                value = read_value(r, tc)
+                if to_json is not None:
+                    typed[name] = to_json(value)
                 if leaf:                             # flatten_value's first case, straight
-                    out.append([name, leaf_text(read_value(r, tc))])
+                    out.append([name, leaf_text(value)])
                 else:
-                    flatten_value(tc, read_value(r, tc), name, out, seen)
+                    flatten_value(tc, value, name, out, seen)
         except PycdrError as e:
             result["error"] = error_json(e)
         if r.warnings:          # violations inside the values (bad boolean, padding, ...)

@@ -99,9 +99,14 @@ class CallStats:
                                   "max": lat.max if lat.count else None}}
 
 
+# How a LocateRequest is named where operations are (statistics, `--only`/`--skip`): in
+# parentheses, which no IDL operation name has.
+LOCATE_OPERATION = "(LocateRequest)"
+
+
 def operation_of(entry: dict) -> str:
-    """A Request's operation; ``<LocateRequest>`` for a LocateRequest."""
-    return entry["operation"] if "operation" in entry else f"<{entry['type']}>"
+    """A Request's operation; ``(LocateRequest)`` for a LocateRequest."""
+    return entry["operation"] if "operation" in entry else f"({entry['type']})"
 
 
 def pair_of(request: dict) -> str:

@@ -128,7 +128,8 @@ def parse_header(data, offset: int = 0) -> GiopHeader:
     layout = _HEADER_LITTLE if data[offset + 6] & FLAG_LITTLE_ENDIAN else _HEADER_BIG
     magic, major, minor, flags, msg_type, size = layout.unpack_from(data, offset)
     if magic not in (GIOP_MAGIC, ZIOP_MAGIC):
-        raise GIOPError(f"bad magic {magic!r} (expected b'GIOP')", offset)
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in magic)
+        raise GIOPError(f"bad magic {magic.hex()} ({text}; expected GIOP)", offset)
     version = (major, minor)
     if version not in SUPPORTED_VERSIONS:
         raise UnsupportedVersionError(

@@ -13,6 +13,7 @@ import enum
 
 from ..codec.cdr import CDRReader, CDRWriter
 from ..errors import InvalidValueError
+from .minorcodes import meaning as minor_meaning
 
 OMG_VMCID = 0x4F4D0000
 OMNIORB_VMCID = 0x41540000       # omniORB minorCodes.py: OMNIORBMinorCode = 0x41540000 | c
@@ -185,12 +186,20 @@ class SystemException(Exception):
 
     def __str__(self):
         vendor = self.vendor or f"VMCID 0x{self.vmcid:08x}"
+        meaning = self.minor_meaning
         return f"CORBA::{self.name} minor {vendor}:{self.minor_code} " \
-               f"(0x{self.minor:08x}), {_status_name(self.completed)}"
+               f"(0x{self.minor:08x}{': ' + meaning if meaning else ''}), " \
+               f"{_status_name(self.completed)}"
+
+    @property
+    def minor_meaning(self) -> str | None:
+        """What the minor code means, where its vendor's table is known (minorcodes)."""
+        return minor_meaning(self.name, self.minor)
 
     def to_json(self) -> dict:
         return {"exception_id": self.repo_id, "name": self.name, "minor": self.minor,
                 "vmcid": self.vmcid, "vendor": self.vendor, "minor_code": self.minor_code,
+                "minor_meaning": self.minor_meaning,
                 "completed": _status_name(self.completed)}
 
 

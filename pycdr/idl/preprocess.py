@@ -169,6 +169,12 @@ def preprocess(path: str, include_dirs=(), defines=None, reporter: Reporter | No
     except OSError as exc:
         reporter.error(Position(str(path), 1, 1), f"cannot read: {exc.strerror}")
         reporter.check()
+    if "\0" in text:
+        # A binary file (a capture, an object file): one error, not one a byte.
+        line = text.count("\n", 0, text.index("\0")) + 1
+        reporter.error(Position(str(path), line, 1), "not IDL: the file holds binary data "
+                                                     "(NUL bytes)")
+        reporter.check()
     pp.parse(text, os.path.normpath(str(path)))
     out = io.StringIO()
     try:

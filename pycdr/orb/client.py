@@ -860,7 +860,7 @@ class ClientConnection(RequestEncoder):
             # Some servers (Python's asyncio among them) close without sending the alert.
             why = ("does not accept the client certificate does that"
                    if self.orb.options.tls.cert else
-                   "requires a client certificate does that: give one with --cert/--key")
+                   "requires a client certificate does that: give one with --tls-cert/--tls-key")
             return TransportError(STEP_GIOP, "the server closed the TLS connection before "
                                   f"any reply, without an alert; a server that {why}",
                                   self.host, self.port)

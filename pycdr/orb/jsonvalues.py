@@ -4,7 +4,9 @@ JSON forms: numbers as numbers (fixed as a string), char/wchar/strings as string
 sequences as a hex string or a list of numbers, enums as the enumerator name, structs and
 exceptions as objects by member name, unions as ``{"d": discriminator, "v": value}``,
 sequences and arrays as lists, object references as ``IOR:`` strings (or null), an any as
-``{"type": <kind name>, "value": ...}`` for the basic types only.
+``{"type": <kind name>, "value": ...}`` for the basic types only.  The floating-point values
+JSON has no number for are the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``
+(RFC 8259: what is written is JSON; ``loads`` and ``dumps`` read and write it).
 """
 
 from __future__ import annotations
@@ -17,13 +19,54 @@ from ..codec import tc as tcs
 from ..idl.typecodes import IDL_NAMES
 from ..codec.ior import IOR, ior_from_string, ior_to_string
 from ..codec.typecode import INTEGER_RANGES, TCKind as K, describe
-from ..codec.values import Any, EnumItem, LongDouble, Struct, Union, UserException, class_for
+from ..codec.values import (Any, EnumItem, LongDouble, Struct, Union, UserException, ValueBase,
+                            class_for)
 
 _ANY_BASIC = {"long": tcs.long, "double": tcs.double, "string": tcs.string,
               "boolean": tcs.boolean, "longlong": tcs.longlong, "octet": tcs.octet}
 
 
 _FLOAT_MAX = 3.4028234663852886e38    # the largest finite IEEE single
+
+# The JSON strings of the floating-point values that are not numbers in JSON.
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+class JSONTextError(ValueError):
+    """Text that is not RFC 8259 JSON, or a number no IDL type pycdr sends can hold."""
+
+
+def _refuse_constant(name: str):
+    raise JSONTextError(f"{name} is not a JSON number: write it as the string '\"{name}\"'")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise JSONTextError(f"{text if len(text) <= 30 else text[:20] + '...'} is beyond the "
+                            "range of a double")
+    return value
+
+
+def loads(text: str):
+    """The value of the JSON ``text`` (RFC 8259: no bare NaN or Infinity, no number that
+    overflows a double).  JSONTextError, or json's own ValueError, for anything else."""
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+
+
+def _json_safe(obj):
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "NaN" if obj != obj else ("Infinity" if obj > 0 else "-Infinity")
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def dumps(obj, **options) -> str:
+    """``obj`` as RFC 8259 JSON: non-finite floats as their strings (NON_FINITE)."""
+    return json.dumps(_json_safe(obj), allow_nan=False, **options)
 
 
 def _unalias(t):
@@ -82,6 +125,11 @@ def from_json(t, obj):
             raise ValueError(f"{_shown(obj)} does not fit {type_name(declared)} ({lo}..{hi})")
         return obj
     if k in (K.tk_float, K.tk_double, K.tk_longdouble):
+        if isinstance(obj, str) and obj in NON_FINITE:
+            obj = NON_FINITE[obj]
+        elif isinstance(obj, float) and not math.isfinite(obj):
+            raise ValueError(f"{_shown(_json_safe(obj))} is not a JSON number: write it as "
+                             f"a string ({type_name(declared)})")
         if not isinstance(obj, (int, float)) or isinstance(obj, bool):
             raise ValueError(f"{_shown(obj)} is not a number ({type_name(declared)})")
         try:
@@ -117,18 +165,23 @@ def from_json(t, obj):
         cls = class_for(t)
         names = [t.member_name(i) for i in range(t.member_count())]
         if not isinstance(obj, str) or obj not in names:
-            raise ValueError(f"{_shown(obj)} is not one of {names} ({type_name(declared)})")
+            raise ValueError(f"{_shown(obj)} is not one of {', '.join(names)} "
+                             f"({type_name(declared)})")
         return cls._items[names.index(obj)]
     if k in (K.tk_struct, K.tk_except):
         if not isinstance(obj, dict):
             raise ValueError(f"expected an object for {t.name()}, not {_shown(obj)}")
         cls = class_for(t)
         members = {t.member_name(i): t.member_type(i) for i in range(t.member_count())}
-        unknown = set(obj) - set(members)
+        unknown = sorted(set(obj) - set(members))
         if unknown:
-            raise ValueError(f"{t.name()} has no member(s) {sorted(unknown)[:10]}")
-        return cls(**{name: from_json(members[name], obj[name]) for name in members
-                      if name in obj})
+            raise ValueError(f"{t.name()} has no member {', '.join(unknown[:10])} (its "
+                             f"members: {', '.join(members) or 'none'})")
+        missing = [name for name in members if name not in obj]
+        if missing:
+            raise ValueError(f"{t.name()} member {', '.join(missing[:10])} is missing (its "
+                             f"members: {', '.join(members)})")
+        return cls(**{name: from_json(members[name], obj[name]) for name in members})
     if k == K.tk_union:
         if not isinstance(obj, dict) or set(obj) != {"d", "v"}:
             raise ValueError(f"a union is {{\"d\": discriminator, \"v\": value}}, "
@@ -139,7 +192,7 @@ def from_json(t, obj):
                 return class_for(t)(d, from_json(t.member_type(i), obj["v"]))
         index = t.default_index()
         if index is None or index < 0:
-            raise ValueError(f"no branch of {t.name()} for discriminator {d!r}")
+            raise ValueError(f"no branch of {t.name()} for discriminator {_shown(obj['d'])}")
         return class_for(t)(d, from_json(t.member_type(index), obj["v"]))
     if k in (K.tk_sequence, K.tk_array):
         content = _unalias(t.content_type())
@@ -162,9 +215,14 @@ def from_json(t, obj):
     raise ValueError(f"no JSON form for {k.name} values")
 
 
-def to_json(value):
-    """A JSON-able form of a decoded value (the inverse of from_json where types allow)."""
-    if value is None or isinstance(value, (bool, str, float)):
+def to_json(value, _path=None):
+    """A JSON-able form of a decoded value (the inverse of from_json where types allow).
+
+    A valuetype is an object of its fields plus ``"_type"`` (its repository id); one
+    met again inside itself (a cycle) is ``{"_cycle": <repository id>}``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else _json_safe(value)
+    if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, EnumItem):
         return value.name
@@ -175,15 +233,26 @@ def to_json(value):
     if isinstance(value, Decimal):
         return str(value)
     if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
+        return [to_json(v, _path) for v in value]
     if isinstance(value, (Struct, UserException)):
-        return {name: to_json(getattr(value, name)) for name in value._fields}
+        return {name: to_json(getattr(value, name), _path) for name in value._fields}
     if isinstance(value, Union):
-        return {"d": to_json(value._d), "v": to_json(value._v)}
+        return {"d": to_json(value._d, _path), "v": to_json(value._v, _path)}
     if isinstance(value, IOR):
         return ior_to_string(value)
     if isinstance(value, Any):
-        return {"type": value.tc.kind().name[3:], "value": to_json(value.value)}
+        return {"type": value.tc.kind().name[3:], "value": to_json(value.value, _path)}
     if isinstance(value, LongDouble):
-        return repr(value)
-    return repr(value)
+        return to_json(float(value))        # (the nearest double: what JSON numbers hold)
+    if isinstance(value, ValueBase):
+        type_id = value._tc.id()
+        path = _path or set()
+        if id(value) in path:
+            return {"_cycle": type_id}
+        path.add(id(value))
+        try:
+            return {"_type": type_id, **{name: to_json(getattr(value, name, None), path)
+                                         for name in value._fields}}
+        finally:
+            path.discard(id(value))
+    return str(value)

@@ -38,7 +38,7 @@ from ..giop.events import (NEED_DATA, TAKEN, ConnectionClosed, MessageReceived,
 from ..giop.header import MAX_MESSAGE_SIZE
 from ..giop.messages import Request
 from ..giop.sysexc import SystemException
-from ..addressing.iiop import IIOPProfile, ORBTypeComponent, make_ior
+from ..addressing.iiop import PYCDR_ORB_TYPE, IIOPProfile, ORBTypeComponent, make_ior
 from ..codec.ior import IOR, ior_to_string
 from . import codesets as orb_codesets
 from .adapter import ObjectAdapter
@@ -52,8 +52,6 @@ from .tls import server_components
 
 log = logging.getLogger("pycdr.orb.server")
 
-# ORB_TYPE of this ORB's IORs: "PYC\0" (not an OMG-assigned vendor tag).
-PYCDR_ORB_TYPE = 0x50594300
 SERVER_GIOP_VERSION = (1, 2)      # the highest version served
 
 

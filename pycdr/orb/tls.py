@@ -202,7 +202,7 @@ def classify(e: BaseException, step: str, host: str = "", port: int = 0) -> Tran
         if reason in _CLIENT_CERT_REQUIRED:
             return TransportError(STEP_CLIENT_CERTIFICATE,
                                   f"the server requires a client certificate ({reason}); "
-                                  "give one with --cert/--key", host, port)
+                                  "give one with --tls-cert/--tls-key", host, port)
         if reason in _CLIENT_CERT_REJECTED:
             return TransportError(STEP_CLIENT_CERTIFICATE,
                                   f"the server rejected the client certificate ({reason})",

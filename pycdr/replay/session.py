@@ -31,6 +31,7 @@ from ..giop.messages import (CancelRequest, KeyAddr, LocateReply, MessageError,
                              encode_fragments, encode_message)
 from ..addressing.iiop import IIOPProfile, decode_profile
 from ..codec.marshal import read_value, write_value
+from ..capture.stats import LOCATE_OPERATION  # noqa: F401 (one spelling, the statistics')
 
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
 _REQUEST, _LOCATE_REQUEST, _CANCEL = (MsgType.Request.value, MsgType.LocateRequest.value,
@@ -38,7 +39,6 @@ _REQUEST, _LOCATE_REQUEST, _CANCEL = (MsgType.Request.value, MsgType.LocateReque
 _FRAGMENT = MsgType.Fragment.value
 _REPLY = MsgType.Reply.value
 CLIENT_MESSAGES = frozenset((_REQUEST, _LOCATE_REQUEST, _CANCEL))
-LOCATE_OPERATION = "(LocateRequest)"
 CANCEL_OPERATION = "(CancelRequest)"
 
 # Outcomes of a call.
@@ -96,7 +96,7 @@ class Call:
 
 
 class OperationFilter:
-    """--only-op / --skip-op (LocateRequests are "(LocateRequest)"; a CancelRequest
+    """--only / --skip (LocateRequests are "(LocateRequest)"; a CancelRequest
     goes with the request it cancels)."""
 
     def __init__(self, only=(), skip=()):
@@ -463,7 +463,7 @@ class ReplaySession:
         call = Call(self.connection, self.server, operation, kind, msg.request_id, ts)
         more = msg.more_fragments
         if not self.selected(operation):
-            call.outcome, call.reason = SKIPPED, "not selected (--only-op/--skip-op)"
+            call.outcome, call.reason = SKIPPED, "not selected (--only/--skip)"
             if more:
                 self._note_fragmented(msg, sent=False)
             return None, call
@@ -638,7 +638,7 @@ class ReplaySession:
         call = Call(self.connection, self.server, shape.operation, shape.kind,
                     ulong.unpack_from(raw, 12)[0], ts)
         if not self.selected(shape.operation):
-            call.outcome, call.reason = SKIPPED, "not selected (--only-op/--skip-op)"
+            call.outcome, call.reason = SKIPPED, "not selected (--only/--skip)"
             return None, call
         # (one allocation: the body is not sliced out first)
         data = b"".join((raw[:8], ulong.pack(4 + len(rewritten) + n - start),
