@@ -18,6 +18,7 @@ import click
 from pycdr.errors import PycdrError
 
 from .main import EXIT_BAD_INPUT, EXIT_OK
+from .options import open_output, read_iors, shared
 
 
 def _hex(value: str, option: str) -> bytes:
@@ -81,29 +82,27 @@ def explanation_lines(explanation, indent: str = "") -> str:
     "path; what is wrong; [the section]), then the verdict.  Exit status: 0 every request "
     "explained is clean; 1 a request breaks a rule, or the input is bad; 2 usage."))
 @click.argument("capture", required=False, type=click.Path(exists=True, dir_okay=False))
-@click.option("--stream", type=click.IntRange(0), help="With CAPTURE: the connection "
-              "(its number in `pycdr pcap`).")
+@shared("--stream", "stream", more="With CAPTURE.")
 @click.option("--request-id", type=click.IntRange(0, 0xFFFFFFFF),
               help="With CAPTURE: the request to explain (default: every request a "
                    "SYSTEM_EXCEPTION answered).")
 @click.option("--request", "requests", multiple=True,
               help="The request's GIOP message in hex (repeat for its fragments, in order).")
 @click.option("--reply", help="The reply's GIOP message in hex.")
-@click.option("--ior", help="The target's IOR (IOR:...): the code sets and GIOP version it "
-                            "offers.")
-@click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="IDL file with the operation (repeatable): the body is checked against it.")
-@click.option("-I", "--include", "include_dirs", multiple=True)
-@click.option("-p", "--port", "ports", multiple=True, type=click.IntRange(1, 65535),
-              help="With CAPTURE: TCP port carrying GIOP (GIOP magic is found anywhere).")
-@click.option("--json", "as_json", is_flag=True, help="JSON (with CAPTURE: one object a line).")
-def cmd(capture, stream, request_id, requests, reply, ior, idl_files, include_dirs, ports,
-        as_json):
+@shared("--ior", "ior_values", more="The target's: the code sets and GIOP version it offers "
+        "(the first one given).")
+@shared("--idl", "idl_files", multiple=True,
+        more="With the operation (repeatable): the body is checked against it.")
+@shared("--include", "include_dirs")
+@shared("--port", "ports", multiple=True, type=click.IntRange(1, 65535),
+        more="With CAPTURE: carrying GIOP (GIOP magic is found anywhere).")
+@shared("--json", "json_out", more="One object (with CAPTURE: one object a line).")
+def cmd(capture, stream, request_id, requests, reply, ior_values, idl_files, include_dirs,
+        ports, json_out):
     """Check a request strictly against the specification (and the IDL): each
     field that breaks a rule, with its offset and the section of the
     specification; or that the request is clean, so the fault is the peer's,
     whose exception and minor code (by its vendor's table) are named."""
-    from pycdr.codec.ior import ior_from_string
     from pycdr.explain import ExplainError, explain
     if (capture is None) == (not requests):
         raise click.UsageError("give a CAPTURE or --request HEX (one of them)")
@@ -112,11 +111,12 @@ def cmd(capture, stream, request_id, requests, reply, ior, idl_files, include_di
     if capture is None and (stream is not None or request_id is not None or ports):
         raise click.UsageError("--stream, --request-id and --port go with a CAPTURE")
     target = None
-    if ior is not None:
+    if ior_values:
         try:
-            target = ior_from_string(ior.strip(), lenient=True)
+            target = next(iter(read_iors(ior_values)), None)
         except (PycdrError, ValueError) as e:
-            raise click.BadParameter(f"not an IOR: {e}", param_hint="--ior") from None
+            raise click.BadParameter(str(e), param_hint="--ior") from None
+    out = open_output(json_out) if json_out is not None else None
     messages = [_hex(r, "--request") for r in requests]
     reply_bytes = _hex(reply, "--reply") if reply is not None else None
     modules = load_modules(idl_files, include_dirs)
@@ -125,8 +125,8 @@ def cmd(capture, stream, request_id, requests, reply, ior, idl_files, include_di
             explanation = explain(messages, reply_bytes, modules=modules, ior=target)
         except PycdrError as e:
             _fail(str(e))
-        if as_json:
-            click.echo(json.dumps(explanation.to_json()))
+        if out is not None:
+            out.write(json.dumps(explanation.to_json(), allow_nan=False) + "\n")
         else:
             click.echo(explanation_lines(explanation), nl=False)
         sys.exit(EXIT_OK if explanation.clean else EXIT_BAD_INPUT)
@@ -147,8 +147,9 @@ def cmd(capture, stream, request_id, requests, reply, ior, idl_files, include_di
         except ExplainError as e:
             _fail(f"stream {exchange.stream} request {exchange.request_id}: {e}")
         clean = clean and explanation.clean
-        if as_json:
-            click.echo(json.dumps(dict(explanation.to_json(), stream=exchange.stream)))
+        if out is not None:
+            out.write(json.dumps(dict(explanation.to_json(), stream=exchange.stream),
+                                 allow_nan=False) + "\n")
         else:
             op = f" ({explanation.operation})" if explanation.operation else ""
             click.echo(f"stream {exchange.stream} request {exchange.request_id}{op}:")

@@ -10,33 +10,25 @@ import click
 from pycdr.errors import PycdrError
 
 from .main import EXIT_BAD_INPUT
+from .options import read_iors, shared
 
 
 @click.command("monitor")
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Write the calls as JSON Lines to this file ('-': stdout).")
-@click.option("--parquet", "parquet", type=click.Path(file_okay=False),
-              help="Write the calls as Parquet under this directory, partitioned by date "
-                   "and hour (needs pyarrow: pip install 'pycdr[parquet]').")
-@click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="IDL file whose operations decode arguments and results into the "
-                   "arguments/result columns (repeatable).")
-@click.option("--ior", "ior_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False),
-              help="File of object references (IOR: strings, one a line) whose objects' "
-                   "interfaces are known from the start (repeatable).")
-@click.option("-p", "--port", "ports", multiple=True, type=click.IntRange(1, 65535),
-              help="TCP port carrying GIOP (default 683 and 2809; GIOP magic is found anywhere).")
-@click.option("-i", "--interface",
-              help="Capture live from this interface instead of reading FILEs (libpcap; needs "
-                   "capture rights).  Ctrl-C ends it.")
-@click.option("-f", "--filter", "bpf",
-              help="With -i: a capture filter (BPF), e.g. 'tcp port 2809'.")
-@click.option("-w", "--write", "save", type=click.Path(dir_okay=False),
-              help="With -i: also save the packets to this pcap file.")
-@click.option("-c", "--count", type=int, help="With -i: stop after this many packets.")
-@click.option("--duration", type=float, help="With -i: stop after this many seconds.")
+@shared("--json", "json_out", more="JSON Lines: one call a line.")
+@shared("--parquet", "parquet", type=click.Path(file_okay=False),
+        more="Into this folder, partitioned by date and hour, each part renamed into place "
+             "whole.")
+@shared("--idl", "idl_files", multiple=True,
+        more="Decodes arguments and results into the arguments/result columns (repeatable).")
+@shared("--ior", "ior_values", more="Their objects' interfaces are known from the start.")
+@shared("--port", "ports", multiple=True, type=click.IntRange(1, 65535),
+        more="Carrying GIOP (default 683 and 2809; GIOP magic is found anywhere).")
+@shared("--iface", "iface", more="Capture live instead of reading FILEs; Ctrl-C ends it.")
+@shared("--filter", "bpf", more="With -i.")
+@shared("--write", "save", more="With -i.")
+@shared("--count", "count", more="With -i.")
+@shared("--duration", "duration", more="With -i.")
 @click.option("--sensor", default=None,
               help="The sensor column of every row (default: live, this host's name).")
 @click.option("--max-pending", type=click.IntRange(1), default=100_000, show_default=True,
@@ -45,7 +37,7 @@ from .main import EXIT_BAD_INPUT
 @click.option("--max-age", type=click.FloatRange(0, min_open=True), default=600.0,
               show_default=True,
               help="Seconds a request waits for its reply before it becomes a no_reply row.")
-def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, save, count,
+def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save, count,
         duration, sensor, max_pending, max_age):
     """Every GIOP call of capture files or a live interface as a row: a request with
     its reply (duration, status, exception), oneway, locate, cancel, unanswered and
@@ -59,17 +51,18 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
     from pycdr.capture.live import LiveCapture
     from pycdr.capture.monitor import iter_calls
     from pycdr.capture.read import CaptureReader
+    interface = iface
     if bool(files) == (interface is not None):
         raise click.UsageError("give capture FILEs or -i INTERFACE (one of them)")
     if interface is None and (bpf or save or count or duration):
-        raise click.UsageError("-f, -w, -c and --duration go with -i")
+        raise click.UsageError("--filter, -w, -c and --duration go with -i")
     sinks = []
     live = None
     json_file = None
     try:
         interfaces = OrderedDict()
-        if ior_files:
-            interfaces = _read_iors(ior_files)
+        if ior_values:
+            interfaces = _read_iors(ior_values)
         bodies = None
         if idl_files:
             from pycdr import idl
@@ -174,24 +167,12 @@ def _write_error(e: Exception) -> PycdrError:
     return PycdrError(f"cannot write the output ({getattr(e, 'strerror', None) or e})")
 
 
-def _read_iors(paths) -> "OrderedDict":
-    """object key (hex) -> repository id of the IORs in ``paths`` (one a line)."""
+def _read_iors(values) -> "OrderedDict":
+    """object key (hex) -> repository id of the IORs ``--ior`` gives."""
     from collections import OrderedDict
 
     from pycdr.calls.tracker import CallTracker
-    from pycdr.codec.ior import ior_from_string
     learner = CallTracker(lambda row: None, interfaces=OrderedDict())
-    for path in paths:
-        try:
-            with open(path, encoding="ascii", errors="replace") as f:
-                for n, line in enumerate(f, 1):
-                    text = line.strip()
-                    if not text or text.startswith("#"):
-                        continue
-                    try:
-                        learner.learn_ior(ior_from_string(text, lenient=True))
-                    except PycdrError as e:
-                        raise PycdrError(f"{path}, line {n}: not an IOR ({e})") from None
-        except OSError as e:
-            raise PycdrError(f"{path}: cannot read ({e.strerror})") from None
+    for ior in read_iors(values):
+        learner.learn_ior(ior)
     return learner.interfaces

@@ -5,7 +5,6 @@ command that takes a corbaname: target prints."""
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 
@@ -23,6 +22,7 @@ from pycdr.orb.naming import NamingError, NamingServiceUnreachable
 from pycdr.orb.tls import TLSConfigError
 
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
+from .options import shared, write_json
 from .tls import tls_options
 
 DEFAULT_NAMING_SERVICE = "corbaloc::localhost:2809/NameService"
@@ -63,16 +63,13 @@ def resolved_target(text: str, *, timeout: float, tls) -> tuple:
 def _common(command):
     """The options every `names` subcommand takes: the naming service, timeout,
     JSON, TLS."""
-    @click.option("--ns", "naming_service", default=DEFAULT_NAMING_SERVICE,
-                  envvar=NAMING_SERVICE_ENV, show_default=True, show_envvar=True,
-                  help="The naming service: an IOR, corbaloc: or corbaname: URL (a corbaname "
-                       "with a name starts at the context that name is bound to).")
-    @click.option("--timeout", default=10.0, show_default=True,
-                  help="Seconds to wait for the naming service, per request.")
-    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @shared("--ns", "naming_service", default=DEFAULT_NAMING_SERVICE,
+            envvar=NAMING_SERVICE_ENV, show_default=True, show_envvar=True)
+    @shared("--timeout", default=10.0, show_default=True, more="Per request.")
+    @shared("--json", "json_out")
     @tls_options
     @functools.wraps(command)
-    def wrapper(*args, naming_service, timeout, as_json, tls, **kwargs):
+    def wrapper(*args, naming_service, timeout, json_out, tls, **kwargs):
         async def main():
             async with ORB(timeout=timeout, connect_timeout=timeout, tls=tls) as orb:
                 ctx = await naming.naming_context(orb, naming_service)
@@ -85,10 +82,10 @@ def _common(command):
             click.echo(str(e), err=True)
             sys.exit(EXIT_USAGE)
         except (PycdrError, SystemException) as e:   # the --ns text, a reference's profile
-            click.echo(f"bad naming service {naming_service[:80]!r}: {e}", err=True)
+            click.echo(f"error: bad naming service {naming_service[:80]}: {e}", err=True)
             sys.exit(EXIT_BAD_INPUT)
-        if as_json:
-            click.echo(json.dumps(out["json"], indent=2))
+        if json_out is not None:
+            write_json(json_out, out["json"], indent=2)
         else:
             for line in out["lines"]:
                 click.echo(line)
@@ -162,13 +159,10 @@ async def _context_at(orb, ctx, name: list):
     return orb.object(ior, naming.interface(naming.NAMING_CONTEXT))
 
 
-_batch_option = click.option("--batch", default=naming.DEFAULT_BATCH, show_default=True,
-                             type=click.IntRange(1, 1 << 20),
-                             help="Bindings asked for per request (list, then the "
-                                  "BindingIterator's next_n).")
-_types_option = click.option("--types/--no-types", default=True, show_default=True,
-                             help="Resolve every object binding to show its IOR's "
-                                  "repository id (one request per binding).")
+_batch_option = shared("--batch", default=naming.DEFAULT_BATCH, show_default=True,
+                       type=click.IntRange(1, 1 << 20), more="(list, then next_n).")
+_types_option = shared("--type-ids/--no-type-ids", "types", show_default=True,
+                       more="One request a binding.")
 
 
 @cmd.command("ls")
@@ -291,9 +285,8 @@ def _binder(rebind: bool):
 
     @click.argument("name")
     @click.argument("reference")
-    @click.option("--context", "as_context", is_flag=True,
-                  help=f"REFERENCE is a naming context: {verb}_context (it is then listed "
-                       "and resolved through as a context).")
+    @shared("--context", "as_context", more=f"REFERENCE is a naming context: {verb}_context "
+            "(it is then listed and resolved through as a context).")
     @_common
     async def command(orb, ctx, name, reference, as_context):
         path = _name(name)

@@ -96,7 +96,48 @@ SHARED = {s.name: s for s in (
     Shared(("--dry-run",), "Say what would be done; do nothing.", {"is_flag": True}),
     Shared(("-v", "--verbose"), "More detail.", {"is_flag": True}),
     Shared(("--dest",), "Folder to install into.", {"type": click.Path(file_okay=False)}),
+    Shared(("--stream",), "Only this TCP connection (its `stream` number in `pycdr pcap`).",
+           {"type": click.IntRange(min=0)}),
+    Shared(("--ior",), "Object references known from the start: IOR text, or a file of IOR: "
+           "strings, one a line (repeatable).", {"multiple": True, "metavar": "IOR|FILE"}),
+    Shared(("--parquet",), "Parquet output (needs pyarrow: pip install 'pycdr[parquet]').",
+           {"type": click.Path()}),
+    Shared(("--ns",), "The naming service: an IOR, corbaloc: or corbaname: URL (a corbaname "
+           "starts at the context its name is bound to).", {"metavar": "REFERENCE"}),
+    Shared(("--batch",), "Bindings asked for at a time (the BindingIterator's how_many).",
+           {"type": click.IntRange(1)}),
+    Shared(("--context",), "Bind a naming context (bind_context/rebind_context), not an "
+           "object.", {"is_flag": True}),
+    Shared(("--type-ids/--no-type-ids",), "Ask each object bound for its repository id "
+           "(the IOR's type id).", {"default": True}),
 )}
+
+
+def read_iors(values) -> list:
+    """The IORs of ``--ior`` values: IOR text, or files of IOR: strings (one a line; blank
+    lines and lines starting with # skipped).  PycdrError names a bad one and where."""
+    from pycdr.codec.ior import ior_from_string
+    from pycdr.errors import PycdrError
+    out = []
+    for value in values:
+        if value.strip().upper().startswith("IOR:"):
+            lines = [(None, value)]
+        else:
+            try:
+                with open(value, encoding="ascii", errors="replace") as f:
+                    lines = list(enumerate(f.read().splitlines(), 1))
+            except OSError as e:
+                raise PycdrError(f"--ior {value}: cannot read ({e.strerror or e})") from None
+        for n, line in lines:
+            text = line.strip()
+            if not text or text.startswith("#"):
+                continue
+            try:
+                out.append(ior_from_string(text, lenient=True))
+            except PycdrError as e:
+                where = "--ior" if n is None else f"{value}, line {n}"
+                raise PycdrError(f"{where}: not an IOR ({e})") from None
+    return out
 
 
 def shared(name: str, *dest, more: str = "", **attrs):

@@ -35,9 +35,8 @@ PROGRESS_EVERY = 4096
               help="Statistics instead of messages: per operation and endpoint pair (calls, "
                    "replies, exceptions, unanswered, response times, bytes), versions, "
                    "violations; a table, or one JSON object with --json.")
-@click.option("--parquet", "parquet", type=click.Path(dir_okay=False),
-              help="Write one row a message to this Parquet file, in row groups as it goes "
-                   "(needs pyarrow: pip install 'pycdr[parquet]').")
+@shared("--parquet", "parquet", type=click.Path(dir_okay=False),
+        more="One row a message, to this file, in row groups as it goes.")
 @shared("--iface", "iface", more="Capture live instead of reading FILE; Ctrl-C ends it.")
 @shared("--filter", "bpf", more="With -i.")
 @shared("--write", "save", more="With -i (with -q: record only).")
@@ -47,9 +46,7 @@ PROGRESS_EVERY = 4096
               help="Print no messages (with -i -w: record to the file only).")
 @shared("--only", "only_ops")
 @shared("--skip", "skip_ops")
-@click.option("--stream", "streams", type=click.IntRange(min=0), multiple=True,
-              help="Only the messages of this TCP connection (the `stream` of --json; "
-                   "repeatable).")
+@shared("--stream", "streams", multiple=True, more="Repeatable.")
 @click.option("--frame", "frames", type=click.IntRange(min=1), multiple=True,
               help="Only the message that ends in this frame (repeatable); with -v, every "
                    "field of it.")

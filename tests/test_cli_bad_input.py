@@ -140,6 +140,26 @@ TABLE = [
     ("ior-file-url", ["ior", "file://{missing}"], EXIT_BAD_INPUT, "missing.bin"),
     ("ior-empty-file", ["ior", "{empty}"], EXIT_BAD_INPUT, ""),
     ("ior-dir", ["ior", "{dir}"], EXIT_BAD_INPUT, ""),
+    # names
+    ("names-refused", ["names", "ls", "--ns", "corbaloc::1.2@{refused}/NameService",
+                       "--timeout", "2"], EXIT_UNREACHABLE, ""),
+    ("names-bad-ns", ["names", "ls", "--ns", "garbage"], EXIT_BAD_INPUT, "garbage"),
+    ("names-bad-ior-file", ["names", "bind", "a", "{missing}", "--ns",
+                            "corbaloc::1.2@{refused}/NameService"], EXIT_USAGE, "is no file"),
+    # monitor
+    ("monitor-missing", ["monitor", "{missing}"], EXIT_USAGE, "does not exist"),
+    ("monitor-dir", ["monitor", "{dir}"], EXIT_USAGE, "is a directory"),
+    ("monitor-hex", ["monitor", "{hex}"], EXIT_BAD_INPUT, ""),
+    ("monitor-bad-ior", ["monitor", "{pcap}", "--ior", "{hex}"], EXIT_BAD_INPUT, "not an IOR"),
+    ("monitor-bad-idl", ["monitor", "{pcap}", "--idl", "{bad_idl}"], EXIT_BAD_INPUT,
+     "nosuchtype"),
+    # explain
+    ("explain-nothing", ["explain"], EXIT_USAGE, "CAPTURE"),
+    ("explain-not-hex", ["explain", "--request", "zz"], EXIT_USAGE, "hex"),
+    ("explain-missing", ["explain", "{missing}"], EXIT_USAGE, "does not exist"),
+    ("explain-hex-file", ["explain", "{hex}"], EXIT_BAD_INPUT, ""),
+    ("explain-bad-ior", ["explain", "--request", "47494f50", "--ior", "{missing}"],
+     EXIT_USAGE, "missing.bin"),
     # idl
     ("idl-missing", ["idl", "show", "{missing}"], EXIT_USAGE, "does not exist"),
     ("idl-bad", ["idl", "show", "{bad_idl}"], EXIT_BAD_INPUT, "nosuchtype"),
