@@ -8,6 +8,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import string
 import subprocess
@@ -235,3 +236,51 @@ def test_prometheus_scrapes_the_calls_of_a_capture(prometheus):
     assert len(shown) >= 2
     for block in shown:
         query(port, block.split("```")[0].strip())
+
+
+# -- live: libpcap's count of dropped packets beside the calls ---------------------------
+
+def test_live_metrics_include_libpcap_s_dropped_packets(tmp_path):
+    from peers.recording import CAN_RECORD, WHY_NOT
+    if not CAN_RECORD:
+        pytest.skip(WHY_NOT)
+    from pycdr.giop.messages import KeyAddr, Reply, ReplyStatus, Request, encode_message
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    server_port, monitor_port = listener.getsockname()[1], free_port()
+    monitor = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {server_port}",
+                                        "--prometheus", f"127.0.0.1:{monitor_port}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        said = [monitor.stderr.readline(), monitor.stderr.readline()]
+        assert said[0].startswith("metrics at") and said[1].startswith("capturing on lo"), \
+            said
+        client = socket.create_connection(("127.0.0.1", server_port))
+        server, _ = listener.accept()
+        with client, server:
+            for rid in (1, 2):
+                client.sendall(encode_message(Request(
+                    version=(1, 2), request_id=rid, operation="echo", response_flags=3,
+                    target=KeyAddr(b"Echo"))))
+                server.recv(65536)
+                server.sendall(encode_message(Reply(version=(1, 2), request_id=rid,
+                                                    reply_status=ReplyStatus.NO_EXCEPTION)))
+                client.recv(65536)
+        deadline = time.monotonic() + 20
+        while True:
+            with urllib.request.urlopen(f"http://127.0.0.1:{monitor_port}/metrics",
+                                        timeout=5) as answer:
+                text = answer.read().decode()
+            if 'giop_calls_total{interface="",operation="echo",outcome="success"} 2.0' in text:
+                break
+            assert time.monotonic() < deadline, text
+            time.sleep(0.2)
+        assert "giop_capture_dropped_packets_total 0.0" in text
+        assert "giop_connections_total 1.0" in text
+    finally:
+        listener.close()
+        monitor.send_signal(signal.SIGINT)
+        _, err = monitor.communicate(timeout=60)
+    assert monitor.returncode == 0 and "Traceback" not in err, err
+    assert "2 calls (2 success)" in err
