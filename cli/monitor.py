@@ -9,7 +9,7 @@ import click
 
 from pycdr.errors import PycdrError
 
-from .main import EXIT_BAD_INPUT
+from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE
 
 
 @click.command("monitor")
@@ -121,8 +121,15 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
             host, port = metrics.serve(host, port)
             click.echo(f"metrics at http://{host}:{port}/metrics", err=True)
         if otlp:
+            import logging
+
             from pycdr.calls.traces import CallSpans
-            spans = CallSpans(otlp, sensor=sensor)
+            # The SDK logs each retry with the HTTP library's exception text: the lost
+            # spans are said once here instead.
+            logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
+            spans = CallSpans(otlp, sensor=sensor, on_failure=lambda: click.echo(
+                f"warning: --otlp {otlp}: the receiver did not take a batch of spans "
+                "(is it listening?); the next batches are tried", err=True))
         if not sinks and metrics is None and spans is None:
             sinks.append(TextLines(sys.stdout, flush=flush))
         sinks += [s for s in (metrics, spans) if s is not None]
@@ -189,12 +196,19 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
                 failure = failure or _write_error(e)
     if live is not None and failure is None:
         failure = live.failure()
+    lost = None
+    if spans is not None and spans.failed:
+        lost = PycdrError(f"--otlp {otlp}: {spans.failed} of {spans.spans} spans could "
+                          "not be sent")
     if failure is None or counts.rows:
         click.echo(counts.summary(), err=True)
     if failure is not None:
         sys.stdout.flush()
         click.echo(f"error: {failure}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    if lost is not None:
+        click.echo(f"error: {lost}", err=True)
+        sys.exit(EXIT_UNREACHABLE)
     if parquet:
         p = sinks[0]
         click.echo(f"{p.rows_written} calls in {p.files_written} Parquet files written under "

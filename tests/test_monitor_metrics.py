@@ -218,8 +218,11 @@ def test_prometheus_scrapes_the_calls_of_a_capture(prometheus):
     assert last("giop_call_duration_seconds_sum", "job")["pycdr-monitor"] == \
         pytest.approx(sum(r["duration_ns"] for r in answered) / 1e9)
     assert last("giop_request_bytes_total", "job") == {
-        "pycdr-monitor": sum(r["request_bytes"] for r in rows
-                             if r["message_type"] is not None and r["request_bytes"])}
+        "pycdr-monitor": sum(r["request_bytes"] or 0 for r in rows
+                             if r["message_type"] and r["outcome"] != "malformed")}
+    assert last("giop_reply_bytes_total", "job") == {
+        "pycdr-monitor": sum(r["reply_bytes"] or 0 for r in rows
+                             if r["message_type"] and r["outcome"] != "malformed")}
     assert last("giop_connections_total", "job") == {"pycdr-monitor": 8}
     assert last("giop_evicted_requests_total", "job") == {"pycdr-monitor": 0}
     violations = {}
@@ -227,6 +230,7 @@ def test_prometheus_scrapes_the_calls_of_a_capture(prometheus):
         for v in r["violations"] or ():
             violations[v["code"]] = violations.get(v["code"], 0) + 1
     assert violations and last("giop_violations_total", "code") == violations
+    assert query(port, f"max_over_time(giop_calls_created{window})") == []
     # (from a file libpcap counts nothing: no such metric)
     assert query(port, f"max_over_time(giop_capture_dropped_packets_total{window})") == []
     # The queries docs/monitor.md shows are PromQL Prometheus takes.

@@ -27,6 +27,8 @@ pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: E402
     ExportTraceServiceRequest, ExportTraceServiceResponse)
 
+MESSAGES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "captures", "messages.pcap")
 PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()", "monitor"]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -108,7 +110,7 @@ def traffic(tmp_path):
 class Receiver:
     """An OTLP/HTTP receiver on 127.0.0.1: POST /v1/traces, protobuf bodies decoded."""
 
-    def __init__(self):
+    def __init__(self, status: int = 200):
         self.requests: list = []
         self.paths: list = []
         receiver = self
@@ -121,7 +123,7 @@ class Receiver:
                 message.ParseFromString(data)
                 receiver.requests.append(message)
                 answer = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
@@ -260,3 +262,20 @@ def test_receiver_urls():
     p = subprocess.run(PYCDR + [os.devnull, "--otlp", "collector:4318"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "--otlp" in p.stderr
+
+
+def test_spans_the_receiver_refuses_are_one_error_line():
+    refusing = Receiver(status=400)         # (not a status the exporter retries)
+    try:
+        p = subprocess.run(PYCDR + [MESSAGES, "--otlp", f"http://127.0.0.1:{refusing.port}"],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        refusing.close()
+    spans = sum(1 for r in iter_calls(MESSAGES)
+                if r["message_type"] in ("Request", "LocateRequest"))
+    assert refusing.requests and p.returncode == 3 and p.stdout == ""
+    lines = p.stderr.strip().splitlines()
+    assert lines[0].startswith("warning: --otlp ") and "did not take" in lines[0]
+    assert lines[-1] == f"error: --otlp http://127.0.0.1:{refusing.port}: {spans} of " \
+                        f"{spans} spans could not be sent"
+    assert len(lines) == 3 and "Traceback" not in p.stderr

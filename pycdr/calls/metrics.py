@@ -68,12 +68,18 @@ class CallMetrics:
     ``dropped``: a callable giving the packets the capture dropped (libpcap's count),
     or None (files: the metric is absent)."""
 
-    def __init__(self, counts, *, label_limit: int = LABEL_LIMIT, dropped=None):
+    def __init__(self, counts, *, label_limit: int = LABEL_LIMIT, dropped=None,
+                 created_series: bool = False):
         try:
-            from prometheus_client import CollectorRegistry, Counter, Histogram
+            from prometheus_client import (CollectorRegistry, Counter, Histogram,
+                                           disable_created_metrics)
         except ImportError:
             raise PycdrError("--prometheus needs prometheus-client: "
                              "pip install 'pycdr[monitor]'") from None
+        if not created_series:
+            # The library's *_created series double the series and Prometheus ignores
+            # them; the switch is the library's, for the whole process.
+            disable_created_metrics()
         self.counts = counts
         self.dropped = dropped
         self.fold = LabelFolder(label_limit)
@@ -109,10 +115,13 @@ class CallMetrics:
         duration = row["duration_ns"]
         if duration is not None:
             self.duration.labels(interface, operation, outcome).observe(duration / 1e9)
-        if row["request_bytes"] is not None and row["message_type"] is not None:
-            self.request_bytes.labels(interface, operation).inc(row["request_bytes"])
-        if row["reply_bytes"] is not None and row["message_type"] is not None:
-            self.reply_bytes.labels(interface, operation).inc(row["reply_bytes"])
+        # Bytes of messages seen: not a gap row's missing bytes (no message), nor the
+        # size a malformed message's header claims.
+        if row["message_type"] is not None and outcome != "malformed":
+            if row["request_bytes"] is not None:
+                self.request_bytes.labels(interface, operation).inc(row["request_bytes"])
+            if row["reply_bytes"] is not None:
+                self.reply_bytes.labels(interface, operation).inc(row["reply_bytes"])
         exception = row["exception_id"]
         if exception is not None:
             minor = row["minor_code"]

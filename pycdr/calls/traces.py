@@ -98,9 +98,12 @@ def traces_endpoint(url: str) -> str:
 
 class CallSpans:
     """Rows in (:meth:`add`), spans out to the OTLP/HTTP receiver at ``url``
-    (:meth:`request` is the tracker's ``on_request``: it keeps the trace context)."""
+    (:meth:`request` is the tracker's ``on_request``: it keeps the trace context).
+    ``failed``: spans the receiver did not take (after the exporter's retries);
+    ``on_failure()`` hears of the first batch lost."""
 
-    def __init__(self, url: str, *, sensor: str | None = None, timeout: float = 10.0):
+    def __init__(self, url: str, *, sensor: str | None = None, timeout: float = 10.0,
+                 on_failure=None):
         endpoint = traces_endpoint(url)
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import \
@@ -120,8 +123,9 @@ class CallSpans:
         if sensor:
             resource["host.name"] = sensor
         self.provider = TracerProvider(resource=Resource.create(resource))
-        self.provider.add_span_processor(BatchSpanProcessor(
-            OTLPSpanExporter(endpoint=endpoint, timeout=timeout)))
+        self.exporter = _CountingExporter(OTLPSpanExporter(endpoint=endpoint,
+                                                           timeout=timeout), on_failure)
+        self.provider.add_span_processor(BatchSpanProcessor(self.exporter))
         self.tracer = self.provider.get_tracer("pycdr.calls.traces")
         self._kind = SpanKind.SERVER
         self._status = Status
@@ -181,6 +185,35 @@ class CallSpans:
         span.end(end_time=end)
         self.spans += 1
 
+    @property
+    def failed(self) -> int:
+        return self.exporter.failed
+
     def close(self) -> None:
         """Send the spans still waiting, then stop."""
         self.provider.shutdown()
+
+
+def _CountingExporter(exporter, on_failure):
+    """``exporter``, counting the spans of the batches it could not send."""
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class CountingExporter(SpanExporter):
+        def __init__(self):
+            self.failed = 0
+
+        def export(self, spans):
+            result = exporter.export(spans)
+            if result is not SpanExportResult.SUCCESS:
+                if not self.failed and on_failure is not None:
+                    on_failure()
+                self.failed += len(spans)
+            return result
+
+        def shutdown(self):
+            exporter.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return exporter.force_flush(timeout_millis)
+
+    return CountingExporter()
