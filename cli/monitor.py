@@ -119,7 +119,8 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
             metrics = CallMetrics(counts, label_limit=label_limit, dropped=None if live is None
                                   else lambda: live.dropped)
             host, port = metrics.serve(host, port)
-            click.echo(f"metrics at http://{host}:{port}/metrics", err=True)
+            shown = f"[{host}]" if ":" in host else host
+            click.echo(f"metrics at http://{shown}:{port}/metrics", err=True)
         if otlp:
             import logging
 
@@ -127,7 +128,8 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
             # The SDK logs each retry with the HTTP library's exception text: the lost
             # spans are said once here instead.
             logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
-            spans = CallSpans(otlp, sensor=sensor, on_failure=lambda: click.echo(
+            spans = CallSpans(otlp, sensor=sensor if sensor is not None or live is None
+                              else socket.gethostname(), on_failure=lambda: click.echo(
                 f"warning: --otlp {otlp}: the receiver did not take a batch of spans "
                 "(is it listening?); the next batches are tried", err=True))
         if not sinks and metrics is None and spans is None:
