@@ -33,6 +33,8 @@ command -v g++ >/dev/null || missing_packages+=(g++)
 [ -x /usr/bin/omniidl ] || missing_packages+=(omniidl)
 [ -f /usr/include/openssl/ssl.h ] || missing_packages+=(libssl-dev)
 command -v openssl >/dev/null || missing_packages+=(openssl)
+# A real Prometheus server scrapes `pycdr monitor --prometheus` (tests/test_monitor_metrics.py).
+command -v prometheus >/dev/null || missing_packages+=(prometheus)
 # Combat 0.8.1, the Tcl ORB (tests/peers/combat.py); tclsh comes with it.
 dpkg-query -W -f '${Status}' tcl-combat 2>/dev/null | grep -q "ok installed" \
     || missing_packages+=(tcl-combat)

@@ -9,7 +9,7 @@ import click
 
 from pycdr.errors import PycdrError
 
-from .main import EXIT_BAD_INPUT
+from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE
 from .options import read_iors, shared
 
 
@@ -37,8 +37,21 @@ from .options import read_iors, shared
 @click.option("--max-age", type=click.FloatRange(0, min_open=True), default=600.0,
               show_default=True,
               help="Seconds a request waits for its reply before it becomes a no_reply row.")
+@click.option("--prometheus", "prometheus", metavar="HOST:PORT",
+              help="Serve metrics of the calls at http://HOST:PORT/metrics for Prometheus "
+                   "(needs pip install 'pycdr[monitor]').")
+@click.option("--label-limit", type=click.IntRange(1), default=100, show_default=True,
+              help="With --prometheus: distinct values a label takes at most; past it "
+                   "new values count as 'other'.")
+@click.option("--linger", type=click.FloatRange(0), default=0.0, show_default=True,
+              help="With --prometheus: keep serving the metrics this many seconds after "
+                   "the traffic ends (files read, capture stopped), so that scrapes see "
+                   "the final values ('inf': until Ctrl-C).")
+@click.option("--otlp", "otlp", metavar="URL",
+              help="Send one OpenTelemetry span a call to this OTLP/HTTP receiver, e.g. "
+                   "http://127.0.0.1:4318 (needs pip install 'pycdr[monitor]').")
 def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save, count,
-        duration, sensor, max_pending, max_age):
+        duration, sensor, max_pending, max_age, prometheus, label_limit, linger, otlp):
     """Every GIOP call of capture files or a live interface as a row: a request with
     its reply (duration, status, exception), oneway, locate, cancel, unanswered and
     unmatched, gaps.  One line a call on stdout, or JSON Lines (--json), or Parquet
@@ -56,6 +69,11 @@ def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save
         raise click.UsageError("give capture FILEs or -i INTERFACE (one of them)")
     if interface is None and (bpf or save or count or duration):
         raise click.UsageError("--filter, -w, -c and --duration go with -i")
+    if linger and not prometheus:
+        raise click.UsageError("--linger goes with --prometheus")
+    from pycdr.calls.tracker import CallCounts
+    counts = CallCounts()
+    metrics = spans = None
     sinks = []
     live = None
     json_file = None
@@ -88,20 +106,40 @@ def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save
             except OSError as e:
                 raise PycdrError(f"{json_out}: cannot write ({e.strerror})") from None
             sinks.append(JsonLines(json_file, flush=flush))
-        if not sinks:
+        if prometheus:
+            from pycdr.calls.metrics import CallMetrics, parse_address
+            host, port = parse_address(prometheus)
+            metrics = CallMetrics(counts, label_limit=label_limit, dropped=None if live is None
+                                  else lambda: live.dropped)
+            host, port = metrics.serve(host, port)
+            shown = f"[{host}]" if ":" in host else host
+            click.echo(f"metrics at http://{shown}:{port}/metrics", err=True)
+        if otlp:
+            import logging
+
+            from pycdr.calls.traces import CallSpans
+            # The SDK logs each retry with the HTTP library's exception text: the lost
+            # spans are said once here instead.
+            logging.getLogger("opentelemetry").setLevel(logging.CRITICAL)
+            spans = CallSpans(otlp, sensor=sensor if sensor is not None or live is None
+                              else socket.gethostname(), on_failure=lambda: click.echo(
+                f"warning: --otlp {otlp}: the receiver did not take a batch of spans "
+                "(is it listening?); the next batches are tried", err=True))
+        if not sinks and metrics is None and spans is None:
             sinks.append(TextLines(sys.stdout, flush=flush))
+        sinks += [s for s in (metrics, spans) if s is not None]
     except PycdrError as e:
-        if live is not None:
-            live.close()
+        for s in (live, metrics):
+            if s is not None:
+                s.close()
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    from pycdr.calls.tracker import CallCounts
     adds = [s.add for s in sinks]
-    counts = CallCounts()
     options = dict(ports=ports or None, bodies=bodies, interfaces=interfaces, counts=counts,
                    sensor=sensor if sensor is not None or live is None else
                    socket.gethostname(),
-                   max_pending=max_pending, max_age_ns=int(max_age * 1e9))
+                   max_pending=max_pending, max_age_ns=int(max_age * 1e9),
+                   on_request=None if spans is None else spans.request)
     failure = None
     try:
         if live is not None:
@@ -124,6 +162,8 @@ def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save
             for row in iter_calls(reader=reader, capture_file=path, **options):
                 for add in adds:
                     add(row)
+        if linger and (live is None or live.failure() is None):
+            _linger(linger)
     except PycdrError as e:
         failure = e
     except BrokenPipeError:
@@ -151,16 +191,37 @@ def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save
                 failure = failure or _write_error(e)
     if live is not None and failure is None:
         failure = live.failure()
+    lost = None
+    if spans is not None and spans.failed:
+        lost = PycdrError(f"--otlp {otlp}: {spans.failed} of {spans.spans} spans could "
+                          "not be sent")
     if failure is None or counts.rows:
         click.echo(counts.summary(), err=True)
     if failure is not None:
         sys.stdout.flush()
         click.echo(f"error: {failure}", err=True)
         sys.exit(EXIT_BAD_INPUT)
+    if lost is not None:
+        click.echo(f"error: {lost}", err=True)
+        sys.exit(EXIT_UNREACHABLE)
     if parquet:
         p = sinks[0]
         click.echo(f"{p.rows_written} calls in {p.files_written} Parquet files written under "
                    f"{parquet}", err=True)
+
+
+def _linger(seconds: float) -> None:
+    """Keep serving the metrics ``seconds`` more (Ctrl-C ends it at once)."""
+    import signal
+    import time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    click.echo(f"serving the final metrics for {seconds:g} s more (Ctrl-C ends)", err=True)
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(min(1.0, deadline - time.monotonic()))
+    except KeyboardInterrupt:
+        pass
 
 
 def _write_error(e: Exception) -> PycdrError:

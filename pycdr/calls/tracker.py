@@ -136,11 +136,15 @@ class CallTracker:
     JSON), or None.  ``sensor`` and ``capture_file`` go into every row.
     ``interfaces``: object key (hex) -> repository id, known beforehand (an
     OrderedDict; learned interfaces are added to it).  ``counts``: a
-    :class:`CallCounts` to add to (shared by the trackers of several files)."""
+    :class:`CallCounts` to add to (shared by the trackers of several files).
+    ``on_request(row, entry)``: hears of each Request and LocateRequest as its row is
+    made, with the message's entry (what the row does not keep: its service contexts,
+    where a trace exporter finds the caller's trace context)."""
 
     def __init__(self, emit, *, max_pending: int = MAX_PENDING, max_age_ns: int = MAX_AGE_NS,
                  bodies=None, sensor: str | None = None, capture_file: str | None = None,
-                 interfaces: OrderedDict | None = None, counts: CallCounts | None = None):
+                 interfaces: OrderedDict | None = None, counts: CallCounts | None = None,
+                 on_request=None):
         if max_pending < 1:
             raise ValueError("max_pending must be at least 1")
         self.emit = emit
@@ -150,6 +154,7 @@ class CallTracker:
         self.sensor = sensor
         self.capture_file = capture_file
         self.counts = CallCounts() if counts is None else counts
+        self.on_request = on_request
         self._order: OrderedDict = OrderedDict()     # _Pending -> None, oldest first
         # object key (hex) -> repository id (learned, or given: shared between trackers)
         self.interfaces: OrderedDict = OrderedDict() if interfaces is None else interfaces
@@ -291,6 +296,8 @@ class CallTracker:
             if op is not None:
                 row["arguments"], violations = self.bodies.arguments(
                     op, msg, violations, self.learn_ior)
+        if self.on_request is not None:
+            self.on_request(row, entry)
         expected = entry.get("response_expected")
         if expected is None:        # GIOP 1.2: response_flags (0: none expected)
             expected = entry.get("response_flags", 3) != 0

@@ -38,6 +38,8 @@ BUFFER_SIZE = 64 << 20
 # Ctrl-C) again.  The handle is non-blocking and waited on with select():
 # libpcap's own read timeout is not honoured in immediate mode on Linux.
 WAIT_SECONDS = 0.1
+# Seconds between two readings of libpcap's counters (``dropped``).
+STATS_SECONDS = 1.0
 READ_TIMEOUT_MS = 100
 # pcap_activate's results (pcap/pcap.h)
 PCAP_ERROR = -1
@@ -57,6 +59,11 @@ class _Timeval(ctypes.Structure):
 
 class _PacketHeader(ctypes.Structure):
     _fields_ = [("ts", _Timeval), ("caplen", ctypes.c_uint32), ("len", ctypes.c_uint32)]
+
+
+class _PcapStat(ctypes.Structure):
+    _fields_ = [("ps_recv", ctypes.c_uint), ("ps_drop", ctypes.c_uint),
+                ("ps_ifdrop", ctypes.c_uint)]
 
 
 class _BpfProgram(ctypes.Structure):
@@ -96,6 +103,7 @@ def libpcap():
                 ("pcap_next_ex", ctypes.c_int,
                  [p, ctypes.POINTER(ctypes.POINTER(_PacketHeader)),
                   ctypes.POINTER(ctypes.POINTER(ctypes.c_ubyte))]),
+                ("pcap_stats", ctypes.c_int, [p, ctypes.POINTER(_PcapStat)]),
                 ("pcap_geterr", ctypes.c_char_p, [p]),
                 ("pcap_statustostr", ctypes.c_char_p, [ctypes.c_int]),
                 ("pcap_close", None, [p])]:
@@ -136,6 +144,12 @@ class LiveCapture:
         self.interface = interface
         self.count = count
         self.packets = 0
+        # Packets libpcap dropped (its pcap_stats: no room in the buffer, or dropped by
+        # the interface), read in the capturing thread every STATS_SECONDS and at the
+        # end: a libpcap handle is not to be used from two threads.
+        self.dropped = 0
+        self._stats_at = 0.0
+        self._stat = _PcapStat()
         self._deadline = None if duration is None else time.monotonic() + duration
         self._stopped = False
         self._error: CaptureError | None = None
@@ -199,6 +213,8 @@ class LiveCapture:
         lib = libpcap()
         header, data = self._header, self._data
         records = []
+        if time.monotonic() - self._stats_at >= STATS_SECONDS:
+            self._read_stats()
         while not self._stopped:
             if self.count is not None and self.packets >= self.count:
                 break
@@ -227,6 +243,12 @@ class LiveCapture:
                 self._stopped = True
         return b"".join(records)
 
+    def _read_stats(self) -> None:
+        self._stats_at = time.monotonic()
+        stat = self._stat
+        if self._handle and libpcap().pcap_stats(self._handle, ctypes.byref(stat)) == 0:
+            self.dropped = stat.ps_drop + stat.ps_ifdrop
+
     def failure(self) -> CaptureError | None:
         """Why the capture stopped, once it has (None when it ended normally)."""
         return self._error
@@ -238,6 +260,7 @@ class LiveCapture:
     def close(self) -> None:
         self._stopped = True
         if self._handle:
+            self._read_stats()
             libpcap().pcap_close(self._handle)
             self._handle = None
         if self._save is not None:

@@ -32,7 +32,8 @@ class CaptureCalls:
     """TCP segments in (:meth:`feed`, then :meth:`finish`), rows out to ``emit``.
     ``bodies``: a :class:`pycdr.calls.bodies.CallBodies` (``--idl``); ``interfaces``:
     object key (hex) -> repository id known beforehand (``--ior``), shared and added to;
-    ``counts``: a :class:`pycdr.calls.tracker.CallCounts` to add to.
+    ``counts``: a :class:`pycdr.calls.tracker.CallCounts` to add to; ``on_request``:
+    the tracker's (each request's row with its entry).
     ``shard=(k, n)``: the calls of the connections whose index is k modulo n alone (n
     such runs over one file give its rows between them, each row once: a file's
     connections spread over processes or machines)."""
@@ -40,10 +41,12 @@ class CaptureCalls:
     def __init__(self, emit, *, ports=None, heuristic: bool = True, bodies=None,
                  sensor: str | None = None, capture_file: str | None = None,
                  max_pending: int = MAX_PENDING, max_age_ns: int = MAX_AGE_NS,
-                 interfaces=None, shard: tuple | None = None, counts=None):
+                 interfaces=None, shard: tuple | None = None, counts=None,
+                 on_request=None):
         self.tracker = CallTracker(emit, max_pending=max_pending, max_age_ns=max_age_ns,
                                    bodies=bodies, sensor=sensor, capture_file=capture_file,
-                                   interfaces=interfaces, counts=counts)
+                                   interfaces=interfaces, counts=counts,
+                                   on_request=on_request)
         self.decoder = CaptureDecoder(self._entry, ports, heuristic, bodies=False,
                                       track=self._message, track_bodies=bodies is not None,
                                       shard=shard)
