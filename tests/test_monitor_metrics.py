@@ -253,7 +253,7 @@ def test_live_metrics_include_libpcap_s_dropped_packets(tmp_path):
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     server_port, monitor_port = listener.getsockname()[1], free_port()
-    monitor = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {server_port}",
+    monitor = subprocess.Popen(PYCDR + ["-i", "lo", "--filter", f"tcp port {server_port}",
                                         "--prometheus", f"127.0.0.1:{monitor_port}"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

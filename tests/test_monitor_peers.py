@@ -108,7 +108,7 @@ def test_rows_of_a_recording_match_what_the_clients_did(recorded):
 def test_live_on_loopback_gives_the_rows_a_recording_gives(tmp_path):
     out = tmp_path / "live.jsonl"
     with start_omni_echo_server(idl=IDL, interface=INTERFACE) as server:
-        monitor = subprocess.Popen(PYCDR + ["-i", "lo", "-f", f"tcp port {server.port}",
+        monitor = subprocess.Popen(PYCDR + ["-i", "lo", "--filter", f"tcp port {server.port}",
                                             "--idl", IDL, "--json", str(out)],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
