@@ -135,8 +135,8 @@ def read_iors(values) -> list:
             try:
                 out.append(ior_from_string(text, lenient=True))
             except PycdrError as e:
-                where = "--ior" if n is None else f"{value}, line {n}"
-                raise PycdrError(f"{where}: not an IOR ({e})") from None
+                where = "" if n is None else f"{value}, line {n}: "
+                raise PycdrError(f"{where}not an IOR ({e})") from None
     return out
 
 

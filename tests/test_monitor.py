@@ -562,8 +562,9 @@ def test_usage_errors_are_one_line():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr.startswith("error: /nonexistent/dir/x.jsonl")
     if os.path.exists("/dev/full"):         # a disk that is full
-        done = subprocess.run(PYCDR + [os.path.join(CAPTURES, "messages.pcap"), "--json",
-                                       "/dev/full"], capture_output=True, text=True,
+        # (--json=FILE: a FILE not ending in .json or .jsonl goes after "=")
+        done = subprocess.run(PYCDR + [os.path.join(CAPTURES, "messages.pcap"),
+                                       "--json=/dev/full"], capture_output=True, text=True,
                               timeout=60)
         assert done.returncode == 1 and "Traceback" not in done.stderr
         assert done.stderr.splitlines()[-1] == \

@@ -189,7 +189,7 @@ def test_long_list_through_the_binding_iterator(ns, echo):
     for i in range(12):
         assert names(ns, "bind", f"{top}/n{i:02d}.obj", echo[0]).exit_code == EXIT_OK
     for batch in (1, 5, 12, 100):
-        r = names(ns, "ls", "--batch", batch, "--no-types", top)
+        r = names(ns, "ls", "--batch", batch, "--no-type-ids", top)
         assert r.exit_code == EXIT_OK, r.output
         assert [line.split()[0] for line in r.stdout.splitlines()] == \
             [f"n{i:02d}.obj" for i in range(12)]

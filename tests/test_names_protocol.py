@@ -95,7 +95,7 @@ def run(*args):
 @pytest.mark.parametrize("batch", [1, 4, COUNT - 1, COUNT, 1000])
 def test_list_then_next_n_until_false_then_destroy(scripted, batch):
     script, ns = scripted
-    r = run("names", "ls", "--no-types", "--batch", batch, "--ns", ns)
+    r = run("names", "ls", "--no-type-ids", "--batch", batch, "--ns", ns)
     assert r.exit_code == EXIT_OK, r.output
     assert [line.split()[0] for line in r.stdout.splitlines()] == \
         [f"b{i:02d}.obj" for i in range(COUNT)]
@@ -110,7 +110,7 @@ def test_list_then_next_n_until_false_then_destroy(scripted, batch):
 def test_a_failing_iterator_is_destroyed_and_told(scripted):
     script, ns = scripted
     script.fail_next_n = OBJECT_NOT_EXIST(0, CompletionStatus.COMPLETED_NO)
-    r = run("names", "ls", "--no-types", "--batch", 4, "--ns", ns)
+    r = run("names", "ls", "--no-type-ids", "--batch", 4, "--ns", ns)
     assert r.exit_code == EXIT_BAD_INPUT
     assert one_line(r).startswith("the context itself: the naming service raised "
                                   "CORBA::OBJECT_NOT_EXIST")
@@ -171,7 +171,7 @@ def test_a_binding_gone_while_listed(scripted):
     (unbound meanwhile: this script's resolve finds none) is shown with why, the rest
     of the listing goes on."""
     _script, ns = scripted
-    r = run("names", "ls", "--types", "--json", "--ns", ns)
+    r = run("names", "ls", "--type-ids", "--json", "--ns", ns)
     assert r.exit_code == EXIT_OK, r.output
     bindings = json.loads(r.stdout)["bindings"]
     assert len(bindings) == COUNT
