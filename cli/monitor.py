@@ -45,8 +45,21 @@ from .main import EXIT_BAD_INPUT
 @click.option("--max-age", type=click.FloatRange(0, min_open=True), default=600.0,
               show_default=True,
               help="Seconds a request waits for its reply before it becomes a no_reply row.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
+              show_default=True,
+              help="dask: the FILEs as tasks on Dask's distributed scheduler, each writing "
+                   "its own Parquet parts (--parquet only; pip install 'pycdr[dask]').")
+@click.option("--scheduler", metavar="ADDR",
+              help="With --engine dask: the scheduler to use (tcp://host:port); default a "
+                   "local cluster of --workers processes.")
+@click.option("--workers", type=click.IntRange(1),
+              help="With --engine dask: worker processes of the local cluster (default: "
+                   "the CPU count).")
+@click.option("--shard-size", type=click.IntRange(1), metavar="BYTES",
+              help="With --engine dask: files larger than this are split into connection "
+                   "shards, one task a BYTES (default 256 MiB).")
 def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, save, count,
-        duration, sensor, max_pending, max_age):
+        duration, sensor, max_pending, max_age, engine, scheduler, workers, shard_size):
     """Every GIOP call of capture files or a live interface as a row: a request with
     its reply (duration, status, exception), oneway, locate, cancel, unanswered and
     unmatched, gaps.  One line a call on stdout, or JSON Lines (--json), or Parquet
@@ -63,6 +76,21 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
         raise click.UsageError("give capture FILEs or -i INTERFACE (one of them)")
     if interface is None and (bpf or save or count or duration):
         raise click.UsageError("-f, -w, -c and --duration go with -i")
+    if engine == "dask":
+        if interface is not None or json_out or not parquet:
+            raise click.UsageError("--engine dask reads FILEs and writes Parquet only: "
+                                   "give --parquet DIR (no -i, no --json)")
+        if scheduler is not None and workers is not None:
+            raise click.UsageError("--scheduler and --workers: one of them")
+        from .monitor_dask import run_dask
+        return run_dask(files, parquet, scheduler=scheduler, workers=workers,
+                        shard_size=shard_size, ior_files=ior_files, idl_files=idl_files,
+                        options=dict(ports=ports or None, sensor=sensor,
+                                     max_pending=max_pending,
+                                     max_age_ns=int(max_age * 1e9)))
+    if scheduler is not None or workers is not None or shard_size is not None:
+        raise click.UsageError("--scheduler, --workers and --shard-size go with "
+                               "--engine dask")
     sinks = []
     live = None
     json_file = None
