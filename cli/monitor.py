@@ -87,7 +87,8 @@ def cmd(files, json_out, parquet, idl_files, ior_files, ports, interface, bpf, s
                         shard_size=shard_size, ior_files=ior_files, idl_files=idl_files,
                         options=dict(ports=ports or None, sensor=sensor,
                                      max_pending=max_pending,
-                                     max_age_ns=int(max_age * 1e9)))
+                                     max_age_ns=int(max_age * 1e9)),
+                        read_iors=_read_iors)
     if scheduler is not None or workers is not None or shard_size is not None:
         raise click.UsageError("--scheduler, --workers and --shard-size go with "
                                "--engine dask")

@@ -16,9 +16,9 @@ from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE
 
 
 def run_dask(files, parquet, *, scheduler, workers, shard_size, ior_files, idl_files,
-             options) -> None:
-    """Checks what only the one-process engine does, runs the files on the cluster,
-    prints the summary; exits with the documented statuses."""
+             options, read_iors) -> None:
+    """Runs the files on the cluster, prints the summary; exits with the documented
+    statuses.  ``read_iors``: cli.monitor's reader of --ior files."""
     if len(set(map(os.path.realpath, files))) != len(files):
         raise click.UsageError("--engine dask: a FILE is given twice")
     try:
@@ -27,10 +27,9 @@ def run_dask(files, parquet, *, scheduler, workers, shard_size, ior_files, idl_f
     except ImportError as e:
         _fail(f"--engine dask needs {e.name or 'dask.distributed'}: "
               "pip install 'pycdr[dask]'", EXIT_BAD_INPUT)
-    from .monitor import _read_iors
     try:
         if ior_files:
-            options["interfaces"] = _read_iors(ior_files)
+            options["interfaces"] = read_iors(ior_files)
         if idl_files:
             from pycdr import idl
             for path in idl_files:        # (here, so that a bad one is one line, once)

@@ -153,6 +153,8 @@ def run_task(path: str, shard: tuple | None, directory: str, options: dict,
             raise PycdrError(f"{label}: cannot read ({e.strerror or e})") from None
     except PycdrError as e:
         error = str(e).replace(path, label) if path != label else str(e)
+        if label not in error:
+            error = f"{label}: {error}"
     finally:
         out.close()
     return {"path": path, "label": label, "shard": shard, "rows": out.rows_written,
@@ -293,8 +295,8 @@ def monitor_files(client, files: list, directory: str, *, options: dict | None =
     for i, reports in enumerate(by_file):
         final = [r for r in reports if r is not None]
         run.reports += final
-        for r in final:
-            if r["error"] is not None:
+        for r in final:         # (the shards of a damaged file: one line)
+            if r["error"] is not None and r["error"] not in run.failures:
                 run.failures.append(r["error"])
         if len(final) == len(reports):
             _remove_others(directory, paths[i], {p for r in final for p in r["parts"]})
