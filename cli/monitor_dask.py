@@ -14,6 +14,9 @@ from pycdr.errors import PycdrError
 
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE
 
+# How long --scheduler's scheduler has to answer.
+CONNECT_SECONDS = 10.0
+
 
 def run_dask(files, parquet, *, scheduler, workers, shard_size, ior_files, idl_files,
              options, read_iors) -> None:
@@ -41,8 +44,10 @@ def run_dask(files, parquet, *, scheduler, workers, shard_size, ior_files, idl_f
     try:
         if scheduler is not None:
             try:
-                client = Client(scheduler, timeout="10s")
-            except (OSError, TimeoutError, ValueError) as e:
+                client = Client(scheduler, timeout=CONNECT_SECONDS)
+            except ValueError as e:
+                raise click.UsageError(f"--scheduler {scheduler}: {e}") from None
+            except (OSError, TimeoutError) as e:
                 _fail(f"cannot reach the Dask scheduler at {scheduler} ({e})",
                       EXIT_UNREACHABLE)
             where = f"the scheduler at {scheduler}"

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -103,9 +104,13 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", scheduler_port=0,
-                                       dashboard_address=None, silence_logs=logging.ERROR)
+    import dask
+    # A task whose worker dies is not tried again (test_a_worker_that_dies_...).
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                           processes=True, host="127.0.0.1",
+                                           scheduler_port=0, dashboard_address=None,
+                                           silence_logs=logging.ERROR)
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
@@ -360,3 +365,42 @@ def test_a_pending_table_one_process_bounds_by_age(files, client, tmp_path):
                         options=options)
     assert not run.failures and run.shards == 1 and run.reruns == 1
     assert table(tmp_path / "calls") == reference
+
+
+def test_a_scheduler_that_cannot_be_reached_is_one_line(files, tmp_path, monkeypatch):
+    from pycdr.cli import monitor_dask
+    monkeypatch.setattr(monitor_dask, "CONNECT_SECONDS", 1.0)
+    with socket.socket() as s:              # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = monitor(["--engine", "dask", "--scheduler", f"tcp://127.0.0.1:{port}",
+                    files[0], "--parquet", str(tmp_path / "calls")])
+    assert done.exit_code == 3
+    assert done.stderr.splitlines() == [done.stderr.strip()] and done.stderr.startswith(
+        f"error: cannot reach the Dask scheduler at tcp://127.0.0.1:{port} (")
+    done = monitor(["--engine", "dask", "--scheduler", "no::such::", files[0],
+                    "--parquet", str(tmp_path / "calls")])
+    assert done.exit_code == 2 and "--scheduler no::such::" in done.stderr
+
+
+class _KillingOne:
+    """A Dask client whose task for ``victim`` kills its worker process."""
+
+    def __init__(self, client, victim):
+        self.client = client
+        self.victim = victim
+
+    def submit(self, function, *args, **options):
+        if args[0] == self.victim:
+            def die(*_):
+                os._exit(3)
+            function = die
+        return self.client.submit(function, *args, **options)
+
+
+def test_a_worker_that_dies_is_one_line_naming_its_file(files, client, tmp_path):
+    """(Last in the module: the nanny starts the dead worker again.)"""
+    run = monitor_files(_KillingOne(client, os.path.abspath(files[1])), files[:2],
+                        str(tmp_path / "calls"))
+    assert run.failures == [f"{files[1]}: the worker running it died"]
+    assert run.rows == len(list(iter_calls(files[0])))
