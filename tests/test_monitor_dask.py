@@ -23,7 +23,7 @@ from pycdr.cli.main import main
 from pycdr.codec.cdr import CDRWriter
 from pycdr.giop.messages import ReplyStatus
 
-from test_monitor import CAPTURES, PYCDR, ROOT, reply, request
+from test_monitor import CAPTURES, HERE, PYCDR, ROOT, _shared_names_capture, reply, request
 
 distributed = pytest.importorskip("distributed")
 pa_dataset = pytest.importorskip("pyarrow.dataset")
@@ -365,6 +365,35 @@ def test_a_pending_table_one_process_bounds_by_age(files, client, tmp_path):
                         options=options)
     assert not run.failures and run.shards == 1 and run.reruns == 1
     assert table(tmp_path / "calls") == reference
+
+
+def test_idl_bodies_and_ior_files_on_the_workers(client, tmp_path):
+    """--idl: the second file's calls are decoded by the interfaces the first file's
+    factory answers taught (in one process, and so on Dask); --ior seeds every task."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    factory, meter_ior, label_ior = _shared_names_capture(tmp_path / "a", with_factory=True)
+    calls, _, _ = _shared_names_capture(tmp_path / "b", with_factory=False)
+    idl = ["--idl", os.path.join(HERE, "idl", "monitor", "shared_names.idl")]
+    reference = one_process([factory, calls] + idl, tmp_path / "one")
+    decoded = {r["request_id"]: json.loads(r["arguments"]) for r in reference
+               if r["capture_file"] == calls}
+    assert decoded == {3: {"channel": 7}, 4: {"prefix": "ab", "upper": True}}
+    out = tmp_path / "calls"
+    done = monitor(["--engine", "dask", "--scheduler", client.scheduler.address, factory,
+                    calls, "--parquet", str(out)] + idl)
+    assert done.exit_code == 0, done.stderr
+    assert "1 run again as one process would" in done.stderr
+    assert table(out) == reference
+    from pycdr.codec.ior import ior_to_string
+    iors = tmp_path / "refs.txt"
+    iors.write_text(f"{ior_to_string(meter_ior)}\n{ior_to_string(label_ior)}\n")
+    reference = one_process([calls] + idl + ["--ior", str(iors)], tmp_path / "one-ior")
+    done = monitor(["--engine", "dask", "--scheduler", client.scheduler.address, calls,
+                    "--parquet", str(tmp_path / "ior"), "--ior", str(iors)] + idl)
+    assert done.exit_code == 0, done.stderr
+    assert table(tmp_path / "ior") == reference
+    assert {r["request_id"]: json.loads(r["arguments"]) for r in reference} == decoded
 
 
 def test_a_scheduler_that_cannot_be_reached_is_one_line(files, tmp_path, monkeypatch):

@@ -98,13 +98,19 @@ class _Interfaces(OrderedDict):
         return [(k, v) for k, v in self.items() if k in self.learned]
 
 
-@lru_cache(maxsize=8)
-def _bodies(idl_paths: tuple):
+def _bodies(idl_paths) -> object:
+    """The CallBodies of the IDL files, loaded once a worker (again when one changed:
+    a cluster outlives a command)."""
     if not idl_paths:
         return None
+    return _loaded_bodies(tuple((p, os.stat(p).st_mtime_ns) for p in idl_paths))
+
+
+@lru_cache(maxsize=8)
+def _loaded_bodies(files: tuple):
     from .. import idl
     from ..calls.bodies import CallBodies
-    return CallBodies([idl.load(p, register=False) for p in idl_paths])
+    return CallBodies([idl.load(p, register=False) for p, _ in files])
 
 
 def run_task(path: str, shard: tuple | None, directory: str, options: dict,
@@ -123,8 +129,11 @@ def run_task(path: str, shard: tuple | None, directory: str, options: dict,
     longest = [0]
     error = None
     try:
-        calls = CaptureCalls(None, ports=options.get("ports"),
-                             bodies=_bodies(tuple(options.get("idl") or ())),
+        try:
+            bodies = _bodies(options.get("idl"))
+        except OSError as e:
+            raise PycdrError(f"{e.filename}: cannot read ({e.strerror})") from None
+        calls = CaptureCalls(None, ports=options.get("ports"), bodies=bodies,
                              sensor=options.get("sensor"), capture_file=label,
                              max_pending=options.get("max_pending", MAX_PENDING),
                              max_age_ns=options.get("max_age_ns", MAX_AGE_NS),
@@ -143,20 +152,27 @@ def run_task(path: str, shard: tuple | None, directory: str, options: dict,
         calls.tracker.emit = emit
         feed = calls.feed
         try:
-            with CaptureReader(path) as reader:
-                try:
-                    for segment in reader:
-                        feed(segment)
-                finally:
-                    calls.finish()      # the rows read so far, even of a damaged file
+            reader = CaptureReader(path)
         except OSError as e:
             raise PycdrError(f"{label}: cannot read ({e.strerror or e})") from None
+        with reader:
+            try:
+                for segment in reader:
+                    feed(segment)
+            finally:
+                calls.finish()          # the rows read so far, even of a damaged file
     except PycdrError as e:
         error = str(e).replace(path, label) if path != label else str(e)
         if label not in error:
             error = f"{label}: {error}"
+    except OSError as e:                # (reading the capture, or writing a part)
+        error = f"{label}: {e.strerror or e}"
     finally:
-        out.close()
+        try:
+            out.close()
+        except OSError as e:
+            error = error or f"{label}: cannot write its Parquet parts under " \
+                             f"{directory} ({e.strerror or e})"
     return {"path": path, "label": label, "shard": shard, "rows": out.rows_written,
             "parts": [os.path.relpath(p, directory) for p in out.written],
             "counts": counts.to_json(), "learned": interfaces.learned_items(),
