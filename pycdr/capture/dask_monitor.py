@@ -257,7 +257,7 @@ def monitor_files(client, files: list, directory: str, *, options: dict | None =
                              pure=False)
 
     def results(futures: list) -> list:
-        """Each future's report (a list of them for a chain), or None when it failed."""
+        """Each future's report (a list of them for a chain), or a _Failed."""
         out = []
         for future, names in futures:
             try:
@@ -265,8 +265,7 @@ def monitor_files(client, files: list, directory: str, *, options: dict | None =
             except Exception as e:      # the worker died (KilledWorker), or a bug
                 what = "the worker running it died" if type(e).__name__ == "KilledWorker" \
                     else f"the task failed ({type(e).__name__}: {e})"
-                run.failures.append(f"{names}: {what}")
-                out.append(None)
+                out.append(_Failed(f"{names}: {what}"))
         return out
 
     # Round 1: every file, or its shards.
@@ -284,7 +283,7 @@ def monitor_files(client, files: list, directory: str, *, options: dict | None =
 
     # Round 2: the sharded files whose shards could differ from the file read whole.
     again = [i for i, reports in enumerate(by_file)
-             if len(reports) > 1 and None not in reports and
+             if len(reports) > 1 and not _failed(reports) and
              not _shards_agree(reports, max_pending, max_age_ns)]
     if again:
         run.reruns += len(again)
@@ -299,25 +298,39 @@ def monitor_files(client, files: list, directory: str, *, options: dict | None =
     # files in one task, in order.
     first = _first_dependent(by_file, len(options.get("interfaces") or ()))
     if first is not None:
-        seed = [item for reports in by_file[:first] for r in reports if r is not None
-                for item in r["learned"]]
+        seed = [item for reports in by_file[:first] if not _failed(reports)
+                for r in reports for item in r["learned"]]
         run.reruns += len(files) - first
         chained = results([(submit(run_chain, paths[first:], files[first:], directory,
                                    options, seed, key=f"chain-{file_id(paths[first])}"),
                             ", ".join(files[first:]))])[0]
         for offset in range(len(files) - first):
-            by_file[first + offset] = [None] if chained is None else [chained[offset]]
+            by_file[first + offset] = [chained if isinstance(chained, _Failed)
+                                       else chained[offset]]
 
     for i, reports in enumerate(by_file):
-        final = [r for r in reports if r is not None]
+        final = [r for r in reports if not isinstance(r, _Failed)]
         run.reports += final
-        for r in final:         # (the shards of a damaged file: one line)
-            if r["error"] is not None and r["error"] not in run.failures:
-                run.failures.append(r["error"])
+        for r in reports:       # (the shards of a damaged file: one line)
+            error = r.text if isinstance(r, _Failed) else r["error"]
+            if error is not None and error not in run.failures:
+                run.failures.append(error)
         if len(final) == len(reports):
             _remove_others(directory, paths[i], {p for r in final for p in r["parts"]})
     run.seconds = time.monotonic() - started
     return run
+
+
+class _Failed:
+    """A task that returned no report: why, as its line says it."""
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+def _failed(reports: list) -> bool:
+    return any(isinstance(r, _Failed) for r in reports)
 
 
 def _shards_agree(reports: list, max_pending: int, max_age_ns: int) -> bool:
@@ -343,7 +356,7 @@ def _first_dependent(by_file: list, seeded: int) -> int | None:
     total = seeded
     sharded_learned = None
     for i, reports in enumerate(by_file):
-        if None in reports:
+        if _failed(reports):
             continue
         asked = set().union(*(r["asked"] for r in reports))
         if asked & learned:
