@@ -183,6 +183,15 @@ def test_shards_that_could_differ_run_again_and_files_chain(files, client, tmp_p
     assert on_disk == names           # the shards' parts replaced, nothing left beside
 
 
+def test_shards_that_agree_are_kept(files, client, tmp_path):
+    """messages.pcap's connections share nothing: its shards' rows are the table."""
+    run = monitor_files(client, [files[3]], str(tmp_path / "calls"), shard_size=2000)
+    n = -(-os.path.getsize(files[3]) // 2000)
+    assert n > 2 and (run.shards, run.tasks, run.reruns) == (1, n, 0)
+    assert not run.failures
+    assert table(tmp_path / "calls") == one_process([files[3]], tmp_path / "one")
+
+
 def test_a_retried_task_replaces_its_parts(files, tmp_path):
     out = str(tmp_path / "calls")
     first = run_task(files[3], (1, 3), out, {})
