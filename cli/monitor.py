@@ -50,8 +50,22 @@ from .options import read_iors, shared
 @click.option("--otlp", "otlp", metavar="URL",
               help="Send one OpenTelemetry span a call to this OTLP/HTTP receiver, e.g. "
                    "http://127.0.0.1:4318 (needs pip install 'pycdr[monitor]').")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
+              show_default=True,
+              help="dask: the FILEs as tasks on Dask's distributed scheduler, each writing "
+                   "its own Parquet parts (--parquet only; pip install 'pycdr[dask]').")
+@click.option("--scheduler", metavar="ADDR",
+              help="With --engine dask: the scheduler to use (tcp://host:port); default a "
+                   "local cluster of --workers processes.")
+@click.option("--workers", type=click.IntRange(1),
+              help="With --engine dask: worker processes of the local cluster (default: "
+                   "the CPU count).")
+@click.option("--shard-size", type=click.IntRange(1), metavar="BYTES",
+              help="With --engine dask: files larger than this are split into connection "
+                   "shards, one task a BYTES (default 256 MiB).")
 def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save, count,
-        duration, sensor, max_pending, max_age, prometheus, label_limit, linger, otlp):
+        duration, sensor, max_pending, max_age, prometheus, label_limit, linger, otlp,
+        engine, scheduler, workers, shard_size):
     """Every GIOP call of capture files or a live interface as a row: a request with
     its reply (duration, status, exception), oneway, locate, cancel, unanswered and
     unmatched, gaps.  One line a call on stdout, or JSON Lines (--json), or Parquet
@@ -74,6 +88,22 @@ def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save
     from pycdr.calls.tracker import CallCounts
     counts = CallCounts()
     metrics = spans = None
+    if engine == "dask":
+        if interface is not None or json_out or not parquet or prometheus or otlp:
+            raise click.UsageError("--engine dask reads FILEs and writes Parquet only: "
+                                   "give --parquet DIR (no -i, --json, --prometheus or --otlp)")
+        if scheduler is not None and workers is not None:
+            raise click.UsageError("--scheduler and --workers: one of them")
+        from .monitor_dask import run_dask
+        return run_dask(files, parquet, scheduler=scheduler, workers=workers,
+                        shard_size=shard_size, ior_files=ior_values, idl_files=idl_files,
+                        options=dict(ports=ports or None, sensor=sensor,
+                                     max_pending=max_pending,
+                                     max_age_ns=int(max_age * 1e9)),
+                        read_iors=_read_iors)
+    if scheduler is not None or workers is not None or shard_size is not None:
+        raise click.UsageError("--scheduler, --workers and --shard-size go with "
+                               "--engine dask")
     sinks = []
     live = None
     json_file = None

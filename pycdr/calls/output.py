@@ -137,6 +137,7 @@ class ParquetDirectory:
         self._seq = 0
         self.rows_written = 0
         self.files_written = 0
+        self.written: list = []       # the paths of the parts written, in order
 
     def add(self, row: dict) -> None:
         ts = row["ts"]
@@ -189,6 +190,7 @@ class ParquetDirectory:
         table = self._pa.Table.from_batches(part.batches, schema=self.schema)
         self._pq.write_table(table, temporary)
         os.replace(temporary, os.path.join(where, name))
+        self.written.append(os.path.join(where, name))
         self.rows_written += part.count
         self.files_written += 1
 
