@@ -7,7 +7,6 @@ flooding endpoint costs at most --timeout per step.
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from dataclasses import replace
