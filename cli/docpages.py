@@ -13,23 +13,8 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from .main import main as group
+from .main import exit_statuses, main as group
 from .options import SHARED
-
-
-def exit_statuses() -> list:
-    """[(status, meaning)] from cli/main.py's docstring (the one list)."""
-    from . import main as main_module
-    doc = main_module.__doc__.split("Exit statuses", 1)[1].split(":", 1)[1]
-    out, current = [], None
-    for line in doc.strip().splitlines():
-        head = line[:4].strip()
-        if head.isdigit():
-            current = [int(head), line[4:].strip()]
-            out.append(current)
-        elif current is not None and line.strip():
-            current[1] += " " + line.strip()
-    return [tuple(x) for x in out]
 
 
 def markdown() -> str:

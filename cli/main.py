@@ -2,10 +2,11 @@
 
 Exit statuses (all subcommands; the one list, used by every command):
   0  success
-  1  the input was understood but is bad (a file that is missing, unreadable or not what the
-     command reads, undecodable bytes, a protocol violation in strict mode, an endpoint
-     that failed a check, a value its type cannot hold)
-  2  usage error (bad option or argument; Click's own code)
+  1  the input was understood but is bad (a file that is empty or not what the command
+     reads, a reference that does not parse, undecodable bytes, a protocol violation in
+     strict mode, an endpoint that failed a check)
+  2  usage error (a bad option or argument, a file named that does not exist, a value
+     its IDL type cannot hold; Click's own code)
   3  the endpoint could not be reached: the connection was refused, the host is unknown
      or unreachable
   4  the endpoint accepted the connection but did not answer within the timeout
@@ -53,6 +54,19 @@ SUBCOMMANDS = (
 )
 # Commands kept under an old name only, left out of --help.
 HIDDEN = {"capture"}
+
+
+def exit_statuses() -> list:
+    """[(status, meaning)] from this module's docstring (the one list)."""
+    doc = __doc__.split("Exit statuses", 1)[1].split(":", 1)[1]
+    out: list = []
+    for line in doc.strip("\n").splitlines():
+        head = line[:4].strip()
+        if head.isdigit():
+            out.append([int(head), line[4:].strip()])
+        elif out and line.strip():
+            out[-1][1] += " " + line.strip()
+    return [tuple(x) for x in out]
 
 
 def _command_name(module: str, attribute: str) -> str:
@@ -161,16 +175,17 @@ class _LazyGroup(click.Group):
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="pycdr")
 def main() -> None:
-    """pycdr: CORBA CDR/GIOP/IIOP analyzer, conformance suite and reference ORB.
-
-    Exit statuses: 0 success, 1 bad input, 2 usage error, 3 endpoint unreachable
-    (refused), 4 no answer within the timeout, 5 an answer that is not GIOP, 6 TLS
-    expected or plain expected, 70 internal error (a report is saved)."""
+    """pycdr: CORBA CDR/GIOP/IIOP analyzer, conformance suite and reference ORB."""
     # A library's log records reach the user only where a command asks for them (serve
     # -v): not through logging's last-resort handler, as lines of a server's log.
     logging.getLogger("pycdr").addHandler(logging.NullHandler())
 
     start_run()
+
+# --help lists the exit statuses of the module's docstring (\b: Click keeps the lines).
+main.help += "\n\nExit statuses:\n\n\b\n" + "\n".join(
+    f"{status:>3}  {meaning.split(' (')[0].split(': ')[0]}" for status, meaning in exit_statuses())
+
 
 if __name__ == "__main__":
     main()

@@ -121,6 +121,8 @@ def test_the_manual_page_has_every_command_and_renders(tmp_path):
             continue
         assert f'.SS "{docpages._roff(path)} ' in page, path
     assert "\\-\\-tls\\-cert" in page and ".SH EXIT STATUS" in page
+    from pycdr.cli.main import EXIT_STATUSES
+    assert [status for status, _ in docpages.exit_statuses()] == list(EXIT_STATUSES)
     groff = shutil.which("groff")
     if groff is None:
         pytest.skip("groff is not installed")
