@@ -29,96 +29,6 @@ VENDOR_VMCIDS = {
     0x4A430000: "JacORB",         # JacORB ORBConstants.VMCID ("JC")
 }
 
-# Minor codes by vendor: (VMCID, exception name, the vendor's code) -> the vendor's
-# name for it.  OMG: the standard minor codes (CORBA 3.x Part 1, the table of
-# standard minor exception codes); omniORB: its minorCodes; Sun: the JDK-lineage
-# ORBs' ORBUtilSystemException codes (the OpenJDK and GlassFish ORBs answer with them).
-# The codes a request's sender can cause, not every code of every vendor.
-MINOR_CODES = {
-    (OMG_VMCID, "BAD_PARAM", 23): "WCharTCSNotKnown: wchar data but no wchar "
-                                  "transmission code set was negotiated",
-    (OMG_VMCID, "BAD_PARAM", 25): "EnumValueOutOfRange",
-    (OMG_VMCID, "BAD_PARAM", 26): "InvalidServiceContextId",
-    (OMG_VMCID, "MARSHAL", 1): "NoValueFactory: no value factory for a valuetype",
-    (OMG_VMCID, "MARSHAL", 3): "ServerRequestNVList: the DSI argument list does not "
-                               "describe the parameters the client sent",
-    (OMG_VMCID, "MARSHAL", 4): "LocalObject: a local object cannot be marshalled",
-    (OMG_VMCID, "MARSHAL", 5): "WCharSentByGIOP10Client: wchar or wstring data sent "
-                               "by a client over GIOP 1.0",
-    (OMG_VMCID, "MARSHAL", 6): "WCharSentByGIOP10Server: wchar or wstring data "
-                               "returned by a server over GIOP 1.0",
-    (OMG_VMCID, "MARSHAL", 7): "unsupported RMI/IDL custom value type stream format",
-    (OMG_VMCID, "INV_OBJREF", 1): "WCharNotSupported: the reference names no wchar "
-                                  "code set",
-    (OMG_VMCID, "INV_OBJREF", 2): "CodesetComponentRequired: wchar data needs a code "
-                                  "sets component in the reference",
-    (OMG_VMCID, "IMP_LIMIT", 1): "NoUsableProfile: no profile of the reference is usable",
-    (OMG_VMCID, "NO_IMPLEMENT", 1): "NoValueImpl: no local implementation of a valuetype",
-    (OMG_VMCID, "NO_IMPLEMENT", 2): "IncompatibleVersion: incompatible valuetype version",
-    (OMG_VMCID, "NO_IMPLEMENT", 3): "NoUsableProfile: no profile of the reference is usable",
-    (OMG_VMCID, "NO_IMPLEMENT", 4): "DIIOnLocalObject: DII on a local object",
-    (OMG_VMCID, "DATA_CONVERSION", 1): "CannotMapChar: a character does not map to the "
-                                       "negotiated transmission code set",
-    (OMG_VMCID, "TRANSIENT", 1): "POANoResource",
-    (OMG_VMCID, "TRANSIENT", 2): "NoUsableProfile",
-    (OMG_VMCID, "OBJECT_NOT_EXIST", 1): "NoMatch: no object of that key",
-    (OMG_VMCID, "OBJ_ADAPTER", 1): "POAUnknownAdapter",
-    (OMG_VMCID, "OBJ_ADAPTER", 2): "NoServant",
-    (OMG_VMCID, "UNKNOWN", 1): "UserException: an exception the operation does not declare",
-    (OMG_VMCID, "UNKNOWN", 2): "SystemException: a non-standard system exception",
-    (OMNIORB_VMCID, "MARSHAL", 9): "InvalidVariableLenComponentSize",
-    (OMNIORB_VMCID, "MARSHAL", 10): "PassEndOfMessage: read past the end of the message",
-    (OMNIORB_VMCID, "MARSHAL", 18): "SequenceIsTooLong",
-    (OMNIORB_VMCID, "MARSHAL", 19): "StringIsTooLong",
-    (OMNIORB_VMCID, "MARSHAL", 20): "WStringIsTooLong",
-    (OMNIORB_VMCID, "MARSHAL", 22): "StringNotEndWithNull: a string without its NUL",
-    (OMNIORB_VMCID, "MARSHAL", 26): "InvalidEnumValue",
-    (OMNIORB_VMCID, "MARSHAL", 42): "InvalidFixedValue",
-    (OMNIORB_VMCID, "MARSHAL", 47): "InvalidWCharSize",
-    (OMNIORB_VMCID, "MARSHAL", 52): "InvalidIOR",
-    (OMNIORB_VMCID, "MARSHAL", 90): "InvalidIndirection",
-    (OMNIORB_VMCID, "MARSHAL", 91): "InvalidTypeCodeKind",
-    (OMNIORB_VMCID, "MARSHAL", 93): "MessageTooLong",
-    (OMNIORB_VMCID, "MARSHAL", 111): "InvalidChunkedEncoding",
-    (OMNIORB_VMCID, "MARSHAL", 112): "InvalidValueTag",
-    (OMNIORB_VMCID, "BAD_PARAM", 27): "InvalidUnionDiscValue",
-    (OMNIORB_VMCID, "BAD_PARAM", 46): "WCharOutOfRange",
-    (OMNIORB_VMCID, "BAD_PARAM", 88): "WrongPythonType",
-    (OMNIORB_VMCID, "BAD_PARAM", 95): "PythonValueOutOfRange",
-    (OMNIORB_VMCID, "BAD_OPERATION", 38): "UnRecognisedOperationName",
-    (OMNIORB_VMCID, "BAD_INV_ORDER", 24): "CodeSetNotKnownYet",
-    (OMNIORB_VMCID, "COMM_FAILURE", 3): "MarshalArguments",
-    (OMNIORB_VMCID, "COMM_FAILURE", 4): "UnMarshalArguments",
-    (OMNIORB_VMCID, "COMM_FAILURE", 5): "MarshalResults",
-    (OMNIORB_VMCID, "COMM_FAILURE", 6): "UnMarshalResults",
-    (OMNIORB_VMCID, "DATA_CONVERSION", 40): "RangeError",
-    (OMNIORB_VMCID, "DATA_CONVERSION", 41): "BadInput",
-    (OMNIORB_VMCID, "INV_OBJREF", 130): "UnsuitableGIOPVersion",
-    (OMNIORB_VMCID, "NO_IMPLEMENT", 36): "Unsupported",
-    (OMNIORB_VMCID, "UNKNOWN", 98): "PythonException: the servant raised a Python exception",
-    (SUN_VMCID, "MARSHAL", 201): "chunkOverflow",
-    (SUN_VMCID, "MARSHAL", 202): "unexpectedEof",
-    (SUN_VMCID, "MARSHAL", 204): "characterOutofrange",
-    (SUN_VMCID, "MARSHAL", 207): "endOfStream",
-    (SUN_VMCID, "MARSHAL", 208): "invalidObjectKey",
-    (SUN_VMCID, "MARSHAL", 212): "badKind",
-    (SUN_VMCID, "MARSHAL", 217): "wcharDataInGiop10",
-    (SUN_VMCID, "MARSHAL", 233): "badDigitInFixed",
-    (SUN_VMCID, "MARSHAL", 235): "badReservedLength",
-    (SUN_VMCID, "MARSHAL", 238): "unionDiscriminatorError",
-    (SUN_VMCID, "MARSHAL", 246): "invalidTypecodeKindMarshal",
-    (SUN_VMCID, "MARSHAL", 248): "illegalUnionDiscriminatorType",
-    (SUN_VMCID, "MARSHAL", 258): "badArgumentsNvlist: the arguments did not read into "
-                                  "the DSI argument list",
-    (SUN_VMCID, "BAD_OPERATION", 213): "fixedNotMatch",
-    (SUN_VMCID, "BAD_OPERATION", 214): "fixedBadTypecode",
-    (SUN_VMCID, "DATA_CONVERSION", 204): "codesetIncompatible",
-    (SUN_VMCID, "DATA_CONVERSION", 206): "badUnicodePair",
-    (SUN_VMCID, "DATA_CONVERSION", 208): "badCodesetsFromClient",
-    (SUN_VMCID, "DATA_CONVERSION", 209): "invalidSingleCharCtb",
-    (SUN_VMCID, "DATA_CONVERSION", 210): "badGiop11Ctb",
-    (SUN_VMCID, "NO_IMPLEMENT", 205): "longDoubleNotImplemented",
-}
 
 REPO_PREFIX = "IDL:omg.org/CORBA/"
 REPO_SUFFIX = ":1.0"
@@ -170,8 +80,9 @@ class SystemException(Exception):
 
     @property
     def minor_name(self) -> str | None:
-        """The vendor's name for the minor code (MINOR_CODES), None when not known."""
-        return MINOR_CODES.get((self.vmcid, self.name, self.minor_code))
+        """The vendor's name for the minor code (pycdr.giop.minorcodes), None when not
+        known."""
+        return minor_meaning(self.name, self.minor)
 
     def __eq__(self, other):
         if not isinstance(other, SystemException):
