@@ -175,12 +175,14 @@ def from_json(t, obj):
         members = {t.member_name(i): t.member_type(i) for i in range(t.member_count())}
         unknown = sorted(set(obj) - set(members))
         if unknown:
-            raise ValueError(f"{t.name()} has no member {', '.join(unknown[:10])} (its "
-                             f"members: {', '.join(members) or 'none'})")
+            raise ValueError(f"{t.name()} has no member{'s' if len(unknown) > 1 else ''} "
+                             f"{', '.join(unknown[:10])} (its members: "
+                             f"{', '.join(members) or 'none'})")
         missing = [name for name in members if name not in obj]
         if missing:
-            raise ValueError(f"{t.name()} member {', '.join(missing[:10])} is missing (its "
-                             f"members: {', '.join(members)})")
+            raise ValueError(f"{t.name()} member{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(missing[:10])} {'are' if len(missing) > 1 else 'is'}"
+                             f" missing (its members: {', '.join(members)})")
         return cls(**{name: from_json(members[name], obj[name]) for name in members})
     if k == K.tk_union:
         if not isinstance(obj, dict) or set(obj) != {"d", "v"}:
