@@ -29,6 +29,7 @@ SUBCOMMANDS = (
     ("dissector", "cmd"), ("dissector", "capture"), ("serve", "cmd"), ("call", "cmd"),
     ("probe", "cmd"), ("conformance", "conformance_cmd"), ("bench", "cmd"), ("fuzz", "cmd"),
     ("replay", "cmd"), ("names", "cmd"), ("explain", "cmd"), ("monitor", "cmd"),
+    ("proxy", "cmd"),
 )
 
 
