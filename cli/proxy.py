@@ -161,6 +161,14 @@ def cmd(listen, target, routes, rules_file, seed, idl_files, json_out, pcap_out,
     proxy = Proxy(core, listeners, pcap=pcap, connect_timeout=connect_timeout)
 
     async def main():
+        # (before the reference is printed: whoever reads it may stop the proxy at once)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(signum, stop.set)
+            except (NotImplementedError, RuntimeError):
+                pass
         try:
             await proxy.start()
         except OSError as e:
@@ -177,13 +185,6 @@ def cmd(listen, target, routes, rules_file, seed, idl_files, json_out, pcap_out,
             click.echo(f"corbaloc:{IIOPAddress(*first.advertised, version).to_url()}/"
                        f"{escape_key(key)}")
         sys.stdout.flush()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(signum, stop.set)
-            except (NotImplementedError, RuntimeError):
-                pass
         await stop.wait()
         await proxy.close()
         return None
