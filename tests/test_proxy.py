@@ -95,6 +95,9 @@ def test_a_returned_reference_is_rewritten_and_its_calls_come_through_the_proxy(
                 # inside an any, found by the TypeCode it carries
                 value = await ref.echo_any(Any(tc.Object, direct))
                 assert address_of(value.value) == through(proxy)
+                # the operations every object has need no IDL: _interface's answer
+                interface_def = await ref.invoke_dynamic("_interface", [], tc.Object, [])
+                assert address_of(interface_def) == through(proxy)
                 # a reference to another server is left as it is
                 other = Server()
                 await other.start()
@@ -106,7 +109,7 @@ def test_a_returned_reference_is_rewritten_and_its_calls_come_through_the_proxy(
         return rows
     rows = run(main())
     assert [r["operation"] for r in calls(rows)] == ["echo_object", "echo_long", "echo_any",
-                                                     "echo_object"]
+                                                     "_interface", "echo_object"]
 
 
 def test_location_forward_and_object_forward_go_to_a_routed_port():
