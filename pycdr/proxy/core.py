@@ -116,6 +116,18 @@ class ProxyCore:
         self.random = random.Random(seed)
         self._faults: dict = {}             # (stream, request_id) -> faults of its row
         self._streams = 0
+        self._result_types: dict = {}        # Operation -> result_types(op)
+
+    def result_types(self, op) -> list | None:
+        """The TypeCodes of ``op``'s return value and out parameters when they may hold
+        an object reference, else None (known once per operation)."""
+        known = self._result_types.get(op, False)
+        if known is False:
+            items = [] if op.result.kind().name == "tk_void" else [op.result]
+            items += [p.type for p in op.out_params]
+            known = self._result_types[op] = items \
+                if any(may_hold_reference(tc) for tc in items) else None
+        return known
 
     def connection(self, client: tuple, server: tuple, stream: int | None = None
                    ) -> ProxyConnection:
@@ -138,7 +150,7 @@ class _Direction:
     def __init__(self, role: Role, limits: ProxyLimits):
         self.buf = bytearray()
         self.checker = GiopConnection(role, version=(1, 3), lenient=True, bidirectional=True,
-                                      check_request_ids=False, field_offsets=True,
+                                      check_request_ids=False, field_offsets=False,
                                       max_message_size=limits.max_message_size,
                                       max_reassembly_size=limits.max_connection_bytes)
         self.held: dict = {}            # fragment chain key -> [frame, ...]
@@ -373,7 +385,9 @@ class ProxyConnection:
             faults += [{"rule": i + 1, "direction": "reply", **a.to_json()} for i, a in actions]
             self.core._faults[(self.stream, msg.request_id)] = faults
         if not any(a.answering and a.type not in ("drop", "stall") for _, a in actions):
-            self._track(SERVER, msg, dataclasses.replace(event, fragments=len(frames)), ts)
+            if len(frames) != event.fragments:
+                event = dataclasses.replace(event, fragments=len(frames))
+            self._track(SERVER, msg, event, ts)
         self._shape(SERVER, call, msg, raw, frames, actions, out, ts)
 
     # -- rewriting --------------------------------------------------------------------
@@ -394,9 +408,8 @@ class ProxyConnection:
         op = self.core.operations.operation(call.interface, call.operation)
         if op is None:
             return None
-        items = [] if op.result.kind().name == "tk_void" else [op.result]
-        items += [p.type for p in op.out_params]
-        if not any(may_hold_reference(tc) for tc in items):
+        items = self.core.result_types(op)
+        if items is None:
             return None
         try:
             r = msg.body_reader()
