@@ -61,6 +61,10 @@ def _target(text: str, timeout: float) -> tuple:
               help="Another server whose references are rewritten to come through the "
                    "proxy too: relayed from LHOST:LPORT (default: the --listen host, any "
                    "free port). Repeatable.")
+@click.option("--callbacks", is_flag=True,
+              help="Also rewrite the references a client passes in its requests (by "
+                   "--idl), each server they name getting a listening port of its own, so "
+                   "that calls back to the client come through the proxy too.")
 @click.option("--rules", "rules_file", type=click.Path(exists=True, dir_okay=False),
               help="Fault rules (JSON list of {\"match\": ..., \"action\": ...}; "
                    "see docs/proxy.md).")
@@ -84,7 +88,7 @@ def _target(text: str, timeout: float) -> tuple:
               show_default=True, help="Seconds to wait for the upstream connection (and a "
                                       "corbaname's naming service).")
 @click.option("-q", "--quiet", is_flag=True, help="No line a call on stdout.")
-def cmd(listen, target, routes, rules_file, seed, idl_files, json_out, pcap_out,
+def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out, pcap_out,
         max_message_size, max_connection_bytes, max_total_bytes, connect_timeout, quiet):
     """Relay GIOP between clients and TARGET message by message: print a line a call,
     record the calls (--json) and the traffic (-w), rewrite object references so that
@@ -158,7 +162,8 @@ def cmd(listen, target, routes, rules_file, seed, idl_files, json_out, pcap_out,
     core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules, emit=emit, bodies=bodies,
                      limits=limits, seed=seed)
     listeners = [Listener(listen_host, listen_port, upstream)] + extra
-    proxy = Proxy(core, listeners, pcap=pcap, connect_timeout=connect_timeout)
+    proxy = Proxy(core, listeners, pcap=pcap, connect_timeout=connect_timeout,
+                  callbacks=callbacks)
 
     async def main():
         # (before the reference is printed: whoever reads it may stop the proxy at once)

@@ -15,7 +15,7 @@ from pycdr.codec.ior import ior_to_string
 from pycdr.codec.values import Any
 from pycdr.giop.messages import LocateStatus
 from pycdr.giop.sysexc import COMM_FAILURE, TIMEOUT, TRANSIENT, CompletionStatus
-from pycdr.orb import ORB, Server
+from pycdr.orb import ORB, ClassServant, Server
 from pycdr.orb.client import ClientOptions, first_iiop_profile
 from pycdr.proxy.core import ProxyLimits
 
@@ -390,3 +390,32 @@ def test_a_slow_reader_does_not_make_the_proxy_buffer_without_bound():
         return peak, bound, n * len(payload)
     peak, bound, total = run(main())
     assert peak <= bound + 200 * 1024 < total / 10
+
+
+def test_callbacks_a_client_passes_come_back_through_the_proxy():
+    """--callbacks: the reference a client passes is rewritten to a port the proxy opens
+    for its server, so the server's call back on it comes through the proxy."""
+    async def main():
+        callback_server, callback_key = await echo_server()
+        async with ORB() as server_orb:
+            class Calling:
+                async def echo_object(self, v):
+                    ref = await server_orb.string_to_object(ior_to_string(v), ECHO)
+                    assert await ref.echo_long(99) == 99
+                    return v
+            server = Server()
+            key = server.activate(ClassServant(ECHO, Calling()), "Calling")
+            await server.start()
+            async with proxied([address(server)], callbacks=True) as (proxy, rows):
+                async with ORB() as orb:
+                    ref = await orb.string_to_object(corbaloc(through(proxy), key), ECHO)
+                    returned = await ref.echo_object(callback_server.ior(callback_key))
+                    assert address_of(returned) == through(proxy, 1)
+                    assert proxy.listeners[1].upstream == address(callback_server)
+            await server.stop()
+        await callback_server.stop()
+        return rows
+    rows = run(main())
+    by_operation = {r["operation"]: r for r in calls(rows)}
+    assert by_operation["echo_long"]["outcome"] == "success"      # the call back, relayed
+    assert by_operation["echo_long"]["server_port"] != by_operation["echo_object"]["server_port"]

@@ -102,9 +102,11 @@ class ProxyCore:
 
     def __init__(self, *, rewriter: ReferenceRewriter | None = None, rules: Rules | None = None,
                  emit=None, bodies: CallBodies | None = None, limits: ProxyLimits | None = None,
-                 callbacks: ReferenceRewriter | None = None, seed: int | None = None):
+                 open_route=None, seed: int | None = None):
         self.rewriter = rewriter or ReferenceRewriter({})
-        self.callbacks = callbacks
+        # --callbacks: fn(host, port) -> the proxy's (host, port) that relays to that
+        # server from now on (or None: no more routes), for references in requests
+        self.open_route = open_route
         self.rules = rules or Rules([])
         self.limits = limits or ProxyLimits()
         self.emit = emit
@@ -117,6 +119,17 @@ class ProxyCore:
         self._faults: dict = {}             # (stream, request_id) -> faults of its row
         self._streams = 0
         self._result_types: dict = {}        # Operation -> result_types(op)
+        self._argument_types: dict = {}      # Operation -> argument_types(op)
+
+    def argument_types(self, op) -> list | None:
+        """The TypeCodes of ``op``'s in and inout parameters when they may hold an object
+        reference, else None."""
+        known = self._argument_types.get(op, False)
+        if known is False:
+            items = [p.type for p in op.in_params]
+            known = self._argument_types[op] = items \
+                if any(may_hold_reference(tc) for tc in items) else None
+        return known
 
     def result_types(self, op) -> list | None:
         """The TypeCodes of ``op``'s return value and out parameters when they may hold
@@ -365,6 +378,12 @@ class ProxyConnection:
         if msg.response_expected:
             self.calls[msg.request_id] = call
         self._track(CLIENT, msg, event, ts)
+        if self.core.open_route is not None:
+            moved = self._moved_arguments(msg, call)
+            if moved is not None:
+                msg, raw, write_body = moved
+                frames = self._refragment(msg, raw, write_body, frames)
+                event = dataclasses.replace(event, raw=raw)
         if self.upstream_down is not None:
             self._answer(call, TRANSIENT(OMG_VMCID | 0, CompletionStatus.COMPLETED_NO), out,
                          ts=ts)
@@ -420,6 +439,44 @@ class ProxyConnection:
         moved_any = []
 
         def move(reference, path):
+            new, changes = rewriter.rewrite(reference)
+            moved_any.extend(changes)
+            return new
+        values = [map_references(tc, v, move) for tc, v in zip(items, values)]
+        if not moved_any:
+            return None
+
+        def write_body(w):
+            for tc, v in zip(items, values):
+                write_value(w, tc, v)
+        moved = dataclasses.replace(msg, body=b"")
+        return moved, encode_message(moved, write_body=write_body), write_body
+
+    def _moved_arguments(self, msg, call):
+        """--callbacks: (Request, bytes, body writer) with the references among its
+        arguments moved to the proxy (a server not yet routed gets a route), or None."""
+        op = self.core.operations.operation(call.interface, call.operation)
+        items = None if op is None else self.core.argument_types(op)
+        if items is None:
+            return None
+        try:
+            r = msg.body_reader()
+            values = [read_value(r, tc) for tc in items]
+        except (PycdrError, ValueError):
+            return None
+        if r.end - r.pos >= 8:
+            return None                 # more than the arguments (an IDL context): as sent
+        rewriter, open_route = self.core.rewriter, self.core.open_route
+        moved_any = []
+
+        def move(reference, path):
+            for profile in _iiop_profiles(reference):
+                if rewriter.route(profile.host, profile.port) is None and \
+                        profile.port != 0 and (profile.host, profile.port) not in \
+                        rewriter.routes.values():
+                    local = open_route(profile.host, profile.port)
+                    if local is not None:
+                        rewriter.routes[(profile.host.lower(), profile.port)] = local
             new, changes = rewriter.rewrite(reference)
             moved_any.extend(changes)
             return new
@@ -517,6 +574,17 @@ class ProxyConnection:
         if ts is not None:
             decoded, _ = decode_message(data)
             self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts or 0, decoded)
+
+
+def _iiop_profiles(ior):
+    from ..addressing.iiop import IIOPProfile, decode_profile
+    for tagged in ior.profiles:
+        try:
+            profile = decode_profile(tagged, lenient=True)
+        except PycdrError:
+            continue
+        if isinstance(profile, IIOPProfile):
+            yield profile
 
 
 def _chain_key(header, frame) -> int | None:

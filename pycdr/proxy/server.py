@@ -126,7 +126,8 @@ class Proxy:
 
     def __init__(self, core: ProxyCore, listeners: list, *, pcap=None,
                  connect_timeout: float = 10.0, server_ssl=None, upstream_ssl=None,
-                 max_queued: int = MAX_QUEUED):
+                 max_queued: int = MAX_QUEUED, callbacks: bool = False,
+                 max_routes: int = 64):
         self.core = core
         self.listeners = listeners
         self.pcap = pcap
@@ -134,6 +135,9 @@ class Proxy:
         self.server_ssl = server_ssl
         self.upstream_ssl = upstream_ssl
         self.max_queued = max_queued
+        self.max_routes = max_routes        # listening ports in all (--callbacks adds)
+        if callbacks:
+            core.open_route = self.open_route
         self.tasks: set = set()
         self.queued_peak = 0            # the most bytes one side had waiting to be written
 
@@ -156,6 +160,35 @@ class Proxy:
         for listener in self.listeners:
             up_host, up_port = listener.upstream
             routes[(up_host.lower(), up_port)] = listener.advertised
+
+    def open_route(self, host: str, port: int) -> tuple | None:
+        """A new listening port (on the first listener's host) relaying to host:port, for
+        a reference a client passed (--callbacks): its advertised (host, port), or None
+        past ``max_routes``."""
+        if len(self.listeners) >= self.max_routes:
+            return None
+        first = self.listeners[0]
+        family = socket.AF_INET6 if ":" in first.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((first.host, 0))
+            sock.listen(128)
+        except OSError:
+            sock.close()
+            return None
+        listener = Listener(first.host, sock.getsockname()[1], (host, port))
+        listener.advertised = (first.advertised[0], listener.port)
+        self.listeners.append(listener)
+
+        async def serve():
+            listener.server = await asyncio.start_server(
+                lambda r, w: self._accepted(r, w, listener), sock=sock,
+                ssl=self.server_ssl, limit=READ_SIZE)
+        task = asyncio.ensure_future(serve())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return listener.advertised
 
     async def close(self) -> None:
         for listener in self.listeners:
