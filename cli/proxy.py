@@ -12,6 +12,7 @@ import click
 from pycdr.errors import PycdrError
 
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
+from .tls import tls_options
 
 _HOST_PORT = re.compile(r"\[?([^\]=/@]+?)\]?:(\d{1,5})")
 
@@ -23,33 +24,33 @@ def _host_port(text: str, what: str) -> tuple:
     return m.group(1), int(m.group(2))
 
 
-def _target(text: str, timeout: float) -> tuple:
-    """(upstream (host, port), the target's IOR or None): TEXT is an IOR, a corbaloc,
-    a corbaname (resolved now) or HOST:PORT."""
+def _target(text: str, timeout: float, tls) -> tuple:
+    """(upstream (host, port), whether it speaks TLS, the target's IOR or None): TEXT is
+    an IOR, a corbaloc, a corbaname (resolved now) or HOST:PORT."""
     from pycdr.addressing.corbaloc import Corbaloc, parse_object_url
     from pycdr.codec.ior import ior_from_string
+    from pycdr.giop.sysexc import SystemException
     from pycdr.orb.client import first_iiop_profile, resolve_object_url
+    from pycdr.orb.tls import choose_endpoint
     head = text.split(":", 1)[0].strip().lower()
     if head == "ior":
         ior = ior_from_string(text.strip())
     elif head == "corbaname":
-        ior = resolve_object_url(text.strip(), timeout=timeout, connect_timeout=timeout)
+        ior = resolve_object_url(text.strip(), timeout=timeout, connect_timeout=timeout,
+                                 tls=tls)
     elif head == "corbaloc":
         parsed = parse_object_url(text.strip())
         if not isinstance(parsed, Corbaloc) or parsed.is_rir:
             raise PycdrError("the corbaloc names no IIOP address")
         ior = parsed.to_ior()
     else:
-        return _host_port(text, "target"), None
+        return _host_port(text, "target"), tls.force, None
     try:
         profile = first_iiop_profile(ior)
-    except Exception:
+    except SystemException:
         raise PycdrError("the target reference has no IIOP profile") from None
-    host, port = profile.host, profile.port
-    if port == 0:
-        raise PycdrError("the target is reachable by TLS only, which the proxy does not "
-                         "originate")
-    return (host, port), ior
+    endpoint = choose_endpoint(profile, tls)
+    return (endpoint.host, endpoint.port), endpoint.tls, ior
 
 
 @click.command("proxy")
@@ -87,9 +88,19 @@ def _target(text: str, timeout: float) -> tuple:
 @click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
               show_default=True, help="Seconds to wait for the upstream connection (and a "
                                       "corbaname's naming service).")
+@click.option("--listen-tls", "listen_tls", nargs=2, type=click.Path(exists=True,
+              dir_okay=False), metavar="CERT KEY",
+              help="Terminate TLS on the listening ports with this certificate and key "
+                   "(PEM). The references handed out are then TLS-only references to the "
+                   "proxy when the server's were.")
+@click.option("--require-client-cert", "client_ca", type=click.Path(exists=True,
+              dir_okay=False), metavar="CA",
+              help="With --listen-tls: clients must present a certificate signed by CA.")
 @click.option("-q", "--quiet", is_flag=True, help="No line a call on stdout.")
+@tls_options
 def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out, pcap_out,
-        max_message_size, max_connection_bytes, max_total_bytes, connect_timeout, quiet):
+        max_message_size, max_connection_bytes, max_total_bytes, connect_timeout, listen_tls,
+        client_ca, quiet, tls):
     """Relay GIOP between clients and TARGET message by message: print a line a call,
     record the calls (--json) and the traffic (-w), rewrite object references so that
     clients stay behind the proxy, and inject faults by rule (--rules).
@@ -104,6 +115,7 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
     from pycdr.orb.client import first_iiop_profile
     from pycdr.proxy.core import ProxyCore, ProxyLimits
     from pycdr.proxy.rules import load_rules
+    from pycdr.orb.tls import TLSConfigError, server_context
     from pycdr.proxy.server import Listener, Proxy
 
     listen_host, listen_port = _host_port(listen, "--listen")
@@ -121,7 +133,11 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
         extra.append(Listener(lhost, lport, up))
     outputs, files = [], []
     try:
-        upstream, ior = _target(target, connect_timeout)
+        if client_ca and not listen_tls:
+            raise click.UsageError("--require-client-cert needs --listen-tls CERT KEY")
+        server_ssl = server_context(*listen_tls, client_ca) if listen_tls else None
+        upstream, upstream_tls, ior = _target(target, connect_timeout, tls)
+        upstream_ssl = tls.client_context() if upstream_tls or tls.force else None
         rules = load_rules(rules_file, seed) if rules_file else None
         bodies = None
         if idl_files:
@@ -145,6 +161,9 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
                 pcap = StreamPcapWriter(pcap_out)
             except OSError as e:
                 raise PycdrError(f"{pcap_out}: cannot write ({e.strerror})") from None
+    except TLSConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(EXIT_USAGE)
     except NamingError as e:
         from .names import naming_exit
         naming_exit(e)
@@ -161,9 +180,11 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
 
     core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules, emit=emit, bodies=bodies,
                      limits=limits, seed=seed)
-    listeners = [Listener(listen_host, listen_port, upstream)] + extra
+    listeners = [Listener(listen_host, listen_port, upstream, tls=upstream_tls)] + extra
+    for lst in extra:
+        lst.tls = tls.force
     proxy = Proxy(core, listeners, pcap=pcap, connect_timeout=connect_timeout,
-                  callbacks=callbacks)
+                  callbacks=callbacks, server_ssl=server_ssl, upstream_ssl=upstream_ssl)
 
     async def main():
         # (before the reference is printed: whoever reads it may stop the proxy at once)
@@ -187,7 +208,8 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
             key = first_iiop_profile(moved).object_key
             click.echo(ior_to_string(moved))
             version = first_iiop_profile(moved).version
-            click.echo(f"corbaloc:{IIOPAddress(*first.advertised, version).to_url()}/"
+            address = IIOPAddress(*first.advertised, version, tls=server_ssl is not None)
+            click.echo(f"corbaloc:{address.to_url()}/"
                        f"{escape_key(key)}")
         sys.stdout.flush()
         await stop.wait()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 import struct
 import time
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class Listener:
     upstream: tuple                 # (host, port)
     advertised: tuple | None = None  # (host, port) the rewritten references name
     server: object = None
+    tls: bool = False               # the upstream speaks TLS (the proxy's upstream_ssl)
 
 
 class _Output:
@@ -160,6 +162,10 @@ class Proxy:
         for listener in self.listeners:
             up_host, up_port = listener.upstream
             routes[(up_host.lower(), up_port)] = listener.advertised
+            if listener.tls and self.server_ssl is not None:
+                # A TLS-only profile (port 0, the TLS port in its components) moves whole:
+                # its components' TLS port by the route above.
+                routes.setdefault((up_host.lower(), 0), (listener.advertised[0], 0))
 
     def open_route(self, host: str, port: int) -> tuple | None:
         """A new listening port (on the first listener's host) relaying to host:port, for
@@ -218,9 +224,9 @@ class Proxy:
         up_reader = up_writer = None
         try:
             up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(
-                *listener.upstream, ssl=self.upstream_ssl, limit=READ_SIZE),
-                self.connect_timeout)
-        except (OSError, asyncio.TimeoutError) as e:
+                *listener.upstream, ssl=self.upstream_ssl if listener.tls else None,
+                limit=READ_SIZE), self.connect_timeout)
+        except (OSError, asyncio.TimeoutError, ssl.SSLError) as e:
             conn.upstream_failed(f"cannot connect to {address_text(*listener.upstream)}: "
                                  f"{getattr(e, 'strerror', None) or e or 'timed out'}")
         outputs = (_Output(writer, None if flow is None else
