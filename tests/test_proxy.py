@@ -419,3 +419,33 @@ def test_callbacks_a_client_passes_come_back_through_the_proxy():
     by_operation = {r["operation"]: r for r in calls(rows)}
     assert by_operation["echo_long"]["outcome"] == "success"      # the call back, relayed
     assert by_operation["echo_long"]["server_port"] != by_operation["echo_object"]["server_port"]
+
+
+def test_many_connections_at_once():
+    from pycdr.codec.cdr import CDRWriter
+    from pycdr.giop.messages import Request, decode_message, encode_message
+    from pycdr.giop.messages.model import KeyAddr
+
+    async def one(proxy, key, n):
+        reader, writer = await asyncio.open_connection(*through(proxy))
+        w = CDRWriter()
+        w.write_long(n)
+        writer.write(encode_message(Request(request_id=n, response_flags=3,
+                                            target=KeyAddr(key), operation="echo_long",
+                                            body=w.getvalue())))
+        header = await reader.readexactly(12)
+        body = await reader.readexactly(int.from_bytes(header[8:], "big"))
+        writer.close()
+        reply, _ = decode_message(header + body)
+        return reply.request_id, reply.body_reader().read_long()
+
+    async def main():
+        server, key = await echo_server()
+        async with proxied([address(server)]) as (proxy, rows):
+            answers = await asyncio.gather(*(one(proxy, key, n) for n in range(1, 201)))
+        await server.stop()
+        return answers, rows
+    answers, rows = run(main())
+    assert answers == [(n, n) for n in range(1, 201)]
+    assert len({r["stream"] for r in rows}) == 200
+    assert all(r["outcome"] == "success" for r in rows)
