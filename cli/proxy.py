@@ -132,6 +132,10 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
             (listen_host, 0)
         extra.append(Listener(lhost, lport, up))
     outputs, files = [], []
+
+    def emit(row):
+        for out in outputs:
+            out.add(row)
     try:
         if client_ca and not listen_tls:
             raise click.UsageError("--require-client-cert needs --listen-tls CERT KEY")
@@ -161,6 +165,8 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
                 pcap = StreamPcapWriter(pcap_out)
             except OSError as e:
                 raise PycdrError(f"{pcap_out}: cannot write ({e.strerror})") from None
+        core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules, emit=emit,
+                         bodies=bodies, limits=limits, seed=seed)
     except TLSConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_USAGE)
@@ -174,12 +180,6 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
         click.echo(f"error: cannot resolve the target: {e.strerror or e}", err=True)
         sys.exit(EXIT_UNREACHABLE)
 
-    def emit(row):
-        for out in outputs:
-            out.add(row)
-
-    core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules, emit=emit, bodies=bodies,
-                     limits=limits, seed=seed)
     listeners = [Listener(listen_host, listen_port, upstream, tls=upstream_tls)] + extra
     for lst in extra:
         lst.tls = tls.force

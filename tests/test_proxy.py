@@ -449,3 +449,27 @@ def test_many_connections_at_once():
     assert answers == [(n, n) for n in range(1, 201)]
     assert len({r["stream"] for r in rows}) == 200
     assert all(r["outcome"] == "success" for r in rows)
+
+
+def test_user_exception_rule_raises_the_idl_exception_with_its_members():
+    rules = [{"match": {"operation": "echo_raise"},
+              "action": {"type": "user_exception", "id": "IDL:EchoAll/Oops:1.0",
+                         "members": {"code": 77, "why": "by rule"}}}]
+    seen, rows, _ = run(_call_under(rules, lambda ref: ref.echo_raise(1)))
+    assert type(seen).__name__ == "Oops" and (seen.code, seen.why) == (77, "by rule")
+    (row,) = calls(rows)
+    assert row["reply_status"] == "USER_EXCEPTION"
+    assert row["exception_id"] == "IDL:EchoAll/Oops:1.0"
+    assert row["result"] == {"code": 77, "why": "by rule"}
+
+
+@pytest.mark.parametrize("action, message", [
+    ({"type": "user_exception", "id": "IDL:Nowhere/Gone:1.0"}, "no operation of the --idl"),
+    ({"type": "user_exception", "id": "IDL:EchoAll/Oops:1.0", "members": {"code": "x"}},
+     "members"),
+])
+def test_user_exception_rules_are_checked_against_the_idl(action, message):
+    from pycdr.proxy.rules import RuleError
+    with pytest.raises(RuleError) as e:
+        run(_call_under([{"action": action}], lambda ref: ref.echo_long(1)))
+    assert message in str(e.value) and "rule 1" in str(e.value)

@@ -216,3 +216,16 @@ def test_a_reply_rule_acts_on_the_reply_of_the_matching_request():
     assert msg.system_exception.name == "TRANSIENT" and msg.system_exception.completed == 0
     assert rows[0]["faults"][0]["direction"] == "reply"
     assert rows[0]["exception_id"] == "IDL:omg.org/CORBA/TRANSIENT:1.0"
+
+
+def test_a_corrupt_rule_with_hex_bytes_and_its_row_as_json():
+    from pycdr.calls.schema import row_json
+    core, conn, rows = make_core([{"match": {"direction": "reply"},
+                                   "action": {"type": "corrupt", "path": "reply.request_id",
+                                              "value": "000000ff"}}])
+    conn.data(CLIENT, request(rid=1), 1)
+    (answer,) = sent(conn.data(SERVER, reply(rid=1), 2), CLIENT)
+    assert decode_message(answer)[0].request_id == 255
+    assert json.loads(row_json(rows[0]))["faults"] == [
+        {"rule": 1, "direction": "reply", "type": "corrupt", "path": "reply.request_id",
+         "value": "000000ff"}]

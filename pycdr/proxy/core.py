@@ -45,7 +45,7 @@ from ..giop.layout import message_fields
 from ..giop.messages import (LocateReply, LocateStatus, Reply, ReplyStatus, decode_message,
                              encode_fragments, encode_message)
 from ..giop.sysexc import (COMM_FAILURE, MARSHAL, OMG_VMCID, TRANSIENT, CompletionStatus)
-from .rules import Rules
+from .rules import Rules, bind_exceptions
 
 CLIENT, SERVER = 0, 1
 SIDE_NAMES = ("client", "server")
@@ -114,6 +114,7 @@ class ProxyCore:
         # operations every object has even without it
         self.tracker = CallTracker(self._row, bodies=bodies)
         self.operations = bodies or CallBodies()
+        bind_exceptions(self.rules, self.operations.exceptions)
         self.held_total = 0
         self.random = random.Random(seed)
         self._faults: dict = {}             # (stream, request_id) -> faults of its row
@@ -537,6 +538,17 @@ class ProxyConnection:
     def _answering(self, side, call, msg, t, p, pieces, delay, out, ts) -> None:
         if t == "system_exception":
             self._answer(call, p["exception"], out, delay, ts)
+        elif t == "user_exception":
+            self.calls.pop(call.request_id, None)
+            if call.response_expected:
+                reply = Reply(version=call.version, little=call.little,
+                              request_id=call.request_id,
+                              reply_status=ReplyStatus.USER_EXCEPTION)
+                data = encode_message(reply, write_body=lambda w: write_value(
+                    w, p["tc"], p["exception"]))
+                out.append(Send(CLIENT, [data], delay))
+                decoded, _ = decode_message(data)
+                self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts, decoded)
         elif t == "forward":
             ior, _ = self.core.rewriter.rewrite(p["ior"])
             status = ReplyStatus.LOCATION_FORWARD_PERM if p.get("permanent") else \

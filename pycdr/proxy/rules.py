@@ -10,8 +10,8 @@ messages its other keys match: ``nth`` (only the n-th), ``first`` (the first n),
 
 Actions are small pieces a message goes through in rule order: the shaping ones
 (``corrupt``, ``fragment``, ``duplicate``, ``delay``, ``trickle``) compose; the
-first answering one (``system_exception``, ``forward``, ``close``, ``reset``,
-``message_error``, ``drop``, ``stall``) decides what becomes
+first answering one (``system_exception``, ``user_exception``, ``forward``,
+``close``, ``reset``, ``message_error``, ``drop``, ``stall``) decides what becomes
 of the message and later answering ones are not applied.
 """
 
@@ -28,14 +28,15 @@ from ..giop.sysexc import CompletionStatus, REPO_PREFIX, REPO_SUFFIX, system_exc
 MATCH_KEYS = ("operation", "interface", "object_key", "direction", "nth", "first", "every",
               "probability")
 SHAPING = ("corrupt", "fragment", "duplicate", "delay", "trickle")
-ANSWERING = ("system_exception", "forward", "close", "reset", "message_error", "drop",
-             "stall")
+ANSWERING = ("system_exception", "user_exception", "forward", "close", "reset",
+             "message_error", "drop", "stall")
 ACTIONS = SHAPING + ANSWERING
 _REPLY_ONLY = ("stall", "duplicate")
 # Each action's parameters: name -> (type, required)
 _PARAMS = {
     "delay": {"ms": (float, True), "jitter_ms": (float, False)},
     "system_exception": {"id": (str, True), "minor": (int, False), "completed": (str, False)},
+    "user_exception": {"id": (str, True), "members": (dict, False)},
     "forward": {"to": (str, True), "permanent": (bool, False)},
     "close": {"when": (str, False)},
     "reset": {},
@@ -58,11 +59,11 @@ class RuleError(PycdrError):
 @dataclass
 class Action:
     type: str
-    params: dict
+    params: dict                # the parameters, made ready (an IOR, an exception, bytes)
+    spec: dict                  # the action as the rules file gives it
 
     def to_json(self) -> dict:
-        return {"type": self.type, **{k: v for k, v in self.params.items()
-                                      if not isinstance(v, (IOR, Exception))}}
+        return dict(self.spec)
 
     @property
     def answering(self) -> bool:
@@ -118,6 +119,26 @@ class Rules:
             rule.hits += 1
             out.append((rule.index, rule.action))
         return out
+
+
+def bind_exceptions(rules: Rules, exceptions: dict) -> None:
+    """Make the ``user_exception`` actions ready: their exception's TypeCode from
+    ``exceptions`` (repository id -> TypeCode, the IDL's) and their members as values.
+    RuleError when the IDL has no such exception or the members do not fit it."""
+    from ..orb.jsonvalues import from_json
+    for rule in rules.rules:
+        action = rule.action
+        if action.type != "user_exception":
+            continue
+        where = f"rule {rule.index + 1}: user_exception {action.params['id'][:80]}"
+        tc = exceptions.get(action.params["id"])
+        if tc is None:
+            raise RuleError(f"{where}: no operation of the --idl files raises it")
+        try:
+            action.params["exception"] = from_json(tc, action.params.get("members", {}))
+        except (ValueError, TypeError, KeyError) as e:
+            raise RuleError(f"{where}: members: {e}") from None
+        action.params["tc"] = tc
 
 
 def load_rules(path: str, seed: int | None = None) -> Rules:
@@ -230,7 +251,7 @@ def _action(spec, where: str) -> Action:
             except ValueError:
                 raise RuleError(f"{where}: corrupt value must be an integer or hex "
                                 "digits") from None
-    return Action(kind, params)
+    return Action(kind, params, dict(spec))
 
 
 def _reference(text: str) -> IOR:
