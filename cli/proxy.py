@@ -69,6 +69,9 @@ def _target(text: str, timeout: float, tls) -> tuple:
 @click.option("--rules", "rules_file", type=click.Path(exists=True, dir_okay=False),
               help="Fault rules (JSON list of {\"match\": ..., \"action\": ...}; "
                    "see docs/proxy.md).")
+@click.option("--hook", "hook_file", type=click.Path(exists=True, dir_okay=False),
+              help="A Python file with request(call) and/or reply(call): they may return "
+                   "actions of the rules' vocabulary (see docs/proxy.md).")
 @click.option("--seed", type=int, default=None, help="Seed of the rules' probability and "
               "of delay jitter.")
 @click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -98,7 +101,7 @@ def _target(text: str, timeout: float, tls) -> tuple:
               help="With --listen-tls: clients must present a certificate signed by CA.")
 @click.option("-q", "--quiet", is_flag=True, help="No line a call on stdout.")
 @tls_options
-def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out, pcap_out,
+def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_files, json_out, pcap_out,
         max_message_size, max_connection_bytes, max_total_bytes, connect_timeout, listen_tls,
         client_ca, quiet, tls):
     """Relay GIOP between clients and TARGET message by message: print a line a call,
@@ -165,8 +168,12 @@ def cmd(listen, target, routes, callbacks, rules_file, seed, idl_files, json_out
                 pcap = StreamPcapWriter(pcap_out)
             except OSError as e:
                 raise PycdrError(f"{pcap_out}: cannot write ({e.strerror})") from None
+        hooks = None
+        if hook_file:
+            from pycdr.proxy.hooks import load_hooks
+            hooks = load_hooks(hook_file)
         core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules, emit=emit,
-                         bodies=bodies, limits=limits, seed=seed)
+                         bodies=bodies, limits=limits, seed=seed, hooks=hooks)
     except TLSConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_USAGE)

@@ -138,10 +138,12 @@ def test_location_forward_and_object_forward_go_to_a_routed_port():
     assert forwarded.startswith("IOR:")
 
 
-async def _call_under(rules, call, *, version=(1, 2), timeout=None, **server_limits):
-    """(what the call returned or raised, rows, seconds) with ``rules`` in force."""
+async def _call_under(rules, call, *, version=(1, 2), timeout=None, hooks=None,
+                      **server_limits):
+    """(what the call returned or raised, rows, seconds) with ``rules`` (and ``hooks``)
+    in force."""
     server, key = await echo_server(**server_limits)
-    async with proxied([address(server)], rules=rules) as (proxy, rows):
+    async with proxied([address(server)], rules=rules, hooks=hooks) as (proxy, rows):
         options = ClientOptions() if timeout is None else ClientOptions(timeout=timeout)
         async with ORB(options) as orb:
             ref = await orb.string_to_object(corbaloc(through(proxy), key, version), ECHO,
@@ -473,3 +475,53 @@ def test_user_exception_rules_are_checked_against_the_idl(action, message):
     with pytest.raises(RuleError) as e:
         run(_call_under([{"action": action}], lambda ref: ref.echo_long(1)))
     assert message in str(e.value) and "rule 1" in str(e.value)
+
+
+def test_a_hook_decides_by_the_decoded_arguments_and_results(tmp_path):
+    from pycdr.proxy.hooks import load_hooks
+    path = tmp_path / "hook.py"
+    path.write_text(
+        "seen = []\n"
+        "def request(call):\n"
+        "    seen.append(('request', call.operation, call.arguments))\n"
+        "    if call.arguments == {'v': 13}:\n"
+        "        return {'type': 'system_exception', 'id': 'NO_PERMISSION', 'minor': 13}\n"
+        "def reply(call):\n"
+        "    seen.append(('reply', call.reply_status, call.result))\n"
+        "    if call.result == {'return': 7}:\n"
+        "        return [{'type': 'delay', 'ms': 1}, {'type': 'duplicate'}]\n"
+        "    if call.result == {'return': 8}:\n"
+        "        raise RuntimeError('a bug in the hook')\n")
+    hooks = load_hooks(str(path))
+
+    async def three(ref):
+        out = [await ref.echo_long(7), await ref.echo_long(8)]
+        try:
+            await ref.echo_long(13)
+        except Exception as e:
+            out.append(type(e).__name__)
+        return out
+    seen, rows, _ = run(_call_under(None, three, hooks=hooks))
+    assert seen == [7, 8, "NO_PERMISSION"]
+    assert [r["faults"] for r in calls(rows)] == [
+        [{"rule": "hook", "direction": "reply", "type": "delay", "ms": 1},
+         {"rule": "hook", "direction": "reply", "type": "duplicate"}],
+        None,
+        [{"rule": "hook", "direction": "request", "type": "system_exception",
+          "id": "NO_PERMISSION", "minor": 13}]]
+    assert hooks.request.__globals__["seen"][:2] == [
+        ("request", "echo_long", {"v": 7}), ("reply", "NO_EXCEPTION", {"return": 7})]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("x = 1\n", "defines neither request(call) nor reply(call)"),
+    ("def request(call:\n", "failed to load: SyntaxError"),
+])
+def test_bad_hook_files_are_named(tmp_path, text, message):
+    from pycdr.proxy.hooks import load_hooks
+    from pycdr.proxy.rules import RuleError
+    path = tmp_path / "hook.py"
+    path.write_text(text)
+    with pytest.raises(RuleError) as e:
+        load_hooks(str(path))
+    assert message in str(e.value) and str(path) in str(e.value)

@@ -31,6 +31,7 @@ import dataclasses
 import random
 import struct
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from ..addressing.rewrite import ReferenceRewriter
 from ..calls.bodies import CallBodies
@@ -94,6 +95,7 @@ class _Call:
     little: bool
     response_expected: bool
     faults: list = field(default_factory=list)
+    arguments: dict | None = None       # decoded for a hook
 
 
 class ProxyCore:
@@ -102,12 +104,13 @@ class ProxyCore:
 
     def __init__(self, *, rewriter: ReferenceRewriter | None = None, rules: Rules | None = None,
                  emit=None, bodies: CallBodies | None = None, limits: ProxyLimits | None = None,
-                 open_route=None, seed: int | None = None):
+                 open_route=None, hooks=None, seed: int | None = None):
         self.rewriter = rewriter or ReferenceRewriter({})
         # --callbacks: fn(host, port) -> the proxy's (host, port) that relays to that
         # server from now on (or None: no more routes), for references in requests
         self.open_route = open_route
         self.rules = rules or Rules([])
+        self.hooks = hooks                  # pycdr.proxy.hooks.Hooks, or None
         self.limits = limits or ProxyLimits()
         self.emit = emit
         # decodes bodies for the rows only with --idl; references are rewritten with the
@@ -372,8 +375,10 @@ class ProxyConnection:
                      self.core.tracker.interfaces.get(key_hex) if key_hex else None,
                      msg.version, msg.little, msg.response_expected)
         actions = self.core.rules.applying("request", call.operation, call.interface, key_hex)
+        if self.core.hooks is not None:
+            actions += self.core.hooks.actions("request", self._hook_call(call, msg))
         faults = call.faults
-        faults += [{"rule": i + 1, "direction": "request", **a.to_json()} for i, a in actions]
+        faults += [_fault(i, "request", a) for i, a in actions]
         if faults:
             self.core._faults[(self.stream, msg.request_id)] = faults
         if msg.response_expected:
@@ -400,15 +405,35 @@ class ProxyConnection:
             frames = self._refragment(*moved, frames)
         actions = self.core.rules.applying("reply", call.operation, call.interface,
                                            call.object_key)
+        if self.core.hooks is not None:
+            actions += self.core.hooks.actions("reply", self._hook_call(call, msg))
         if actions:
             faults = call.faults
-            faults += [{"rule": i + 1, "direction": "reply", **a.to_json()} for i, a in actions]
+            faults += [_fault(i, "reply", a) for i, a in actions]
             self.core._faults[(self.stream, msg.request_id)] = faults
         if not any(a.answering and a.type not in ("drop", "stall") for _, a in actions):
             if len(frames) != event.fragments:
                 event = dataclasses.replace(event, fragments=len(frames))
             self._track(SERVER, msg, event, ts)
         self._shape(SERVER, call, msg, raw, frames, actions, out, ts)
+
+    def _hook_call(self, call: _Call, msg) -> SimpleNamespace:
+        """What a hook sees of a call (pycdr.proxy.hooks): its request's fields and
+        arguments; with a Reply, its status, exception id and result."""
+        ops = self.core.operations
+        op = ops.operation(call.interface, call.operation)
+        seen = SimpleNamespace(operation=call.operation, interface=call.interface,
+                               object_key=call.object_key, request_id=call.request_id,
+                               arguments=call.arguments)
+        if msg.msg_type == MsgType.Request:
+            if op is not None:
+                seen.arguments = call.arguments = ops.arguments(op, msg, None, _ignore)[0]
+        else:
+            status = _status_name(msg.reply_status)
+            seen.reply_status, seen.exception_id = status, msg.exception_id
+            seen.result = None if op is None else \
+                ops.result(op, msg, status, msg.exception_id, None, _ignore)[0]
+        return seen
 
     # -- rewriting --------------------------------------------------------------------
     def _moved_forward(self, msg):
@@ -586,6 +611,23 @@ class ProxyConnection:
         if ts is not None:
             decoded, _ = decode_message(data)
             self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts or 0, decoded)
+
+
+def _fault(index, direction: str, action) -> dict:
+    """A fault as the call's row lists it: the rule's number in the file (or "hook")."""
+    return {"rule": index + 1 if isinstance(index, int) else index, "direction": direction,
+            **action.to_json()}
+
+
+def _ignore(_reference) -> None:
+    """(the references a hook's view of a call holds are not learned from)"""
+
+
+def _status_name(status: int) -> str:
+    try:
+        return ReplyStatus(status).name
+    except ValueError:
+        return str(status)
 
 
 def _iiop_profiles(ior):
