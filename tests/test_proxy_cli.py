@@ -1,5 +1,6 @@
 """`pycdr proxy` as a command: what it prints at start, the call lines, --json rows,
-the -w capture read back by `pycdr pcap`, and bad input as one line."""
+the -w capture read back by `pycdr pcap` and replayed by `pycdr replay`, and bad input
+as one line."""
 
 import asyncio
 import json
@@ -49,7 +50,17 @@ def test_prints_its_reference_relays_and_records(tmp_path):
         finally:
             proxy.send_signal(signal.SIGTERM)
             out, err = proxy.communicate(timeout=20)
+        # the capture replayed to the server directly: the rule's TRANSIENT was the proxy's
+        replayed = subprocess.run(PYCDR + ["replay", str(capture), "--target", ior, "-p",
+                                           str(profile.port), "--json", "-"],
+                                  capture_output=True, text=True, timeout=60)
     assert proxy.returncode == 0, err
+    outcomes = [json.loads(line) for line in replayed.stdout.splitlines()]
+    assert replayed.returncode == 1, replayed.stderr
+    assert [(c["operation"], c["outcome"]) for c in outcomes] == \
+        [("echo_long", "same"), ("echo_long", "different")]
+    assert outcomes[1]["differences"] == [{"path": "status", "recorded": "SYSTEM_EXCEPTION",
+                                           "replayed": "NO_EXCEPTION"}]
     assert "echo_long NO_EXCEPTION" in line1 and " ms" in line1
     assert "SYSTEM_EXCEPTION IDL:omg.org/CORBA/TRANSIENT:1.0" in line2
     assert "2 calls" in err
