@@ -525,3 +525,30 @@ def test_bad_hook_files_are_named(tmp_path, text, message):
     with pytest.raises(RuleError) as e:
         load_hooks(str(path))
     assert message in str(e.value) and str(path) in str(e.value)
+
+
+def test_set_changes_an_argument_or_a_result_by_its_idl_path():
+    rules = [{"match": {"operation": "echo_long"},
+              "action": {"type": "set", "path": "v", "value": 1000}},
+             {"match": {"operation": "echo_node", "direction": "reply"},
+              "action": {"type": "set", "path": "return.children[1].value", "value": -5}},
+             {"match": {"operation": "echo_longs", "direction": "reply"},
+              "action": {"type": "set", "path": "return[9]", "value": 1}},
+             {"match": {"operation": "echo_string"},
+              "action": {"type": "set", "path": "v", "value": 12}}]
+    node = MODULE["EchoAll::Node"]
+
+    async def calls_made(ref):
+        tree = node(value=1, children=[node(value=2, children=[]),
+                                       node(value=3, children=[])])
+        got = await ref.echo_node(tree)
+        return [await ref.echo_long(1), [c.value for c in got.children],
+                await ref.echo_longs([1, 2]), await ref.echo_string("kept")]
+    seen, rows, _ = run(_call_under(rules, calls_made))
+    assert seen == [1000, [2, -5], [1, 2], "kept"]
+    faults = {r["operation"]: r["faults"][0] for r in calls(rows)}
+    assert "applied" not in faults["echo_long"] and "applied" not in faults["echo_node"]
+    assert faults["echo_longs"]["applied"] is False and "no element 9" in \
+        faults["echo_longs"]["why"]
+    assert faults["echo_string"]["applied"] is False
+    assert calls(rows, "echo_long")[0]["arguments"] == {"v": 1}     # what the client sent

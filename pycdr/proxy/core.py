@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import struct
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -533,7 +534,14 @@ class ProxyConnection:
         for n, (_, action) in enumerate(actions):
             p, t = action.params, action.type
             fault = call.faults[len(call.faults) - len(actions) + n]
-            if t == "corrupt":
+            if t == "set":
+                try:
+                    msg, raw = self._set(call, bytes(raw), p["path"], p["value"])
+                    pieces = [raw]
+                except _NotApplied as e:
+                    fault["applied"] = False
+                    fault["why"] = str(e)
+            elif t == "corrupt":
                 data = _corrupt(bytes(raw), p["path"], p["value"], fault)
                 if data is not None:
                     raw, pieces = data, [data]
@@ -559,6 +567,38 @@ class ProxyConnection:
                 self._answering(side, call, msg, t, p, pieces, delay, out, ts)
                 return
         out.append(Send(dest, pieces * copies, delay, interval))
+
+    def _set(self, call: _Call, raw: bytes, path: str, value) -> tuple:
+        """(message, bytes) with the argument or result at ``path`` set to ``value``
+        (JSON, by the IDL): ``v``, ``return``, ``v.member``, ``v[2]``.  _NotApplied
+        says why not."""
+        msg, _ = decode_message(raw)
+        ops = self.core.operations
+        op = ops.operation(call.interface, call.operation)
+        if op is None:
+            raise _NotApplied(f"no IDL for {call.operation}")
+        if msg.msg_type == MsgType.Request:
+            items = [(p.name, p.type) for p in op.in_params]
+        elif msg.reply_status == ReplyStatus.NO_EXCEPTION:
+            items = [] if op.result.kind().name == "tk_void" else [("return", op.result)]
+            items += [(p.name, p.type) for p in op.out_params]
+        else:
+            raise _NotApplied("the reply carries no results")
+        try:
+            r = msg.body_reader()
+            values = [read_value(r, tc) for _, tc in items]
+        except (PycdrError, ValueError) as e:
+            raise _NotApplied(f"the body does not read by the IDL ({e})") from None
+        values = _with_value(items, values, path, value)
+
+        def write_body(w):
+            for (_, tc), v in zip(items, values):
+                write_value(w, tc, v)
+        moved = dataclasses.replace(msg, body=b"")
+        try:
+            return moved, encode_message(moved, write_body=write_body)
+        except (PycdrError, ValueError, TypeError, OverflowError) as e:
+            raise _NotApplied(f"{path}: the value does not encode ({e})") from None
 
     def _answering(self, side, call, msg, t, p, pieces, delay, out, ts) -> None:
         if t == "system_exception":
@@ -611,6 +651,64 @@ class ProxyConnection:
         if ts is not None:
             decoded, _ = decode_message(data)
             self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts or 0, decoded)
+
+
+class _NotApplied(Exception):
+    """A rule's action that the message has no room for (why)."""
+
+
+_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+_PATH = re.compile(r"([^.\[\]]+)((?:\.[^.\[\]]+|\[\d+\])*)")
+
+
+def _with_value(items, values, path: str, value) -> list:
+    """``values`` (of ``items``: (name, TypeCode)) with the one at ``path`` replaced by
+    the JSON ``value`` converted by its TypeCode."""
+    from ..codec.typecode import TCKind, resolve
+    from ..codec.values import field_names
+    from ..orb.jsonvalues import from_json
+    whole = _PATH.fullmatch(path)
+    if whole is None:
+        raise _NotApplied(f"bad path {path}: NAME, then .member or [index] steps")
+    name, rest = whole.groups()
+    names = [n for n, _ in items]
+    if name not in names:
+        raise _NotApplied(f"no argument or result {name} (there are: "
+                          f"{', '.join(names) or 'none'})")
+    i = names.index(name)
+    steps = [(m.group(1), m.group(2)) for m in _STEP.finditer(rest)]
+    tc = items[i][1]
+    holder, key, current = values, i, values[i]
+    for member, index in steps:
+        tc = resolve(tc)
+        while tc.kind() == TCKind.tk_alias:
+            tc = resolve(tc.content_type())
+        if member is not None:
+            if tc.kind() not in (TCKind.tk_struct, TCKind.tk_except):
+                raise _NotApplied(f"{path}: {member} is not a struct member")
+            members = [tc.member_name(j) for j in range(tc.member_count())]
+            if member not in members:
+                raise _NotApplied(f"{path}: no member {member}")
+            j = members.index(member)
+            attr = field_names(members)[j]
+            holder, key, current, tc = current, attr, getattr(current, attr), tc.member_type(j)
+        else:
+            if tc.kind() not in (TCKind.tk_sequence, TCKind.tk_array) or \
+                    int(index) >= len(current):
+                raise _NotApplied(f"{path}: no element {index}")
+            if isinstance(current, (bytes, str)):
+                raise _NotApplied(f"{path}: set the whole {type(current).__name__} instead")
+            holder, key, current, tc = current, int(index), current[int(index)], \
+                tc.content_type()
+    try:
+        new = from_json(tc, value)
+    except (ValueError, TypeError, KeyError) as e:
+        raise _NotApplied(f"{path}: {e}") from None
+    if isinstance(key, str):
+        setattr(holder, key, new)
+    else:
+        holder[key] = new
+    return values
 
 
 def _fault(index, direction: str, action) -> dict:

@@ -9,7 +9,7 @@ messages its other keys match: ``nth`` (only the n-th), ``first`` (the first n),
 ``every`` (every n-th), then ``probability`` (with the proxy's seed).
 
 Actions are small pieces a message goes through in rule order: the shaping ones
-(``corrupt``, ``fragment``, ``duplicate``, ``delay``, ``trickle``) compose; the
+(``set``, ``corrupt``, ``fragment``, ``duplicate``, ``delay``, ``trickle``) compose; the
 first answering one (``system_exception``, ``user_exception``, ``forward``,
 ``close``, ``reset``, ``message_error``, ``drop``, ``stall``) decides what becomes
 of the message and later answering ones are not applied.
@@ -27,7 +27,7 @@ from ..giop.sysexc import CompletionStatus, REPO_PREFIX, REPO_SUFFIX, system_exc
 
 MATCH_KEYS = ("operation", "interface", "object_key", "direction", "nth", "first", "every",
               "probability")
-SHAPING = ("corrupt", "fragment", "duplicate", "delay", "trickle")
+SHAPING = ("set", "corrupt", "fragment", "duplicate", "delay", "trickle")
 ANSWERING = ("system_exception", "user_exception", "forward", "close", "reset",
              "message_error", "drop", "stall")
 ACTIONS = SHAPING + ANSWERING
@@ -47,6 +47,7 @@ _PARAMS = {
     "drop": {},
     "duplicate": {},
     "corrupt": {"path": (str, True), "value": ((int, str), True)},
+    "set": {"path": (str, True), "value": (object, True)},
 }
 _COMPLETED = {"yes": CompletionStatus.COMPLETED_YES, "no": CompletionStatus.COMPLETED_NO,
               "maybe": CompletionStatus.COMPLETED_MAYBE}
@@ -218,7 +219,8 @@ def _action(spec, where: str) -> Action:
         value = params[name]
         if types is float and isinstance(value, int) and not isinstance(value, bool):
             value = params[name] = float(value)
-        if not isinstance(value, types) or isinstance(value, bool) and types is not bool:
+        if not isinstance(value, types) or \
+                isinstance(value, bool) and types not in (bool, object):
             raise RuleError(f"{where}: {kind} {name} has the wrong type")
     for name in ("ms", "jitter_ms", "interval_ms"):
         if params.get(name, 0) < 0:
