@@ -43,8 +43,13 @@ class Listener:
     tls: bool = False               # the upstream speaks TLS (the proxy's upstream_ssl)
 
 
+_DRAIN = object()        # queued after a direct write that filled the socket's buffer
+
+
 class _Output:
-    """The writes queued for one side, done in order by one task."""
+    """The writes for one side, in order: written at once when nothing waits (no delay,
+    no trickle, no earlier write pending), else queued for a task that sleeps and drains
+    as each write asks."""
 
     def __init__(self, writer, record=None, max_queued: int = MAX_QUEUED, peak=None):
         self.writer = writer
@@ -56,11 +61,29 @@ class _Output:
         self.room = asyncio.Event()
         self.room.set()
         self.done = False
+        self.idle = True                # nothing queued or being written by the task
         self.task = asyncio.ensure_future(self._run())
 
     def put(self, item) -> None:
         if self.done:
             return
+        writer = self.writer
+        if self.idle and isinstance(item, Send) and writer is not None and not item.delay \
+                and not item.interval:
+            for piece in item.pieces:
+                writer.write(piece)
+                if self.record is not None:
+                    self.record(piece)
+            waiting = writer.transport.get_write_buffer_size()
+            if self.peak is not None:
+                self.peak(waiting)
+            if waiting > self.max_queued:
+                # the peer reads slowly: stop reading the other side until it drained
+                self.room.clear()
+                self.idle = False
+                self.queue.put_nowait(_DRAIN)
+            return
+        self.idle = False
         if isinstance(item, Send):
             n = sum(map(len, item.pieces))
             self.queued += n
@@ -73,7 +96,14 @@ class _Output:
     async def _run(self) -> None:
         try:
             while True:
+                if self.queue.empty():
+                    self.idle = True
                 item = await self.queue.get()
+                if item is _DRAIN:
+                    await self.writer.drain()
+                    if self.queued <= self.max_queued // 2:
+                        self.room.set()
+                    continue
                 if isinstance(item, Close):
                     self._close(item.abrupt)
                     return
