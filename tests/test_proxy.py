@@ -9,7 +9,6 @@ import pytest
 
 from proxy_support import ECHO, MODULE, address, echo_server, proxied, run, through
 from pycdr.addressing.corbaloc import IIOPAddress
-from pycdr.addressing.iiop import decode_profile
 from pycdr.codec import tc
 from pycdr.codec.ior import ior_to_string
 from pycdr.codec.values import Any

@@ -27,7 +27,7 @@ def test_prints_its_reference_relays_and_records(tmp_path):
                                   "action": {"type": "system_exception", "id": "TRANSIENT"}}]))
     with serving_echo() as (server, ior, url):
         proxy = start_proxy("--target", ior, "--json", str(rows_file), "-w", str(capture),
-                            "--rules", str(rules))
+                            "--rules", str(rules), "--route", "127.0.0.1:9")
         try:
             proxied_ior = proxy.stdout.readline().strip()
             proxied_url = proxy.stdout.readline().strip()
@@ -64,6 +64,8 @@ def test_prints_its_reference_relays_and_records(tmp_path):
     assert "echo_long NO_EXCEPTION" in line1 and " ms" in line1
     assert "SYSTEM_EXCEPTION IDL:omg.org/CORBA/TRANSIENT:1.0" in line2
     assert "2 calls" in err
+    listening = [line for line in err.splitlines() if line.startswith("proxy: ")]
+    assert len(listening) == 2 and listening[1].endswith(" -> 127.0.0.1:9")
     rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
     assert [r["reply_status"] for r in rows] == ["NO_EXCEPTION", "SYSTEM_EXCEPTION"]
     assert rows[1]["faults"][0]["rule"] == 1

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from peers.omni import ECHO_IDL, run_omni_client, start_omni_echo_server
+from peers.omni import run_omni_client, start_omni_echo_server
 from peers.process import PEERS_DIR, PeerError
 from pycdr_serve import PYCDR
 
