@@ -229,3 +229,17 @@ def test_a_corrupt_rule_with_hex_bytes_and_its_row_as_json():
     assert json.loads(row_json(rows[0]))["faults"] == [
         {"rule": 1, "direction": "reply", "type": "corrupt", "path": "reply.request_id",
          "value": "000000ff"}]
+
+
+def test_a_cancelled_request_s_held_fragments_are_dropped():
+    core, conn, rows = make_core()
+    body = CDRWriter()
+    body.write_string("y" * 200)
+    msg = Request(request_id=6, response_flags=3, target=KeyAddr(b"Echo"),
+                  operation="echo_string", body=body.getvalue())
+    parts = encode_fragments(msg, encode_message(msg), 64)
+    assert conn.data(CLIENT, parts[0] + parts[1], 1) == []
+    assert core.held_total == len(parts[0]) + len(parts[1])
+    cancel = encode_message(CancelRequest(request_id=6))
+    assert sent(conn.data(CLIENT, cancel, 2), SERVER) == [cancel]
+    assert core.held_total == 0

@@ -354,8 +354,10 @@ class ProxyConnection:
                 msg.locate_status in (LocateStatus.OBJECT_FORWARD,
                                       LocateStatus.OBJECT_FORWARD_PERM):
             moved = self._moved_forward(msg)
-            out.append(Send(CLIENT, frames if moved is None else self._refragment(
-                *moved, frames)))
+            if moved is not None:
+                msg = moved[0]                  # (the row holds what the client got)
+                frames = self._refragment(*moved, frames)
+            out.append(Send(CLIENT, frames))
         elif side == CLIENT and t == MsgType.LocateRequest and self.upstream_down:
             out.append(Send(CLIENT, [encode_message(LocateReply(
                 version=msg.version, little=msg.little, request_id=msg.request_id,
@@ -365,6 +367,12 @@ class ProxyConnection:
                                                             MsgType.MessageError, 0)]))
         elif side == CLIENT and t == MsgType.CancelRequest:
             self.calls.pop(msg.request_id, None)
+            # fragments of the cancelled request still held never reach the server
+            chain = self.sides[CLIENT].held.pop(msg.request_id, None)
+            if chain is not None:
+                n = sum(map(len, chain))
+                self.sides[CLIENT].held_bytes -= n
+                self.core.held_total -= n
             out.append(Send(SERVER, frames))
         else:
             out.append(Send(1 - side, frames))
