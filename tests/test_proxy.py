@@ -10,7 +10,7 @@ import pytest
 from proxy_support import ECHO, MODULE, address, echo_server, proxied, run, through
 from pycdr.addressing.corbaloc import IIOPAddress
 from pycdr.codec import tc
-from pycdr.codec.ior import ior_to_string
+from pycdr.codec.ior import ior_from_string, ior_to_string
 from pycdr.codec.values import Any
 from pycdr.giop.messages import LocateStatus
 from pycdr.giop.sysexc import COMM_FAILURE, TIMEOUT, TRANSIENT, CompletionStatus
@@ -109,6 +109,10 @@ def test_a_returned_reference_is_rewritten_and_its_calls_come_through_the_proxy(
     rows = run(main())
     assert [r["operation"] for r in calls(rows)] == ["echo_object", "echo_long", "echo_any",
                                                      "_interface", "echo_object"]
+    # the rows hold the rewritten references the client got, decoded cleanly
+    assert all(r["violations"] is None for r in rows)
+    assert address_of(ior_from_string(rows[0]["result"]["return"]))[1] != \
+        rows[0]["server_port"]
 
 
 def test_location_forward_and_object_forward_go_to_a_routed_port():

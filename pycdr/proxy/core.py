@@ -477,7 +477,7 @@ class ProxyConnection:
         if not changes:
             return None
         moved = dataclasses.replace(msg, body=b"", forward=ior)
-        return moved, encode_message(moved), None
+        return _encoded(moved, None)
 
     def _moved_reply(self, msg, call):
         status = msg.reply_status
@@ -510,8 +510,7 @@ class ProxyConnection:
         def write_body(w):
             for tc, v in zip(items, values):
                 write_value(w, tc, v)
-        moved = dataclasses.replace(msg, body=b"")
-        return moved, encode_message(moved, write_body=write_body), write_body
+        return _encoded(dataclasses.replace(msg, body=b""), write_body)
 
     def _moved_arguments(self, msg, call):
         """--callbacks: (Request, bytes, body writer) with the references among its
@@ -548,8 +547,7 @@ class ProxyConnection:
         def write_body(w):
             for tc, v in zip(items, values):
                 write_value(w, tc, v)
-        moved = dataclasses.replace(msg, body=b"")
-        return moved, encode_message(moved, write_body=write_body), write_body
+        return _encoded(dataclasses.replace(msg, body=b""), write_body)
 
     def _refragment(self, msg, raw, write_body, frames) -> list:
         """``raw`` (a message changed) cut as the message it replaces was
@@ -743,6 +741,14 @@ def _with_value(items, values, path: str, value) -> list:
     else:
         holder[key] = new
     return values
+
+
+def _encoded(msg, write_body) -> tuple:
+    """(the message as decoded from its new bytes, the bytes, ``write_body``): what
+    reads its body next (the call row's result, a hook) reads the new one."""
+    raw = encode_message(msg, write_body=write_body)
+    decoded, _ = decode_message(raw)
+    return decoded, raw, write_body
 
 
 def _fault(index, direction: str, action) -> dict:
