@@ -63,6 +63,7 @@ def test_prints_its_reference_relays_and_records(tmp_path):
                                            "replayed": "NO_EXCEPTION"}]
     assert "echo_long NO_EXCEPTION" in line1 and " ms" in line1
     assert "SYSTEM_EXCEPTION IDL:omg.org/CORBA/TRANSIENT:1.0" in line2
+    assert line2.rstrip().endswith("{rule 1: system_exception}")
     assert "2 calls" in err
     listening = [line for line in err.splitlines() if line.startswith("proxy: ")]
     assert len(listening) == 2 and listening[1].endswith(" -> 127.0.0.1:9")
