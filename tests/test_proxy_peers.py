@@ -90,3 +90,22 @@ def test_what_omniorbpy_sees_under_transient_and_reset(tmp_path):
     assert fine["result"] == "still here"
     hit = [r for r in rows if r["faults"]]
     assert {r["operation"] for r in hit} == {"echo_long", "echo_double"}
+
+
+def test_a_corbaname_target_is_resolved_through_omninames(tmp_path):
+    from peers.omni import start_omni_names
+    with start_omni_names() as ns, start_omni_echo_server() as server:
+        bound = subprocess.run(PYCDR + ["names", "bind", "--ns", ns.corbaloc, "echo.obj",
+                                        server.ior], capture_output=True, text=True,
+                               timeout=60)
+        assert bound.returncode == 0, bound.stderr
+        with proxy_for(ns.corbaname("echo.obj"), tmp_path) as (ior, rows):
+            assert run_omni_client(ior, [("echo_long", 5)]) == [{"op": "echo_long",
+                                                                  "result": 5}]
+        unreachable = subprocess.run(PYCDR + ["proxy", "--listen", "127.0.0.1:0", "--target",
+                                              "corbaname::127.0.0.1:1#echo.obj",
+                                              "--connect-timeout", "3"],
+                                     capture_output=True, text=True, timeout=60)
+    assert [r["operation"] for r in rows if r["operation"] == "echo_long"] == ["echo_long"]
+    assert unreachable.returncode == 3
+    assert unreachable.stderr.count("\n") == 1 and "unreachable" in unreachable.stderr
