@@ -109,3 +109,12 @@ def test_a_corbaname_target_is_resolved_through_omninames(tmp_path):
     assert [r["operation"] for r in rows if r["operation"] == "echo_long"] == ["echo_long"]
     assert unreachable.returncode == 3
     assert unreachable.stderr.count("\n") == 1 and "unreachable" in unreachable.stderr
+
+
+def test_omniorbpy_through_a_proxy_whose_target_is_down_gets_transient(tmp_path):
+    with start_omni_echo_server() as server:
+        gone = server.ior                   # (its type id spares the client an _is_a)
+    with proxy_for(gone, tmp_path, "--connect-timeout", "3") as (ior, rows):
+        (result,) = run_omni_client(ior, [("echo_long", 1)])
+    assert result["exception"] == "IDL:omg.org/CORBA/TRANSIENT:1.0"
+    assert result["completed"] == 1                     # COMPLETED_NO
