@@ -18,6 +18,7 @@ a slow reader slows its peer instead of growing the proxy's memory.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import ssl
 import struct
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from ..addressing.rewrite import address_text
 from .core import CLIENT, SERVER, Close, ProxyCore, Send
 
+log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
 MAX_QUEUED = 4 << 20
 
@@ -296,6 +298,10 @@ class Proxy:
         try:
             await asyncio.gather(*pumps)
             await asyncio.gather(*(o.task for o in outputs), return_exceptions=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception:           # (a bug must cost this connection, not the proxy)
+            log.exception("the relay of %s failed", address_text(peer[0], peer[1]))
         finally:
             for task in pumps:
                 task.cancel()
