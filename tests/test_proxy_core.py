@@ -12,6 +12,7 @@ from pycdr.codec.cdr import CDRWriter
 from pycdr.addressing.iiop import IIOPProfile, decode_profile, make_ior
 from pycdr.codec.ior import ior_to_string
 from pycdr.giop.header import MsgType, compress_to_ziop, encode_header, parse_header
+from pycdr.giop.layout import message_fields
 from pycdr.giop.messages import (CancelRequest, LocateReply, LocateRequest, LocateStatus,
                                  Reply, ReplyStatus, Request, decode_message, encode_fragments,
                                  encode_message)
@@ -243,3 +244,17 @@ def test_a_cancelled_request_s_held_fragments_are_dropped():
     cancel = encode_message(CancelRequest(request_id=6))
     assert sent(conn.data(CLIENT, cancel, 2), SERVER) == [cancel]
     assert core.held_total == 0
+
+
+def test_a_message_only_a_lenient_reader_takes_passes_as_it_came():
+    """The checks are strict (the decoder's fast path); what they refuse is read again
+    leniently, so a peer that would take it gets it: here a GIOP 1.1 response_expected
+    octet of 2, with the violation in the call's row."""
+    core, conn, rows = make_core()
+    data = bytearray(request(version=(1, 1)))
+    (field,) = [f for f in message_fields(bytes(data)) if f.path == "request.response_expected"]
+    data[field.offset] = 2
+    assert sent(conn.data(CLIENT, bytes(data), 1), SERVER) == [bytes(data)]
+    conn.data(SERVER, reply(version=(1, 1)), 2)
+    (row,) = rows
+    assert row["outcome"] == "success" and row["violations"]

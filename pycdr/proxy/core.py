@@ -167,7 +167,9 @@ class _Direction:
 
     def __init__(self, role: Role, limits: ProxyLimits):
         self.buf = bytearray()
-        self.checker = GiopConnection(role, version=(1, 3), lenient=True, bidirectional=True,
+        # Strict, for the decoder's fast path; a message it refuses whole is decoded
+        # again leniently (ProxyConnection._frame): what passes is what peers accept.
+        self.checker = GiopConnection(role, version=(1, 3), lenient=False, bidirectional=True,
                                       check_request_ids=False, field_offsets=False,
                                       body_views=True,
                                       max_message_size=limits.max_message_size,
@@ -279,6 +281,14 @@ class ProxyConnection:
                 d.held_bytes += len(frame)
                 self.core.held_total += len(frame)
             return
+        if isinstance(event, ProtocolViolation) and event.answer in (
+                Answer.SEND_MESSAGE_ERROR, Answer.DISCARD) and not header.more_fragments \
+                and header.msg_type != MsgType.Fragment and key not in d.held:
+            try:
+                msg, _ = decode_message(frame, lenient=True)
+                event = MessageReceived(msg, frame, 1, 0)
+            except PycdrError:
+                pass
         frames = [frame]
         if isinstance(event, MessageReceived) and event.fragments > 1 or \
                 isinstance(event, ProtocolViolation):
