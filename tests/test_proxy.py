@@ -555,3 +555,33 @@ def test_set_changes_an_argument_or_a_result_by_its_idl_path():
         faults["echo_longs"]["why"]
     assert faults["echo_string"]["applied"] is False
     assert calls(rows, "echo_long")[0]["arguments"] == {"v": 1}     # what the client sent
+
+
+def test_close_after_the_request_reached_the_server_makes_it_run_twice():
+    """close "after": the server got the call, the client got CloseConnection (which says
+    it was not processed) and sent it again: the reference ORB's servant ran twice."""
+    async def main():
+        ran = []
+
+        class Counting:
+            def note(self, text):
+                ran.append(text)
+
+            def echo_long(self, v):
+                ran.append(v)
+                return v
+        server = Server()
+        key = server.activate(ClassServant(ECHO, Counting()), "Counting")
+        await server.start()
+        rules = [{"match": {"operation": "echo_long", "first": 1},
+                  "action": {"type": "close", "when": "after"}}]
+        async with proxied([address(server)], rules=rules) as (proxy, rows):
+            async with ORB() as orb:
+                ref = await orb.string_to_object(corbaloc(through(proxy), key), ECHO)
+                answer = await ref.echo_long(4)
+        await asyncio.sleep(0.1)
+        await server.stop()
+        return answer, ran, rows
+    answer, ran, rows = run(main())
+    assert answer == 4 and ran == [4, 4]
+    assert [r["outcome"] for r in calls(rows)] == ["connection_closed", "success"]
