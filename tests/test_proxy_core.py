@@ -47,7 +47,7 @@ def reply(rid=1, version=(1, 2), little=False, body=b"\0\0\0\x2a", **kw):
                                 **kw))
 
 
-@pytest.mark.parametrize("version", [(1, 0), (1, 1), (1, 2)])
+@pytest.mark.parametrize("version", [(1, 0), (1, 1), (1, 2), (1, 3)])
 @pytest.mark.parametrize("little", [False, True])
 def test_messages_pass_byte_for_byte_in_any_chunking(version, little):
     core, conn, rows = make_core()
@@ -81,19 +81,24 @@ def test_fragments_are_held_then_passed_as_they_were_cut(version):
     assert core.held_total == 0
 
 
-def test_cancel_request_ziop_and_close_connection_pass_through():
+def test_cancel_request_ziop_message_error_and_close_connection_pass_through():
     core, conn, rows = make_core()
     conn.data(CLIENT, request(rid=3), 1)
     cancel = encode_message(CancelRequest(request_id=3))
     assert sent(conn.data(CLIENT, cancel, 2), SERVER) == [cancel]
     ziop = compress_to_ziop(request(rid=4, body=b"\0" * 4000))
     assert sent(conn.data(CLIENT, ziop, 3), SERVER) == [ziop]
+    error = encode_header((1, 1), True, MsgType.MessageError, 0)
+    assert sent(conn.data(CLIENT, error, 3), SERVER) == [error]
+    assert sent(conn.data(SERVER, error, 3), CLIENT) == [error]
     close = encode_header((1, 2), False, MsgType.CloseConnection, 0)
     out = conn.data(SERVER, close, 4)
     assert sent(out, CLIENT) == [close]
     assert {a.which for a in out if isinstance(a, Close)} == {CLIENT, SERVER}
-    # the CancelRequest's row, then at the close the cancelled call's and the ZIOP call's
-    assert [r["outcome"] for r in rows] == ["cancelled", "cancelled", "connection_closed"]
+    # the CancelRequest's row, the MessageErrors' rows, then at the close the cancelled
+    # call's and the ZIOP call's
+    assert [r["outcome"] for r in rows] == ["cancelled", "malformed", "malformed",
+                                            "cancelled", "connection_closed"]
 
 
 def test_forward_replies_are_rewritten_with_sizes_and_fragments_made_anew():
