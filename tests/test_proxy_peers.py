@@ -1,6 +1,7 @@
-"""pycdr proxy between omniORBpy clients and servers: echo calls relayed, a reference an
+"""pycdr proxy between real ORBs: omniORBpy's echo calls relayed, a reference an
 omniORBpy factory returns rewritten so the client's calls on it come through the proxy
-too, and what omniORBpy's client does under a TRANSIENT rule and a reset."""
+too, what omniORBpy's client does under a TRANSIENT rule, a reset and a target that is
+down, a corbaname target (omniNames), and omniORBpy and JacORB calling each other."""
 
 import contextlib
 import json
@@ -118,3 +119,25 @@ def test_omniorbpy_through_a_proxy_whose_target_is_down_gets_transient(tmp_path)
         (result,) = run_omni_client(ior, [("echo_long", 1)])
     assert result["exception"] == "IDL:omg.org/CORBA/TRANSIENT:1.0"
     assert result["completed"] == 1                     # COMPLETED_NO
+
+
+def test_omniorbpy_and_jacorb_call_each_other_through_the_proxy(tmp_path):
+    from peers.jacorb import run_jacorb_client, start_jacorb_echo_server
+    from peers.process import PeerNotInstalled
+    calls = [("echo_long", -7), ("echo_string", "across ORBs")]
+    (tmp_path / "to-jacorb").mkdir()
+    (tmp_path / "to-omniorbpy").mkdir()
+    try:
+        with start_jacorb_echo_server() as server, \
+                proxy_for(server.ior, tmp_path / "to-jacorb") as (ior, rows_to_jacorb):
+            assert [r["result"] for r in run_omni_client(ior, calls)] == [-7, "across ORBs"]
+    except PeerNotInstalled as e:
+        pytest.skip(f"JacORB not installed: {e}")
+    with start_omni_echo_server() as server, \
+            proxy_for(server.ior, tmp_path / "to-omniorbpy") as (ior, rows_to_omni):
+        results = run_jacorb_client(ior, calls)
+        assert [r.get("result") for r in results] == [-7, "across ORBs"], results
+    for rows in (rows_to_jacorb, rows_to_omni):
+        assert [r["operation"] for r in rows
+                if (r["operation"] or "").startswith("echo_")] == ["echo_long", "echo_string"]
+        assert all(r["outcome"] == "success" for r in rows)
