@@ -233,7 +233,7 @@ def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_file
             f.close()
         if pcap is not None:
             pcap.close()
-    click.echo(core.tracker.counts.summary(), err=True)
     if failure:
         click.echo(f"error: {failure}", err=True)
-        sys.exit(EXIT_USAGE if "listen" in failure else EXIT_UNREACHABLE)
+        sys.exit(EXIT_USAGE)            # (a --listen or --route address it cannot take)
+    click.echo(core.tracker.counts.summary(), err=True)

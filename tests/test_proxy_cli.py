@@ -94,3 +94,16 @@ def test_bad_input_is_one_line(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 1 and run.stderr.count("\n") == 1
     assert "Traceback" not in run.stderr
+
+
+def test_a_port_in_use_is_one_line():
+    import socket
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        run = subprocess.run(PYCDR + ["proxy", "--listen", f"127.0.0.1:{port}", "--target",
+                                      "127.0.0.1:1"], capture_output=True, text=True,
+                             timeout=60)
+    assert run.returncode == 2
+    assert run.stderr.startswith("error: cannot listen") and run.stderr.count("\n") == 1
