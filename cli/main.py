@@ -51,6 +51,7 @@ SUBCOMMANDS = (
     ("dissector", "cmd"), ("dissector", "capture"), ("serve", "cmd"), ("call", "cmd"),
     ("probe", "cmd"), ("conformance", "conformance_cmd"), ("bench", "cmd"), ("fuzz", "cmd"),
     ("replay", "cmd"), ("names", "cmd"), ("explain", "cmd"), ("monitor", "cmd"),
+    ("proxy", "cmd"),
 )
 # Commands kept under an old name only, left out of --help.
 HIDDEN = {"capture"}

@@ -91,6 +91,10 @@ def call_text(row: dict) -> str:
     violations = row["violations"]
     if violations:
         line += " [" + ", ".join(safe_text(v["code"]) for v in violations) + "]"
+    faults = row.get("faults")
+    if faults:                  # (pycdr proxy's rules that hit the call)
+        line += " {" + ", ".join(f"rule {f['rule']}: {safe_text(f['type'])}"
+                                 for f in faults) + "}"
     return line
 
 

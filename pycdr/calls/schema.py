@@ -118,6 +118,11 @@ FIELDS = (
           "", "", "rpc.request.body"),
     Field("result", "json", "with `--idl`: the return value (`return`) and out/inout "
           "values by name, or the user exception's members", "", "", "rpc.response.body"),
+    Field("faults", "json", "`pycdr proxy`: the rules that hit the call, in the order "
+          "applied: `{\"rule\": <its number in the rules file>, \"direction\": "
+          "\"request\" | \"reply\", \"type\": <action>, <its parameters>}`, with "
+          "`\"applied\": false` and `why` when the message had no room for it; null "
+          "when none did (and in `pycdr monitor`'s rows)"),
 )
 
 NAMES = tuple(f.name for f in FIELDS)

@@ -1,0 +1,818 @@
+"""The proxy's protocol core, sans I/O: bytes from either side in, what to send out.
+
+    core = ProxyCore(rewriter=..., rules=..., emit=rows.append)
+    conn = core.connection(stream, client=("10.0.0.1", 40000), server=("10.0.0.2", 2809))
+    for out in conn.data(CLIENT, chunk, ts_ns):      # Send(to, pieces, ...) / Close(...)
+        ...
+
+Each side's bytes are cut into GIOP messages by their headers; each message goes
+through a passive :class:`~pycdr.giop.connection.GiopConnection` (every version,
+both byte orders, bidirectional) that checks it, joins fragments and decodes it.
+A message nothing changes is passed on as it came, its fragments as they were
+cut; the fragments of one message are held until its last one (a rule or a
+rewrite needs the whole).  A reply whose object references point at a routed
+server (results and out parameters by the operation's IDL, ``any`` values by
+their TypeCodes, LOCATION_FORWARD and OBJECT_FORWARD) is encoded again with them
+moved (:class:`~pycdr.addressing.rewrite.ReferenceRewriter`), message size and
+fragments made anew.  Each call is a row of the call table
+(:class:`~pycdr.calls.tracker.CallTracker`), with the rules that hit it in
+``faults``.
+
+Memory: a message's size, the bytes one connection holds (an incomplete message
+and the fragments of messages not yet whole) and the bytes all connections hold
+are bounded (:class:`ProxyLimits`); past a bound the side that sent the bytes
+gets a MessageError and its connection is closed.  What waits to be written is
+the I/O layer's to bound (it stops reading a side whose output waits).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+import struct
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from ..addressing.rewrite import ReferenceRewriter
+from ..calls.bodies import CallBodies
+from ..calls.tracker import CallTracker
+from ..codec.marshal import read_value, write_value
+from ..codec.references import map_references, may_hold_reference
+from ..errors import PycdrError
+from ..giop.connection import GiopConnection, Role
+from ..giop.events import NEED_DATA, Answer, MessageReceived, ProtocolViolation
+from ..giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, MsgType, encode_header, parse_header
+from ..giop.layout import message_fields
+from ..giop.messages import (LocateReply, LocateStatus, Reply, ReplyStatus, decode_message,
+                             encode_fragments, encode_message)
+from ..giop.sysexc import (COMM_FAILURE, MARSHAL, OMG_VMCID, TRANSIENT, CompletionStatus)
+from .rules import Rules, bind_exceptions
+
+CLIENT, SERVER = 0, 1
+SIDE_NAMES = ("client", "server")
+
+
+@dataclass(frozen=True)
+class ProxyLimits:
+    """The proxy's memory budget (bytes)."""
+    max_message_size: int = MAX_MESSAGE_SIZE        # a message's message_size
+    max_connection_bytes: int = 64 << 20            # held by one connection
+    max_total_bytes: int = 256 << 20                # held by all connections
+
+    def __post_init__(self):
+        if self.max_connection_bytes < self.max_message_size + HEADER_SIZE:
+            raise ValueError("max_connection_bytes is below max_message_size: a message "
+                             "of the largest size could never pass")
+        if self.max_total_bytes < self.max_connection_bytes:
+            raise ValueError("max_total_bytes is below max_connection_bytes")
+
+
+@dataclass
+class Send:
+    """Write ``pieces`` to side ``to`` after ``delay`` seconds, ``interval`` seconds
+    between pieces (0: all at once)."""
+    to: int
+    pieces: list
+    delay: float = 0.0
+    interval: float = 0.0
+
+
+@dataclass
+class Close:
+    """Close side ``which`` once what was queued for it before is written; ``abrupt``:
+    a reset (RST) instead of a close."""
+    which: int
+    abrupt: bool = False
+
+
+@dataclass
+class _Call:
+    request_id: int
+    operation: str | None
+    object_key: str | None
+    interface: str | None
+    version: tuple
+    little: bool
+    response_expected: bool
+    faults: list = field(default_factory=list)
+    arguments: dict | None = None       # decoded for a hook
+
+
+class ProxyCore:
+    """What every connection of a proxy shares: the reference rewriter, the rules, the
+    call tracker (rows to ``emit``), the IDL (``bodies``) and the memory budget."""
+
+    def __init__(self, *, rewriter: ReferenceRewriter | None = None, rules: Rules | None = None,
+                 emit=None, bodies: CallBodies | None = None, limits: ProxyLimits | None = None,
+                 open_route=None, hooks=None, seed: int | None = None):
+        self.rewriter = rewriter or ReferenceRewriter({})
+        # --callbacks: fn(host, port) -> the proxy's (host, port) that relays to that
+        # server from now on (or None: no more routes), for references in requests
+        self.open_route = open_route
+        self.rules = rules or Rules([])
+        self.hooks = hooks                  # pycdr.proxy.hooks.Hooks, or None
+        self.limits = limits or ProxyLimits()
+        self.emit = emit
+        # decodes bodies for the rows only with --idl; references are rewritten with the
+        # operations every object has even without it
+        self.tracker = CallTracker(self._row, bodies=bodies)
+        self.operations = bodies or CallBodies()
+        bind_exceptions(self.rules, self.operations.exceptions)
+        self.held_total = 0
+        self.random = random.Random(seed)
+        self._faults: dict = {}             # (stream, request_id) -> faults of its row
+        self._streams = 0
+        self._result_types: dict = {}        # Operation -> result_types(op)
+        self._argument_types: dict = {}      # Operation -> argument_types(op)
+
+    def argument_types(self, op) -> list | None:
+        """The TypeCodes of ``op``'s in and inout parameters when they may hold an object
+        reference, else None."""
+        known = self._argument_types.get(op, False)
+        if known is False:
+            items = [p.type for p in op.in_params]
+            known = self._argument_types[op] = items \
+                if any(may_hold_reference(tc) for tc in items) else None
+        return known
+
+    def result_types(self, op) -> list | None:
+        """The TypeCodes of ``op``'s return value and out parameters when they may hold
+        an object reference, else None (known once per operation)."""
+        known = self._result_types.get(op, False)
+        if known is False:
+            items = [] if op.result.kind().name == "tk_void" else [op.result]
+            items += [p.type for p in op.out_params]
+            known = self._result_types[op] = items \
+                if any(may_hold_reference(tc) for tc in items) else None
+        return known
+
+    def connection(self, client: tuple, server: tuple, stream: int | None = None
+                   ) -> ProxyConnection:
+        if stream is None:
+            stream = self._streams
+        self._streams = max(self._streams, stream + 1)
+        return ProxyConnection(self, stream, client, server)
+
+    def _row(self, row: dict) -> None:
+        faults = self._faults.pop((row["stream"], row["request_id"]), None) \
+            if row["message_type"] == "Request" else None
+        row["faults"] = faults
+        if self.emit is not None:
+            self.emit(row)
+
+
+class _Direction:
+    """What one side sends: its framing, its checker, the fragments it holds."""
+
+    def __init__(self, role: Role, limits: ProxyLimits):
+        self.buf = bytearray()
+        # Strict, for the decoder's fast path; a message it refuses whole is decoded
+        # again leniently (ProxyConnection._frame): what passes is what peers accept.
+        self.checker = GiopConnection(role, version=(1, 3), lenient=False, bidirectional=True,
+                                      check_request_ids=False, field_offsets=False,
+                                      body_views=True,
+                                      max_message_size=limits.max_message_size,
+                                      max_reassembly_size=limits.max_connection_bytes)
+        self.held: dict = {}            # fragment chain key -> [frame, ...]
+        self.held_bytes = 0
+        self.closed = False             # it sent CloseConnection, or broke framing
+
+    @property
+    def holding(self) -> int:
+        return len(self.buf) + self.held_bytes
+
+
+class ProxyConnection:
+    """One client connection and the upstream connection it is relayed to."""
+
+    def __init__(self, core: ProxyCore, stream: int, client: tuple, server: tuple):
+        self.core = core
+        self.stream = stream
+        self.client, self.server = client, server
+        self.sides = (_Direction(Role.SERVER, core.limits), _Direction(Role.CLIENT, core.limits))
+        self.track = core.tracker.connection(stream, client[0], client[1], server[0],
+                                             server[1], client=CLIENT)
+        self.calls: dict = {}               # request id -> _Call (Requests from the client)
+        self.upstream_down: str | None = None
+        self.finished = False
+
+    # -- input ------------------------------------------------------------------------
+    def data(self, side: int, data, ts: int) -> list:
+        """Bytes ``side`` sent: what to send and close because of them."""
+        d = self.sides[side]
+        if d.closed or self.finished:
+            return []
+        # Whole messages are cut from the bytes as they came when nothing waits before
+        # them (one copy a message, none for a read that is one message).  held_total
+        # counts what d.buf holds at every step.
+        if d.buf:
+            d.buf += data
+            self.core.held_total += len(data)
+            source = d.buf
+        else:
+            source = data if isinstance(data, bytes) else bytes(data)
+        pos, size = 0, len(source)
+        limit = self.core.limits.max_message_size
+        out: list = []
+        while size - pos >= HEADER_SIZE and not d.closed and not self.finished:
+            try:
+                header = parse_header(source, pos)
+            except PycdrError as e:
+                self._broken(side, str(e), out)
+                break
+            if header.size > limit:
+                self._broken(side, f"message of {header.size} bytes exceeds the limit of "
+                             f"{limit}", out)
+                break
+            total = header.total_size
+            if size - pos < total:
+                break
+            frame = source[pos:pos + total] if source is data else \
+                bytes(memoryview(source)[pos:pos + total])
+            pos += total
+            self._frame(side, header, frame, ts, out)
+        if d.closed or self.finished:
+            self._release(d)
+            return out
+        if source is d.buf:
+            del d.buf[:pos]
+            self.core.held_total -= pos
+        elif pos < size:
+            d.buf += memoryview(source)[pos:]
+            self.core.held_total += size - pos
+        limits = self.core.limits
+        if d.holding > limits.max_connection_bytes:
+            self._broken(side, f"more than {limits.max_connection_bytes} bytes held for "
+                         "this connection", out)
+        elif self.core.held_total > limits.max_total_bytes:
+            self._broken(side, f"more than {limits.max_total_bytes} bytes held for all "
+                         "connections", out)
+        if d.closed or self.finished:
+            self._release(d)
+        return out
+
+    def eof(self, side: int, ts: int) -> list:
+        """``side`` closed its connection: the other one is closed too."""
+        if self.finished:
+            return []
+        self._finish()
+        return [Close(1 - side)]
+
+    def upstream_failed(self, reason: str) -> None:
+        """The target could not be reached: requests are answered TRANSIENT, as the
+        client's ORB would raise it when it could not connect."""
+        self.upstream_down = reason
+
+    def closed(self) -> None:
+        """Both connections are gone."""
+        self._finish()
+
+    # -- framing ----------------------------------------------------------------------
+    def _frame(self, side, header, frame, ts, out) -> None:
+        d = self.sides[side]
+        checker = d.checker
+        checker.receive_data(frame)
+        event = checker.next_event()
+        key = _chain_key(header, frame)
+        if event is NEED_DATA:
+            if checker.has_partial_message:
+                d.held.setdefault(key, []).append(frame)
+                d.held_bytes += len(frame)
+                self.core.held_total += len(frame)
+            return
+        if isinstance(event, ProtocolViolation) and event.answer in (
+                Answer.SEND_MESSAGE_ERROR, Answer.DISCARD) and not header.more_fragments \
+                and header.msg_type != MsgType.Fragment and key not in d.held:
+            try:
+                msg, _ = decode_message(frame, lenient=True)
+                event = MessageReceived(msg, frame, 1, 0)
+            except PycdrError:
+                pass
+        frames = [frame]
+        if isinstance(event, MessageReceived) and event.fragments > 1 or \
+                isinstance(event, ProtocolViolation):
+            chain = d.held.pop(key, None)
+            if chain is not None:
+                n = sum(map(len, chain))
+                d.held_bytes -= n
+                self.core.held_total -= n
+                frames = chain + frames
+        if isinstance(event, MessageReceived):
+            self._message(side, event, frames, ts, out)
+        elif isinstance(event, ProtocolViolation):
+            self._violation(side, event, out)
+        else:                                   # ConnectionClosed: framing is gone
+            self._broken(side, event.reason, out)
+
+    def _release(self, d: _Direction) -> None:
+        self.core.held_total -= d.holding
+        d.buf.clear()
+        d.held.clear()
+        d.held_bytes = 0
+
+    def _finish(self) -> None:
+        if not self.finished:
+            self.finished = True
+            for d in self.sides:
+                self._release(d)
+            self.core.tracker.closed(self.track)
+
+    # -- bad input --------------------------------------------------------------------
+    def _broken(self, side: int, reason: str, out: list) -> None:
+        """``side``'s stream cannot be framed any more: MessageError to it, then both
+        connections close (a server's pending calls get COMM_FAILURE first)."""
+        self.sides[side].closed = True
+        out.append(Send(side, [encode_header((1, 0), False, MsgType.MessageError, 0)]))
+        self._end_after_fault(side, out)
+
+    def _end_after_fault(self, side: int, out: list) -> None:
+        if side == SERVER:
+            for call in list(self.calls.values()):
+                self._answer(call, COMM_FAILURE(OMG_VMCID | 0, CompletionStatus.COMPLETED_MAYBE),
+                             out)
+            self.calls.clear()
+        out.append(Close(side))
+        out.append(Close(1 - side))
+        self._finish()
+
+    def _violation(self, side: int, v: ProtocolViolation, out: list) -> None:
+        if v.reply:
+            out.append(Send(side, [v.reply]))
+        if v.answer in (Answer.SEND_MESSAGE_ERROR_AND_CLOSE, Answer.CLOSE):
+            self.sides[side].closed = True
+            self._end_after_fault(side, out)
+        elif side == SERVER and v.request_id is not None:
+            # the reply to a call was malformed: its caller hears it as its ORB would
+            call = self.calls.pop(v.request_id, None)
+            if call is not None:
+                self._answer(call, MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_MAYBE),
+                             out)
+
+    # -- messages ---------------------------------------------------------------------
+    def _message(self, side, event: MessageReceived, frames, ts, out) -> None:
+        msg = event.message
+        t = msg.msg_type
+        tracked = True
+        if side == CLIENT and t == MsgType.Request:
+            self._request(msg, event, frames, ts, out)
+            tracked = False
+        elif side == SERVER and t == MsgType.Reply and msg.request_id in self.calls:
+            self._reply(msg, event, frames, ts, out)
+            tracked = False
+        elif side == SERVER and t == MsgType.LocateReply and \
+                msg.locate_status in (LocateStatus.OBJECT_FORWARD,
+                                      LocateStatus.OBJECT_FORWARD_PERM):
+            moved = self._moved_forward(msg)
+            if moved is not None:
+                msg = moved[0]                  # (the row holds what the client got)
+                frames = self._refragment(*moved, frames)
+            out.append(Send(CLIENT, frames))
+        elif side == CLIENT and t == MsgType.LocateRequest and self.upstream_down:
+            out.append(Send(CLIENT, [encode_message(LocateReply(
+                version=msg.version, little=msg.little, request_id=msg.request_id,
+                locate_status=LocateStatus.LOC_SYSTEM_EXCEPTION,
+                system_exception=TRANSIENT(OMG_VMCID | 0, CompletionStatus.COMPLETED_NO)))
+                if msg.version >= (1, 2) else encode_header(msg.version, msg.little,
+                                                            MsgType.MessageError, 0)]))
+        elif side == CLIENT and t == MsgType.CancelRequest:
+            self.calls.pop(msg.request_id, None)
+            # fragments of the cancelled request still held never reach the server
+            chain = self.sides[CLIENT].held.pop(msg.request_id, None)
+            if chain is not None:
+                n = sum(map(len, chain))
+                self.sides[CLIENT].held_bytes -= n
+                self.core.held_total -= n
+            out.append(Send(SERVER, frames))
+        else:
+            out.append(Send(1 - side, frames))
+        if tracked:
+            self._track(side, msg, event, ts)
+        if t == MsgType.CloseConnection:
+            # the sender will read no more: the other side's connection ends once the
+            # CloseConnection is through (its requests not yet answered may be retried)
+            self.sides[side].closed = True
+            out.append(Close(1 - side))
+            out.append(Close(side))
+            self._finish()
+
+    def _track(self, side, msg, event, ts) -> None:
+        body = getattr(msg, "body", None)
+        if body:
+            # the entry's body hex is not read by the tracker: not made (64 KB of
+            # arguments would cost more than the rest of the relay)
+            msg.body = b""
+            try:
+                entry = msg.to_json()
+            finally:
+                msg.body = body
+        else:
+            entry = msg.to_json()
+        if event.fragments > 1:
+            entry["reassembled"] = {"fragments": event.fragments}
+        self.core.tracker.message(self.track, side, entry, ts, msg)
+
+    def _request(self, msg, event, frames, ts, out) -> None:
+        target = msg.target
+        key = getattr(target, "object_key", None)
+        key_hex = key.hex() if key is not None else None
+        call = _Call(msg.request_id, msg.operation, key_hex,
+                     self.core.tracker.interfaces.get(key_hex) if key_hex else None,
+                     msg.version, msg.little, msg.response_expected)
+        actions = self.core.rules.applying("request", call.operation, call.interface, key_hex)
+        if self.core.hooks is not None:
+            actions += self.core.hooks.actions("request", self._hook_call(call, msg))
+        faults = call.faults
+        faults += [_fault(i, "request", a) for i, a in actions]
+        if faults:
+            self.core._faults[(self.stream, msg.request_id)] = faults
+        if msg.response_expected:
+            self.calls[msg.request_id] = call
+        self._track(CLIENT, msg, event, ts)
+        if self.core.open_route is not None:
+            moved = self._moved_arguments(msg, call)
+            if moved is not None:
+                msg, raw, write_body = moved
+                frames = self._refragment(msg, raw, write_body, frames)
+                event = dataclasses.replace(event, raw=raw)
+        if self.upstream_down is not None:
+            self._answer(call, TRANSIENT(OMG_VMCID | 0, CompletionStatus.COMPLETED_NO), out,
+                         ts=ts)
+            return
+        self._shape(CLIENT, call, msg, event.raw, frames, actions, out, ts)
+
+    def _reply(self, msg, event, frames, ts, out) -> None:
+        call = self.calls.pop(msg.request_id)
+        raw = event.raw
+        moved = self._moved_reply(msg, call)
+        if moved is not None:
+            msg, raw, _ = moved
+            frames = self._refragment(*moved, frames)
+        actions = self.core.rules.applying("reply", call.operation, call.interface,
+                                           call.object_key)
+        if self.core.hooks is not None:
+            actions += self.core.hooks.actions("reply", self._hook_call(call, msg))
+        if actions:
+            faults = call.faults
+            faults += [_fault(i, "reply", a) for i, a in actions]
+            self.core._faults[(self.stream, msg.request_id)] = faults
+        if not any(a.answering and a.type not in ("drop", "stall") for _, a in actions):
+            if len(frames) != event.fragments:
+                event = dataclasses.replace(event, fragments=len(frames))
+            self._track(SERVER, msg, event, ts)
+        self._shape(SERVER, call, msg, raw, frames, actions, out, ts)
+
+    def _hook_call(self, call: _Call, msg) -> SimpleNamespace:
+        """What a hook sees of a call (pycdr.proxy.hooks): its request's fields and
+        arguments; with a Reply, its status, exception id and result."""
+        ops = self.core.operations
+        op = ops.operation(call.interface, call.operation)
+        seen = SimpleNamespace(operation=call.operation, interface=call.interface,
+                               object_key=call.object_key, request_id=call.request_id,
+                               arguments=call.arguments)
+        if msg.msg_type == MsgType.Request:
+            if op is not None:
+                seen.arguments = call.arguments = ops.arguments(op, msg, None, _ignore)[0]
+        else:
+            status = _status_name(msg.reply_status)
+            seen.reply_status, seen.exception_id = status, msg.exception_id
+            seen.result = None if op is None else \
+                ops.result(op, msg, status, msg.exception_id, None, _ignore)[0]
+        return seen
+
+    # -- rewriting --------------------------------------------------------------------
+    def _moved_forward(self, msg):
+        """(message, bytes, None) with its forward reference moved, or None."""
+        ior, changes = self.core.rewriter.rewrite(msg.forward)
+        if not changes:
+            return None
+        moved = dataclasses.replace(msg, body=b"", forward=ior)
+        return _encoded(moved, None)
+
+    def _moved_reply(self, msg, call):
+        status = msg.reply_status
+        if status in (ReplyStatus.LOCATION_FORWARD, ReplyStatus.LOCATION_FORWARD_PERM):
+            return self._moved_forward(msg) if msg.forward is not None else None
+        if status != ReplyStatus.NO_EXCEPTION:
+            return None
+        op = self.core.operations.operation(call.interface, call.operation)
+        if op is None:
+            return None
+        items = self.core.result_types(op)
+        if items is None:
+            return None
+        try:
+            r = msg.body_reader()
+            values = [read_value(r, tc) for tc in items]
+        except (PycdrError, ValueError):
+            return None                 # passed on as it came: the client judges it
+        rewriter = self.core.rewriter
+        moved_any = []
+
+        def move(reference, path):
+            new, changes = rewriter.rewrite(reference)
+            moved_any.extend(changes)
+            return new
+        values = [map_references(tc, v, move) for tc, v in zip(items, values)]
+        if not moved_any:
+            return None
+
+        def write_body(w):
+            for tc, v in zip(items, values):
+                write_value(w, tc, v)
+        return _encoded(dataclasses.replace(msg, body=b""), write_body)
+
+    def _moved_arguments(self, msg, call):
+        """--callbacks: (Request, bytes, body writer) with the references among its
+        arguments moved to the proxy (a server not yet routed gets a route), or None."""
+        op = self.core.operations.operation(call.interface, call.operation)
+        items = None if op is None else self.core.argument_types(op)
+        if items is None:
+            return None
+        try:
+            r = msg.body_reader()
+            values = [read_value(r, tc) for tc in items]
+        except (PycdrError, ValueError):
+            return None
+        if r.end - r.pos >= 8:
+            return None                 # more than the arguments (an IDL context): as sent
+        rewriter, open_route = self.core.rewriter, self.core.open_route
+        moved_any = []
+
+        def move(reference, path):
+            for profile in _iiop_profiles(reference):
+                if rewriter.route(profile.host, profile.port) is None and \
+                        profile.port != 0 and (profile.host, profile.port) not in \
+                        rewriter.routes.values():
+                    local = open_route(profile.host, profile.port)
+                    if local is not None:
+                        rewriter.routes[(profile.host.lower(), profile.port)] = local
+            new, changes = rewriter.rewrite(reference)
+            moved_any.extend(changes)
+            return new
+        values = [map_references(tc, v, move) for tc, v in zip(items, values)]
+        if not moved_any:
+            return None
+
+        def write_body(w):
+            for tc, v in zip(items, values):
+                write_value(w, tc, v)
+        return _encoded(dataclasses.replace(msg, body=b""), write_body)
+
+    def _refragment(self, msg, raw, write_body, frames) -> list:
+        """``raw`` (a message changed) cut as the message it replaces was
+        (``write_body``: its body's writer, which GIOP 1.1 fragments need)."""
+        if len(frames) <= 1:
+            return [raw]
+        return encode_fragments(msg, raw, len(frames[0]), write_body=write_body)
+
+    # -- rules ------------------------------------------------------------------------
+    def _shape(self, side, call, msg, raw, frames, actions, out, ts) -> None:
+        """Send ``msg`` on (as ``frames``) through the actions of the rules that hit it."""
+        dest = 1 - side
+        pieces = list(frames)
+        delay = interval = 0.0
+        copies = 1
+        for n, (_, action) in enumerate(actions):
+            p, t = action.params, action.type
+            fault = call.faults[len(call.faults) - len(actions) + n]
+            if t == "set":
+                try:
+                    msg, raw = self._set(call, bytes(raw), p["path"], p["value"])
+                    pieces = [raw]
+                except _NotApplied as e:
+                    fault["applied"] = False
+                    fault["why"] = str(e)
+            elif t == "corrupt":
+                data = _corrupt(bytes(raw), p["path"], p["value"], fault)
+                if data is not None:
+                    raw, pieces = data, [data]
+            elif t == "fragment":
+                if msg.version >= (1, 2):
+                    # each fragment carries ``size`` body bytes, rounded up to GIOP
+                    # 1.2's multiple of 8 (a fragment header is 16 bytes)
+                    size = max(24, -(-(p["size"] + 16) // 8) * 8)
+                    pieces = encode_fragments(msg, bytes(raw), size)
+                else:
+                    fault["applied"] = False
+                    fault["why"] = "GIOP 1.0 and 1.1 messages are not cut again"
+            elif t == "duplicate":
+                copies = 2
+            elif t == "delay":
+                delay += (p["ms"] + self.core.random.uniform(0, p.get("jitter_ms", 0))) / 1e3
+            elif t == "trickle":
+                data = b"".join(pieces)
+                step = p["bytes"]
+                pieces = [data[i:i + step] for i in range(0, len(data), step)]
+                interval = p["interval_ms"] / 1e3
+            else:
+                self._answering(side, call, msg, t, p, pieces, delay, out, ts)
+                return
+        out.append(Send(dest, pieces * copies, delay, interval))
+
+    def _set(self, call: _Call, raw: bytes, path: str, value) -> tuple:
+        """(message, bytes) with the argument or result at ``path`` set to ``value``
+        (JSON, by the IDL): ``v``, ``return``, ``v.member``, ``v[2]``.  _NotApplied
+        says why not."""
+        msg, _ = decode_message(raw)
+        ops = self.core.operations
+        op = ops.operation(call.interface, call.operation)
+        if op is None:
+            raise _NotApplied(f"no IDL for {call.operation}")
+        if msg.msg_type == MsgType.Request:
+            items = [(p.name, p.type) for p in op.in_params]
+        elif msg.reply_status == ReplyStatus.NO_EXCEPTION:
+            items = [] if op.result.kind().name == "tk_void" else [("return", op.result)]
+            items += [(p.name, p.type) for p in op.out_params]
+        else:
+            raise _NotApplied("the reply carries no results")
+        try:
+            r = msg.body_reader()
+            values = [read_value(r, tc) for _, tc in items]
+        except (PycdrError, ValueError) as e:
+            raise _NotApplied(f"the body does not read by the IDL ({e})") from None
+        values = _with_value(items, values, path, value)
+
+        def write_body(w):
+            for (_, tc), v in zip(items, values):
+                write_value(w, tc, v)
+        moved = dataclasses.replace(msg, body=b"")
+        try:
+            return moved, encode_message(moved, write_body=write_body)
+        except (PycdrError, ValueError, TypeError, OverflowError) as e:
+            raise _NotApplied(f"{path}: the value does not encode ({e})") from None
+
+    def _answering(self, side, call, msg, t, p, pieces, delay, out, ts) -> None:
+        if t == "system_exception":
+            self._answer(call, p["exception"], out, delay, ts)
+        elif t == "user_exception":
+            self.calls.pop(call.request_id, None)
+            if call.response_expected:
+                reply = Reply(version=call.version, little=call.little,
+                              request_id=call.request_id,
+                              reply_status=ReplyStatus.USER_EXCEPTION)
+                data = encode_message(reply, write_body=lambda w: write_value(
+                    w, p["tc"], p["exception"]))
+                out.append(Send(CLIENT, [data], delay))
+                decoded, _ = decode_message(data)
+                self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts, decoded)
+        elif t == "forward":
+            ior, _ = self.core.rewriter.rewrite(p["ior"])
+            status = ReplyStatus.LOCATION_FORWARD_PERM if p.get("permanent") else \
+                ReplyStatus.LOCATION_FORWARD
+            self._answer(call, None, out, delay, ts, status=status, forward=ior)
+        elif t == "message_error":
+            self.calls.pop(call.request_id, None)
+            out.append(Send(CLIENT, [encode_header(msg.version, msg.little,
+                                                   MsgType.MessageError, 0)], delay))
+        elif t == "close":
+            if side == CLIENT and p["when"] == "after":
+                out.append(Send(SERVER, pieces, delay))
+            self.calls.pop(call.request_id, None)
+            out.append(Send(CLIENT, [encode_header(msg.version, msg.little,
+                                                   MsgType.CloseConnection, 0)], delay))
+            out += [Close(CLIENT), Close(SERVER)]
+            self._finish()
+        elif t == "reset":
+            out += [Close(CLIENT, abrupt=True), Close(SERVER, abrupt=True)]
+            self._finish()
+        elif t == "stall" and "ms" in p:
+            out.append(Send(1 - side, pieces, delay + p["ms"] / 1e3))
+        # drop, and stall without ms: nothing is sent (the call waits for its timeout)
+
+    def _answer(self, call: _Call, exc, out, delay: float = 0.0, ts: int | None = None, *,
+                status=ReplyStatus.SYSTEM_EXCEPTION, forward=None) -> None:
+        """Answer ``call`` to the client in the server's stead (a oneway: nothing)."""
+        self.calls.pop(call.request_id, None)
+        if not call.response_expected:
+            return
+        reply = Reply(version=call.version, little=call.little, request_id=call.request_id,
+                      reply_status=status, system_exception=exc, forward=forward)
+        data = encode_message(reply)
+        out.append(Send(CLIENT, [data], delay))
+        if ts is not None:
+            decoded, _ = decode_message(data)
+            self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts or 0, decoded)
+
+
+class _NotApplied(Exception):
+    """A rule's action that the message has no room for (why)."""
+
+
+_STEP = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")
+_PATH = re.compile(r"([^.\[\]]+)((?:\.[^.\[\]]+|\[\d+\])*)")
+
+
+def _with_value(items, values, path: str, value) -> list:
+    """``values`` (of ``items``: (name, TypeCode)) with the one at ``path`` replaced by
+    the JSON ``value`` converted by its TypeCode."""
+    from ..codec.typecode import TCKind, resolve
+    from ..codec.values import field_names
+    from ..orb.jsonvalues import from_json
+    whole = _PATH.fullmatch(path)
+    if whole is None:
+        raise _NotApplied(f"bad path {path}: NAME, then .member or [index] steps")
+    name, rest = whole.groups()
+    names = [n for n, _ in items]
+    if name not in names:
+        raise _NotApplied(f"no argument or result {name} (there are: "
+                          f"{', '.join(names) or 'none'})")
+    i = names.index(name)
+    steps = [(m.group(1), m.group(2)) for m in _STEP.finditer(rest)]
+    tc = items[i][1]
+    holder, key, current = values, i, values[i]
+    for member, index in steps:
+        tc = resolve(tc)
+        while tc.kind() == TCKind.tk_alias:
+            tc = resolve(tc.content_type())
+        if member is not None:
+            if tc.kind() not in (TCKind.tk_struct, TCKind.tk_except):
+                raise _NotApplied(f"{path}: {member} is not a struct member")
+            members = [tc.member_name(j) for j in range(tc.member_count())]
+            if member not in members:
+                raise _NotApplied(f"{path}: no member {member}")
+            j = members.index(member)
+            attr = field_names(members)[j]
+            holder, key, current, tc = current, attr, getattr(current, attr), tc.member_type(j)
+        else:
+            if tc.kind() not in (TCKind.tk_sequence, TCKind.tk_array) or \
+                    int(index) >= len(current):
+                raise _NotApplied(f"{path}: no element {index}")
+            if isinstance(current, (bytes, str)):
+                raise _NotApplied(f"{path}: set the whole {type(current).__name__} instead")
+            holder, key, current, tc = current, int(index), current[int(index)], \
+                tc.content_type()
+    try:
+        new = from_json(tc, value)
+    except (ValueError, TypeError, KeyError) as e:
+        raise _NotApplied(f"{path}: {e}") from None
+    if isinstance(key, str):
+        setattr(holder, key, new)
+    else:
+        holder[key] = new
+    return values
+
+
+def _encoded(msg, write_body) -> tuple:
+    """(the message as decoded from its new bytes, the bytes, ``write_body``): what
+    reads its body next (the call row's result, a hook) reads the new one."""
+    raw = encode_message(msg, write_body=write_body)
+    decoded, _ = decode_message(raw)
+    return decoded, raw, write_body
+
+
+def _fault(index, direction: str, action) -> dict:
+    """A fault as the call's row lists it: the rule's number in the file (or "hook")."""
+    return {"rule": index + 1 if isinstance(index, int) else index, "direction": direction,
+            **action.to_json()}
+
+
+def _ignore(_reference) -> None:
+    """(the references a hook's view of a call holds are not learned from)"""
+
+
+def _status_name(status: int) -> str:
+    try:
+        return ReplyStatus(status).name
+    except ValueError:
+        return str(status)
+
+
+def _iiop_profiles(ior):
+    from ..addressing.iiop import IIOPProfile, decode_profile
+    for tagged in ior.profiles:
+        try:
+            profile = decode_profile(tagged, lenient=True)
+        except PycdrError:
+            continue
+        if isinstance(profile, IIOPProfile):
+            yield profile
+
+
+def _chain_key(header, frame) -> int | None:
+    """Which fragment chain a message belongs to: its request id (GIOP 1.2+), or the
+    one chain GIOP 1.1 has."""
+    if header.version >= (1, 2) and len(frame) >= 16:
+        return struct.unpack_from("<I" if header.little else ">I", frame, HEADER_SIZE)[0]
+    return None
+
+
+def _corrupt(data: bytes, path: str, value, fault: dict) -> bytes | None:
+    """``data`` with the field at ``path`` (pycdr.giop.layout) set to ``value``."""
+    for f in message_fields(data):
+        if f.path == path:
+            break
+    else:
+        fault["applied"] = False
+        fault["why"] = f"this message has no field {path}"
+        return None
+    if isinstance(value, int):
+        little = parse_header(data).little
+        new = (value & ((1 << 8 * f.size) - 1)).to_bytes(f.size, "little" if little else "big")
+    else:
+        new = value
+        if len(new) != f.size:
+            fault["applied"] = False
+            fault["why"] = f"{path} is {f.size} bytes, the value {len(new)}"
+            return None
+    return data[:f.offset] + new + data[f.offset + f.size:]
