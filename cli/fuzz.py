@@ -73,7 +73,7 @@ def _status(campaign):
 @click.option("--max-cases", type=int, default=None, help="Stop after this many cases.")
 @shared("--duration", "duration")
 @shared("--rate", "rate", more="Cases.")
-@click.option("--seed", type=int, default=None, help="Campaign seed (default: random, printed).")
+@shared("--seed", more="Of the campaign (default: random, printed).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="fuzz-findings",
               show_default=True, help="Folder for the findings.")
 @shared("--json", "json_out", more="A summary instead of the display.")

@@ -108,6 +108,11 @@ SHARED = {s.name: s for s in (
            {"type": click.IntRange(1)}),
     Shared(("--context",), "Bind a naming context (bind_context/rebind_context), not an "
            "object.", {"is_flag": True}),
+    Shared(("--seed",), "Seed of the random choices, so that a run can be made again.",
+           {"type": int, "default": None}),
+    Shared(("--target",), "Where to send: IOR:..., corbaloc:..., corbaname:... or host:port "
+           "(a reference's file, a file:// URL or '-' too).", {"metavar": "TARGET"}),
+    Shared(("-q", "--quiet"), "Print no line a message or call.", {"is_flag": True}),
     Shared(("--type-ids/--no-type-ids",), "Ask each object bound for its repository id "
            "(the IOR's type id).", {"default": True}),
 )}

@@ -42,8 +42,7 @@ PROGRESS_EVERY = 4096
 @shared("--write", "save", more="With -i (with -q: record only).")
 @shared("--count", "count", more="With -i.")
 @shared("--duration", "duration", more="With -i.")
-@click.option("-q", "--quiet", is_flag=True,
-              help="Print no messages (with -i -w: record to the file only).")
+@shared("--quiet", more="(With -i -w: record to the file only.)")
 @shared("--only", "only_ops")
 @shared("--skip", "skip_ops")
 @shared("--stream", "streams", multiple=True, more="Repeatable.")

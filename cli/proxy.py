@@ -12,6 +12,7 @@ import click
 from pycdr.errors import PycdrError
 
 from .main import EXIT_BAD_INPUT, EXIT_UNREACHABLE, EXIT_USAGE
+from .options import shared
 from .tls import tls_options
 
 _HOST_PORT = re.compile(r"\[?([^\]=/@]+?)\]?:(\d{1,5})")
@@ -56,8 +57,7 @@ def _target(text: str, timeout: float, tls) -> tuple:
 @click.command("proxy")
 @click.option("--listen", required=True, metavar="HOST:PORT",
               help="Where clients connect (port 0: any free port).")
-@click.option("--target", required=True, metavar="IOR|corbaloc|corbaname|HOST:PORT",
-              help="The server the proxy relays to.")
+@shared("--target", required=True, more="The server the proxy relays to.")
 @click.option("--route", "routes", multiple=True, metavar="HOST:PORT[=LHOST:LPORT]",
               help="Another server whose references are rewritten to come through the "
                    "proxy too: relayed from LHOST:LPORT (default: the --listen host, any "
@@ -72,17 +72,14 @@ def _target(text: str, timeout: float, tls) -> tuple:
 @click.option("--hook", "hook_file", type=click.Path(exists=True, dir_okay=False),
               help="A Python file with request(call) and/or reply(call): they may return "
                    "actions of the rules' vocabulary (see docs/proxy.md).")
-@click.option("--seed", type=int, default=None, help="Seed of the rules' probability and "
-              "of delay jitter.")
-@click.option("--idl", "idl_files", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="IDL: arguments and results in the call rows, and object references "
-                   "in results and out parameters rewritten. Repeatable.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True),
-              help="Write the call rows as JSON Lines to FILE ('-': stdout).")
-@click.option("-w", "--write", "pcap_out", type=click.Path(dir_okay=False),
-              help="Record each client connection, both ways, as a pcap file.")
-@click.option("--max-message-size", type=click.IntRange(min=64), default=16 << 20,
-              show_default=True, help="The largest GIOP message (message_size) relayed.")
+@shared("--seed", more="The rules' probability and delay jitter.")
+@shared("--idl", "idl_files", multiple=True,
+        more="Arguments and results in the call rows, and object references in results and "
+             "out parameters rewritten. Repeatable.")
+@shared("--json", "json_out", more="JSON Lines: the call rows (as `pycdr monitor`'s).")
+@shared("--write", "pcap_out", more="Each client connection, both ways.")
+@shared("--max-message-size", type=click.IntRange(min=64), default=16 << 20,
+        show_default=True, more="Relayed.")
 @click.option("--max-connection-bytes", type=click.IntRange(min=64), default=64 << 20,
               show_default=True, help="Bytes one connection may hold (a message arriving "
                                       "and fragments of messages not yet whole).")
@@ -91,19 +88,22 @@ def _target(text: str, timeout: float, tls) -> tuple:
 @click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10.0,
               show_default=True, help="Seconds to wait for the upstream connection (and a "
                                       "corbaname's naming service).")
-@click.option("--listen-tls", "listen_tls", nargs=2, type=click.Path(exists=True,
-              dir_okay=False), metavar="CERT KEY",
-              help="Terminate TLS on the listening ports with this certificate and key "
-                   "(PEM). The references handed out are then TLS-only references to the "
-                   "proxy when the server's were.")
-@click.option("--require-client-cert", "client_ca", type=click.Path(exists=True,
-              dir_okay=False), metavar="CA",
-              help="With --listen-tls: clients must present a certificate signed by CA.")
-@click.option("-q", "--quiet", is_flag=True, help="No line a call on stdout.")
+@click.option("--listen-tls-cert", "listen_cert", type=click.Path(exists=True, dir_okay=False),
+              metavar="FILE",
+              help="Terminate TLS on the listening ports with this certificate (PEM). The "
+                   "references handed out are then TLS-only references to the proxy when "
+                   "the server's were.")
+@click.option("--listen-tls-key", "listen_key", type=click.Path(exists=True, dir_okay=False),
+              metavar="FILE", help="Private key (PEM) of --listen-tls-cert (default: in it).")
+@click.option("--listen-tls-ca", "client_ca", type=click.Path(exists=True, dir_okay=False),
+              metavar="FILE",
+              help="With --listen-tls-cert: clients must present a certificate signed by one "
+                   "of these CA certificates (PEM).")
+@shared("--quiet", more="(--json and -w still written.)")
 @tls_options
 def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_files, json_out, pcap_out,
-        max_message_size, max_connection_bytes, max_total_bytes, connect_timeout, listen_tls,
-        client_ca, quiet, tls):
+        max_message_size, max_connection_bytes, max_total_bytes, connect_timeout, listen_cert,
+        listen_key, client_ca, quiet, tls):
     """Relay GIOP between clients and TARGET message by message: print a line a call,
     record the calls (--json) and the traffic (-w), rewrite object references so that
     clients stay behind the proxy, and inject faults by rule (--rules).
@@ -140,9 +140,11 @@ def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_file
         for out in outputs:
             out.add(row)
     try:
-        if client_ca and not listen_tls:
-            raise click.UsageError("--require-client-cert needs --listen-tls CERT KEY")
-        server_ssl = server_context(*listen_tls, client_ca) if listen_tls else None
+        if (client_ca or listen_key) and not listen_cert:
+            raise click.UsageError("--listen-tls-key and --listen-tls-ca go with "
+                                   "--listen-tls-cert")
+        server_ssl = server_context(listen_cert, listen_key, client_ca) if listen_cert \
+            else None
         upstream, upstream_tls, ior = _target(target, connect_timeout, tls)
         upstream_ssl = tls.client_context() if upstream_tls or tls.force else None
         rules = load_rules(rules_file, seed) if rules_file else None

@@ -31,10 +31,9 @@ MAX_SHOWN = 20
 
 @click.command("replay")
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False))
-@click.option("--target", "targets", multiple=True, required=True,
-              help="Where to send: IOR:..., corbaloc:..., corbaname:... (the object its naming "
-                   "service has under the name) or host:port; with several recorded "
-                   "servers, OLDHOST:PORT=NEW for each (servers without one are skipped).")
+@shared("--target", "targets", multiple=True, required=True,
+        more="A corbaname: is the object its naming service has under the name; with several "
+             "recorded servers, OLDHOST:PORT=NEW for each (servers without one are skipped).")
 @click.option("--object-key", "keys", multiple=True, metavar="OLD=NEW",
               help="Requests to recorded object key OLD go to NEW (text with %-escapes, or "
                    "0x<hex>; repeatable).")

@@ -160,6 +160,16 @@ TABLE = [
     ("explain-hex-file", ["explain", "{hex}"], EXIT_BAD_INPUT, ""),
     ("explain-bad-ior", ["explain", "--request", "47494f50", "--ior", "{missing}"],
      EXIT_USAGE, "missing.bin"),
+    # proxy (each refused before it listens)
+    ("proxy-no-target", ["proxy", "--listen", "127.0.0.1:0"], EXIT_USAGE, "--target"),
+    ("proxy-bad-listen", ["proxy", "--listen", "nohostport", "--target", "{refused}"],
+     EXIT_USAGE, "nohostport"),
+    ("proxy-bad-target", ["proxy", "--listen", "127.0.0.1:0", "--target", "IOR:zz"],
+     EXIT_BAD_INPUT, ""),
+    ("proxy-empty-rules", ["proxy", "--listen", "127.0.0.1:0", "--target", "{refused}",
+                           "--rules", "{empty}"], EXIT_BAD_INPUT, ""),
+    ("proxy-rules-dir", ["proxy", "--listen", "127.0.0.1:0", "--target", "{refused}",
+                         "--rules", "{dir}"], EXIT_USAGE, "is a directory"),
     # idl
     ("idl-missing", ["idl", "show", "{missing}"], EXIT_USAGE, "does not exist"),
     ("idl-bad", ["idl", "show", "{bad_idl}"], EXIT_BAD_INPUT, "nosuchtype"),

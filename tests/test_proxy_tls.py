@@ -58,7 +58,7 @@ def test_the_command_terminates_and_originates_tls(certs):
             as (server, ior):
         proxy = subprocess.Popen(PYCDR + [
             "proxy", "--listen", "127.0.0.1:0", "--target", ior, "-q",
-            "--listen-tls", str(certs.server.cert), str(certs.server.key),
+            "--listen-tls-cert", str(certs.server.cert), "--listen-tls-key", str(certs.server.key),
             "--cacert", str(certs.ca)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
         try:
