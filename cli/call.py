@@ -256,8 +256,8 @@ async def _call(target, interface, op, values, version, little, timeout, tls,
         try:
             result = await ref.invoke(op, *values)
         except SystemException as e:
-            if isinstance(e, (TRANSIENT, COMM_FAILURE, TIMEOUT)):
-                raise
+            if isinstance(e, (TRANSIENT, COMM_FAILURE, TIMEOUT)) and not e.from_reply:
+                raise           # no answer: why not is told from the connection
             if e.raised_locally:
                 # Nothing went on the wire: say why, and that the server never saw it.
                 return "local_exception", {**e.to_json(), "raised_locally": True,

@@ -48,6 +48,9 @@ class SystemException(Exception):
     # True when this side raised it before sending anything (e.g. an argument that cannot
     # be marshalled); False for one that came in a reply.  Not part of equality.
     raised_locally = False
+    # True for one a peer sent in a Reply (a TRANSIENT answered is the server's word, not a
+    # connection that failed).  Not part of equality.
+    from_reply = False
 
     def __init__(self, minor: int = 0, completed: int = CompletionStatus.COMPLETED_NO,
                  repo_id: str | None = None):

@@ -424,7 +424,9 @@ class Invocation:
                 raise MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_YES) from e
             return values_to_results(self.op, values_read)
         if status == ReplyStatus.SYSTEM_EXCEPTION:
-            raise reply.system_exception
+            answered = reply.system_exception
+            answered.from_reply = True
+            raise answered
         if status == ReplyStatus.USER_EXCEPTION:
             raise _user_exception(reply, self.op, kwargs)
         # NEEDS_ADDRESSING_MODE: this client only sends KeyAddr, which every
