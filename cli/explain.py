@@ -155,3 +155,18 @@ def cmd(capture, stream, request_id, requests, reply, ior_values, idl_files, inc
             click.echo(f"stream {exchange.stream} request {exchange.request_id}{op}:")
             click.echo(explanation_lines(explanation, "    "), nl=False)
     sys.exit(EXIT_OK if clean else EXIT_BAD_INPUT)
+
+
+def explain_column(idl_files=(), include_dirs=()):
+    """The ``explain`` of the call table (pycdr.calls.tracker.CallTracker's): (request
+    bytes, reply bytes) -> `pycdr explain`'s JSON of the request, or None when its bytes do
+    not make a request to explain."""
+    from pycdr.explain import ExplainError, explain
+    modules = load_modules(idl_files, include_dirs) if idl_files else []
+
+    def column(request: bytes, reply: bytes):
+        try:
+            return explain([request], reply, modules=modules).to_json()
+        except (ExplainError, PycdrError):
+            return None
+    return column

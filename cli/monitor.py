@@ -29,6 +29,8 @@ from .options import read_iors, shared
 @shared("--write", "save", more="With -i.")
 @shared("--count", "count", more="With -i.")
 @shared("--duration", "duration", more="With -i.")
+@shared("--explain", "explain", more="Into the explain column (the requests waiting for a "
+        "reply are kept for it).")
 @click.option("--sensor", default=None,
               help="The sensor column of every row (default: live, this host's name).")
 @click.option("--max-pending", type=click.IntRange(1), default=100_000, show_default=True,
@@ -64,7 +66,7 @@ from .options import read_iors, shared
               help="With --engine dask: files larger than this are split into connection "
                    "shards, one task a BYTES (default 256 MiB).")
 def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save, count,
-        duration, sensor, max_pending, max_age, prometheus, label_limit, linger, otlp,
+        duration, explain, sensor, max_pending, max_age, prometheus, label_limit, linger, otlp,
         engine, scheduler, workers, shard_size):
     """Every GIOP call of capture files or a live interface as a row: a request with
     its reply (duration, status, exception), oneway, locate, cancel, unanswered and
@@ -89,9 +91,10 @@ def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save
     counts = CallCounts()
     metrics = spans = None
     if engine == "dask":
-        if interface is not None or json_out or not parquet or prometheus or otlp:
+        if interface is not None or json_out or not parquet or prometheus or otlp or explain:
             raise click.UsageError("--engine dask reads FILEs and writes Parquet only: "
-                                   "give --parquet DIR (no -i, --json, --prometheus or --otlp)")
+                                   "give --parquet DIR (no -i, --json, --prometheus, --otlp "
+                                   "or --explain)")
         if scheduler is not None and workers is not None:
             raise click.UsageError("--scheduler and --workers: one of them")
         from .monitor_dask import run_dask
@@ -170,6 +173,9 @@ def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save
                    socket.gethostname(),
                    max_pending=max_pending, max_age_ns=int(max_age * 1e9),
                    on_request=None if spans is None else spans.request)
+    if explain:
+        from .explain import explain_column
+        options["explain"] = explain_column(idl_files)
     failure = None
     try:
         if live is not None:

@@ -108,6 +108,9 @@ SHARED = {s.name: s for s in (
            {"type": click.IntRange(1)}),
     Shared(("--context",), "Bind a naming context (bind_context/rebind_context), not an "
            "object.", {"is_flag": True}),
+    Shared(("--explain",), "Explain each request a system exception answered, as `pycdr "
+           "explain` does: the field, offset and rule it breaks, or that it is clean.",
+           {"is_flag": True}),
     Shared(("--seed",), "Seed of the random choices, so that a run can be made again.",
            {"type": int, "default": None}),
     Shared(("--target",), "Where to send: IOR:..., corbaloc:..., corbaname:... or host:port "

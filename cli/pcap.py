@@ -53,9 +53,8 @@ PROGRESS_EVERY = 4096
 @shared("--progress/--no-progress", "progress")
 @shared("--jobs", "jobs", more="Decode a capture file's TCP connections in this many processes "
         "(text and --json, with or without --idl; the output is the same).")
-@click.option("--explain", "explain", is_flag=True,
-              help="After the messages, `pycdr explain` of each request a SYSTEM_EXCEPTION "
-                   "answered (with a capture FILE; --json: one object a request).")
+@shared("--explain", "explain", more="After the messages (with a capture FILE; --json: one "
+        "object a request).")
 def cmd(file, json_out, idl_files, ports, stats, parquet, iface, bpf, save, count, duration,
         quiet, only_ops, skip_ops, streams, frames, verbose, progress, jobs, explain):
     """Decode the GIOP traffic of a capture file or a live interface (TCP

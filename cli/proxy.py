@@ -100,10 +100,11 @@ def _target(text: str, timeout: float, tls) -> tuple:
               help="With --listen-tls-cert: clients must present a certificate signed by one "
                    "of these CA certificates (PEM).")
 @shared("--quiet", more="(--json and -w still written.)")
+@shared("--explain", "explain", more="Into the rows' explain column.")
 @tls_options
 def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_files, json_out, pcap_out,
         max_message_size, max_connection_bytes, max_total_bytes, connect_timeout, listen_cert,
-        listen_key, client_ca, quiet, tls):
+        listen_key, client_ca, quiet, explain, tls):
     """Relay GIOP between clients and TARGET message by message: print a line a call,
     record the calls (--json) and the traffic (-w), rewrite object references so that
     clients stay behind the proxy, and inject faults by rule (--rules).
@@ -174,8 +175,13 @@ def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_file
         if hook_file:
             from pycdr.proxy.hooks import load_hooks
             hooks = load_hooks(hook_file)
+        explain_row = None
+        if explain:
+            from .explain import explain_column
+            explain_row = explain_column(idl_files)
         core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules, emit=emit,
-                         bodies=bodies, limits=limits, seed=seed, hooks=hooks)
+                         bodies=bodies, limits=limits, seed=seed, hooks=hooks,
+                         explain=explain_row)
     except TLSConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_USAGE)

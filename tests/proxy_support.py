@@ -29,14 +29,14 @@ async def echo_server(**limits):
 
 @contextlib.asynccontextmanager
 async def proxied(upstreams, *, rules=None, seed=1, limits=None, idl=True, tls_upstream=False,
-                  hooks=None, **options):
+                  hooks=None, explain=None, **options):
     """A Proxy listening on 127.0.0.1 (a free port) for each (host, port) of
     ``upstreams`` (spoken to over TLS with ``tls_upstream``); yields (proxy, rows)."""
     rows = []
     core = ProxyCore(rewriter=ReferenceRewriter({}), emit=rows.append, seed=seed,
                      rules=parse_rules(rules, seed) if rules is not None else None,
                      bodies=CallBodies([MODULE]) if idl else None, limits=limits,
-                     hooks=hooks)
+                     hooks=hooks, explain=explain)
     proxy = Proxy(core, [Listener("127.0.0.1", 0, up, tls=tls_upstream) for up in upstreams],
                   **options)
     await proxy.start()

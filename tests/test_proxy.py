@@ -142,12 +142,13 @@ def test_location_forward_and_object_forward_go_to_a_routed_port():
     assert forwarded.startswith("IOR:")
 
 
-async def _call_under(rules, call, *, version=(1, 2), timeout=None, hooks=None,
+async def _call_under(rules, call, *, version=(1, 2), timeout=None, hooks=None, explain=None,
                       **server_limits):
     """(what the call returned or raised, rows, seconds) with ``rules`` (and ``hooks``)
     in force."""
     server, key = await echo_server(**server_limits)
-    async with proxied([address(server)], rules=rules, hooks=hooks) as (proxy, rows):
+    async with proxied([address(server)], rules=rules, hooks=hooks, explain=explain) as (proxy,
+                                                                                       rows):
         options = ClientOptions() if timeout is None else ClientOptions(timeout=timeout)
         async with ORB(options) as orb:
             ref = await orb.string_to_object(corbaloc(through(proxy), key, version), ECHO,
@@ -174,6 +175,22 @@ def test_system_exception_rule_answers_transient_in_the_servers_stead():
         row["exception_id"] == "IDL:omg.org/CORBA/TRANSIENT:1.0"
     assert row["faults"] == [{"rule": 1, "direction": "request", "type": "system_exception",
                               "id": "TRANSIENT", "minor": 0x4F4D0002, "completed": "no"}]
+
+
+def test_explain_column_judges_the_request_a_fault_answered():
+    from pycdr.cli.explain import explain_column
+    from pycdr.conformance.echo import ECHO_IDL
+    rules = [{"match": {"operation": "echo_long"},
+              "action": {"type": "system_exception", "id": "MARSHAL", "minor": 0x4F4D0001}}]
+    seen, rows, _ = run(_call_under(rules, lambda ref: ref.echo_long(1),
+                                    explain=explain_column([ECHO_IDL])))
+    (row,) = calls(rows)
+    # The client's request broke no rule: the exception is the (injected) peer's doing.
+    assert row["explain"]["clean"] is True and row["explain"]["findings"] == []
+    assert row["explain"]["answer"]["exception_id"] == "IDL:omg.org/CORBA/MARSHAL:1.0"
+    # Without explain nothing is kept for it.
+    seen, rows, _ = run(_call_under(rules, lambda ref: ref.echo_long(1)))
+    assert calls(rows)[0]["explain"] is None
 
 
 def test_nth_rule_hits_only_that_call_and_others_pass():

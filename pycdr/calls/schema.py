@@ -114,6 +114,9 @@ FIELDS = (
           "beyond their first messages (0: neither was fragmented)"),
     Field("violations", "violations", "GIOP rules broken (the decoder's warning codes), "
           "with the offset in their message"),
+    Field("explain", "json", "with `--explain`, for a call a system exception answered: "
+          "`pycdr explain`'s verdict of its request (`findings`: each field, offset and rule "
+          "it breaks; `clean`; the `answer` and its minor code by its vendor's table)"),
     Field("arguments", "json", "with `--idl`: the in and inout arguments by name",
           "", "", "rpc.request.body"),
     Field("result", "json", "with `--idl`: the return value (`return`) and out/inout "

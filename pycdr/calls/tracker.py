@@ -95,7 +95,7 @@ class CallConnection:
 
 
 class _Pending:
-    __slots__ = ("conn", "key", "row", "side", "gaps", "cancelled", "operation", "op")
+    __slots__ = ("conn", "key", "row", "side", "gaps", "cancelled", "operation", "op", "raw")
 
     def __init__(self, conn, key, row, side, gaps, operation, op):
         self.conn = conn
@@ -106,6 +106,7 @@ class _Pending:
         self.cancelled = False
         self.operation = operation
         self.op = op                # the IDL operation its body decoded with, or None
+        self.raw = None             # the request's bytes, kept to explain an exception
 
 
 @lru_cache(maxsize=4096)
@@ -139,12 +140,15 @@ class CallTracker:
     :class:`CallCounts` to add to (shared by the trackers of several files).
     ``on_request(row, entry)``: hears of each Request and LocateRequest as its row is
     made, with the message's entry (what the row does not keep: its service contexts,
-    where a trace exporter finds the caller's trace context)."""
+    where a trace exporter finds the caller's trace context).  ``explain(request, reply)``:
+    the JSON of `pycdr explain` of a request (bytes) a system exception answered (the
+    reply's bytes), for the ``explain`` column, or None; given by the command (pycdr.explain
+    lies above this layer).  With it each waiting request's bytes are kept until its reply."""
 
     def __init__(self, emit, *, max_pending: int = MAX_PENDING, max_age_ns: int = MAX_AGE_NS,
                  bodies=None, sensor: str | None = None, capture_file: str | None = None,
                  interfaces: OrderedDict | None = None, counts: CallCounts | None = None,
-                 on_request=None):
+                 on_request=None, explain=None):
         if max_pending < 1:
             raise ValueError("max_pending must be at least 1")
         self.emit = emit
@@ -155,6 +159,7 @@ class CallTracker:
         self.capture_file = capture_file
         self.counts = CallCounts() if counts is None else counts
         self.on_request = on_request
+        self.explain = explain
         self._order: OrderedDict = OrderedDict()     # _Pending -> None, oldest first
         # object key (hex) -> repository id (learned, or given: shared between trackers)
         self.interfaces: OrderedDict = OrderedDict() if interfaces is None else interfaces
@@ -204,14 +209,16 @@ class CallTracker:
             interfaces.popitem(last=False)
 
     # -- messages ------------------------------------------------------------------------
-    def message(self, conn: CallConnection, side: int, entry: dict, ts: int, msg=None) -> None:
+    def message(self, conn: CallConnection, side: int, entry: dict, ts: int, msg=None,
+                raw: bytes | None = None) -> None:
         """A whole message (fragments joined) that ``side`` sent, captured at ``ts``
-        (ns).  ``msg``: the decoded message itself, for its body (with ``bodies``)."""
+        (ns).  ``msg``: the decoded message itself, for its body (with ``bodies``);
+        ``raw``: its bytes, for ``explain``."""
         t = entry["type"]
         if t == "Request":
-            self._request(conn, side, entry, ts, msg, _REQUEST)
+            self._request(conn, side, entry, ts, msg, _REQUEST, raw)
         elif t == "Reply":
-            self._reply(conn, side, entry, ts, msg, _REQUEST)
+            self._reply(conn, side, entry, ts, msg, _REQUEST, raw)
         elif t == "LocateRequest":
             self._request(conn, side, entry, ts, msg, _LOCATE)
         elif t == "LocateReply":
@@ -277,7 +284,7 @@ class CallTracker:
                 row["interface"] = target.get("ior_type_id") or None
         row["request_bytes"] = _HEADER + entry["message_size"]
 
-    def _request(self, conn, side, entry, ts, msg, kind) -> None:
+    def _request(self, conn, side, entry, ts, msg, kind, raw=None) -> None:
         if not conn.client_known:
             conn.client = side
             conn.client_known = True
@@ -329,6 +336,8 @@ class CallTracker:
             self.counts.evicted += 1
             self._unanswered(oldest, "no_reply")
         pending = _Pending(conn, key, row, side, conn.gaps[1 - side], operation, op)
+        if self.explain is not None and raw is not None:
+            pending.raw = bytes(raw)
         pending_table[key] = pending
         order[pending] = None
         counts = self.counts
@@ -336,7 +345,7 @@ class CallTracker:
         if n > counts.pending_peak:
             counts.pending_peak = n
 
-    def _reply(self, conn, side, entry, ts, msg, kind) -> None:
+    def _reply(self, conn, side, entry, ts, msg, kind, raw=None) -> None:
         pending = conn.pending.pop((kind, 1 - side, entry["request_id"]), None)
         if pending is None:
             row = self._row(conn, 1 - side, ts, "orphan_reply")
@@ -369,6 +378,8 @@ class CallTracker:
             minor = row["minor_code"] = exception["minor"]
             row["minor_code_name"] = minor_code_name(minor)
             row["completion_status"] = exception["completed"]
+            if pending is not None and pending.raw is not None and raw is not None:
+                row["explain"] = self.explain(pending.raw, bytes(raw))
         elif status == "USER_EXCEPTION":
             row["exception_id"] = entry.get("exception_id")
         forward = entry.get("forward")

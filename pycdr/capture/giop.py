@@ -255,6 +255,7 @@ class CaptureDecoder:
                  track=None, track_bodies: bool = False):
         self.emit = emit
         self.track = track
+        self.message_bytes = b""        # the bytes of the message being handled
         self.track_bodies = track_bodies
         self.raw_message = raw_message
         self.shard = shard
@@ -451,6 +452,7 @@ class CaptureDecoder:
 
     def _message(self, flow, st, raw: bytes, magic: bytes, flags: int, msg_type: int,
                  offset: int, frame: int, ts: int) -> None:
+        self.message_bytes = raw        # (what `track` may ask of the message it hears of)
         memo = self.memo
         known = memo.lookup(raw) if memo is not None else None
         if known is not None:

@@ -33,7 +33,8 @@ class CaptureCalls:
     ``bodies``: a :class:`pycdr.calls.bodies.CallBodies` (``--idl``); ``interfaces``:
     object key (hex) -> repository id known beforehand (``--ior``), shared and added to;
     ``counts``: a :class:`pycdr.calls.tracker.CallCounts` to add to; ``on_request``:
-    the tracker's (each request's row with its entry).
+    the tracker's (each request's row with its entry); ``explain``: the tracker's (a
+    request a system exception answered, explained: --explain).
     ``shard=(k, n)``: the calls of the connections whose index is k modulo n alone (n
     such runs over one file give its rows between them, each row once: a file's
     connections spread over processes or machines)."""
@@ -42,11 +43,11 @@ class CaptureCalls:
                  sensor: str | None = None, capture_file: str | None = None,
                  max_pending: int = MAX_PENDING, max_age_ns: int = MAX_AGE_NS,
                  interfaces=None, shard: tuple | None = None, counts=None,
-                 on_request=None):
+                 on_request=None, explain=None):
         self.tracker = CallTracker(emit, max_pending=max_pending, max_age_ns=max_age_ns,
                                    bodies=bodies, sensor=sensor, capture_file=capture_file,
                                    interfaces=interfaces, counts=counts,
-                                   on_request=on_request)
+                                   on_request=on_request, explain=explain)
         self.decoder = CaptureDecoder(self._entry, ports, heuristic, bodies=False,
                                       track=self._message, track_bodies=bodies is not None,
                                       shard=shard)
@@ -124,7 +125,11 @@ class CaptureCalls:
         if msg_type == _FRAGMENT:
             self._fragments.append((conn, side, entry, ts))
         else:
-            self.tracker.message(conn, side, entry, ts, msg)
+            # The message's bytes, to explain (a message joined from fragments has none
+            # whole: its last fragment's are the decoder's).
+            raw = self.decoder.message_bytes \
+                if self.tracker.explain is not None and "reassembled" not in entry else None
+            self.tracker.message(conn, side, entry, ts, msg, raw)
 
     def _settle(self) -> None:
         """The Fragments that joined no message go to the tracker (a malformed row)."""

@@ -105,7 +105,7 @@ class ProxyCore:
 
     def __init__(self, *, rewriter: ReferenceRewriter | None = None, rules: Rules | None = None,
                  emit=None, bodies: CallBodies | None = None, limits: ProxyLimits | None = None,
-                 open_route=None, hooks=None, seed: int | None = None):
+                 open_route=None, hooks=None, seed: int | None = None, explain=None):
         self.rewriter = rewriter or ReferenceRewriter({})
         # --callbacks: fn(host, port) -> the proxy's (host, port) that relays to that
         # server from now on (or None: no more routes), for references in requests
@@ -116,7 +116,8 @@ class ProxyCore:
         self.emit = emit
         # decodes bodies for the rows only with --idl; references are rewritten with the
         # operations every object has even without it
-        self.tracker = CallTracker(self._row, bodies=bodies)
+        # (``explain``: the tracker's, --explain: each request a system exception answered)
+        self.tracker = CallTracker(self._row, bodies=bodies, explain=explain)
         self.operations = bodies or CallBodies()
         bind_exceptions(self.rules, self.operations.exceptions)
         self.held_total = 0
@@ -410,7 +411,7 @@ class ProxyConnection:
             entry = msg.to_json()
         if event.fragments > 1:
             entry["reassembled"] = {"fragments": event.fragments}
-        self.core.tracker.message(self.track, side, entry, ts, msg)
+        self.core.tracker.message(self.track, side, entry, ts, msg, event.raw)
 
     def _request(self, msg, event, frames, ts, out) -> None:
         target = msg.target
@@ -655,7 +656,8 @@ class ProxyConnection:
                     w, p["tc"], p["exception"]))
                 out.append(Send(CLIENT, [data], delay))
                 decoded, _ = decode_message(data)
-                self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts, decoded)
+                self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts, decoded,
+                                          data)
         elif t == "forward":
             ior, _ = self.core.rewriter.rewrite(p["ior"])
             status = ReplyStatus.LOCATION_FORWARD_PERM if p.get("permanent") else \
@@ -692,7 +694,8 @@ class ProxyConnection:
         out.append(Send(CLIENT, [data], delay))
         if ts is not None:
             decoded, _ = decode_message(data)
-            self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts or 0, decoded)
+            self.core.tracker.message(self.track, SERVER, decoded.to_json(), ts or 0, decoded,
+                                      data)
 
 
 class _NotApplied(Exception):
