@@ -24,6 +24,9 @@ def packages() -> list[str]:
 
 
 setup(packages=packages(),
+      # the manual page, made from the commands (python -m pycdr.cli.docpages man;
+      # tests/test_cli_vocabulary.py checks it is current)
+      data_files=[("share/man/man1", ["docs/pycdr.1"])],
       ext_modules=[Extension("pycdr.codec._speedups", ["pycdr/codec/_speedups.c"], optional=True),
                    Extension("pycdr.capture._pcapwalk", ["pycdr/capture/_pcapwalk.c"],
                              optional=True),

@@ -195,3 +195,11 @@ def test_shell_completion_as_documented():
     assert "plain,--only" in result.stdout.splitlines(), result.stdout
     with open(os.path.join(ROOT, "docs", "options.md")) as f:
         assert "_PYCDR_COMPLETE=bash_source pycdr" in f.read()
+
+
+def test_the_shipped_manual_page_is_made_from_the_commands():
+    from pycdr.cli.docpages import manpage
+    with open(os.path.join(os.path.dirname(__file__), os.pardir, "docs", "pycdr.1")) as f:
+        shipped = f.read()
+    assert shipped == manpage(), "docs/pycdr.1 is stale: python -m pycdr.cli.docpages man " \
+                                 "> docs/pycdr.1"

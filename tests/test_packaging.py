@@ -91,11 +91,18 @@ def test_commands_that_need_package_data_run_from_the_wheel(tmp_path):
     assert (tmp_path / "pycdr_giop.lua").is_file() and (tmp_path / "pycdr_names.lua").is_file()
 
 
+def test_the_manual_page_is_installed():
+    page = os.path.join(VENV, "share", "man", "man1", "pycdr.1")
+    assert os.path.isfile(page), "the wheel installs no share/man/man1/pycdr.1"
+    with open(page) as f:
+        assert f.read().startswith(".TH PYCDR 1")
+
+
 def test_sdist_carries_the_sources_and_data():
     assert SDIST, "PYCDR_SDIST names the sdist"
     with tarfile.open(SDIST) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     for needed in ("pycdr/codec/_speedups.c", "pycdr/capture/_pcapwalk.c", "pycdr/_replaylane.c",
-                   "dissector/pycdr_giop.lua", "conformance/echo.idl", "setup.py",
+                   "dissector/pycdr_giop.lua", "conformance/echo.idl", "docs/pycdr.1", "setup.py",
                    "pyproject.toml", "README.md"):
         assert needed in names, f"{needed} is not in the sdist"
