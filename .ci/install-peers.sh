@@ -33,6 +33,11 @@ command -v g++ >/dev/null || missing_packages+=(g++)
 [ -x /usr/bin/omniidl ] || missing_packages+=(omniidl)
 [ -f /usr/include/openssl/ssl.h ] || missing_packages+=(libssl-dev)
 command -v openssl >/dev/null || missing_packages+=(openssl)
+# The fuzzer's coverage feedback tests build a C target with clang's sanitizer coverage and
+# AddressSanitizer (its runtime libraries are in libclang-rt-dev).
+command -v clang >/dev/null || missing_packages+=(clang)
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a >/dev/null 2>&1 \
+    || missing_packages+=(libclang-rt-dev)
 # Combat 0.8.1, the Tcl ORB (tests/peers/combat.py); tclsh comes with it.
 dpkg-query -W -f '${Status}' tcl-combat 2>/dev/null | grep -q "ok installed" \
     || missing_packages+=(tcl-combat)

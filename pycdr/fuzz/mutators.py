@@ -326,7 +326,8 @@ def x_readdress(msgs, i, rng, ctx):
         return None
     try:
         msg, _ = decode_message(bytes(m), lenient=True)
-    except PycdrError:
+    except (PycdrError, ValueError):
+        # (ValueError: a ZIOP header whose message_size passes the bytes there are)
         return None
     choices = ["key"]
     if ctx.profile is not None:
