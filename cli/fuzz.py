@@ -132,13 +132,15 @@ def _coverage_shim(build_dir) -> None:
 @click.option("--corpus-dir", type=click.Path(file_okay=False), default=None,
               help="Keep the inputs that showed something new in this folder; a campaign "
                    "given it again starts from them.")
+@click.option("--stop-on-finding", is_flag=True,
+              help="End the campaign at its first (confirmed) finding.")
 @click.option("--build", "build_dir", type=click.Path(file_okay=False), default=None,
               help="With `pycdr fuzz coverage-shim`: compile the shim with clang into this "
                    "folder and print the object's path.")
 @tls_options
 def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_standby, idl_file,
         interface, corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
-        replay_dir, coverage, corpus_dir, build_dir, tls):
+        replay_dir, coverage, corpus_dir, stop_on_finding, build_dir, tls):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc or corbaname URL, or host:port; or
     --spawn CMD).  `pycdr fuzz coverage-shim [--build DIR]` prints the path of the
     coverage shim's C source (or compiles it and prints the object's).
@@ -196,7 +198,8 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
                                                        no_catalog),
                             probe_request=idl_probe_request(idl_file, interface)
                             if idl_file else None, tls=tls,
-                            coverage="none" if replay_dir else coverage, corpus_dir=corpus_dir)
+                            coverage=coverage, corpus_dir=corpus_dir,
+                            stop_on_finding=stop_on_finding)
         if campaign.target.tls is not None:
             # (a certificate that is not trusted would look like a dead target)
             try:
@@ -275,7 +278,8 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
             click.echo(f"feedback {fb['kind']}: {fb['features']} features "
                        f"({fb['initial_features']} from the corpus at the start), "
                        f"{fb['kept']} inputs kept, corpus {fb['corpus']}"
-                       + (f", {fb['edges']} edges, {fb['masked_edges']} masked"
+                       + (f", {fb['edges']} edges ({fb['initial_edges']} at the start), "
+                          f"{fb['masked_edges']} masked"
                           if "edges" in fb else ""))
         click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings "
                    f"({len(campaign.unconfirmed)} unconfirmed); seed {seed}")

@@ -134,8 +134,9 @@ class Campaign(TargetHealth, Learning):
                  on_finding=None, on_unconfirmed=None, probe_request=None,
                  request_probes: bool = True, standby: bool = True, log=None,
                  tls: TLSOptions = DEFAULT_TLS, coverage: str = "none",
-                 corpus_dir: str | None = None):
+                 corpus_dir: str | None = None, stop_on_finding: bool = False):
         self.seed = seed
+        self.stop_on_finding = stop_on_finding   # the campaign ends at its first finding
         self.tls = tls                 # TLS options, for targets that speak TLS
         # Feedback (see pycdr.fuzz.learning): the environment the target needs.
         env = self._setup_feedback(coverage, spawn, corpus_dir)
@@ -244,6 +245,8 @@ class Campaign(TargetHealth, Learning):
         group: list[Case] = []         # cases that need a connection each
         while not self.dead:
             if max_cases is not None and index >= start_index + max_cases:
+                break
+            if self.stop_on_finding and self.findings:
                 break
             if end_time is not None and time.monotonic() >= end_time:
                 break
@@ -377,7 +380,8 @@ class Campaign(TargetHealth, Learning):
         self._before_case()
         verdict = self.check(case.messages, case.prediction, linger=self.linger,
                              while_waiting=lambda: self._make_ahead(1))
-        self._learn(case, verdict.observation)
+        if verdict.kind is None:         # (a broken target showed part of what it did)
+            self._learn(case, verdict.observation)
         if verdict.kind is not None:
             self._attribute(verdict.kind, verdict.details, first=case)
 

@@ -172,6 +172,7 @@ class Corpus:
     folder: str | None = None
     _weights: list | None = None
     _burst: list | None = None          # [entry, picks left]
+    _names: dict = field(default_factory=dict)   # entry_name -> kept Entry
     _picks: int = 0
 
     def new_features(self, features) -> frozenset:
@@ -184,6 +185,13 @@ class Corpus:
         """Keep ``entry``: the next BURST picks are it (as AFL fuzzes a new
         input at once: what is one step past a check is most often found
         from there)."""
+        entry.name = entry.name or entry_name(entry.messages)
+        same = self._names.get(entry.name)
+        if same is not None:
+            # (Minimized, two inputs may become one.)
+            same.features = same.features | entry.features
+            return same
+        self._names[entry.name] = entry
         self.entries.append(entry)
         self._burst = [entry, BURST]
         if self.folder is not None:

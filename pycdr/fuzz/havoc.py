@@ -25,38 +25,42 @@ INTERESTING_32 = (0x80000000, 0xFA0000FA, 0xFFFF7FFF, 32768, 65535, 65536, 10066
 ARITH_MAX = 35
 MAX_BLOCK = 32
 BODY_SHARE = 0.5
+VALUE_HEAD = 4
 # The largest message havoc grows (inserts stop there).
 MAX_MESSAGE = 64 << 10
 
 
-def _at(m, rng, lo: int, size: int = 1, floor: int = 0) -> int:
-    """A position for ``size`` bytes: from ``lo`` on when they fit there,
-    else from ``floor`` on."""
+def _at(m, rng, aim: tuple, size: int = 1, floor: int = 0) -> int:
+    """A position for ``size`` bytes: in ``aim`` (lo, hi) when they fit
+    there, else from ``floor`` on."""
     top = len(m) - size + 1
-    return rng.randrange(lo if lo < top else floor, top)
+    lo, hi = aim
+    if max(lo, floor) < min(hi, top):
+        return rng.randrange(max(lo, floor), min(hi, top))
+    return rng.randrange(floor, top)
 
 
-def _flip(m, rng, other, lo):
-    at = _at(m, rng, lo)
+def _flip(m, rng, other, aim):
+    at = _at(m, rng, aim)
     m[at] ^= 1 << rng.randrange(8)
     return at, 0, "flip"
 
 
-def _interesting(m, rng, other, lo):
+def _interesting(m, rng, other, aim):
     size = rng.choice((1, 2, 4))
     if len(m) < size:
         return None
-    at = _at(m, rng, lo, size)
+    at = _at(m, rng, aim, size)
     value = rng.choice({1: INTERESTING_8, 2: INTERESTING_16, 4: INTERESTING_32}[size])
     m[at:at + size] = value.to_bytes(size, rng.choice(("big", "little")))
     return at, 0, f"interesting{8 * size}"
 
 
-def _arith(m, rng, other, lo):
+def _arith(m, rng, other, aim):
     size = rng.choice((1, 2, 4))
     if len(m) < size:
         return None
-    at = _at(m, rng, lo, size)
+    at = _at(m, rng, aim, size)
     order = rng.choice(("big", "little"))
     delta = rng.choice((-1, 1)) * rng.randint(1, ARITH_MAX)
     value = int.from_bytes(m[at:at + size], order) + delta
@@ -64,25 +68,26 @@ def _arith(m, rng, other, lo):
     return at, 0, f"arith{8 * size}"
 
 
-def _random_byte(m, rng, other, lo):
-    at = _at(m, rng, lo)
+def _random_byte(m, rng, other, aim):
+    at = _at(m, rng, aim)
     m[at] ^= rng.randrange(1, 256)
     return at, 0, "byte"
 
 
-def _delete(m, rng, other, lo):
+def _delete(m, rng, other, aim):
     if len(m) <= HEADER_SIZE + 1:
         return None
-    at = _at(m, rng, lo, floor=HEADER_SIZE)
+    at = _at(m, rng, aim, floor=HEADER_SIZE)
     n = rng.randint(1, min(MAX_BLOCK, len(m) - at))
     del m[at:at + n]
     return at, -n, "delete"
 
 
-def _insert(m, rng, other, lo):
+def _insert(m, rng, other, aim):
     if len(m) < HEADER_SIZE or len(m) >= MAX_MESSAGE:
         return None
-    at = rng.randint(max(lo, HEADER_SIZE) if lo <= len(m) else HEADER_SIZE, len(m))
+    lo, hi = max(aim[0], HEADER_SIZE), min(aim[1], len(m))
+    at = rng.randint(lo, hi) if lo <= hi else rng.randint(HEADER_SIZE, len(m))
     n = rng.randint(1, MAX_BLOCK)
     if rng.random() < 0.5 and len(m) > HEADER_SIZE:
         start = rng.randrange(HEADER_SIZE, len(m))           # a clone of bytes of its own
@@ -93,12 +98,12 @@ def _insert(m, rng, other, lo):
     return at, len(block), "insert"
 
 
-def _overwrite(m, rng, other, lo):
+def _overwrite(m, rng, other, aim):
     source = other if other and len(other) > HEADER_SIZE and rng.random() < 0.5 else m
     if len(m) <= HEADER_SIZE or len(source) <= HEADER_SIZE:
         return None
     n = rng.randint(1, min(MAX_BLOCK, len(m) - HEADER_SIZE, len(source) - HEADER_SIZE))
-    at = _at(m, rng, lo, n, floor=HEADER_SIZE)
+    at = _at(m, rng, aim, n, floor=HEADER_SIZE)
     start = rng.randrange(HEADER_SIZE, len(source) - n + 1)
     m[at:at + n] = source[start:start + n]
     return at, 0, "overwrite"
@@ -116,11 +121,26 @@ def body_start(data: bytes, ctx: MutationContext) -> int:
     return max(ends, default=HEADER_SIZE)
 
 
-def fix_lengths(m: bytearray, before: bytes, at: int, delta: int, ctx: MutationContext) -> None:
+def _aim(data: bytes, rng: random.Random, ctx: MutationContext, body_types) -> tuple:
+    """Where a body-aimed mutation goes, (lo, hi): the body, or half the
+    time the first bytes of a string's or sequence's contents in it (where
+    a parser's checks on a value's prefix look)."""
+    start = body_start(data, ctx)
+    if rng.random() < 0.5:
+        values = [f.offset + 4 for f in ctx.fields(data, body_types)
+                  if f.kind == "length" and f.size == 4 and f.offset >= start]
+        if values:
+            at = rng.choice(values)
+            return at, at + VALUE_HEAD
+    return start, len(data)
+
+
+def fix_lengths(m: bytearray, before: bytes, at: int, delta: int, ctx: MutationContext,
+                body_types=None) -> None:
     """Bytes were inserted (``delta`` > 0) or deleted at ``at`` of ``before``:
     each length field of ``before`` whose value's extent holds the change
     gets ``delta`` added."""
-    for f in ctx.fields(before):
+    for f in ctx.fields(before, body_types):
         if f.kind != "length" or f.size != 4 or f.offset + 4 > at:
             continue
         length = _get(before, f.offset, 4)
@@ -140,10 +160,13 @@ def splice(a: bytes, b: bytes, rng: random.Random) -> bytes:
     return bytes(m)
 
 
-def havoc(messages, rng: random.Random, ctx: MutationContext, other=None) -> tuple[list, list]:
+def havoc(messages, rng: random.Random, ctx: MutationContext, other=None,
+          body_types=None) -> tuple[list, list]:
     """A stack of 1-16 byte-level mutations on a copy of ``messages`` (one
     message each, chosen at random); ``other``: another input's messages,
-    spliced or copied from.  The new messages and the mutations made."""
+    spliced or copied from; ``body_types``: the TypeCodes of the first
+    message's body values, if known (their lengths are fixed up too).  The
+    new messages and the mutations made."""
     msgs = [bytearray(m) for m in messages]
     if not msgs:
         return [], []
@@ -161,13 +184,14 @@ def havoc(messages, rng: random.Random, ctx: MutationContext, other=None) -> tup
         before = bytes(m)
         # Half the time aimed at the body: the arguments' bytes, where a
         # servant's own checks are.
-        lo = body_start(before, ctx) if rng.random() < BODY_SHARE else 0
-        result = rng.choice(OPERATIONS)(m, rng, donor, lo)
+        types = body_types if i == 0 else None
+        aim = _aim(before, rng, ctx, types) if rng.random() < BODY_SHARE else (0, len(before))
+        result = rng.choice(OPERATIONS)(m, rng, donor, aim)
         if result is None:
             continue
         at, delta, name = result
         if delta:
-            fix_lengths(m, before, at, delta, ctx)
+            fix_lengths(m, before, at, delta, ctx, types)
             fix_size(m)
         done.append(Mutation("havoc", _path(i, field_at(ctx, before, min(at, len(before) - 1))),
                              f"{name}@{at}"))

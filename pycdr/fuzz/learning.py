@@ -18,8 +18,7 @@ from ..errors import PycdrError
 from .case import Case
 from .feedback import FEEDBACK_KINDS, Corpus, EdgeMap, Entry, load_folder, state_of, trim
 from .havoc import fix_lengths, havoc
-from .health import BROKEN
-from .mutators import fix_size, mutate
+from .mutators import Mutation, fix_size, mutate
 from .window import LINGER
 
 # Share of cases mutated by havoc (byte level) rather than the structure-aware mutators.
@@ -59,6 +58,7 @@ class Learning:
         self.recheck_linger = SANCOV_RECHECK_LINGER if feedback == "sancov" else RECHECK_LINGER
         self.kept = 0                  # inputs kept by this campaign
         self.initial_features = 0      # features of the corpus before the first case
+        self.initial_edges = 0         # ... and their edges, under sancov
         self._trimming = None          # the features of the input being minimized
         self.corpus = Corpus(folder=corpus_dir)
         self._resumed = load_folder(corpus_dir) if corpus_dir else []
@@ -91,6 +91,8 @@ class Learning:
             entry.features = self.corpus.new_features(features)
             self.corpus.observe(features)
         self.initial_features = len(self.corpus.seen)
+        if self.edge_map is not None:
+            self.initial_edges = len({f >> 4 for f in self.corpus.seen})
 
     def _features_of(self, messages):
         """The features of ``messages`` run alone; None when they broke the
@@ -99,7 +101,11 @@ class Learning:
             self.edge_map.reset()
         verdict = self.check(messages)
         if verdict.kind is not None:
-            self._fresh_target(restart=verdict.kind in BROKEN)
+            # What a variant of a kept input broke is a finding as any other.
+            self._attribute(verdict.kind, verdict.details,
+                            first=Case(self.stats.cases, self.seeds[0].name, list(messages),
+                                       [Mutation("corpus", "payload", "a kept input, rerun "
+                                                 "or minimized")]))
             return None
         return self._read_features(verdict.observation)
 
@@ -121,6 +127,18 @@ class Learning:
         self.corpus.observe(features)
         if not new:
             return
+        if self.edge_map is not None:
+            # Calibrated as AFL does: run again, only what it does again
+            # counts; edges it passed once and not again flicker (the
+            # target's timing, not the input) and are masked from now on.
+            again = self._features_of(case.messages)
+            if again is None:
+                return
+            edges_again = {f >> 4 for f in again}
+            self.edge_map.masked |= {f >> 4 for f in new} - edges_again
+            new = new & again
+            if not new:
+                return
         messages = case.messages
         if self.minimize and self._trimming is None:
             self._trimming = new
@@ -129,18 +147,19 @@ class Learning:
                                 TRIM_BUDGET, lambda m, at, n: _cut(m, at, n, self.ctx))
             finally:
                 self._trimming = None
-        self.kept += 1
         parent = case.parent
+        before = len(self.corpus.entries)
         self.corpus.add(Entry(list(messages), case.seed_name, features=new,
                               found_at=self.stats.cases,
                               body_types=None if parent is None else parent.body_types))
+        self.kept += len(self.corpus.entries) - before       # (0: merged into an equal one)
 
     def _feedback_case(self, index: int) -> Case:
         rng = random.Random(f"{self.seed}:{index}")
         entry = self.corpus.pick(rng, self.stats.cases)
         if rng.random() < HAVOC_SHARE:
             other = rng.choice(self.corpus.entries).messages
-            messages, mutations = havoc(entry.messages, rng, self.ctx, other)
+            messages, mutations = havoc(entry.messages, rng, self.ctx, other, entry.body_types)
         else:
             messages, mutations = mutate(entry.messages, rng, self.ctx, entry.body_types)
         return Case(index, entry.origin, messages, mutations, parent=entry)
@@ -154,6 +173,7 @@ class Learning:
                    kept=self.kept)
         if self.feedback == "sancov":
             out.update(edges=len({f >> 4 for f in self.corpus.seen}),
+                       initial_edges=self.initial_edges,
                        masked_edges=len(self.edge_map.masked) if self.edge_map is not None
                        else self.masked_edges)
         return out

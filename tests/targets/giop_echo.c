@@ -10,7 +10,7 @@
  * exception, a wrong key OBJECT_NOT_EXIST, a string
  * argument longer than the body MARSHAL; each service context id it knows
  * takes a path of its own; what it cannot parse gets a MessageError and a
- * close.  One thread per connection.
+ * close (fragments are not reassembled).  One thread per connection.
  *
  * The planted fault: echo_deep folds a string whose first two octets both
  * have their high bit set (an 8-bit encoding, not ASCII) through a 16-octet
@@ -278,6 +278,11 @@ static void *serve(void *arg) {
         if (body == NULL || read_full(fd, body, size) < 0) { free(body); break; }
         struct reader r = { body, size, 0, le, 0 };
         int status;
+        if (minor == 0 && header[6] > 1) {          /* a byte order octet not 0 or 1 */
+            free(body);
+            message_error(fd, minor);
+            break;
+        }
         switch (header[7]) {
         case REQUEST: status = request(fd, &r, minor); break;
         case LOCATE_REQUEST: status = locate_request(fd, &r, minor); break;
