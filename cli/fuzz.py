@@ -79,7 +79,11 @@ def _coverage_shim(build_dir) -> None:
     if clang is None:
         click.echo("cannot build the coverage shim: clang is not on PATH", err=True)
         sys.exit(EXIT_USAGE)
-    os.makedirs(build_dir, exist_ok=True)
+    try:
+        os.makedirs(build_dir, exist_ok=True)
+    except OSError as e:
+        click.echo(f"cannot build the coverage shim: {build_dir}: {e.strerror}", err=True)
+        sys.exit(EXIT_USAGE)
     out = os.path.join(os.path.abspath(build_dir), "pycdr_coverage_shim.o")
     done = subprocess.run([clang, "-c", "-O2", "-fPIC", source, "-o", out],
                           capture_output=True, text=True)
@@ -160,6 +164,16 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, as_json, spawn, no_sta
         raise click.UsageError("--build goes with `pycdr fuzz coverage-shim`")
     if not target and not spawn:
         raise click.UsageError("give a TARGET or --spawn CMD")
+    if coverage == "sancov" and not spawn and not replay_dir:
+        raise click.UsageError("--coverage sancov needs --spawn CMD: the fuzzer starts the "
+                               "target with its edge map")
+    if corpus_dir and not replay_dir:
+        from pycdr.fuzz.feedback import load_folder
+        try:
+            load_folder(corpus_dir)
+        except PycdrError as e:
+            click.echo(f"cannot fuzz: {e}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
     if idl_file and not interface:
         raise click.UsageError("--idl needs --interface")
     if seed is None:

@@ -121,6 +121,21 @@ def test_edge_map_counts_a_case_and_masks_a_timer_thread(server):
         quiet_map.close()
 
 
+def test_bad_feedback_options_end_with_one_line(tmp_path):
+    done = _pycdr("fuzz", "127.0.0.1:9", "--coverage", "sancov")
+    assert done.returncode == 2 and "--coverage sancov needs --spawn" in done.stderr
+    assert "Traceback" not in done.stderr
+    (tmp_path / "x.hex").write_text("zz\n")
+    done = _pycdr("fuzz", "127.0.0.1:9", "--corpus-dir", str(tmp_path))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "x.hex" in done.stderr and "Traceback" not in done.stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = _pycdr("fuzz", "coverage-shim", "--build", str(blocker / "sub"))
+    if shutil.which("clang"):
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+
+
 def test_bucket_classes_are_afls():
     assert [BUCKET[n] for n in (0, 1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 127, 128, 255)] == \
         [0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8]

@@ -147,7 +147,11 @@ class Campaign(TargetHealth, Learning):
         self.spawned = SpawnedTarget(spawn, standby=standby, env=env or None) if spawn else None
         self.target_text = target_text
         if self.spawned is not None:
-            self.target_text = self.spawned.start()
+            try:
+                self.target_text = self.spawned.start()
+            except BaseException:
+                self._close_feedback()          # (the edge map's file goes too)
+                raise
         self.target = resolve(self.target_text, tls)
         self.timeout = timeout
         self.probe_timeout = probe_timeout
