@@ -295,8 +295,8 @@ def test_minimization_cuts_what_the_feedback_does_not_need():
     def keeps(messages):
         calls.append(messages)
         return any(b"echo_deep\0" in m for m in messages)
-    from pycdr.fuzz.learning import _cut
-    small = trim([data, data], keeps, budget=40, cut=lambda m, at, n: _cut(m, at, n, ctx))
+    from pycdr.fuzz.learning import cut_fixed
+    small = trim([data, data], keeps, budget=40, cut=lambda m, at, n: cut_fixed(m, at, n, ctx))
     assert len(small) == 1 and len(small[0]) < len(data) and keeps(small)
     assert len(calls) <= 40
     assert _size(small[0]) == len(small[0]) - 12

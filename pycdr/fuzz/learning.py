@@ -80,12 +80,9 @@ class Learning:
         for seed in self.seeds:
             self.corpus.entries.append(Entry(list(seed.messages), seed.name,
                                              body_types=seed.body_types))
-        origin = self.seeds[0].name
-        for entry in self._resumed:
-            entry.origin = origin
-            self.corpus.entries.append(entry)
+        self.corpus.entries += self._resumed          # (origin "corpus": no seed of theirs)
         for entry in self.corpus.entries:
-            features = self._features_of(entry.messages)
+            features = self._features_of(entry.messages, entry.origin)
             if features is None:
                 continue
             entry.features = self.corpus.new_features(features)
@@ -94,16 +91,17 @@ class Learning:
         if self.edge_map is not None:
             self.initial_edges = len({f >> 4 for f in self.corpus.seen})
 
-    def _features_of(self, messages):
-        """The features of ``messages`` run alone; None when they broke the
-        target (it is restarted)."""
+    def _features_of(self, messages, origin: str):
+        """The features of ``messages`` (an input from seed ``origin``) run
+        alone; None when they broke the target (then a finding is looked
+        for as for any case, and the target restarted)."""
         if self.edge_map is not None:
             self.edge_map.reset()
         verdict = self.check(messages)
         if verdict.kind is not None:
             # What a variant of a kept input broke is a finding as any other.
             self._attribute(verdict.kind, verdict.details,
-                            first=Case(self.stats.cases, self.seeds[0].name, list(messages),
+                            first=Case(self.stats.cases, origin, list(messages),
                                        [Mutation("corpus", "payload", "a kept input, rerun "
                                                  "or minimized")]))
             return None
@@ -131,7 +129,7 @@ class Learning:
             # Calibrated as AFL does: run again, only what it does again
             # counts; edges it passed once and not again flicker (the
             # target's timing, not the input) and are masked from now on.
-            again = self._features_of(case.messages)
+            again = self._features_of(case.messages, case.seed_name)
             if again is None:
                 return
             edges_again = {f >> 4 for f in again}
@@ -143,8 +141,9 @@ class Learning:
         if self.minimize and self._trimming is None:
             self._trimming = new
             try:
-                messages = trim(messages, lambda m: new <= (self._features_of(m) or set()),
-                                TRIM_BUDGET, lambda m, at, n: _cut(m, at, n, self.ctx))
+                messages = trim(messages,
+                                lambda m: new <= (self._features_of(m, case.seed_name) or set()),
+                                TRIM_BUDGET, lambda m, at, n: cut_fixed(m, at, n, self.ctx))
             finally:
                 self._trimming = None
         parent = case.parent
@@ -185,8 +184,9 @@ class Learning:
             self.edge_map = None
 
 
-def _cut(message: bytes, at: int, n: int, ctx) -> bytes:
-    """``message`` without ``n`` bytes at ``at``, its lengths fixed up."""
+def cut_fixed(message: bytes, at: int, n: int, ctx) -> bytes:
+    """``message`` without ``n`` bytes at ``at``, the lengths the layout
+    knows around them and its message_size fixed up."""
     cut = bytearray(message[:at] + message[at + n:])
     fix_lengths(cut, message, at, -n, ctx)
     fix_size(cut)
