@@ -478,8 +478,6 @@ class Campaign(TargetHealth, Learning):
         if not again:
             self.stats.cases += len(cases)
             self.stats.isolated += len(cases)
-            for case, obs in zip(cases, observations):
-                self._learn(case, obs)
         reasons = [suspicion(obs, case.prediction, case.messages)
                    for case, obs in zip(cases, observations)]
         broken = None
@@ -498,6 +496,10 @@ class Campaign(TargetHealth, Learning):
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
+        if not again:
+            # (Not from a broken target: it showed part of what it did.)
+            for case, obs in zip(cases, observations):
+                self._learn(case, obs)
         for case, obs, reason in zip(cases, observations, reasons):
             if reason in ("closed", "reset"):
                 self._outcome(reason, case.prediction)

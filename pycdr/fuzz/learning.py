@@ -24,7 +24,7 @@ from .window import LINGER
 # Share of cases mutated by havoc (byte level) rather than the structure-aware mutators.
 HAVOC_SHARE = 0.5
 # Cases judged together between two looks at the corpus, with state feedback.
-FEEDBACK_GROUP = 64
+FEEDBACK_GROUP = 256
 # Runs spent minimizing one kept input.
 TRIM_BUDGET = 12
 # How long a case's connection is watched past its answers under sancov
