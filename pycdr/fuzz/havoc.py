@@ -113,21 +113,22 @@ OPERATIONS = (_flip, _flip, _interesting, _interesting, _arith, _random_byte, _d
               _overwrite)
 
 
-def body_start(data: bytes, ctx: MutationContext) -> int:
+def body_start(fields) -> int:
     """Where the body of a message begins, past every field of its headers
-    the layout knows (HEADER_SIZE when it knows none)."""
-    ends = [f.offset + f.size for f in ctx.fields(data)
+    the layout knows (HEADER_SIZE when it knows none); ``fields``: the
+    message's layout."""
+    ends = [f.offset + f.size for f in fields
             if ".body" not in f.path and f.kind != "padding"]
     return max(ends, default=HEADER_SIZE)
 
 
-def _aim(data: bytes, rng: random.Random, ctx: MutationContext, body_types) -> tuple:
+def _aim(data: bytes, rng: random.Random, fields) -> tuple:
     """Where a body-aimed mutation goes, (lo, hi): the body, or half the
     time the first bytes of a string's or sequence's contents in it (where
     a parser's checks on a value's prefix look)."""
-    start = body_start(data, ctx)
+    start = body_start(fields)
     if rng.random() < 0.5:
-        values = [f.offset + 4 for f in ctx.fields(data, body_types)
+        values = [f.offset + 4 for f in fields
                   if f.kind == "length" and f.size == 4 and f.offset >= start]
         if values:
             at = rng.choice(values)
@@ -136,11 +137,12 @@ def _aim(data: bytes, rng: random.Random, ctx: MutationContext, body_types) -> t
 
 
 def fix_lengths(m: bytearray, before: bytes, at: int, delta: int, ctx: MutationContext,
-                body_types=None) -> None:
+                body_types=None, fields=None) -> None:
     """Bytes were inserted (``delta`` > 0) or deleted at ``at`` of ``before``:
     each length field of ``before`` whose value's extent holds the change
-    gets ``delta`` added."""
-    for f in ctx.fields(before, body_types):
+    gets ``delta`` added.  ``fields``: the layout of ``before``, when
+    already worked out."""
+    for f in ctx.fields(before, body_types) if fields is None else fields:
         if f.kind != "length" or f.size != 4 or f.offset + 4 > at:
             continue
         length = _get(before, f.offset, 4)
@@ -176,23 +178,33 @@ def havoc(messages, rng: random.Random, ctx: MutationContext, other=None,
         i = rng.randrange(len(msgs))
         msgs[i] = bytearray(splice(bytes(msgs[i]), rng.choice(other), rng))
         done.append(Mutation("havoc", _path(i, "payload"), "splice"))
+    # The layout of each message, worked out once and kept while the
+    # mutations leave its fields where they were (not after an insert or a
+    # delete, or a change to a length: the fields after it move).
+    layouts: dict = {}
     for _ in range(1 << rng.randrange(5)):
         i = rng.randrange(len(msgs))
         m = msgs[i]
         if not m:
             continue
         before = bytes(m)
+        types = body_types if i == 0 else None
+        fields = layouts.get(i)
+        if fields is None:
+            fields = layouts[i] = ctx.fields(before, types)
         # Half the time aimed at the body: the arguments' bytes, where a
         # servant's own checks are.
-        types = body_types if i == 0 else None
-        aim = _aim(before, rng, ctx, types) if rng.random() < BODY_SHARE else (0, len(before))
+        aim = _aim(before, rng, fields) if rng.random() < BODY_SHARE else (0, len(before))
         result = rng.choice(OPERATIONS)(m, rng, donor, aim)
         if result is None:
             continue
         at, delta, name = result
         if delta:
-            fix_lengths(m, before, at, delta, ctx, types)
+            fix_lengths(m, before, at, delta, ctx, fields=fields)
             fix_size(m)
-        done.append(Mutation("havoc", _path(i, field_at(ctx, before, min(at, len(before) - 1))),
-                             f"{name}@{at}"))
+        if delta or any(f.kind == "length" and f.offset <= at + 3 and at < f.offset + f.size
+                        for f in fields):
+            del layouts[i]
+        done.append(Mutation("havoc", _path(i, field_at(ctx, before, min(at, len(before) - 1),
+                                                        fields)), f"{name}@{at}"))
     return [bytes(m) for m in msgs], done

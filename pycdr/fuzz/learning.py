@@ -151,7 +151,10 @@ class Learning:
         self.corpus.add(Entry(list(messages), case.seed_name, features=new,
                               found_at=self.stats.cases,
                               body_types=None if parent is None else parent.body_types))
-        self.kept += len(self.corpus.entries) - before       # (0: merged into an equal one)
+        if len(self.corpus.entries) > before:
+            self.kept += 1                   # (else merged into an equal one)
+            entry = self.corpus.entries[-1]
+            self.ctx.remember(entry.messages[0], entry.body_types)
 
     def _feedback_case(self, index: int) -> Case:
         rng = random.Random(f"{self.seed}:{index}")
