@@ -69,6 +69,7 @@ class EdgeMap:
         finally:
             os.close(fd)
         self.masked: set[int] = set()        # edges that flicker without input
+        self.uncounted: set[int] = set()     # edges whose hit counts vary: passed or not
 
     def environment(self) -> dict:
         return {ENV: self.path}
@@ -88,8 +89,11 @@ class EdgeMap:
         return out
 
     def features(self) -> frozenset:
-        """The edges passed since the last reset, each with its count's bucket."""
-        return frozenset(edge << 4 | BUCKET[count] for edge, count in self.edges().items())
+        """The edges passed since the last reset, each with its count's
+        bucket (1 for an edge in ``uncounted``)."""
+        uncounted = self.uncounted
+        return frozenset(edge << 4 | (1 if edge in uncounted else BUCKET[count])
+                         for edge, count in self.edges().items())
 
     def calibrate(self, idle: float = 0.5, samples: int = 5) -> set:
         """Watch the map while nothing is sent to the target, ``samples``

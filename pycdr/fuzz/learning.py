@@ -127,14 +127,19 @@ class Learning:
             return
         if self.edge_map is not None:
             # Calibrated as AFL does: run again, only what it does again
-            # counts; edges it passed once and not again flicker (the
-            # target's timing, not the input) and are masked from now on.
+            # counts.  Edges passed one time and not the other flicker (the
+            # target's timing, not the input: a connection's end handled
+            # after the map was read) and are masked from now on; edges
+            # passed as many times as another bucket (a read loop's turns
+            # follow TCP's segments) count as passed or not, from now on.
             again = self._features_of(case.messages, case.seed_name)
             if again is None:
                 return
-            edges_again = {f >> 4 for f in again}
-            self.edge_map.masked |= {f >> 4 for f in new} - edges_again
-            new = new & again
+            changed = {f >> 4 for f in features ^ again}
+            flicker = changed - ({f >> 4 for f in features} & {f >> 4 for f in again})
+            self.edge_map.masked |= flicker
+            self.edge_map.uncounted |= changed - flicker
+            new = frozenset(f for f in new & again if f >> 4 not in changed)
             if not new:
                 return
         messages = case.messages

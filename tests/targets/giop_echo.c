@@ -265,8 +265,8 @@ static void *serve(void *arg) {
         }
         int minor = header[5];
         int le = minor == 0 ? header[6] != 0 : (header[6] & 1);
-        uint32_t size = le ? header[8] | header[9] << 8 | header[10] << 16 | (uint32_t)header[11] << 24
-                           : (uint32_t)header[8] << 24 | header[9] << 16 | header[10] << 8 | header[11];
+        struct reader h = { header, 12, 8, le, 0 };
+        uint32_t size = rd_uint(&h, 4);
         if (size > MAX_BODY) {            /* read (and drop) it whole, then refuse it */
             uint8_t sink[4096];
             while (size > 0 && read_full(fd, sink, size < sizeof sink ? size : sizeof sink) == 0)
