@@ -35,6 +35,11 @@ command -v g++ >/dev/null || missing_packages+=(g++)
 command -v openssl >/dev/null || missing_packages+=(openssl)
 # A real Prometheus server scrapes `pycdr monitor --prometheus` (tests/test_monitor_metrics.py).
 command -v prometheus >/dev/null || missing_packages+=(prometheus)
+# The fuzzer's coverage feedback tests build a C target with clang's sanitizer coverage and
+# AddressSanitizer (its runtime libraries are in libclang-rt-dev).
+command -v clang >/dev/null || missing_packages+=(clang)
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a >/dev/null 2>&1 \
+    || missing_packages+=(libclang-rt-dev)
 # Combat 0.8.1, the Tcl ORB (tests/peers/combat.py); tclsh comes with it.
 dpkg-query -W -f '${Status}' tcl-combat 2>/dev/null | grep -q "ok installed" \
     || missing_packages+=(tcl-combat)

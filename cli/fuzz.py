@@ -68,6 +68,36 @@ def _status(campaign):
     return Group(head, _coverage_table(s))
 
 
+def _coverage_shim(build_dir) -> None:
+    """`pycdr fuzz coverage-shim`: the shim's source path, or (--build DIR) the
+    object compiled from it."""
+    import shutil
+    import subprocess
+    from importlib.resources import files
+    source = str(files("pycdr.fuzz") / "coverage_shim.c")
+    if not build_dir:
+        click.echo(source)
+        sys.exit(EXIT_OK)
+    clang = shutil.which("clang")
+    if clang is None:
+        click.echo("cannot build the coverage shim: clang is not on PATH", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
+        os.makedirs(build_dir, exist_ok=True)
+    except OSError as e:
+        click.echo(f"cannot build the coverage shim: {build_dir}: {e.strerror}", err=True)
+        sys.exit(EXIT_USAGE)
+    out = os.path.join(os.path.abspath(build_dir), "pycdr_coverage_shim.o")
+    done = subprocess.run([clang, "-c", "-O2", "-fPIC", source, "-o", out],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        click.echo(f"cannot build the coverage shim: clang failed: {last}", err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(out)
+    sys.exit(EXIT_OK)
+
+
 @click.command("fuzz")
 @click.argument("target", required=False)
 @click.option("--max-cases", type=int, default=None, help="Stop after this many cases.")
@@ -100,12 +130,26 @@ def _status(campaign):
 @click.option("--no-minimize", is_flag=True, help="Save findings without minimizing them.")
 @click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
               help="Send a saved finding's messages again and say whether it reproduces.")
+@click.option("--coverage", type=click.Choice(["state", "sancov", "none"]), default="state",
+              show_default=True,
+              help="Feedback that steers the mutations: what the target answered (state), "
+                   "the edges of a --spawn target built with the coverage shim (sancov), "
+                   "or none (cases from the seeds alone).")
+@click.option("--corpus-dir", type=click.Path(file_okay=False), default=None,
+              help="Keep the inputs that showed something new in this folder; a campaign "
+                   "given it again starts from them.")
+@click.option("--stop-on-finding", is_flag=True,
+              help="End the campaign at its first (confirmed) finding.")
+@click.option("--build", "build_dir", type=click.Path(file_okay=False), default=None,
+              help="With `pycdr fuzz coverage-shim`: compile the shim with clang into this "
+                   "folder and print the object's path.")
 @tls_options
 def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_standby, idl_file,
         interface, corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
-        replay_dir, tls):
+        replay_dir, coverage, corpus_dir, stop_on_finding, build_dir, tls):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc or corbaname URL, or host:port; or
-    --spawn CMD).
+    --spawn CMD).  `pycdr fuzz coverage-shim [--build DIR]` prints the path of the
+    coverage shim's C source (or compiles it and prints the object's).
 
     A finding is reported when its case, alone, did it again against a fresh
     target (restarted, under --spawn) three times; breakages no case did
@@ -117,10 +161,24 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
     from pycdr.orb.naming import NamingError
     from .names import naming_exit
     as_json = json_out is not None
+    if target == "coverage-shim":
+        _coverage_shim(build_dir)
+    if build_dir:
+        raise click.UsageError("--build goes with `pycdr fuzz coverage-shim`")
     if not target and not spawn:
         raise click.UsageError("give a TARGET or --spawn CMD")
     if target:
         target = read_reference(target)
+    if coverage == "sancov" and not spawn and not replay_dir:
+        raise click.UsageError("--coverage sancov needs --spawn CMD: the fuzzer starts the "
+                               "target with its edge map")
+    if corpus_dir and not replay_dir:
+        from pycdr.fuzz.feedback import load_folder
+        try:
+            load_folder(corpus_dir)
+        except PycdrError as e:
+            click.echo(f"cannot fuzz: {e}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
     if idl_file and not interface:
         raise click.UsageError("--idl needs --interface")
     if seed is None:
@@ -165,7 +223,16 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                             seed_sources=_seed_sources(idl_file, interface, corpus, seed,
                                                        no_catalog),
                             probe_request=idl_probe_request(idl_file, interface)
-                            if idl_file else None, tls=tls)
+                            if idl_file else None, tls=tls,
+                            coverage=coverage, corpus_dir=corpus_dir,
+                            stop_on_finding=stop_on_finding)
+        if campaign.target.tls is not None:
+            # (a certificate that is not trusted would look like a dead target)
+            try:
+                campaign.target.wire().close()
+            except OSError:
+                campaign.close()
+                raise
     except TLSConfigError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_USAGE)
@@ -220,6 +287,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                "restarts": s.restarts, "target_dead": campaign.dead,
                "answer_timeout": round(campaign.answer_timeout(), 4),
                "outcomes": dict(s.outcomes), "notes": campaign.notes,
+               "feedback": campaign.feedback_summary(),
                "findings": [f.to_json() for f in campaign.findings.values()],
                "unconfirmed": [f.to_json() for f in campaign.unconfirmed]}
     if as_json:
@@ -233,6 +301,14 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                        f"{len(f.in_flight)} case(s)  {f.folder}")
         for note in campaign.notes:
             warn(note, label="note")
+        fb = campaign.feedback_summary()
+        if fb["kind"] != "none":
+            click.echo(f"feedback {fb['kind']}: {fb['features']} features "
+                       f"({fb['initial_features']} from the corpus at the start), "
+                       f"{fb['kept']} inputs kept, corpus {fb['corpus']}"
+                       + (f", {fb['edges']} edges ({fb['initial_edges']} at the start), "
+                          f"{fb['masked_edges']} masked"
+                          if "edges" in fb else ""))
         click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings "
                    f"({len(campaign.unconfirmed)} unconfirmed); seed {seed}")
     sys.exit(EXIT_BAD_INPUT if campaign.findings else EXIT_OK)

@@ -65,7 +65,8 @@ def test_package_data_is_installed():
         "for package, name in (('pycdr.dissector', 'pycdr_giop.lua'),\n"
         "                      ('pycdr.dissector', 'pycdr_names.lua'),\n"
         "                      ('pycdr.conformance', 'echo.idl'),\n"
-        "                      ('pycdr.idl', 'standard/CosNaming.idl')):\n"
+        "                      ('pycdr.idl', 'standard/CosNaming.idl'),\n"
+        "                      ('pycdr.fuzz', 'coverage_shim.c')):\n"
         "    print(name, r.files(package).joinpath(name).is_file())\n")
     assert "False" not in out, out
 

@@ -24,6 +24,7 @@ class Case:
     prediction: Prediction | None = None
     batchable: bool = False
     tail: bool = False
+    parent: object = None        # the corpus entry it was mutated from (feedback campaigns)
 
     @property
     def path(self) -> str:

@@ -58,6 +58,7 @@ from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
 from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
 from .findings import Finding, ddmin, known_hit, minimize
+from .learning import FEEDBACK_GROUP, Learning
 from .health import (BROKEN, BROKEN_BY_STATUS, RECOVERY_WAIT, SPIN_WINDOW, TIMEOUT_FLOOR,
                      Latency, TargetHealth)
 from .mutators import MutationContext, mutate, target_profile
@@ -124,7 +125,7 @@ class Stats:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-class Campaign(TargetHealth):
+class Campaign(TargetHealth, Learning):
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
@@ -132,14 +133,25 @@ class Campaign(TargetHealth):
                  rss_limit: int = 256 << 20, seeds=None, seed_sources=None, minimize=True,
                  on_finding=None, on_unconfirmed=None, probe_request=None,
                  request_probes: bool = True, standby: bool = True, log=None,
-                 tls: TLSOptions = DEFAULT_TLS):
+                 tls: TLSOptions = DEFAULT_TLS, coverage: str = "none",
+                 corpus_dir: str | None = None, stop_on_finding: bool = False):
         self.seed = seed
+        self.stop_on_finding = stop_on_finding   # the campaign ends at its first finding
         self.tls = tls                 # TLS options, for targets that speak TLS
+        # Feedback (see pycdr.fuzz.learning): the environment the target needs.
+        env = self._setup_feedback(coverage, spawn, corpus_dir)
+        if coverage == "sancov":
+            # One process at a time writes the edge map, one case at a time.
+            standby, batch = False, 1
         # (standby: the next process started while the current one runs, see SpawnedTarget)
-        self.spawned = SpawnedTarget(spawn, standby=standby) if spawn else None
+        self.spawned = SpawnedTarget(spawn, standby=standby, env=env or None) if spawn else None
         self.target_text = target_text
         if self.spawned is not None:
-            self.target_text = self.spawned.start()
+            try:
+                self.target_text = self.spawned.start()
+            except BaseException:
+                self._close_feedback()          # (the edge map's file goes too)
+                raise
         self.target = resolve(self.target_text, tls)
         self.timeout = timeout
         self.probe_timeout = probe_timeout
@@ -192,14 +204,18 @@ class Campaign(TargetHealth):
         profile, ior = target_profile(self.target)
         self.ctx = MutationContext(self.seeds, self.target.object_key, profile, ior)
         self._calibrate()
+        self._start_feedback()
 
     # --- cases ---------------------------------------------------------------------
     def make_case(self, index: int) -> Case:
-        rng = random.Random(f"{self.seed}:{index}")
-        k = rng.randrange(len(self.seeds))
-        seed = self.seeds[k]
-        messages, mutations = mutate(seed.messages, rng, self.ctx, seed.body_types)
-        case = Case(index, seed.name, messages, mutations)
+        if self.feedback != "none":
+            case = self._feedback_case(index)
+            messages = case.messages
+        else:
+            rng = random.Random(f"{self.seed}:{index}")
+            seed = self.seeds[rng.randrange(len(self.seeds))]
+            messages, mutations = mutate(seed.messages, rng, self.ctx, seed.body_types)
+            case = Case(index, seed.name, messages, mutations)
         case.prediction = predict(messages)
         p = case.prediction
         case.batchable = not (p.closes or p.partial or p.uncertain
@@ -226,10 +242,15 @@ class Campaign(TargetHealth):
         self._ahead.clear()
         self._taken = start_index - 1
         self._ahead_end = start_index + max_cases if max_cases is not None else None
+        # With feedback, no batches (no answer per case) and small groups
+        # (the corpus learns between them).
+        group_cases = GROUP_CASES if self.feedback == "none" else FEEDBACK_GROUP
         pending: list[Case] = []       # batchable cases for the reused connection
         group: list[Case] = []         # cases that need a connection each
         while not self.dead:
             if max_cases is not None and index >= start_index + max_cases:
+                break
+            if self.stop_on_finding and self.findings:
                 break
             if end_time is not None and time.monotonic() >= end_time:
                 break
@@ -249,7 +270,7 @@ class Campaign(TargetHealth):
             # that did not, the next ones go as groups for a while (longer
             # after each failure in a row: a target that answers otherwise
             # than pycdr's prediction is not pipelined for long).
-            pipelining = concurrent and self._pipe_pause == 0
+            pipelining = concurrent and self._pipe_pause == 0 and self.feedback == "none"
             if case.batchable and pipelining:
                 pending.append(case)
                 if len(pending) >= self.batch_size:
@@ -262,7 +283,7 @@ class Campaign(TargetHealth):
                 if case.batchable or case.tail:
                     self._pipe_pause = max(0, self._pipe_pause - 1)
                 group.append(case)
-                if len(group) >= GROUP_CASES:
+                if len(group) >= group_cases:
                     self._run_group(group)
                     group = []
             else:
@@ -360,8 +381,11 @@ class Campaign(TargetHealth):
         self.stats.cases += 1
         self.stats.isolated += 1
         self._sent([case])
-        verdict = self.check(case.messages, case.prediction,
+        self._before_case()
+        verdict = self.check(case.messages, case.prediction, linger=self.linger,
                              while_waiting=lambda: self._make_ahead(1))
+        if verdict.kind is None:         # (a broken target showed part of what it did)
+            self._learn(case, verdict.observation)
         if verdict.kind is not None:
             self._attribute(verdict.kind, verdict.details, first=case)
 
@@ -385,7 +409,8 @@ class Campaign(TargetHealth):
                 if while_waiting is not None:
                     while_waiting()
                 wire.observe(obs, want=p.wanted,
-                             timeout=self.answer_timeout() if p.wanted else LINGER * 2,
+                             timeout=self.answer_timeout() if p.wanted
+                             else 2 * min(linger, LINGER),
                              linger=linger, sent=sum(map(len, messages)))
         except OSError as e:
             obs.connect_error = str(e)
@@ -404,7 +429,8 @@ class Campaign(TargetHealth):
             return Verdict("flood", details, obs)
         if reason == "more_answers":
             # More than a conforming server sends: look longer for a flood.
-            return self.check(messages, p, linger=0.5, look_after=look_after, settle=settle)
+            return self.check(messages, p, linger=self.recheck_linger, look_after=look_after,
+                              settle=settle)
         grown = self._rss_growth(rss_before, settle)
         if grown is not None:
             return Verdict("memory", {"rss_growth": grown}, obs)
@@ -470,6 +496,10 @@ class Campaign(TargetHealth):
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
+        if not again:
+            # (Not from a broken target: it showed part of what it did.)
+            for case, obs in zip(cases, observations):
+                self._learn(case, obs)
         for case, obs, reason in zip(cases, observations, reasons):
             if reason in ("closed", "reset"):
                 self._outcome(reason, case.prediction)
@@ -479,7 +509,7 @@ class Campaign(TargetHealth):
                                           "messages": len(obs.messages)}, first=case)
             elif reason == "more_answers":
                 # More than a conforming server sends: alone, looked at longer.
-                verdict = self.check(case.messages, case.prediction, linger=0.5)
+                verdict = self.check(case.messages, case.prediction, linger=self.recheck_linger)
                 if verdict.kind is not None:
                     self._attribute(verdict.kind, verdict.details, first=case)
 
@@ -841,3 +871,4 @@ class Campaign(TargetHealth):
         self._close_pipe()
         if self.spawned is not None:
             self.spawned.stop()
+        self._close_feedback()

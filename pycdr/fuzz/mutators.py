@@ -59,6 +59,12 @@ class MutationContext:
                 if k == 0 and seed.body_types is not None:
                     self._layouts[(data, id(seed.body_types))] = _layout(data, seed.body_types)
 
+    def remember(self, data: bytes, body_types=None) -> None:
+        """Keep the layout of ``data`` as the seeds' are kept (an input a
+        feedback campaign kept: it is mutated again and again)."""
+        for types in {id(None): None, id(body_types): body_types}.values():
+            self._layouts[(data, id(types))] = _layout(data, types)
+
     def fields(self, data: bytes, body_types=None) -> list:
         """message_fields(data, body_types).  The list returned may be
         shared: read it, do not change it."""
@@ -326,7 +332,8 @@ def x_readdress(msgs, i, rng, ctx):
         return None
     try:
         msg, _ = decode_message(bytes(m), lenient=True)
-    except PycdrError:
+    except (PycdrError, ValueError):
+        # (ValueError: a ZIOP header whose message_size passes the bytes there are)
         return None
     choices = ["key"]
     if ctx.profile is not None:
@@ -457,10 +464,11 @@ def x_flip(msgs, i, rng, ctx):
                     "bits at " + ",".join(map(str, offsets)))
 
 
-def field_at(ctx: MutationContext, data: bytes, offset: int) -> str:
-    """The narrowest known field holding ``offset`` (``body`` past the header)."""
+def field_at(ctx: MutationContext, data: bytes, offset: int, fields=None) -> str:
+    """The narrowest known field holding ``offset`` (``body`` past the header);
+    ``fields``: those of ``data``, when already worked out."""
     best = None
-    for f in ctx.fields(data):
+    for f in ctx.fields(data) if fields is None else fields:
         if f.offset <= offset < f.offset + f.size and (best is None or f.size <= best.size):
             best = f
     if best is not None:

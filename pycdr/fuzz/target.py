@@ -28,8 +28,9 @@ class _Launch:
     its IOR or corbaloc URL; what it prints after (a reference ORB logs
     every bad message) is dropped, not piled up for the whole campaign."""
 
-    def __init__(self, command: str):
+    def __init__(self, command: str, env: dict | None = None):
         self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
+                                        env=None if env is None else {**os.environ, **env},
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         text=True, errors="replace")
         self.lines: queue.Queue = queue.Queue()
@@ -114,8 +115,10 @@ class SpawnedTarget:
     one, or would share its port): the standby is then given up for the
     rest of the campaign."""
 
-    def __init__(self, command: str, *, start_timeout: float = 30.0, standby: bool = False):
+    def __init__(self, command: str, *, start_timeout: float = 30.0, standby: bool = False,
+                 env: dict | None = None):
         self.command = command
+        self.env = env               # added to the environment of the processes started
         self.start_timeout = start_timeout
         self.standby = standby
         self._launch: _Launch | None = None
@@ -133,7 +136,7 @@ class SpawnedTarget:
 
     def start(self) -> str:
         began = time.monotonic()
-        self._launch = _Launch(self.command)
+        self._launch = _Launch(self.command, self.env)
         try:
             self.address_text = self._launch.address(self.start_timeout)
         except PycdrError:
@@ -147,7 +150,7 @@ class SpawnedTarget:
 
     def _start_standby(self) -> None:
         if self.standby and self._standby is None:
-            self._standby = _Launch(self.command)
+            self._standby = _Launch(self.command, self.env)
 
     def _take_standby(self) -> _Launch | None:
         """The standby, started and listening elsewhere than the current

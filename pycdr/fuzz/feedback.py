@@ -1,0 +1,305 @@
+"""What the fuzzer learns from a case: its *features*, and the corpus of the
+inputs that showed new ones.
+
+Two kinds of feedback:
+
+- ``sancov``: the edges a target built with clang's
+  ``-fsanitize-coverage=trace-pc-guard`` and pycdr's coverage shim
+  (pycdr/fuzz/coverage_shim.c) passed.  The fuzzer creates the edge map
+  (EdgeMap: a file of MAP_SIZE bytes, in /dev/shm when there is one), names
+  it in the environment variable PYCDR_COVERAGE of the target it spawns,
+  clears it before a case and reads it after.  A feature is an edge with
+  its hit count's bucket (AFL's: 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+), so
+  a loop that runs more often is new too.  Edges the target passes while
+  nothing is sent to it (a timer thread, a housekeeping loop) are found by
+  sampling the map over idle periods before the campaign, and masked.
+- ``state`` (the default, for closed targets): what the target did, as a
+  tuple (state_of): each answer's type, reply status, exception id, minor
+  code and completion status, and how the connection ended (closed, reset,
+  silent).  A tuple not seen before is a feature.
+
+The corpus keeps every input that showed a feature not seen before; inputs
+are picked for mutation by an energy as AFL's power schedule has it (newer,
+rarer-feature, smaller and less often picked inputs get more); kept inputs
+are minimized first (messages dropped and bytes cut while the features they
+brought stay), and saved in a folder (``--corpus-dir``) a later campaign
+starts from."""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import re
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import accumulate
+
+from ..errors import PycdrError
+from ..giop.header import HEADER_SIZE, MsgType
+from .mutators import fix_size
+
+ENV = "PYCDR_COVERAGE"
+MAP_SIZE = 1 << 16          # the shim's PYCDR_MAP_SIZE
+FEEDBACK_KINDS = ("state", "sancov", "none")
+_ZERO = bytes(MAP_SIZE)
+REWEIGH = 32
+# Picks of a newly kept input in a row.
+BURST = 32
+# Seconds the target is left alone before its idle edges are watched.
+SETTLE = 0.1
+_NONZERO = re.compile(rb"[^\x00]+")
+# AFL's hit-count buckets: a count's class, 1-8.
+BUCKET = bytes([0, 1, 2, 3] + [4] * 4 + [5] * 8 + [6] * 16 + [7] * 96 + [8] * 128)
+
+
+class EdgeMap:
+    """The shared edge map: created empty, named by ``path`` (the value of
+    PYCDR_COVERAGE), removed by close()."""
+
+    def __init__(self, directory: str | None = None):
+        if directory is None:
+            directory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+        fd, self.path = tempfile.mkstemp(prefix="pycdr-coverage-", dir=directory)
+        try:
+            os.ftruncate(fd, MAP_SIZE)
+            self.map = mmap.mmap(fd, MAP_SIZE)
+        finally:
+            os.close(fd)
+        self.masked: set[int] = set()        # edges that flicker without input
+        self.uncounted: set[int] = set()     # edges whose hit counts vary: passed or not
+
+    def environment(self) -> dict:
+        return {ENV: self.path}
+
+    def reset(self) -> None:
+        self.map[:] = _ZERO
+
+    def edges(self) -> dict:
+        """Edge -> hit count (the shim's wrapping byte), masked ones left out."""
+        data = self.map[:]
+        out = {}
+        for run in _NONZERO.finditer(data):
+            for edge in range(run.start(), run.end()):
+                if edge not in self.masked:
+                    out[edge] = data[edge]
+        out.pop(0, None)                       # guards not numbered yet
+        return out
+
+    def features(self) -> frozenset:
+        """The edges passed since the last reset, each with its count's
+        bucket (1 for an edge in ``uncounted``)."""
+        uncounted = self.uncounted
+        return frozenset(edge << 4 | (1 if edge in uncounted else BUCKET[count])
+                         for edge, count in self.edges().items())
+
+    def calibrate(self, idle: float = 0.5, samples: int = 5) -> set:
+        """Watch the map while nothing is sent to the target, ``samples``
+        windows over ``idle`` seconds: the edges passed meanwhile are masked
+        from now on.  The edges masked by this call."""
+        found: set[int] = set()
+        time.sleep(SETTLE)          # what the last connection set going ends first
+        for _ in range(samples):
+            self.reset()
+            time.sleep(idle / samples)
+            found |= set(self.edges())
+        self.masked |= found
+        return found
+
+    def close(self) -> None:
+        try:
+            self.map.close()
+        except (BufferError, ValueError):
+            pass
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def state_of(obs) -> tuple:
+    """What the target did on one connection (a conformance.wire.Observation),
+    as a hashable tuple: per answer its type and, for a Reply, its status
+    and system exception (id, minor code, completion status) or for a
+    LocateReply its status; then how the connection ended."""
+    out = []
+    for event in obs.messages:
+        msg = event.message
+        kind = getattr(msg, "msg_type", None)
+        name = kind.name if isinstance(kind, MsgType) else type(msg).__name__
+        if kind == MsgType.Reply:
+            exc = getattr(msg, "system_exception", None)
+            out.append((name, int(msg.reply_status)) + (
+                (exc.repo_id, exc.minor, int(exc.completed)) if exc is not None else ()))
+        elif kind == MsgType.LocateReply:
+            out.append((name, int(getattr(msg, "locate_status", -1))))
+        else:
+            out.append((name,))
+    if obs.connect_error:
+        end = "unreachable"
+    elif obs.reset:
+        end = "reset"
+    elif obs.closed:
+        end = "closed"
+    elif not obs.messages:
+        end = "silent"
+    else:
+        end = "open"
+    return tuple(out) + (end,)
+
+
+# --------------------------------------------------------------------------
+@dataclass
+class Entry:
+    """One kept input."""
+    messages: list
+    origin: str                       # the seed it came from, or "corpus" (a folder's)
+    features: frozenset = frozenset()
+    found_at: int = 0                 # the campaign's case count when it was kept
+    picked: int = 0                   # times picked for mutation
+    body_types: list | None = None
+    name: str = ""
+
+    @property
+    def size(self) -> int:
+        return sum(map(len, self.messages))
+
+
+@dataclass
+class Corpus:
+    """The inputs that showed features not seen before, with the features
+    seen so far and how many inputs showed each."""
+    entries: list = field(default_factory=list)
+    seen: Counter = field(default_factory=Counter)     # feature -> inputs showing it
+    folder: str | None = None
+    _weights: list | None = None
+    _burst: list | None = None          # [entry, picks left]
+    _names: dict = field(default_factory=dict)   # entry_name -> kept Entry
+    _picks: int = 0
+
+    def new_features(self, features) -> frozenset:
+        return frozenset(f for f in features if f not in self.seen)
+
+    def observe(self, features) -> None:
+        self.seen.update(features)
+
+    def add(self, entry: Entry) -> Entry:
+        """Keep ``entry``: the next BURST picks are it (as AFL fuzzes a new
+        input at once: what is one step past a check is most often found
+        from there)."""
+        entry.name = entry.name or entry_name(entry.messages)
+        same = self._names.get(entry.name)
+        if same is not None:
+            # (Minimized, two inputs may become one.)
+            same.features = same.features | entry.features
+            return same
+        self._names[entry.name] = entry
+        self.entries.append(entry)
+        self._burst = [entry, BURST]
+        if self.folder is not None:
+            save_entry(self.folder, entry)
+        return entry
+
+    def energy(self, entry: Entry, now: int) -> float:
+        """How much an input is mutated, as AFL's power schedule: more for an
+        input with rare features (seen in few inputs), for a new one (kept
+        late in the campaign), a small one, and one picked seldom so far."""
+        rarity = sum(1.0 / self.seen[f] for f in entry.features if self.seen[f]) or 0.1
+        newness = 1.0 + 4.0 * entry.found_at / max(1, now)
+        smallness = 1.0 if entry.size <= 256 else 256.0 / entry.size
+        return rarity * newness * smallness / (1.0 + entry.picked) ** 0.5
+
+    def pick(self, rng, now: int) -> Entry:
+        """An input to mutate, by energy (worked out again after an input is
+        added and every REWEIGH picks: it changes slowly)."""
+        if self._burst is not None and self._burst[1] > 0:
+            self._burst[1] -= 1
+            self._burst[0].picked += 1
+            return self._burst[0]
+        if self._weights is None or len(self._weights) != len(self.entries) or \
+                self._picks % REWEIGH == 0:
+            self._weights = list(accumulate(self.energy(e, now) for e in self.entries))
+        self._picks += 1
+        entry = rng.choices(self.entries, cum_weights=self._weights)[0]
+        entry.picked += 1
+        return entry
+
+
+def entry_name(messages) -> str:
+    return hashlib.sha1(b"\0".join(messages)).hexdigest()[:16]
+
+
+def save_entry(folder: str, entry: Entry) -> str:
+    """The input as ``<hash>.hex``: one message a line, in hex (as a
+    finding's messages.hex)."""
+    os.makedirs(folder, exist_ok=True)
+    entry.name = entry.name or entry_name(entry.messages)
+    path = os.path.join(folder, entry.name + ".hex")
+    with open(path, "w") as f:
+        f.write("".join(m.hex() + "\n" for m in entry.messages))
+    return path
+
+
+def load_folder(folder: str) -> list[Entry]:
+    """The inputs a campaign kept in ``folder`` (none when it does not exist
+    yet); a PycdrError naming the file that is not one."""
+    if not os.path.isdir(folder):
+        return []
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".hex"):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            with open(path) as f:
+                messages = [bytes.fromhex(line.strip()) for line in f if line.strip()]
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise PycdrError(f"corpus file {path} is not one message in hex a line: {e}") \
+                from None
+        if messages:
+            out.append(Entry(messages, "corpus", name=name[:-4]))
+    return out
+
+
+def trim(messages, keeps, budget: int = 24, cut=None) -> list:
+    """``messages`` made smaller while ``keeps(candidate)`` holds (the
+    features the input brought are still there): messages dropped, then
+    blocks of bytes cut from each (``cut(message, at, n)``: by default with
+    the GIOP message_size fixed up), halving the block size; at most
+    ``budget`` tries."""
+    cut = cut or _cut
+    msgs = [bytes(m) for m in messages]
+    tries = [budget]
+
+    def attempt(candidate) -> bool:
+        if tries[0] <= 0:
+            return False
+        tries[0] -= 1
+        return keeps(candidate)
+    k = 0
+    while k < len(msgs) and len(msgs) > 1:
+        candidate = msgs[:k] + msgs[k + 1:]
+        if attempt(candidate):
+            msgs = candidate
+        else:
+            k += 1
+    for k in range(len(msgs)):
+        step = max(1, (len(msgs[k]) - HEADER_SIZE) // 2)
+        while step >= 1 and tries[0] > 0:
+            at = HEADER_SIZE
+            while at < len(msgs[k]) and tries[0] > 0:
+                candidate = msgs[:k] + [cut(msgs[k], at, step)] + msgs[k + 1:]
+                if attempt(candidate):
+                    msgs = candidate
+                else:
+                    at += step
+            step //= 2
+    return msgs
+
+
+def _cut(message: bytes, at: int, n: int) -> bytes:
+    out = bytearray(message[:at] + message[at + n:])
+    fix_size(out)
+    return bytes(out)

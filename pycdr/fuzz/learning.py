@@ -1,0 +1,201 @@
+"""A campaign guided by feedback (pycdr.fuzz.feedback): cases are mutated
+from a corpus that learns instead of from the seeds alone.
+
+With feedback, case ``i`` is no longer made from the seed and its index
+alone: which input it mutates depends on what the campaign kept so far.
+Cases are not pipelined (a batch shows no answer per case); with ``sancov``
+they run one at a time (the edge map is the target's, not a connection's),
+with ``state`` in small groups.  Before the first case every input of the
+corpus (the seeds and a --corpus-dir folder's inputs) runs once, unmutated,
+so that what they reach is known; under ``sancov`` the map is first watched
+while the target is idle, and the edges that flicker are masked."""
+
+from __future__ import annotations
+
+import random
+
+from ..errors import PycdrError
+from .case import Case
+from .feedback import FEEDBACK_KINDS, Corpus, EdgeMap, Entry, load_folder, state_of, trim
+from .havoc import fix_lengths, havoc
+from .mutators import Mutation, fix_size, mutate
+from .window import LINGER
+
+# Share of cases mutated by havoc (byte level) rather than the structure-aware mutators.
+HAVOC_SHARE = 0.5
+# Cases judged together between two looks at the corpus, with state feedback.
+FEEDBACK_GROUP = 256
+# Runs spent minimizing one kept input.
+TRIM_BUDGET = 12
+# How long a case's connection is watched past its answers under sancov
+# (window.LINGER otherwise): the edge map, not the connection, shows what the
+# case did, and more answers than due are still looked at longer (see check).
+SANCOV_LINGER = 0.001
+# How long a connection that brought more answers than due is watched again
+# for a flood: 0.5 s, but under sancov, where a kept input that draws an
+# answer pycdr does not predict (a message refused before its end, a
+# fragment taken whole) is mutated again and again, 0.1 s (no shorter: check
+# looks again at connections watched less than 0.1 s).
+RECHECK_LINGER = 0.5
+SANCOV_RECHECK_LINGER = 0.1
+# Seconds the edge map is watched while the target is idle, before the campaign.
+IDLE_WATCH = 0.5
+
+
+class Learning:
+    """The feedback part of a Campaign (mixed into it)."""
+
+    def _setup_feedback(self, feedback: str, spawn: str | None, corpus_dir: str | None) -> dict:
+        """Checks the feedback kind, creates the edge map under ``sancov``;
+        the environment the spawned target needs."""
+        if feedback not in FEEDBACK_KINDS:
+            raise PycdrError(f"unknown coverage kind {feedback!r}: one of "
+                             + ", ".join(FEEDBACK_KINDS))
+        self.feedback = feedback
+        self.edge_map = None
+        self.masked_edges = 0
+        self.linger = SANCOV_LINGER if feedback == "sancov" else LINGER
+        self.recheck_linger = SANCOV_RECHECK_LINGER if feedback == "sancov" else RECHECK_LINGER
+        self.kept = 0                  # inputs kept by this campaign
+        self.initial_features = 0      # features of the corpus before the first case
+        self.initial_edges = 0         # ... and their edges, under sancov
+        self._trimming = None          # the features of the input being minimized
+        self.corpus = Corpus(folder=corpus_dir)
+        self._resumed = load_folder(corpus_dir) if corpus_dir else []
+        if feedback == "sancov":
+            if not spawn:
+                raise PycdrError("--coverage sancov needs --spawn: the fuzzer starts the "
+                                 "target with the edge map in its environment")
+            self.edge_map = EdgeMap()
+            return self.edge_map.environment()
+        return {}
+
+    def _start_feedback(self) -> None:
+        """After the target answers: idle edges masked, the corpus's inputs
+        run once."""
+        if self.feedback == "none":
+            return
+        if self.edge_map is not None:
+            self.edge_map.calibrate(IDLE_WATCH)
+        for seed in self.seeds:
+            self.corpus.entries.append(Entry(list(seed.messages), seed.name,
+                                             body_types=seed.body_types))
+        self.corpus.entries += self._resumed          # (origin "corpus": no seed of theirs)
+        for entry in self.corpus.entries:
+            features = self._features_of(entry.messages, entry.origin)
+            if features is None:
+                continue
+            entry.features = self.corpus.new_features(features)
+            self.corpus.observe(features)
+        self.initial_features = len(self.corpus.seen)
+        if self.edge_map is not None:
+            self.initial_edges = len({f >> 4 for f in self.corpus.seen})
+
+    def _features_of(self, messages, origin: str):
+        """The features of ``messages`` (an input from seed ``origin``) run
+        alone; None when they broke the target (then a finding is looked
+        for as for any case, and the target restarted)."""
+        if self.edge_map is not None:
+            self.edge_map.reset()
+        verdict = self.check(messages)
+        if verdict.kind is not None:
+            # What a variant of a kept input broke is a finding as any other.
+            self._attribute(verdict.kind, verdict.details,
+                            first=Case(self.stats.cases, origin, list(messages),
+                                       [Mutation("corpus", "payload", "a kept input, rerun "
+                                                 "or minimized")]))
+            return None
+        return self._read_features(verdict.observation)
+
+    def _read_features(self, obs) -> frozenset:
+        if self.edge_map is not None:
+            return self.edge_map.features()
+        return frozenset([state_of(obs)]) if obs is not None else frozenset()
+
+    def _before_case(self) -> None:
+        if self.edge_map is not None:
+            self.edge_map.reset()
+
+    def _learn(self, case: Case, obs) -> None:
+        """What ``case`` showed: kept (minimized first) when it is new."""
+        if self.feedback == "none":
+            return
+        features = self._read_features(obs)
+        new = self.corpus.new_features(features)
+        self.corpus.observe(features)
+        if not new:
+            return
+        if self.edge_map is not None:
+            # Calibrated as AFL does: run again, only what it does again
+            # counts.  Edges passed one time and not the other flicker (the
+            # target's timing, not the input: a connection's end handled
+            # after the map was read) and are masked from now on; edges
+            # passed as many times as another bucket (a read loop's turns
+            # follow TCP's segments) count as passed or not, from now on.
+            again = self._features_of(case.messages, case.seed_name)
+            if again is None:
+                return
+            changed = {f >> 4 for f in features ^ again}
+            flicker = changed - ({f >> 4 for f in features} & {f >> 4 for f in again})
+            self.edge_map.masked |= flicker
+            self.edge_map.uncounted |= changed - flicker
+            new = frozenset(f for f in new & again if f >> 4 not in changed)
+            if not new:
+                return
+        messages = case.messages
+        if self.minimize and self._trimming is None:
+            self._trimming = new
+            try:
+                messages = trim(messages,
+                                lambda m: new <= (self._features_of(m, case.seed_name) or set()),
+                                TRIM_BUDGET, lambda m, at, n: cut_fixed(m, at, n, self.ctx))
+            finally:
+                self._trimming = None
+        parent = case.parent
+        before = len(self.corpus.entries)
+        self.corpus.add(Entry(list(messages), case.seed_name, features=new,
+                              found_at=self.stats.cases,
+                              body_types=None if parent is None else parent.body_types))
+        if len(self.corpus.entries) > before:
+            self.kept += 1                   # (else merged into an equal one)
+            entry = self.corpus.entries[-1]
+            self.ctx.remember(entry.messages[0], entry.body_types)
+
+    def _feedback_case(self, index: int) -> Case:
+        rng = random.Random(f"{self.seed}:{index}")
+        entry = self.corpus.pick(rng, self.stats.cases)
+        if rng.random() < HAVOC_SHARE:
+            other = rng.choice(self.corpus.entries).messages
+            messages, mutations = havoc(entry.messages, rng, self.ctx, other, entry.body_types)
+        else:
+            messages, mutations = mutate(entry.messages, rng, self.ctx, entry.body_types)
+        return Case(index, entry.origin, messages, mutations, parent=entry)
+
+    def feedback_summary(self) -> dict:
+        out = {"kind": self.feedback}
+        if self.feedback == "none":
+            return out
+        out.update(features=len(self.corpus.seen), initial_features=self.initial_features,
+                   corpus=len(self.corpus.entries),
+                   kept=self.kept)
+        if self.feedback == "sancov":
+            out.update(edges=len({f >> 4 for f in self.corpus.seen}),
+                       initial_edges=self.initial_edges,
+                       masked_edges=len(self.edge_map.masked) if self.edge_map is not None
+                       else self.masked_edges)
+        return out
+
+    def _close_feedback(self) -> None:
+        if self.edge_map is not None:
+            self.masked_edges = len(self.edge_map.masked)
+            self.edge_map.close()
+            self.edge_map = None
+
+
+def cut_fixed(message: bytes, at: int, n: int, ctx) -> bytes:
+    """``message`` without ``n`` bytes at ``at``, the lengths the layout
+    knows around them and its message_size fixed up."""
+    cut = bytearray(message[:at] + message[at + n:])
+    fix_lengths(cut, message, at, -n, ctx)
+    fix_size(cut)
+    return bytes(cut)
