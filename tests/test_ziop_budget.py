@@ -320,7 +320,8 @@ def test_pcap_reports_a_bomb_with_its_offset_and_goes_on(tmp_path):
     wrpcap(str(path), packets)
     code, out, peak = cli_peak_rss(tmp_path, "pcap", str(path), "--idl", ECHO_ALL_IDL,
                                    "--json")
-    assert code == 0, out
+    # every message shown, the bomb as an error entry; status 1: one could not be decoded
+    assert code == 1, out
     entries = [json.loads(line) for line in out.splitlines()]     # JSON Lines
     assert [e.get("request_id") for e in entries] == [1, None, 3]
     error = entries[1]["error"]
@@ -345,3 +346,16 @@ def test_a_stream_that_ends_early_decodes_what_it_holds_with_a_warning():
     assert [w.code for w in warnings][:1] == ["ziop-length"]
     assert msg.ziop.original_length == MIB + len(echo_octets_prefix()) - HEADER_SIZE
     assert msg.message_size < msg.ziop.original_length
+
+
+def test_a_ziop_message_cut_short_is_a_decode_error_lenient_or_not():
+    """A ZIOP header claiming more bytes than there are: the lenient decoder reads what is
+    there and says it is truncated, never a bare ValueError."""
+    import struct
+
+    from pycdr.errors import DecodeError
+    from pycdr.giop.messages import decode_message
+    data = b"ZIOP" + bytes([1, 2, 0, 0]) + struct.pack(">I", 100) + b"\x00\x01\x00\x00"
+    for lenient in (False, True):
+        with pytest.raises(DecodeError):
+            decode_message(data, lenient=lenient)

@@ -192,7 +192,9 @@ def decompress_ziop(data, header: GiopHeader, warnings: list, *,
     :class:`MessageTooLargeError` (offset: ``original_length`` when that claims
     too much, else the compressed byte where the output passed the limit), with
     the message's first bytes inflated in ``head``."""
-    r = CDRReader(data, start=HEADER_SIZE, end=header.total_size, origin=0,
+    # (a lenient decoder hands over a message cut short: read what is there, and the reads
+    # past it fail as truncated)
+    r = CDRReader(data, start=HEADER_SIZE, end=min(header.total_size, len(data)), origin=0,
                   little=header.little, version=header.version)
     compressor_id = r.read_ushort()
     original_length = r.read_ulong()
