@@ -153,13 +153,13 @@ def test_over_tls_to_the_reference_orb(recording, tmp_path):
     try:
         ior = serve.stdout.readline().strip()
         assert ior.startswith("IOR:"), serve.stderr.read() if serve.poll() is not None else ior
-        done, calls = replay(recording, ior, tmp_path, "--idl", IDL, "--cacert",
+        done, calls = replay(recording, ior, tmp_path, "--idl", IDL, "--tls-ca",
                              str(certs.ca))
         assert done.returncode == 0, done.stdout + done.stderr
         assert Counter(c["operation"] for c in calls) == OPERATIONS
         assert {c["outcome"] for c in calls} == {"same"}
         unverified, _ = replay(recording, ior, tmp_path, "--idl", IDL)
-        assert unverified.returncode == 3 and "certificate" in unverified.stderr
+        assert unverified.returncode == 6 and "certificate" in unverified.stderr  # TLS failed
     finally:
         serve.kill()
         serve.wait(10)

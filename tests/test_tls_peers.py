@@ -95,8 +95,8 @@ def test_omniorb_requiring_a_client_certificate(omni_ssl_binary, certs):
         assert asyncio.run(call(TLSOptions(cacert=str(certs.ca), cert=str(certs.client.cert),
                                            key=str(certs.client.key)))) == 9
         result = CliRunner().invoke(pycdr_main, ["probe", peer.ior, "--json", "--timeout", "10",
-                                           "--cacert", str(certs.ca)])
-        assert result.exit_code == 3, result.output
+                                           "--tls-ca", str(certs.ca)])
+        assert result.exit_code == 6, result.output        # TLS failed: no certificate
         report = json.loads(result.stdout)
         assert report["tls"]["client_certificate_requested"] is True
         assert report["failed_step"] == STEP_CLIENT_CERTIFICATE
@@ -104,7 +104,7 @@ def test_omniorb_requiring_a_client_certificate(omni_ssl_binary, certs):
 
 def test_conformance_over_tls_against_omniorb(omni_ssl, certs, tmp_path):
     out = tmp_path / "verdicts.json"
-    result = CliRunner().invoke(pycdr_main, ["conformance", omni_ssl.ior, "--cacert", str(certs.ca),
+    result = CliRunner().invoke(pycdr_main, ["conformance", omni_ssl.ior, "--tls-ca", str(certs.ca),
                                        "--no-wide", "--group", "locate", "--group", "request",
                                        "--json", str(out)])
     assert "over TLS to 127.0.0.1" in result.output
@@ -162,7 +162,7 @@ def test_orb_client_calls_jacorb_over_jsse(jacorb_ssl, certs):
     asyncio.run(asyncio.wait_for(main(), 60))
     # probe: TLS facts, and the plain port beside it answers GIOP too
     result = CliRunner().invoke(pycdr_main, ["probe", jacorb_ssl.ior, "--json", "--timeout", "10",
-                                       "--cacert", str(certs.ca)])
+                                       "--tls-ca", str(certs.ca)])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["tls"]["verified"] is True and report["tls"]["protocol"].startswith("TLSv1.")
@@ -202,7 +202,7 @@ def test_jacorb_client_calls_the_reference_orb_over_tls(jacorb_stores, certs):
 def test_conformance_over_tls_against_jacorb(jacorb_ssl, certs, tmp_path):
     out = tmp_path / "verdicts.json"
     result = CliRunner().invoke(pycdr_main, ["conformance", jacorb_ssl.ior,
-                                             "--cacert", str(certs.ca),
+                                             "--tls-ca", str(certs.ca),
                                        "--group", "locate", "--group", "request",
                                        "--json", str(out)])
     assert "over TLS to 127.0.0.1" in result.output, result.output
