@@ -209,7 +209,7 @@ def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_file
             try:
                 loop.add_signal_handler(signum, stop.set)
             except (NotImplementedError, RuntimeError):
-                pass
+                pass        # no signal handlers here (not the main thread): Ctrl-C still ends it
         try:
             await proxy.start()
         except OSError as e:
