@@ -136,8 +136,12 @@ def replace_section(path: str, name: str, text: str) -> None:
         new = head + block + rest.split(end, 1)[1]
     else:
         new = old + ("\n" if old and not old.endswith("\n\n") else "") + block
-    with open(path, "w") as f:
+    # Written beside and renamed: the C-path and pure-Python passes of the suite run at the
+    # same time and read this file, so a reader must never see it half written.
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
         f.write(new)
+    os.replace(tmp, path)
 
 
 def matrix_markdown(runs: "OrderedDict[str, object]", intro: str = "", *,
