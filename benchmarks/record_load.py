@@ -93,7 +93,8 @@ def main(argv=None) -> None:
                                          stop_file, str(args.big)])
                        for seed in range(args.clients)]
             while any(c.poll() is None for c in clients):
-                if args.megabytes and os.path.getsize(output) >= args.megabytes * 1e6:
+                if (args.megabytes and os.path.exists(stop_file)
+                        and os.path.getsize(output) >= args.megabytes * 1e6):
                     os.unlink(stop_file)
                 time.sleep(0.5)
             if any(c.returncode for c in clients):
