@@ -9,8 +9,9 @@ The programs are the ones the other peer tests run: the reference ORB's and omni
 resilience clients (tests/peers/*_resilience_client.py), the Java ORBs' EchoClient (DII, from
 the interface description pycdr writes) and Combat's echo_client.tcl. The call timeouts are
 set where the ORB has one (TIMEOUT_S); `configuration` says what each client was given.
-PeerNotInstalled when a peer is missing."""
+A client's `check()` raises PeerNotInstalled when its peer is missing."""
 
+import importlib.util
 import json
 import os
 import sys
@@ -23,7 +24,7 @@ from peers.jacorb import JACORB
 from peers.jacorb_interface import encode_arguments, write_description
 from peers.java_conformance_client import contract_line
 from peers.jdk_orbs import GLASSFISH_ORB, OPENJDK_ORB
-from peers.process import PEERS_DIR
+from peers.process import PEERS_DIR, PeerNotInstalled
 from pycdr.conformance.echo import ECHO_INTERFACE, load_echo_module
 from pycdr.orb.jsonvalues import from_json
 
@@ -46,6 +47,13 @@ class ResilienceClient:
     command: Callable       # (work_dir, ior, calls) -> argv
     parse: Callable         # (operation name, stdout line) -> contract JSON, or None (not a call's)
     configuration: str
+    check: Callable = lambda: None      # PeerNotInstalled when the client cannot run here
+
+
+def _omni_check():
+    if importlib.util.find_spec("omniORB") is None:
+        raise PeerNotInstalled("omniORBpy is not installed: install the test extra "
+                               "(salome-omniorb)")
 
 
 def _json_calls(work_dir, calls):
@@ -69,7 +77,8 @@ def _omni(work_dir, ior, calls):
             _json_calls(work_dir, calls), *OMNI_OPTIONS]
 
 
-def _java(orb_name, orb):
+def _java(orb_name, orb) -> ResilienceClient:
+    """EchoClient on ``orb`` (a peers.java_orb.JavaOrb) with JAVA_PROPERTIES[orb_name]."""
     properties = JAVA_PROPERTIES[orb_name]
 
     def command(work_dir, ior, calls):
@@ -89,8 +98,10 @@ def _java(orb_name, orb):
             return None
         return contract_line(OPERATIONS[operation], json.loads(line))
 
-    settings = " ".join(f"`-D{k}={v}`" for k, v in properties.items())
-    return command, parse, settings
+    settings = " ".join(f"`-D{k}={v}`" for k, v in properties.items()) or \
+        "no properties set (it has no call timeout property)"
+    return ResilienceClient(command, parse, settings,
+                            lambda: orb.java_command("pycdrpeers.EchoClient"))
 
 
 def _combat(work_dir, ior, calls):
@@ -114,19 +125,17 @@ def _combat_line(operation, line):
 
 
 def _clients():
-    jacorb, jacorb_parse, jacorb_settings = _java("jacorb", JACORB)
-    openjdk, openjdk_parse, _ = _java("openjdk-orb", OPENJDK_ORB)
-    glassfish, glassfish_parse, glassfish_settings = _java("glassfish-orb", GLASSFISH_ORB)
     return {
         "pycdr reference ORB": ResilienceClient(
             _reference, _json_line, f"call and connect timeouts of {TIMEOUT_S} s"),
-        "omniORBpy 4.2.5": ResilienceClient(_omni, _json_line, f"`{' '.join(OMNI_OPTIONS)}`"),
-        "JacORB 3.9": ResilienceClient(jacorb, jacorb_parse, jacorb_settings),
-        "OpenJDK ORB 10.1.3": ResilienceClient(
-            openjdk, openjdk_parse, "no properties set (it has no call timeout property)"),
-        "GlassFish ORB 5.0.0": ResilienceClient(glassfish, glassfish_parse, glassfish_settings),
+        "omniORBpy 4.2.5": ResilienceClient(_omni, _json_line, f"`{' '.join(OMNI_OPTIONS)}`",
+                                            _omni_check),
+        "JacORB 3.9": _java("jacorb", JACORB),
+        "OpenJDK ORB 10.1.3": _java("openjdk-orb", OPENJDK_ORB),
+        "GlassFish ORB 5.0.0": _java("glassfish-orb", GLASSFISH_ORB),
         "Combat 0.8.1": ResilienceClient(_combat, _combat_line,
-                                         "its defaults (Combat has no call or connect timeout)"),
+                                         "its defaults (Combat has no call or connect timeout)",
+                                         lambda: tclsh_command("echo_client.tcl")),
     }
 
 
