@@ -165,40 +165,45 @@ async def run_client(label, client, ior, counts, work_dir) -> ClientRun:
         errors: list = []
         drain = asyncio.ensure_future(_stderr_tail(process.stderr, errors))
         index, last, stopped = 0, time.monotonic(), None
-        while index < len(calls) and stopped is None:
-            try:
-                raw = await asyncio.wait_for(process.stdout.readline(),
-                                             STARTUP_BOUND_S if index == 0 else HANG_BOUND_S)
-            except asyncio.TimeoutError:
-                stopped = "hung"
-                break
-            if not raw:
-                stopped = "ended"
-                break
-            line = client.parse(calls[index][0], raw.decode("utf-8", "replace").rstrip("\r\n"))
-            if line is None:
-                continue
-            now = time.monotonic()
-            if index:
-                run.results[pending[index - 1].name] = observed(pending[index - 1], line,
-                                                                now - last)
-            last, index = now, index + 1
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
-        await drain
+        try:
+            while index < len(calls):
+                try:
+                    raw = await asyncio.wait_for(process.stdout.readline(),
+                                                 STARTUP_BOUND_S if index == 0 else HANG_BOUND_S)
+                except asyncio.TimeoutError:
+                    stopped = "hung"
+                    break
+                if not raw:
+                    stopped = "ended"
+                    break
+                line = client.parse(calls[index][0],
+                                    raw.decode("utf-8", "replace").rstrip("\r\n"))
+                if line is None:
+                    continue
+                now = time.monotonic()
+                if index:
+                    run.results[pending[index - 1].name] = observed(pending[index - 1], line,
+                                                                    now - last)
+                last, index = now, index + 1
+        finally:                        # (a failure elsewhere cancels this: no process left)
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+            await drain
+        stderr = b"".join(errors).decode("utf-8", "replace").strip()
         if stopped is None:
             break
         if index == 0:
-            pytest.fail(f"{label}: its first call, with no fault, {stopped}: "
-                        + b"".join(errors).decode("utf-8", "replace")[-2000:], pytrace=False)
+            pytest.fail(f"{label}: its first call, with no fault, {stopped}: {stderr[-2000:]}",
+                        pytrace=False)
+        # calls[index] is the call that got no answer: pending[index - 1] (calls[0] is the
+        # baseline); a new process makes the calls after it.
         fault = pending[index - 1]
+        last_words = stderr.splitlines()[-1][:200] if stderr else ""
         run.results[fault.name] = (
             Observed("hung", elapsed=HANG_BOUND_S) if stopped == "hung" else
             Observed("process ended", elapsed=time.monotonic() - last,
-                     detail=f"exit status {process.returncode}: " + b"".join(errors).decode(
-                         "utf-8", "replace").strip().splitlines()[-1:][0][:200]
-                     if errors else f"exit status {process.returncode}"))
+                     detail=f"exit status {process.returncode} {last_words}".strip()))
         pending = pending[index:]
     run.elapsed = time.monotonic() - started
     for f in FAULTS:
@@ -208,6 +213,8 @@ async def run_client(label, client, ior, counts, work_dir) -> ClientRun:
 
 
 async def run_matrix(clients: dict) -> "OrderedDict[str, ClientRun]":
+    """The reference ORB's echo server (and a second one, the forward's destination), a proxy
+    for each client in front of them, and every client's calls at once."""
     interface = load_echo_module().interfaces[ECHO_INTERFACE]
     target, other = Server(), Server()
     key = target.activate(EchoServant(interface), "Echo")
@@ -215,6 +222,7 @@ async def run_matrix(clients: dict) -> "OrderedDict[str, ClientRun]":
     await target.start()
     await other.start()
     proxies, jobs = [], []
+    work_root = tempfile.TemporaryDirectory(prefix="pycdr-resilience-")
     try:
         for label, client in clients.items():
             counts = Counter()
@@ -229,7 +237,7 @@ async def run_matrix(clients: dict) -> "OrderedDict[str, ClientRun]":
             front = proxy.listeners[0].advertised
             ior, _ = ReferenceRewriter({(target.host, target.port): front}).rewrite(
                 target.ior(key))
-            work_dir = tempfile.mkdtemp(prefix="pycdr-resilience-")
+            work_dir = tempfile.mkdtemp(dir=work_root.name)
             jobs.append(run_client(label, client, ior_to_string(ior), counts, work_dir))
         runs = await asyncio.gather(*jobs)
     finally:
@@ -237,8 +245,8 @@ async def run_matrix(clients: dict) -> "OrderedDict[str, ClientRun]":
             await proxy.close()
         await target.stop()
         await other.stop()
+        work_root.cleanup()
     return OrderedDict((r.label, r) for r in runs)
-
 
 
 # What each client is known to do under each fault: "<outcome> <requests the proxy saw>", or a
