@@ -1,5 +1,5 @@
-"""Whose a system exception's minor code is, and what it means, where the code's owner
-publishes it: the one table of vendor minor codeset ids (VMCIDs) and vendor codes.
+"""Which vendor a system exception's minor code belongs to, and what it means where the
+code's owner publishes it: the one table of vendor minor codeset ids (VMCIDs) and codes.
 
 The minor code's high 20 bits are the VMCID, the low 12 bits the vendor's code.  Known here:
 the OMG's standard minor codes (VMCID 0x4f4d0000, CORBA 3 part 1, "Standard Minor Exception
