@@ -40,6 +40,13 @@ def markdown() -> str:
               "or a `file://` URL), or `-` for stdin; an IOR wrapped over several lines is "
               "joined.", "",
               "## JSON", "",
+              "Where `--json` goes: `--json` alone, or `--json -`, writes to stdout; "
+              "`--json=FILE` writes to FILE, whatever its name. `--json FILE` (a space, not "
+              "`=`) takes FILE only when it ends in `.json` or `.jsonl`: any other word after "
+              "`--json ` is the command's next argument, not the output file (so `pycdr pcap "
+              "--json capture.pcap` reads capture.pcap and writes JSON to stdout). "
+              "`--json out.txt` is refused with one line saying to write `--json=out.txt` "
+              "(exit status 2).", "",
               "Every `--json` output is RFC 8259 JSON. IDL values are written as `pycdr call "
               "--json` writes them; the floating-point values JSON has no number for are the "
               'strings `"NaN"`, `"Infinity"` and `"-Infinity"`, and are read back in the same '

@@ -124,8 +124,9 @@ class _LazyGroup(click.Group):
     def main(self, args=None, *rest, standalone_mode: bool = True, **kwargs):
         """Click's errors as one line: ``pycdr decode: error: ... (pycdr decode --help)``.
         A bare ``--json`` is ``--json=-`` (cli/options.py: its FILE is optional)."""
-        from .options import json_arguments
-        args = json_arguments(list(sys.argv[1:] if args is None else args))
+        from .options import detached_json_file, json_arguments
+        given = list(sys.argv[1:] if args is None else args)
+        args = json_arguments(given)
         if not standalone_mode:
             return super().main(args, *rest, standalone_mode=False, **kwargs)
         try:
@@ -136,8 +137,9 @@ class _LazyGroup(click.Group):
                 click.echo(e.ctx.get_help())
                 sys.exit(e.exit_code)
             where = e.ctx.command_path if e.ctx is not None else "pycdr"
-            click.echo(f"{where}: error: {one_line(e.format_message())} (see {where} --help)",
-                       err=True)
+            message = e.format_message()
+            message = detached_json_file(given, message) or message
+            click.echo(f"{where}: error: {one_line(message)} (see {where} --help)", err=True)
             sys.exit(e.exit_code)
         except click.exceptions.ClickException as e:
             click.echo(f"pycdr: error: {one_line(e.format_message())}", err=True)

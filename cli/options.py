@@ -211,6 +211,25 @@ def json_arguments(args: list) -> list:
     return out
 
 
+def detached_json_file(args: list, message: str) -> str | None:
+    """The one line for a usage error a ``--json FILE`` caused: a FILE after a space that
+    is not '-' and does not end in .json or .jsonl is not taken as ``--json``'s (the next
+    argument it stays), so ``--json out.txt`` meets an error about ``out.txt`` or about an
+    argument too many; None when the error is not that."""
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--":
+            return None
+        following = args[i + 1]
+        if arg != "--json" or following.startswith("-") or \
+                following.endswith((".json", ".jsonl")):
+            continue
+        if f"({following})" in message or f"'{following}'" in message or \
+                "unexpected extra argument" in message:
+            return f"--json {following}: a FILE after a space must be '-' or end in .json " \
+                   f"or .jsonl; write --json={following}"
+    return None
+
+
 def open_output(path: str):
     """The stream ``--json``/``--junit``-style output goes to: stdout for '-', else the file
     (one line and exit status 1 when it cannot be written)."""

@@ -12,6 +12,7 @@ from pycdr.errors import PycdrError
 from pycdr.addressing.iiop import IIOPProfile, decode_profile
 from pycdr.codec.ior import ior_from_string
 from pycdr.capture.giop import ShapedEntry, entry_json
+from pycdr.giop.minorcodes import minor_code_name
 
 from .main import EXIT_BAD_INPUT
 from .options import open_output, shared
@@ -431,16 +432,16 @@ def _entry_text(e: dict) -> str:
 
 
 def system_exception_text(exc: dict) -> str:
-    """``OBJECT_NOT_EXIST minor 0x4f4d0002 (OMG 2) COMPLETED_NO``, as omniORB's traces
-    name a system exception: the name, the minor code whole and split into its vendor
-    and code, and the completion status."""
+    """``OBJECT_NOT_EXIST minor 0x4f4d0002 (OMG 2: ...) COMPLETED_NO``, as omniORB's traces
+    name a system exception: the name, the minor code whole and as its vendor's
+    (pycdr.giop.minorcodes), and the completion status."""
     minor = exc.get("minor")
     text = exc.get("name") or exc.get("exception_id", "?")
     if minor is not None:
         text += f" minor 0x{minor:08x}"
-        if exc.get("vendor") is not None and exc.get("minor_code") is not None:
-            meaning = exc.get("minor_meaning")
-            text += f" ({exc['vendor']} {exc['minor_code']}{': ' + meaning if meaning else ''})"
+        named = minor_code_name(exc.get("name"), minor)
+        if named is not None:
+            text += f" ({named})"
     if exc.get("completed"):
         text += f" {exc['completed']}"
     return text

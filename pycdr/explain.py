@@ -37,6 +37,7 @@ from .giop.events import NEED_DATA, MessageReceived, ProtocolViolation
 from .giop.header import HEADER_SIZE, MsgType, parse_header
 from .giop.layout import Field, message_fields
 from .giop.messages import Reply, ReplyStatus, Request, decode_message, split_messages
+from .giop.minorcodes import minor_code_name
 from .giop.sysexc import SystemException
 
 PART2 = "CORBA 3.x Part 2, "
@@ -147,10 +148,11 @@ class Explanation:
                 f" {self.user_exception}" if self.user_exception else "")
         prefix = "the peer answered "
         vendor = exc.vendor or f"VMCID 0x{exc.vmcid:08x}"
-        named = exc.minor_name
-        minor = f"minor 0x{exc.minor:08x} ({vendor} {exc.minor_code}" + \
-            (f": {named})" if named else ")" if exc.minor_code == 0 else
-             ", not in pycdr's table of its codes)")
+        if exc.minor_name:      # as its vendor's table names it (pycdr.giop.minorcodes)
+            minor = f"minor 0x{exc.minor:08x} ({minor_code_name(exc.name, exc.minor)})"
+        else:
+            minor = f"minor 0x{exc.minor:08x} ({vendor} {exc.minor_code}" + \
+                (")" if exc.minor_code == 0 else ", not in pycdr's table of its codes)")
         completed = exc.completed.name if hasattr(exc.completed, "name") \
             else f"invalid({exc.completed})"
         return f"{prefix}CORBA::{exc.name} {minor}, {completed}"

@@ -3,7 +3,8 @@ replies computed by pycdr's codec from tests/idl/replay/store.idl, for writing a
 "recorded" capture and for a target server (a thread on 127.0.0.1) to replay it to.
 
 A variant says where the servant lives (its object keys) and how it may differ:
-``differ="list"`` makes the fourth item's name of list() another; ``padding`` is the
+``differ="list"`` makes the fourth item's name of list() another (``"numbers"``: its count
+and weight); ``padding`` is the
 byte its replies leave in their padding (omniORB leaves it uninitialised: the same
 values in other bytes).
 """
@@ -108,6 +109,8 @@ def reply_to(msg, variant: Variant):
         items = [ITEM(f"item{i}", i, i * 1.5) for i in range(args[0])]
         if variant.differ == "list" and len(items) > 3:
             items[3] = ITEM("changed", 3, 4.5)
+        if variant.differ == "numbers" and len(items) > 3:
+            items[3] = ITEM("item3", 30, 4.75)
         types, values = [op.result], [items]
     elif msg.operation == "find":
         if args[0] == "missing":

@@ -154,6 +154,32 @@ def test_json_to_stdout_and_to_a_file(tmp_path):
     assert json.loads(out.read_text())["kind"] == "corbaloc"
 
 
+def test_json_with_a_space_and_another_file_name_says_to_write_json_equals(tmp_path):
+    # `--json out.txt`: out.txt is not taken as the output file (it stays the next argument);
+    # the usage error says, in one line, to write --json=out.txt, and writes nothing.
+    pcap = os.path.join(CAPTURES, "messages.pcap")
+    out = tmp_path / "out.txt"
+    runner = CliRunner()
+    for args in (["pcap", pcap, "--json", str(out)], ["pcap", "--json", str(out), pcap],
+                 ["decode", "--json", str(out), "47494f50"],
+                 ["replay", pcap, "--target", "127.0.0.1:1", "--json", str(out)]):
+        result = runner.invoke(main, args)
+        assert result.exit_code == 2 and result.stdout == "", (args, result.stdout)
+        (line,) = result.stderr.splitlines()
+        assert f"--json {out}: a FILE after a space must be '-' or end in .json or .jsonl; " \
+               f"write --json={out}" in line, line
+        assert not out.exists()
+    # what it says works, and a bare --json before the capture still goes to stdout
+    done = runner.invoke(main, ["pcap", pcap, f"--json={out}"])
+    assert done.exit_code in (0, 1) and done.stdout == ""
+    assert json.loads(out.read_text().splitlines()[0])["frame"] >= 1
+    shown = runner.invoke(main, ["pcap", "--json", pcap])
+    assert shown.stdout.splitlines() == out.read_text().splitlines()
+    # another usage error is left as it is
+    other = runner.invoke(main, ["pcap", pcap, "--json", str(out), "--bogus"])
+    assert other.exit_code == 2 and "--bogus" in other.stderr
+
+
 def test_old_spellings_work_and_say_what_to_write(tmp_path):
     pcap = os.path.join(CAPTURES, "messages.pcap")
     result = subprocess.run([PYCDR, "replay", pcap, "--target", "127.0.0.1:1", "--dry-run",

@@ -354,6 +354,10 @@ def test_exchanges_pair_requests_with_system_exception_replies():
     unknown = explain([second], MARSHAL(OMNIORB_VMCID | 4000, NO), modules=[ECHO])
     assert unknown.answer_text() == "the peer answered CORBA::MARSHAL minor 0x41540fa0 " \
         "(omniORB 4000, not in pycdr's table of its codes), COMPLETED_NO"
+    # A TAO code is named by its location and errno, as everywhere else.
+    tao = explain([second], MARSHAL(0x54410113, NO), modules=[ECHO])
+    assert tao.answer_text() == "the peer answered CORBA::MARSHAL minor 0x54410113 " \
+        "(TAO 0x113: sending the request failed, ECONNRESET), COMPLETED_NO"
 
 
 def test_a_message_that_is_not_a_request():

@@ -142,7 +142,8 @@ def test_exceptions_forwards_oneways_locates_and_cancels():
     (system,) = by_id[9]
     assert (system["outcome"], system["exception_id"], system["minor_code"],
             system["minor_code_name"], system["completion_status"]) == \
-        ("failure", "IDL:omg.org/CORBA/OBJECT_NOT_EXIST:1.0", 0x4F4D0002, "OMG 2",
+        ("failure", "IDL:omg.org/CORBA/OBJECT_NOT_EXIST:1.0", 0x4F4D0002,
+         "OMG 2: the servant manager could not incarnate the object",
          "COMPLETED_NO")
     (forward,) = by_id[10]
     assert forward["outcome"] == "success" and forward["forward_to"].startswith("IOR:")
@@ -524,7 +525,7 @@ def test_the_tracker_without_a_capture():
     (row,) = rows
     assert (row["duration_ns"], row["outcome"], row["minor_code_name"],
             row["completion_status"], row["client_port"], row["sensor"]) == \
-        (2_500, "failure", "omniORB 2", "COMPLETED_MAYBE", 5000, "proxy")
+        (2_500, "failure", "omniORB 2: connect failed", "COMPLETED_MAYBE", 5000, "proxy")
     assert call_text(row).startswith("1970-01-01T00:00:00.000001000Z [::1]:5000 -> [::1]:2809")
 
 
@@ -549,7 +550,8 @@ def test_json_lines_to_stdout_and_the_text_form():
     assert text.returncode == 0
     assert len(text.stdout.splitlines()) == len(rows)
     assert " failure GIOP 1.0 Request id=9 _non_existent SYSTEM_EXCEPTION " \
-        "IDL:omg.org/CORBA/OBJECT_NOT_EXIST:1.0 minor 0x4f4d0002 (OMG 2) 1.000 ms" in text.stdout
+        "IDL:omg.org/CORBA/OBJECT_NOT_EXIST:1.0 minor 0x4f4d0002 (OMG 2: the servant manager " \
+        "could not incarnate the object) 1.000 ms" in text.stdout
 
 
 def test_usage_errors_are_one_line():

@@ -211,13 +211,13 @@ def test_one_span_a_call_with_packet_times_attributes_and_trace_context(traffic,
     assert span.parent_span_id.hex() == OTHER_CALLER_SPAN
     assert a["error.type"] == SYSTEM_EXCEPTION
     assert (a["corba.minor_code"], a["corba.minor_code_name"],
-            a["corba.completion_status"]) == (0x4F4D0002, "OMG 2", "COMPLETED_NO")
+            a["corba.completion_status"]) == (0x4F4D0002, "OMG minor 2", "COMPLETED_NO")
     assert span.status.code == STATUS_ERROR
     (event,) = span.events
     e = attributes(event.attributes)
     assert event.name == "exception" and event.time_unix_nano == rows[2]["reply_ts"]
     assert e["exception.type"] == SYSTEM_EXCEPTION
-    assert e["exception.message"] == "SYSTEM_EXCEPTION, minor 0x4f4d0002 (OMG 2), " \
+    assert e["exception.message"] == "SYSTEM_EXCEPTION, minor 0x4f4d0002 (OMG minor 2), " \
                                      "COMPLETED_NO"
     span, a = by_id[3]
     assert not span.parent_span_id and span.trace_id.hex() not in (TRACE_ID, OTHER_TRACE_ID)

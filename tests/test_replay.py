@@ -23,6 +23,7 @@ from pycdr.giop.messages import (CancelRequest, KeyAddr, LocateRequest, Reply,  
                                  fragment_message)
 from pycdr.giop.sysexc import SystemException  # noqa: E402
 from pycdr.capture.giop import IdlBodyDecoder, decode_capture  # noqa: E402
+from pycdr.orb.jsonvalues import to_json  # noqa: E402
 from pycdr.replay.compare import Comparison, KeyMap  # noqa: E402
 from pycdr.replay.session import OperationFilter, ReplaySession  # noqa: E402
 
@@ -480,7 +481,7 @@ def test_values_compare_with_tolerance_ignore_and_paths():
          rs.OPS["total"].params[2].type], [4, "b", 1.0 + 1e-12], True))))
     assert Comparison(decoder).replies("total", old, new) == [
         {"path": "note", "recorded": "a", "replayed": "b"},
-        {"path": "x", "recorded": "1", "replayed": "1.0000000000010001"}]
+        {"path": "x", "recorded": 1.0, "replayed": 1.0 + 1e-12}]
     assert Comparison(decoder, float_tolerance=1e-9, ignore=["note"]).replies(
         "total", old, new) == []
     items = [rs.ITEM("a", 1, 0.5), rs.ITEM("b", 2, 0.25)]
@@ -489,11 +490,31 @@ def test_values_compare_with_tolerance_ignore_and_paths():
     new = _decoded(encode_message(Reply(request_id=1, body=rs.body(
         [rs.OPS["list"].result], [items[:1]], False))))
     assert Comparison(decoder).replies("list", old, new) == [
-        {"path": "result.length", "recorded": "2", "replayed": "1"}]
+        {"path": "result.length", "recorded": 2, "replayed": 1}]
     changed = _decoded(encode_message(Reply(request_id=1, body=rs.body(
         [rs.OPS["list"].result], [[items[0], rs.ITEM("b", 3, 0.25)]], False))))
     assert Comparison(decoder, ignore=["result[*].count"]).replies("list", old, changed) == []
     assert Comparison(decoder).replies("list", old, changed)[0]["path"] == "result[1].count"
+
+
+def test_json_differences_are_the_typed_json_values_of_call_json(tmp_path):
+    # The same mapping as `pycdr call --json` and `pcap --json --idl`: a long is a JSON
+    # number, a double a JSON number, a string a string; the terminal shows them as pcap.
+    capture = recorded(tmp_path)
+    with rs.StoreServer(rs.Variant(store_key=b"NewStore", other_key=b"NewOther",
+                                   differ="numbers")) as server:
+        out = str(tmp_path / "calls.jsonl")
+        result = replay([capture, "--target", server.corbaloc, "--idl", IDL, "--json", out])
+    assert result.exit_code == 1, result.output
+    (different,) = [c for c in json_lines(out) if c["outcome"] != "same"]
+    differences = different["differences"]
+    assert differences == [
+        {"path": "result[3].count", "recorded": 3, "replayed": 30},
+        {"path": "result[3].weight", "recorded": 4.5, "replayed": 4.75}]
+    assert [type(d[side]) for d in differences for side in ("recorded", "replayed")] == \
+        [int, int, float, float]
+    assert to_json(rs.ITEM("item3", 3, 4.5)) == {"name": "item3", "count": 3, "weight": 4.5}
+    assert "result[3].weight: recorded 4.5, replayed 4.75" in result.output
 
 
 def test_replies_that_differ_in_their_padding_only_are_the_same():
@@ -529,7 +550,7 @@ def test_exceptions_compare_by_id_members_minor_and_completion():
     new = _decoded(encode_message(Reply(request_id=1, reply_status=ReplyStatus.USER_EXCEPTION,
                                         body=new_body)))
     assert Comparison(decoder).replies("find", old, new) == [
-        {"path": "exception.code", "recorded": "7", "replayed": "8"}]
+        {"path": "exception.code", "recorded": 7, "replayed": 8}]
     assert Comparison().replies("find", old, new)[0]["path"] == "exception"
     a = _decoded(encode_message(Reply(request_id=1, reply_status=ReplyStatus.SYSTEM_EXCEPTION,
                                       system_exception=SystemException(
@@ -537,8 +558,9 @@ def test_exceptions_compare_by_id_members_minor_and_completion():
     b = _decoded(encode_message(Reply(request_id=1, reply_status=ReplyStatus.SYSTEM_EXCEPTION,
                                       system_exception=SystemException(
                                           2, 1, "IDL:omg.org/CORBA/BAD_PARAM:1.0"))))
-    assert [d["path"] for d in Comparison().replies("x", a, b)] == \
-        ["exception.minor", "exception.completed"]
+    assert Comparison().replies("x", a, b) == [
+        {"path": "exception.minor", "recorded": 1, "replayed": 2},
+        {"path": "exception.completed", "recorded": "COMPLETED_YES", "replayed": "COMPLETED_NO"}]
     assert Comparison(ignore=["exception.minor"]).replies("x", a, b)[0]["path"] == \
         "exception.completed"
     assert Comparison().replies("x", a, old)[0]["path"] == "status"

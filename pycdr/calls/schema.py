@@ -100,8 +100,10 @@ FIELDS = (
           "", "error.type", "exception.type"),
     Field("minor_code", "int64", "system exception minor code (the whole 32-bit value)",
           "", "error.code", ""),
-    Field("minor_code_name", "string", "the minor code as vendor and code "
-          "(`OMG 2`, `omniORB 6`) when the VMCID is one pycdr knows"),
+    Field("minor_code_name", "string", "the minor code as its vendor's (pycdr's one table: "
+          "OMG, omniORB, Sun, JacORB, TAO, Orbix, IBM, VisiBroker): `OMG 2: NoUsableProfile`, "
+          "`TAO 0x113: sending the request failed, ECONNRESET`, or `VisiBroker minor 5` for a "
+          "code its vendor's table does not name; null when the VMCID is not one pycdr knows"),
     Field("completion_status", "string", "COMPLETED_YES, COMPLETED_NO or COMPLETED_MAYBE"),
     Field("forward_to", "string", "LOCATION_FORWARD / OBJECT_FORWARD target, as an IOR "
           "string"),

@@ -26,7 +26,7 @@ from functools import lru_cache
 from ..addressing.objectkey import identify, printable
 from ..codec.ior import IOR, ior_from_string
 from ..errors import PycdrError
-from ..giop.sysexc import VENDOR_VMCIDS, VMCID_MASK
+from ..giop.minorcodes import minor_code_name
 from .schema import EMPTY_ROW
 
 MAX_PENDING = 100_000
@@ -115,11 +115,6 @@ def object_key_text(key_hex: str) -> str:
     key = bytes.fromhex(key_hex)
     info = identify(key)
     return info.summary() if info is not None else printable(key)
-
-
-def minor_code_name(minor: int) -> str | None:
-    vendor = VENDOR_VMCIDS.get(minor & VMCID_MASK)
-    return None if vendor is None else f"{vendor} {minor & ~VMCID_MASK & 0xFFFFFFFF}"
 
 
 def _violations(where: str, warnings: list, out: list | None = None) -> list | None:
@@ -376,7 +371,7 @@ class CallTracker:
         if exception is not None:
             row["exception_id"] = exception["exception_id"]
             minor = row["minor_code"] = exception["minor"]
-            row["minor_code_name"] = minor_code_name(minor)
+            row["minor_code_name"] = minor_code_name(exception.get("name"), minor)
             row["completion_status"] = exception["completed"]
             if pending is not None and pending.raw is not None and raw is not None:
                 row["explain"] = self.explain(pending.raw, bytes(raw))

@@ -13,21 +13,9 @@ import enum
 
 from ..codec.cdr import CDRReader, CDRWriter
 from ..errors import InvalidValueError
+from .minorcodes import OMG as OMG_VMCID, OMNIORB as OMNIORB_VMCID, SUN as SUN_VMCID
+from .minorcodes import VENDORS as VENDOR_VMCIDS, VMCID_MASK
 from .minorcodes import meaning as minor_meaning
-
-OMG_VMCID = 0x4F4D0000
-OMNIORB_VMCID = 0x41540000       # omniORB minorCodes.py: OMNIORBMinorCode = 0x41540000 | c
-SUN_VMCID = 0x53550000           # Sun JDK ORB: SUNVMCID
-VMCID_MASK = 0xFFFFF000
-
-# VMCIDs of ORB vendors (OMG vendor tag registry; the ORBs' own headers).
-VENDOR_VMCIDS = {
-    OMG_VMCID: "OMG",
-    OMNIORB_VMCID: "omniORB",
-    0x54410000: "TAO",            # TAO: TAO_DEFAULT_MINOR_CODE 0x54410000
-    SUN_VMCID: "Sun",
-    0x4A430000: "JacORB",         # JacORB ORBConstants.VMCID ("JC")
-}
 
 
 REPO_PREFIX = "IDL:omg.org/CORBA/"

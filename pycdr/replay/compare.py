@@ -12,10 +12,16 @@ not mapped yet teaches the mapping (keys learned as the replay goes).
 Not compared: the GIOP version, byte order and service contexts of the replies
 (ORBs legitimately differ there), and with IDL the padding (values are
 compared, not bytes).
+
+A difference's ``recorded`` and ``replayed`` are JSON values: a value of the IDL as
+``pycdr call --json`` gives it (pycdr.orb.jsonvalues: numbers as numbers, enums by name,
+octets as hex...), a length or a minor code as a number, and the rest (statuses, bytes
+without IDL, what could not be read) as text.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -25,6 +31,7 @@ from ..giop.messages import LocateReply, LocateStatus, Reply, ReplyStatus
 from ..addressing.iiop import IIOPProfile, decode_profile
 from ..codec.marshal import read_value
 from ..capture.giop import flatten_value, leaf_text, union_branch
+from ..orb.jsonvalues import to_json
 from ..codec.plan import plan_for
 from ..codec.references import may_hold_reference
 from ..codec.typecode import TCKind, resolve
@@ -36,6 +43,12 @@ if marshal.IMPLEMENTATION == "c":
 # Longest text of a value in a difference (the JSON output carries both replies whole).
 MAX_VALUE_TEXT = 200
 _FLOAT_KINDS = frozenset((TCKind.tk_float, TCKind.tk_double))
+# Kinds whose values compare as they are, and show as their JSON value.
+_LEAF_KINDS = frozenset((
+    TCKind.tk_short, TCKind.tk_long, TCKind.tk_ushort, TCKind.tk_ulong, TCKind.tk_longlong,
+    TCKind.tk_ulonglong, TCKind.tk_boolean, TCKind.tk_char, TCKind.tk_wchar, TCKind.tk_octet,
+    TCKind.tk_string, TCKind.tk_wstring, TCKind.tk_enum, TCKind.tk_fixed,
+    TCKind.tk_float, TCKind.tk_double, TCKind.tk_longdouble))
 _FORWARDS = frozenset((ReplyStatus.LOCATION_FORWARD, ReplyStatus.LOCATION_FORWARD_PERM))
 _LOCATE_FORWARDS = frozenset((LocateStatus.OBJECT_FORWARD, LocateStatus.OBJECT_FORWARD_PERM))
 
@@ -233,7 +246,7 @@ class Comparison:
             self._add(diffs, "exception.id", old.repo_id, new.repo_id)
             return
         if old.minor != new.minor:
-            self._add(diffs, "exception.minor", f"{old.minor:#x}", f"{new.minor:#x}")
+            self._add(diffs, "exception.minor", old.minor, new.minor)
         if int(old.completed) != int(new.completed):
             self._add(diffs, "exception.completed", _completion(old.completed),
                       _completion(new.completed))
@@ -330,7 +343,7 @@ class Comparison:
             kind = tc.kind()
         if kind in _FLOAT_KINDS:
             if not self._floats_match(old, new):
-                self._add(diffs, path, leaf_text(old), leaf_text(new))
+                self._add(diffs, path, old, new)
         elif kind in (TCKind.tk_struct, TCKind.tk_except):
             for i in range(tc.member_count()):
                 name = tc.member_name(i)
@@ -338,7 +351,7 @@ class Comparison:
                             f"{path}.{name}", diffs)
         elif kind == TCKind.tk_union:
             if old._d != new._d:
-                self._add(diffs, f"{path}._d", leaf_text(old._d), leaf_text(new._d))
+                self._add(diffs, f"{path}._d", old._d, new._d)
                 return
             branch = union_branch(tc, old._d)
             if branch is not None:
@@ -347,7 +360,7 @@ class Comparison:
         elif kind in (TCKind.tk_sequence, TCKind.tk_array) and \
                 not isinstance(old, (bytes, bytearray, str)):
             if len(old) != len(new):
-                self._add(diffs, f"{path}.length", str(len(old)), str(len(new)))
+                self._add(diffs, f"{path}.length", len(old), len(new))
             content = tc.content_type()
             for i, (a, b) in enumerate(zip(old, new)):
                 self.values(content, a, b, f"{path}[{i}]", diffs)
@@ -357,9 +370,13 @@ class Comparison:
                 may_hold_reference(old.tc) and old.tc.equivalent(new.tc):
             # References inside an any compare by the key mapping too, as outside one.
             self.values(old.tc, old.value, new.value, f"{path}.value", diffs)
+        elif kind in _LEAF_KINDS or isinstance(old, (bytes, bytearray, str)):
+            # (octet and char sequences and arrays read as one bytes or str value)
+            if old != new:
+                self._add(diffs, path, old, new)
         else:
-            # Leaves, and the kinds pycdr pcap shows as texts (any, TypeCode, fixed,
-            # valuetypes...): compared in that form, pair by pair.
+            # The kinds pycdr pcap shows as texts (any, TypeCode, valuetypes...):
+            # compared in that form, pair by pair.
             a = flatten_value(tc, old, path, [])
             b = flatten_value(tc, new, path, [])
             if a != b:
@@ -370,7 +387,7 @@ class Comparison:
                         else:
                             self._add(diffs, f"{pa} | {pb}", ta, tb)
                         return
-                self._add(diffs, f"{path}.length", str(len(a)), str(len(b)))
+                self._add(diffs, f"{path}.length", len(a), len(b))
 
     def _floats_match(self, a: float, b: float) -> bool:
         if a == b or (math.isnan(a) and math.isnan(b)):
@@ -400,7 +417,8 @@ class Comparison:
 
     def _add(self, diffs: list, path: str, old, new) -> None:
         if not self.ignored(path):
-            diffs.append({"path": path, "recorded": _clip(str(old)), "replayed": _clip(str(new))})
+            diffs.append({"path": path, "recorded": _json_value(old),
+                          "replayed": _json_value(new)})
 
 
 def _member(value, index: int, name: str):
@@ -465,6 +483,23 @@ def _key_text(key: bytes) -> str:
 
 def _hex(data: bytes) -> str:
     return data[:48].hex() + ("..." if len(data) > 48 else "")
+
+
+def _json_value(value):
+    """A value of a difference as JSON (the one mapping of IDL values to JSON); a long
+    text clipped."""
+    value = to_json(value)
+    return _clip(value) if isinstance(value, str) else value
+
+
+def difference_text(path: str, value) -> str:
+    """A difference's JSON value as the terminal and JUnit show it: as ``pycdr pcap``
+    shows values (``%.17g`` floats, true/false), a minor code in hex."""
+    if path == "exception.minor" and isinstance(value, int):
+        return f"{value:#x}"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, allow_nan=False)
+    return leaf_text(value)
 
 
 def _clip(text: str) -> str:

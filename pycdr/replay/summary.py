@@ -8,6 +8,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..capture.stats import LatencyHistogram
+from .compare import difference_text
 from .session import DIFFERENT, FAILED, OUTCOMES, SAME, SKIPPED
 
 # Calls that were not the same kept for the JUnit report (the rest are counted).
@@ -113,9 +114,10 @@ class ReplaySummary:
 def _case_of(call) -> dict:
     diffs = call.differences
     message = call.reason if call.outcome == FAILED or not diffs else \
-        "; ".join(f"{d['path']}: {d['recorded']} -> {d['replayed']}" for d in diffs[:3])
-    text = "\n".join(f"{d['path']}: recorded {d['recorded']}, replayed {d['replayed']}"
-                     for d in diffs)
+        "; ".join(f"{d['path']}: {_text(d, 'recorded')} -> {_text(d, 'replayed')}"
+                  for d in diffs[:3])
+    text = "\n".join(f"{d['path']}: recorded {_text(d, 'recorded')}, "
+                     f"replayed {_text(d, 'replayed')}" for d in diffs)
     return {"operation": call.operation,
             "name": f"{call.operation} connection {call.connection} "
                     f"request {call.recorded_id}",
@@ -128,5 +130,10 @@ def difference_lines(call) -> list:
            f"recorded request {call.recorded_id})"
     lines = [head + (f": {call.reason}" if call.reason else "")]
     for d in call.differences:
-        lines.append(f"  {d['path']}: recorded {d['recorded']}, replayed {d['replayed']}")
+        lines.append(f"  {d['path']}: recorded {_text(d, 'recorded')}, "
+                     f"replayed {_text(d, 'replayed')}")
     return lines
+
+
+def _text(difference: dict, side: str) -> str:
+    return difference_text(difference["path"], difference[side])
