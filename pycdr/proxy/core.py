@@ -507,21 +507,7 @@ class ProxyConnection:
             values = [read_value(r, tc) for tc in items]
         except (PycdrError, ValueError):
             return None                 # passed on as it came: the client judges it
-        rewriter = self.core.rewriter
-        moved_any = []
-
-        def move(reference, path):
-            new, changes = rewriter.rewrite(reference)
-            moved_any.extend(changes)
-            return new
-        values = [map_references(tc, v, move) for tc, v in zip(items, values)]
-        if not moved_any:
-            return None
-
-        def write_body(w):
-            for tc, v in zip(items, values):
-                write_value(w, tc, v)
-        return _encoded(dataclasses.replace(msg, body=b""), write_body)
+        return _rewritten(msg, items, values, self.core.rewriter.rewrite)
 
     def _moved_arguments(self, msg, call):
         """--callbacks: (Request, bytes, body writer) with the references among its
@@ -538,9 +524,8 @@ class ProxyConnection:
         if r.end - r.pos >= 8:
             return None                 # more than the arguments (an IDL context): as sent
         rewriter, open_route = self.core.rewriter, self.core.open_route
-        moved_any = []
 
-        def move(reference, path):
+        def rewrite(reference):
             for profile in _iiop_profiles(reference):
                 if rewriter.route(profile.host, profile.port) is None and \
                         profile.port != 0 and (profile.host, profile.port) not in \
@@ -548,17 +533,8 @@ class ProxyConnection:
                     local = open_route(profile.host, profile.port)
                     if local is not None:
                         rewriter.routes[(profile.host.lower(), profile.port)] = local
-            new, changes = rewriter.rewrite(reference)
-            moved_any.extend(changes)
-            return new
-        values = [map_references(tc, v, move) for tc, v in zip(items, values)]
-        if not moved_any:
-            return None
-
-        def write_body(w):
-            for tc, v in zip(items, values):
-                write_value(w, tc, v)
-        return _encoded(dataclasses.replace(msg, body=b""), write_body)
+            return rewriter.rewrite(reference)
+        return _rewritten(msg, items, values, rewrite)
 
     def _refragment(self, msg, raw, write_body, frames) -> list:
         """``raw`` (a message changed) cut as the message it replaces was
@@ -754,6 +730,26 @@ def _with_value(items, values, path: str, value) -> list:
     else:
         holder[key] = new
     return values
+
+
+def _rewritten(msg, items, values, rewrite) -> tuple | None:
+    """(message, bytes, body writer) of ``msg`` with the references among ``values`` (its
+    body's, of the TypeCodes ``items``) replaced by ``rewrite(reference)`` -> (new,
+    changes); None when none changed (the message passes as it came)."""
+    moved_any = []
+
+    def move(reference, path):
+        new, changes = rewrite(reference)
+        moved_any.extend(changes)
+        return new
+    values = [map_references(tc, v, move) for tc, v in zip(items, values)]
+    if not moved_any:
+        return None
+
+    def write_body(w):
+        for tc, v in zip(items, values):
+            write_value(w, tc, v)
+    return _encoded(dataclasses.replace(msg, body=b""), write_body)
 
 
 def _encoded(msg, write_body) -> tuple:
