@@ -36,7 +36,7 @@ from types import SimpleNamespace
 
 from ..addressing.rewrite import ReferenceRewriter
 from ..calls.bodies import CallBodies
-from ..calls.tracker import CallTracker
+from ..calls.tracker import CallTracker, message_entry
 from ..codec.marshal import read_value, write_value
 from ..codec.references import map_references, may_hold_reference
 from ..errors import PycdrError
@@ -398,17 +398,9 @@ class ProxyConnection:
             self._finish()
 
     def _track(self, side, msg, event, ts) -> None:
-        body = getattr(msg, "body", None)
-        if body:
-            # the entry's body hex is not read by the tracker: not made (64 KB of
-            # arguments would cost more than the rest of the relay)
-            msg.body = b""
-            try:
-                entry = msg.to_json()
-            finally:
-                msg.body = body
-        else:
-            entry = msg.to_json()
+        # (not msg.to_json(): its service contexts, offsets and body hex cost more than
+        # the rest of the relay, and the tracker reads none of them)
+        entry = message_entry(msg)
         if event.fragments > 1:
             entry["reassembled"] = {"fragments": event.fragments}
         self.core.tracker.message(self.track, side, entry, ts, msg, event.raw)
