@@ -275,6 +275,10 @@ class ProxyConnection:
         checker = d.checker
         checker.receive_data(frame)
         event = checker.next_event()
+        if type(event) is MessageReceived and event.fragments == 1:
+            # the usual case: a message in one piece (no chain to look up)
+            self._message(side, event, [frame], ts, out)
+            return
         key = _chain_key(header, frame)
         if event is NEED_DATA:
             if checker.has_partial_message:
@@ -415,9 +419,9 @@ class ProxyConnection:
         actions = self.core.rules.applying("request", call.operation, call.interface, key_hex)
         if self.core.hooks is not None:
             actions += self.core.hooks.actions("request", self._hook_call(call, msg))
-        faults = call.faults
-        faults += [_fault(i, "request", a) for i, a in actions]
-        if faults:
+        if actions:
+            faults = call.faults
+            faults += [_fault(i, "request", a) for i, a in actions]
             self.core._faults[(self.stream, msg.request_id)] = faults
         if msg.response_expected:
             self.calls[msg.request_id] = call
@@ -539,6 +543,9 @@ class ProxyConnection:
     def _shape(self, side, call, msg, raw, frames, actions, out, ts) -> None:
         """Send ``msg`` on (as ``frames``) through the actions of the rules that hit it."""
         dest = 1 - side
+        if not actions:
+            out.append(Send(dest, frames))
+            return
         pieces = list(frames)
         delay = interval = 0.0
         copies = 1
