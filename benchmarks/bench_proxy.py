@@ -12,15 +12,24 @@ Two payloads: ``echo_long`` (a small call) and ``echo_octets`` of 64 KB.  Report
 calls/s of each, the ratio proxy / relay (the target: >= 0.8), and the latency a call
 adds through the proxy against direct calls (p50 and p99 of the one-client runs).
 
-    python benchmarks/bench_proxy.py [--calls N] [--clients 1,16] [--json FILE]
+Then the cost of rewriting references: a second server (bench_proxy_refs.idl) echoes
+the object reference each call passes, through `pycdr proxy --idl` (which reads every
+reply's result by the IDL).  The same proxy is called with a reference to that server,
+which the proxy rewrites in each reply (re-encoding it), and with one to another port,
+which it reads and passes unchanged.  Reported: calls/s of both and the cost of
+rewriting, 1 - rewritten / unchanged (the target: <= 10 %).
 
-The relay and the client run as processes of this file (``--relay``, ``--client``).
+    python benchmarks/bench_proxy.py [--calls N] [--clients 1,16] [--quick] [--json FILE]
+
+``--quick``: a smoke run (few calls, 1 and 2 clients), its numbers meaningless.  The
+relay and the client run as processes of this file (``--relay``, ``--client``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -33,6 +42,9 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "peers"))      # (omni_idl, for the client)
 PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
 PAYLOADS = {"long": ("echo_long", 42), "octets64k": ("echo_octets", 65536)}
+REFS_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_proxy_refs.idl")
+REFS_INTERFACE = "PycdrBench::Refs"
+RELAY_TARGET, REWRITE_TARGET = 0.8, 0.10       # proxy/relay at least; rewriting at most
 
 
 # -- the byte relay ---------------------------------------------------------------------
@@ -59,7 +71,8 @@ async def _relay(listen_port: int, target_host: str, target_port: int) -> None:
 # -- the client -------------------------------------------------------------------------
 def _client(plan: dict) -> None:
     """Every measurement of ``plan`` ({"targets": {name: IOR}, "payloads", "clients",
-    "calls"}) in this one process (omniORBpy starts once); a JSON row each on stdout."""
+    "calls", "refs": {"proxy": IOR, "rewritten": IOR, "unchanged": IOR} or None}) in
+    this one process (omniORBpy starts once); a JSON row each on stdout."""
     import threading
 
     from omniORB import CORBA
@@ -68,11 +81,9 @@ def _client(plan: dict) -> None:
     from peers.omni import ECHO_IDL
     orb = CORBA.ORB_init([sys.argv[0], "-ORBoneCallPerConnection", "1"], CORBA.ORB_ID)
     omni_idl.import_idl(ECHO_IDL)
-    cls, _ = omni_idl.interface_classes("PycdrTest::Echo")
+    echo_cls, _ = omni_idl.interface_classes("PycdrTest::Echo")
 
-    def measure(ior, threads, calls, payload) -> dict:
-        operation, size = PAYLOADS[payload]
-        argument = b"x" * size if operation == "echo_octets" else size
+    def measure(ior, cls, threads, calls, operation, argument) -> dict:
         latencies: list = []
         lock = threading.Lock()
         start = threading.Event()
@@ -108,18 +119,47 @@ def _client(plan: dict) -> None:
                 "p99_us": latencies[min(len(latencies) - 1,
                                         int(len(latencies) * 0.99))] * 1e6}
     for payload in plan["payloads"]:
+        operation, size = PAYLOADS[payload]
+        argument = b"x" * size if operation == "echo_octets" else size
         n = plan["calls"] if payload == "long" else max(1, plan["calls"] // 10)
         for threads in plan["clients"]:
             row = {"payload": payload, "clients": threads}
             for name, ior in plan["targets"].items():
-                row[name] = measure(ior, threads, max(1, n // threads), payload)
+                row[name] = measure(ior, echo_cls, threads, max(1, n // threads),
+                                    operation, argument)
+            print(json.dumps(row), flush=True)
+    refs = plan.get("refs")
+    if refs:
+        omni_idl.import_idl(REFS_IDL)
+        refs_cls, _ = omni_idl.interface_classes(REFS_INTERFACE)
+        proxied = orb.string_to_object(refs["proxy"])._narrow(refs_cls)
+        for name, port in (("rewritten", _port_of(refs["proxy"])),
+                           ("unchanged", _port_of(refs["unchanged"]))):
+            got = proxied.echo_object(orb.string_to_object(refs[name]))
+            if _port_of(orb.object_to_string(got)) != port:
+                raise SystemExit(f"the {name} reference came back with another port")
+        for threads in plan["clients"]:
+            row = {"payload": "refs", "clients": threads}
+            calls = max(1, plan["calls"] // threads // 2)
+            # in the order A B B A, each the sum of its two halves: a drift of the
+            # machine's load over the run weighs on both alike
+            for name in ("unchanged", "rewritten", "rewritten", "unchanged"):
+                m = measure(refs["proxy"], refs_cls, threads, calls, "echo_object",
+                            orb.string_to_object(refs[name]))
+                if name in row:
+                    first = row[name]
+                    m["calls"] += first["calls"]
+                    m["seconds"] += first["seconds"]
+                    m["calls_per_s"] = m["calls"] / m["seconds"]
+                    del m["p50_us"], m["p99_us"]        # (of one half only)
+                row[name] = m
             print(json.dumps(row), flush=True)
     orb.destroy()
 
 
 # -- the run ----------------------------------------------------------------------------
-def _corbaloc(port: int) -> str:
-    return f"corbaloc:iiop:1.2@127.0.0.1:{port}/Echo"
+def _corbaloc(port: int, key: str = "Echo") -> str:
+    return f"corbaloc:iiop:1.2@127.0.0.1:{port}/{key}"
 
 
 def _start(argv) -> tuple:
@@ -129,20 +169,43 @@ def _start(argv) -> tuple:
     return process, process.stdout.readline().strip()
 
 
-def run(calls: int = 2000, clients=(1, 16), payloads=tuple(PAYLOADS)) -> dict:
+def _proxy(target_ior: str, *options) -> tuple:
+    """`pycdr proxy` to ``target_ior``: (process, its port)."""
+    process, ior = _start([PYCDR, "proxy", "--listen", "127.0.0.1:0", "--target", target_ior,
+                           "-q", *options])
+    if not ior:
+        process.kill()
+        raise RuntimeError("pycdr proxy did not start")
+    return process, _port_of(ior)
+
+
+def run(calls: int = 2000, clients=(1, 16), payloads=tuple(PAYLOADS),
+        refs: bool = True) -> dict:
     from peers.omni import start_omni_echo_server
     results: dict = {"calls": calls, "rows": []}
-    with start_omni_echo_server(object_id="Echo") as server:
-        relay, relay_port = _start([sys.executable, os.path.abspath(__file__), "--relay",
-                                    f"{server.host}:{server.port}"])
-        proxy, proxy_ior = _start([PYCDR, "proxy", "--listen", "127.0.0.1:0", "--target",
-                                   server.ior, "-q"])
+    processes: list = []
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(start_omni_echo_server(object_id="Echo"))
         try:
-            proxy_port = proxy_ior and _port_of(proxy_ior)
+            relay, relay_port = _start([sys.executable, os.path.abspath(__file__), "--relay",
+                                        f"{server.host}:{server.port}"])
+            processes.append(relay)
+            proxy, proxy_port = _proxy(server.ior)
+            processes.append(proxy)
             targets = {"direct": server.ior, "relay": _corbaloc(int(relay_port)),
                        "proxy": _corbaloc(proxy_port)}
             plan = {"targets": targets, "payloads": list(payloads), "clients": list(clients),
-                    "calls": calls}
+                    "calls": calls, "refs": None}
+            if refs:
+                refs_server = stack.enter_context(start_omni_echo_server(
+                    object_id="Refs", idl=REFS_IDL, interface=REFS_INTERFACE))
+                refs_proxy, refs_port = _proxy(refs_server.ior, "--idl", REFS_IDL)
+                processes.append(refs_proxy)
+                # (another port: a reference the proxy reads and has no route for)
+                elsewhere = refs_server.port + 1 if refs_server.port < 65535 else 1
+                plan["refs"] = {"proxy": _corbaloc(refs_port, "Refs"),
+                                "rewritten": _corbaloc(refs_server.port, "Refs"),
+                                "unchanged": _corbaloc(elsewhere, "Refs")}
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--client",
                                   json.dumps(plan)], capture_output=True, text=True,
                                  timeout=3600)
@@ -150,34 +213,64 @@ def run(calls: int = 2000, clients=(1, 16), payloads=tuple(PAYLOADS)) -> dict:
                 raise RuntimeError(f"the client failed: {out.stderr[-2000:]}")
             results["rows"] = [json.loads(line) for line in out.stdout.splitlines()]
         finally:
-            for p in (relay, proxy):
+            for p in processes:
                 p.send_signal(signal.SIGTERM)
                 p.wait(20)
     return results
 
 
 def _port_of(ior_text: str) -> int:
+    """The port of an IOR's or a corbaloc's first IIOP address."""
+    if ior_text.startswith("corbaloc:"):
+        return int(ior_text.rsplit("/", 1)[0].rsplit(":", 1)[1])
     from pycdr.codec.ior import ior_from_string
     from pycdr.orb.client import first_iiop_profile
     return first_iiop_profile(ior_from_string(ior_text)).port
 
 
 def format_table(results: dict) -> str:
+    relayed = [row for row in results["rows"] if "relay" in row]
+    rewriting = [row for row in results["rows"] if "rewritten" in row]
     lines = ["payload    clients  direct/s  relay/s  proxy/s  proxy/relay  "
              "added p50 us  added p99 us"]
-    for row in results["rows"]:
+    for row in relayed:
         d, r, p = row["direct"], row["relay"], row["proxy"]
         lines.append(f"{row['payload']:<10} {row['clients']:>7} {d['calls_per_s']:>9.0f} "
                      f"{r['calls_per_s']:>8.0f} {p['calls_per_s']:>8.0f} "
                      f"{p['calls_per_s'] / r['calls_per_s']:>12.2f} "
                      f"{p['p50_us'] - d['p50_us']:>13.0f} {p['p99_us'] - d['p99_us']:>13.0f}")
+    if rewriting:
+        lines += ["", "references  clients  unchanged/s  rewritten/s  rewriting cost"]
+        for row in rewriting:
+            u, w = row["unchanged"]["calls_per_s"], row["rewritten"]["calls_per_s"]
+            lines.append(f"{'refs':<10} {row['clients']:>8} {u:>12.0f} {w:>12.0f} "
+                         f"{rewriting_cost(row):>14.1%}")
+    lines += ["", "targets (a --quick run: too few calls to judge them):" if
+              results["calls"] < 100 else "targets:"]
+    for row in relayed:
+        ratio = row["proxy"]["calls_per_s"] / row["relay"]["calls_per_s"]
+        lines.append(f"  proxy/relay {row['payload']}, {row['clients']} clients: "
+                     f"{ratio:.2f} (>= {RELAY_TARGET}: "
+                     f"{'met' if ratio >= RELAY_TARGET else 'NOT met'})")
+    for row in rewriting:
+        cost = rewriting_cost(row)
+        lines.append(f"  rewriting cost, {row['clients']} clients: {cost:.1%} "
+                     f"(<= {REWRITE_TARGET:.0%}: "
+                     f"{'met' if cost <= REWRITE_TARGET else 'NOT met'})")
     return "\n".join(lines)
+
+
+def rewriting_cost(row: dict) -> float:
+    """The share of calls/s that rewriting the replies' references costs."""
+    return 1 - row["rewritten"]["calls_per_s"] / row["unchanged"]["calls_per_s"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--clients", default="1,16")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: 20 calls, 1 and 2 clients")
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--relay", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
@@ -190,6 +283,8 @@ def main() -> None:
     if args.client:
         _client(json.loads(args.client))
         return
+    if args.quick:
+        args.calls, args.clients = 20, "1,2"
     results = run(args.calls, tuple(int(c) for c in args.clients.split(",")))
     print(format_table(results))
     if args.json_out:
