@@ -9,8 +9,11 @@ server (tests/peers/echo.idl) three ways:
 3. proxy: through `pycdr proxy` (no rules, call lines off).
 
 Two payloads: ``echo_long`` (a small call) and ``echo_octets`` of 64 KB.  Reported:
-calls/s of each, the ratio proxy / relay (the target: >= 0.8), and the latency a call
-adds through the proxy against direct calls (p50 and p99 of the one-client runs).
+calls/s of each, the ratio proxy / relay (the target: >= 0.8), the latency a call
+adds through the proxy against direct calls (p50 and p99), and the CPU time a call
+costs the relay's and the proxy's process (Linux: /proc; steadier than calls/s on a
+machine other work shares).  Each measurement is taken in ``--rounds`` parts, the
+contenders in turn, so that a change in the machine's load weighs on all alike.
 
 Then the cost of rewriting references: a second server (bench_proxy_refs.idl) echoes
 the object reference each call passes, through `pycdr proxy --idl` (which reads every
@@ -19,7 +22,8 @@ which the proxy rewrites in each reply (re-encoding it), and with one to another
 which it reads and passes unchanged.  Reported: calls/s of both and the cost of
 rewriting, 1 - rewritten / unchanged (the target: <= 10 %).
 
-    python benchmarks/bench_proxy.py [--calls N] [--clients 1,16] [--quick] [--json FILE]
+    python benchmarks/bench_proxy.py [--calls N] [--clients 1,16] [--rounds 3] [--quick]
+                                     [--json FILE]
 
 ``--quick``: a smoke run (few calls, 1 and 2 clients), its numbers meaningless.  The
 relay and the client run as processes of this file (``--relay``, ``--client``).
@@ -83,7 +87,7 @@ def _client(plan: dict) -> None:
     omni_idl.import_idl(ECHO_IDL)
     echo_cls, _ = omni_idl.interface_classes("PycdrTest::Echo")
 
-    def measure(ior, cls, threads, calls, operation, argument) -> dict:
+    def measure(ior, cls, threads, calls, operation, argument, pid=None) -> dict:
         latencies: list = []
         lock = threading.Lock()
         start = threading.Event()
@@ -107,26 +111,40 @@ def _client(plan: dict) -> None:
         for w in workers:
             w.start()
         ready.wait()
+        cpu = _cpu_seconds(pid)
         began = time.perf_counter()
         start.set()
         for w in workers:
             w.join()
         seconds = time.perf_counter() - began
-        latencies.sort()
-        return {"calls": len(latencies), "seconds": seconds,
-                "calls_per_s": len(latencies) / seconds,
-                "p50_us": latencies[len(latencies) // 2] * 1e6,
-                "p99_us": latencies[min(len(latencies) - 1,
-                                        int(len(latencies) * 0.99))] * 1e6}
+        cpu = None if cpu is None else _cpu_seconds(pid) - cpu
+        return {"calls": len(latencies), "seconds": seconds, "latencies": latencies,
+                "cpu_s": cpu}
+
+    def interleaved(contenders: dict, threads, calls, operation) -> dict:
+        """{name: measurement} of contenders ({name: (ior, class, argument, pid)}), each
+        measured in ``rounds`` parts in turn (the order rotating), so that a change of
+        the machine's load during the run weighs on all alike."""
+        rounds = plan["rounds"]
+        names = list(contenders)
+        parts: dict = {name: [] for name in names}
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                ior, cls, arg, pid = contenders[name]
+                parts[name].append(measure(ior, cls, threads, max(1, calls // rounds),
+                                           operation, arg, pid))
+        return {name: _combined(p) for name, p in parts.items()}
+
+    pids = plan.get("pids", {})
     for payload in plan["payloads"]:
         operation, size = PAYLOADS[payload]
         argument = b"x" * size if operation == "echo_octets" else size
         n = plan["calls"] if payload == "long" else max(1, plan["calls"] // 10)
         for threads in plan["clients"]:
             row = {"payload": payload, "clients": threads}
-            for name, ior in plan["targets"].items():
-                row[name] = measure(ior, echo_cls, threads, max(1, n // threads),
-                                    operation, argument)
+            row.update(interleaved({name: (ior, echo_cls, argument, pids.get(name))
+                                    for name, ior in plan["targets"].items()},
+                                   threads, max(1, n // threads), operation))
             print(json.dumps(row), flush=True)
     refs = plan.get("refs")
     if refs:
@@ -140,21 +158,35 @@ def _client(plan: dict) -> None:
                 raise SystemExit(f"the {name} reference came back with another port")
         for threads in plan["clients"]:
             row = {"payload": "refs", "clients": threads}
-            calls = max(1, plan["calls"] // threads // 2)
-            # in the order A B B A, each the sum of its two halves: a drift of the
-            # machine's load over the run weighs on both alike
-            for name in ("unchanged", "rewritten", "rewritten", "unchanged"):
-                m = measure(refs["proxy"], refs_cls, threads, calls, "echo_object",
-                            orb.string_to_object(refs[name]))
-                if name in row:
-                    first = row[name]
-                    m["calls"] += first["calls"]
-                    m["seconds"] += first["seconds"]
-                    m["calls_per_s"] = m["calls"] / m["seconds"]
-                    del m["p50_us"], m["p99_us"]        # (of one half only)
-                row[name] = m
+            row.update(interleaved(
+                {name: (refs["proxy"], refs_cls, orb.string_to_object(refs[name]),
+                        refs["pid"]) for name in ("unchanged", "rewritten")},
+                threads, max(1, plan["calls"] // threads), "echo_object"))
             print(json.dumps(row), flush=True)
     orb.destroy()
+
+
+def _cpu_seconds(pid) -> float | None:
+    """The CPU time process ``pid`` used so far (Linux's /proc), or None."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _combined(parts: list) -> dict:
+    calls = sum(p["calls"] for p in parts)
+    seconds = sum(p["seconds"] for p in parts)
+    latencies = sorted(x for p in parts for x in p["latencies"])
+    cpu = None if any(p["cpu_s"] is None for p in parts) else sum(p["cpu_s"] for p in parts)
+    return {"calls": calls, "seconds": seconds, "calls_per_s": calls / seconds,
+            "p50_us": latencies[len(latencies) // 2] * 1e6,
+            "p99_us": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1e6,
+            "cpu_us_per_call": None if cpu is None else cpu / calls * 1e6}
 
 
 # -- the run ----------------------------------------------------------------------------
@@ -180,7 +212,7 @@ def _proxy(target_ior: str, *options) -> tuple:
 
 
 def run(calls: int = 2000, clients=(1, 16), payloads=tuple(PAYLOADS),
-        refs: bool = True) -> dict:
+        refs: bool = True, rounds: int = 3) -> dict:
     from peers.omni import start_omni_echo_server
     results: dict = {"calls": calls, "rows": []}
     processes: list = []
@@ -195,7 +227,8 @@ def run(calls: int = 2000, clients=(1, 16), payloads=tuple(PAYLOADS),
             targets = {"direct": server.ior, "relay": _corbaloc(int(relay_port)),
                        "proxy": _corbaloc(proxy_port)}
             plan = {"targets": targets, "payloads": list(payloads), "clients": list(clients),
-                    "calls": calls, "refs": None}
+                    "calls": calls, "rounds": rounds, "refs": None,
+                    "pids": {"relay": relay.pid, "proxy": proxy.pid}}
             if refs:
                 refs_server = stack.enter_context(start_omni_echo_server(
                     object_id="Refs", idl=REFS_IDL, interface=REFS_INTERFACE))
@@ -205,7 +238,8 @@ def run(calls: int = 2000, clients=(1, 16), payloads=tuple(PAYLOADS),
                 elsewhere = refs_server.port + 1 if refs_server.port < 65535 else 1
                 plan["refs"] = {"proxy": _corbaloc(refs_port, "Refs"),
                                 "rewritten": _corbaloc(refs_server.port, "Refs"),
-                                "unchanged": _corbaloc(elsewhere, "Refs")}
+                                "unchanged": _corbaloc(elsewhere, "Refs"),
+                                "pid": refs_proxy.pid}
             out = subprocess.run([sys.executable, os.path.abspath(__file__), "--client",
                                   json.dumps(plan)], capture_output=True, text=True,
                                  timeout=3600)
@@ -232,19 +266,22 @@ def format_table(results: dict) -> str:
     relayed = [row for row in results["rows"] if "relay" in row]
     rewriting = [row for row in results["rows"] if "rewritten" in row]
     lines = ["payload    clients  direct/s  relay/s  proxy/s  proxy/relay  "
-             "added p50 us  added p99 us"]
+             "added p50 us  added p99 us  relay cpu us  proxy cpu us"]
     for row in relayed:
         d, r, p = row["direct"], row["relay"], row["proxy"]
         lines.append(f"{row['payload']:<10} {row['clients']:>7} {d['calls_per_s']:>9.0f} "
                      f"{r['calls_per_s']:>8.0f} {p['calls_per_s']:>8.0f} "
                      f"{p['calls_per_s'] / r['calls_per_s']:>12.2f} "
-                     f"{p['p50_us'] - d['p50_us']:>13.0f} {p['p99_us'] - d['p99_us']:>13.0f}")
+                     f"{p['p50_us'] - d['p50_us']:>13.0f} {p['p99_us'] - d['p99_us']:>13.0f} "
+                     f"{_cpu(r):>13} {_cpu(p):>13}")
     if rewriting:
-        lines += ["", "references  clients  unchanged/s  rewritten/s  rewriting cost"]
+        lines += ["", "references  clients  unchanged/s  rewritten/s  rewriting cost  "
+                  "unchanged cpu us  rewritten cpu us"]
         for row in rewriting:
-            u, w = row["unchanged"]["calls_per_s"], row["rewritten"]["calls_per_s"]
-            lines.append(f"{'refs':<10} {row['clients']:>8} {u:>12.0f} {w:>12.0f} "
-                         f"{rewriting_cost(row):>14.1%}")
+            u, w = row["unchanged"], row["rewritten"]
+            lines.append(f"{'refs':<10} {row['clients']:>8} {u['calls_per_s']:>12.0f} "
+                         f"{w['calls_per_s']:>12.0f} {rewriting_cost(row):>14.1%} "
+                         f"{_cpu(u):>17} {_cpu(w):>17}")
     lines += ["", "targets (a --quick run: too few calls to judge them):" if
               results["calls"] < 100 else "targets:"]
     for row in relayed:
@@ -260,6 +297,12 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _cpu(measured: dict) -> str:
+    """The CPU time a call cost the relay or the proxy (its process's, per call)."""
+    cpu = measured.get("cpu_us_per_call")
+    return "-" if cpu is None else f"{cpu:.0f}"
+
+
 def rewriting_cost(row: dict) -> float:
     """The share of calls/s that rewriting the replies' references costs."""
     return 1 - row["rewritten"]["calls_per_s"] / row["unchanged"]["calls_per_s"]
@@ -269,6 +312,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--clients", default="1,16")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="each measurement in this many parts, the contenders in turn")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 20 calls, 1 and 2 clients")
     parser.add_argument("--json", dest="json_out")
@@ -283,9 +328,10 @@ def main() -> None:
     if args.client:
         _client(json.loads(args.client))
         return
+    rounds = args.rounds
     if args.quick:
-        args.calls, args.clients = 20, "1,2"
-    results = run(args.calls, tuple(int(c) for c in args.clients.split(",")))
+        args.calls, args.clients, rounds = 20, "1,2", 1
+    results = run(args.calls, tuple(int(c) for c in args.clients.split(",")), rounds=rounds)
     print(format_table(results))
     if args.json_out:
         with open(args.json_out, "w") as f:
