@@ -5,7 +5,8 @@ server (tests/peers/echo.idl) three ways:
 
 1. direct: client to server;
 2. relay: through a byte relay (in this file: it copies bytes both ways and decodes
-   nothing; the floor of any proxy);
+   nothing; the floor of any proxy), on the proxy's event loop (uvloop's when it is
+   installed, as `pycdr proxy` runs);
 3. proxy: through `pycdr proxy` (no rules, call lines off).
 
 Two payloads: ``echo_long`` (a small call) and ``echo_octets`` of 64 KB.  Reported:
@@ -323,7 +324,8 @@ def main() -> None:
     if args.relay:
         host, port = args.relay.rsplit(":", 1)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        asyncio.run(_relay(0, host, int(port)))
+        from pycdr.orb.aio import run as run_loop
+        run_loop(_relay(0, host, int(port)))     # (the proxy's event loop: uvloop's if any)
         return
     if args.client:
         _client(json.loads(args.client))
