@@ -168,15 +168,19 @@ def _client(plan: dict) -> None:
 
 
 def _cpu_seconds(pid) -> float | None:
-    """The CPU time process ``pid`` used so far (Linux's /proc), or None."""
+    """The CPU time process ``pid`` used so far, all its threads (Linux's
+    /proc/PID/task/*/schedstat, in ns), or None."""
     if pid is None:
         return None
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        total = 0
+        for task in tasks:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total / 1e9
 
 
 def _combined(parts: list) -> dict:

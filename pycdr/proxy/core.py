@@ -755,7 +755,9 @@ def _encoded(msg, write_body) -> tuple:
     """(the message as decoded from its new bytes, the bytes, ``write_body``): what
     reads its body next (the call row's result, a hook) reads the new one."""
     raw = encode_message(msg, write_body=write_body)
-    decoded, _ = decode_message(raw)
+    # (without each field's offset, which nothing after reads; its body a view of raw,
+    # bytes that do not change)
+    decoded, _ = decode_message(raw, field_offsets=False, body_view=True)
     return decoded, raw, write_body
 
 
