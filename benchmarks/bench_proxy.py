@@ -76,8 +76,9 @@ async def _relay(listen_port: int, target_host: str, target_port: int) -> None:
 # -- the client -------------------------------------------------------------------------
 def _client(plan: dict) -> None:
     """Every measurement of ``plan`` ({"targets": {name: IOR}, "payloads", "clients",
-    "calls", "refs": {"proxy": IOR, "rewritten": IOR, "unchanged": IOR} or None}) in
-    this one process (omniORBpy starts once); a JSON row each on stdout."""
+    "calls", "rounds", "pids": {name: the pid whose CPU time a call costs}, "refs":
+    {"proxy": IOR, "rewritten": IOR, "unchanged": IOR, "pid"} or None}) in this one
+    process (omniORBpy starts once); a JSON row each on stdout."""
     import threading
 
     from omniORB import CORBA
@@ -219,7 +220,7 @@ def _proxy(target_ior: str, *options) -> tuple:
 def run(calls: int = 2000, clients=(1, 16), payloads=tuple(PAYLOADS),
         refs: bool = True, rounds: int = 3) -> dict:
     from peers.omni import start_omni_echo_server
-    results: dict = {"calls": calls, "rows": []}
+    results: dict = {"calls": calls, "rounds": rounds, "rows": []}
     processes: list = []
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(start_omni_echo_server(object_id="Echo"))
