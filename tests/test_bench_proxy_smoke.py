@@ -1,8 +1,11 @@
-"""Smoke test of benchmarks/bench_proxy.py: a tiny run reports calls/s direct, through the
-byte relay and through the proxy for each payload and client count (numbers not tested)."""
+"""Smoke test of benchmarks/bench_proxy.py --quick: a tiny run reports calls/s direct,
+through the byte relay and through the proxy for each payload and client count, and the
+reference-rewriting run both ways (the script checks the references came back rewritten
+and unchanged); numbers not tested."""
 
-import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -14,15 +17,17 @@ pytestmark = pytest.mark.skipif(os.environ.get("PYCDR_PURE") == "1",
                                        "tests/test_proxy.py covers in this pass")
 
 
-def test_tiny_run_reports_every_contender():
-    spec = importlib.util.spec_from_file_location("bench_proxy", BENCH)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    results = bench.run(calls=20, clients=(1, 2))
-    assert [(r["payload"], r["clients"]) for r in results["rows"]] == \
-        [("long", 1), ("long", 2), ("octets64k", 1), ("octets64k", 2)]
-    for row in results["rows"]:
-        for name in ("direct", "relay", "proxy"):
-            assert row[name]["calls"] >= 1 and row[name]["calls_per_s"] > 0
-    table = bench.format_table(results)
-    assert "proxy/relay" in table and len(table.splitlines()) == 5
+def test_quick_run_reports_every_contender_and_both_targets():
+    out = subprocess.run([sys.executable, BENCH, "--quick"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    rows = [line.split() for line in lines
+            if line.split()[:1] in (["long"], ["octets64k"], ["refs"])]
+    assert [(r[0], r[1]) for r in rows] == [("long", "1"), ("long", "2"), ("octets64k", "1"),
+                                            ("octets64k", "2"), ("refs", "1"), ("refs", "2")]
+    for r in rows:
+        assert all(float(n) > 0 for n in (r[2:5] if r[0] != "refs" else r[2:4]))
+    targets = [line for line in lines if line.startswith("  ")]
+    assert sum("proxy/relay" in t for t in targets) == 4
+    assert sum("rewriting cost" in t for t in targets) == 2

@@ -263,3 +263,41 @@ def test_a_message_only_a_lenient_reader_takes_passes_as_it_came():
     conn.data(SERVER, reply(version=(1, 1)), 2)
     (row,) = rows
     assert row["outcome"] == "success" and row["violations"]
+
+
+@pytest.mark.parametrize("version", [(1, 0), (1, 1), (1, 2)])
+@pytest.mark.parametrize("status", [0, 1, 2, 3])
+def test_the_lean_entry_makes_the_rows_the_whole_json_makes(version, status):
+    """The proxy hands the tracker pycdr.calls.tracker.message_entry, not to_json(): what
+    it holds is to_json()'s, and the rows come out the same."""
+    from pycdr.calls.tracker import CallTracker, message_entry
+    from pycdr.giop.messages import decode_message
+    from pycdr.giop.sysexc import TRANSIENT, CompletionStatus
+    body = {0: b"\0\0\0\x2a", 1: encode_string("IDL:PycdrTest/Oops:1.0"), 2: b"", 3: b""}[status]
+    kw = {2: {"system_exception": TRANSIENT(0x4f4d0001, CompletionStatus.COMPLETED_NO)},
+          3: {"forward": decode_profile_ior()}}.get(status, {})
+    messages = [decode_message(request(rid=7, version=version))[0],
+                decode_message(reply(rid=7, version=version, body=body, reply_status=status,
+                                     **kw))[0]]
+    rows = {}
+    for name, make in (("lean", message_entry), ("whole", lambda m: m.to_json())):
+        out = rows[name] = []
+        tracker = CallTracker(out.append)
+        conn = tracker.connection(0, "10.0.0.1", 40000, "10.0.0.2", 2809, client=CLIENT)
+        for side, msg in zip((CLIENT, SERVER), messages):
+            entry = make(msg)
+            whole = msg.to_json()
+            assert {k: whole[k] if k != "target" else
+                    {n: whole[k][n] for n in entry[k]} for k in entry} == entry
+            tracker.message(conn, side, entry, 5, msg)
+    assert rows["lean"] == rows["whole"] and len(rows["lean"]) == 1
+
+
+def encode_string(text):
+    w = CDRWriter()
+    w.write_string(text)
+    return w.getvalue()
+
+
+def decode_profile_ior():
+    return make_ior("IDL:PycdrTest/Echo:1.0", [IIOPProfile((1, 2), "10.0.0.2", 2809, b"Echo")])

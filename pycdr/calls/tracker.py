@@ -26,6 +26,7 @@ from functools import lru_cache
 from ..addressing.objectkey import identify, printable
 from ..codec.ior import IOR, ior_from_string
 from ..errors import PycdrError
+from ..giop.messages.model import KeyAddr, Reply, ReplyStatus, Request
 from ..giop.minorcodes import minor_code_name
 from .schema import EMPTY_ROW
 
@@ -44,6 +45,46 @@ _SUCCEEDED = frozenset(("NO_EXCEPTION", "LOCATION_FORWARD", "LOCATION_FORWARD_PE
 # LocateRequest's ids are its own: GIOP lets them coincide with a Request's; with
 # bidirectional GIOP each side numbers the requests it sends).
 _REQUEST, _LOCATE = 0, 1
+
+
+def message_entry(msg) -> dict:
+    """What :meth:`CallTracker.message` reads of ``msg.to_json()``, made without the rest
+    (service contexts, offsets, the body's hex) for a Request and for a Reply that
+    carries results or a user exception; any other message: its whole ``to_json()``."""
+    kind = type(msg)
+    if kind is Request:
+        v = msg.version
+        entry = {"type": "Request", "version": f"{v[0]}.{v[1]}", "little_endian": msg.little,
+                 "message_size": msg.message_size, "request_id": msg.request_id,
+                 "target": _target_entry(msg.target), "operation": msg.operation,
+                 "warnings": [w.to_json() for w in msg.warnings]}
+        if v >= (1, 2):
+            entry["response_flags"] = msg.response_flags
+        else:
+            entry["response_expected"] = msg.response_expected
+        return entry
+    if kind is Reply and msg.reply_status in _PLAIN_REPLIES:
+        v = msg.version
+        entry = {"type": "Reply", "version": f"{v[0]}.{v[1]}", "little_endian": msg.little,
+                 "message_size": msg.message_size, "request_id": msg.request_id,
+                 "reply_status": _PLAIN_REPLIES[msg.reply_status],
+                 "warnings": [w.to_json() for w in msg.warnings]}
+        if msg.exception_id is not None:
+            entry["exception_id"] = msg.exception_id
+        return entry
+    return msg.to_json()
+
+
+def _target_entry(target) -> dict:
+    if isinstance(target, KeyAddr):
+        # (its object_key_text, a join a byte, is the tracker's own to make)
+        return {"disposition": "KeyAddr", "object_key": target.object_key.hex()}
+    return target.to_json()
+
+
+# Reply statuses whose JSON has no typed body (system exception, forward): their names.
+_PLAIN_REPLIES = {s: s.name for s in (ReplyStatus.NO_EXCEPTION,
+                                         ReplyStatus.USER_EXCEPTION)}
 
 
 class CallCounts:

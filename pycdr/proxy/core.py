@@ -36,7 +36,7 @@ from types import SimpleNamespace
 
 from ..addressing.rewrite import ReferenceRewriter
 from ..calls.bodies import CallBodies
-from ..calls.tracker import CallTracker
+from ..calls.tracker import CallTracker, message_entry
 from ..codec.marshal import read_value, write_value
 from ..codec.references import map_references, may_hold_reference
 from ..errors import PycdrError
@@ -275,6 +275,10 @@ class ProxyConnection:
         checker = d.checker
         checker.receive_data(frame)
         event = checker.next_event()
+        if type(event) is MessageReceived and event.fragments == 1:
+            # the usual case: a message in one piece (no chain to look up)
+            self._message(side, event, [frame], ts, out)
+            return
         key = _chain_key(header, frame)
         if event is NEED_DATA:
             if checker.has_partial_message:
@@ -398,17 +402,9 @@ class ProxyConnection:
             self._finish()
 
     def _track(self, side, msg, event, ts) -> None:
-        body = getattr(msg, "body", None)
-        if body:
-            # the entry's body hex is not read by the tracker: not made (64 KB of
-            # arguments would cost more than the rest of the relay)
-            msg.body = b""
-            try:
-                entry = msg.to_json()
-            finally:
-                msg.body = body
-        else:
-            entry = msg.to_json()
+        # (not msg.to_json(): its service contexts, offsets and body hex cost more than
+        # the rest of the relay, and the tracker reads none of them)
+        entry = message_entry(msg)
         if event.fragments > 1:
             entry["reassembled"] = {"fragments": event.fragments}
         self.core.tracker.message(self.track, side, entry, ts, msg, event.raw)
@@ -423,9 +419,9 @@ class ProxyConnection:
         actions = self.core.rules.applying("request", call.operation, call.interface, key_hex)
         if self.core.hooks is not None:
             actions += self.core.hooks.actions("request", self._hook_call(call, msg))
-        faults = call.faults
-        faults += [_fault(i, "request", a) for i, a in actions]
-        if faults:
+        if actions:
+            faults = call.faults
+            faults += [_fault(i, "request", a) for i, a in actions]
             self.core._faults[(self.stream, msg.request_id)] = faults
         if msg.response_expected:
             self.calls[msg.request_id] = call
@@ -507,21 +503,7 @@ class ProxyConnection:
             values = [read_value(r, tc) for tc in items]
         except (PycdrError, ValueError):
             return None                 # passed on as it came: the client judges it
-        rewriter = self.core.rewriter
-        moved_any = []
-
-        def move(reference, path):
-            new, changes = rewriter.rewrite(reference)
-            moved_any.extend(changes)
-            return new
-        values = [map_references(tc, v, move) for tc, v in zip(items, values)]
-        if not moved_any:
-            return None
-
-        def write_body(w):
-            for tc, v in zip(items, values):
-                write_value(w, tc, v)
-        return _encoded(dataclasses.replace(msg, body=b""), write_body)
+        return _rewritten(msg, items, values, self.core.rewriter.rewrite)
 
     def _moved_arguments(self, msg, call):
         """--callbacks: (Request, bytes, body writer) with the references among its
@@ -538,9 +520,8 @@ class ProxyConnection:
         if r.end - r.pos >= 8:
             return None                 # more than the arguments (an IDL context): as sent
         rewriter, open_route = self.core.rewriter, self.core.open_route
-        moved_any = []
 
-        def move(reference, path):
+        def rewrite(reference):
             for profile in _iiop_profiles(reference):
                 if rewriter.route(profile.host, profile.port) is None and \
                         profile.port != 0 and (profile.host, profile.port) not in \
@@ -548,17 +529,8 @@ class ProxyConnection:
                     local = open_route(profile.host, profile.port)
                     if local is not None:
                         rewriter.routes[(profile.host.lower(), profile.port)] = local
-            new, changes = rewriter.rewrite(reference)
-            moved_any.extend(changes)
-            return new
-        values = [map_references(tc, v, move) for tc, v in zip(items, values)]
-        if not moved_any:
-            return None
-
-        def write_body(w):
-            for tc, v in zip(items, values):
-                write_value(w, tc, v)
-        return _encoded(dataclasses.replace(msg, body=b""), write_body)
+            return rewriter.rewrite(reference)
+        return _rewritten(msg, items, values, rewrite)
 
     def _refragment(self, msg, raw, write_body, frames) -> list:
         """``raw`` (a message changed) cut as the message it replaces was
@@ -571,6 +543,9 @@ class ProxyConnection:
     def _shape(self, side, call, msg, raw, frames, actions, out, ts) -> None:
         """Send ``msg`` on (as ``frames``) through the actions of the rules that hit it."""
         dest = 1 - side
+        if not actions:
+            out.append(Send(dest, frames))
+            return
         pieces = list(frames)
         delay = interval = 0.0
         copies = 1
@@ -756,11 +731,33 @@ def _with_value(items, values, path: str, value) -> list:
     return values
 
 
+def _rewritten(msg, items, values, rewrite) -> tuple | None:
+    """(message, bytes, body writer) of ``msg`` with the references among ``values`` (its
+    body's, of the TypeCodes ``items``) replaced by ``rewrite(reference)`` -> (new,
+    changes); None when none changed (the message passes as it came)."""
+    moved_any = []
+
+    def move(reference, path):
+        new, changes = rewrite(reference)
+        moved_any.extend(changes)
+        return new
+    values = [map_references(tc, v, move) for tc, v in zip(items, values)]
+    if not moved_any:
+        return None
+
+    def write_body(w):
+        for tc, v in zip(items, values):
+            write_value(w, tc, v)
+    return _encoded(dataclasses.replace(msg, body=b""), write_body)
+
+
 def _encoded(msg, write_body) -> tuple:
     """(the message as decoded from its new bytes, the bytes, ``write_body``): what
     reads its body next (the call row's result, a hook) reads the new one."""
     raw = encode_message(msg, write_body=write_body)
-    decoded, _ = decode_message(raw)
+    # (without each field's offset, which nothing after reads; its body a view of raw,
+    # bytes that do not change)
+    decoded, _ = decode_message(raw, field_offsets=False, body_view=True)
     return decoded, raw, write_body
 
 

@@ -273,7 +273,8 @@ class Proxy:
             other = outputs[1 - side]
             try:
                 while True:
-                    await other.room.wait()
+                    if not other.room.is_set():
+                        await other.room.wait()
                     try:
                         data = await stream.read(READ_SIZE)
                     except OSError:
