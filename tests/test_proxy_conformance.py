@@ -52,11 +52,19 @@ def differing(direct, through) -> list:
 
 
 def outcome(result) -> tuple:
-    """A client case's result as the client saw it: (case, verdict, outcome kind, the
-    system exception's name)."""
+    """A client case's result as the client saw it: (verdict, outcome kind, the system
+    exception's name)."""
     kind = result.outcome.kind if result.outcome else None
     name = result.outcome.details.get("name") if kind == "system_exception" else None
-    return result.case.id, result.verdict, kind, name
+    return result.verdict, kind, name
+
+
+def differing_outcomes(direct, through) -> list:
+    """(case, outcome directly, outcome through the proxy) of each client case that
+    differs."""
+    assert [r.case.id for r in direct.results] == [r.case.id for r in through.results]
+    return [(a.case.id, outcome(a), outcome(b))
+            for a, b in zip(direct.results, through.results) if outcome(a) != outcome(b)]
 
 
 def test_the_server_suite_gives_the_same_verdicts_through_the_proxy(tmp_path):
@@ -72,8 +80,9 @@ def test_the_server_suite_gives_the_same_verdicts_through_the_proxy(tmp_path):
 @pytest.fixture(scope="module")
 def peer_server_runs(tmp_path_factory):
     """The server suite against omniORBpy's and JacORB's servers, directly and through a
-    proxy each, the four runs at once (most of a run is waiting on the peer): label ->
-    (direct run, run through the proxy)."""
+    proxy each, the four runs at once (most of a run is waiting on the peer): ``runs``,
+    label -> (direct run, run through the proxy); ``again(label, case ids)``, those cases
+    run once more both ways, alone."""
     from peers.jacorb import start_jacorb_echo_server
     from peers.omni import start_omni_echo_server
     from peers.process import PeerNotInstalled
@@ -99,17 +108,37 @@ def peer_server_runs(tmp_path_factory):
             futures = {label: [pool.submit(lambda t, o: Suite(t, **o).run_all(), *job)
                                for job in pair] for label, pair in jobs.items()}
             runs = {label: tuple(f.result() for f in pair) for label, pair in futures.items()}
-    return runs
+
+        def again(label, case_ids):
+            def run(target, options):
+                suite = Suite(target, **options)
+                return types.SimpleNamespace(results=[suite.run_case(c) for c in suite.cases
+                                                      if c.id in case_ids])
+            return tuple(run(*job) for job in jobs[label])
+        yield types.SimpleNamespace(runs=runs, again=again)
+
+
+def judged_again(label, compare, first, again):
+    """``compare(direct, through)`` of the ``first`` runs; when it finds cases that differ,
+    of those cases run once more, alone (``again(case ids)``), so that a race on a loaded
+    machine is not taken for the proxy's doing. The module's runs are made once: pytest's
+    own rerun would judge the same results again. The first differences are printed."""
+    found = compare(*first)
+    if found:
+        print(f"{label}: run again, differing the first time: {found}")
+        found = compare(*again({f[0] for f in found}))
+    return found
 
 
 @PEERS
 @pytest.mark.parametrize("label", ["omniORBpy", "JacORB"])
 def test_a_peer_servers_verdicts_are_the_same_through_the_proxy(peer_server_runs, label):
-    direct, through = peer_server_runs[label]
+    direct, through = peer_server_runs.runs[label]
     assert len(direct.results) > 500
     # the peers answer the echo cases (the runs reached the servant, both ways)
     assert sum(r.case.group == "echo" and r.verdict == "pass" for r in through.results) > 20
-    assert differing(direct, through) == []
+    assert judged_again(label, differing, (direct, through),
+                        lambda ids: peer_server_runs.again(label, ids)) == []
 
 
 # One case of each kind the proxy has a hand in (a reference in a result, a forward, reply
@@ -158,7 +187,8 @@ def through_proxies(runner_class):
 @pytest.fixture(scope="module")
 def client_runs():
     """CLIENT_CASES run by omniORBpy's and JacORB's clients, directly and through proxies,
-    the four at once: label -> (direct run, run through proxies, the proxies' rows)."""
+    the four at once: ``runs``, label -> (direct run, run through proxies, the proxies'
+    rows by case id); ``again(label, case ids)``, those cases run once more both ways."""
     from peers.java_conformance_client import java_conformance_command
     from peers.process import PeerNotInstalled
     from proxy_support import ThreadedProxies
@@ -177,8 +207,8 @@ def client_runs():
     proxies = ThreadedProxies()
     runner = through_proxies(ClientRunner)
 
-    def run(command, options, proxied):
-        suite = ClientSuite(command, cases, **options)
+    def run(command, options, proxied, chosen=cases):
+        suite = ClientSuite(command, chosen, **options)
         if not proxied:
             return suite.run_all(), None
         suite.runner = runner(command, suite.runner.interface, proxies=proxies, **options)
@@ -186,13 +216,19 @@ def client_runs():
             return suite.run_all(), suite.runner.rows
         finally:
             suite.runner.finish()
+
+    def again(label, case_ids):
+        chosen = [c for c in cases if c.id in case_ids]
+        return tuple(run(*clients[label], proxied, chosen)[0] for proxied in (False, True))
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
             futures = {label: [pool.submit(run, command, options, proxied)
                                for proxied in (False, True)]
                        for label, (command, options) in clients.items()}
-            yield {label: (direct.result()[0], *through.result())
-                   for label, (direct, through) in futures.items()}
+            yield types.SimpleNamespace(
+                runs={label: (direct.result()[0], *through.result())
+                      for label, (direct, through) in futures.items()},
+                again=again)
     finally:
         proxies.stop()
 
@@ -200,12 +236,12 @@ def client_runs():
 @PEERS
 @pytest.mark.parametrize("label", ["omniORBpy", "JacORB"])
 def test_a_peer_clients_verdicts_are_the_same_through_the_proxy(client_runs, label):
-    direct, through, rows = client_runs[label]
-    assert differing(direct, through) == []
-    # and what the client reported: the same kind of outcome, the same exception (a proxy
-    # that answered a 4 GiB claim itself gave COMM_FAILURE where the client's own
-    # call timeout gives TIMEOUT)
-    assert [outcome(r) for r in through.results] == [outcome(r) for r in direct.results]
+    direct, through, rows = client_runs.runs[label]
+    # the verdict and what the client reported: the same kind of outcome, the same
+    # exception (a proxy that answered a 4 GiB claim itself gave COMM_FAILURE where the
+    # client's own call timeout gives TIMEOUT)
+    assert judged_again(label, differing_outcomes, (direct, through),
+                        lambda ids: client_runs.again(label, ids)) == []
     # each client's calls went through its case's proxy
     for result in through.results:
         assert any(r["message_type"] == "Request" for r in rows[result.case.id]), result.case.id
