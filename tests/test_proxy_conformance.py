@@ -152,6 +152,9 @@ CLIENT_CASES = ("ops.echo-object[1.2-BE]", "forward.location-forward[1.0-BE]",
                 "request-id.unknown-reply-first[1.2-BE]",
                 "close.close-connection-before-reply[1.2-BE]",
                 "size.huge-claim-then-stall[1.2-BE]")
+# JacORB's client has no call timeout here: after the 4 GiB claim it waits until the case
+# kills it (15 s), directly and through the proxy alike; omniORBpy's ends the call in 5 s.
+NOT_FOR = {"JacORB": {"size.huge-claim-then-stall[1.2-BE]"}}
 
 
 def through_proxies(runner_class):
@@ -207,8 +210,10 @@ def client_runs():
     proxies = ThreadedProxies()
     runner = through_proxies(ClientRunner)
 
-    def run(command, options, proxied, chosen=cases):
-        suite = ClientSuite(command, chosen, **options)
+    def run(label, proxied, chosen=cases):
+        command, options = clients[label]
+        suite = ClientSuite(command, [c for c in chosen if c.id not in NOT_FOR.get(label, ())],
+                            **options)
         if not proxied:
             return suite.run_all(), None
         suite.runner = runner(command, suite.runner.interface, proxies=proxies, **options)
@@ -219,12 +224,11 @@ def client_runs():
 
     def again(label, case_ids):
         chosen = [c for c in cases if c.id in case_ids]
-        return tuple(run(*clients[label], proxied, chosen)[0] for proxied in (False, True))
+        return tuple(run(label, proxied, chosen)[0] for proxied in (False, True))
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
-            futures = {label: [pool.submit(run, command, options, proxied)
-                               for proxied in (False, True)]
-                       for label, (command, options) in clients.items()}
+            futures = {label: [pool.submit(run, label, proxied) for proxied in (False, True)]
+                       for label in clients}
             yield types.SimpleNamespace(
                 runs={label: (direct.result()[0], *through.result())
                       for label, (direct, through) in futures.items()},
@@ -237,6 +241,8 @@ def client_runs():
 @pytest.mark.parametrize("label", ["omniORBpy", "JacORB"])
 def test_a_peer_clients_verdicts_are_the_same_through_the_proxy(client_runs, label):
     direct, through, rows = client_runs.runs[label]
+    assert len(through.results) == len(CLIENT_CASES) - len(NOT_FOR.get(label, ()))
+    assert sum(r.verdict == "pass" for r in direct.results) >= len(through.results) // 2
     # the verdict and what the client reported: the same kind of outcome, the same
     # exception (a proxy that answered a 4 GiB claim itself gave COMM_FAILURE where the
     # client's own call timeout gives TIMEOUT)
