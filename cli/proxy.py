@@ -79,7 +79,8 @@ def _target(text: str, timeout: float, tls) -> tuple:
 @shared("--json", "json_out", more="JSON Lines: the call rows (as `pycdr monitor`'s).")
 @shared("--write", "pcap_out", more="Each client connection, both ways.")
 @shared("--max-message-size", type=click.IntRange(min=64), default=16 << 20,
-        show_default=True, more="Relayed.")
+        show_default=True, more="Larger ones are not decoded: they and the rest of their "
+                                "connection are relayed byte for byte.")
 @click.option("--max-connection-bytes", type=click.IntRange(min=64), default=64 << 20,
               show_default=True, help="Bytes one connection may hold (a message arriving "
                                       "and fragments of messages not yet whole).")
@@ -182,6 +183,8 @@ def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_file
         core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules, emit=emit,
                          bodies=bodies, limits=limits, seed=seed, hooks=hooks,
                          explain=explain_row)
+        if not quiet:
+            core.notice = lambda text: click.echo(f"proxy: {text}", err=True)
     except TLSConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_USAGE)

@@ -3,6 +3,7 @@ writes, all on the test's event loop."""
 
 import asyncio
 import contextlib
+import threading
 
 from orb_echo_values import ECHO_INTERFACE, load_echo_module
 from pycdr.addressing.rewrite import ReferenceRewriter
@@ -55,3 +56,38 @@ def through(proxy, index=0):
     """The (host, port) of the proxy's ``index``-th listener."""
     listener = proxy.listeners[index]
     return listener.advertised
+
+
+class ThreadedProxies:
+    """Proxies opened and closed from synchronous code (a test's threads), all on one
+    event loop in a thread of their own."""
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="proxies",
+                                       daemon=True)
+        self.thread.start()
+
+    def _call(self, coroutine, timeout=30):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def open(self, upstream) -> tuple:
+        """A proxy (no rule, the echo IDL) relaying to ``upstream`` (host, port) from a free
+        port on 127.0.0.1: (proxy, the list its rows go to)."""
+        rows = []
+
+        async def start():
+            core = ProxyCore(rewriter=ReferenceRewriter({}), emit=rows.append,
+                             bodies=CallBodies([MODULE]))
+            proxy = Proxy(core, [Listener("127.0.0.1", 0, upstream)])
+            await proxy.start()
+            return proxy
+        return self._call(start()), rows
+
+    def close(self, proxy) -> None:
+        self._call(proxy.close())
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()

@@ -107,3 +107,35 @@ def test_a_port_in_use_is_one_line():
                              timeout=60)
     assert run.returncode == 2
     assert run.stderr.startswith("error: cannot listen") and run.stderr.count("\n") == 1
+
+
+def test_bytes_it_cannot_frame_go_on_and_it_says_so_in_one_line():
+    import socket
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(20)
+    proxy = start_proxy("--target", f"127.0.0.1:{listener.getsockname()[1]}")
+    try:
+        # no reference to print for a HOST:PORT target: "proxy: LISTEN -> TARGET" names the port
+        started = proxy.stderr.readline().split()
+        assert started[0] == "proxy:" and started[2] == "->", started
+        port = int(started[1].rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            upstream, _ = listener.accept()
+            client.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            got = b""
+            upstream.settimeout(20)
+            while len(got) < 18:
+                got += upstream.recv(64)
+            assert got == b"GET / HTTP/1.0\r\n\r\n"         # the server's to answer
+            upstream.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
+            client.settimeout(20)
+            assert client.recv(64) == b"HTTP/1.0 400 Bad Request\r\n\r\n"
+            notice = proxy.stderr.readline()
+            upstream.close()
+    finally:
+        proxy.send_signal(signal.SIGTERM)
+        proxy.communicate(timeout=20)
+        listener.close()
+    assert notice.startswith("proxy: client 127.0.0.1:") and notice.count("\n") == 1
+    assert "relayed byte for byte from here on" in notice and "Traceback" not in notice
+

@@ -15,7 +15,7 @@ from pycdr.giop.header import MsgType, compress_to_ziop, encode_header, parse_he
 from pycdr.giop.layout import message_fields
 from pycdr.giop.messages import (CancelRequest, LocateReply, LocateRequest, LocateStatus,
                                  Reply, ReplyStatus, Request, decode_message, encode_fragments,
-                                 encode_message)
+                                 encode_message, fragment_message)
 from pycdr.giop.messages.model import KeyAddr
 from pycdr.proxy.core import CLIENT, SERVER, Close, ProxyCore, ProxyLimits, Send
 from pycdr.proxy.rules import RuleError, load_rules, parse_rules
@@ -133,25 +133,52 @@ def _join(pieces):
     return encode_header(h.version, h.little, h.msg_type, len(body)) + body
 
 
-def test_garbage_from_a_side_is_answered_and_both_connections_end():
+def test_what_the_proxy_cannot_frame_goes_on_and_the_connection_is_relayed_as_bytes():
+    # Not the proxy's to answer: the peer judges it (a MessageError, a close, a wait), and
+    # what either side sends later goes on as it came.
     core, conn, rows = make_core()
-    out = conn.data(CLIENT, b"NOT GIOP AT ALL!", 1)
-    assert sent(out, CLIENT)[0][7] == MsgType.MessageError
-    assert sent(out, SERVER) == []
-    assert {a.which for a in out if isinstance(a, Close)} == {CLIENT, SERVER}
+    notices = []
+    core.notice = notices.append
+    out = conn.data(CLIENT, b"NOT GIOP AT ALL!" + request(rid=2), 1)
+    assert b"".join(sent(out, SERVER)) == b"NOT GIOP AT ALL!" + request(rid=2)
+    assert sent(out, CLIENT) == [] and not any(isinstance(a, Close) for a in out)
+    assert conn.relaying and not conn.finished
+    error = encode_header((1, 0), False, MsgType.MessageError, 0)
+    assert sent(conn.data(SERVER, error, 2), CLIENT) == [error]
+    assert sent(conn.data(CLIENT, b"\x01", 3), SERVER) == [b"\x01"]
+    assert len(notices) == 1 and "client 10.0.0.1:40000" in notices[0]
+    assert "relayed byte for byte" in notices[0]
+    # A reply that breaks the rules reaches the caller as it came (no MARSHAL made up).
     core, conn, rows = make_core()
     conn.data(CLIENT, request(rid=9), 1)
     out = conn.data(SERVER, b"GIOP\x09\x09\0\0\0\0\0\0", 2)
-    (answer,) = sent(out, CLIENT)
-    failure, _ = decode_message(answer)
-    assert failure.system_exception.name == "COMM_FAILURE"
+    assert sent(out, CLIENT) == [b"GIOP\x09\x09\0\0\0\0\0\0"] and conn.relaying
 
 
-def test_the_budget_bounds_a_message_a_connection_and_all_connections():
+def test_fragments_held_when_the_relay_starts_go_on_first_in_order():
+    core, conn, _ = make_core()
+    whole = encode_message(Request(version=(1, 2), little=False, request_id=4,
+                                   response_flags=3, target=KeyAddr(b"Echo"),
+                                   operation="echo_octets", body=b"\0\0\0\x40" + b"x" * 64))
+    pieces = fragment_message(whole, 40)
+    assert len(pieces) > 2
+    out = conn.data(CLIENT, b"".join(pieces[:2]), 1)
+    assert sent(out, SERVER) == [] and core.held_total > 0
+    # a GIOP 1.0 Fragment is no message at all: the proxy's checks refuse it
+    stray = encode_header((1, 0), False, MsgType.Fragment, 0)
+    out = conn.data(CLIENT, stray + pieces[2], 2)
+    assert b"".join(sent(out, SERVER)) == b"".join(pieces[:2]) + stray + pieces[2]
+    assert core.held_total == 0
+
+
+def test_past_the_budget_what_is_held_goes_on_and_nothing_more_is_held():
     limits = ProxyLimits(max_message_size=100, max_connection_bytes=200, max_total_bytes=250)
     core, conn, _ = make_core(limits=limits)
-    out = conn.data(CLIENT, request(body=b"\0" * 200), 1)
-    assert sent(out, CLIENT)[0][7] == MsgType.MessageError and conn.finished
+    big = request(body=b"\0" * 200)
+    out = conn.data(CLIENT, big[:50], 1)
+    assert sent(out, SERVER) == [big[:50]] and conn.relaying and not conn.finished
+    assert sent(conn.data(CLIENT, big[50:], 2), SERVER) == [big[50:]]
+    assert core.held_total == 0
     core, first, _ = make_core(limits=limits)
     second = core.connection(("10.0.0.1", 40001), SERVER_ADDRESS)
     third = core.connection(("10.0.0.1", 40002), SERVER_ADDRESS)
@@ -161,7 +188,7 @@ def test_the_budget_bounds_a_message_a_connection_and_all_connections():
     assert second.data(CLIENT, partial, 1) == []
     assert core.held_total == 2 * len(partial)
     out = third.data(CLIENT, partial, 1)
-    assert third.finished and sent(out, CLIENT)[0][7] == MsgType.MessageError
+    assert third.relaying and b"".join(sent(out, SERVER)) == partial
     assert core.held_total == 2 * len(partial)
     first.eof(CLIENT, 2)
     assert core.held_total == len(partial)

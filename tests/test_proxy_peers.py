@@ -141,3 +141,53 @@ def test_omniorbpy_and_jacorb_call_each_other_through_the_proxy(tmp_path):
         assert [r["operation"] for r in rows
                 if (r["operation"] or "").startswith("echo_")] == ["echo_long", "echo_string"]
         assert all(r["outcome"] == "success" for r in rows)
+
+
+def _address(ior_text):
+    from pycdr.addressing.iiop import decode_profile
+    from pycdr.codec.ior import ior_from_string
+    profile = decode_profile(ior_from_string(ior_text).profiles[0])
+    return (profile.host, profile.port), profile.object_key
+
+
+def _returned_reference_rows(rows):
+    return [(r["operation"], r["outcome"]) for r in rows
+            if r["message_type"] == "Request" and r["operation"] in ("echo_object", "echo_long")]
+
+
+def test_omniorbpy_calls_a_reference_jacorb_returned_through_the_proxy(tmp_path):
+    # JacORB (DSI) answers echo_object with the reference it was given: its own, pointing at
+    # its own port. The proxy rewrites it (--idl), so omniORBpy's call on what came back comes
+    # through the proxy too.
+    from peers.jacorb import start_jacorb_echo_server
+    from pycdr.conformance.echo import ECHO_IDL, ECHO_INTERFACE, load_echo_module
+    echo = load_echo_module().interfaces[ECHO_INTERFACE]
+    with start_jacorb_echo_server(interface=echo) as server, \
+            proxy_for(server.ior, tmp_path, "--idl", ECHO_IDL) as (ior, rows):
+        done = subprocess.run([sys.executable, os.path.join(PEERS_DIR,
+                                                            "omni_returned_reference_client.py"),
+                               ior, server.ior], capture_output=True, text=True, timeout=120)
+        line = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+        assert line.get("echo_long") == 7, (line, done.stderr)
+        proxy_address, _ = _address(ior)
+        assert _address(line["returned"]) == (proxy_address, server.object_key)
+        assert _address(server.ior)[0] != proxy_address
+    assert _returned_reference_rows(rows) == [("echo_object", "success"),
+                                              ("echo_long", "success")]
+
+
+def test_jacorb_calls_a_reference_omniorbpy_returned_through_the_proxy(tmp_path):
+    # omniORBpy answers echo_object with the reference it was given, its own; JacORB calls
+    # on the reference that came back in the same process (ReturnedReferenceClient.java).
+    from peers.jacorb import call_returned_reference_from_jacorb
+    from pycdr.conformance.echo import ECHO_IDL, ECHO_INTERFACE
+    with start_omni_echo_server(idl=ECHO_IDL, interface=ECHO_INTERFACE,
+                                object_id="Echo") as server, \
+            proxy_for(server.ior, tmp_path, "--idl", ECHO_IDL) as (ior, rows):
+        line = call_returned_reference_from_jacorb(ior, server.ior)
+        assert line.get("echo_long") == 7, line
+        proxy_address, _ = _address(ior)
+        assert _address(line["returned"]) == (proxy_address, server.object_key)
+        assert _address(server.ior)[0] != proxy_address
+    assert _returned_reference_rows(rows) == [("echo_object", "success"),
+                                              ("echo_long", "success")]

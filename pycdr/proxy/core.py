@@ -18,11 +18,18 @@ fragments made anew.  Each call is a row of the call table
 (:class:`~pycdr.calls.tracker.CallTracker`), with the rules that hit it in
 ``faults``.
 
+Bytes the proxy cannot frame or refuses (not GIOP, a version or a fragment rule
+broken, a message that does not decode) are not answered by the proxy: they go on
+to the other side as they came, and the connection is relayed byte for byte from
+then on, undecoded, so that the peer's own answer (a MessageError, a close, a
+wait, an acceptance) is what the sender sees.  The proxy stays transparent where
+its own checks are stricter than the peers (as GiopConnection is).
+
 Memory: a message's size, the bytes one connection holds (an incomplete message
 and the fragments of messages not yet whole) and the bytes all connections hold
-are bounded (:class:`ProxyLimits`); past a bound the side that sent the bytes
-gets a MessageError and its connection is closed.  What waits to be written is
-the I/O layer's to bound (it stops reading a side whose output waits).
+are bounded (:class:`ProxyLimits`); past a bound what is held goes on and the
+connection is relayed byte for byte from then on, holding nothing.  What waits to
+be written is the I/O layer's to bound (it stops reading a side whose output waits).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import struct
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from ..addressing.rewrite import ReferenceRewriter
+from ..addressing.rewrite import ReferenceRewriter, address_text
 from ..calls.bodies import CallBodies
 from ..calls.tracker import CallTracker, message_entry
 from ..codec.marshal import read_value, write_value
@@ -46,7 +53,7 @@ from ..giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, MsgType, encode_header,
 from ..giop.layout import message_fields
 from ..giop.messages import (LocateReply, LocateStatus, Reply, ReplyStatus, decode_message,
                              encode_fragments, encode_message)
-from ..giop.sysexc import (COMM_FAILURE, MARSHAL, OMG_VMCID, TRANSIENT, CompletionStatus)
+from ..giop.sysexc import OMG_VMCID, TRANSIENT, CompletionStatus
 from .rules import Rules, bind_exceptions
 
 CLIENT, SERVER = 0, 1
@@ -126,6 +133,8 @@ class ProxyCore:
         self._streams = 0
         self._result_types: dict = {}        # Operation -> result_types(op)
         self._argument_types: dict = {}      # Operation -> argument_types(op)
+        # fn(text) told when a connection becomes a byte relay and why, or None
+        self.notice = None
 
     def argument_types(self, op) -> list | None:
         """The TypeCodes of ``op``'s in and inout parameters when they may hold an object
@@ -197,6 +206,7 @@ class ProxyConnection:
         self.calls: dict = {}               # request id -> _Call (Requests from the client)
         self.upstream_down: str | None = None
         self.finished = False
+        self.relaying = False               # relayed byte for byte, undecoded (_relay)
 
     # -- input ------------------------------------------------------------------------
     def data(self, side: int, data, ts: int) -> list:
@@ -204,6 +214,8 @@ class ProxyConnection:
         d = self.sides[side]
         if d.closed or self.finished:
             return []
+        if self.relaying:
+            return [Send(1 - side, [bytes(data)])] if data else []
         # Whole messages are cut from the bytes as they came when nothing waits before
         # them (one copy a message, none for a read that is one message).  held_total
         # counts what d.buf holds at every step.
@@ -216,15 +228,16 @@ class ProxyConnection:
         pos, size = 0, len(source)
         limit = self.core.limits.max_message_size
         out: list = []
-        while size - pos >= HEADER_SIZE and not d.closed and not self.finished:
+        while size - pos >= HEADER_SIZE and not d.closed and not self.finished \
+                and not self.relaying:
             try:
                 header = parse_header(source, pos)
             except PycdrError as e:
-                self._broken(side, str(e), out)
+                self._relay(side, str(e), [], out)
                 break
             if header.size > limit:
-                self._broken(side, f"message of {header.size} bytes exceeds the limit of "
-                             f"{limit}", out)
+                self._relay(side, f"message of {header.size} bytes exceeds the limit of "
+                            f"{limit}", [], out)
                 break
             total = header.total_size
             if size - pos < total:
@@ -233,6 +246,15 @@ class ProxyConnection:
                 bytes(memoryview(source)[pos:pos + total])
             pos += total
             self._frame(side, header, frame, ts, out)
+        if self.relaying:
+            # what this side sent after the bytes that started the relay goes on too
+            rest = bytes(memoryview(source)[pos:])
+            if source is d.buf:
+                self.core.held_total -= len(d.buf)
+                d.buf.clear()
+            if rest:
+                out.append(Send(1 - side, [rest]))
+            return out
         if d.closed or self.finished:
             self._release(d)
             return out
@@ -244,11 +266,15 @@ class ProxyConnection:
             self.core.held_total += size - pos
         limits = self.core.limits
         if d.holding > limits.max_connection_bytes:
-            self._broken(side, f"more than {limits.max_connection_bytes} bytes held for "
-                         "this connection", out)
+            self._relay(side, f"more than {limits.max_connection_bytes} bytes held for "
+                        "this connection", [], out)
         elif self.core.held_total > limits.max_total_bytes:
-            self._broken(side, f"more than {limits.max_total_bytes} bytes held for all "
-                         "connections", out)
+            self._relay(side, f"more than {limits.max_total_bytes} bytes held for all "
+                        "connections", [], out)
+        if self.relaying and d.buf:
+            out.append(Send(1 - side, [bytes(d.buf)]))
+            self.core.held_total -= len(d.buf)
+            d.buf.clear()
         if d.closed or self.finished:
             self._release(d)
         return out
@@ -306,9 +332,9 @@ class ProxyConnection:
         if isinstance(event, MessageReceived):
             self._message(side, event, frames, ts, out)
         elif isinstance(event, ProtocolViolation):
-            self._violation(side, event, out)
+            self._relay(side, str(event.error), frames, out)
         else:                                   # ConnectionClosed: framing is gone
-            self._broken(side, event.reason, out)
+            self._relay(side, event.reason, frames, out)
 
     def _release(self, d: _Direction) -> None:
         self.core.held_total -= d.holding
@@ -324,35 +350,31 @@ class ProxyConnection:
             self.core.tracker.closed(self.track)
 
     # -- bad input --------------------------------------------------------------------
-    def _broken(self, side: int, reason: str, out: list) -> None:
-        """``side``'s stream cannot be framed any more: MessageError to it, then both
-        connections close (a server's pending calls get COMM_FAILURE first)."""
-        self.sides[side].closed = True
-        out.append(Send(side, [encode_header((1, 0), False, MsgType.MessageError, 0)]))
-        self._end_after_fault(side, out)
+    def _relay(self, side: int, reason: str, frames: list, out: list) -> None:
+        """``side`` sent what the proxy cannot frame, refuses or will not hold: not the
+        proxy's to judge. What either side holds goes on (``frames``, the bytes that
+        started it, last of ``side``'s), and the connection is relayed byte for byte
+        from now on: the peer answers, or closes, or waits, as it would without the
+        proxy. data() sends on what ``side`` sent after ``frames``."""
+        self.relaying = True
+        for s in (1 - side, side):
+            d = self.sides[s]
+            held = [f for chain in d.held.values() for f in chain]
+            pending = [bytes(d.buf)] if d.buf and s != side else []
+            pieces = held + (frames if s == side else []) + pending
+            if pieces:
+                out.append(Send(1 - s, pieces))
+            self.core.held_total -= d.held_bytes + (len(d.buf) if s != side else 0)
+            d.held.clear()
+            d.held_bytes = 0
+            if s != side:
+                d.buf.clear()
+        if self.core.notice is not None:
+            self.core.notice(f"{SIDE_NAMES[side]} {address_text(*self._address(side))}: "
+                             f"{reason}; relayed byte for byte from here on")
 
-    def _end_after_fault(self, side: int, out: list) -> None:
-        if side == SERVER:
-            for call in list(self.calls.values()):
-                self._answer(call, COMM_FAILURE(OMG_VMCID | 0, CompletionStatus.COMPLETED_MAYBE),
-                             out)
-            self.calls.clear()
-        out.append(Close(side))
-        out.append(Close(1 - side))
-        self._finish()
-
-    def _violation(self, side: int, v: ProtocolViolation, out: list) -> None:
-        if v.reply:
-            out.append(Send(side, [v.reply]))
-        if v.answer in (Answer.SEND_MESSAGE_ERROR_AND_CLOSE, Answer.CLOSE):
-            self.sides[side].closed = True
-            self._end_after_fault(side, out)
-        elif side == SERVER and v.request_id is not None:
-            # the reply to a call was malformed: its caller hears it as its ORB would
-            call = self.calls.pop(v.request_id, None)
-            if call is not None:
-                self._answer(call, MARSHAL(OMG_VMCID | 0, CompletionStatus.COMPLETED_MAYBE),
-                             out)
+    def _address(self, side: int) -> tuple:
+        return self.client if side == CLIENT else self.server
 
     # -- messages ---------------------------------------------------------------------
     def _message(self, side, event: MessageReceived, frames, ts, out) -> None:

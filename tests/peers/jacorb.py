@@ -15,10 +15,11 @@ big-endian, which makes it the big-endian interop peer.
 """
 
 import functools
+import json
 import os
 
 from peers.java_orb import JavaOrb, call_from_java_orb, start_java_echo_server
-from peers.process import PEERS_DIR
+from peers.process import PEERS_DIR, run_client_process
 from pycdr import idl
 
 # JacORB persistent object keys are <implname>/<POA name>/<object id>.
@@ -76,3 +77,13 @@ def run_jacorb_client(ior, calls, *, properties=None, timeout=60):
     (operation, value) pairs."""
     return call_from_jacorb(ior, peers_echo_interface(), [(name, (value,)) for name, value in calls],
                             properties=properties, timeout=timeout)
+
+
+def call_returned_reference_from_jacorb(ior, argument_ior, *, timeout=60):
+    """In one JacORB client process (ReturnedReferenceClient.java), echo_object(`argument_ior`)
+    on `ior` (conformance/echo.idl's EchoAll::Echo), then echo_long(7) on the reference that
+    came back: {"returned": its IOR as JacORB stringifies it, "echo_long": the result}, or
+    {"exception": repository id}."""
+    argv = JACORB.java_command("pycdrpeers.ReturnedReferenceClient") + [ior, argument_ior] + \
+        [f"{name}={value}" for name, value in JACORB.properties.items()]
+    return json.loads(run_client_process(JACORB.name, argv, timeout)[-1])
