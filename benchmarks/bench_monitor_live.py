@@ -21,6 +21,9 @@ Per step it reports:
   ``pcap_stats`` when the capture ends);
 - calls lost: the calls the clients made against the monitor's rows of that port with
   outcome ``success`` (other outcomes are counted beside: no_reply, gap, orphan_reply...);
+- the lag: seconds from the clients' end to the monitor's last row (past a second the
+  monitor was behind, the kernel's buffer holding what it had not read: at that rate a
+  longer step would drop packets);
 - CPU microseconds per call of the monitor (its process, from the clients' start to the
   last row written) beside the load's (the clients' calling loops plus the server's
   process over the same time);
@@ -37,7 +40,8 @@ Per step it reports:
 
 The steps go up until one drops a packet or loses a call, or the clients cannot make
 the rate offered (achieved < 90 % of it: the load is the limit there, not the monitor);
-the result is the highest rate offered with no packet dropped and no call lost.  The
+the results are the highest rate offered with no packet dropped and no call lost, and
+the highest at which the monitor also kept up.  The
 clients, the server and the monitor share the machine's CPUs: on a machine also busy
 with other work the figures move from run to run.
 """
@@ -69,6 +73,10 @@ TARGET_MEDIAN_US = 200
 # A step whose clients made fewer calls than this share of the rate offered: the load is
 # the limit, not the monitor; no higher rate is tried.
 ACHIEVED_SHARE = 0.9
+# The monitor kept up with a step when its rows were all written within this many seconds
+# of the clients' end; past it the kernel's buffer held what it had not read yet, and a
+# longer step at that rate would fill it and drop packets.
+KEPT_UP_SECONDS = 1.0
 ECHO_OPERATIONS = ("echo_long", "echo_double", "echo_string", "echo_octets")
 
 # argv[4] rate (calls a second, this client), [5] seconds, [6] seed, [7] calls in 50
@@ -252,6 +260,7 @@ def step(server, rate: float, seconds: float, clients: int, big: int, scratch: s
         server_cpu_us_per_call=round(server_cpu / result["calls"] * 1e6, 1),
         monitor_summary=[line for line in said.splitlines() if line][-2:])
     result["clean"] = result["dropped"] == 0 and result["lost"] == 0
+    result["kept_up"] = result["clean"] and result["drain_wall"] <= KEPT_UP_SECONDS
     return result
 
 
@@ -312,9 +321,11 @@ def run(rates=RATES, seconds: float = 10.0, clients: int = 4, big: int = 0,
                 break
     clean = [s for s in steps if s["clean"]]
     best = max(clean, key=lambda s: s["offered"]) if clean else None
+    kept = [s for s in clean if s["kept_up"]]
     return {"steps": steps,
             "highest_clean_offered": best["offered"] if best else None,
             "highest_clean_achieved": best["achieved"] if best else None,
+            "highest_kept_up_offered": max(s["offered"] for s in kept) if kept else None,
             "load_limited": bool(steps) and steps[-1]["clean"]
             and steps[-1]["achieved"] < ACHIEVED_SHARE * steps[-1]["offered"],
             "targets": {"within_share": TARGET_WITHIN, "median_diff_us": TARGET_MEDIAN_US}}
@@ -327,7 +338,7 @@ def _verdict(ok) -> str:
 def format_table(results) -> str:
     lines = [f"{'offered':>8} {'achieved':>8} {'calls':>7} {'dropped':>7} {'lost':>5} "
              f"{'mon us/c':>8} {'load us/c':>9} {'mon/load':>8} {'<=client':>8} "
-             f"{'med us':>7} {'p99 us':>7}  other outcomes"]
+             f"{'med us':>7} {'p99 us':>7} {'lag s':>6}  other outcomes"]
     for s in results["steps"]:
         other = {k: v for k, v in s["outcomes"].items() if k != "success"}
         ratio = s["monitor_cpu_us_per_call"] / s["load_cpu_us_per_call"] \
@@ -337,7 +348,7 @@ def format_table(results) -> str:
                      f"{'?' if s['dropped'] is None else s['dropped']:>7} {s['lost']:5d} "
                      f"{s['monitor_cpu_us_per_call']:8.1f} {s['load_cpu_us_per_call']:9.1f} "
                      f"{ratio:8.2f} {within:>8} {s['median_diff_us'] or 0:7.1f} "
-                     f"{s['p99_diff_us'] or 0:7.1f}  {other or ''}")
+                     f"{s['p99_diff_us'] or 0:7.1f} {s['drain_wall']:6.2f}  {other or ''}")
     for s in results["steps"]:
         if s["clients_not_compared"] or s["mismatched"]:
             lines.append(f"  {s['offered']:g}/s: {s['clients_not_compared']} clients' calls "
@@ -349,6 +360,10 @@ def format_table(results) -> str:
         if best is not None else "none") + (
         "  (the clients could not make the next rate: the load is the limit)"
         if results["load_limited"] else ""))
+    kept = results["highest_kept_up_offered"]
+    lines.append(f"highest rate the monitor kept up with (its rows all out within "
+                 f"{KEPT_UP_SECONDS:g} s of the load's end; 'lag s'): "
+                 + (f"{kept:g} calls/s offered" if kept is not None else "none"))
     for s in results["steps"]:
         if s["within_share"] is None:
             continue
