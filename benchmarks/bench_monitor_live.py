@@ -219,9 +219,9 @@ def step(server, rate: float, seconds: float, clients: int, big: int, scratch: s
         server_cpu = benchprocs.process_cpu_seconds(server.pid) - server_cpu
         made = [json.load(open(path)) for path in outs]
         expected = sum(len(m["calls"]) for m in made)
-        # The rows still coming: until every call has one, or none came for 2 seconds.
+        # The rows still coming: until every call has one, or none came for 5 seconds.
         last, quiet = -1, time.monotonic()
-        while time.monotonic() - quiet < 2:
+        while time.monotonic() - quiet < 5:
             n = _count_lines(rows_path)
             if n >= expected:
                 break

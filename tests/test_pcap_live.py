@@ -249,3 +249,23 @@ def test_a_reader_that_pauses_loses_no_packet_of_a_burst():
             pass
         live.close()
         assert (live.packets, live.dropped) == (sent, 0)
+
+
+def test_the_end_of_a_capture_still_reads_the_packets_captured_before_it():
+    """Ctrl-C (stop()) just after the last packets: they are read, not left in libpcap's
+    buffer (which hands packets over a block at a time, up to READ_TIMEOUT_MS late)."""
+    from pycdr.capture.live import LiveCapture
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    port = receiver.getsockname()[1]
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    with receiver, sender, LiveCapture("lo", f"udp port {port}", duration=15) as live:
+        assert live.stream.read1()              # the pcap header
+        for i in range(3):
+            sender.sendto(b"last %d" % i, ("127.0.0.1", port))
+        live.stop()
+        started = time.monotonic()
+        while live.stream.read1():
+            pass
+        assert live.packets == 3
+        assert time.monotonic() - started < 5   # the end came at once, not at --duration
