@@ -25,8 +25,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-CLIENT = r'''
-import random, sys
+# An omniORBpy client of the echo server: argv[1] the tests directory, argv[2] the IDL,
+# argv[3] the server's IOR; ``one_call(rng, i, big_calls)`` makes one call of the mix
+# and gives its operation's name.  The start of every client script here
+# (bench_monitor_live.py's too).
+CLIENT_SETUP = r'''
+import os, random, sys
 sys.path.insert(0, sys.argv[1])
 from omniORB import CORBA
 from peers import omni_idl
@@ -34,27 +38,38 @@ orb = CORBA.ORB_init([sys.argv[0]], CORBA.ORB_ID)
 omni_idl.import_idl(sys.argv[2])
 Echo, _ = omni_idl.interface_classes("PycdrTest::Echo")
 target = orb.string_to_object(sys.argv[3])._narrow(Echo)
-rng = random.Random(int(sys.argv[5]))
-stop_file = sys.argv[6]
-big_calls = int(sys.argv[7])
 small = bytes(range(256)) * 2
 big = bytes(range(256)) * 80
-calls = int(sys.argv[4])
-i = 0
-while calls <= 0 or i < calls:
-    if calls <= 0 and i % 1000 == 0 and not __import__("os").path.exists(stop_file):
-        break
+
+
+def one_call(rng, i, big_calls):
     k = rng.randrange(50)
     if k < big_calls:
         target.echo_octets(big)
-    elif k < 15:
+        return "echo_octets"
+    if k < 15:
         target.echo_octets(small[:rng.randrange(64, 512)])
-    elif k < 30:
+        return "echo_octets"
+    if k < 30:
         target.echo_string("call %d of a recorded load" % i)
-    elif k < 40:
+        return "echo_string"
+    if k < 40:
         target.echo_long(i)
-    else:
-        target.echo_double(i / 7)
+        return "echo_long"
+    target.echo_double(i / 7)
+    return "echo_double"
+'''
+
+CLIENT = CLIENT_SETUP + r'''
+rng = random.Random(int(sys.argv[5]))
+stop_file = sys.argv[6]
+big_calls = int(sys.argv[7])
+calls = int(sys.argv[4])
+i = 0
+while calls <= 0 or i < calls:
+    if calls <= 0 and i % 1000 == 0 and not os.path.exists(stop_file):
+        break
+    one_call(rng, i, big_calls)
     i += 1
 orb.destroy()
 '''

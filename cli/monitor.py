@@ -233,6 +233,11 @@ def cmd(files, json_out, parquet, idl_files, ior_values, ports, iface, bpf, save
                           "not be sent")
     if failure is None or counts.rows:
         click.echo(counts.summary(), err=True)
+    if live is not None:
+        # Without it a capture that lost packets would look whole: its calls end as gaps,
+        # orphan replies or no_reply rows with nothing to say why.
+        click.echo(f"{live.packets} packets captured on {interface}, {live.dropped} "
+                   "dropped (libpcap's count)", err=True)
     if failure is not None:
         sys.stdout.flush()
         click.echo(f"error: {failure}", err=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -125,6 +126,10 @@ def test_live_on_loopback_gives_the_rows_a_recording_gives(tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     check_rows(rows, server.port, seen)
     assert all(r["capture_file"] is None for r in rows)
+    # The last line: libpcap's count of the packets it dropped (none at this pace).
+    last = err.strip().splitlines()[-1]
+    assert re.fullmatch(r"[1-9]\d* packets captured on lo, 0 dropped \(libpcap's count\)",
+                        last), err
 
 
 FACTORY_IDL = os.path.join(HERE, "idl", "replay", "factory.idl")

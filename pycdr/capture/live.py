@@ -34,13 +34,23 @@ SNAPLEN = 262144
 # frames of SNAPLEN bytes each: a burst on loopback (a client's calls back to back, a
 # 20 KB message) overflowed it and the packets after were dropped.
 BUFFER_SIZE = 64 << 20
+# Immediate mode is off: on Linux it makes libpcap use a ring of fixed slots, each the
+# size of the largest packet (64 KB on loopback), so 64 MB held about 500 packets (half
+# that on loopback, where each packet is seen twice) and the capture dropped packets
+# at 1,000 calls a second as soon as the reader paused for a tenth of a second.  Without
+# it packets are packed one after the other in blocks (TPACKET_V3): the same 64 MB holds
+# hundreds of thousands of small ones.  A block is handed over when it is full or when
+# READ_TIMEOUT_MS has passed since its first packet: a packet waits that long at most.
+READ_TIMEOUT_MS = 50
 # Seconds a capture waits for packets before it looks at its duration (and
-# Ctrl-C) again.  The handle is non-blocking and waited on with select():
-# libpcap's own read timeout is not honoured in immediate mode on Linux.
+# Ctrl-C) again.  The handle is non-blocking and waited on with select().
 WAIT_SECONDS = 0.1
+# Seconds the end of a capture (Ctrl-C, --duration) waits for the packets captured before
+# it that libpcap has not handed over yet (a block is handed over READ_TIMEOUT_MS after
+# its first packet).
+FLUSH_SECONDS = 2 * READ_TIMEOUT_MS / 1000
 # Seconds between two readings of libpcap's counters (``dropped``).
 STATS_SECONDS = 1.0
-READ_TIMEOUT_MS = 100
 # pcap_activate's results (pcap/pcap.h)
 PCAP_ERROR = -1
 PCAP_ERROR_NO_SUCH_DEVICE = -5
@@ -89,7 +99,6 @@ def libpcap():
                 ("pcap_set_snaplen", ctypes.c_int, [p, ctypes.c_int]),
                 ("pcap_set_timeout", ctypes.c_int, [p, ctypes.c_int]),
                 ("pcap_set_buffer_size", ctypes.c_int, [p, ctypes.c_int]),
-                ("pcap_set_immediate_mode", ctypes.c_int, [p, ctypes.c_int]),
                 ("pcap_set_tstamp_precision", ctypes.c_int, [p, ctypes.c_int]),
                 ("pcap_get_tstamp_precision", ctypes.c_int, [p]),
                 ("pcap_activate", ctypes.c_int, [p]),
@@ -152,6 +161,10 @@ class LiveCapture:
         self._stat = _PcapStat()
         self._deadline = None if duration is None else time.monotonic() + duration
         self._stopped = False
+        self._stop_asked = False
+        # When the capture ends (stop() or the duration): until then the packets libpcap
+        # holds are read, as the ones of a block not handed over yet.
+        self._ending_at: float | None = None
         self._error: CaptureError | None = None
         errbuf = ctypes.create_string_buffer(512)
         handle = lib.pcap_create(interface.encode(), errbuf)
@@ -164,7 +177,6 @@ class LiveCapture:
             lib.pcap_set_snaplen(handle, SNAPLEN)
             lib.pcap_set_timeout(handle, READ_TIMEOUT_MS)
             lib.pcap_set_buffer_size(handle, BUFFER_SIZE)
-            lib.pcap_set_immediate_mode(handle, 1)          # each packet as it comes
             lib.pcap_set_tstamp_precision(handle, PCAP_TSTAMP_PRECISION_NANO)
             status = lib.pcap_activate(handle)
             if status < 0:
@@ -218,7 +230,12 @@ class LiveCapture:
         while not self._stopped:
             if self.count is not None and self.packets >= self.count:
                 break
-            if self._deadline is not None and time.monotonic() >= self._deadline:
+            now = time.monotonic()
+            if self._ending_at is None and (self._stop_asked or (
+                    self._deadline is not None and now >= self._deadline)):
+                self._ending_at = now + FLUSH_SECONDS
+            elif self._ending_at is not None and now >= self._ending_at:
+                self._stopped = True
                 break
             got = lib.pcap_next_ex(self._handle, ctypes.byref(header), ctypes.byref(data))
             if got == 1:
@@ -232,10 +249,12 @@ class LiveCapture:
             elif got == 0:                                   # none waiting
                 if records:
                     break
+                wait = WAIT_SECONDS if self._ending_at is None else \
+                    max(0.0, min(WAIT_SECONDS, self._ending_at - now))
                 if self._fd >= 0:
-                    select.select([self._fd], [], [], WAIT_SECONDS)
+                    select.select([self._fd], [], [], wait)
                 else:
-                    time.sleep(WAIT_SECONDS / 10)
+                    time.sleep(wait / 10)
             else:
                 if got != -2:                                # -2: pcap_breakloop
                     self._error = CaptureError(f"live capture on {self.interface}: "
@@ -254,8 +273,9 @@ class LiveCapture:
         return self._error
 
     def stop(self) -> None:
-        """End the capture: the stream ends after the packets read."""
-        self._stopped = True
+        """End the capture: the stream ends after the packets captured so far (those
+        libpcap still holds are read first, FLUSH_SECONDS at most)."""
+        self._stop_asked = True
 
     def close(self) -> None:
         self._stopped = True
