@@ -44,6 +44,10 @@ PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()"]
 TARGET_PCAP_RATIO = 1.3
 TARGET_RSS_MB = 100
 TARGET_FLAT = 0.10
+# The run benchmarks/README.md's table comes from, on the ~85 MB capture bench_pcap.py
+# uses and a small real one: about 2 minutes on 2 cores.
+FULL_RUN = ("python benchmarks/bench_monitor.py /tmp/pycdr-bench/load.pcapng "
+            "captures/real/omniorbpy-to-pycdr-giop12.pcap --results")
 
 
 def contenders(capture, idl, scratch):
@@ -113,13 +117,42 @@ def format_table(results) -> str:
     return "\n".join(lines)
 
 
+def results_tables(results) -> list:
+    """format_table's figures as a results file's tables: one per capture."""
+    import results as results_format
+    x = results_format.RATIO
+    ratio = results_format.ratio
+    tables = []
+    for one in results["captures"]:
+        rows = one["rows"]
+        table_rows = [[name, round(wall, 2), round(cpu, 2), round(rss), None, None, None]
+                      for name, (wall, rss, cpu) in rows.items()]
+        for a, b, text, target in (
+                ("monitor-json", "pcap-json", "monitor --json / pcap --json",
+                 f"CPU <= {TARGET_PCAP_RATIO}"),
+                ("monitor-json", "ref-frame", "monitor --json / floor", None),
+                ("monitor-parquet", "monitor-json", "monitor --parquet / --json", None),
+                ("monitor-idl", "monitor-json", "monitor --idl / --json", None)):
+            if a in rows and b in rows:
+                table_rows.append([text, None, None, None, ratio(rows[a][0], rows[b][0]),
+                                   ratio(rows[a][2], rows[b][2]), target])
+        tables.append(results_format.table(
+            f"{os.path.basename(one['capture'])}: {one['size'] / 1e6:.1f} MB; median of "
+            f"{one['repeat']} (monitor --json peak RSS target <= {TARGET_RSS_MB} MB)",
+            ["contender or ratio", "wall s", "CPU s", "peak MB", f"wall {x}", f"CPU {x}",
+             "target"], table_rows))
+    return tables
+
+
 def main(argv=None) -> None:
+    import results as results_format
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("captures", nargs="+")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--idl", default=bench_pcap.ECHO_IDL)
     ap.add_argument("--only", help="comma-separated contenders")
     ap.add_argument("--json", dest="json_file", help="also write the results here")
+    results_format.add_argument(ap)
     args = ap.parse_args(argv)
     results = run(args.captures, args.repeat, args.idl,
                   set(args.only.split(",")) if args.only else None)
@@ -127,6 +160,13 @@ def main(argv=None) -> None:
     if args.json_file:
         with open(args.json_file, "w") as f:
             json.dump(results, f, indent=1)
+    largest = max(one["size"] for one in results["captures"])
+    results_format.write(args.results, "monitor", results_format.record(
+        "monitor", script=__file__, argv=sys.argv[1:] if argv is None else argv,
+        quick=largest < 50e6, path={"codec": results_format.codec_path()},
+        settings={"captures_mb": [round(one["size"] / 1e6, 1) for one in results["captures"]],
+                  "repeat": args.repeat},
+        tables=results_tables(results)))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "peers"))      # (omni_idl, for the client)
 PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
+# The run benchmarks/README.md's table comes from: about 2 minutes on 2 cores.
+FULL_RUN = "python benchmarks/bench_proxy.py --results"
 PAYLOADS = {"long": ("echo_long", 42), "octets64k": ("echo_octets", 65536)}
 
 
@@ -174,14 +176,35 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def results_tables(results: dict) -> list:
+    """format_table's figures as a results file's table."""
+    import results as results_format
+    rows = []
+    for row in results["rows"]:
+        d, r, p = row["direct"], row["relay"], row["proxy"]
+        rows.append([row["payload"], row["clients"], round(d["calls_per_s"]),
+                     round(r["calls_per_s"]), round(p["calls_per_s"]),
+                     results_format.ratio(p["calls_per_s"], r["calls_per_s"]),
+                     results_format.ratio(p["calls_per_s"], d["calls_per_s"]),
+                     round(p["p50_us"] - d["p50_us"]), round(p["p99_us"] - d["p99_us"])])
+    x = results_format.RATIO
+    return [results_format.table(
+        "an omniORBpy client and server: direct, through the byte relay (the floor) and "
+        "through pycdr proxy (target: proxy/relay >= 0.8)",
+        ["payload", "clients", "direct calls/s", "relay calls/s", "proxy calls/s",
+         f"proxy/relay {x}", f"proxy/direct {x}", "added p50 us", "added p99 us"], rows)]
+
+
+def main(argv=None) -> None:
+    import results as results_format
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--clients", default="1,16")
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--relay", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    results_format.add_argument(parser)
+    args = parser.parse_args(argv)
     if args.relay:
         host, port = args.relay.rsplit(":", 1)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -195,6 +218,12 @@ def main() -> None:
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=2)
+    results_format.write(args.results, "proxy", results_format.record(
+        "proxy", script=__file__, argv=sys.argv[1:] if argv is None else argv,
+        quick=args.calls < 2000, path={"codec": results_format.codec_path(),
+                                       "loop": results_format.loop_name()},
+        settings={"calls": args.calls, "clients": args.clients},
+        tables=results_tables(results)))
 
 
 if __name__ == "__main__":

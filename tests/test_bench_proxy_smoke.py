@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from bench_results import check_tables
+
 BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "bench_proxy.py")
 
 pytestmark = pytest.mark.skipif(os.environ.get("PYCDR_PURE") == "1",
@@ -26,3 +28,4 @@ def test_tiny_run_reports_every_contender():
             assert row[name]["calls"] >= 1 and row[name]["calls_per_s"] > 0
     table = bench.format_table(results)
     assert "proxy/relay" in table and len(table.splitlines()) == 5
+    assert check_tables(bench.results_tables(results)) == []
