@@ -34,6 +34,6 @@ def test_tiny_run_reports_every_phase_and_target(tmp_path):
     rec = json.loads((tmp_path / "hostile_load.json").read_text())
     assert check(rec) == [] and rec["benchmark"] == "hostile_load" and rec["quick"]
     phases, targets = rec["tables"]
-    assert [row[0] for row in phases] == ["before", "during (wave 1): peak", "after (wave 1)",
+    assert [row[0] for row in phases["rows"]] == ["before", "during (wave 1): peak", "after (wave 1)",
                                           "during (wave 2): peak", "after (wave 2)"]
     assert len(targets["rows"]) == 3
