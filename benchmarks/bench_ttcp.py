@@ -28,12 +28,12 @@ the best with the min-max range, and ratios of the best values.
 Peer: omniORBpy at both ends.  Floor (here a ceiling): the socket stream.  Under each
 row, each ORB's CPU microseconds per message, client/server (the client's own process
 time, the server's from /proc/<pid>/stat, over the timed repetitions, the lowest): the
-steadier figure on a shared machine; a clock tick is 10 ms, so use 64 MiB per point for
-about 10 us of resolution at 64 KB.  Targets (64 KB buffers, against omniORBpy): oneway
-octet >= 0.9x, oneway double >= 1.0x, every twoway type >= 1.0x.  They hold on a machine
-with a core free for each side: the reference ORB's processes poll their socket before
-they sleep (poll_wait, 300 us; ``--poll-wait 0`` sleeps on every read as other ORBs do),
-and without a free core that falls back to the sleeping figures.
+steadier figure on a shared machine; a clock tick is 10 ms, so 64 MiB per point gives
+about 10 us of resolution at 64 KB (16 MiB: 40 us).  Targets (64 KB buffers, against
+omniORBpy): oneway octet >= 0.9x, oneway double >= 1.0x, every twoway type >= 1.0x.  The
+reference ORB's processes poll their socket before they sleep (poll_wait, 300 us;
+``--poll-wait 0`` sleeps on every read as other ORBs do); that pays only with a core
+free for each side, and without one the figures are the sleeping ones.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ One benchmark: its command below.  `--results` (every bench_*.py has it) writes
 benchmarks/results/<name>.json; `python benchmarks/render.py` then rewrites this file
 from those files (`--check`: exit 1 when this file is not what it would write, which CI
 runs).  The tables below are only ever those files' figures; a benchmark without one
-says "no results recorded".
+says "no results recorded".  `pycdr bench marshal|ttcp|param [--tls]` runs the same code
+from a checkout, with `--plot DIR` for PNG plots (the `bench` extra).
 """
 
 READING = """\
@@ -167,12 +168,11 @@ def describe_run(rec: dict) -> list[str]:
 
 def section(name: str) -> list[str]:
     doc, full = module_facts(name)
-    lines = [f"## {name}: `bench_{name}.py`", "", doc, "", "Reproduce:", "",
-             f"    {full}", ""]
+    lines = [f"## {name}: `bench_{name}.py`", "", doc, ""]
     rec = load(name)
     if rec is None:
         return lines + [f"No results recorded; run: `{full}`", ""]
-    lines += describe_run(rec)
+    lines += ["Reproduce:", "", f"    {full}", ""] + describe_run(rec)
     for t in rec["tables"]:
         lines += markdown_table(t)
     lines += [f"- {note}" for note in rec["notes"]]
