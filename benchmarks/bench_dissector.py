@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.join(ROOT, "captures"))
 sys.path.insert(0, ROOT)
 
 PORT = 2809
-# The run benchmarks/README.md's table comes from (50 MB, best of 2): about 3 minutes
+# The run benchmarks/README.md's table comes from (50 MB, best of 2): about 2 minutes
 # on 2 cores.
 FULL_RUN = "python benchmarks/bench_dissector.py --mb 50 --runs 2 --results"
 

@@ -29,6 +29,11 @@ The issue's targets are checked and printed as PASS/FAIL lines:
 - peak RSS <= baseline + 2 x the bytes actually held;
 - after the attackers leave, RSS <= baseline + 50 MB.
 The exit status is 0 whatever the numbers (a benchmark, not a test); 1 if it could not run.
+
+No peer ORB runs here: the figures are the server's against its own baseline (RSS and
+latency before the attack), and the bytes the attack actually makes the server hold
+are the floor the peak RSS is judged against.  With ``--server-arg=--keep-memory`` the
+server does not give freed memory back (pycdr.orb.memory), for comparison.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()"]
 TARGET_PCAP_RATIO = 1.3
 TARGET_RSS_MB = 100
 TARGET_FLAT = 0.10
-# The run benchmarks/README.md's table comes from, on the ~85 MB capture bench_pcap.py
-# uses and a small real one: about 2 minutes on 2 cores.
+# The run benchmarks/README.md's table comes from, on the ~80 MB capture bench_pcap.py
+# uses and a small real one, median of 3: about 2 minutes on 2 cores.
 FULL_RUN = ("python benchmarks/bench_monitor.py /tmp/pycdr-bench/load.pcapng "
             "captures/real/omniorbpy-to-pycdr-giop12.pcap --results")
 

@@ -31,7 +31,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()"]
 TARGET_RATIO = 1.6
-# The run benchmarks/README.md's table comes from, 8 files of the ~85 MB capture
+# The run benchmarks/README.md's table comes from, 8 files of the ~80 MB capture
 # bench_pcap.py uses: about 3 minutes on 2 cores.
 FULL_RUN = "python benchmarks/bench_monitor_dask.py /tmp/pycdr-bench/load.pcapng --results"
 

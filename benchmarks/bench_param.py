@@ -64,9 +64,9 @@ OPERATIONS = param_common.OPERATIONS
 SERVERS = ("pycdr", "pycdr-threads", "omniORBpy")
 CLIENTS = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII", "socket")
 QUICK = {"seconds": 0.05, "repeat": 1}
-# The run benchmarks/README.md's tables come from: 126 cells, best of 3 x 0.5 s each,
-# about 4 minutes on 2 cores.
-FULL_RUN = "python benchmarks/bench_param.py --seconds 0.5 --results"
+# The run benchmarks/README.md's tables come from: 126 cells, best of 3 x 0.4 s each,
+# about 3 minutes on 2 cores.
+FULL_RUN = "python benchmarks/bench_param.py --seconds 0.4 --results"
 
 
 def _script(name: str) -> str:

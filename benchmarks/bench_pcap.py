@@ -39,9 +39,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # The operations record_load.py calls: what --idl decodes.
 ECHO_IDL = os.path.join(ROOT, "tests", "peers", "echo.idl")
-# The run benchmarks/README.md's table comes from, on an ~85 MB capture of real omniORBpy
-# traffic (run_all.py records it first with record_load.py): about 3 minutes on 2 cores.
-FULL_RUN = "python benchmarks/bench_pcap.py /tmp/pycdr-bench/load.pcapng --results"
+# The run benchmarks/README.md's table comes from, on an ~80 MB capture of real omniORBpy
+# traffic (run_all.py records it first with record_load.py), median of 2: about 3 minutes
+# on 2 cores, two thirds of it tshark.
+FULL_RUN = "python benchmarks/bench_pcap.py /tmp/pycdr-bench/load.pcapng --repeat 2 --results"
 
 
 # ----------------------------------------------------------------------------

@@ -51,7 +51,8 @@ core free for each.
 from __future__ import annotations
 
 # The run benchmarks/README.md's table comes from (it records its own capture; dumpcap
-# and capture rights needed): about 4 minutes on 2 cores.
+# and capture rights needed; 4,000 calls, 3 repetitions, --jobs 1 and 2): about 3
+# minutes on 2 cores.
 FULL_RUN = "python benchmarks/bench_replay.py --calls 4000 --repeat 3 --jobs 1 2 --results"
 
 import argparse

@@ -57,7 +57,8 @@ TYPES = ttcp_common.TYPES
 MODES = ttcp_common.MODES
 SIZES_KB = (1, 2, 4, 8, 16, 32, 64, 128)
 TRANSPORTS = ("pycdr", "blocking", "arrays", "omniORBpy", "socket")
-# The run benchmarks/README.md's table comes from: about 6 minutes on 2 cores.
+# The run benchmarks/README.md's table comes from (3 types, 4 sizes, both modes, 16 MiB
+# a point, best of 3): about 3 minutes on 2 cores.
 FULL_RUN = ("python benchmarks/bench_ttcp.py --types double,octet,BinStruct --sizes 1,8,64,128 "
             "--mb 16 --arrays --results")
 QUICK = {"sizes_kb": (1, 64), "megabytes": 0.25, "repeat": 1}
