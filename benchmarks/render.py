@@ -119,20 +119,15 @@ def load(name: str) -> dict | None:
 
 
 def cell(value, is_ratio: bool) -> str:
+    """A figure as the results file holds it (the benchmark rounded it), ratios with an x."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value}x" if is_ratio else str(value)
-    if isinstance(value, float):
+    if isinstance(value, (int, float)):
         if is_ratio:
-            return f"{value:.2f}x"
-        if abs(value) >= 100:
-            return f"{value:,.0f}"
-        if abs(value) >= 10:
-            return f"{value:.1f}"
-        return f"{value:.2f}" if abs(value) >= 0.01 or value == 0 else f"{value:.2g}"
+            return f"{value:.2f}x" if abs(value) >= 0.1 or value == 0 else f"{value:.2g}x"
+        return f"{value:,}"
     return str(value).replace("|", "\\|")
 
 
@@ -140,8 +135,10 @@ def markdown_table(t: dict) -> list[str]:
     columns = t["columns"]
     ratios = [c.endswith(results_format.RATIO) for c in columns]
     heads = [c[:-1].rstrip() + " (x)" if r else c for c, r in zip(columns, ratios)]
+    numeric = [all(row[i] is None or isinstance(row[i], (int, float)) for row in t["rows"])
+               for i in range(len(columns))]
     lines = [f"**{t['title']}**", "", "| " + " | ".join(heads) + " |",
-             "|" + "|".join("---" if i == 0 else "--:" for i in range(len(columns))) + "|"]
+             "|" + "|".join("--:" if n else "---" for n in numeric) + "|"]
     for row in t["rows"]:
         lines.append("| " + " | ".join(cell(v, r) for v, r in zip(row, ratios)) + " |")
     return lines + [""]
