@@ -120,9 +120,9 @@ def run_clients(ior: str, calls: int, clients: int) -> Measured:
     """omniORBpy's calls/s: every client's calls from the first client loop's start to the
     last one's end (CPU: all the clients' loops; RSS: the largest client's).  The clients
     start their loops together, once each has its ORB up and its connection open: the
-    processes start at different times, and taking the calls over the longest loop (as
-    this did until 2026-11-29) counted loops that did not overlap as running side by side
-    (up to 138k calls/s for four clients that each make 35k)."""
+    processes start at different times, and taking the calls over the longest loop would
+    count loops that did not overlap as running side by side (four clients that each make
+    35k calls/s could then show 138k)."""
     per = -(-calls // clients)
     procs = [subprocess.Popen([sys.executable, "-c", CLIENT, os.path.join(ROOT, "tests", "peers"),
                                IDL, ior, str(per)], stdin=subprocess.PIPE,
