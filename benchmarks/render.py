@@ -26,6 +26,15 @@ import results as results_format  # noqa: E402
 
 README = os.path.join(HERE, "README.md")
 
+def intro() -> str:
+    captures = "".join(f"\n    {make}" for make in results_format.CAPTURES.values())
+    return INTRO + (f"""
+The capture benchmarks read a recording of real omniORBpy traffic that run_all.py makes
+when it is missing (tshark and capture rights needed):
+{captures}
+""" if captures else "")
+
+
 INTRO = """\
 # Benchmarks
 
@@ -178,7 +187,7 @@ def section(name: str) -> list[str]:
 
 def render() -> str:
     names = benchmark_names()
-    lines = [INTRO, "Benchmarks: " + ", ".join(f"[{n}](#{n}-bench_{n}py)" for n in names)
+    lines = [intro(), "Benchmarks: " + ", ".join(f"[{n}](#{n}-bench_{n}py)" for n in names)
              + ".", "", READING]
     for name in names:
         lines += section(name)

@@ -38,6 +38,10 @@ RATIO = "×"
 KEYS = ("format", "benchmark", "command", "quick", "date", "commit", "dirty", "machine",
         "path", "settings", "tables", "notes")
 DEFAULT = "<default>"
+# The captures full runs read (FULL_RUN commands name them), and how each is made: real
+# omniORBpy traffic recorded on loopback, about 80 MB (tshark and capture rights needed).
+CAPTURES = {"/tmp/pycdr-bench/load.pcapng":
+            "python benchmarks/record_load.py /tmp/pycdr-bench/load.pcapng --calls 66000"}
 
 
 def add_argument(parser) -> None:

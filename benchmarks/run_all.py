@@ -25,10 +25,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 import render  # noqa: E402
-
-# Captures the full runs read, and how each is made: real omniORBpy traffic, ~85 MB.
-CAPTURES = {"/tmp/pycdr-bench/load.pcapng":
-            "python benchmarks/record_load.py /tmp/pycdr-bench/load.pcapng --calls 66000"}
+from results import CAPTURES  # noqa: E402
 
 
 def commands(names) -> list[tuple[str, str]]:
