@@ -8,7 +8,8 @@ Run it on a quiet machine from the repository's root, in the project's venv (wit
 test and bench extras, the peers of .ci/install-peers.sh, tshark and capture rights for
 the captures).  The captures a command names under /tmp/pycdr-bench are recorded first
 when missing (record_load.py).  A benchmark that fails is reported and the others run;
-its old results file stays as it was.
+its old results file stays as it was.  Each FULL_RUN's comment gives its duration on an
+otherwise idle 2-core machine; all of them take about 25-30 minutes.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def main(argv=None) -> int:
             print(f"{name}: {command}")
         return 0
     failed = []
+    started_all = time.monotonic()
     for name, command in todo:
         for capture, make in CAPTURES.items():
             if capture in command.split() and not os.path.exists(capture):
@@ -68,6 +70,7 @@ def main(argv=None) -> int:
         if status != 0:
             failed.append(name)
     render.main([])
+    print(f"== all: {(time.monotonic() - started_all) / 60:.1f} minutes", flush=True)
     if failed:
         print(f"run_all: failed: {', '.join(failed)}", file=sys.stderr)
         return 1
