@@ -71,7 +71,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results as results_format  # noqa: E402
 
 # The run benchmarks/README.md's table comes from (every type, size and byte order, best
-# of 3): about 3 minutes on 2 cores.
+# of 3): about 2 minutes on 2 cores (92 s of CPU).
 FULL_RUN = "python benchmarks/bench_marshal.py --repeat 3 --results"
 
 SIZES_KB = (1, 8, 64, 128)
