@@ -5,15 +5,20 @@ size, its number of GIOP messages, both times and their ratio.
 
     .venv/bin/python benchmarks/bench_dissector.py [--mb 50] [--runs 3] [--keep FILE]
 
-The capture repeats the sessions of captures/make_captures.py's
+The capture repeats the conversation of captures/make_captures.py's
 ``messages_session`` (every message type, GIOP 1.0-1.3, both byte orders, with
 service contexts, arguments, results, exceptions and IORs), each copy on a
-client port of its own.  The sessions are encoded once by pycdr and scapy;
+client port of its own.  The conversation is encoded once by pycdr and scapy;
 the copies are written with struct (scapy would take minutes for 50 MB).
 
 Each tshark run is timed by wall clock and by its CPU time (user + system,
 from the child's resource usage); the best of ``--runs`` runs counts, which
 keeps other load on the machine out of the numbers as far as possible.
+
+Peer: Wireshark's built-in giop dissector on the same capture, which decodes headers
+but not arguments; the ratio plugin/built-in is the cost of decoding every argument,
+result and exception from the type tables (``pycdr dissector`` writes them).  No floor:
+both are tshark.  Needs tshark on PATH.
 """
 
 from __future__ import annotations
@@ -32,22 +37,26 @@ sys.path.insert(0, os.path.join(ROOT, "captures"))
 sys.path.insert(0, ROOT)
 
 PORT = 2809
+# The run benchmarks/README.md's table comes from (50 MB, best of 2): about 2 minutes
+# on 2 cores.
+FULL_RUN = "python benchmarks/bench_dissector.py --mb 50 --runs 2 --results"
 
 
-def session_template() -> list:
-    """The payloads of one round of sessions: [(session index, from_client, bytes)]."""
+def conversation_template() -> list:
+    """The payloads of one copy of the conversations: [(conversation index, from_client,
+    bytes)]."""
     from scapy.layers.inet import IP, TCP
     from make_captures import VERSIONS, Builder, load_modules, messages_session
     b = Builder(load_modules())
     packets: list = []
-    sessions = []
+    conversations = []
     for v in VERSIONS:
         for little in (False, True):
             start = len(packets)
             messages_session(packets, b, v, little, PORT)
-            sessions.append(packets[start:])
+            conversations.append(packets[start:])
     out = []
-    for index, pkts in enumerate(sessions):
+    for index, pkts in enumerate(conversations):
         client_port = pkts[0][TCP].sport
         for p in pkts:
             payload = bytes(p[TCP].payload)
@@ -82,15 +91,15 @@ def _ip_checksum(header: bytes) -> int:
 
 
 def write_capture(path: str, megabytes: int) -> tuple[int, int]:
-    """Writes copies of the template sessions until the file reaches the
+    """Writes copies of the template conversations until the file reaches the
     size; returns (bytes written, GIOP messages)."""
-    template = session_template()
-    per_round = giop_message_count(template)
-    sessions = {index for index, _, _ in template}
+    template = conversation_template()
+    per_copy = giop_message_count(template)
+    conversations = {index for index, _, _ in template}
     client_ip, server_ip = bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2])
     mac = b"\x02\x00\x00\x00\x00\x01\x02\x00\x00\x00\x00\x02\x08\x00"
     t = 1.7e9
-    written = messages = rounds = 0
+    written = messages = copies = 0
     with open(path, "wb") as f:
         f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))   # Ethernet
         written += 24
@@ -98,7 +107,7 @@ def write_capture(path: str, megabytes: int) -> tuple[int, int]:
         while written < megabytes * 1_000_000:
             seq: dict = {}
             ports = {}
-            for index in sessions:
+            for index in conversations:
                 ports[index] = port
                 port = port + 1 if port < 65000 else 10000
             for index, from_client, data in template:
@@ -117,8 +126,8 @@ def write_capture(path: str, megabytes: int) -> tuple[int, int]:
                 f.write(frame)
                 written += 16 + len(frame)
                 seq[key] = (s + len(data)) & 0xFFFFFFFF
-            messages += per_round
-            rounds += 1
+            messages += per_copy
+            copies += 1
     return written, messages
 
 
@@ -145,12 +154,15 @@ def commands(path: str) -> dict:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv=None) -> None:
+    import results as results_format
+    command_line = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=50, help="capture size in MB (10^6 bytes)")
     ap.add_argument("--runs", type=int, default=3, help="runs of each tshark; the best counts")
     ap.add_argument("--keep", help="write the capture here and keep it")
-    args = ap.parse_args()
+    results_format.add_argument(ap)
+    args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         path = args.keep or os.path.join(tmp, "bench.pcap")
         size, messages = write_capture(path, args.mb)
@@ -165,6 +177,23 @@ def main() -> None:
             print(f"{name:34s} {wall:7.2f} s wall  {cpu:7.2f} s CPU  (best of {args.runs})")
         (ow, oc), (bw, bc) = best.values()
         print(f"ratio plugin/built-in: {ow / bw:.2f} (wall)  {oc / bc:.2f} (CPU)")
+    ratio = results_format.ratio
+    results_format.write(args.results, "dissector", results_format.record(
+        "dissector", script=__file__, argv=command_line,
+        quick=args.mb < 50, path={"tshark": tshark_version()},
+        settings={"capture_mb": round(size / 1e6, 1), "giop_messages": messages,
+                  "runs": args.runs},
+        tables=[results_format.table(
+            f"tshark -V of the capture, best of {args.runs}",
+            ["dissection", "wall s", "CPU s", f"wall / built-in {results_format.RATIO}",
+             f"CPU / built-in {results_format.RATIO}"],
+            [[name, round(wall, 2), round(cpu, 2), ratio(wall, bw), ratio(cpu, bc)]
+             for name, (wall, cpu) in best.items()])]))
+
+
+def tshark_version() -> str:
+    done = subprocess.run(["tshark", "--version"], capture_output=True, text=True)
+    return done.stdout.splitlines()[0] if done.returncode == 0 and done.stdout else "?"
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ installed), and tests/raw_giop_server.py, a GIOP server written without
 pycdr, with its planted faults left out (--no-faults: a finding's
 confirmation and minimization would be timed, not the fuzzing).
 
-    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_ROUNDS]] [--only TARGET]...
+    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_CONNECTIONS]] [--only TARGET]...
 """
 
 import argparse
@@ -51,6 +51,10 @@ from pycdr.fuzz.seeds import catalog_seeds
 from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message
 
 PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
+# The run benchmarks/README.md's table comes from: 1,500 cases (the Java ORBs a half
+# and a tenth of them) and 1,000 floor connections a target, each target started fresh
+# per step: about 3 minutes on 2 cores.
+FULL_RUN = "python benchmarks/bench_fuzz.py 1500 1000 --results"
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -244,14 +248,17 @@ TARGETS = [
 ]
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    import results as results_format
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", type=int, nargs="?", default=5000)
-    parser.add_argument("rounds", type=int, nargs="?", default=3000,
+    parser.add_argument("rounds", metavar="floor_connections", type=int, nargs="?", default=3000,
                         help="LocateRequests of the issue's floor")
     parser.add_argument("--only", action="append", choices=[t[0] for t in TARGETS],
                         help="measure only this target (repeatable)")
-    args = parser.parse_args()
+    results_format.add_argument(parser)
+    args = parser.parse_args(argv)
+    rows = []
     cases, rounds = args.cases, args.rounds
     print(f"configurations: the Java ORBs as the tests run them (logging on), and 'logging off' "
           f"(-Djava.util.logging.config.file={os.path.relpath(LOGGING_OFF)}; JacORB also "
@@ -293,6 +300,7 @@ def main() -> None:
                 target.stop()
         except PeerError as e:
             print(f"{name:24} not run: {str(e).splitlines()[0]}")
+            rows.append([name] + [None] * 11 + [f"not run: {str(e).splitlines()[0]}"])
             continue
         ratio = run["rate"] / base["rate"]
         job_ratio = run["rate"] / job["rate"]
@@ -308,6 +316,27 @@ def main() -> None:
               f"CPU ms/case: fuzzer {1000 * run['cpu'] / run['cases']:.2f}, target "
               f"{1000 * run['target_cpu'] / run['cases']:.2f} (same-job "
               f"{1000 * job['target_cpu'] / len(jobs):.2f})", flush=True)
+        rows.append([name, round(base["rate"]), round(job["rate"]), round(run["rate"]),
+                     round(ratio, 3), round(job_ratio, 3), run["cases"],
+                     round(1000 * run["cpu"] / run["cases"], 2),
+                     round(1000 * run["target_cpu"] / run["cases"], 2),
+                     round(1000 * job["target_cpu"] / len(jobs), 2), run["findings"],
+                     round(1000 * run["timeout"]),
+                     f"{run['pipelined']} pipelined, {run['probes']} probes, "
+                     f"{run['restarts']} restarts"])
+    if rows:
+        x = results_format.RATIO
+        results_format.write(args.results, "fuzz", results_format.record(
+            "fuzz", script=__file__, argv=sys.argv[1:] if argv is None else argv,
+            quick=all_cases < 1000, path={"codec": results_format.codec_path()},
+            settings={"cases": all_cases, "floor_connections": rounds,
+                      "java_case_share": CASE_SHARE},
+            tables=[results_format.table(
+                "cases/s of the fuzzer and of the two floors, each target started fresh",
+                ["target", "floor/s", "same-job floor/s", "fuzz/s", f"fuzz/floor {x}",
+                 f"fuzz/same-job {x}", "cases", "fuzzer CPU ms/case",
+                 "target CPU ms/case", "target CPU ms/case (same-job)", "findings",
+                 "answer wait ms", "notes"], rows)]))
 
 
 if __name__ == "__main__":

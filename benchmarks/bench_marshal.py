@@ -42,6 +42,15 @@ given to encode (omniORB's and pycdr2's own encodings are checked to decode back
 Value mappings differ where the libraries differ: sequence<octet> is bytes in all three;
 sequence<char> is str in pycdr and omniORBpy but a list of 1-character str in pycdr2;
 structs are instances everywhere (pycdr2: dataclasses).
+
+Peers: omniORBpy (C++ marshaling under Python) and pycdr2 (pure Python).  Floor: the
+copy column for every type, and for the numeric lists the stdlib column: it makes (or
+reads) exactly the Python ints and floats the list mapping asks for with C loops and
+nothing else.  Where std/omniORB is about 1x, omniORBpy already decodes numbers as fast
+as CPython makes them, and a lead over it of 1.5x would mean making ints and floats 1.5x
+faster than ``array.tolist()`` does.  Targets: list decoding of short, long and double at
+least 1.0x stdlib on the C path and 0.9x on the Python path; the array mapping at least
+25 % of the copy; the Python path faster than pycdr2.
 """
 
 from __future__ import annotations
@@ -57,6 +66,13 @@ import struct
 import sys
 import time
 import timeit
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results as results_format  # noqa: E402
+
+# The run benchmarks/README.md's table comes from (every type, size and byte order, best
+# of 3): about 2 minutes on 2 cores (92 s of CPU).
+FULL_RUN = "python benchmarks/bench_marshal.py --repeat 3 --results"
 
 SIZES_KB = (1, 8, 64, 128)
 TYPES = ("short", "long", "double", "octet", "char", "string", "BinStruct", "CharLongLong")
@@ -238,8 +254,8 @@ def best_seconds_interleaved(entries: dict, *, repeat: int, min_time: float) -> 
     """Best seconds per call of each ``entries[key] = (fn, context)``, where context
     (None or a context-manager factory) is entered around each of fn's timings.
 
-    The repetitions are interleaved: round 1 times every entry once, then round 2,
-    and so on, and each entry keeps its best round.  A shared machine changes speed
+    The repetitions are interleaved: pass 1 times every entry once, then pass 2,
+    and so on, and each entry keeps its best pass.  A shared machine changes speed
     by tens of percent over seconds; timing one entry's repetitions back to back and
     then the next entry's put that drift into the ratios between them (this made
     the same build's array-mapping/copy ratio read 20 % in one run and 40 % in the
@@ -476,6 +492,40 @@ def format_tables(results: dict) -> str:
     return "\n".join(lines)
 
 
+def results_tables(results: dict) -> list:
+    """The tables of format_tables as a results file's rows: MB/s and the same ratios."""
+    import results as results_format
+    ratio = results_format.ratio
+    mbps = {(r["type"], r["size_kb"], r["order"], r["op"], r["impl"]): r["mb_per_s"]
+            for r in results["results"]}
+    impls = [impl for impl in IMPLS if any(row["impl"] == impl for row in results["results"])]
+    label = "pycdr-C" if results["meta"]["pycdr"] == "c" else "pycdr-Py"
+    names = {"pycdr": label, "pycdr-py": "pycdr-Py", "pycdr-arr": label + "-arr"}
+    r = results_format.RATIO
+    columns = (["type", "size KB", "order", "op"] + [f"{names.get(i, i)} MB/s" for i in impls]
+               + [f"pycdr/Py {r}", f"pycdr/omniORBpy {r}", f"pycdr/pycdr2 {r}",
+                  f"Py/pycdr2 {r}", f"arr/copy {r}", f"stdlib/omniORBpy {r}",
+                  f"stdlib/pycdr2 {r}"])
+    rows = []
+    keys = dict.fromkeys((r_["type"], r_["size_kb"], r_["order"], r_["op"])
+                         for r_ in results["results"])
+    for name, size_kb, order, op in keys:
+        got = {impl: mbps.get((name, size_kb, order, op, impl)) for impl in IMPLS}
+        if got["pycdr"] is None:
+            continue
+        rows.append([name, size_kb, order, op]
+                    + [round(got[i], 1) if got[i] is not None else None for i in impls]
+                    + [ratio(got["pycdr"], got["pycdr-py"]),
+                       ratio(got["pycdr"], got["omniORBpy"]),
+                       ratio(got["pycdr"], got["pycdr2"]),
+                       ratio(got["pycdr-py"], got["pycdr2"]),
+                       ratio(got["pycdr-arr"], got["copy"]),
+                       ratio(got["stdlib"], got["omniORBpy"]),
+                       ratio(got["stdlib"], got["pycdr2"])])
+    return [results_format.table("MB/s (payload bytes / 1e6 over the best time) and ratios",
+                                 columns, rows)]
+
+
 # --------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------
@@ -513,6 +563,7 @@ def main(argv=None) -> int:
                         help="pycdr path: python sets PYCDR_PURE=1; c requires pycdr.codec._speedups "
                              "(default: whatever `import pycdr` gives)")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    results_format.add_argument(parser)
     args = parser.parse_args(argv)
 
     if args.impl == "python":
@@ -541,6 +592,13 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+    meta = results["meta"]
+    results_format.write(args.results, "marshal", results_format.record(
+        "marshal", script=__file__, argv=sys.argv[1:] if argv is None else argv,
+        tables=results_tables(results), quick=args.quick,
+        path={"codec": meta["pycdr"]},
+        settings={"repeat": meta["repeat"], "min_time_s": meta["min_time"],
+                  "pycdr2": meta["pycdr2"], "omniORBpy": meta["omniORBpy"]}))
     return 0
 
 

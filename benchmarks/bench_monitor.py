@@ -44,6 +44,12 @@ PYCDR = [sys.executable, "-c", "from pycdr.cli.main import main; main()"]
 TARGET_PCAP_RATIO = 1.3
 TARGET_RSS_MB = 100
 TARGET_FLAT = 0.10
+# The run benchmarks/README.md's table comes from, on the ~85 MB capture bench_pcap.py
+# uses and a small real one, median of 3, and monitor --json alone once on the ~1.1 GB
+# one for its peak RSS: about 4 minutes on 2 cores.
+FULL_RUN = ("python benchmarks/bench_monitor.py /tmp/pycdr-bench/load.pcapng "
+            "captures/real/omniorbpy-to-pycdr-giop12.pcap "
+            "--large /tmp/pycdr-bench/big.pcapng --results")
 
 
 def contenders(capture, idl, scratch):
@@ -58,9 +64,14 @@ def contenders(capture, idl, scratch):
             ("monitor-idl", monitor + ["--json", "-", "--idl", idl, capture])]
 
 
-def run(captures, repeat=3, idl=bench_pcap.ECHO_IDL, only=None) -> dict:
+def run(captures, repeat=3, idl=bench_pcap.ECHO_IDL, only=None, large=()) -> dict:
+    """Every contender on each of ``captures``; on each of ``large``, monitor --json alone,
+    once (a gigabyte's worth of every contender, three times, takes the best part of an
+    hour; its peak RSS against the smaller captures' is what the large one is for)."""
     results = []
-    for capture in captures:
+    for capture in list(captures) + list(large):
+        if capture in large:
+            only, repeat = {"monitor-json"}, 1
         with open(capture, "rb") as f:           # into the page cache
             while f.read(1 << 24):
                 pass
@@ -113,20 +124,68 @@ def format_table(results) -> str:
     return "\n".join(lines)
 
 
+def results_tables(results) -> list:
+    """format_table's figures as a results file's tables: one per capture."""
+    import results as results_format
+    x = results_format.RATIO
+    ratio = results_format.ratio
+    tables = []
+    for one in results["captures"]:
+        rows = one["rows"]
+        table_rows = [[name, round(wall, 2), round(cpu, 2), round(rss), None, None, None]
+                      for name, (wall, rss, cpu) in rows.items()]
+        for a, b, text, target in (
+                ("monitor-json", "pcap-json", "monitor --json / pcap --json",
+                 f"CPU <= {TARGET_PCAP_RATIO}"),
+                ("monitor-json", "ref-frame", "monitor --json / floor", None),
+                ("monitor-parquet", "monitor-json", "monitor --parquet / --json", None),
+                ("monitor-idl", "monitor-json", "monitor --idl / --json", None)):
+            if a in rows and b in rows:
+                table_rows.append([text, None, None, None, ratio(rows[a][0], rows[b][0]),
+                                   ratio(rows[a][2], rows[b][2]), target])
+        tables.append(results_format.table(
+            f"{os.path.basename(one['capture'])}: {one['size'] / 1e6:.1f} MB; median of "
+            f"{one['repeat']} (monitor --json peak RSS target <= {TARGET_RSS_MB} MB)",
+            ["contender or ratio", "wall s", "CPU s", "peak MB", f"wall {x}", f"CPU {x}",
+             "target"], table_rows))
+    peaks = [(one, one["rows"]["monitor-json"][1]) for one in results["captures"]
+             if "monitor-json" in one["rows"]]
+    if len(peaks) > 1:
+        low = min(peak for _one, peak in peaks)
+        tables.append(results_format.table(
+            f"monitor --json peak RSS by capture size (target: within {TARGET_FLAT:.0%} of "
+            "each other)",
+            ["capture", "MB", "peak RSS MB", f"to the smallest peak {x}"],
+            [[os.path.basename(one["capture"]), round(one["size"] / 1e6, 1), round(peak),
+              ratio(peak, low)] for one, peak in peaks]))
+    return tables
+
+
 def main(argv=None) -> None:
+    import results as results_format
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("captures", nargs="+")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--idl", default=bench_pcap.ECHO_IDL)
     ap.add_argument("--only", help="comma-separated contenders")
+    ap.add_argument("--large", nargs="+", default=[], metavar="CAPTURE",
+                    help="captures to run monitor --json alone on, once (peak RSS)")
     ap.add_argument("--json", dest="json_file", help="also write the results here")
+    results_format.add_argument(ap)
     args = ap.parse_args(argv)
     results = run(args.captures, args.repeat, args.idl,
-                  set(args.only.split(",")) if args.only else None)
+                  set(args.only.split(",")) if args.only else None, args.large)
     print(format_table(results))
     if args.json_file:
         with open(args.json_file, "w") as f:
             json.dump(results, f, indent=1)
+    largest = max(one["size"] for one in results["captures"])
+    results_format.write(args.results, "monitor", results_format.record(
+        "monitor", script=__file__, argv=sys.argv[1:] if argv is None else argv,
+        quick=largest < 50e6, path={"codec": results_format.codec_path()},
+        settings={"captures_mb": [round(one["size"] / 1e6, 1) for one in results["captures"]],
+                  "repeat": args.repeat, "large_repeat": 1},
+        tables=results_tables(results)))
 
 
 if __name__ == "__main__":

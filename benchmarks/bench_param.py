@@ -23,6 +23,23 @@ the server where the machine has two):
 Servers: the reference ORB (DynamicServant) on its event loop, the same with a thread per
 connection (pycdr-threads: pycdr.orb.threads.ThreadedServer) and omniORBpy. Each cell is the best of
 ``--repeat`` timings of ``--seconds`` each, calls per second of back-to-back twoway calls.
+Every client checks its first answer (result, inout, out) before it is timed.
+
+Besides calls/s, each server's CPU per call (the client reads the server process's user +
+system time from /proc/<pid>/stat around its timings) and each client's own: on a
+machine shared with other jobs two calls/s cells taken seconds apart can differ by 2x,
+while CPU per call moves far less, so it is the figure to compare by.  The ratios table
+gives the reference ORB against omniORBpy end to end, per client and per server, DII
+against static for each ORB, and omniORBpy's and the blocking client's calls/s against
+the floor.
+
+Peer: omniORBpy (stubs and DII).  Floor: the socket client.  Target: the reference ORB
+>= 1.0x omniORBpy for every operation end to end, as a client against omniORBpy's server
+and as a server under omniORBpy's client.  The reference ORB's asyncio peers run on
+uvloop when installed (``PYCDR_LOOP=asyncio`` for asyncio's loop; it reaches the peer
+processes); the blocking client and the threaded server poll their socket before they
+sleep (poll_wait, 300 us; ``--poll-wait 0`` sleeps on every read, as other ORBs do), which
+needs a core free for each side.  ``--tls``: bench_param_tls.py.
 """
 
 from __future__ import annotations
@@ -47,6 +64,9 @@ OPERATIONS = param_common.OPERATIONS
 SERVERS = ("pycdr", "pycdr-threads", "omniORBpy")
 CLIENTS = ("pycdr", "pycdr-sync", "pycdr-DII", "omniORBpy", "omniORBpy-DII", "socket")
 QUICK = {"seconds": 0.05, "repeat": 1}
+# The run benchmarks/README.md's tables come from: 126 cells, best of 3 x 0.4 s each,
+# about 3 minutes on 2 cores.
+FULL_RUN = "python benchmarks/bench_param.py --seconds 0.4 --results"
 
 
 def _script(name: str) -> str:
@@ -219,6 +239,50 @@ def format_tables(results: dict) -> str:
     if any(c == "omniORBpy-DII" for c, _ in pairs):
         lines.append(OMNI_DII_NOTE)
     return "\n".join(lines)
+
+
+def results_tables(results: dict) -> list:
+    """format_tables' figures as a results file's tables: calls/s, the server's and the
+    client's CPU per call, and the ratios.  (A --tls run: bench_param_tls's.)"""
+    import results as results_format
+    meta = results["meta"]
+    if meta.get("kind") == "tls":
+        return bench_param_tls.results_tables(results)
+    pairs = list(dict.fromkeys((r["client"], r["server"]) for r in results["results"]))
+    operations = list(dict.fromkeys(r["operation"] for r in results["results"]))
+    columns = ["operation"] + [f"{client_label(meta, c)} -> {s}" for c, s in pairs]
+    tables = []
+    for figure, title, digits in (("best", "twoway calls/s, client -> server", 0),
+                                  ("server_cpu_us", "server CPU us per call", 1),
+                                  ("client_cpu_us", "client CPU us per call", 1)):
+        cell = {(r["client"], r["server"], r["operation"]): r.get(figure)
+                for r in results["results"]}
+        tables.append(results_format.table(title, columns, [
+            [operation] + [round(cell[(c, s, operation)], digits)
+                           if cell.get((c, s, operation)) is not None else None
+                           for c, s in pairs] for operation in operations]))
+    best = {(r["client"], r["server"], r["operation"]): r["best"] for r in results["results"]}
+    ratios = [r for r in RATIOS if r[1] in pairs and r[2] in pairs]
+    if ratios:
+        tables.append(results_format.table(
+            "ratios of calls/s (the columns: below)",
+            ["operation"] + [f"{name} {results_format.RATIO}" for name, _, _, _ in ratios],
+            [[operation] + [results_format.ratio(best.get((*a, operation)),
+                                                 best.get((*b, operation)))
+                            for _, a, b, _ in ratios] for operation in operations]))
+    return tables
+
+
+def results_notes(results: dict) -> list:
+    """What the ratio columns of results_tables divide."""
+    if results["meta"].get("kind") == "tls":
+        return []
+    pairs = {(r["client"], r["server"]) for r in results["results"]}
+    notes = [f"{name}: {meaning}" for name, a, b, meaning in RATIOS
+             if a in pairs and b in pairs]
+    if any(c == "omniORBpy-DII" for c, _ in pairs):
+        notes.append(" ".join(OMNI_DII_NOTE.split()))
+    return notes
 
 
 def plot(results: dict, directory: str) -> list[str]:

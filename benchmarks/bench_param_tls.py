@@ -36,6 +36,9 @@ OMNI_SOURCE = os.path.join(PARAM_DIR, "omni_cxx", "param_tls.cc")
 OMNI_INCLUDE = os.path.join(os.path.dirname(PARAM_DIR), os.pardir, "tests", "peers", "omni_ssl")
 OMNIIDL = "/usr/bin/omniidl"          # Debian's, with the C++ back end
 TRANSPORTS = ("TCP", "TLS")
+# Run through bench_param.py --tls; benchmarks/README.md's table comes from this run:
+# about 2 minutes on 2 cores (omniORB C++ compiled first).
+FULL_RUN = "python benchmarks/bench_param.py --tls --results benchmarks/results/param_tls.json"
 
 
 class BenchmarkError(Exception):
@@ -220,6 +223,29 @@ def format_tables(results: dict) -> str:
         lines.append("omniORB C++ left out: g++, Debian's omniidl or libomniorb4-dev missing "
                      "(.ci/install-peers.sh installs them).")
     return "\n".join(lines)
+
+
+def results_tables(results: dict) -> list:
+    """format_tables' figures as a results file's table."""
+    import results as results_format
+    best = {(r["orb"], r["transport"], r["operation"]): r["best"] for r in results["results"]}
+    operations = list(dict.fromkeys(r["operation"] for r in results["results"]))
+    orbs = list(dict.fromkeys(r["orb"] for r in results["results"]))
+    columns = ([f"{orb} {t} calls/s" for orb in orbs for t in TRANSPORTS]
+               + [f"{orb} TLS/TCP {results_format.RATIO}" for orb in orbs]
+               + ([f"pycdr/omniORB TLS/TCP {results_format.RATIO}"] if len(orbs) == 2 else []))
+    by_operation = ratios(results)
+    rows = []
+    for operation in operations:
+        r = by_operation.get(operation, {})
+        rows.append([operation]
+                    + [round(best[(o, t, operation)]) if (o, t, operation) in best else None
+                       for o in orbs for t in TRANSPORTS]
+                    + [round(r[o], 2) if o in r else None for o in orbs]
+                    + ([results_format.ratio(r.get("pycdr"), r.get("omniORB"))]
+                       if len(orbs) == 2 else []))
+    return [results_format.table("twoway calls/s over plain TCP and TLS, each ORB against "
+                                 "itself", ["operation"] + columns, rows)]
 
 
 def plot(results: dict, directory: str) -> list[str]:

@@ -39,6 +39,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # The operations record_load.py calls: what --idl decodes.
 ECHO_IDL = os.path.join(ROOT, "tests", "peers", "echo.idl")
+# The run benchmarks/README.md's table comes from, on an ~80 MB capture of real omniORBpy
+# traffic (run_all.py records it first with record_load.py), median of 2: about 3 minutes
+# on 2 cores, two thirds of it tshark.
+FULL_RUN = "python benchmarks/bench_pcap.py /tmp/pycdr-bench/load.pcapng --repeat 2 --results"
 
 
 # ----------------------------------------------------------------------------
@@ -285,7 +289,28 @@ def format_table(results) -> str:
     return "\n".join(lines)
 
 
+def results_tables(results) -> list:
+    """format_table's figures as a results file's tables."""
+    import results as results_format
+    rows = results["rows"]
+    x = results_format.RATIO
+    return [results_format.table(
+                f"{results['size'] / 1e6:.1f} MB capture, {results['messages']} GIOP messages "
+                f"(reference framing); median of {results['repeat']}",
+                ["contender", "wall s", "CPU s", "peak MB", "msg/s (wall)"],
+                [[name, round(wall, 2), round(cpu, 2), round(rss),
+                  round(results["messages"] / wall)] for name, (wall, rss, cpu) in rows.items()]),
+            results_format.table(
+                "ratios (pycdr against the reference reader, the floor; tshark the peer)",
+                ["ratio", f"wall {x}", f"CPU {x}", "target"],
+                [[text, results_format.ratio(rows[a][0], rows[b][0]),
+                  results_format.ratio(rows[a][2], rows[b][2]),
+                  None if target is None else f"<= {target}"]
+                 for a, b, text, target in RATIOS if a in rows and b in rows])]
+
+
 def main(argv=None) -> None:
+    import results as results_format
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("capture", nargs="?")
     ap.add_argument("--repeat", type=int, default=3)
@@ -294,6 +319,7 @@ def main(argv=None) -> None:
     ap.add_argument("--json", dest="json_file", help="also write the results here")
     ap.add_argument("--reference", choices=("frame", "text", "json"),
                     help=argparse.SUPPRESS)        # a contender's own process
+    results_format.add_argument(ap)
     args = ap.parse_args(argv)
     if not args.capture:
         ap.error("a capture is needed (benchmarks/record_load.py records one)")
@@ -306,6 +332,11 @@ def main(argv=None) -> None:
     if args.json_file:
         with open(args.json_file, "w") as f:
             json.dump(results, f, indent=1)
+    results_format.write(args.results, "pcap", results_format.record(
+        "pcap", script=__file__, argv=sys.argv[1:] if argv is None else argv,
+        quick=results["size"] < 50e6, path={"codec": results_format.codec_path()},
+        settings={"capture_mb": round(results["size"] / 1e6, 1), "repeat": args.repeat},
+        tables=results_tables(results)))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,9 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "peers"))      # (omni_idl, for the client)
 PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
+# The run benchmarks/README.md's table comes from (2,000 calls, 1 and 16 clients):
+# about 1 minute on 2 cores.
+FULL_RUN = "python benchmarks/bench_proxy.py --results"
 PAYLOADS = {"long": ("echo_long", 42), "octets64k": ("echo_octets", 65536)}
 REFS_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_proxy_refs.idl")
 REFS_INTERFACE = "PycdrBench::Refs"
@@ -314,7 +317,47 @@ def rewriting_cost(row: dict) -> float:
     return 1 - row["rewritten"]["calls_per_s"] / row["unchanged"]["calls_per_s"]
 
 
-def main() -> None:
+def _cpu_figure(measured: dict):
+    cpu = measured.get("cpu_us_per_call")
+    return None if cpu is None else round(cpu)
+
+
+def results_tables(results: dict) -> list:
+    """format_table's figures as a results file's tables."""
+    import results as results_format
+    x = results_format.RATIO
+    relayed, rewriting = [], []
+    for row in results["rows"]:
+        if "relay" in row:
+            d, r, p = row["direct"], row["relay"], row["proxy"]
+            relayed.append([row["payload"], row["clients"], round(d["calls_per_s"]),
+                            round(r["calls_per_s"]), round(p["calls_per_s"]),
+                            results_format.ratio(p["calls_per_s"], r["calls_per_s"]),
+                            results_format.ratio(p["calls_per_s"], d["calls_per_s"]),
+                            round(p["p50_us"] - d["p50_us"]), round(p["p99_us"] - d["p99_us"]),
+                            _cpu_figure(r), _cpu_figure(p)])
+        if "rewritten" in row:
+            u, w = row["unchanged"], row["rewritten"]
+            rewriting.append([row["clients"], round(u["calls_per_s"]),
+                              round(w["calls_per_s"]), round(100 * rewriting_cost(row), 1),
+                              _cpu_figure(u), _cpu_figure(w)])
+    tables = [results_format.table(
+        "an omniORBpy client and server: direct, through the byte relay (the floor) and "
+        f"through pycdr proxy (target: proxy/relay >= {RELAY_TARGET})",
+        ["payload", "clients", "direct calls/s", "relay calls/s", "proxy calls/s",
+         f"proxy/relay {x}", f"proxy/direct {x}", "added p50 us", "added p99 us",
+         "relay cpu us/call", "proxy cpu us/call"], relayed)]
+    if rewriting:
+        tables.append(results_format.table(
+            "replies carrying an object reference: the proxy rewriting it against the same "
+            f"proxy passing one it need not rewrite (target: cost <= {REWRITE_TARGET:.0%})",
+            ["clients", "unchanged calls/s", "rewritten calls/s", "rewriting cost %",
+             "unchanged cpu us/call", "rewritten cpu us/call"], rewriting))
+    return tables
+
+
+def main(argv=None) -> None:
+    import results as results_format
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--clients", default="1,16")
@@ -325,7 +368,8 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--relay", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    results_format.add_argument(parser)
+    args = parser.parse_args(argv)
     if args.relay:
         host, port = args.relay.rsplit(":", 1)
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -343,6 +387,12 @@ def main() -> None:
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(results, f, indent=2)
+    results_format.write(args.results, "proxy", results_format.record(
+        "proxy", script=__file__, argv=sys.argv[1:] if argv is None else argv,
+        quick=args.quick or args.calls < 2000,
+        path={"codec": results_format.codec_path(), "loop": results_format.loop_name()},
+        settings={"calls": args.calls, "clients": args.clients, "rounds": rounds},
+        tables=results_tables(results)))
 
 
 if __name__ == "__main__":

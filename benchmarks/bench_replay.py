@@ -40,9 +40,20 @@ omniORBpy server >= 1.0 (against either target), and a replay to the reference O
 omniORBpy's client calling the reference ORB (the same calls to the same target: the
 first ratio of a replay to the reference ORB measures the two servers too).  The
 machine is shared: read the ratios, measured in the same run, not the rates.
+
+Peer: omniORBpy's own client making the recorded calls.  Floor: the plain socket
+replay (step 4).  Target: a replay's calls/s >= 1.0x omniORBpy's client, as recorded
+and pipelined.  With several client connections on a 2-core machine the replay, the
+target server and the client share the cores, so the figure to trust is a run with a
+core free for each.
 """
 
 from __future__ import annotations
+
+# The run benchmarks/README.md's table comes from (it records its own capture; dumpcap
+# and capture rights needed; 4,000 calls, 3 repetitions, --jobs 1 and 2): about 3
+# minutes on 2 cores.
+FULL_RUN = "python benchmarks/bench_replay.py --calls 4000 --repeat 3 --jobs 1 2 --results"
 
 import argparse
 import json
@@ -109,9 +120,9 @@ def run_clients(ior: str, calls: int, clients: int) -> Measured:
     """omniORBpy's calls/s: every client's calls from the first client loop's start to the
     last one's end (CPU: all the clients' loops; RSS: the largest client's).  The clients
     start their loops together, once each has its ORB up and its connection open: the
-    processes start at different times, and taking the calls over the longest loop (as
-    this did until 2026-11-29) counted loops that did not overlap as running side by side
-    (up to 138k calls/s for four clients that each make 35k)."""
+    processes start at different times, and taking the calls over the longest loop would
+    count loops that did not overlap as running side by side (four clients that each make
+    35k calls/s could then show 138k)."""
     per = -(-calls // clients)
     procs = [subprocess.Popen([sys.executable, "-c", CLIENT, os.path.join(ROOT, "tests", "peers"),
                                IDL, ior, str(per)], stdin=subprocess.PIPE,
@@ -350,6 +361,7 @@ def spread(values, scale: float = 1.0, digits: int = 0) -> str:
 
 
 def main(argv=None) -> None:
+    import results as results_format
     if argv is None and sys.argv[1:2] == ["--child"]:
         replay_child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
         return
@@ -370,6 +382,7 @@ def main(argv=None) -> None:
                          "connection, blocking reads in C), not its event loop")
     ap.add_argument("--memory", action="store_true",
                     help="also the peak RSS of a replay of the capture and of one 4x its size")
+    results_format.add_argument(ap)
     args = ap.parse_args(argv)
 
     from peers.omni import start_omni_echo_server
@@ -460,6 +473,40 @@ def main(argv=None) -> None:
     for name, target, window, _ in replays:
         if target == "omni" and window == args.window:
             ratio(name, floor, "")
+    if not args.results:
+        return
+
+    def median_ratio(name: str, base: str):
+        return results_format.ratio(statistics.median(m.rate for m in runs[name]),
+                                    statistics.median(m.rate for m in runs[base]))
+    same_target = {name: client_ref for name, target, _, _ in replays if target == "ref"}
+    on_floor = {name: floor for name, target, window, _ in replays
+                if target == "omni" and window == args.window}
+    rows = []
+    for name, measured in runs.items():
+        rates = [m.rate for m in measured]
+        rows.append([name, round(statistics.median(rates)), round(min(rates)), round(max(rates)),
+                     round(statistics.median(m.cpu_per_call for m in measured) * 1e6, 1),
+                     round(statistics.median(m.rss for m in measured) / 1e6, 1),
+                     median_ratio(name, names[0]) if name != names[0] else None,
+                     median_ratio(name, same_target[name]) if name in same_target else None,
+                     median_ratio(name, on_floor[name]) if name in on_floor else None])
+    x = results_format.RATIO
+    results_format.write(args.results, "replay", results_format.record(
+        "replay", script=__file__, argv=sys.argv[1:] if argv is None else argv,
+        quick=args.calls < 4000 or args.repeat < 3,
+        path={"codec": results_format.codec_path(),
+              "reference ORB": "threads" if args.threads else results_format.loop_name()},
+        settings={"calls": args.calls, "clients": args.clients, "repeat": args.repeat,
+                  "window": args.window, "jobs": args.jobs},
+        tables=[results_format.table(
+                    f"medians of {args.repeat} runs (target: a replay / omniORBpy client >= 1.0)",
+                    ["run", "calls/s median", "min", "max", "CPU us/call", "peak RSS MB",
+                     f"/ omniORBpy client {x}", f"/ omniORBpy client -> same target {x}",
+                     f"/ floor {x}"], rows),
+                results_format.table("calls replayed and replies the same",
+                                     ["run", "calls", "the same"],
+                                     [list(count) for count in sorted(counts)])]))
 
 
 if __name__ == "__main__":

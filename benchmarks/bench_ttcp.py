@@ -21,9 +21,19 @@ A point is (type, buffer size, mode): ``oneway void send<T>Seq(in <T>Seq)`` (or 
 variant ``send<T>Seq2way``) called with the same buffer until ``--mb`` MiB of payload have
 gone, then ``received()`` (twoway) until the server has counted every element: the time
 covers the receipt. Mbit/s = payload bits / seconds / 1e6 (payload: CDR octets of the
-elements, BinStruct 32); each point is repeated ``--repeat`` times, in rounds that run
+elements, BinStruct 32); each point is repeated ``--repeat`` times, in passes that run
 every transport once (so a drift of machine speed is shared between them); tables show
 the best with the min-max range, and ratios of the best values.
+
+Peer: omniORBpy at both ends.  Floor (here a ceiling): the socket stream.  Under each
+row, each ORB's CPU microseconds per message, client/server (the client's own process
+time, the server's from /proc/<pid>/stat, over the timed repetitions, the lowest): the
+steadier figure on a shared machine; a clock tick is 10 ms, so 64 MiB per point gives
+about 10 us of resolution at 64 KB (16 MiB: 40 us).  Targets (64 KB buffers, against
+omniORBpy): oneway octet >= 0.9x, oneway double >= 1.0x, every twoway type >= 1.0x.  The
+reference ORB's processes poll their socket before they sleep (poll_wait, 300 us;
+``--poll-wait 0`` sleeps on every read as other ORBs do); that pays only with a core
+free for each side, and without one the figures are the sleeping ones.
 """
 
 from __future__ import annotations
@@ -47,6 +57,10 @@ TYPES = ttcp_common.TYPES
 MODES = ttcp_common.MODES
 SIZES_KB = (1, 2, 4, 8, 16, 32, 64, 128)
 TRANSPORTS = ("pycdr", "blocking", "arrays", "omniORBpy", "socket")
+# The run benchmarks/README.md's table comes from (3 types, 4 sizes, both modes, 16 MiB
+# a point, best of 3): about 3 minutes on 2 cores.
+FULL_RUN = ("python benchmarks/bench_ttcp.py --types double,octet,BinStruct --sizes 1,8,64,128 "
+            "--mb 16 --arrays --results")
 QUICK = {"sizes_kb": (1, 64), "megabytes": 0.25, "repeat": 1}
 
 
@@ -146,8 +160,8 @@ def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
         points = plan_points(transport, types, sizes_kb, modes, megabytes)
         if points:
             plans[transport] = points
-    # The repetitions are interleaved: round 1 runs every transport once, then round
-    # 2, and so on; each point keeps its best round.  A shared machine changes speed
+    # The repetitions are interleaved: pass 1 runs every transport once, then pass
+    # 2, and so on; each point keeps its best pass.  A shared machine changes speed
     # by tens of percent over a minute, and a transport's repetitions run back to
     # back would carry that drift into its ratios against the others.
     collected = {}          # (transport, type, size, mode) -> the client's result
@@ -155,7 +169,7 @@ def run(*, types=TYPES, sizes_kb=SIZES_KB, modes=MODES, megabytes: float = 64.0,
     for round_number in range(1, repeat + 1):
         for transport, points in plans.items():
             if progress:
-                progress(f"{transport}: {len(points)} points (round {round_number} of {repeat})")
+                progress(f"{transport}: {len(points)} points (pass {round_number} of {repeat})")
             started = time.perf_counter()
             output = run_transport(transport, points, 1, pure=pure, cpus=cpus,
                                    poll_wait=poll_wait)
@@ -200,7 +214,7 @@ def _row(transport: str, result: dict) -> dict:
             "seconds": result["seconds"], "mbit_s": rates, "best": max(rates),
             "min": min(rates), "max": max(rates), "received": result["received"],
             "expected": result["expected"],
-            # CPU microseconds per message of each side, the lowest of the rounds
+            # CPU microseconds per message of each side, the lowest of the passes
             "client_cpu_us": _lowest(result, "client_cpu_us"),
             "server_cpu_us": _lowest(result, "server_cpu_us")}
 
@@ -270,8 +284,41 @@ def format_tables(results: dict) -> str:
                 if any(cell != "-" for cell in cpu):
                     lines.append(f"{'cpu us':>6} " + " ".join(f"{c:>20}" for c in cpu))
     lines += ["", "cpu us: CPU microseconds per message, client/server (each process, all "
-              "threads, over the timed rounds; the lowest round)"]
+              "threads, over the timed passes; the lowest pass)"]
     return "\n".join(lines)
+
+
+def results_tables(results: dict) -> list:
+    """format_tables' figures as a results file's rows: a row per mode, type and size."""
+    import results as results_format
+    meta, rows = results["meta"], results["results"]
+    index = {(r["transport"], r["type"], r["size_kb"], r["mode"]): r for r in rows}
+    transports = [t for t in TRANSPORTS if any(r["transport"] == t for r in rows)]
+    ratio_columns = [(f"pycdr/omniORBpy {results_format.RATIO}", "pycdr", "omniORBpy"),
+                     (f"pycdr/socket {results_format.RATIO}", "pycdr", "socket"),
+                     (f"blocking/omniORBpy {results_format.RATIO}", "blocking", "omniORBpy"),
+                     (f"arrays/omniORBpy {results_format.RATIO}", "arrays", "omniORBpy"),
+                     (f"arrays/socket {results_format.RATIO}", "arrays", "socket")]
+    ratio_columns = [c for c in ratio_columns if c[1] in transports and c[2] in transports]
+    orbs = [t for t in transports if t != "socket"]
+    columns = (["mode", "type", "size KB"]
+               + [f"{transport_label(meta, t)} Mbit/s" for t in transports]
+               + [c[0] for c in ratio_columns]
+               + [f"{transport_label(meta, t)} CPU us client/server" for t in orbs])
+    table_rows = []
+    for mode in MODES:
+        for type_name in TYPES:
+            for size in sorted({r["size_kb"] for r in rows
+                                if r["type"] == type_name and r["mode"] == mode}):
+                got = {t: index.get((t, type_name, size, mode)) for t in transports}
+                best = {t: got[t]["best"] if got[t] else None for t in transports}
+                table_rows.append(
+                    [mode, type_name, size]
+                    + [round(best[t], 1) if best[t] else None for t in transports]
+                    + [results_format.ratio(best[a], best[b]) for _, a, b in ratio_columns]
+                    + [_cpu_cell(got[t]) for t in orbs])
+    return [results_format.table(f"Mbit/s, best of {meta['repeat']} repetitions, "
+                                 f"{meta['megabytes']:g} MiB per point", columns, table_rows)]
 
 
 def _cpu_cell(row) -> str:

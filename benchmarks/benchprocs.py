@@ -252,11 +252,14 @@ def bench_main(module, name: str, argv=None) -> int:
     """The command line of bench_ttcp.py / bench_param.py: ``module``'s add_arguments,
     run_from_arguments, format_tables and plot, plus --json and --plot."""
     import argparse
+
+    import results as results_format
     parser = argparse.ArgumentParser(description=module.__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     module.add_arguments(parser)
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--plot", metavar="DIR", help="also write PNG plots there")
+    results_format.add_argument(parser)
     args = parser.parse_args(argv)
     try:
         results = module.run_from_arguments(
@@ -271,4 +274,16 @@ def bench_main(module, name: str, argv=None) -> int:
     if args.plot:
         for path in module.plot(results, args.plot):
             print(f"wrote {path}", file=sys.stderr)
+    if args.results:
+        meta = results["meta"]
+        benchmark = name.removeprefix("bench_") + ("_tls" if meta.get("kind") == "tls" else "")
+        path = {"codec": meta["pycdr"], "loop": results_format.loop_name()}
+        if "poll_wait" in meta:
+            path["poll_wait"] = meta["poll_wait"]
+        results_format.write(args.results, benchmark, results_format.record(
+            benchmark, script=module.__file__, argv=sys.argv[1:] if argv is None else argv,
+            tables=module.results_tables(results), quick=args.quick, path=path,
+            notes=getattr(module, "results_notes", lambda _: [])(results),
+            settings={key: meta[key] for key in ("repeat", "seconds", "megabytes", "pinned")
+                      if key in meta}))
     return 0

@@ -3,7 +3,7 @@
  * A replay spends nearly all its time on calls that need no judgement: a request
  * of a shape seen before, rewritten with the next request id; its recorded reply;
  * a replayed reply that repeats the recorded bytes but for the request id.  Done
- * in Python that costs some thirty microseconds a call (benchmarks/README.md); a
+ * in Python that costs some thirty microseconds a call (benchmarks/bench_replay.py); a
  * Lane does it for the calls of one connection while the replay's Python code
  * (pycdr/replay/runner.py) holds none of them.  With a window (--window N > 1) it
  * keeps up to N calls waiting for their replayed reply; with window 1 (as

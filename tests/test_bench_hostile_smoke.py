@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from bench_results import check
+
 BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "bench_hostile_load.py")
 
 
@@ -14,7 +16,8 @@ def test_tiny_run_reports_every_phase_and_target(tmp_path):
     results = tmp_path / "results.json"
     run = subprocess.run([sys.executable, BENCH, "--connections", "30", "--body-kb", "4",
                           "--hold", "0.3", "--calls", "3", "--settle", "0.2", "--waves", "2",
-                          "--server-arg=--max-connections=20", "--json", str(results)],
+                          "--server-arg=--max-connections=20", "--json", str(results),
+                          "--results", str(tmp_path / "hostile_load.json")],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
@@ -28,3 +31,9 @@ def test_tiny_run_reports_every_phase_and_target(tmp_path):
         # 30 connections against a limit of 20: the server closed some of them.
         assert wave["attacker"]["closed"] >= 10
         assert len(wave["during"]["latencies"]) >= 3 and not wave["during"]["failures"]
+    rec = json.loads((tmp_path / "hostile_load.json").read_text())
+    assert check(rec) == [] and rec["benchmark"] == "hostile_load" and rec["quick"]
+    phases, targets = rec["tables"]
+    assert [row[0] for row in phases["rows"]] == ["before", "during (wave 1): peak", "after (wave 1)",
+                                          "during (wave 2): peak", "after (wave 2)"]
+    assert len(targets["rows"]) == 3

@@ -7,6 +7,8 @@ import os
 
 import pytest
 
+from bench_results import check_tables
+
 pytest.importorskip("distributed")
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
@@ -27,3 +29,4 @@ def test_a_tiny_run_reports_both_worker_counts_and_identical_tables():
     text = bench.format_table(results)
     assert "throughput 2 workers / 1 worker: " in text and "target >= 1.6" in text
     assert "NO" not in text.split()
+    assert check_tables(bench.results_tables(results)) == []

@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from bench_results import check_tables
 from pycdr.capture.live import libpcap
 from pycdr.errors import CaptureError
 
@@ -53,3 +54,4 @@ def test_a_low_rate_loses_nothing_and_durations_fit_the_clients(bench):
     table = bench.format_table(results)
     assert "durations: duration_ns <= client's in" in table
     assert "highest rate with no packet dropped and no call lost: 200" in table
+    assert check_tables(bench.results_tables(results)) == []

@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from bench_results import check_tables
+
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
 BENCH = os.path.join(ROOT, "benchmarks", "bench_monitor.py")
 CAPTURES = [os.path.join(ROOT, "captures", "real", "omniorbpy-to-pycdr-giop12.pcap"),
@@ -30,3 +32,4 @@ def test_quick_run_reports_every_contender_and_the_ratios(bench):
     table = bench.format_table(results)
     assert "monitor --json / pcap --json" in table and "monitor --json / floor" in table
     assert "peak RSS across captures" in table
+    assert check_tables(bench.results_tables(results)) == []

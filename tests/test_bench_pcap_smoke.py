@@ -6,6 +6,8 @@ import os
 
 import pytest
 
+from bench_results import check_tables
+
 from pycdr.capture.giop import decode_capture
 
 ROOT = os.path.join(os.path.dirname(__file__), os.pardir)
@@ -36,3 +38,4 @@ def test_quick_run_reports_every_contender(bench):
     assert names == set(results["rows"])
     assert all(wall > 0 and rss > 0 for wall, rss, _ in results["rows"].values())
     assert "pycdr --json / reference JSON" in bench.format_table(results)
+    assert check_tables(bench.results_tables(results)) == []

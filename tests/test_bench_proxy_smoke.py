@@ -3,11 +3,14 @@ through the byte relay and through the proxy for each payload and client count, 
 reference-rewriting run both ways (the script checks the references came back rewritten
 and unchanged); numbers not tested."""
 
+import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from bench_results import check
 
 BENCH = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "bench_proxy.py")
 
@@ -17,9 +20,10 @@ pytestmark = pytest.mark.skipif(os.environ.get("PYCDR_PURE") == "1",
                                        "tests/test_proxy.py covers in this pass")
 
 
-def test_quick_run_reports_every_contender_and_both_targets():
-    out = subprocess.run([sys.executable, BENCH, "--quick"], capture_output=True, text=True,
-                         timeout=300)
+def test_quick_run_reports_every_contender_and_both_targets(tmp_path):
+    results = tmp_path / "proxy.json"
+    out = subprocess.run([sys.executable, BENCH, "--quick", "--results", str(results)],
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     lines = out.stdout.splitlines()
     rows = [line.split() for line in lines
@@ -31,3 +35,6 @@ def test_quick_run_reports_every_contender_and_both_targets():
     targets = [line for line in lines if line.startswith("  ")]
     assert sum("proxy/relay" in t for t in targets) == 4
     assert sum("rewriting cost" in t for t in targets) == 2
+    record = json.loads(results.read_text())
+    assert check(record) == [] and record["quick"] is True
+    assert [len(t["rows"]) for t in record["tables"]] == [4, 2]

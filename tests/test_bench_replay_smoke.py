@@ -4,9 +4,12 @@ needs dumpcap and capture rights (root): skipped without."""
 
 import os
 import subprocess
+import json
 import sys
 
 import pytest
+
+from bench_results import check
 
 from peers.recording import CAN_RECORD, WHY_NOT
 
@@ -15,9 +18,10 @@ BOUND = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks", "replay
 
 
 @pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)
-def test_quick_run_reports_causal_and_windowed_replays_beside_the_client():
+def test_quick_run_reports_causal_and_windowed_replays_beside_the_client(tmp_path):
     done = subprocess.run([sys.executable, BENCH, "--calls", "60", "--repeat", "1",
-                           "--window", "8"], capture_output=True, text=True, timeout=300)
+                           "--window", "8", "--results", str(tmp_path / "replay.json")],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     for row in ("omniORBpy client", "replay -> omniORBpy, --window 1",
@@ -38,6 +42,11 @@ def test_quick_run_reports_causal_and_windowed_replays_beside_the_client():
     floor = "floor (plain socket replay) -> omniORBpy, --window 8"
     assert f"{floor}: 62 calls, " in out
     assert f"ratio replay -> omniORBpy, --window 8 / {floor}:" in out
+    rec = json.loads((tmp_path / "replay.json").read_text())
+    assert check(rec) == [] and rec["benchmark"] == "replay"
+    runs = {row[0]: row for row in rec["tables"][0]["rows"]}
+    assert runs[f"replay -> omniORBpy, --window 8"][-1] is not None      # against the floor
+    assert runs["omniORBpy client"][-3] is None                            # the peer itself
 
 
 @pytest.mark.skipif(not CAN_RECORD, reason=WHY_NOT)

@@ -7,6 +7,7 @@ the elements the clients sent. No timing assertions: the numbers themselves are 
 import importlib.util
 import json
 import os
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +15,8 @@ from click.testing import CliRunner
 from pycdr.cli.main import main
 
 BENCH_DIR = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks")
+sys.path.insert(0, BENCH_DIR)
+import results as results_format  # noqa: E402
 
 pytest.importorskip("omniORB", reason="the omniORBpy peer (salome-omniorb) is not installed")
 
@@ -58,6 +61,9 @@ def test_ttcp_quick_run_moves_every_byte_through_every_transport(ttcp):
     table = ttcp.format_tables(results)
     assert "oneway sequence<BinStruct>" in table and "/omniORB" in table and "/socket" in table
     assert "bl/omni" in table and "cpu us" in table
+    (rows_table,) = ttcp.results_tables(results)
+    assert results_format.check_tables([rows_table]) == []
+    assert len(rows_table["rows"]) == len({(r["type"], r["size_kb"], r["mode"]) for r in rows})
 
 
 def test_ttcp_points_move_the_requested_megabytes(ttcp):
@@ -100,6 +106,9 @@ def test_param_quick_run_measures_every_pair_and_checks_answers(param):
     assert all(row["server_cpu_us"] is not None and row["client_cpu_us"] is not None
                for row in rows)
     assert len(ratio_row) == 1 + 11 and all(cell.endswith("x") for cell in ratio_row[1:])
+    tables = param.results_tables(results)
+    assert results_format.check_tables(tables) == [] and len(tables) == 4
+    assert len(param.results_notes(results)) == 12       # 11 ratios and omniORBpy's DII
 
 
 def test_cli_bench_ttcp_writes_tables_json_and_plots(tmp_path):
@@ -150,3 +159,5 @@ def test_cli_bench_param_tls_measures_both_orbs_over_tcp_and_tls(tmp_path):
     row = next(line.split() for line in result.stdout.splitlines()
                if line.startswith("test_short"))
     assert len(row) == 1 + 4 + 2 + 1          # calls/s, the two TLS/TCP ratios, py/omni
+    (table,) = load("bench_param_tls").results_tables(json.loads(json_file.read_text()))
+    assert results_format.check_tables([table]) == [] and len(table["rows"]) == 2

@@ -4,9 +4,9 @@ A server that held many incomplete messages frees their buffers when they go, bu
 glibc keeps most of what it freed: buffers of a few hundred KB come from the heap once
 its mmap threshold has risen (it rises to the size of each mmapped block freed), and a
 heap only shrinks from its top.  ``malloc_trim(0)`` returns the free pages inside the
-heap too.  Measured (benchmarks/bench_hostile_load.py, 1,500 connections holding 64 KB
-each, then gone): see benchmarks/README.md for the RSS after the attack with and
-without it.
+heap too.  benchmarks/bench_hostile_load.py measures it: 1,500 connections holding 64 KB
+each, then gone, and the server's RSS after the attack (``--server-arg=--keep-memory``
+for the same without the trim).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``pycdr replay --jobs N``: the capture's connections replayed by N worker processes.
 
-One process replays at 20-22 us of CPU a call (benchmarks/README.md, issue 28); a
+One process replays at 20-22 us of CPU a call (benchmarks/bench_replay.py, issue 28); a
 client of several connections on several cores makes more calls than that.  So:
 
 1. Each of the N forked workers scans a shard of the capture (:func:`scan_capture`:

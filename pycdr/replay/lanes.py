@@ -37,7 +37,7 @@ SHORT_RUNS = 4
 # the capture is read READ_BATCH segments at a time, as without pump() (measured, the
 # four-connection capture to omniORBpy as recorded: 64 at a time 27k calls/s against
 # 33k for 256, 1,024 34k; smaller batches, or the lanes served within a batch, no
-# better: benchmarks/README.md, "Replay").
+# better; benchmarks/bench_replay.py measures the replay).
 PUMP_BUDGET = 0.02
 _EV_READY, _EV_LEFT, _EV_RECV_ERROR, _EV_CLOSED, _EV_HANDED, _EV_UNSENT = range(6)
 _POLL_ANY = select.POLLIN | select.POLLERR | select.POLLHUP
