@@ -23,7 +23,10 @@ from .warn import warn
 
 class CoverageKind(click.ParamType):
     """--coverage: state, sancov, none, or jacoco:HOST:PORT (a JaCoCo agent's tcpserver)."""
-    name = "[state|sancov|none|jacoco:HOST:PORT]"
+    name = "coverage"
+
+    def get_metavar(self, *args, **kwargs):
+        return "[state|sancov|none|jacoco:HOST:PORT]"
 
     def convert(self, value, param, ctx):
         if value in ("state", "sancov", "none"):
