@@ -28,7 +28,7 @@ from pycdr.fuzz.jacoco import (HEADER, MAX_PROBES, PROBE_BITS, ConnectionLost, J
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "jacoco")
 # The campaign: cases, and its seed (fixed: the same run but for the target's timing).
-CASES = 200
+CASES = 128
 SEED = 5
 
 
@@ -197,6 +197,20 @@ def test_agent_dumps_and_resets(jacorb_with_agent):
         agent.close()
 
 
+def test_bad_jacoco_option_is_one_line(jacorb_with_agent):
+    server, _ = jacorb_with_agent
+    done = _pycdr("fuzz", server.ior, "--coverage", "jacoco:nohost")
+    assert done.returncode == 2 and "HOST:PORT" in done.stderr and "Traceback" not in done.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        done = _pycdr("fuzz", server.ior, "--coverage", f"jacoco:127.0.0.1:{port}",
+                      "--idl", PEERS_ECHO_IDL, "--interface", "PycdrTest::Echo", "--no-catalog",
+                      "--max-cases", "1")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert f"cannot reach the JaCoCo agent at 127.0.0.1:{port}" in done.stderr
+
+
 def test_campaign_grows_probe_coverage_and_bisects(jacorb_with_agent, tmp_path):
     server, agent_port = jacorb_with_agent
     corpus = tmp_path / "corpus"
@@ -241,17 +255,3 @@ def test_campaign_grows_probe_coverage_and_bisects(jacorb_with_agent, tmp_path):
         agent.close()
     ran = {name for name, _, _ in dump.classes.values()}
     assert set(item["classes"]) <= ran, (item, sorted(ran))
-
-
-def test_bad_jacoco_option_is_one_line(jacorb_with_agent):
-    server, _ = jacorb_with_agent
-    done = _pycdr("fuzz", server.ior, "--coverage", "jacoco:nohost")
-    assert done.returncode == 2 and "HOST:PORT" in done.stderr and "Traceback" not in done.stderr
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        done = _pycdr("fuzz", server.ior, "--coverage", f"jacoco:127.0.0.1:{port}",
-                      "--idl", PEERS_ECHO_IDL, "--interface", "PycdrTest::Echo", "--no-catalog",
-                      "--max-cases", "1")
-    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
-    assert f"cannot reach the JaCoCo agent at 127.0.0.1:{port}" in done.stderr
