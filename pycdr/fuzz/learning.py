@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 
 from ..errors import PycdrError
 from .case import Case
@@ -61,6 +62,11 @@ BISECTION_RUNS = 24
 JACOCO_SETTLE = 0.01
 # Cases found by bisection listed in the summary (the last ones).
 IDENTIFIED_SHOWN = 20
+# Bisections a new probe is looked for in before it counts as seen with no
+# case kept for it: the bisection runs out of runs when a group ran many new
+# probes (as the first groups do), and a later group that runs it again
+# tries once more; a probe of the JVM's timing is not looked for forever.
+BISECTION_TRIES = 3
 
 
 class Learning:
@@ -82,7 +88,8 @@ class Learning:
         self.initial_probes = 0
         self.bisections = 0            # groups bisected
         self.bisection_runs = 0
-        self.unattributed = 0          # new probes no case ran alone
+        self.unattributed = 0          # new probes no case ran alone, given up on
+        self._missed = Counter()       # new probe -> bisections that did not find it
         self.identified: list = []     # the last cases found by bisection
         self.edge_map = None
         self.masked_edges = 0
@@ -202,8 +209,8 @@ class Learning:
                 self._learn(case, obs)
             return
         new = self.corpus.new_features(features)
-        self.corpus.observe(features)
         if not new:
+            self.corpus.observe(features)
             return
         self.bisections += 1
         found = self._bisect(list(cases), set(new))
@@ -215,7 +222,11 @@ class Learning:
                 "case": case.index, "input": entry.name, "probes": len(probes),
                 "classes": sorted({class_of(f, self.agent.class_names) for f in probes})[:5]})
             del self.identified[:-IDENTIFIED_SHOWN]
-        self.unattributed += len(new - attributed)
+        missed = new - attributed
+        self._missed.update(missed)
+        again = {f for f in missed if self._missed[f] < BISECTION_TRIES}
+        self.unattributed += len(missed) - len(again)
+        self.corpus.observe(features - again)
 
     def _bisect(self, cases: list, new: set) -> list:
         """The cases of ``cases`` (a group that ran the probes ``new``, not
@@ -333,7 +344,10 @@ class Learning:
                        masked_edges=len(self.edge_map.masked) if self.edge_map is not None
                        else self.masked_edges)
         if self.agent is not None:
-            out.update(agent=self.agent.address, probes=len(self.corpus.seen),
+            # (probes: those seen, and those run but to be looked for again)
+            pending = sum(1 for f, n in self._missed.items()
+                          if n < BISECTION_TRIES and f not in self.corpus.seen)
+            out.update(agent=self.agent.address, probes=len(self.corpus.seen) + pending,
                        initial_probes=self.initial_probes,
                        masked_probes=len(self.masked_probes),
                        classes=len({f >> PROBE_BITS for f in self.corpus.seen}),
