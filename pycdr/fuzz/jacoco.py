@@ -238,6 +238,15 @@ class JacocoAgent:
 
     def _command(self, dump: bool, reset: bool) -> Dump:
         began = time.monotonic()
+        try:
+            answer = self._exchange(dump, reset)
+        finally:
+            self.seconds += time.monotonic() - began
+        for class_id, (name, _, _) in answer.classes.items():
+            self.class_names.setdefault(class_id, name)
+        return answer
+
+    def _exchange(self, dump: bool, reset: bool) -> Dump:
         for attempt in (1, 2):
             if self._sock is None:
                 self._connect()
@@ -259,9 +268,6 @@ class JacocoAgent:
                 why = "no answer in time" if isinstance(e, socket.timeout) else \
                     (e.strerror or e) if isinstance(e, OSError) else e
                 raise JacocoError(f"the JaCoCo agent at {self.address}: {why}") from None
-        self.seconds += time.monotonic() - began
-        for class_id, (name, _, _) in answer.classes.items():
-            self.class_names.setdefault(class_id, name)
         return answer
 
     def dump(self, reset: bool = True) -> Dump:
