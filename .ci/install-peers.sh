@@ -4,7 +4,8 @@
 #     (`catior`), omniORB's IDL files, tshark, Combat (tcl-combat), omniORB's C++ headers
 #     and IDL compiler with g++ and OpenSSL's headers (the omniORB SSL peer);
 #   - from Maven Central: JacORB 3.9, the OpenJDK ORB 10.1.3 and the GlassFish ORB 5.0.0 with the
-#     jars they need, into .peers/{jacorb,openjdk-orb,glassfish-orb}/lib (gitignored);
+#     jars they need, into .peers/{jacorb,openjdk-orb,glassfish-orb}/lib (gitignored), and the
+#     JaCoCo agent 0.8.15 (runtime jar) into .peers/jacoco/lib;
 #   - compiles the Java test programs (tests/peers/jacorb/src) into .peers/jacorb/classes; they
 #     run on any of the three ORBs' jars.
 # omniORBpy and omniNames come from the Python test extra (salome-omniorb), not from here.
@@ -81,8 +82,9 @@ fetch_jars() {   # fetch_jars ORB_NAME
         echo "$hash" > "$home/lib.stamp"
     fi
 }
-# JacORB, and the two JDK-lineage ORBs the same test programs also run on.
-for java_orb in jacorb openjdk-orb glassfish-orb; do
+# JacORB, and the two JDK-lineage ORBs the same test programs also run on; the JaCoCo agent
+# (its runtime jar) the JVM coverage feedback of `pycdr fuzz --coverage jacoco:...` is tested with.
+for java_orb in jacorb openjdk-orb glassfish-orb jacoco; do
     fetch_jars "$java_orb"
 done
 pom_hash="$(cat "$jacorb_home/lib.stamp")"

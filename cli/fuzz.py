@@ -21,6 +21,26 @@ from .tls import tls_options
 from .warn import warn
 
 
+class CoverageKind(click.ParamType):
+    """--coverage: state, sancov, none, or jacoco:HOST:PORT (a JaCoCo agent's tcpserver)."""
+    name = "coverage"
+
+    def get_metavar(self, *args, **kwargs):
+        return "[state|sancov|none|jacoco:HOST:PORT]"
+
+    def convert(self, value, param, ctx):
+        if value in ("state", "sancov", "none"):
+            return value
+        if value.startswith("jacoco:"):
+            from pycdr.fuzz.jacoco import JacocoError, parse_address
+            try:
+                parse_address(value[len("jacoco:"):])
+            except JacocoError as e:
+                self.fail(str(e), param, ctx)
+            return value
+        self.fail(f"{value!r} is not one of state, sancov, none, jacoco:HOST:PORT", param, ctx)
+
+
 def _seed_sources(idl_file, interface, corpus, seed, no_catalog):
     from pycdr.fuzz import seeds as S
 
@@ -130,11 +150,12 @@ def _coverage_shim(build_dir) -> None:
 @click.option("--no-minimize", is_flag=True, help="Save findings without minimizing them.")
 @click.option("--replay", "replay_dir", type=click.Path(exists=True, file_okay=False),
               help="Send a saved finding's messages again and say whether it reproduces.")
-@click.option("--coverage", type=click.Choice(["state", "sancov", "none"]), default="state",
+@click.option("--coverage", type=CoverageKind(), default="state",
               show_default=True,
               help="Feedback that steers the mutations: what the target answered (state), "
                    "the edges of a --spawn target built with the coverage shim (sancov), "
-                   "or none (cases from the seeds alone).")
+                   "the probes of a JVM target's JaCoCo agent in tcpserver mode at HOST:PORT "
+                   "(jacoco:HOST:PORT), or none (cases from the seeds alone).")
 @click.option("--corpus-dir", type=click.Path(file_okay=False), default=None,
               help="Keep the inputs that showed something new in this folder; a campaign "
                    "given it again starts from them.")
@@ -308,7 +329,11 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                        f"{fb['kept']} inputs kept, corpus {fb['corpus']}"
                        + (f", {fb['edges']} edges ({fb['initial_edges']} at the start), "
                           f"{fb['masked_edges']} masked"
-                          if "edges" in fb else ""))
+                          if "edges" in fb else "")
+                       + (f", {fb['probes']} JaCoCo probes in {fb['classes']} classes "
+                          f"({fb['initial_probes']} at the start), {fb['masked_probes']} "
+                          f"masked, {fb['bisections']} groups bisected in "
+                          f"{fb['bisection_runs']} runs" if "probes" in fb else ""))
         click.echo(f"{s.cases} cases in {s.elapsed:.1f} s, {len(campaign.findings)} findings "
                    f"({len(campaign.unconfirmed)} unconfirmed); seed {seed}")
     sys.exit(EXIT_BAD_INPUT if campaign.findings else EXIT_OK)

@@ -58,7 +58,7 @@ from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
 from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
 from .findings import Finding, ddmin, known_hit, minimize
-from .learning import FEEDBACK_GROUP, Learning
+from .learning import Learning
 from .health import (BROKEN, BROKEN_BY_STATUS, RECOVERY_WAIT, SPIN_WINDOW, TIMEOUT_FLOOR,
                      Latency, TargetHealth)
 from .mutators import MutationContext, mutate, target_profile
@@ -143,6 +143,9 @@ class Campaign(TargetHealth, Learning):
         if coverage == "sancov":
             # One process at a time writes the edge map, one case at a time.
             standby, batch = False, 1
+        elif self.agent is not None:
+            # The agent's port is the target process's: one process at a time.
+            standby = False
         # (standby: the next process started while the current one runs, see SpawnedTarget)
         self.spawned = SpawnedTarget(spawn, standby=standby, env=env or None) if spawn else None
         self.target_text = target_text
@@ -203,8 +206,12 @@ class Campaign(TargetHealth, Learning):
             raise PycdrError("no seeds: nothing to mutate")
         profile, ior = target_profile(self.target)
         self.ctx = MutationContext(self.seeds, self.target.object_key, profile, ior)
-        self._calibrate()
-        self._start_feedback()
+        try:
+            self._calibrate()
+            self._start_feedback()
+        except BaseException:
+            self.close()               # (a spawned target is stopped)
+            raise
 
     # --- cases ---------------------------------------------------------------------
     def make_case(self, index: int) -> Case:
@@ -244,7 +251,7 @@ class Campaign(TargetHealth, Learning):
         self._ahead_end = start_index + max_cases if max_cases is not None else None
         # With feedback, no batches (no answer per case) and small groups
         # (the corpus learns between them).
-        group_cases = GROUP_CASES if self.feedback == "none" else FEEDBACK_GROUP
+        group_cases = GROUP_CASES if self.feedback == "none" else self.feedback_group
         pending: list[Case] = []       # batchable cases for the reused connection
         group: list[Case] = []         # cases that need a connection each
         while not self.dead:
@@ -474,7 +481,10 @@ class Campaign(TargetHealth, Learning):
             return
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
+        self._before_group()
         observations = self._observe_group(cases)
+        # (Read before the health probes below: what they run is not the cases'.)
+        group_features = self._group_features()
         if not again:
             self.stats.cases += len(cases)
             self.stats.isolated += len(cases)
@@ -498,8 +508,7 @@ class Campaign(TargetHealth, Learning):
             return
         if not again:
             # (Not from a broken target: it showed part of what it did.)
-            for case, obs in zip(cases, observations):
-                self._learn(case, obs)
+            self._learn_group(cases, observations, group_features)
         for case, obs, reason in zip(cases, observations, reasons):
             if reason in ("closed", "reset"):
                 self._outcome(reason, case.prediction)

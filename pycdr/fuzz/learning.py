@@ -8,16 +8,27 @@ they run one at a time (the edge map is the target's, not a connection's),
 with ``state`` in small groups.  Before the first case every input of the
 corpus (the seeds and a --corpus-dir folder's inputs) runs once, unmutated,
 so that what they reach is known; under ``sancov`` the map is first watched
-while the target is idle, and the edges that flicker are masked."""
+while the target is idle, and the edges that flicker are masked.
+
+Under ``jacoco:HOST:PORT`` (a JVM target started with the JaCoCo agent,
+pycdr.fuzz.jacoco) a feature is a probe that ran (a class and a probe index).
+The agent's probes are the whole JVM's, so they are dumped (and reset) once a
+group of JACOCO_GROUP cases is done; a group that ran probes not seen before
+is *bisected*: its halves run again, each on its own, dumped, down to the
+cases that run the new probes alone, which are kept.  Probes that ran while
+the target was idle are masked first, as sancov's edges are."""
 
 from __future__ import annotations
 
 import random
+import time
+from collections import Counter
 
 from ..errors import PycdrError
 from .case import Case
-from .feedback import FEEDBACK_KINDS, Corpus, EdgeMap, Entry, load_folder, state_of, trim
+from .feedback import FEEDBACK_KINDS, SETTLE, Corpus, EdgeMap, Entry, load_folder, state_of, trim
 from .havoc import fix_lengths, havoc
+from .jacoco import PROBE_BITS, JacocoAgent, JacocoError, class_of, parse_address
 from .mutators import Mutation, fix_size, mutate
 from .window import LINGER
 
@@ -40,6 +51,22 @@ RECHECK_LINGER = 0.5
 SANCOV_RECHECK_LINGER = 0.1
 # Seconds the edge map is watched while the target is idle, before the campaign.
 IDLE_WATCH = 0.5
+# Cases run between two dumps of a JaCoCo agent's probes: a bisection of a
+# group costs about two runs per halving, and a group whose probes are all
+# known one dump.
+JACOCO_GROUP = 64
+# Runs of parts of a group spent finding the cases that ran its new probes.
+BISECTION_RUNS = 24
+# Seconds left to the JVM after a run's connections are done, before its
+# probes are dumped (the end of a connection is handled after it closed).
+JACOCO_SETTLE = 0.01
+# Cases found by bisection listed in the summary (the last ones).
+IDENTIFIED_SHOWN = 20
+# Bisections a new probe is looked for in before it counts as seen with no
+# case kept for it: the bisection runs out of runs when a group ran many new
+# probes (as the first groups do), and a later group that runs it again
+# tries once more; a probe of the JVM's timing is not looked for forever.
+BISECTION_TRIES = 3
 
 
 class Learning:
@@ -48,10 +75,22 @@ class Learning:
     def _setup_feedback(self, feedback: str, spawn: str | None, corpus_dir: str | None) -> dict:
         """Checks the feedback kind, creates the edge map under ``sancov``;
         the environment the spawned target needs."""
-        if feedback not in FEEDBACK_KINDS:
+        self.agent = None              # a JacocoAgent, under jacoco:HOST:PORT
+        if feedback.startswith("jacoco:"):
+            self.agent = JacocoAgent(*parse_address(feedback[len("jacoco:"):]))
+            feedback = "jacoco"
+        elif feedback not in FEEDBACK_KINDS:
             raise PycdrError(f"unknown coverage kind {feedback!r}: one of "
-                             + ", ".join(FEEDBACK_KINDS))
+                             + ", ".join(FEEDBACK_KINDS) + ", jacoco:HOST:PORT")
         self.feedback = feedback
+        self.feedback_group = JACOCO_GROUP if self.agent is not None else FEEDBACK_GROUP
+        self.masked_probes: set = set()     # probes that run without input, under jacoco
+        self.initial_probes = 0
+        self.bisections = 0            # groups bisected
+        self.bisection_runs = 0
+        self.unattributed = 0          # new probes no case ran alone, given up on
+        self._missed = Counter()       # new probe -> bisections that did not find it
+        self.identified: list = []     # the last cases found by bisection
         self.edge_map = None
         self.masked_edges = 0
         self.linger = SANCOV_LINGER if feedback == "sancov" else LINGER
@@ -77,6 +116,8 @@ class Learning:
             return
         if self.edge_map is not None:
             self.edge_map.calibrate(IDLE_WATCH)
+        if self.agent is not None:
+            self._calibrate_probes()
         for seed in self.seeds:
             self.corpus.entries.append(Entry(list(seed.messages), seed.name,
                                              body_types=seed.body_types))
@@ -90,13 +131,46 @@ class Learning:
         self.initial_features = len(self.corpus.seen)
         if self.edge_map is not None:
             self.initial_edges = len({f >> 4 for f in self.corpus.seen})
+        self.initial_probes = len(self.corpus.seen) if self.agent is not None else 0
+
+    def _calibrate_probes(self) -> None:
+        """The agent's probes that run while nothing is sent to the target
+        (timers, housekeeping threads), watched over IDLE_WATCH seconds, are
+        masked; the agent is checked reachable on the way."""
+        time.sleep(SETTLE)
+        self.agent.reset()
+        time.sleep(IDLE_WATCH)
+        self.masked_probes |= self.agent.dump().features()
+
+    def _reset_coverage(self) -> None:
+        if self.edge_map is not None:
+            self.edge_map.reset()
+        elif self.agent is not None:
+            self._agent_call(self.agent.reset)
+
+    def _agent_call(self, call):
+        """``call()`` on the agent; None (and a note, once) when the agent
+        failed: the campaign goes on without that run's probes."""
+        try:
+            return call()
+        except JacocoError as e:
+            text = f"coverage: {e}"
+            if text not in self.notes:
+                self.notes.append(text)
+            return None
+
+    def _probes(self) -> frozenset:
+        """The probes that ran since the last reset (masked ones left out);
+        then reset."""
+        time.sleep(JACOCO_SETTLE)
+        dump = self._agent_call(self.agent.dump)
+        return frozenset(dump.features() - self.masked_probes) if dump else frozenset()
 
     def _features_of(self, messages, origin: str):
         """The features of ``messages`` (an input from seed ``origin``) run
         alone; None when they broke the target (then a finding is looked
         for as for any case, and the target restarted)."""
-        if self.edge_map is not None:
-            self.edge_map.reset()
+        self._reset_coverage()
         verdict = self.check(messages)
         if verdict.kind is not None:
             # What a variant of a kept input broke is a finding as any other.
@@ -110,11 +184,85 @@ class Learning:
     def _read_features(self, obs) -> frozenset:
         if self.edge_map is not None:
             return self.edge_map.features()
+        if self.agent is not None:
+            return self._probes()
         return frozenset([state_of(obs)]) if obs is not None else frozenset()
 
     def _before_case(self) -> None:
-        if self.edge_map is not None:
-            self.edge_map.reset()
+        self._reset_coverage()
+
+    def _before_group(self) -> None:
+        if self.agent is not None:
+            self._reset_coverage()
+
+    def _group_features(self) -> frozenset | None:
+        """Under jacoco, the probes a group of cases ran (read as soon as
+        they are done); None otherwise."""
+        return self._probes() if self.agent is not None else None
+
+    def _learn_group(self, cases, observations, features: frozenset | None) -> None:
+        """What a group of cases showed.  Under jacoco (``features``: the
+        group's probes): when some are new, the cases that run them alone
+        are found by bisection (_bisect) and kept."""
+        if self.agent is None:
+            for case, obs in zip(cases, observations):
+                self._learn(case, obs)
+            return
+        new = self.corpus.new_features(features)
+        if not new:
+            self.corpus.observe(features)
+            return
+        self.bisections += 1
+        found = self._bisect(list(cases), set(new))
+        attributed = set()
+        for case, probes in found:
+            attributed |= probes
+            entry = self._keep(case, frozenset(probes))
+            self.identified.append({
+                "case": case.index, "input": entry.name, "probes": len(probes),
+                "classes": sorted({class_of(f, self.agent.class_names) for f in probes})[:5]})
+            del self.identified[:-IDENTIFIED_SHOWN]
+        missed = new - attributed
+        self._missed.update(missed)
+        again = {f for f in missed if self._missed[f] < BISECTION_TRIES}
+        self.unattributed += len(missed) - len(again)
+        self.corpus.observe(features - again)
+
+    def _bisect(self, cases: list, new: set) -> list:
+        """The cases of ``cases`` (a group that ran the probes ``new``, not
+        seen before) that run some of them alone, each with those of ``new``
+        it ran (a probe goes to the first case found to run it), in at most
+        BISECTION_RUNS runs: a part's first half runs again, on its own, and
+        is searched for what of ``new`` it ran; the second half for the
+        rest.  A part of one case is that case alone."""
+        budget = [BISECTION_RUNS]
+        found = []
+
+        def run(part) -> frozenset:
+            budget[0] -= 1
+            self.bisection_runs += 1
+            self._reset_coverage()
+            self._observe_group(part)
+            return self._probes()
+
+        def search(part, wanted: set, ran: frozenset | None = None) -> set:
+            """What of ``wanted`` the cases of ``part`` were found to run."""
+            if ran is None:
+                if budget[0] <= 0 or self.dead:
+                    return set()
+                ran = run(part)
+            wanted = wanted & ran
+            if not wanted:
+                return set()
+            if len(part) == 1:
+                found.append((part[0], wanted))
+                return wanted
+            half = len(part) // 2
+            got = search(part[:half], wanted)
+            rest = wanted - got
+            return got | (search(part[half:], rest) if rest else set())
+        search(cases, new, frozenset(new))
+        return found
 
     def _learn(self, case: Case, obs) -> None:
         """What ``case`` showed: kept (minimized first) when it is new."""
@@ -125,6 +273,13 @@ class Learning:
         self.corpus.observe(features)
         if not new:
             return
+        if self.agent is not None:
+            # Only what it runs again counts (a probe of a thread that ran
+            # meanwhile is not the case's).
+            again = self._features_of(case.messages, case.seed_name)
+            new = new & (again or frozenset())
+            if not new:
+                return
         if self.edge_map is not None:
             # Calibrated as AFL does: run again, only what it does again
             # counts.  Edges passed one time and not the other flicker (the
@@ -142,6 +297,11 @@ class Learning:
             new = frozenset(f for f in new & again if f >> 4 not in changed)
             if not new:
                 return
+        self._keep(case, new)
+
+    def _keep(self, case: Case, new: frozenset) -> Entry:
+        """``case`` brought the features ``new``: kept, minimized first (the
+        corpus's entry: an equal one it had, or the new one)."""
         messages = case.messages
         if self.minimize and self._trimming is None:
             self._trimming = new
@@ -153,13 +313,13 @@ class Learning:
                 self._trimming = None
         parent = case.parent
         before = len(self.corpus.entries)
-        self.corpus.add(Entry(list(messages), case.seed_name, features=new,
-                              found_at=self.stats.cases,
-                              body_types=None if parent is None else parent.body_types))
+        entry = self.corpus.add(Entry(list(messages), case.seed_name, features=new,
+                                      found_at=self.stats.cases,
+                                      body_types=None if parent is None else parent.body_types))
         if len(self.corpus.entries) > before:
             self.kept += 1                   # (else merged into an equal one)
-            entry = self.corpus.entries[-1]
             self.ctx.remember(entry.messages[0], entry.body_types)
+        return entry
 
     def _feedback_case(self, index: int) -> Case:
         rng = random.Random(f"{self.seed}:{index}")
@@ -183,9 +343,22 @@ class Learning:
                        initial_edges=self.initial_edges,
                        masked_edges=len(self.edge_map.masked) if self.edge_map is not None
                        else self.masked_edges)
+        if self.agent is not None:
+            # (probes: those seen, and those run but to be looked for again)
+            pending = sum(1 for f, n in self._missed.items()
+                          if n < BISECTION_TRIES and f not in self.corpus.seen)
+            out.update(agent=self.agent.address, probes=len(self.corpus.seen) + pending,
+                       initial_probes=self.initial_probes,
+                       masked_probes=len(self.masked_probes),
+                       classes=len({f >> PROBE_BITS for f in self.corpus.seen}),
+                       dumps=self.agent.dumps, agent_seconds=round(self.agent.seconds, 2),
+                       bisections=self.bisections, bisection_runs=self.bisection_runs,
+                       unattributed_probes=self.unattributed, identified=list(self.identified))
         return out
 
     def _close_feedback(self) -> None:
+        if self.agent is not None:
+            self.agent.close()
         if self.edge_map is not None:
             self.masked_edges = len(self.edge_map.masked)
             self.edge_map.close()

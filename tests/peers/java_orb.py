@@ -47,9 +47,10 @@ class JavaOrb:
     listen_properties: Callable[[str, int], Dict[str, str]]
     system_properties: Dict[str, str] = field(default_factory=dict)
 
-    def java_command(self, main_class):
-        """`java ... main_class` on this ORB's jars; PeerNotInstalled if a part is missing or the
-        compiled programs are older than their sources."""
+    def java_command(self, main_class, jvm_options=()):
+        """`java ... main_class` on this ORB's jars, with `jvm_options` (a -javaagent, say) before
+        the class path; PeerNotInstalled if a part is missing or the compiled programs are older
+        than their sources."""
         java = shutil.which("java")
         lib = os.path.join(PEERS_HOME, self.lib, "lib")
         if java is None or not os.path.isdir(PROGRAM_CLASSES) or not os.path.isdir(lib):
@@ -59,7 +60,7 @@ class JavaOrb:
                                    "tests/peers/jacorb/src: run .ci/install-peers.sh")
         classpath = os.pathsep.join([PROGRAM_CLASSES, os.path.join(lib, "*")])
         system = [f"-D{name}={value}" for name, value in self.system_properties.items()]
-        return [java, *_JVM_OPTIONS, *system, "-cp", classpath, main_class]
+        return [java, *_JVM_OPTIONS, *system, *jvm_options, "-cp", classpath, main_class]
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,11 +88,13 @@ def _property_arguments(properties):
     return [f"{name}={value}" for name, value in properties.items()]
 
 
-def start_java_echo_server(orb, interface, *, port=None, properties=None, timeout=60):
+def start_java_echo_server(orb, interface, *, port=None, properties=None, jvm_options=(),
+                           timeout=60):
     """Start the echo server on `orb` (a JavaOrb) at 127.0.0.1:`port` (a free port if None),
     serving one object of `interface` (a pycdr.idl Interface) whose operations echo their
     arguments (see EchoServer.java), activated with the id "Echo" in the persistent POA "EchoPOA".
-    `properties` are more ORB properties (name -> value). Returns a RunningPeer."""
+    `properties` are more ORB properties (name -> value); `jvm_options` more JVM options (a
+    -javaagent, say). Returns a RunningPeer."""
     description_dir = tempfile.mkdtemp(prefix=f"pycdr-{orb.lib}-description-")
     description = os.path.join(description_dir, "interface.txt")
     write_description(interface, description)
@@ -99,7 +102,7 @@ def start_java_echo_server(orb, interface, *, port=None, properties=None, timeou
     def start_once(chosen_port):
         server_properties = {**orb.properties, **orb.listen_properties(LOOPBACK, chosen_port),
                              **(properties or {})}
-        argv = (orb.java_command("pycdrpeers.EchoServer") + [description]
+        argv = (orb.java_command("pycdrpeers.EchoServer", jvm_options) + [description]
                 + _property_arguments(server_properties))
         process = PeerProcess(f"{orb.name}-echo", argv)
         ior, object_key = read_echo_server_banner(process, timeout)
