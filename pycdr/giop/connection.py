@@ -279,6 +279,26 @@ class GiopConnection:
                 data = self._fill_in_place(data)
             self._buf += data
 
+    def receive_message(self, header: GiopHeader, raw):
+        """The event of one whole message the caller framed (``raw``: its bytes,
+        ``header``: parse_header(raw)), as receive_data(raw) then next_event() give it,
+        without copying ``raw`` into the framing buffer or parsing its header again.
+        Only while nothing else is buffered; otherwise it is those two calls."""
+        if self._closed is not None or self._buf or self._ready or \
+                self._in_place is not None:
+            self.receive_data(raw)
+            return self.next_event()
+        problem = self._header_problem(header)
+        if problem is not None:
+            return self._fatal(problem, Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
+        offset = self._stream_offset
+        self._stream_offset += header.total_size
+        if header.msg_type <= 1 and self.take_directly is not None and \
+                self._fragmented_11 is None and self.take_directly(raw):
+            return TAKEN
+        event = self._handle(header, raw, offset)
+        return self._at_end_of_data() if event is None else event
+
     def receive_buffer(self, sizehint: int = -1) -> memoryview:
         """Where the peer's next bytes may be written (``asyncio.BufferedProtocol
         .get_buffer``); call :meth:`received` with how many were written at its start,

@@ -217,8 +217,9 @@ class ProxyConnection:
         if self.relaying:
             return [Send(1 - side, [bytes(data)])] if data else []
         # Whole messages are cut from the bytes as they came when nothing waits before
-        # them (one copy a message, none for a read that is one message).  held_total
-        # counts what d.buf holds at every step.
+        # them (one copy a message, none for a read that is one message; a message that
+        # came in several reads is copied once, into d.buf).  held_total counts what
+        # d.buf holds at every step.
         if d.buf:
             d.buf += data
             self.core.held_total += len(data)
@@ -242,8 +243,16 @@ class ProxyConnection:
             total = header.total_size
             if size - pos < total:
                 break
-            frame = source[pos:pos + total] if source is data else \
-                bytes(memoryview(source)[pos:pos + total])
+            if source is data:
+                frame = source[pos:pos + total]
+            elif pos == 0 and total == size:
+                # the buffer holds just this message (one that came in several reads):
+                # it goes on itself, not a copy, and a new buffer takes its place
+                frame = source
+                d.buf = bytearray()
+                self.core.held_total -= total
+            else:
+                frame = bytes(memoryview(source)[pos:pos + total])
             pos += total
             self._frame(side, header, frame, ts, out)
         if self.relaying:
@@ -299,8 +308,7 @@ class ProxyConnection:
     def _frame(self, side, header, frame, ts, out) -> None:
         d = self.sides[side]
         checker = d.checker
-        checker.receive_data(frame)
-        event = checker.next_event()
+        event = checker.receive_message(header, frame)
         if type(event) is MessageReceived and event.fragments == 1:
             # the usual case: a message in one piece (no chain to look up)
             self._message(side, event, [frame], ts, out)
