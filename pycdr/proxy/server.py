@@ -13,6 +13,11 @@ failed to connect itself.  Writes to each side go through a queue that honours
 delays and trickles; a side's reading stops while the other side's queue holds
 more than ``max_queued`` bytes (and while its socket's send buffer is full), so
 a slow reader slows its peer instead of growing the proxy's memory.
+
+Each socket is an asyncio Protocol (:class:`_Stream`): what it receives goes to the
+core as it came, in the event loop's callback, with no stream buffer or task switch
+between them; the core's output goes to the transport as it is (a message passed
+unchanged is written from the very bytes that were read).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from ..addressing.rewrite import address_text
 from .core import CLIENT, SERVER, Close, ProxyCore, Send
 
 log = logging.getLogger(__name__)
-READ_SIZE = 256 * 1024
+READ_SIZE = 256 * 1024          # the most one read delivers (asyncio's and uvloop's)
 MAX_QUEUED = 4 << 20
 
 
@@ -46,6 +51,98 @@ class Listener:
 
 
 _DRAIN = object()        # queued after a direct write that filled the socket's buffer
+
+
+class _Stream(asyncio.Protocol):
+    """One socket of a relayed connection.  Reading is paused from the start until
+    :meth:`start` names where the bytes go (``received(data)``; ``b""`` once, at the
+    end of the stream or when the connection is lost); writing is a StreamWriter's
+    (write, drain, close), drain() waiting while the transport's buffer is full."""
+
+    def __init__(self, made=None):
+        self.made = made                # fn(stream) once connected, or None
+        self.transport = None
+        self.received = None
+        self.ended = False              # b"" was (or is to be) given
+        self.lost = False
+        self.paused = False             # the transport's buffer is full
+        self.waiters: list = []
+        self.early: list = []           # bytes read before start() (uvloop may read once)
+        self.held = False               # reading paused until the other side has room
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        transport.pause_reading()
+        if self.made is not None:
+            self.made(self)
+
+    def start(self, received) -> None:
+        early, self.early = self.early, []
+        for data in early:
+            received(data)
+        self.received = received
+        if self.ended:
+            received(b"")
+        elif not self.lost and not self.held:
+            self.transport.resume_reading()
+
+    def data_received(self, data) -> None:
+        if self.ended:
+            return
+        if self.received is None:
+            self.early.append(data)
+        else:
+            self.received(data)
+
+    def eof_received(self):
+        self._end()
+        # kept open for writing (the core says when to close); TLS cannot half-close
+        return self.transport.get_extra_info("sslcontext") is None
+
+    def connection_lost(self, exc) -> None:
+        self.lost = True
+        self._wake(ConnectionResetError("connection lost"))
+        self._end()
+
+    def _end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            if self.received is not None:
+                self.received(b"")
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        self._wake(None)
+
+    def _wake(self, error) -> None:
+        waiters, self.waiters = self.waiters, []
+        for w in waiters:
+            if not w.done():
+                if error is None:
+                    w.set_result(None)
+                else:
+                    w.set_exception(error)
+
+    # -- the StreamWriter's part --------------------------------------------------
+    def write(self, data) -> None:
+        self.transport.write(data)
+
+    def get_extra_info(self, name, default=None):
+        return self.transport.get_extra_info(name, default)
+
+    def close(self) -> None:
+        self.transport.close()
+
+    async def drain(self) -> None:
+        if self.lost:
+            raise ConnectionResetError("connection lost")
+        if self.paused:
+            waiter = asyncio.get_running_loop().create_future()
+            self.waiters.append(waiter)
+            await waiter
 
 
 class _Output:
@@ -180,10 +277,11 @@ class Proxy:
             self.queued_peak = queued
 
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
         for listener in self.listeners:
-            listener.server = await asyncio.start_server(
-                lambda r, w, lst=listener: self._accepted(r, w, lst), listener.host,
-                listener.port, ssl=self.server_ssl, limit=READ_SIZE)
+            listener.server = await loop.create_server(
+                lambda lst=listener: _Stream(lambda s: self._accepted(s, lst)), listener.host,
+                listener.port, ssl=self.server_ssl)
             host, port = listener.server.sockets[0].getsockname()[:2]
             listener.port = port
             if listener.advertised is None:
@@ -220,9 +318,9 @@ class Proxy:
         self.listeners.append(listener)
 
         async def serve():
-            listener.server = await asyncio.start_server(
-                lambda r, w: self._accepted(r, w, listener), sock=sock,
-                ssl=self.server_ssl, limit=READ_SIZE)
+            listener.server = await asyncio.get_running_loop().create_server(
+                lambda: _Stream(lambda s: self._accepted(s, listener)), sock=sock,
+                ssl=self.server_ssl)
         task = asyncio.ensure_future(serve())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
@@ -240,78 +338,102 @@ class Proxy:
             if listener.server is not None:
                 await listener.server.wait_closed()
 
-    def _accepted(self, reader, writer, listener) -> None:
-        task = asyncio.ensure_future(self._relay(reader, writer, listener))
+    def _accepted(self, client: _Stream, listener) -> None:
+        task = asyncio.ensure_future(self._relay(client, listener))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def _relay(self, reader, writer, listener: Listener) -> None:
-        peer = writer.get_extra_info("peername") or ("?", 0)
+    async def _relay(self, client: _Stream, listener: Listener) -> None:
+        peer = client.get_extra_info("peername") or ("?", 0)
         conn = self.core.connection((peer[0], peer[1]), listener.upstream)
         flow = None
         if self.pcap is not None:
             flow = self.pcap.connection((peer[0], peer[1]), (listener.advertised[0]
                                         if _is_ip(listener.advertised[0]) else listener.host
                                         or "0.0.0.0", listener.port))
-        up_reader = up_writer = None
+        loop = asyncio.get_running_loop()
+        upstream = None
         try:
-            up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(
-                *listener.upstream, ssl=self.upstream_ssl if listener.tls else None,
-                limit=READ_SIZE), self.connect_timeout)
+            _, upstream = await asyncio.wait_for(loop.create_connection(
+                _Stream, *listener.upstream, ssl=self.upstream_ssl if listener.tls else None),
+                self.connect_timeout)
         except (OSError, asyncio.TimeoutError, ssl.SSLError) as e:
             conn.upstream_failed(f"cannot connect to {address_text(*listener.upstream)}: "
                                  f"{getattr(e, 'strerror', None) or e or 'timed out'}")
-        outputs = (_Output(writer, None if flow is None else
+        outputs = (_Output(client, None if flow is None else
                            lambda b: flow.sends(False, b), self.max_queued, self._peak),
-                   _Output(up_writer, None, self.max_queued, self._peak))
+                   _Output(upstream, None, self.max_queued, self._peak))
+        streams = (client, upstream)
+        reading = [True, upstream is not None]      # each side's bytes still come
+        ended = loop.create_future()                # both sides read to their end
+        waits: set = set()                          # (reading paused for the other's room)
 
         def dispatch(actions) -> None:
             for a in actions:
                 outputs[a.to if isinstance(a, Send) else a.which].put(a)
 
-        async def pump(side, stream) -> None:
-            other = outputs[1 - side]
-            try:
-                while True:
-                    if not other.room.is_set():
-                        await other.room.wait()
-                    try:
-                        data = await stream.read(READ_SIZE)
-                    except OSError:
-                        data = b""
-                    ts = time.time_ns()
-                    if not data:
-                        dispatch(conn.eof(side, ts))
-                        return
-                    if side == CLIENT and flow is not None:
-                        flow.sends(True, data)
-                    dispatch(conn.data(side, data, ts))
-                    if conn.finished:
-                        return
-            finally:
-                if conn.finished:
-                    for out in outputs:
-                        out.put(Close(CLIENT))
+        def stop(side) -> None:
+            reading[side] = False
+            if conn.finished:
+                for out in outputs:
+                    out.put(Close(CLIENT))
+            if not any(reading) and not ended.done():
+                ended.set_result(None)
 
-        pumps = [asyncio.ensure_future(pump(CLIENT, reader))]
-        if up_reader is not None:
-            pumps.append(asyncio.ensure_future(pump(SERVER, up_reader)))
+        def resume(stream, side, wait) -> None:
+            waits.discard(wait)
+            stream.held = False
+            if not stream.lost and reading[side]:
+                stream.transport.resume_reading()
+
+        def received(side, data) -> None:
+            if not reading[side]:
+                return
+            try:
+                ts = time.time_ns()
+                if not data:
+                    dispatch(conn.eof(side, ts))
+                    stop(side)
+                    return
+                if side == CLIENT and flow is not None:
+                    flow.sends(True, data)
+                dispatch(conn.data(side, data, ts))
+                if conn.finished:
+                    stop(side)
+                    return
+                other = outputs[1 - side]
+                if not other.room.is_set():
+                    # the other side reads slowly: this one waits for it
+                    stream = streams[side]
+                    stream.held = True
+                    stream.transport.pause_reading()
+                    wait = asyncio.ensure_future(other.room.wait())
+                    waits.add(wait)
+                    wait.add_done_callback(lambda w: resume(stream, side, w))
+            except Exception as e:         # (a bug must cost this connection, not the proxy)
+                reading[0] = reading[1] = False
+                if not ended.done():
+                    ended.set_exception(e)
+
+        client.start(lambda data: received(CLIENT, data))
+        if upstream is not None:
+            upstream.start(lambda data: received(SERVER, data))
         try:
-            await asyncio.gather(*pumps)
+            await ended
             await asyncio.gather(*(o.task for o in outputs), return_exceptions=True)
         except asyncio.CancelledError:
             raise
         except Exception:           # (a bug must cost this connection, not the proxy)
             log.exception("the relay of %s failed", address_text(peer[0], peer[1]))
         finally:
-            for task in pumps:
+            for task in waits:
                 task.cancel()
             for out in outputs:
                 out.task.cancel()
-            await asyncio.gather(*pumps, *(o.task for o in outputs), return_exceptions=True)
-            for w in (writer, up_writer):
-                if w is not None and not w.transport.is_closing():
-                    w.transport.abort()
+            await asyncio.gather(*waits, *(o.task for o in outputs), return_exceptions=True)
+            for stream in streams:
+                if stream is not None and not stream.transport.is_closing():
+                    stream.transport.abort()
             conn.closed()
             if flow is not None:
                 flow.close()
