@@ -115,8 +115,10 @@ def symbolize_frames(frames: list) -> list:
             function, source = (done.stdout.strip().splitlines() + ["", ""])[:2]
         except (OSError, subprocess.SubprocessError, ValueError):
             function = source = ""
+        if source.startswith("??"):
+            source = ""                   # no line table for it (the ASan runtime's own)
         if function and function != "??":
-            named.append(f"{number} {function} {source} {where}".rstrip())
+            named.append(" ".join(filter(None, (number, function, source, where))))
         else:
             named.append(frame)
     return named
