@@ -68,6 +68,15 @@ def _status(campaign):
     return Group(head, _coverage_table(s))
 
 
+def _echo_sanitizer(finding) -> None:
+    """Under a finding's line: the sanitizer's report, when the target left one
+    (its kind and top three frames)."""
+    report = finding.details.get("sanitizer")
+    if report:
+        click.echo(f"       {report['sanitizer']}: {report['kind']}"
+                   + "".join(f"\n         {frame}" for frame in report["frames"][:3]))
+
+
 def _coverage_shim(build_dir) -> None:
     """`pycdr fuzz coverage-shim`: the shim's source path, or (--build DIR) the
     object compiled from it."""
@@ -298,13 +307,11 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
         for f in campaign.findings.values():
             click.echo(f"{f.kind:6} {f.path}  ({f.case.seed_name}, case {f.case.index}, "
                        f"reproduced {f.reproductions} times alone)  {f.folder}")
-            report = f.details.get("sanitizer")
-            if report:
-                click.echo(f"       {report['sanitizer']}: {report['kind']}"
-                           + "".join(f"\n         {frame}" for frame in report["frames"][:3]))
+            _echo_sanitizer(f)
         for f in campaign.unconfirmed:
             click.echo(f"{f.kind:6} unconfirmed: {f.details.get('unconfirmed')}; in flight: "
                        f"{len(f.in_flight)} case(s)  {f.folder}")
+            _echo_sanitizer(f)
         for note in campaign.notes:
             warn(note, label="note")
         fb = campaign.feedback_summary()
