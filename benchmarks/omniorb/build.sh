@@ -7,14 +7,14 @@
 #
 # Builds, in $PYCDR_OMNIORB_COV (default ~/.cache/pycdr/omniorb-4.2.5-cov):
 #   src/      the Debian source package, unpacked with its patches
-#   build/    the out-of-tree build: omniidl plain, libomnithread and
-#             libomniORB4 instrumented
+#   build/    the out-of-tree build: omniidl plain, libomnithread and the
+#             libomniORB4 family instrumented
 #   echo/echo_server   a C++ echo servant for conformance/echo.idl linked with
 #             the coverage shim and ASan (prints its IOR on stdout)
-#   omnipy/   omniORBpy (the omniORBpy 4.2.5 sources from PyPI's
-#             salome-omniorb sdist) built against the instrumented library,
-#             and bin/python-asan: a python3 that carries the ASan runtime
-#             and the coverage shim, for Python servants on that ORB
+#   omnipy/   a venv with PyPI's salome-omniorb 4.2.5 (omniORBpy) whose
+#             bundled omniORB 4.2.5 libraries are links to the instrumented
+#             ones, and bin/python-asan: a python3 that carries the ASan
+#             runtime and the coverage shim, for Python servants on that ORB
 # Each step leaves a stamp and is skipped when its stamp is there: running the
 # script again only redoes what is missing.  `build.sh clean` removes it all.
 #
