@@ -88,6 +88,15 @@ def _status(campaign):
     return Group(head, _coverage_table(s))
 
 
+def _echo_sanitizer(finding) -> None:
+    """Under a finding's line: the sanitizer's report, when the target left one
+    (its kind and top three frames)."""
+    report = finding.details.get("sanitizer")
+    if report:
+        click.echo(f"       {report['sanitizer']}: {report['kind']}"
+                   + "".join(f"\n         {frame}" for frame in report["frames"][:3]))
+
+
 def _coverage_shim(build_dir) -> None:
     """`pycdr fuzz coverage-shim`: the shim's source path, or (--build DIR) the
     object compiled from it."""
@@ -227,14 +236,16 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                 verdict = campaign.last_verdict
             finally:
                 campaign.close()
+            # (The sanitizer's whole report is in the finding's sanitizer.txt.)
+            details = {k: v for k, v in verdict.details.items() if k != "sanitizer_report"}
             result = {"finding": replay_dir, "expected": kind, "observed": verdict.kind,
-                      "details": verdict.details, "reproduced": same}
+                      "details": details, "reproduced": same}
             if as_json:
                 write_json(json_out, result)
             else:
                 click.echo(f"{'REPRODUCED' if same else 'not reproduced'}: expected {kind}, "
                            f"observed {verdict.kind or 'nothing'} "
-                           f"{json.dumps(verdict.details) if verdict.details else ''}")
+                           f"{json.dumps(details) if details else ''}")
             sys.exit(EXIT_BAD_INPUT if same else EXIT_OK)
         saved = []
         campaign = Campaign(target, seed=seed, spawn=spawn, standby=not no_standby,
@@ -317,9 +328,11 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
         for f in campaign.findings.values():
             click.echo(f"{f.kind:6} {f.path}  ({f.case.seed_name}, case {f.case.index}, "
                        f"reproduced {f.reproductions} times alone)  {f.folder}")
+            _echo_sanitizer(f)
         for f in campaign.unconfirmed:
             click.echo(f"{f.kind:6} unconfirmed: {f.details.get('unconfirmed')}; in flight: "
                        f"{len(f.in_flight)} case(s)  {f.folder}")
+            _echo_sanitizer(f)
         for note in campaign.notes:
             warn(note, label="note")
         fb = campaign.feedback_summary()

@@ -23,6 +23,7 @@ from pycdr.conformance.wire import Observation
 from pycdr.fuzz.feedback import (BUCKET, Corpus, EdgeMap, Entry, load_folder, save_entry,
                                  state_of, trim)
 from pycdr.fuzz.havoc import fix_lengths, havoc
+from pycdr.fuzz.sanitizer import parse_report, symbolize_frames
 from pycdr.fuzz.mutators import MutationContext
 from pycdr.fuzz.seeds import idl_seeds
 from pycdr.fuzz.target import SpawnedTarget
@@ -122,6 +123,52 @@ def test_edge_map_counts_a_case_and_masks_a_timer_thread(server):
         quiet_map.close()
 
 
+def _echo_deep_request(text: bytes) -> bytes:
+    """A GIOP 1.2 Request for echo_deep(text) on the server's object."""
+    key, op = b"Echo", b"echo_deep\0"
+    body = (1).to_bytes(4, "big") + b"\x03\0\0\0" + (0).to_bytes(2, "big") + b"\0\0" + \
+        len(key).to_bytes(4, "big") + key + len(op).to_bytes(4, "big") + op
+    body += b"\0" * (-len(body) % 4) + (0).to_bytes(4, "big")      # no service context
+    body += b"\0" * (-len(body) % 8)
+    argument = text + b"\0"
+    body += len(argument).to_bytes(4, "big") + argument
+    return b"GIOP\x01\x02\x00\x00" + len(body).to_bytes(4, "big") + body
+
+
+def test_the_sanitizer_report_of_a_crashed_target_is_read(server):
+    """The planted fault hit directly: the spawned target's AddressSanitizer
+    report is kept from its output and parsed (kind, access, top frames)."""
+    target = SpawnedTarget(server, env=ASAN_ENV)
+    try:
+        port = int(target.start().rsplit(":", 1)[1].split("/")[0])
+        # A string that passes echo_deep's checks, then echoed in ASCII: no report yet.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(_echo_deep_request(b"plain text that is long enough"))
+            assert s.recv(100)[7] == 1                    # a Reply
+        assert target.exited() is None and target.sanitizer_report() == ""
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(_echo_deep_request(b"\xc3\xa9" * 20))
+            s.recv(100)
+        deadline = time.monotonic() + 10
+        while target.exited() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert target.exited() not in (None, 0)
+        text = target.sanitizer_report()
+    finally:
+        target.stop()
+    report = parse_report(text)
+    assert report is not None, text
+    assert (report["sanitizer"], report["kind"]) == ("AddressSanitizer", "stack-buffer-overflow")
+    assert report["access"].startswith("WRITE of size 41")
+    assert report["summary"].startswith("AddressSanitizer: stack-buffer-overflow")
+    # Unsymbolized (symbolize=0): module+offset, named afterwards.
+    assert report["frames"] and all("giop_echo+0x" in f for f in report["frames"][:2])
+    if shutil.which("llvm-symbolizer"):
+        named = symbolize_frames(report["frames"])
+        assert any(" fold " in f and "giop_echo.c:" in f for f in named), named
+    assert parse_report("no report here\n") is None
+
+
 def test_bad_feedback_options_end_with_one_line(tmp_path):
     done = _pycdr("fuzz", "127.0.0.1:9", "--coverage", "sancov")
     assert done.returncode == 2 and "--coverage sancov needs --spawn" in done.stderr
@@ -162,6 +209,12 @@ def test_sancov_campaign_reaches_the_planted_fault_and_no_feedback_does_not(serv
     [finding] = summary["findings"]
     assert finding["kind"] == "crash" and finding["reproductions"] == 3
     folder = finding["folder"]
+    # AddressSanitizer's report: its kind and top frames in the finding, the
+    # report beside it.
+    sanitizer = finding["details"]["sanitizer"]
+    assert sanitizer["kind"] == "stack-buffer-overflow" and sanitizer["frames"]
+    with open(os.path.join(folder, "sanitizer.txt")) as f:
+        assert "ERROR: AddressSanitizer: stack-buffer-overflow" in f.read()
     replayed = _pycdr("fuzz", "--spawn", server, "--replay", folder, env=ASAN_ENV)
     assert replayed.returncode == 1 and replayed.stdout.startswith("REPRODUCED"), replayed.stdout
     # What crashed it is the planted fault: echo_deep's string, its first two

@@ -432,7 +432,8 @@ class Campaign(TargetHealth, Learning):
                 status = self._health()
                 kind = BROKEN_BY_STATUS.get(status.split("(")[0])
                 if kind is not None:
-                    return Verdict(kind, dict(details, probe=status), obs)
+                    return Verdict(kind, self._with_sanitizer(dict(details, probe=status), status),
+                                   obs)
             return Verdict("flood", details, obs)
         if reason == "more_answers":
             # More than a conforming server sends: look longer for a flood.
@@ -444,7 +445,8 @@ class Campaign(TargetHealth, Learning):
         if reason is None and not look_after:
             return Verdict(None, {}, obs)
         status = self._health()
-        details = {"observed": reason, "answers": len(obs.messages), "probe": status}
+        details = self._with_sanitizer(
+            {"observed": reason, "answers": len(obs.messages), "probe": status}, status)
         kind = BROKEN_BY_STATUS.get(status.split("(")[0])
         if kind is None and reason in ("closed", "reset"):
             self._outcome(reason, p)
@@ -725,6 +727,10 @@ class Campaign(TargetHealth, Learning):
         symptom = kind
         if kind == "hang" and verdict is not None:
             symptom = verdict.details.get("probe", kind)
+        sanitizer = verdict.details.get("sanitizer") if verdict is not None else None
+        if kind == "crash" and sanitizer:
+            # Two memory errors are two faults: the error and where it happened.
+            symptom = (sanitizer["kind"], *sanitizer["frames"][:1])
         return (kind, symptom, trigger_signature(messages),
                 trigger_location(messages, original))
 

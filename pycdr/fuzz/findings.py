@@ -21,6 +21,9 @@ fixed, that still triggers).  A confirmed finding's folder holds:
     seed.json       the seed the case was mutated from
     capture.pcap    the minimized messages and the answers to them (scapy)
     replay.txt      the one-line `pycdr fuzz ... --replay FOLDER` command
+    sanitizer.txt   for a crash of a target built with a sanitizer: its
+                    report (the error's kind and top frames are in
+                    finding.json's details, "sanitizer")
 
 An unconfirmed one (the target broke, but no case in flight did it alone)
 gets finding.json and in-flight.hex (every case in flight, one line of
@@ -38,6 +41,7 @@ from dataclasses import dataclass, field
 from ..capture.write import StreamPcapWriter
 from ..errors import PycdrError
 from .mutators import fix_size
+from .sanitizer import symbolize_frames
 
 # Tests a minimization may spend (each is one isolated run, maybe a restart).
 MAX_TESTS = 40
@@ -65,7 +69,8 @@ class Finding:
         return self.minimized or self.case.messages
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "path": self.path, "details": self.details,
+        details = {k: v for k, v in self.details.items() if k != "sanitizer_report"}
+        return {"kind": self.kind, "path": self.path, "details": details,
                 "confirmed": self.confirmed, "reproductions": self.reproductions,
                 "in_flight": [c.index for c in self.in_flight],
                 "hits": [{"index": c.index, "path": c.path} for c in self.hits],
@@ -159,6 +164,7 @@ def save(finding: Finding, out_dir: str, number: int, *, target_text, spawn,
     folder = os.path.join(out_dir, f"{number:03d}-{finding.kind}-{_slug(finding.path)}")
     os.makedirs(folder, exist_ok=True)
     finding.folder = folder
+    _save_sanitizer_report(finding, folder)
     command = replay_command(target_text, spawn, folder)
     data = finding.to_json()
     data["replay"] = command
@@ -182,6 +188,7 @@ def save_unconfirmed(finding: Finding, out_dir: str, number: int) -> str:
     folder = os.path.join(out_dir, "unconfirmed", f"{number:03d}-{finding.kind}")
     os.makedirs(folder, exist_ok=True)
     finding.folder = folder
+    _save_sanitizer_report(finding, folder)
     with open(os.path.join(folder, "finding.json"), "w") as f:
         json.dump(dict(finding.to_json(),
                        in_flight_cases=[c.to_json() for c in finding.in_flight]), f, indent=1)
@@ -189,6 +196,20 @@ def save_unconfirmed(finding: Finding, out_dir: str, number: int) -> str:
         f.write("".join(" ".join(m.hex() for m in c.messages) + "\n"
                         for c in finding.in_flight))
     return folder
+
+
+def _save_sanitizer_report(finding: Finding, folder: str) -> None:
+    """A crash with a sanitizer report: the report in sanitizer.txt, its top
+    frames named (once, here: llvm-symbolizer takes a while on a large
+    library) in the details."""
+    text = finding.details.get("sanitizer_report")
+    if not text:
+        return
+    with open(os.path.join(folder, "sanitizer.txt"), "w") as f:
+        f.write(text)
+    report = finding.details.get("sanitizer")
+    if report:
+        finding.details["sanitizer"] = dict(report, frames=symbolize_frames(report["frames"]))
 
 
 class FindingError(PycdrError):

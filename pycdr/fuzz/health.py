@@ -11,6 +11,7 @@ from collections import deque
 
 from ..conformance.wire import Observation
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
+from .sanitizer import parse_report
 from .window import SENTINEL_ID
 
 # Kinds after which the target needs a restart, by the probe status that shows them.
@@ -215,7 +216,19 @@ class TargetHealth:
         """(kind, details) when the target is broken (crash or hang), else None."""
         status = self._health()
         kind = BROKEN_BY_STATUS.get(status.split("(")[0])
-        return None if kind is None else (kind, {"probe": status})
+        return None if kind is None else (kind, self._with_sanitizer({"probe": status}, status))
+
+    def _with_sanitizer(self, details: dict, status: str) -> dict:
+        """``details`` of a spawned target that exited, with what its
+        sanitizer report says (``sanitizer``, pycdr.fuzz.sanitizer) and the
+        report itself (``sanitizer_report``) when it left one."""
+        if self.spawned is None or not status.startswith("exited"):
+            return details
+        text = self.spawned.sanitizer_report()
+        report = parse_report(text) if text else None
+        if report is None:
+            return details
+        return dict(details, sanitizer=report, sanitizer_report=text)
 
     def _periodic_probe(self) -> None:
         # Probes alternate: a LocateRequest (the ORB core), a Request (past it).

@@ -14,19 +14,24 @@ import time
 from ..errors import PycdrError
 from ..conformance.target import resolve_target
 from ..orb.tls import DEFAULT_TLS, TLSOptions
+from .sanitizer import ReportWatcher
 
 
 # --------------------------------------------------------------------------
 # The target: an address, maybe a process we started.
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 IOR_RE = re.compile(r"(IOR:[0-9A-Fa-f]+|corbaloc:\S+)")
+# Seconds the rest of an exited target's output (its sanitizer report) is
+# waited for.
+REPORT_WAIT = 2.0
 
 
 class _Launch:
     """A process started from the target's command line, its output read
     by a thread (so the child never blocks on a full pipe) until it prints
     its IOR or corbaloc URL; what it prints after (a reference ORB logs
-    every bad message) is dropped, not piled up for the whole campaign."""
+    every bad message) is dropped, not piled up for the whole campaign, but
+    for a sanitizer's report (pycdr.fuzz.sanitizer), which is kept."""
 
     def __init__(self, command: str, env: dict | None = None):
         self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
@@ -36,15 +41,27 @@ class _Launch:
         self.lines: queue.Queue = queue.Queue()
         self.started = threading.Event()
         self.address_text = ""
-        threading.Thread(target=self._pump, args=(self.process.stdout,), daemon=True).start()
+        self.report = ReportWatcher()
+        self._pumping = threading.Thread(target=self._pump, args=(self.process.stdout,),
+                                         daemon=True)
+        self._pumping.start()
 
     def _pump(self, stream) -> None:
         try:
             for line in stream:
                 if not self.started.is_set():
                     self.lines.put(line)
+                self.report.feed(line)
         except (OSError, ValueError):
             pass            # the stream closed under the read: the process was stopped
+
+    def sanitizer_report(self, wait: float = REPORT_WAIT) -> str:
+        """The sanitizer report the process wrote, or ""; once it has
+        exited, its output is read to the end first (for up to ``wait``
+        seconds)."""
+        if self.process.poll() is not None:
+            self._pumping.join(wait)
+        return self.report.text
 
     def address(self, timeout: float) -> str:
         """Its address, once printed (waited for up to ``timeout`` seconds);
@@ -173,6 +190,11 @@ class SpawnedTarget:
     def exited(self):
         """None while running, else the exit code (negative: the signal)."""
         return None if self.process is None else self.process.poll()
+
+    def sanitizer_report(self) -> str:
+        """The sanitizer report of the current process (see
+        _Launch.sanitizer_report), or ""."""
+        return "" if self._launch is None else self._launch.sanitizer_report()
 
     def rss(self) -> int | None:
         try:

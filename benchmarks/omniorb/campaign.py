@@ -1,0 +1,107 @@
+"""A `pycdr fuzz --coverage sancov` campaign against omniORB 4.2.5 built by
+benchmarks/omniorb/build.sh, printing how the edges grow.
+
+    python benchmarks/omniorb/campaign.py [--servant cxx|python] [--duration S]
+        [--every S] [--seed N] [--out DIR] [--catalog]
+
+--servant cxx (default): the C++ echo servant (echo/echo_server); python:
+omniORBpy's echo server (tests/peers/omni_server.py) in the build's
+python-asan.  Both serve conformance/echo.idl; the campaign is seeded with its
+operations (and the conformance catalog with --catalog).  Every --every
+seconds a line: seconds, cases, edges, features, inputs kept, corpus size,
+restarts, findings; at the end the JSON summary's feedback and the findings
+(saved under --out, as `pycdr fuzz` saves them).  A line, not a test: it
+asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, REPO)
+
+from pycdr.fuzz import seeds as S                       # noqa: E402
+from pycdr.fuzz.engine import Campaign                  # noqa: E402
+from pycdr.fuzz.findings import save, save_unconfirmed  # noqa: E402
+
+BUILD = os.environ.get("PYCDR_OMNIORB_COV", os.path.expanduser("~/.cache/pycdr/omniorb-4.2.5-cov"))
+IDL = os.path.join(REPO, "conformance", "echo.idl")
+INTERFACE = "EchoAll::Echo"
+ENDPOINT = "-ORBendPoint giop:tcp:127.0.0.1:"
+
+
+def spawn_command(servant: str) -> str:
+    if servant == "cxx":
+        return f"{BUILD}/echo/echo_server {ENDPOINT}"
+    server = os.path.join(REPO, "tests", "peers", "omni_server.py")
+    return f"{BUILD}/omnipy/bin/python-asan {server} --idl {IDL} --interface {INTERFACE} -- {ENDPOINT}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--servant", choices=("cxx", "python"), default="cxx")
+    parser.add_argument("--duration", type=float, default=300.0)
+    parser.add_argument("--every", type=float, default=15.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", default="omniorb-findings")
+    parser.add_argument("--catalog", action="store_true")
+    options = parser.parse_args()
+    # Reports written at once (the crash is an exit, not a hang while it
+    # symbolizes); a killed target has no leaks to report.
+    os.environ.setdefault("ASAN_OPTIONS", "symbolize=0:detect_leaks=0")
+    spawn = spawn_command(options.servant)
+    if not os.path.exists(spawn.split()[0]):
+        sys.exit(f"campaign.py: {spawn.split()[0]} is missing: run benchmarks/omniorb/build.sh")
+
+    def seed_sources(target):
+        out = S.catalog_seeds(target) if options.catalog else []
+        return out + S.idl_seeds(IDL, INTERFACE, target.object_key,
+                                 rng=random.Random(f"{options.seed}:idl"))
+
+    saved = []
+    campaign = Campaign(None, seed=options.seed, spawn=spawn, coverage="sancov",
+                        seed_sources=seed_sources,
+                        probe_request=S.idl_probe_request(IDL, INTERFACE))
+    campaign.on_finding = lambda f: saved.append(
+        save(f, options.out, len(saved) + 1, target_text=None, spawn=spawn, answers=f.answers))
+    campaign.on_unconfirmed = lambda f: saved.append(
+        save_unconfirmed(f, options.out, len(saved) + 1))
+    began = time.monotonic()
+    next_line = [0.0]
+    print("seconds  cases  edges  features  kept  corpus  restarts  findings", flush=True)
+
+    def line(c) -> None:
+        fb = c.feedback_summary()
+        print(f"{time.monotonic() - began:7.0f}  {c.stats.cases:5}  {fb['edges']:5}  "
+              f"{fb['features']:8}  {fb['kept']:4}  {fb['corpus']:6}  {c.stats.restarts:8}  "
+              f"{len(c.findings)}+{len(c.unconfirmed)}u", flush=True)
+
+    def progress(c) -> None:
+        if time.monotonic() - began >= next_line[0]:
+            next_line[0] += options.every
+            line(c)
+    try:
+        line(campaign)
+        campaign.run(duration=options.duration, progress=progress)
+        line(campaign)
+    finally:
+        campaign.close()
+    print(json.dumps({"feedback": campaign.feedback_summary(),
+                      "cases": campaign.stats.cases, "elapsed": round(campaign.stats.elapsed, 1),
+                      "restarts": campaign.stats.restarts,
+                      "findings": [{"kind": f.kind, "path": f.path, "folder": f.folder,
+                                    "sanitizer": f.details.get("sanitizer")}
+                                   for f in campaign.findings.values()],
+                      "unconfirmed": [{"kind": f.kind, "details": f.details.get("probe")}
+                                      for f in campaign.unconfirmed]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
