@@ -264,4 +264,12 @@ class TargetHealth:
         if defects:
             time.sleep(FRAMES_SETTLE)      # (its stack is printed after its line)
             defects = [dict(d, frames=list(d["frames"])) for d in self.spawned.defects_since(since)]
+            # The root cause first: the last "Caused by:" (an ORB that converts
+            # the error logs its own exception first, naming the error in its
+            # message), else the first with a stack.
+            causes = [d for d in defects if d["line"].startswith("Caused by:")]
+            stacked = [d for d in defects if d["frames"]]
+            first = causes[-1] if causes else stacked[0] if stacked else defects[0]
+            defects.remove(first)
+            defects.insert(0, first)
         return defects
