@@ -86,3 +86,22 @@ def test_quiet_target_has_no_such_finding(tmp_path):
     finally:
         campaign.close()
     assert not campaign.findings and not campaign.unconfirmed
+
+
+def test_finding_at_the_campaign_start_is_saved(tmp_path):
+    """A kept input (--corpus-dir) that does it is run as the campaign starts:
+    its finding is saved like the others, and replays."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "plant.hex").write_text(_seeds()[0].messages[0].hex() + "\n")
+    command = f"{sys.executable} {SERVER} --plant stack-overflow"
+    out = tmp_path / "out"
+    done = subprocess.run([PYCDR, "fuzz", "--spawn", command, "--timeout", "0.5", "--max-cases",
+                           "1", "--seed", "1", "--corpus-dir", str(corpus), "--out", str(out),
+                           "--json"], capture_output=True, text=True, timeout=120)
+    summary = json.loads(done.stdout)
+    folders = [f["folder"] for f in summary["findings"]]
+    assert done.returncode == 1 and folders and all(folders), done.stderr
+    assert [f["kind"] for f in summary["findings"]] == ["exception"]
+    code, replayed = _replay(command, folders[0])
+    assert code == 1 and replayed["reproduced"]
