@@ -26,7 +26,10 @@ IOR_RE = re.compile(r"(IOR:[0-9A-Fa-f]+|corbaloc:\S+)")
 # a missing check on a length lets through.  Caught exceptions an ORB logs for
 # a malformed message are not defects.
 UNCAUGHT_RE = re.compile(r'Exception in thread "(?P<thread>[^"]*)"\s+(?P<name>[\w$.]+)')
-ERROR_RE = re.compile(r"\b(?P<name>(?:[\w$]+\.)*(?:[\w$]+Error|NegativeArraySizeException))\b")
+# (A Java class name: a package, then the class; a word that merely ends in
+# Error, like a GIOP MessageError in a log line, is none.)
+ERROR_RE = re.compile(r"(?<![\w$.])(?P<name>(?:[a-z_][\w$]*\.)+"
+                      r"(?:[A-Z][\w$]*Error|NegativeArraySizeException))\b")
 FRAME_RE = re.compile(r"^\s+at\s+(\S+?)(?:\(|$)")
 # Frames of a logged defect kept (the top ones tell one defect from another).
 TOP_FRAMES = 3
