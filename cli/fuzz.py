@@ -247,8 +247,20 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                            f"observed {verdict.kind or 'nothing'} "
                            f"{json.dumps(details) if details else ''}")
             sys.exit(EXIT_BAD_INPUT if same else EXIT_OK)
-        saved = []
+        saved, saved_unconfirmed = [], []
+
+        def on_finding(finding):
+            os.makedirs(out_dir, exist_ok=True)
+            saved.append(save(finding, out_dir, len(saved) + 1, target_text=target, spawn=spawn,
+                              answers=finding.answers))
+
+        def on_unconfirmed(finding):
+            saved_unconfirmed.append(save_unconfirmed(finding, out_dir,
+                                                      len(saved_unconfirmed) + 1))
+
+        # (Given at once: the seeds' first runs, as the campaign starts, may find.)
         campaign = Campaign(target, seed=seed, spawn=spawn, standby=not no_standby,
+                            on_finding=on_finding, on_unconfirmed=on_unconfirmed,
                             timeout=timeout, probe_interval=probe_interval, rate=rate,
                             connections=connections,
                             rss_limit=int(rss_limit * (1 << 20)), minimize=not no_minimize,
@@ -276,17 +288,6 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
         click.echo(f"error: {e}", err=True)
         sys.exit(EXIT_BAD_INPUT)
 
-    def on_finding(finding):
-        os.makedirs(out_dir, exist_ok=True)
-        saved.append(save(finding, out_dir, len(saved) + 1, target_text=target, spawn=spawn,
-                          answers=finding.answers))
-
-    def on_unconfirmed(finding):
-        saved_unconfirmed.append(save_unconfirmed(finding, out_dir, len(saved_unconfirmed) + 1))
-
-    saved_unconfirmed = []
-    campaign.on_finding = on_finding
-    campaign.on_unconfirmed = on_unconfirmed
     if not as_json:
         click.echo(f"pycdr fuzz: seed {seed}, {len(campaign.seeds)} seeds, target "
                    f"{campaign.target.describe()}")

@@ -59,8 +59,8 @@ from ..orb.tls import DEFAULT_TLS, TLSOptions
 from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
 from .findings import Finding, ddmin, known_hit, minimize
 from .learning import Learning
-from .health import (BROKEN, BROKEN_BY_STATUS, RECOVERY_WAIT, SPIN_WINDOW, TIMEOUT_FLOOR,
-                     Latency, TargetHealth)
+from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
+                     SPIN_WINDOW, TIMEOUT_FLOOR, Latency, TargetHealth)
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve
@@ -94,8 +94,14 @@ SEARCH_SHARE = 0.25
 MAX_UNCONFIRMED = 64
 # Cases judged together as a group (on up to --connections connections at once).
 GROUP_CASES = 1024
+# A memory finding's (minimized) input is at most this many bytes.
+MEMORY_INPUT = 64 << 10
 # How long a replayed case's memory growth is waited for.
 MEMORY_SETTLE = 0.3
+# Kinds after which a spawned target is restarted: its growth is judged
+# from its start, a spinning one spins on, a logged defect may have killed
+# a thread of it.
+RESTART_AFTER = ("memory", "spin", "exception")
 # At most this many batchable cases go as groups after failed batches.
 MAX_PIPE_PAUSE = 4096
 
@@ -342,6 +348,7 @@ class Campaign(TargetHealth, Learning):
         want = sum(c.prediction.answers for c in cases)
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
+        logged = self._logged_count()
         try:
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key,
@@ -353,6 +360,8 @@ class Campaign(TargetHealth, Learning):
             ok = False
         if ok and rss_before is not None and self._rss_growth(rss_before) is not None:
             ok = False           # one of them made the target grow: which, alone
+        if ok and self._logged_defects(logged):
+            ok = False           # (the same: which one, on a connection of its own)
         if ok:
             self._pipe_failures = 0
             self.stats.cases += len(cases)
@@ -408,6 +417,7 @@ class Campaign(TargetHealth, Learning):
         p = prediction or predict(messages)
         obs = Observation()
         rss_before = self.spawned.rss() if self.spawned is not None else None
+        logged = self._logged_count()
         try:
             with self.target.wire(connect_timeout=self.probe_timeout) as wire:
                 for data in messages:
@@ -442,6 +452,9 @@ class Campaign(TargetHealth, Learning):
         grown = self._rss_growth(rss_before, settle)
         if grown is not None:
             return Verdict("memory", {"rss_growth": grown}, obs)
+        defects = self._logged_defects(logged, LOG_SETTLE if look_after else 0.0)
+        if defects:
+            return Verdict("exception", defects[0], obs)
         if reason is None and not look_after:
             return Verdict(None, {}, obs)
         status = self._health()
@@ -483,6 +496,7 @@ class Campaign(TargetHealth, Learning):
             return
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
+        logged = self._logged_count()
         self._before_group()
         observations = self._observe_group(cases)
         # (Read before the health probes below: what they run is not the cases'.)
@@ -499,6 +513,10 @@ class Campaign(TargetHealth, Learning):
         if broken is None and self._rss_growth(rss_before) is not None:
             # (The probes above saw a live target and forgot the cases before.)
             broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
+        if broken is None:
+            defects = self._logged_defects(logged)
+            if defects:
+                broken, in_flight = ("exception", defects[0]), list(cases)
         if broken is not None:
             # A case whose connection flooded is the first suspect (a flood
             # may leave the target broken), tried alone before the others.
@@ -619,6 +637,16 @@ class Campaign(TargetHealth, Learning):
                  + (f"; case {first.index} at {first.path}" if first is not None else ""))
         culprit = None
         known = self._known(kind, first) if first is not None else None
+        if known is None and kind == "exception" and in_flight:
+            # The same exception and stack as a confirmed finding's: the
+            # same defect, whichever case in flight did it; counted, and
+            # the target, which answers, goes on (a target that logs it on
+            # many cases would otherwise be restarted for each).
+            known = self.findings.get(self._fault(kind, [], [], Verdict(kind, details)))
+            if known is not None:
+                self._attributed += 1
+                known_hit(known, first or in_flight[-1])
+                return None
         if known is not None:
             # The same trigger through the same fields did it before,
             # confirmed: counted, not tried again.
@@ -681,7 +709,7 @@ class Campaign(TargetHealth, Learning):
             return culprit
         # (A target that grew is restarted too: its growth is judged from its
         # start; and one that spins, as it spins on.)
-        self._fresh_target(restart=self._needs_restart or kind in ("memory", "spin"))
+        self._fresh_target(restart=self._needs_restart or kind in RESTART_AFTER)
         return culprit
 
     def _search_estimate(self, suspects: int) -> float:
@@ -704,7 +732,10 @@ class Campaign(TargetHealth, Learning):
             return False
         self._needs_restart = True
         rss_before = self.spawned.rss() if self.spawned is not None else None
+        logged = self._logged_count()
         observations = self._observe_group(cases)
+        if kind == "exception":
+            return bool(self._logged_defects(logged, LOG_SETTLE))
         if kind == "flood":
             return any(suspicion(obs, case.prediction, case.messages) == "flood"
                        for case, obs in zip(cases, observations))
@@ -727,6 +758,11 @@ class Campaign(TargetHealth, Learning):
         symptom = kind
         if kind == "hang" and verdict is not None:
             symptom = verdict.details.get("probe", kind)
+        if kind == "exception" and verdict is not None and verdict.kind == kind:
+            # A logged defect is told by its exception and top frames, by
+            # whatever message types it was reached through.
+            return (kind, verdict.details.get("exception"),
+                    tuple(verdict.details.get("frames", ())))
         sanitizer = verdict.details.get("sanitizer") if verdict is not None else None
         if kind == "crash" and sanitizer:
             # Two memory errors are two faults: the error and where it happened.
@@ -766,6 +802,11 @@ class Campaign(TargetHealth, Learning):
             finding.reproductions = self._confirm(kind, finding.messages)
             runs = finding.reproductions + 1
         finding.confirmed = finding.reproductions == REPRODUCTIONS
+        if kind == "memory" and sum(map(len, finding.messages)) > MEMORY_INPUT:
+            # Growth in proportion to a large input is no defect.
+            self._keep_unconfirmed(finding, f"its input is over {MEMORY_INPUT} bytes")
+            self._fresh_target(restart=False)
+            return
         fault = self._fault(kind, finding.messages, case.messages, self.last_verdict)
         if finding.confirmed and fault in self.findings:
             # Minimized, it is the trigger of a fault found before.
@@ -873,12 +914,12 @@ class Campaign(TargetHealth, Learning):
             return False
         self._needs_restart = False
         self._in_flight.clear()
-        verdict = self.check(messages, look_after=kind in BROKEN,
+        verdict = self.check(messages, look_after=kind in BROKEN or kind in RESTART_AFTER,
                              settle=MEMORY_SETTLE if kind == "memory" else 0.0)
         self._in_flight.clear()
         self.last_verdict = verdict
         self.last_received = verdict.observation.received if verdict.observation else b""
-        if verdict.kind in BROKEN:
+        if verdict.kind in BROKEN or verdict.kind in RESTART_AFTER:
             self._needs_restart = True
         return verdict.kind == kind
 

@@ -42,6 +42,10 @@ CALIBRATION_PROBES = MIN_SAMPLES
 # past the floor) says the target is slow: not broken, and no case is blamed.
 SLOW_FACTOR = 20.0
 SLOW_FLOOR = 0.05
+# Seconds a case's logged defect is waited for when a case is replayed, and
+# for the top of its stack once the defect's line is in.
+LOG_SETTLE = 0.5
+FRAMES_SETTLE = 0.1
 
 
 class Latency:
@@ -254,3 +258,31 @@ class TargetHealth:
                 self._close_pipe()
                 self._attribute("memory", {"rss": rss, "baseline": self.spawned.baseline_rss,
                                            "periodic": True})
+
+    # --- what a --spawn target's output shows ------------------------------
+    def _logged_count(self) -> int:
+        """How many defects the spawned target has logged so far (0 when there is none)."""
+        return 0 if self.spawned is None else self.spawned.logged()
+
+    def _logged_defects(self, since: int, settle: float = 0.0) -> list:
+        """The defects the spawned target logged after the first ``since``
+        (see pycdr.fuzz.target.logged_defect), waited for up to ``settle``
+        seconds."""
+        if self.spawned is None:
+            return []
+        deadline = time.monotonic() + settle
+        while not self.spawned.defects_since(since) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        defects = self.spawned.defects_since(since)
+        if defects:
+            time.sleep(FRAMES_SETTLE)      # (its stack is printed after its line)
+            defects = [dict(d, frames=list(d["frames"])) for d in self.spawned.defects_since(since)]
+            # The root cause first: the last "Caused by:" (an ORB that converts
+            # the error logs its own exception first, naming the error in its
+            # message), else the first with a stack.
+            causes = [d for d in defects if d["line"].startswith("Caused by:")]
+            stacked = [d for d in defects if d["frames"]]
+            first = causes[-1] if causes else stacked[0] if stacked else defects[0]
+            defects.remove(first)
+            defects.insert(0, first)
+        return defects

@@ -24,6 +24,34 @@ IOR_RE = re.compile(r"(IOR:[0-9A-Fa-f]+|corbaloc:\S+)")
 # Seconds the rest of an exited target's output (its sanitizer report) is
 # waited for.
 REPORT_WAIT = 2.0
+# What a JVM target's output shows of a defect: an Error (StackOverflowError,
+# OutOfMemoryError, ...), an exception no code caught (the JVM prints
+# `Exception in thread "NAME"` as the thread dies), or an exception that only
+# a missing check on a length lets through.  Caught exceptions an ORB logs for
+# a malformed message are not defects.
+UNCAUGHT_RE = re.compile(r'Exception in thread "(?P<thread>[^"]*)"\s+(?P<name>[\w$.]+)')
+# (A Java class name: a package, then the class; a word that merely ends in
+# Error, like a GIOP MessageError in a log line, is none.)
+ERROR_RE = re.compile(r"(?<![\w$.])(?P<name>(?:[a-z_][\w$]*\.)+"
+                      r"(?:[A-Z][\w$]*Error|NegativeArraySizeException))\b")
+FRAME_RE = re.compile(r"^\s+at\s+(\S+?)(?:\(|$)")
+# Frames of a logged defect kept (the top ones tell one defect from another).
+TOP_FRAMES = 3
+# Defects kept per process (a target that logs one per case needs no more).
+MAX_LOGGED = 64
+
+
+def logged_defect(line: str) -> dict | None:
+    """The defect a line of a target's output names, if any: its exception
+    class, and the thread it killed for an uncaught one."""
+    m = UNCAUGHT_RE.search(line)
+    if m:
+        return {"exception": m.group("name").rstrip(":"), "thread": m.group("thread"),
+                "uncaught": True, "line": line.strip()[:300], "frames": []}
+    m = ERROR_RE.search(line)
+    if m and not FRAME_RE.match(line):
+        return {"exception": m.group("name"), "line": line.strip()[:300], "frames": []}
+    return None
 
 
 class _Launch:
@@ -42,6 +70,7 @@ class _Launch:
         self.started = threading.Event()
         self.address_text = ""
         self.report = ReportWatcher()
+        self.defects: list = []        # logged_defect()s seen after the start, with frames
         self._pumping = threading.Thread(target=self._pump, args=(self.process.stdout,),
                                          daemon=True)
         self._pumping.start()
@@ -51,6 +80,8 @@ class _Launch:
             for line in stream:
                 if not self.started.is_set():
                     self.lines.put(line)
+                else:
+                    self._scan(line)
                 self.report.feed(line)
         except (OSError, ValueError):
             pass            # the stream closed under the read: the process was stopped
@@ -62,6 +93,17 @@ class _Launch:
         if self.process.poll() is not None:
             self._pumping.join(wait)
         return self.report.text
+
+    def _scan(self, line: str) -> None:
+        """Note a defect the line names, or a frame of the last one's stack."""
+        frame = FRAME_RE.match(line)
+        if frame:
+            if self.defects and len(self.defects[-1]["frames"]) < TOP_FRAMES:
+                self.defects[-1]["frames"].append(frame.group(1))
+            return
+        defect = logged_defect(line)
+        if defect is not None and len(self.defects) < MAX_LOGGED:
+            self.defects.append(defect)
 
     def address(self, timeout: float) -> str:
         """Its address, once printed (waited for up to ``timeout`` seconds);
@@ -195,6 +237,14 @@ class SpawnedTarget:
         """The sanitizer report of the current process (see
         _Launch.sanitizer_report), or ""."""
         return "" if self._launch is None else self._launch.sanitizer_report()
+
+    def logged(self) -> int:
+        """How many defects the current process has logged so far."""
+        return 0 if self._launch is None else len(self._launch.defects)
+
+    def defects_since(self, count: int) -> list:
+        """The defects the current process logged after the first ``count``."""
+        return [] if self._launch is None else self._launch.defects[count:]
 
     def rss(self) -> int | None:
         try:

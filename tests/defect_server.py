@@ -1,0 +1,126 @@
+"""A small GIOP server (raw sockets and struct, no pycdr) with one planted
+defect of the kind a fuzzer sees only in a target's output, for the
+fuzzer's tests.  It answers every LocateRequest OBJECT_HERE and every Request
+that expects a response with an empty NO_EXCEPTION Reply; a Request whose
+bytes hold PLANT does, by --plant:
+
+- stack-overflow: prints what a JVM prints when a StackOverflowError kills
+  a thread (`Exception in thread "..." java.lang.StackOverflowError` and its
+  stack), then answers;
+- negative-array: prints a NegativeArraySizeException with another stack.
+
+Run as a script it prints a corbaloc URL and serves on 127.0.0.1 (a free
+port) until killed:
+
+    python tests/defect_server.py --plant stack-overflow
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import struct
+import sys
+import threading
+
+PLANT = b"plant"
+OBJECT_KEY = b"Defect"
+STACKS = {
+    "stack-overflow": ['Exception in thread "RequestReader-2" java.lang.StackOverflowError',
+                       "\tat org.example.cdr.ValueReader.readValue(ValueReader.java:211)",
+                       "\tat org.example.cdr.ValueReader.readIndirection(ValueReader.java:187)",
+                       "\tat org.example.cdr.ValueReader.readValue(ValueReader.java:230)"],
+    "negative-array": ["SEVERE: unexpected error on a connection",
+                       "java.lang.NegativeArraySizeException: -16",
+                       "\tat org.example.cdr.InputStream.read_octet_array(InputStream.java:402)",
+                       "\tat org.example.giop.RequestHeader.read(RequestHeader.java:88)"],
+}
+
+
+def _ulong(data: bytes, offset: int, little: bool) -> int:
+    return struct.unpack_from("<I" if little else ">I", data, offset)[0]
+
+
+def _request_head(body: bytes, version: tuple, little: bool) -> tuple:
+    """(request id, whether a response is expected) of a Request body (its
+    service contexts come first before GIOP 1.2)."""
+    if version >= (1, 2):
+        return _ulong(body, 0, little), body[4] & 1
+    offset = 4
+    for _ in range(_ulong(body, 0, little)):
+        offset = ((offset + 3) & ~3) + 4                 # context id
+        offset = (offset + 3) & ~3
+        offset += 4 + _ulong(body, offset, little)       # context data
+    offset = (offset + 3) & ~3
+    return _ulong(body, offset, little), body[offset + 4] & 1
+
+
+def _reply(version: tuple, little: bool, kind: int, request_id: int) -> bytes:
+    e = "<" if little else ">"
+    if kind == 3:                                        # LocateReply: OBJECT_HERE
+        body = struct.pack(e + "II", request_id, 1)
+    elif version >= (1, 2):
+        body = struct.pack(e + "III", request_id, 0, 0)
+    else:
+        body = struct.pack(e + "III", 0, request_id, 0)
+    header = b"GIOP" + bytes([version[0], version[1], int(little), 4 if kind == 3 else 1])
+    return header + struct.pack(e + "I", len(body)) + body
+
+
+def _plant(defect: str) -> None:
+    print("\n".join(STACKS[defect]), flush=True)
+
+
+def _serve(conn: socket.socket, defect: str) -> None:
+    buffer = b""
+    with conn:
+        while True:
+            try:
+                chunk = conn.recv(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buffer += chunk
+            while len(buffer) >= 12:
+                if buffer[:4] != b"GIOP":
+                    return
+                little = bool(buffer[6] & 1)
+                size = _ulong(buffer, 8, little)
+                if size > 1 << 20:
+                    return
+                if len(buffer) < 12 + size:
+                    break
+                message, buffer = buffer[:12 + size], buffer[12 + size:]
+                version, kind, body = (message[4], message[5]), message[7], message[12:]
+                try:
+                    if kind == 0:
+                        if PLANT in body:
+                            _plant(defect)
+                        request_id, expects = _request_head(body, version, little)
+                        if expects:
+                            conn.sendall(_reply(version, little, 1, request_id))
+                    elif kind == 3:
+                        conn.sendall(_reply(version, little, 3, _ulong(body, 0, little)))
+                    elif kind == 5:
+                        return
+                except (struct.error, IndexError, OSError):
+                    return
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--plant", choices=sorted(STACKS), required=True)
+    args = ap.parse_args(argv)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    print(f"corbaloc:iiop:1.2@127.0.0.1:{listener.getsockname()[1]}/"
+          f"{OBJECT_KEY.decode()}", flush=True)
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=_serve, args=(conn, args.plant), daemon=True).start()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
