@@ -249,8 +249,8 @@ class Campaign(TargetHealth, Learning):
         self._ahead.clear()
         self._taken = start_index - 1
         self._ahead_end = start_index + max_cases if max_cases is not None else None
-        # With feedback, no batches (no answer per case) and small groups
-        # (the corpus learns between them).
+        # With feedback, no batches (no answer per case), and groups of the
+        # feedback's size (the corpus learns between them).
         group_cases = GROUP_CASES if self.feedback == "none" else self.feedback_group
         pending: list[Case] = []       # batchable cases for the reused connection
         group: list[Case] = []         # cases that need a connection each
@@ -506,9 +506,9 @@ class Campaign(TargetHealth, Learning):
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
-        if not again:
-            # (Not from a broken target: it showed part of what it did.)
-            self._learn_group(cases, observations, group_features)
+        # (Not from a broken target: it showed part of what it did.  Run
+        # again after one, the cases are learned from then.)
+        self._learn_group(cases, observations, group_features)
         for case, obs, reason in zip(cases, observations, reasons):
             if reason in ("closed", "reset"):
                 self._outcome(reason, case.prediction)
