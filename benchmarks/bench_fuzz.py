@@ -12,11 +12,22 @@ measured in the same run:
   fuzzer's learned wait).  It does no judging, probing or attribution: what
   is left is the target's own cost of the malformed cases.
 
-The goal: the fuzzer at 25 % of the floor or more on every target; both
-ratios are printed.  CPU seconds per side are printed (their sum against the
-wall time says how well the two overlap).  Each measurement (floors, then
-the campaign) gets a target of its own, started fresh: a case may leave a
-target slower (omniORB 4.2.5 spins a thread after a ProfileAddr Request).
+Each target's campaigns run without feedback (``--coverage none``) and with
+the default state feedback, ``--repeats`` of each taking turns (A/B/A/B: a
+shared machine's load drifts); rates are medians, each repeat's printed
+too.  Printed per target: each kind's cases/s against the issue's floor and
+the same-job floor, and feedback's cost (the state campaign's cases/s over
+the none campaign's beside it).  The goals: the fuzzer at 50 % of the
+same-job floor or more on omniORBpy, 80 % on JacORB and the OpenJDK ORB;
+feedback costing at most 10 % of the cases/s.  Fuzzer and target CPU
+milliseconds per case are printed beside (steadier than the wall-time
+rates on a loaded machine).  A rate counts from the campaign's start after
+its target answered: under feedback, the corpus's first run is in it.  The
+same-job floor sends the cases of the campaign without feedback (a
+campaign with feedback makes others, from what it kept).  Each
+measurement (floors, each campaign) gets a target of its own, started
+fresh: a case may leave a target slower (omniORB 4.2.5 spins a thread
+after a ProfileAddr Request).
 
 Targets: the reference ORB (`pycdr serve` of the conformance Echo),
 omniORBpy (spawned by the fuzzer, which restarts it after a finding that
@@ -25,7 +36,8 @@ installed), and tests/raw_giop_server.py, a GIOP server written without
 pycdr, with its planted faults left out (--no-faults: a finding's
 confirmation and minimization would be timed, not the fuzzing).
 
-    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_CONNECTIONS]] [--only TARGET]...
+    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_CONNECTIONS]] [--repeats N]
+        [--only TARGET]...
 """
 
 import argparse
@@ -52,8 +64,8 @@ from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message
 
 PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
 # The run benchmarks/README.md's table comes from: 1,500 cases (the Java ORBs a half
-# and a tenth of them) and 1,000 floor connections a target, each target started fresh
-# per step: about 3 minutes on 2 cores.
+# and a tenth of them) and 1,000 floor connections a target, two campaigns of each
+# kind, each target started fresh per step: about 6 minutes on 2 cores.
 FULL_RUN = "python benchmarks/bench_fuzz.py 1500 1000 --results"
 
 
