@@ -13,8 +13,8 @@ measured in the same run:
   is left is the target's own cost of the malformed cases.
 
 Each target's campaigns run without feedback (``--coverage none``) and with
-the default state feedback, ``--repeats`` of each taking turns (A/B/A/B: a
-shared machine's load drifts); rates are medians, each repeat's printed
+the default state feedback, ``--repeats`` of each taking turns (A/B/B/A...:
+a shared machine's load drifts); rates are medians, each repeat's printed
 too.  Printed per target: each kind's cases/s against the issue's floor and
 the same-job floor, and feedback's cost (the state campaign's cases/s over
 the none campaign's beside it).  The goals: the fuzzer at 50 % of the
@@ -278,10 +278,12 @@ def per_case_ms(run: dict, key: str) -> float:
 
 def measure(name: str, start, echo, cases: int, rounds: int, repeats: int) -> dict:
     """The floors, then campaigns without and with feedback taking turns
-    (A/B/A/B: the machine's load drifts), then the same-job floor; each on
-    a target started fresh."""
+    (A/B/B/A...: the machine's load drifts), then the same-job floor; each
+    on a target started fresh."""
     runs = {kind: [] for kind in FEEDBACK}
-    for step in ["floors"] + [kind for _ in range(repeats) for kind in FEEDBACK]:
+    # (A/B, then B/A: neither kind always runs first.)
+    order = [kind for r in range(repeats) for kind in (FEEDBACK if r % 2 == 0 else FEEDBACK[::-1])]
+    for step in ["floors"] + order:
         target = start()
         try:
             if step == "floors":

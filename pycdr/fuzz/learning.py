@@ -8,8 +8,9 @@ they run one at a time (the edge map is the target's, not a connection's),
 with ``state`` in groups as without feedback, the corpus learning between
 them.  Before the first case every input of the corpus (the seeds and a
 --corpus-dir folder's inputs) runs once, unmutated, so that what they reach
-is known (under ``state`` together, each on a connection of its own); under ``sancov`` the map is first watched
-while the target is idle, and the edges that flicker are masked.
+is known (under ``state`` together, each on a connection of its own);
+under ``sancov`` the map is first watched while the target is idle, and the
+edges that flicker are masked.
 
 Under ``jacoco:HOST:PORT`` (a JVM target started with the JaCoCo agent,
 pycdr.fuzz.jacoco) a feature is a probe that ran (a class and a probe index).
