@@ -498,6 +498,15 @@ class Campaign(TargetHealth, Learning):
             # (The probes above saw a live target and forgot the cases before.)
             broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         if broken is not None:
+            if self.agent is None and not again:
+                # A connection that went as with a conforming server shows
+                # what the target did, broken later or not: learned from (a
+                # target that breaks in most groups, omniORB 4.2.5 spinning,
+                # is still learned from).  Under jacoco the group's probes
+                # are the breakage's too: not.
+                clean = [k for k, r in enumerate(reasons) if r is None]
+                self._learn_group([cases[k] for k in clean],
+                                  [observations[k] for k in clean], None)
             # A case whose connection flooded is the first suspect (a flood
             # may leave the target broken), tried alone before the others.
             flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
