@@ -12,11 +12,23 @@ measured in the same run:
   fuzzer's learned wait).  It does no judging, probing or attribution: what
   is left is the target's own cost of the malformed cases.
 
-The goal: the fuzzer at 25 % of the floor or more on every target; both
-ratios are printed.  CPU seconds per side are printed (their sum against the
-wall time says how well the two overlap).  Each measurement (floors, then
-the campaign) gets a target of its own, started fresh: a case may leave a
-target slower (omniORB 4.2.5 spins a thread after a ProfileAddr Request).
+Each target's campaigns run without feedback (``--coverage none``) and with
+the default state feedback, ``--repeats`` of each taking turns (A/B/B/A...:
+a shared machine's load drifts); rates are medians, each repeat's printed
+too.  Printed per target: each kind's cases/s against the issue's floor and
+the same-job floor, and feedback's cost (the state campaign's cases/s over
+the none campaign's beside it).  The goals: the fuzzer at 50 % of the
+same-job floor or more on omniORBpy, 80 % on JacORB and the OpenJDK ORB;
+feedback costing at most 10 % of the cases/s.  Fuzzer and target CPU
+milliseconds per case are printed beside (steadier than the wall-time
+rates on a loaded machine).  A rate counts from the campaign's start after
+its target answered: under feedback, the corpus's first run is in it (the
+ratio past the start, without it, is printed too).  The
+same-job floor sends the cases of the campaign without feedback (a
+campaign with feedback makes others, from what it kept).  Each
+measurement (floors, each campaign) gets a target of its own, started
+fresh: a case may leave a target slower (omniORB 4.2.5 spins a thread
+after a ProfileAddr Request).
 
 Targets: the reference ORB (`pycdr serve` of the conformance Echo),
 omniORBpy (spawned by the fuzzer, which restarts it after a finding that
@@ -25,7 +37,8 @@ installed), and tests/raw_giop_server.py, a GIOP server written without
 pycdr, with its planted faults left out (--no-faults: a finding's
 confirmation and minimization would be timed, not the fuzzing).
 
-    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_CONNECTIONS]] [--only TARGET]...
+    .venv/bin/python benchmarks/bench_fuzz.py [CASES [FLOOR_CONNECTIONS]] [--repeats N]
+        [--only TARGET]...
 """
 
 import argparse
@@ -52,8 +65,8 @@ from pycdr.giop.messages import KeyAddr, LocateRequest, encode_message
 
 PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
 # The run benchmarks/README.md's table comes from: 1,500 cases (the Java ORBs a half
-# and a tenth of them) and 1,000 floor connections a target, each target started fresh
-# per step: about 3 minutes on 2 cores.
+# and a tenth of them) and 1,000 floor connections a target, two campaigns of each
+# kind, each target started fresh per step: about 6 minutes on 2 cores.
 FULL_RUN = "python benchmarks/bench_fuzz.py 1500 1000 --results"
 
 
@@ -151,13 +164,16 @@ def same_job(target, jobs: list, connections: int, wait: float, pid: int) -> dic
             "target_cpu": process_cpu_seconds(pid) - target_cpu, "wall": wall}
 
 
-def campaign_for(address: str, echo, **options) -> Campaign:
-    return Campaign(address, seed=11, minimize=False,
+def campaign_for(address: str, echo, coverage: str = "none", **options) -> Campaign:
+    return Campaign(address, seed=11, minimize=False, coverage=coverage,
                     seed_sources=lambda t: catalog_seeds(t, echo=echo), **options)
 
 
-def fuzz(address: str, cases: int, pid: int, echo, spawn=None) -> dict:
-    campaign = campaign_for(address, echo, spawn=spawn)
+def fuzz(address: str, cases: int, pid: int, echo, spawn=None, coverage: str = "none") -> dict:
+    """One campaign of ``cases`` cases; its rate counts from the campaign's
+    start (under feedback, the corpus's first run included)."""
+    own_cpu = time.process_time()      # (the corpus's first run is the campaign's too)
+    campaign = campaign_for(address, echo, coverage, spawn=spawn)
     if spawn is not None:
         # (Restarted, the target is another process: the CPU of all of them.)
         def target_cpu_now():
@@ -167,13 +183,14 @@ def fuzz(address: str, cases: int, pid: int, echo, spawn=None) -> dict:
             return process_cpu_seconds(pid)
     try:
         target_cpu = target_cpu_now()
-        own_cpu = time.process_time()
+        began = time.monotonic()
         stats = campaign.run(max_cases=cases)
+        run_wall = time.monotonic() - began
         own_cpu = time.process_time() - own_cpu
         target_cpu = target_cpu_now() - target_cpu
     finally:
         campaign.close()
-    return {"rate": stats.rate, "cpu": own_cpu, "target_cpu": target_cpu, "wall": stats.elapsed,
+    return {"rate": stats.rate, "run_rate": stats.cases / run_wall, "cpu": own_cpu, "target_cpu": target_cpu, "wall": stats.elapsed,
             "cases": stats.cases, "pipelined": stats.pipelined, "probes": stats.probes,
             "findings": len(campaign.findings), "unconfirmed": len(campaign.unconfirmed),
             "timeout": campaign.answer_timeout(), "restarts": stats.restarts,
@@ -248,6 +265,60 @@ TARGETS = [
 ]
 
 
+def median(values):
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def listed(values, spec: str = ".0f") -> str:
+    return ", ".join(format(v, spec) for v in values)
+
+
+def per_case_ms(run: dict, key: str) -> float:
+    return 1000 * run[key] / max(1, run["cases"])
+
+
+def measure(name: str, start, echo, cases: int, rounds: int, repeats: int) -> dict:
+    """The floors, then campaigns without and with feedback taking turns
+    (A/B/B/A...: the machine's load drifts), then the same-job floor; each
+    on a target started fresh."""
+    runs = {kind: [] for kind in FEEDBACK}
+    # (A/B, then B/A: neither kind always runs first.)
+    order = [kind for r in range(repeats) for kind in (FEEDBACK if r % 2 == 0 else FEEDBACK[::-1])]
+    for step in ["floors"] + order:
+        target = start()
+        try:
+            if step == "floors":
+                resolved = resolve_target(target.address)
+                base = floor(resolved, rounds, target.pid)
+                maker = campaign_for(target.address, echo)
+                jobs = [(b"".join(c.messages), c.prediction.wanted)
+                        for c in map(maker.make_case, range(cases))]
+                maker.close()
+            else:
+                if target.command is not None:
+                    target.stop()       # the campaign starts its own
+                runs[step].append(fuzz(target.address, cases, target.pid, echo,
+                                       spawn=target.command, coverage=step))
+        finally:
+            target.stop()
+    # With the fuzzer's window and the wait the campaign without feedback learned.
+    plain = runs["none"][-1]
+    target = start()
+    try:
+        resolved = resolve_target(target.address)
+        job = same_job(resolved, jobs, plain["connections"], plain["timeout"], target.pid)
+    finally:
+        target.stop()
+    job["cases"] = len(jobs)
+    return {"floor": base, "job": job, "runs": runs}
+
+
+# The campaigns compared: without feedback, and with the default (state).
+FEEDBACK = ("none", "state")
+
+
 def main(argv=None) -> None:
     import results as results_format
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -256,87 +327,97 @@ def main(argv=None) -> None:
                         help="LocateRequests of the issue's floor")
     parser.add_argument("--only", action="append", choices=[t[0] for t in TARGETS],
                         help="measure only this target (repeatable)")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="campaigns of each kind (without, with feedback), taking turns")
     results_format.add_argument(parser)
     args = parser.parse_args(argv)
     rows = []
-    cases, rounds = args.cases, args.rounds
+    cases, rounds, repeats = args.cases, args.rounds, max(1, args.repeats)
     print(f"configurations: the Java ORBs as the tests run them (logging on), and 'logging off' "
           f"(-Djava.util.logging.config.file={os.path.relpath(LOGGING_OFF)}; JacORB also "
           f"{', '.join(f'{k}={v}' for k, v in JACORB_QUIET.items())})")
-    print(f"{'target':24} {'floor/s':>8} {'(cpu loop/target)':>18} {'same-job/s':>10} "
-          f"{'(cpu loop/target)':>18} {'fuzz/s':>8} {'(cpu fuzzer/target)':>20} "
-          f"{'ratio':>6} {'same-job ratio':>14}  notes")
+    print(f"campaigns without feedback (none) and with state feedback (state), {repeats} of "
+          f"each taking turns; rates are medians, per-repeat figures in brackets.  The "
+          f"machine's load moves them: read the ratios as noisy, the CPU ms/case as steadier.")
     all_cases = cases
     for name, start, echo in TARGETS:
         if args.only and name not in args.only:
             continue
         cases = max(100, int(all_cases * CASE_SHARE.get(name, 1.0)))
         try:
-            # The issue's floor (and the cases made) on one fresh target, the
-            # campaign on another, the same-job floor on a third.
-            for step in ("floors", "fuzz"):
-                target = start()
-                try:
-                    if step == "floors":
-                        resolved = resolve_target(target.address)
-                        base = floor(resolved, rounds, target.pid)
-                        maker = campaign_for(target.address, echo)
-                        jobs = [(b"".join(c.messages), c.prediction.wanted)
-                                for c in map(maker.make_case, range(cases))]
-                        maker.close()
-                    else:
-                        if target.command is not None:
-                            target.stop()       # the campaign starts its own
-                        run = fuzz(target.address, cases, target.pid, echo,
-                                   spawn=target.command)
-                finally:
-                    target.stop()
-            # With the fuzzer's window and its final learned wait.
-            target = start()
-            try:
-                resolved = resolve_target(target.address)
-                job = same_job(resolved, jobs, run["connections"], run["timeout"], target.pid)
-            finally:
-                target.stop()
+            got = measure(name, start, echo, cases, rounds, repeats)
         except PeerError as e:
-            print(f"{name:24} not run: {str(e).splitlines()[0]}")
-            rows.append([name] + [None] * 11 + [f"not run: {str(e).splitlines()[0]}"])
+            print(f"{name}: not run: {str(e).splitlines()[0]}", flush=True)
+            rows.append([name] + [None] * 17 + [f"not run: {str(e).splitlines()[0]}"])
             continue
-        ratio = run["rate"] / base["rate"]
-        job_ratio = run["rate"] / job["rate"]
-        print(f"{name:24} {base['rate']:8.0f} {base['cpu']:8.2f}/{base['target_cpu']:<8.2f} "
-              f"{job['rate']:10.0f} {job['cpu']:8.2f}/{job['target_cpu']:<8.2f} "
-              f"{run['rate']:9.0f} {run['cpu']:9.2f}/{run['target_cpu']:<9.2f} "
-              f"{100 * ratio:5.1f}% {100 * job_ratio:13.1f}%  "
-              f"{run['cases']} cases, {run['pipelined']} pipelined, "
-              f"{run['probes']} probes, {run['restarts']} restarts "
-              f"({run['standby']} to a standby), "
-              f"wait {1000 * run['timeout']:.0f} ms, "
-              f"findings {run['findings']} (+{run['unconfirmed']} unconfirmed), "
-              f"CPU ms/case: fuzzer {1000 * run['cpu'] / run['cases']:.2f}, target "
-              f"{1000 * run['target_cpu'] / run['cases']:.2f} (same-job "
-              f"{1000 * job['target_cpu'] / len(jobs):.2f})", flush=True)
-        rows.append([name, round(base["rate"]), round(job["rate"]), round(run["rate"]),
-                     round(ratio, 3), round(job_ratio, 3), run["cases"],
-                     round(1000 * run["cpu"] / run["cases"], 2),
-                     round(1000 * run["target_cpu"] / run["cases"], 2),
-                     round(1000 * job["target_cpu"] / len(jobs), 2), run["findings"],
-                     round(1000 * run["timeout"]),
-                     f"{run['pipelined']} pipelined, {run['probes']} probes, "
-                     f"{run['restarts']} restarts"])
+        base, job, runs = got["floor"], got["job"], got["runs"]
+        rate = {k: median([r["rate"] for r in runs[k]]) for k in FEEDBACK}
+        cpu = {k: median([per_case_ms(r, "cpu") for r in runs[k]]) for k in FEEDBACK}
+        target_cpu = {k: median([per_case_ms(r, "target_cpu") for r in runs[k]])
+                      for k in FEEDBACK}
+        # Feedback's cost: each repeat's state rate against the none run beside it.
+        pair = [s["rate"] / n["rate"] for n, s in zip(runs["none"], runs["state"])]
+        cpu_pair = [per_case_ms(s, "cpu") / per_case_ms(n, "cpu")
+                    for n, s in zip(runs["none"], runs["state"])]
+        feedback_ratio, cpu_ratio = median(pair), median(cpu_pair)
+        # (The same past the campaign's start: the corpus's first run left out.)
+        run_pair = [s["run_rate"] / n["run_rate"] for n, s in zip(runs["none"], runs["state"])]
+        print(f"{name}: floor {base['rate']:.0f}/s (cpu loop/target {base['cpu']:.2f}/"
+              f"{base['target_cpu']:.2f} s), same-job {job['rate']:.0f}/s "
+              f"(cpu {job['cpu']:.2f}/{job['target_cpu']:.2f} s, target "
+              f"{per_case_ms(job, 'target_cpu'):.2f} ms/case)")
+        for k in FEEDBACK:
+            last = runs[k][-1]
+            print(f"  {k:5} {rate[k]:6.0f}/s [{listed(r['rate'] for r in runs[k])}]"
+                  f"  /floor {100 * rate[k] / base['rate']:5.1f}%"
+                  f"  /same-job {100 * rate[k] / job['rate']:5.1f}%"
+                  f"  CPU ms/case fuzzer {cpu[k]:.3f} "
+                  f"[{listed((per_case_ms(r, 'cpu') for r in runs[k]), '.3f')}]"
+                  f" target {target_cpu[k]:.3f}"
+                  f"  ({last['cases']} cases, {last['pipelined']} pipelined, "
+                  f"{last['probes']} probes, {last['restarts']} restarts "
+                  f"({last['standby']} to a standby), wait {1000 * last['timeout']:.0f} ms, "
+                  f"findings {last['findings']} (+{last['unconfirmed']} unconfirmed))")
+        print(f"  with/without feedback: rate {100 * feedback_ratio:.1f}% "
+              f"[{listed((100 * r for r in pair), '.1f')}] (cost "
+              f"{100 * (1 - feedback_ratio):.1f}% of the cases/s; goal <= 10 %), "
+              f"fuzzer CPU/case x{cpu_ratio:.2f} [{listed(cpu_pair, '.2f')}]; "
+              f"past the start (the corpus's first run left out) "
+              f"{100 * median(run_pair):.1f}% [{listed((100 * r for r in run_pair), '.1f')}]",
+              flush=True)
+        rows.append([name, round(base["rate"]), round(job["rate"]),
+                     round(rate["none"]), round(rate["state"]),
+                     round(feedback_ratio, 3), round(min(pair), 3), round(max(pair), 3),
+                     round(rate["none"] / base["rate"], 3), round(rate["state"] / base["rate"], 3),
+                     round(rate["none"] / job["rate"], 3), round(rate["state"] / job["rate"], 3),
+                     round(median(run_pair), 3),
+                     round(cpu["none"], 3), round(cpu["state"], 3), round(cpu_ratio, 3),
+                     round(target_cpu["state"], 3), round(per_case_ms(job, "target_cpu"), 3),
+                     f"{cases} cases x {repeats} repeats; state run: "
+                     f"{runs['state'][-1]['pipelined']} pipelined, "
+                     f"{runs['state'][-1]['probes']} probes, "
+                     f"{runs['state'][-1]['restarts']} restarts, "
+                     f"{runs['state'][-1]['findings']} findings"])
     if rows:
         x = results_format.RATIO
         results_format.write(args.results, "fuzz", results_format.record(
             "fuzz", script=__file__, argv=sys.argv[1:] if argv is None else argv,
             quick=all_cases < 1000, path={"codec": results_format.codec_path()},
-            settings={"cases": all_cases, "floor_connections": rounds,
+            settings={"cases": all_cases, "floor_connections": rounds, "repeats": repeats,
                       "java_case_share": CASE_SHARE},
             tables=[results_format.table(
-                "cases/s of the fuzzer and of the two floors, each target started fresh",
-                ["target", "floor/s", "same-job floor/s", "fuzz/s", f"fuzz/floor {x}",
-                 f"fuzz/same-job {x}", "cases", "fuzzer CPU ms/case",
-                 "target CPU ms/case", "target CPU ms/case (same-job)", "findings",
-                 "answer wait ms", "notes"], rows)]))
+                "cases/s of the fuzzer without and with state feedback (medians of the "
+                "repeats, taking turns) and of the two floors, each target started fresh",
+                ["target", "floor/s", "same-job floor/s", "fuzz/s (no feedback)",
+                 "fuzz/s (state feedback)", f"with/without feedback {x}",
+                 f"with/without feedback, lowest {x}", f"with/without feedback, highest {x}",
+                 f"no feedback/floor {x}", f"state feedback/floor {x}",
+                 f"no feedback/same-job {x}", f"state feedback/same-job {x}",
+                 f"with/without feedback past the start {x}",
+                 "fuzzer CPU ms/case (no feedback)", "fuzzer CPU ms/case (state feedback)",
+                 f"fuzzer CPU per case, with/without {x}",
+                 "target CPU ms/case (state feedback)", "target CPU ms/case (same-job)",
+                 "notes"], rows)]))
 
 
 if __name__ == "__main__":

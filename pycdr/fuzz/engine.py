@@ -255,8 +255,8 @@ class Campaign(TargetHealth, Learning):
         self._ahead.clear()
         self._taken = start_index - 1
         self._ahead_end = start_index + max_cases if max_cases is not None else None
-        # With feedback, no batches (no answer per case) and small groups
-        # (the corpus learns between them).
+        # With feedback, no batches (no answer per case), and groups of the
+        # feedback's size (the corpus learns between them).
         group_cases = GROUP_CASES if self.feedback == "none" else self.feedback_group
         pending: list[Case] = []       # batchable cases for the reused connection
         group: list[Case] = []         # cases that need a connection each
@@ -518,6 +518,15 @@ class Campaign(TargetHealth, Learning):
             if defects:
                 broken, in_flight = ("exception", defects[0]), list(cases)
         if broken is not None:
+            if self.agent is None and not again:
+                # A connection that went as with a conforming server shows
+                # what the target did, broken later or not: learned from (a
+                # target that breaks in most groups, omniORB 4.2.5 spinning,
+                # is still learned from).  Under jacoco the group's probes
+                # are the breakage's too: not.
+                clean = [k for k, r in enumerate(reasons) if r is None]
+                self._learn_group([cases[k] for k in clean],
+                                  [observations[k] for k in clean], None)
             # A case whose connection flooded is the first suspect (a flood
             # may leave the target broken), tried alone before the others.
             flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
@@ -526,9 +535,9 @@ class Campaign(TargetHealth, Learning):
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
-        if not again:
-            # (Not from a broken target: it showed part of what it did.)
-            self._learn_group(cases, observations, group_features)
+        # (Not from a broken target: it showed part of what it did.  Run
+        # again after one, the cases are learned from then.)
+        self._learn_group(cases, observations, group_features)
         for case, obs, reason in zip(cases, observations, reasons):
             if reason in ("closed", "reset"):
                 self._outcome(reason, case.prediction)

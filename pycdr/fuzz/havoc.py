@@ -122,14 +122,21 @@ def body_start(fields) -> int:
     return max(ends, default=HEADER_SIZE)
 
 
-def _aim(data: bytes, rng: random.Random, fields) -> tuple:
+def _aim_points(fields) -> tuple:
+    """(where the body begins, where the contents of its strings and
+    sequences begin), from a message's layout."""
+    start = body_start(fields)
+    return start, [f.offset + 4 for f in fields
+                   if f.kind == "length" and f.size == 4 and f.offset >= start]
+
+
+def _aim(data: bytes, rng: random.Random, points: tuple) -> tuple:
     """Where a body-aimed mutation goes, (lo, hi): the body, or half the
     time the first bytes of a string's or sequence's contents in it (where
-    a parser's checks on a value's prefix look)."""
-    start = body_start(fields)
+    a parser's checks on a value's prefix look); ``points``: _aim_points of
+    the message's layout."""
+    start, values = points
     if rng.random() < 0.5:
-        values = [f.offset + 4 for f in fields
-                  if f.kind == "length" and f.size == 4 and f.offset >= start]
         if values:
             at = rng.choice(values)
             return at, at + VALUE_HEAD
@@ -189,12 +196,18 @@ def havoc(messages, rng: random.Random, ctx: MutationContext, other=None,
             continue
         before = bytes(m)
         types = body_types if i == 0 else None
-        fields = layouts.get(i)
-        if fields is None:
-            fields = layouts[i] = ctx.fields(before, types)
+        layout = layouts.get(i)
+        if layout is None:
+            layout = layouts[i] = [ctx.fields(before, types), None]
+        fields = layout[0]
         # Half the time aimed at the body: the arguments' bytes, where a
         # servant's own checks are.
-        aim = _aim(before, rng, fields) if rng.random() < BODY_SHARE else (0, len(before))
+        if rng.random() < BODY_SHARE:
+            if layout[1] is None:
+                layout[1] = ctx.derived(before, types, fields, _aim_points)
+            aim = _aim(before, rng, layout[1])
+        else:
+            aim = (0, len(before))
         result = rng.choice(OPERATIONS)(m, rng, donor, aim)
         if result is None:
             continue

@@ -5,10 +5,12 @@ With feedback, case ``i`` is no longer made from the seed and its index
 alone: which input it mutates depends on what the campaign kept so far.
 Cases are not pipelined (a batch shows no answer per case); with ``sancov``
 they run one at a time (the edge map is the target's, not a connection's),
-with ``state`` in small groups.  Before the first case every input of the
-corpus (the seeds and a --corpus-dir folder's inputs) runs once, unmutated,
-so that what they reach is known; under ``sancov`` the map is first watched
-while the target is idle, and the edges that flicker are masked.
+with ``state`` in groups as without feedback, the corpus learning between
+them.  Before the first case every input of the corpus (the seeds and a
+--corpus-dir folder's inputs) runs once, unmutated, so that what they reach
+is known (under ``state`` together, each on a connection of its own);
+under ``sancov`` the map is first watched while the target is idle, and the
+edges that flicker are masked.
 
 Under ``jacoco:HOST:PORT`` (a JVM target started with the JaCoCo agent,
 pycdr.fuzz.jacoco) a feature is a probe that ran (a class and a probe index).
@@ -30,12 +32,18 @@ from .feedback import FEEDBACK_KINDS, SETTLE, Corpus, EdgeMap, Entry, load_folde
 from .havoc import fix_lengths, havoc
 from .jacoco import PROBE_BITS, JacocoAgent, JacocoError, class_of, parse_address
 from .mutators import Mutation, fix_size, mutate
+from .prediction import predict, suspicion
 from .window import LINGER
 
 # Share of cases mutated by havoc (byte level) rather than the structure-aware mutators.
 HAVOC_SHARE = 0.5
-# Cases judged together between two looks at the corpus, with state feedback.
-FEEDBACK_GROUP = 256
+# Cases judged together between two looks at the corpus, with state feedback:
+# as many as a group without feedback (engine.GROUP_CASES).  A group's end
+# costs a wait for its slowest connection and a look at the target's health;
+# at a quarter of that, feedback cost some 40 % of the cases per second, and
+# new states are rare enough past the first groups that learning a group
+# later finds the same ones.
+FEEDBACK_GROUP = 1024
 # Runs spent minimizing one kept input.
 TRIM_BUDGET = 12
 # How long a case's connection is watched past its answers under sancov
@@ -122,8 +130,12 @@ class Learning:
             self.corpus.entries.append(Entry(list(seed.messages), seed.name,
                                              body_types=seed.body_types))
         self.corpus.entries += self._resumed          # (origin "corpus": no seed of theirs)
-        for entry in self.corpus.entries:
-            features = self._features_of(entry.messages, entry.origin)
+        together = self._states_together(self.corpus.entries) \
+            if self.feedback == "state" else {}
+        for k, entry in enumerate(self.corpus.entries):
+            features = together.get(k)
+            if features is None:
+                features = self._features_of(entry.messages, entry.origin)
             if features is None:
                 continue
             entry.features = self.corpus.new_features(features)
@@ -132,6 +144,37 @@ class Learning:
         if self.edge_map is not None:
             self.initial_edges = len({f >> 4 for f in self.corpus.seen})
         self.initial_probes = len(self.corpus.seen) if self.agent is not None else 0
+
+    def _states_together(self, entries) -> dict:
+        """Under state feedback, the corpus's inputs run once each on a
+        connection of its own, up to ``connections`` at once (as a group of
+        cases runs), instead of one after the other: position -> features.
+        An input whose connection flooded or brought more answers than due
+        is left out (run alone after, as check() judges it); when the target
+        turns out broken or grown, all are (run alone after, on a fresh
+        target)."""
+        cases = []
+        for entry in entries:
+            case = Case(-1, entry.origin, list(entry.messages),
+                        [Mutation("corpus", "payload", "a kept input, rerun")])
+            case.prediction = predict(case.messages)
+            cases.append(case)
+        rss_before = self.spawned.rss() if self.spawned is not None else None
+        observations = self._observe_group(cases)
+        reasons = [suspicion(obs, case.prediction, case.messages)
+                   for case, obs in zip(cases, observations)]
+        if any(r is not None for r in reasons) and self._broken() is not None or \
+                self._rss_growth(rss_before) is not None:
+            self._fresh_target(restart=True)
+            return {}
+        out = {}
+        for k, (case, obs, reason) in enumerate(zip(cases, observations, reasons)):
+            if reason in ("flood", "more_answers", "unreachable"):
+                continue
+            if reason in ("closed", "reset"):
+                self._outcome(reason, case.prediction)
+            out[k] = frozenset([state_of(obs)])
+        return out
 
     def _calibrate_probes(self) -> None:
         """The agent's probes that run while nothing is sent to the target

@@ -52,6 +52,7 @@ class MutationContext:
         # seed's unchanged message.  (A mutated message's layout is worked out
         # when asked for, and not kept: it is rarely asked for twice.)
         self._layouts: dict = {}         # (data, id(body_types)) -> _layout()
+        self._derived: dict = {}         # ((data, id(body_types)), make) -> make(fields)
         for seed in seeds:
             for k, message in enumerate(seed.messages):
                 data = bytes(message)
@@ -69,6 +70,19 @@ class MutationContext:
         """message_fields(data, body_types).  The list returned may be
         shared: read it, do not change it."""
         return self._layout(data, body_types)[1]
+
+    def derived(self, data: bytes, body_types, fields, make):
+        """``make(fields)``, ``fields`` being the layout of ``data``: kept
+        beside a kept layout (a seed's, a kept input's), worked out again
+        for others."""
+        key = (data, id(body_types))
+        entry = self._layouts.get(key)
+        if entry is None or entry[0] is not body_types:
+            return make(fields)
+        out = self._derived.get((key, make))
+        if out is None:
+            out = self._derived[(key, make)] = make(entry[1])
+        return out
 
     def aimable(self, data: bytes, body_types=None) -> tuple[list, list]:
         """The fields that lie wholly inside ``data`` and their cumulative
