@@ -210,8 +210,9 @@ def run_pycdr(kind: str, relay_port: int, server, agent_port: int, seconds: floa
     except ValueError:
         raise RuntimeError(f"pycdr fuzz ended with {done.returncode}: "
                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
-    return {"cases": out.get("cases"), "findings": len(out.get("findings", []))
-            if isinstance(out.get("findings"), list) else out.get("findings")}
+    # (A campaign ends early when the fuzzer judges the target dead: it is not restarted.)
+    return {"cases": out["cases"], "fuzz_seconds": out["elapsed"],
+            "target_dead": out["target_dead"], "findings": len(out["findings"])}
 
 
 def run_boofuzz(relay_port: int, server, seconds: float, work: str) -> dict:
@@ -223,7 +224,7 @@ def run_boofuzz(relay_port: int, server, seconds: float, work: str) -> dict:
     if done.returncode != 0:
         raise RuntimeError(f"boofuzz ended with {done.returncode}: "
                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
-    return {"cases": None, "findings": None,
+    return {"cases": None, "fuzz_seconds": None, "target_dead": None, "findings": None,
             "finished": "sent all" in done.stderr}
 
 
@@ -340,7 +341,11 @@ def main(argv=None) -> int:
             runs[kind].append(r)
             print(f"{kind:22} {trial:5} {r['elapsed']:7.1f} {r['connections']:7} "
                   f"{r['distinct']:8} {r['probes']:7} {r['classes']:7} {r['all_probes']:10} "
-                  f"{r['replay_seconds']:8.1f}", flush=True)
+                  f"{r['replay_seconds']:8.1f}"
+                  + ("" if r["cases"] is None else
+                     f"  ({r['cases']} cases in {r['fuzz_seconds']} s of fuzzing, "
+                     f"{r['findings']} findings{', target judged dead' if r['target_dead'] else ''})"),
+                  flush=True)
     x = results_format.RATIO
     reference = [r["probes"] for r in runs.get("pycdr, feedback", [])]
     rows = []
@@ -380,9 +385,13 @@ def main(argv=None) -> int:
             rows),
             results_format.table(
             "each campaign", ["campaign", "trial", "seconds", "connections", "distinct",
-                              "probes", "classes", "probes, all JacORB", "replay seconds"],
+                              "probes", "classes", "probes, all JacORB", "replay seconds",
+                              "pycdr cases", "pycdr fuzzing seconds", "findings", "notes"],
             [[r["kind"], r["trial"], round(r["elapsed"], 1), r["connections"], r["distinct"],
-              r["probes"], r["classes"], r["all_probes"], round(r["replay_seconds"], 1)]
+              r["probes"], r["classes"], r["all_probes"], round(r["replay_seconds"], 1),
+              r["cases"], r["fuzz_seconds"], r["findings"],
+              "target judged dead: ended early" if r["target_dead"] else
+              "boofuzz sent all its cases" if r.get("finished") else ""]
              for kind in kinds for r in runs[kind]])],
         notes=notes))
     return 0
