@@ -49,7 +49,7 @@ import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
-from benchprocs import BENCH_DIR, REPO_ROOT
+from benchprocs import BENCH_DIR  # (also puts tests/ on sys.path for `peers`)
 from peers.jacoco import agent_option
 from peers.jacorb import JACORB, PEERS_ECHO_IDL, peers_echo_interface
 from peers.java_orb import start_java_echo_server
