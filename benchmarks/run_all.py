@@ -9,7 +9,9 @@ test and bench extras, the peers of .ci/install-peers.sh, tshark and capture rig
 the captures).  The captures a command names under /tmp/pycdr-bench are recorded first
 when missing (record_load.py).  A benchmark that fails is reported and the others run;
 its old results file stays as it was.  Each FULL_RUN's comment gives its duration on an
-otherwise idle 2-core machine; all of them take about 25-30 minutes.
+otherwise idle 2-core machine; all of them take about 25-30 minutes, but for
+fuzz_baselines (its 30 ten-minute fuzzing campaigns and their replays: about 3 hours), run
+on its own when wanted.
 """
 
 from __future__ import annotations
