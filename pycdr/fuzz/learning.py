@@ -151,8 +151,9 @@ class Learning:
         cases runs), instead of one after the other: position -> features.
         An input whose connection flooded or brought more answers than due
         is left out (run alone after, as check() judges it); when the target
-        turns out broken or grown, all are (run alone after, on a fresh
-        target)."""
+        turns out broken or grown, or logged a defect, all are (run alone
+        after, on a fresh target: the input that did it is then found, a
+        finding as a case's, and the others learned from)."""
         cases = []
         for entry in entries:
             case = Case(-1, entry.origin, list(entry.messages),
@@ -160,11 +161,12 @@ class Learning:
             case.prediction = predict(case.messages)
             cases.append(case)
         rss_before = self.spawned.rss() if self.spawned is not None else None
+        logged = self._logged_count()
         observations = self._observe_group(cases)
         reasons = [suspicion(obs, case.prediction, case.messages)
                    for case, obs in zip(cases, observations)]
         if any(r is not None for r in reasons) and self._broken() is not None or \
-                self._rss_growth(rss_before) is not None:
+                self._rss_growth(rss_before) is not None or self._logged_defects(logged):
             self._fresh_target(restart=True)
             return {}
         out = {}

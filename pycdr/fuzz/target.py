@@ -37,7 +37,9 @@ ERROR_RE = re.compile(r"(?<![\w$.])(?P<name>(?:[a-z_][\w$]*\.)+"
 FRAME_RE = re.compile(r"^\s+at\s+(\S+?)(?:\(|$)")
 # Frames of a logged defect kept (the top ones tell one defect from another).
 TOP_FRAMES = 3
-# Defects kept per process (a target that logs one per case needs no more).
+# Defects kept per process, the latest (a target that logs one per case needs
+# no more; they are counted on past it, so a group of many cases that each log
+# one still shows the defects after its own start).
 MAX_LOGGED = 64
 
 
@@ -70,7 +72,10 @@ class _Launch:
         self.started = threading.Event()
         self.address_text = ""
         self.report = ReportWatcher()
-        self.defects: list = []        # logged_defect()s seen after the start, with frames
+        # The latest logged_defect()s seen after the start, with frames, each
+        # with its number among all seen (the first is 0).
+        self.defects: list = []
+        self.logged = 0                # defects seen after the start, all of them
         self._pumping = threading.Thread(target=self._pump, args=(self.process.stdout,),
                                          daemon=True)
         self._pumping.start()
@@ -98,12 +103,13 @@ class _Launch:
         """Note a defect the line names, or a frame of the last one's stack."""
         frame = FRAME_RE.match(line)
         if frame:
-            if self.defects and len(self.defects[-1]["frames"]) < TOP_FRAMES:
-                self.defects[-1]["frames"].append(frame.group(1))
+            if self.defects and len(self.defects[-1][1]["frames"]) < TOP_FRAMES:
+                self.defects[-1][1]["frames"].append(frame.group(1))
             return
         defect = logged_defect(line)
-        if defect is not None and len(self.defects) < MAX_LOGGED:
-            self.defects.append(defect)
+        if defect is not None:
+            number, self.logged = self.logged, self.logged + 1
+            self.defects = self.defects[1 - MAX_LOGGED:] + [(number, defect)]
 
     def address(self, timeout: float) -> str:
         """Its address, once printed (waited for up to ``timeout`` seconds);
@@ -240,11 +246,14 @@ class SpawnedTarget:
 
     def logged(self) -> int:
         """How many defects the current process has logged so far."""
-        return 0 if self._launch is None else len(self._launch.defects)
+        return 0 if self._launch is None else self._launch.logged
 
     def defects_since(self, count: int) -> list:
-        """The defects the current process logged after the first ``count``."""
-        return [] if self._launch is None else self._launch.defects[count:]
+        """The defects the current process logged after the first ``count``
+        (the latest MAX_LOGGED of them at most)."""
+        if self._launch is None:
+            return []
+        return [defect for number, defect in self._launch.defects if number >= count]
 
     def rss(self) -> int | None:
         try:
