@@ -8,8 +8,10 @@ are counted under it."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -105,3 +107,28 @@ def test_finding_at_the_campaign_start_is_saved(tmp_path):
     assert [f["kind"] for f in summary["findings"]] == ["exception"]
     code, replayed = _replay(command, folders[0])
     assert code == 1 and replayed["reproduced"]
+
+
+def test_defects_past_the_kept_ones_are_seen():
+    """A target that logs more defects in one run than are kept (a group of
+    many cases that each log one) still shows those after a given count."""
+    from pycdr.fuzz.target import MAX_LOGGED, SpawnedTarget, endpoint
+    target = SpawnedTarget(f"{sys.executable} {SERVER} --plant negative-array")
+    try:
+        host, port = endpoint(target.start())[:2]
+        plant = _seeds()[0].messages[0]
+        total = MAX_LOGGED + 6
+        with socket.create_connection((host, port), timeout=10) as conn:
+            conn.sendall(plant * total)
+            received = b""
+            while received.count(b"GIOP") < total:
+                received += conn.recv(65536)
+        deadline = time.monotonic() + 10
+        while target.logged() < total and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert target.logged() == total
+        since = target.defects_since(total - 2)
+        assert [d["exception"] for d in since] == ["java.lang.NegativeArraySizeException"] * 2
+        assert target.defects_since(total) == []
+    finally:
+        target.stop()
