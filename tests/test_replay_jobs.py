@@ -382,7 +382,13 @@ def test_ctrl_c_stops_every_worker_and_fails_clearly(tmp_path):
             time.sleep(0.05)
         workers = _children(proc.pid)
         assert len(workers) == 3
-        time.sleep(0.5)                     # (every worker waiting on a slow find())
+        # Ctrl-C once the replay is under way (a worker waiting on a slow find()): on a
+        # loaded machine the workers take a while to get there, and a signal before
+        # they are is not the case this test is about.
+        while not any(getattr(m, "operation", "") == "find" for m in list(server.received)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 1, out + err
