@@ -1,8 +1,16 @@
 import os
+import signal
 import sys
 
 # Helper modules under tests/ (peers, oracles) import as top-level names.
 sys.path.insert(0, os.path.dirname(__file__))
+
+# A suite started in the background of a script (.ci/run runs the pure-Python pass so,
+# beside the C pass) inherits SIGINT ignored, and so would every pycdr process a test
+# starts: Python then installs no KeyboardInterrupt handler and the tests that press
+# Ctrl-C on a command would see it ignored. The tests stand for a terminal's Ctrl-C.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # --- issue 7: run a test against both marshal implementations ----------------------
