@@ -41,6 +41,11 @@ def table(directory) -> list:
     import pyarrow.dataset as ds
     t = ds.dataset(str(directory), format="parquet", partitioning="hive").to_table()
     t = t.drop_columns([c for c in ("date", "hour") if c in t.column_names])
+    # Timestamps as their nanoseconds: a pcapng's are finer than a datetime holds.
+    import pyarrow as pa
+    for i, field in enumerate(t.schema):
+        if pa.types.is_timestamp(field.type):
+            t = t.set_column(i, field.name, t.column(i).cast(pa.int64()))
     return sorted(t.to_pylist(), key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
