@@ -291,13 +291,18 @@ class GiopConnection:
         problem = self._header_problem(header)
         if problem is not None:
             return self._fatal(problem, Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
+        event = self._framed(header, raw)
+        return self._at_end_of_data() if event is None else event
+
+    def _framed(self, header: GiopHeader, raw) -> object:
+        """A whole message, framed: to ``take_directly`` when it takes it (TAKEN), else
+        its event (None while it is a fragment of a message not yet whole)."""
         offset = self._stream_offset
         self._stream_offset += header.total_size
         if header.msg_type <= 1 and self.take_directly is not None and \
                 self._fragmented_11 is None and self.take_directly(raw):
             return TAKEN
-        event = self._handle(header, raw, offset)
-        return self._at_end_of_data() if event is None else event
+        return self._handle(header, raw, offset)
 
     def receive_buffer(self, sizehint: int = -1) -> memoryview:
         """Where the peer's next bytes may be written (``asyncio.BufferedProtocol
@@ -469,12 +474,7 @@ class GiopConnection:
                 else:
                     raw = bytes(memoryview(self._buf)[:size])   # one copy, not two
                     del self._buf[:size]
-            offset = self._stream_offset
-            self._stream_offset += header.total_size
-            if header.msg_type <= 1 and self.take_directly is not None and \
-                    self._fragmented_11 is None and self.take_directly(raw):
-                return TAKEN
-            event = self._handle(header, raw, offset)
+            event = self._framed(header, raw)
             if event is not None:
                 return event
 
