@@ -121,3 +121,65 @@ def test_body_views_are_read_only_views_of_the_message():
             assert msg.body.obj is buffer and msg.body == body
             assert msg == decode(buffer, None)          # equal to the copying decoding
             assert msg.body_reader().read_raw(8) == body[:8]
+
+
+FRAME_PYTHON = fast12._frame_common_12_python
+
+
+def frame_outcome(fn, data, pos, limit) -> tuple:
+    """What fn(data, pos, limit) gives (a _frame_common_12): each message's bytes (and
+    whether they are ``data`` itself) and fields, and the end."""
+    taken, end = fn(data, pos, limit)
+    return [(raw, raw is data, message_fields(msg)) for raw, msg in taken], end
+
+
+def test_c_frames_every_run_as_python():
+    from pycdr.codec import _speedups
+    rng = random.Random(11)
+    pieces = [data for piece in PIECES for data in variants(piece, rng)]
+    taken = ended = 0
+    for _ in range(3000):
+        run = b"".join(rng.choice(PIECES if rng.random() < 0.7 else pieces)
+                       for _ in range(rng.randrange(1, 5)))
+        if rng.random() < 0.3:
+            run = run[:rng.randrange(len(run) + 1)]     # an incomplete message last
+        pos = rng.choice([0, 0, rng.randrange(len(run) + 1)])
+        limit = rng.choice([1 << 31, 1 << 31, rng.randrange(64, 4096)])
+        expected = frame_outcome(FRAME_PYTHON, run, pos, limit)
+        assert frame_outcome(_speedups.frame_common_12, run, pos, limit) == expected, \
+            (run.hex(), pos, limit)
+        taken += len(expected[0])
+        ended += expected[1] == len(run)
+    assert fast12.frame_common_12 is _speedups.frame_common_12
+    assert taken > 300 and 100 < ended < 3000, (taken, ended)
+
+
+def test_a_run_of_one_whole_message_is_framed_without_a_copy():
+    from pycdr.codec import _speedups
+    data = encode_message(Reply(version=(1, 2), request_id=2, body=b"\0\0\0\1"))
+    for frame in (FRAME_PYTHON, _speedups.frame_common_12):
+        (raw, msg), = frame(data, 0, 1 << 20)[0]
+        assert raw is data and msg.body.obj is data
+        (raw, _), (second, _) = frame(data + data, 0, 1 << 20)[0]
+        assert raw == second == data
+        assert frame(data, 0, len(data) - 13) == ([], 0)     # over the limit
+    with pytest.raises(TypeError):
+        _speedups.frame_common_12(bytearray(data), 0, 1 << 20)
+
+
+def test_framing_leaks_no_reference():
+    from pycdr.codec import _speedups
+    data = encode_message(Request(version=(1, 2), little=True, request_id=9, operation="op",
+                                  target=KeyAddr(b"key"), body=b"\0\0\0\1"))
+    with_contexts = encode_message(Reply(version=(1, 2), request_id=3, body=b"\1",
+                                         service_contexts=[CodeSetsContext(char_data=1,
+                                                                           wchar_data=2)]))
+    for run in (data, data + with_contexts + data[:20], b"GIOX" + data[4:], data[:-1]):
+        for _ in range(200):
+            _speedups.frame_common_12(run, 0, 1 << 20)
+        gc.collect()
+        before = sys.getallocatedblocks()
+        for _ in range(2000):
+            _speedups.frame_common_12(run, 0, 1 << 20)
+        gc.collect()
+        assert sys.getallocatedblocks() - before < 50

@@ -321,30 +321,68 @@ class CallTracker:
         row["request_bytes"] = _HEADER + entry["message_size"]
 
     def _request(self, conn, side, entry, ts, msg, kind, raw=None) -> None:
+        row = self._request_row(conn, side, ts)
+        t = row["message_type"] = entry["type"]
+        self._request_fields(row, entry)
+        row["operation"] = entry.get("operation")
+        violations = _violations("request", entry["warnings"])
+        reassembled = entry.get("reassembled")
+        row["fragments"] = 0 if reassembled is None else reassembled["fragments"] - 1
+        expected = entry.get("response_expected")
+        if expected is None:        # GIOP 1.2: response_flags (0: none expected)
+            expected = entry.get("response_flags", 3) != 0
+        self._requested(conn, side, row, ts, msg, kind, raw, violations,
+                        t == "Request" and not expected, entry)
+
+    def common_request(self, conn: CallConnection, side: int, msg, ts: int,
+                       raw: bytes | None = None, fragments: int = 1) -> None:
+        """What message(conn, side, entry, ts, msg, raw) does, ``entry`` being
+        message_entry(msg) (with ``reassembled`` when it came in several ``fragments``),
+        for a Request with a KeyAddr target, without making the entry (a proxy's hot
+        path)."""
+        if self.on_request is not None or msg.warnings:
+            entry = message_entry(msg)
+            if fragments > 1:
+                entry["reassembled"] = {"fragments": fragments}
+            self.message(conn, side, entry, ts, msg, raw)
+            return
+        row = self._request_row(conn, side, ts)
+        row["message_type"] = "Request"
+        v = msg.version
+        row["giop_version"] = f"{v[0]}.{v[1]}"
+        row["little_endian"] = msg.little
+        row["request_id"] = msg.request_id
+        key = row["object_key"] = msg.target.object_key.hex()
+        row["object_key_text"] = object_key_text(key)
+        row["interface"] = self.interfaces.get(key)
+        row["request_bytes"] = _HEADER + msg.message_size
+        row["operation"] = msg.operation
+        row["fragments"] = fragments - 1
+        self._requested(conn, side, row, ts, msg, _REQUEST, raw, None,
+                        msg.response_flags == 0, None)
+
+    def _request_row(self, conn, side, ts) -> dict:
+        """A request's row: ``side`` is the client from now on."""
         if not conn.client_known:
             conn.client = side
             conn.client_known = True
         row = EMPTY_ROW.copy()
         row.update(conn.shared[side])
         row["ts"] = ts
-        t = row["message_type"] = entry["type"]
-        self._request_fields(row, entry)
-        operation = row["operation"] = entry.get("operation")
-        violations = _violations("request", entry["warnings"])
-        reassembled = entry.get("reassembled")
-        row["fragments"] = 0 if reassembled is None else reassembled["fragments"] - 1
+        return row
+
+    def _requested(self, conn, side, row, ts, msg, kind, raw, violations, oneway: bool,
+                   entry) -> None:
+        """A request's ``row`` (its fields set) out as a oneway, or waiting for its reply."""
         op = None
         if self.bodies is not None and msg is not None and kind == _REQUEST:
-            op = self.bodies.operation(row["interface"], operation)
+            op = self.bodies.operation(row["interface"], row["operation"])
             if op is not None:
                 row["arguments"], violations = self.bodies.arguments(
                     op, msg, violations, self.learn_ior)
         if self.on_request is not None:
             self.on_request(row, entry)
-        expected = entry.get("response_expected")
-        if expected is None:        # GIOP 1.2: response_flags (0: none expected)
-            expected = entry.get("response_flags", 3) != 0
-        if t == "Request" and not expected:
+        if oneway:
             row["response_expected"] = False
             row["violations"] = violations
             row["outcome"] = "oneway"
@@ -353,7 +391,7 @@ class CallTracker:
         if kind == _REQUEST:
             row["response_expected"] = True
         row["violations"] = violations
-        key = (kind, side, entry["request_id"])
+        key = (kind, side, row["request_id"])
         pending_table = conn.pending
         displaced = pending_table.pop(key, None)
         if displaced is not None:
@@ -371,7 +409,7 @@ class CallTracker:
             del oldest.conn.pending[oldest.key]
             self.counts.evicted += 1
             self._unanswered(oldest, "no_reply")
-        pending = _Pending(conn, key, row, side, conn.gaps[1 - side], operation, op)
+        pending = _Pending(conn, key, row, side, conn.gaps[1 - side], row["operation"], op)
         if self.explain is not None and raw is not None:
             pending.raw = bytes(raw)
         pending_table[key] = pending
@@ -426,23 +464,57 @@ class CallTracker:
             except PycdrError:
                 pass
         if op is not None and msg is not None:
-            row["result"], violations = self.bodies.result(
-                op, msg, status, row["exception_id"], violations, self.learn_ior)
-            # An object that names its interface (_repository_id), or says it is_a one:
-            # decoded by that one from now on.
-            key, result = row["object_key"], row["result"]
-            if key is not None and isinstance(result, dict):
-                if pending.operation == "_repository_id":
-                    repo_id = result.get("return")
-                    if isinstance(repo_id, str) and repo_id:
-                        self.learn(key, repo_id)
-                elif pending.operation == "_is_a" and result.get("return") is True \
-                        and row["interface"] is None:
-                    repo_id = (row["arguments"] or {}).get("logical_type_id")
-                    if isinstance(repo_id, str) and repo_id:
-                        self.learn(key, repo_id)
+            violations = self._result(row, pending, op, msg, status, violations)
         row["violations"] = violations
         self._out(row)
+
+    def common_reply(self, conn: CallConnection, side: int, msg, ts: int,
+                     raw: bytes | None = None, fragments: int = 1) -> None:
+        """What message(conn, side, entry, ts, msg, raw) does, ``entry`` being
+        message_entry(msg) (with ``reassembled`` when it came in several ``fragments``),
+        for a NO_EXCEPTION Reply, without making the entry (a proxy's hot path)."""
+        pending = None if msg.warnings else \
+            conn.pending.pop((_REQUEST, 1 - side, msg.request_id), None)
+        if pending is None:         # (an orphan: as any other reply)
+            entry = message_entry(msg)
+            if fragments > 1:
+                entry["reassembled"] = {"fragments": fragments}
+            self.message(conn, side, entry, ts, msg, raw)
+            return
+        order = self._order
+        del order[pending]
+        self.counts.pending = len(order)
+        row = pending.row
+        row["reply_ts"] = ts
+        row["duration_ns"] = ts - row["ts"]
+        row["reply_status"] = "NO_EXCEPTION"
+        row["outcome"] = "success"
+        row["reply_bytes"] = _HEADER + msg.message_size
+        row["fragments"] += fragments - 1
+        if pending.op is not None:
+            row["violations"] = self._result(row, pending, pending.op, msg, "NO_EXCEPTION",
+                                             row["violations"])
+        self._out(row)
+
+    def _result(self, row, pending, op, msg, status, violations) -> list | None:
+        """The reply's values into ``row`` (by ``op``, the request's IDL operation); the
+        violations, with those of its body."""
+        row["result"], violations = self.bodies.result(
+            op, msg, status, row["exception_id"], violations, self.learn_ior)
+        # An object that names its interface (_repository_id), or says it is_a one:
+        # decoded by that one from now on.
+        key, result = row["object_key"], row["result"]
+        if key is not None and isinstance(result, dict):
+            if pending.operation == "_repository_id":
+                repo_id = result.get("return")
+                if isinstance(repo_id, str) and repo_id:
+                    self.learn(key, repo_id)
+            elif pending.operation == "_is_a" and result.get("return") is True \
+                    and row["interface"] is None:
+                repo_id = (row["arguments"] or {}).get("logical_type_id")
+                if isinstance(repo_id, str) and repo_id:
+                    self.learn(key, repo_id)
+        return violations
 
     def _cancel(self, conn, side, entry, ts) -> None:
         row = EMPTY_ROW.copy()

@@ -30,7 +30,8 @@
  *
  * One more thing runs here besides the plans: the ORB's fast decode of common
  * GIOP 1.2/1.3 Requests and Replies (decode_common_12, section 9), the C
- * form of pycdr/giop/messages/fast12.py's _decode_common_12.
+ * form of pycdr/giop/messages/fast12.py's _decode_common_12, and the framing of a
+ * run of such messages (frame_common_12: a proxy's hot path).
  *
  * Ownership: input is read through the buffer protocol without copying; every
  * value returned is a new Python object (bytes for sequence<octet>, str for
@@ -64,7 +65,8 @@
  *        6.6 write_plan: a value by its node's op
  *   7. Module functions: read(), write(), encode() of one plan node
  *   8. Public entry points: marshal's encode and decode as C callables
- *   9. GIOP 1.2/1.3 messages: the ORB's fast decode (decode_common_12)
+ *   9. GIOP 1.2/1.3 messages: the ORB's fast decode (decode_common_12), the
+ *      framing of a run of them (frame_common_12)
  *  10. serve_request: the server's Request -> Reply in one call
  *  11. The client's Request and Reply: encode_request, decode_reply
  *  12. Blocking sockets (POSIX): exchange, send_request, serve_exchange
@@ -2782,6 +2784,10 @@ read_only_slice(PyObject *data, Py_ssize_t start, Py_ssize_t stop)
     return part;
 }
 
+static PyObject *giop_decode_checked(PyObject *data, PyObject *version, long flags,
+                                     long msg_type, long long size,
+                                     const unsigned char *buf, int body_view);
+
 static PyObject *
 giop_decode(PyObject *data, PyObject *header, const unsigned char *buf, Py_ssize_t len,
             int body_view)
@@ -2796,6 +2802,16 @@ giop_decode(PyObject *data, PyObject *header, const unsigned char *buf, Py_ssize
             !PyBytes_Check(magic) || PyBytes_GET_SIZE(magic) != 4 ||
             memcmp(PyBytes_AS_STRING(magic), "GIOP", 4) != 0)
         Py_RETURN_NONE;
+    return giop_decode_checked(data, version, flags, msg_type, size, buf, body_view);
+}
+
+/* giop_decode once the header passed its checks: a GIOP 1.2/1.3 header (`version`),
+ * flags 0 or 1, and exactly 12 + size bytes at buf. */
+static PyObject *
+giop_decode_checked(PyObject *data, PyObject *version, long flags, long msg_type,
+                    long long size, const unsigned char *buf, int body_view)
+{
+    long long end = 12 + size;
     int little = flags == 1, swap = little != NATIVE_LITTLE;
     /* The fixed fields, read before anything is made. */
     uint32_t request_id;
@@ -2942,6 +2958,93 @@ speedups_decode_common_12(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_XDECREF(parsed);
     return msg;
 }
+
+/* frame_common_12(data, pos, max_message_size) is fast12.py's _frame_common_12: the
+ * whole messages at data[pos:] that decode_common_12 takes, one after the other, as
+ * [(bytes, message with its body a view of them), ...], and the position of the
+ * first other one -- an incomplete message, a header that is not GIOP 1.2/1.3 with
+ * flags 0 or 1 of a Request or Reply, one over max_message_size, or one that
+ * decode_common_12 leaves to the general decoder.  A message that is all of `data`
+ * is `data` itself, not a copy.  The header is read here, in the order and with the
+ * outcome of parse_header() and decode_common_12's checks together (any header one of
+ * them refuses ends the run), so no GiopHeader is made. */
+static PyObject *giop_versions[2];    /* (1, 2) and (1, 3), made once */
+
+static PyObject *
+speedups_frame_common_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "frame_common_12(data, pos, max_message_size)");
+        return NULL;
+    }
+    if (giop_request_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "frame_common_12() before configure_giop()");
+        return NULL;
+    }
+    PyObject *data = args[0];
+    if (!PyBytes_CheckExact(data)) {
+        PyErr_SetString(PyExc_TypeError, "frame_common_12: data must be bytes");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) return NULL;
+    long long max_size = PyLong_AsLongLong(args[2]);
+    if (max_size == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
+    if (pos < 0 || pos > len) {
+        PyErr_SetString(PyExc_ValueError, "frame_common_12: pos out of range");
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (giop_versions[i] == NULL &&
+                (giop_versions[i] = Py_BuildValue("(ii)", 1, 2 + i)) == NULL)
+            return NULL;
+    }
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
+    PyObject *taken = PyList_New(0);
+    if (taken == NULL) return NULL;
+    while (len - pos >= 12) {
+        const unsigned char *h = buf + pos;
+        if (memcmp(h, "GIOP", 4) != 0 || h[4] != 1 || (h[5] != 2 && h[5] != 3) ||
+                h[6] > 1 || h[7] > 1)
+            break;
+        long long size = load32(h + 8, (h[6] == 1) != NATIVE_LITTLE);
+        if (size > max_size || 12 + size > (long long)(len - pos))
+            break;
+        Py_ssize_t total = (Py_ssize_t)(12 + size);
+        PyObject *raw = pos == 0 && total == len ? Py_NewRef(data)
+            : PyBytes_FromStringAndSize((const char *)h, total);
+        if (raw == NULL) goto fail;
+        PyObject *msg = giop_decode_checked(raw, giop_versions[h[5] - 2], h[6], h[7], size,
+                                            (const unsigned char *)PyBytes_AS_STRING(raw), 1);
+        if (msg == NULL) { Py_DECREF(raw); goto fail; }
+        if (msg == Py_None) { Py_DECREF(msg); Py_DECREF(raw); break; }
+        PyObject *pair = PyTuple_New(2);
+        if (pair == NULL) { Py_DECREF(msg); Py_DECREF(raw); goto fail; }
+        PyTuple_SET_ITEM(pair, 0, raw);
+        PyTuple_SET_ITEM(pair, 1, msg);
+        int rc = PyList_Append(taken, pair);
+        Py_DECREF(pair);
+        if (rc < 0) goto fail;
+        pos += total;
+    }
+    PyObject *result = PyTuple_New(2);
+    if (result == NULL) goto fail;
+    PyTuple_SET_ITEM(result, 0, taken);
+    PyObject *end = PyLong_FromSsize_t(pos);
+    if (end == NULL) { Py_DECREF(result); return NULL; }
+    PyTuple_SET_ITEM(result, 1, end);
+    return result;
+fail:
+    Py_DECREF(taken);
+    return NULL;
+}
+
+PyDoc_STRVAR(frame_common_12_doc,
+"frame_common_12(data, pos, max_message_size)\n--\n\n"
+"pycdr.giop.messages.fast12._frame_common_12 in C: ([(bytes, message), ...], end) of the\n"
+"whole messages at data[pos:] that decode_common_12 takes (bodies as views), up to the\n"
+"first other one.  `data`: bytes.  configure_giop() first.");
 
 PyDoc_STRVAR(configure_giop_doc,
 "configure_giop(Request, request_defaults, request_factories,\n"
@@ -4185,6 +4288,8 @@ static PyMethodDef speedups_methods[] = {
      METH_FASTCALL, decode_common_12_doc},
     {"configure_giop", (PyCFunction)(void (*)(void))speedups_configure_giop, METH_FASTCALL,
      configure_giop_doc},
+    {"frame_common_12", (PyCFunction)(void (*)(void))speedups_frame_common_12,
+     METH_FASTCALL, frame_common_12_doc},
     {"serve_request", (PyCFunction)(void (*)(void))speedups_serve_request, METH_FASTCALL,
      serve_request_doc},
     {"encode_request", (PyCFunction)(void (*)(void))speedups_encode_request, METH_FASTCALL,

@@ -36,6 +36,7 @@ from __future__ import annotations
 import collections
 import enum
 import itertools
+import struct
 
 from ..codec.cdr import CDRReader, DecodeWarning
 from ..errors import (DecodeError, GIOPError, LocalProtocolError, MessageTooLargeError,
@@ -48,9 +49,13 @@ from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHea
 from .messages import (CloseConnection, Message, MessageError, MessageTemplate, Reply,
                        ReplyStatus, Request, decode_message, encode_fragments,
                        encode_message)
+from .messages.fast12 import frame_common_12
 from .sysexc import IMP_LIMIT, OMG_VMCID, CompletionStatus
 
 __all__ = ["GiopConnection", "Role", "NEED_DATA"]
+
+# A fragmented message's request id (its size checked first: 4 bytes are there).
+_ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
 
 # receive_buffer(): reads go into a scratch buffer of SCRATCH_SIZE, several messages to
 # a read; the complete messages are copied out of it, and the bytes of an incomplete one
@@ -92,7 +97,8 @@ class _Reassembly:
 
     def __init__(self, header: GiopHeader, first: bytes, offset: int):
         self.header = header
-        self.parts = [first[HEADER_SIZE:]]
+        # (views, not copies: the parts are copied once, into the whole message)
+        self.parts = [memoryview(first)[HEADER_SIZE:]]
         self.size = len(first) - HEADER_SIZE
         self.offset = offset
         self.count = 1
@@ -293,6 +299,27 @@ class GiopConnection:
             return self._fatal(problem, Answer.SEND_MESSAGE_ERROR_AND_CLOSE)
         event = self._framed(header, raw)
         return self._at_end_of_data() if event is None else event
+
+    def receive_common(self, data: bytes, pos: int = 0) -> tuple[list, int]:
+        """``([(bytes, message), ...], end)``: the whole messages at ``data[pos:]`` (bytes)
+        that decode_message's common-case decoder takes (GIOP 1.2/1.3 Requests with a
+        KeyAddr target and NO_EXCEPTION Replies, not fragmented, within
+        max_message_size), framed and decoded in one call: for each, receive_message
+        would give MessageReceived(message, bytes, 1, its offset).  ``end``: where the
+        first other message starts, for the caller to frame (receive_message).  Only
+        for a connection that keeps no books and judges no direction (a proxy's:
+        check_request_ids off, bidirectional, speaking GIOP 1.3) decoding strictly
+        without offsets, into body views, while nothing is buffered; otherwise nothing
+        is taken."""
+        if self.check_request_ids or not self.bidirectional or self.lenient or \
+                self.version < (1, 3) or \
+                self.field_offsets or not self.body_views or \
+                self.take_directly is not None or not self.idle or \
+                self._fragmented_11 is not None:
+            return [], pos
+        taken, end = frame_common_12(data, pos, self.max_message_size)
+        self._stream_offset += end - pos
+        return taken, end
 
     def _framed(self, header: GiopHeader, raw) -> object:
         """A whole message, framed: to ``take_directly`` when it takes it (TAKEN), else
@@ -539,7 +566,7 @@ class GiopConnection:
         if header.size < 4:
             return self._violation(GIOPError("fragmented message too short for its "
                                              "request_id", offset + 8), header, offset)
-        request_id = CDRReader(raw, start=HEADER_SIZE, little=header.little).read_ulong()
+        request_id = _ULONG[header.little].unpack_from(raw, HEADER_SIZE)[0]
         if request_id in self._fragmented:
             del self._fragmented[request_id]
             return self._violation(GIOPError(
@@ -574,7 +601,7 @@ class GiopConnection:
                                    header, offset)
         if header.version == (1, 1):
             entry = self._fragmented_11
-            data = raw[HEADER_SIZE:]
+            data = memoryview(raw)[HEADER_SIZE:]
             request_id = None
             if entry is None:
                 return self._violation(GIOPError(
@@ -584,8 +611,8 @@ class GiopConnection:
             if header.size < 4:
                 return self._violation(GIOPError("GIOP 1.2 Fragment without its "
                                                  "request_id", offset + 8), header, offset)
-            request_id = CDRReader(raw, start=HEADER_SIZE, little=header.little).read_ulong()
-            data = raw[HEADER_SIZE + 4:]
+            request_id = _ULONG[header.little].unpack_from(raw, HEADER_SIZE)[0]
+            data = memoryview(raw)[HEADER_SIZE + 4:]
             entry = self._fragmented.get(request_id)
             if entry is None:
                 if request_id in self._dropped_fragment_ids:
@@ -624,10 +651,11 @@ class GiopConnection:
         if header.more_fragments:
             return None
         self._drop(entry, request_id)
-        body = b"".join(entry.parts)
         first_flags = first.flags & ~FLAG_MORE_FRAGMENTS
-        whole = encode_header(first.version, first.little, first.msg_type, len(body),
-                              extra_flags=first_flags & ~1, magic=first.magic) + body
+        # (header and parts copied once, together)
+        whole = b"".join([encode_header(first.version, first.little, first.msg_type,
+                                        entry.size, extra_flags=first_flags & ~1,
+                                        magic=first.magic), *entry.parts])
         segments = None
         if first.version == (1, 1):
             # 1.1 fragment data is aligned relative to its own fragment: each part

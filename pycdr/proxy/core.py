@@ -51,8 +51,8 @@ from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, Answer, MessageReceived, ProtocolViolation
 from ..giop.header import HEADER_SIZE, MAX_MESSAGE_SIZE, MsgType, encode_header, parse_header
 from ..giop.layout import message_fields
-from ..giop.messages import (LocateReply, LocateStatus, Reply, ReplyStatus, decode_message,
-                             encode_fragments, encode_message)
+from ..giop.messages import (KeyAddr, LocateReply, LocateStatus, Reply, ReplyStatus,
+                             Request, decode_message, encode_fragments, encode_message)
 from ..giop.sysexc import OMG_VMCID, TRANSIENT, CompletionStatus
 from .rules import Rules, bind_exceptions
 
@@ -93,7 +93,7 @@ class Close:
     abrupt: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Call:
     request_id: int
     operation: str | None
@@ -229,6 +229,15 @@ class ProxyConnection:
         pos, size = 0, len(source)
         limit = self.core.limits.max_message_size
         out: list = []
+        if source is data:
+            # the common messages framed and decoded in one call (what receive_message
+            # gives for each); the general loop below frames from the first other one
+            taken, _ = d.checker.receive_common(source)
+            for raw, msg in taken:
+                pos += len(raw)
+                self._common(side, msg, raw, ts, out)
+                if d.closed or self.finished or self.relaying:
+                    break
         while size - pos >= HEADER_SIZE and not d.closed and not self.finished \
                 and not self.relaying:
             try:
@@ -251,6 +260,17 @@ class ProxyConnection:
                 frame = source
                 d.buf = bytearray()
                 self.core.held_total -= total
+            elif pos == 0 and size - total <= total:
+                # the buffer holds this message and less than as much after it: the
+                # message goes on as the buffer itself, cut to its size, and the smaller
+                # part, what follows, is copied into a new buffer
+                frame = source
+                source = d.buf = frame[total:]
+                del frame[total:]
+                self.core.held_total -= total
+                size = len(source)
+                self._frame(side, header, frame, ts, out)
+                continue
             else:
                 frame = bytes(memoryview(source)[pos:pos + total])
             pos += total
@@ -311,7 +331,7 @@ class ProxyConnection:
         event = checker.receive_message(header, frame)
         if type(event) is MessageReceived and event.fragments == 1:
             # the usual case: a message in one piece (no chain to look up)
-            self._message(side, event, [frame], ts, out)
+            self._common(side, event.message, frame, ts, out, event=event)
             return
         key = _chain_key(header, frame)
         if event is NEED_DATA:
@@ -338,7 +358,7 @@ class ProxyConnection:
                 self.core.held_total -= n
                 frames = chain + frames
         if isinstance(event, MessageReceived):
-            self._message(side, event, frames, ts, out)
+            self._common(side, event.message, event.raw, ts, out, frames, event)
         elif isinstance(event, ProtocolViolation):
             self._relay(side, str(event.error), frames, out)
         else:                                   # ConnectionClosed: framing is gone
@@ -430,6 +450,42 @@ class ProxyConnection:
             out.append(Close(1 - side))
             out.append(Close(side))
             self._finish()
+
+    def _common(self, side, msg, raw, ts, out, frames=None, event=None) -> None:
+        """What _message does with a whole message (``raw``, its bytes; ``frames``, the
+        messages it came in, when not just ``raw``; ``event``, its MessageReceived if
+        one was made): a call's request or its NO_EXCEPTION reply that no rule, hook,
+        route to open or reference to move concerns goes on and is tracked without an
+        event or an entry; anything else through _message."""
+        core = self.core
+        if not core.rules.rules and core.hooks is None and core.open_route is None and \
+                self.upstream_down is None:
+            kind = type(msg)
+            if kind is Request and side == CLIENT and type(msg.target) is KeyAddr:
+                key = msg.target.object_key.hex()
+                call = _Call(msg.request_id, msg.operation, key, core.tracker.interfaces.get(key),
+                             msg.version, msg.little, msg.response_flags != 0)
+                if call.response_expected:
+                    self.calls[msg.request_id] = call
+                core.tracker.common_request(self.track, CLIENT, msg, ts, raw,
+                                            1 if event is None else event.fragments)
+                out.append(Send(SERVER, frames or [raw]))
+                return
+            if kind is Reply and side == SERVER and msg.reply_status == 0:
+                call = self.calls.get(msg.request_id)
+                if call is not None and not self._may_move_result(call):
+                    del self.calls[msg.request_id]
+                    frames = frames or [raw]
+                    core.tracker.common_reply(self.track, SERVER, msg, ts, raw, len(frames))
+                    out.append(Send(CLIENT, frames))
+                    return
+        self._message(side, event or MessageReceived(msg, raw, 1, 0), frames or [raw], ts, out)
+
+    def _may_move_result(self, call) -> bool:
+        """Whether the results of ``call`` may hold a reference to move (by its IDL, or
+        the operations every object has)."""
+        op = self.core.operations.operation(call.interface, call.operation)
+        return op is not None and self.core.result_types(op) is not None
 
     def _track(self, side, msg, event, ts) -> None:
         # (not msg.to_json(): its service contexts, offsets and body hex cost more than

@@ -12,11 +12,11 @@ from ...codec import marshal
 from ...codec.cdr import CDRReader
 from ...errors import PycdrError
 from .. import service_contexts as sc
-from ..header import GIOP_MAGIC, GiopHeader, MsgType, parse_header
+from ..header import GIOP_MAGIC, HEADER_SIZE, GiopHeader, MsgType, parse_header
 from .model import AddressingDisposition, KeyAddr, Message, Reply, ReplyStatus, Request
 
 if marshal.IMPLEMENTATION == "c":
-    from ...codec._speedups import configure_giop, decode_common_12
+    from ...codec._speedups import configure_giop, decode_common_12, frame_common_12
 
 
 # --- The ORB's hot path: GIOP 1.2/1.3 Requests with a KeyAddr target and
@@ -149,3 +149,39 @@ def _c_decode_common_12():
 
 _decode_common_12_python = _decode_common_12
 _decode_common_12 = _c_decode_common_12() or _decode_common_12
+
+
+# --- A proxy's hot path: a run of such messages framed and decoded in one call.
+# pycdr.codec._speedups.frame_common_12 is _frame_common_12 in C (on the C path):
+# tests/test_giop_fast_decode.py compares the two.
+def _frame_common_12(data: bytes, pos: int, max_message_size: int) -> tuple[list, int]:
+    """([(bytes, message), ...], end): the whole messages at ``data[pos:]`` that
+    _decode_common_12 takes, one after the other, each message's body a view of its
+    bytes (a message that is all of ``data`` is ``data`` itself); ``end``: where the
+    first other one starts (incomplete, a header parse_header refuses, over
+    ``max_message_size``, or one for the general decoder), for the caller to frame."""
+    taken = []
+    end = len(data)
+    while end - pos >= HEADER_SIZE:
+        try:
+            header = parse_header(data, pos)
+        except PycdrError:
+            break
+        total = header.total_size
+        if header.size > max_message_size or total > end - pos:
+            break
+        raw = data if pos == 0 and total == end else data[pos:pos + total]
+        msg = _decode_common_12(raw, header, True)
+        if msg is None:
+            break
+        taken.append((raw, msg))
+        pos += total
+    return taken, pos
+
+
+def _c_frame_common_12():
+    return frame_common_12 if marshal.IMPLEMENTATION == "c" else None
+
+
+_frame_common_12_python = _frame_common_12
+frame_common_12 = _c_frame_common_12() or _frame_common_12
