@@ -61,3 +61,27 @@ def test_a_little_endian_profile_stays_little_endian_and_keeps_its_key_without_k
     moved, changes = ReferenceRewriter({("a", 1): ("b", 2)}).rewrite(ior)
     assert moved.profiles[0].data[0] == 1                          # the byte-order octet
     assert profiles(moved)[0].object_key == b"k" and changes[0].new_key == b"k"
+
+
+def test_a_rewriting_seen_before_is_remembered_while_the_routes_stay():
+    ior = make_ior("IDL:Echo:1.0", [IIOPProfile((1, 2), "old.example", 2809, b"key")])
+    again = make_ior("IDL:Echo:1.0", [IIOPProfile((1, 2), "old.example", 2809, b"key")])
+    rewriter = ReferenceRewriter({("old.example", 2809): ("new", 4000)})
+    first, changes = rewriter.rewrite(ior)
+    second, changes_again = rewriter.rewrite(again)
+    assert second == first and profiles(first)[0].port == 4000
+    assert changes_again == changes and changes_again is not changes
+    changes_again.clear()                   # (each caller gets its own list)
+    assert rewriter.rewrite(ior)[1] == changes
+    # a route changed or added: rewritten by the routes as they are now
+    rewriter.routes[("old.example", 2809)] = ("newer", 5000)
+    assert profiles(rewriter.rewrite(again)[0])[0].port == 5000
+    del rewriter.routes[("old.example", 2809)]
+    unchanged, none = rewriter.rewrite(again)
+    assert unchanged is again and none == []
+    assert rewriter.rewrite(ior) == (ior, [])
+    # with keys given by key_for, nothing is remembered (they may change)
+    keys = iter([b"k1", b"k2"])
+    keyed = ReferenceRewriter({("old.example", 2809): ("new", 4000)},
+                              key_for=lambda key, address: next(keys))
+    assert [profiles(keyed.rewrite(ior)[0])[0].object_key for _ in range(2)] == [b"k1", b"k2"]

@@ -1,6 +1,8 @@
 """The proxy's common path -- a run of common GIOP 1.2/1.3 Requests and Replies framed
 and decoded in one call (GiopConnection.receive_common, pycdr.codec._speedups on the C
-path), their calls relayed and tracked without events or entries (ProxyConnection._common,
+path), a fragmented message whose fragments came together joined in one call
+(GiopConnection.receive_chain), their calls relayed and tracked without events or
+entries (ProxyConnection._common,
 CallTracker.common_request / common_reply) -- against the general path alone: for
 streams of real and made messages of every version, byte order and kind, fragments,
 oneways, reused and unknown request ids, cut and merged into reads at random, the same
@@ -42,7 +44,7 @@ def made_calls(rng: random.Random) -> list:
                       target=KeyAddr(rng.choice([b"Echo", b"\x00\x01key"])), operation=op,
                       service_contexts=contexts, body=body)
         data = encode_message(req)
-        pieces = encode_fragments(req, data, 48) if rng.random() < 0.15 else [data]
+        pieces = encode_fragments(req, data, 48) if rng.random() < 0.3 else [data]
         out += [(CLIENT, p) for p in pieces]
         if flags == 0 or rng.random() < 0.05:
             continue
@@ -51,7 +53,7 @@ def made_calls(rng: random.Random) -> list:
                     service_contexts=contexts, body=b"\0\0\0\x2a" if op == "echo_long" else
                     b"\0\0\0\x03ab\0" if op == "echo_string" else b"\0")
         data = encode_message(rep)
-        pieces = encode_fragments(rep, data, 40) if rng.random() < 0.15 else [data]
+        pieces = encode_fragments(rep, data, 40) if rng.random() < 0.3 else [data]
         out += [(SERVER, p) for p in pieces] * (2 if rng.random() < 0.03 else 1)
     return out
 
@@ -115,17 +117,25 @@ def test_the_common_path_relays_and_tracks_as_the_general_one(monkeypatch, idl, 
     if seed == 2:
         messages += captured(rng)           # (the general path's: relayed from a violation on)
     stream = reads(messages, rng)
-    taken = []
-    common = GiopConnection.receive_common
+    taken, chains = [], []
+    common, chain = GiopConnection.receive_common, GiopConnection.receive_chain
 
     def counted(self, data, pos=0):
         got, end = common(self, data, pos)
         taken.extend(got)
         return got, end
+
+    def counted_chain(self, data, pos=0):
+        got = chain(self, data, pos)
+        if got is not None:
+            chains.append(got)
+        return got
     monkeypatch.setattr(GiopConnection, "receive_common", counted)
+    monkeypatch.setattr(GiopConnection, "receive_chain", counted_chain)
     fast = relayed(stream, idl=idl, rules=rules)
-    assert len(taken) > 50          # (the common path was taken)
+    assert len(taken) > 50 and len(chains) > 3      # (the common path was taken)
     monkeypatch.setattr(GiopConnection, "receive_common", lambda self, data, pos=0: ([], pos))
+    monkeypatch.setattr(GiopConnection, "receive_chain", lambda self, data, pos=0: None)
     general = relayed(stream, idl=idl, rules=rules)
     assert fast[0] == general[0]
     assert fast[1] == general[1] and len(fast[1]) > 50

@@ -22,6 +22,7 @@ from .csiv2 import CSISecMechList, TLSSecTrans
 from .iiop import AlternateIIOPAddress, IIOPProfile, SSLSecTrans, decode_profile, encode_profile
 
 Address = tuple          # (host, port)
+_MAX_REWRITTEN = 1024    # IORs whose rewriting a ReferenceRewriter remembers
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,12 @@ class ReferenceRewriter:
     def __init__(self, routes: dict, key_for: Callable[[bytes, str], bytes] | None = None):
         self.routes = {(host.lower(), port): new for (host, port), new in routes.items()}
         self.key_for = key_for
+        # What rewrite() gave for the IORs seen last (IOR -> (new IOR, changes), or None
+        # when it left one whole), while the routes stay as they were then: a proxy or
+        # a replay sees the same references again and again.  Without key_for only
+        # (the keys it gives may change as it learns).
+        self._rewritten: dict = {}
+        self._rewritten_routes: dict = {}
 
     def route(self, host: str, port: int) -> Address | None:
         return self.routes.get((host.lower(), port))
@@ -61,6 +68,29 @@ class ReferenceRewriter:
         and an empty list when nothing in it is routed."""
         if ior is None or ior.is_nil:
             return ior, []
+        known = self._rewritten
+        if self.key_for is None:
+            if self.routes != self._rewritten_routes:
+                known.clear()
+                self._rewritten_routes = dict(self.routes)
+            try:
+                seen = known.get(ior, False)
+            except TypeError:               # (a profile's data that is not bytes)
+                seen = known = None
+            if seen is None:
+                return ior, []
+            if seen is not False:
+                return seen[0], list(seen[1])
+        else:
+            known = None
+        moved, changes = self._rewrite(ior)
+        if known is not None:
+            if len(known) >= _MAX_REWRITTEN:
+                known.clear()
+            known[ior] = None if moved is ior else (moved, tuple(changes))
+        return moved, changes
+
+    def _rewrite(self, ior: IOR) -> tuple:
         changes, profiles, changed = [], [], False
         for tagged in ior.profiles:
             profile = decode_profile(tagged, lenient=True)

@@ -44,8 +44,8 @@ from ..errors import (DecodeError, GIOPError, LocalProtocolError, MessageTooLarg
 from . import service_contexts as sc
 from .events import (NEED_DATA, TAKEN, Answer, ConnectionClosed, MessageReceived,
                      ProtocolViolation)
-from .header import (FLAG_MORE_FRAGMENTS, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHeader, MsgType,
-                     encode_header, message_error_bytes, may_fragment, parse_header)
+from .header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_SIZE, GiopHeader,
+                     MsgType, encode_header, message_error_bytes, may_fragment, parse_header)
 from .messages import (CloseConnection, Message, MessageError, MessageTemplate, Reply,
                        ReplyStatus, Request, decode_message, encode_fragments,
                        encode_message)
@@ -56,6 +56,7 @@ __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 
 # A fragmented message's request id (its size checked first: 4 bytes are there).
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
+_CHAIN_VERSIONS = ((1, 2), (1, 3))          # receive_chain's
 
 # receive_buffer(): reads go into a scratch buffer of SCRATCH_SIZE, several messages to
 # a read; the complete messages are copied out of it, and the bytes of an incomplete one
@@ -320,6 +321,68 @@ class GiopConnection:
         taken, end = frame_common_12(data, pos, self.max_message_size)
         self._stream_offset += end - pos
         return taken, end
+
+    def receive_chain(self, data: bytes, pos: int = 0):
+        """``(frames, event)`` of a fragmented GIOP 1.2/1.3 Request or Reply whose first
+        message and Fragments (its own, in its byte order, each a multiple of 8 bytes
+        but the last, together within max_reassembly_size) are all whole at
+        ``data[pos:]``, one after the other: what receive_message gives for each
+        (nothing until the last, then ``event``), in one call; ``frames`` are views of
+        ``data``, which is copied once, into the whole message.  None, with nothing
+        taken, for anything else; when receive_common would take nothing, too."""
+        if self.check_request_ids or not self.bidirectional or self.lenient or \
+                self.version < (1, 3) or self.field_offsets or not self.body_views or \
+                self.take_directly is not None or not self.idle or \
+                self._fragmented_11 is not None or self.max_pending_fragmented < 1:
+            return None
+        end, limit = len(data), self.max_message_size
+        if end - pos < HEADER_SIZE:
+            return None
+        try:
+            first = parse_header(data, pos)
+        except PycdrError:
+            return None
+        version, flags = first.version, first.flags
+        total = first.total_size
+        if first.magic != GIOP_MAGIC or version not in _CHAIN_VERSIONS or \
+                flags not in (2, 3) or first.msg_type > MsgType.Reply or \
+                not 4 <= first.size <= limit or total > end - pos or total % 8:
+            return None
+        ulong = _ULONG[flags == 3].unpack_from
+        request_id = ulong(data, pos + HEADER_SIZE)[0]
+        view = memoryview(data)
+        frames = [view[pos:pos + total]]
+        parts = [view[pos + HEADER_SIZE:pos + total]]
+        size = first.size
+        p = pos + total
+        while True:
+            if end - p < HEADER_SIZE:
+                return None
+            try:
+                h = parse_header(data, p)
+            except PycdrError:
+                return None
+            t = h.total_size
+            if h.magic != GIOP_MAGIC or h.msg_type != MsgType.Fragment or \
+                    h.version != version or (h.flags & 1) != (flags & 1) or \
+                    not 4 <= h.size <= limit or t > end - p or \
+                    ulong(data, p + HEADER_SIZE)[0] != request_id:
+                return None
+            more = h.flags & FLAG_MORE_FRAGMENTS
+            size += h.size - 4
+            if more and t % 8 or size > self.max_reassembly_size:
+                return None
+            frames.append(view[p:p + t])
+            parts.append(view[p + HEADER_SIZE + 4:p + t])
+            p += t
+            if not more:
+                break
+        offset = self._stream_offset
+        self._stream_offset += p - pos
+        self._dropped_fragment_ids.discard(request_id)
+        # (as _handle_fragment joins them)
+        whole = b"".join([encode_header(version, flags == 3, first.msg_type, size), *parts])
+        return frames, self._deliver(whole, offset, len(frames), [])
 
     def _framed(self, header: GiopHeader, raw) -> object:
         """A whole message, framed: to ``take_directly`` when it takes it (TAKEN), else

@@ -230,14 +230,31 @@ class ProxyConnection:
         limit = self.core.limits.max_message_size
         out: list = []
         if source is data:
-            # the common messages framed and decoded in one call (what receive_message
-            # gives for each); the general loop below frames from the first other one
-            taken, _ = d.checker.receive_common(source)
-            for raw, msg in taken:
-                pos += len(raw)
-                self._common(side, msg, raw, ts, out)
-                if d.closed or self.finished or self.relaying:
-                    break
+            # Runs of common messages framed and decoded in one call (what
+            # receive_message gives for each), and a fragmented message whose fragments
+            # are all here (what the last one gives); the general loop below frames
+            # from the first other message.
+            checker = d.checker
+            while True:
+                taken, _ = checker.receive_common(source, pos)
+                for raw, msg in taken:
+                    pos += len(raw)
+                    self._common(side, msg, raw, ts, out)
+                    if d.closed or self.finished or self.relaying:
+                        break
+                else:
+                    chain = checker.receive_chain(source, pos)
+                    if chain is not None:
+                        frames, event = chain
+                        pos += sum(map(len, frames))
+                        if type(event) is MessageReceived:
+                            self._common(side, event.message, event.raw, ts, out, frames,
+                                         event)
+                        else:               # (as _frame relays a violation)
+                            self._relay(side, str(event.error), frames, out)
+                        if not (d.closed or self.finished or self.relaying):
+                            continue
+                break
         while size - pos >= HEADER_SIZE and not d.closed and not self.finished \
                 and not self.relaying:
             try:

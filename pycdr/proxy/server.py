@@ -130,6 +130,10 @@ class _Stream(asyncio.Protocol):
     def write(self, data) -> None:
         self.transport.write(data)
 
+    def writelines(self, pieces) -> None:
+        # (uvloop: one writev for all, as a relay writes what one read brought)
+        self.transport.writelines(pieces)
+
     def get_extra_info(self, name, default=None):
         return self.transport.get_extra_info(name, default)
 
@@ -169,9 +173,13 @@ class _Output:
         writer = self.writer
         if self.idle and isinstance(item, Send) and writer is not None and not item.delay \
                 and not item.interval:
-            for piece in item.pieces:
-                writer.write(piece)
-                if self.record is not None:
+            pieces = item.pieces
+            if len(pieces) == 1:
+                writer.write(pieces[0])
+            else:
+                writer.writelines(pieces)      # (a message and its fragments)
+            if self.record is not None:
+                for piece in pieces:
                     self.record(piece)
             waiting = writer.transport.get_write_buffer_size()
             if self.peak is not None:
