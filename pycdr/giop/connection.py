@@ -57,6 +57,7 @@ __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 # A fragmented message's request id (its size checked first: 4 bytes are there).
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
 _CHAIN_VERSIONS = ((1, 2), (1, 3))          # receive_chain's
+_HEAD = struct.Struct("4sBBBB")             # a header's magic, version, flags and type
 
 # receive_buffer(): reads go into a scratch buffer of SCRATCH_SIZE, several messages to
 # a read; the complete messages are copied out of it, and the bytes of an incomplete one
@@ -356,20 +357,19 @@ class GiopConnection:
         size = first.size
         p = pos + total
         while True:
+            # (the fragment's header read here: parse_header's checks and these)
             if end - p < HEADER_SIZE:
                 return None
-            try:
-                h = parse_header(data, p)
-            except PycdrError:
-                return None
-            t = h.total_size
-            if h.magic != GIOP_MAGIC or h.msg_type != MsgType.Fragment or \
-                    h.version != version or (h.flags & 1) != (flags & 1) or \
-                    not 4 <= h.size <= limit or t > end - p or \
+            magic, major, minor, fragment_flags, msg_type = _HEAD.unpack_from(data, p)
+            fragment_size = ulong(data, p + 8)[0]
+            t = HEADER_SIZE + fragment_size
+            if magic != GIOP_MAGIC or msg_type != MsgType.Fragment or \
+                    (major, minor) != version or (fragment_flags & 1) != (flags & 1) or \
+                    not 4 <= fragment_size <= limit or t > end - p or \
                     ulong(data, p + HEADER_SIZE)[0] != request_id:
                 return None
-            more = h.flags & FLAG_MORE_FRAGMENTS
-            size += h.size - 4
+            more = fragment_flags & FLAG_MORE_FRAGMENTS
+            size += fragment_size - 4
             if more and t % 8 or size > self.max_reassembly_size:
                 return None
             frames.append(view[p:p + t])

@@ -34,6 +34,7 @@ be written is the I/O layer's to bound (it stops reading a side whose output wai
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import random
 import re
@@ -851,7 +852,11 @@ def _rewritten(msg, items, values, rewrite) -> tuple | None:
     def write_body(w):
         for tc, v in zip(items, values):
             write_value(w, tc, v)
-    return _encoded(dataclasses.replace(msg, body=b""), write_body)
+    # (a shallow copy with its body emptied: what dataclasses.replace(msg, body=b"") makes,
+    # the messages having no __post_init__, in a fraction of its time)
+    moved = copy.copy(msg)
+    moved.body = b""
+    return _encoded(moved, write_body)
 
 
 def _encoded(msg, write_body) -> tuple:
