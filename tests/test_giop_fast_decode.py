@@ -183,3 +183,76 @@ def test_framing_leaks_no_reference():
             _speedups.frame_common_12(run, 0, 1 << 20)
         gc.collect()
         assert sys.getallocatedblocks() - before < 50
+
+
+CHAIN_PYTHON = fast12._frame_chain_12_python
+
+
+def chain_outcome(fn, data, pos, limit, whole_limit):
+    got = fn(data, pos, limit, whole_limit)
+    if got is None:
+        return None
+    frames, whole, msg, end = got
+    assert all(type(f) is memoryview and f.obj is data for f in frames)
+    return [bytes(f) for f in frames], whole, message_fields(msg), end
+
+
+def chains(rng: random.Random):
+    """Fragmented Requests and Replies (and other messages) of every version and byte
+    order, with what may follow them, changed here and there."""
+    from pycdr.giop.messages import encode_fragments
+    for _ in range(1500):
+        version = rng.choice([(1, 1), (1, 2), (1, 3), (1, 3)])
+        little = rng.random() < 0.5
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 300)))
+        if rng.random() < 0.5:
+            msg = Request(version=version, little=little, request_id=rng.randrange(1 << 32),
+                          operation=rng.choice(["op", "echo_octets"]),
+                          target=KeyAddr(b"key" * rng.randrange(1, 9)), body=body)
+        else:
+            msg = Reply(version=version, little=little, request_id=rng.randrange(1 << 32),
+                        reply_status=rng.choice([0, 0, 0, 1]), body=body)
+        data = encode_message(msg)
+        pieces = encode_fragments(msg, data, rng.choice([32, 48, 64, 128]))
+        run = b"".join(pieces) + rng.choice([b"", data, data[:10]])
+        if rng.random() < 0.3:
+            mutated = bytearray(run)
+            at = rng.randrange(len(run))
+            mutated[at] = rng.choice([0, 1, 2, 3, 7, 0xFF, rng.randrange(256)])
+            run = bytes(mutated)
+        if rng.random() < 0.1:
+            run = run[:rng.randrange(len(run))]
+        yield run
+
+
+def test_c_frames_every_chain_as_python():
+    from pycdr.codec import _speedups
+    rng = random.Random(5)
+    taken = 0
+    for run in chains(rng):
+        pos = 0
+        limit = rng.choice([1 << 31, 1 << 31, rng.randrange(16, 200)])
+        whole_limit = rng.choice([64 << 20, 64 << 20, rng.randrange(16, 400)])
+        expected = chain_outcome(CHAIN_PYTHON, run, pos, limit, whole_limit)
+        assert chain_outcome(_speedups.frame_chain_12, run, pos, limit, whole_limit) == \
+            expected, (run.hex(), limit, whole_limit)
+        taken += expected is not None
+    assert fast12.frame_chain_12 is _speedups.frame_chain_12
+    assert 200 < taken < 1400, taken
+
+
+def test_chain_framing_leaks_no_reference():
+    from pycdr.codec import _speedups
+    from pycdr.giop.messages import encode_fragments
+    msg = Request(version=(1, 2), little=True, request_id=9, operation="op",
+                  target=KeyAddr(b"key"), body=bytes(200))
+    run = b"".join(encode_fragments(msg, encode_message(msg), 64))
+    for data in (run, run[:-3], run + run[:20]):
+        for _ in range(200):
+            _speedups.frame_chain_12(data, 0, 1 << 20, 1 << 20)
+        gc.collect()
+        before = sys.getallocatedblocks()
+        for _ in range(2000):
+            _speedups.frame_chain_12(data, 0, 1 << 20, 1 << 20)
+        gc.collect()
+        assert sys.getallocatedblocks() - before < 50

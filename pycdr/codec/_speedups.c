@@ -31,7 +31,8 @@
  * One more thing runs here besides the plans: the ORB's fast decode of common
  * GIOP 1.2/1.3 Requests and Replies (decode_common_12, section 9), the C
  * form of pycdr/giop/messages/fast12.py's _decode_common_12, and the framing of a
- * run of such messages (frame_common_12: a proxy's hot path).
+ * run of such messages and of a fragmented one (frame_common_12, frame_chain_12: a
+ * proxy's hot path).
  *
  * Ownership: input is read through the buffer protocol without copying; every
  * value returned is a new Python object (bytes for sequence<octet>, str for
@@ -3046,6 +3047,139 @@ PyDoc_STRVAR(frame_common_12_doc,
 "whole messages at data[pos:] that decode_common_12 takes (bodies as views), up to the\n"
 "first other one.  `data`: bytes.  configure_giop() first.");
 
+/* frame_chain_12(data, pos, max_message_size, max_reassembly_size) is fast12.py's
+ * _frame_chain_12: a fragmented GIOP 1.2/1.3 Request or Reply at data[pos:] whose
+ * first message (flags 2 or 3, a multiple of 8 bytes) and Fragments (its request id,
+ * version and byte order; each a multiple of 8 bytes but the last; each within
+ * max_message_size, together within max_reassembly_size) are all whole there, joined
+ * as GiopConnection joins fragments and decoded by decode_common_12: (frames, whole,
+ * message, end), the frames views of data; None for anything else. */
+static PyObject *
+speedups_frame_chain_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "frame_chain_12(data, pos, max_message_size, max_reassembly_size)");
+        return NULL;
+    }
+    if (giop_request_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "frame_chain_12() before configure_giop()");
+        return NULL;
+    }
+    PyObject *data = args[0];
+    if (!PyBytes_CheckExact(data)) {
+        PyErr_SetString(PyExc_TypeError, "frame_chain_12: data must be bytes");
+        return NULL;
+    }
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) return NULL;
+    long long max_size = PyLong_AsLongLong(args[2]);
+    if (max_size == -1 && PyErr_Occurred()) return NULL;
+    long long max_whole = PyLong_AsLongLong(args[3]);
+    if (max_whole == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
+    if (pos < 0 || pos > len) {
+        PyErr_SetString(PyExc_ValueError, "frame_chain_12: pos out of range");
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (giop_versions[i] == NULL &&
+                (giop_versions[i] = Py_BuildValue("(ii)", 1, 2 + i)) == NULL)
+            return NULL;
+    }
+    const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
+    if (len - pos < 12) Py_RETURN_NONE;
+    const unsigned char *h = buf + pos;
+    if (memcmp(h, "GIOP", 4) != 0 || h[4] != 1 || (h[5] != 2 && h[5] != 3) ||
+            (h[6] != 2 && h[6] != 3) || h[7] > 1)
+        Py_RETURN_NONE;
+    int little = h[6] & 1, swap = little != NATIVE_LITTLE;
+    long long size = load32(h + 8, swap), total = 12 + size;
+    if (size < 4 || size > max_size || total > (long long)(len - pos) || total % 8)
+        Py_RETURN_NONE;
+    uint32_t request_id = load32(h + 12, swap);
+    /* The fragments: checked first, nothing made until the chain is whole. */
+    Py_ssize_t p = pos + (Py_ssize_t)total;
+    Py_ssize_t count = 1;
+    for (;;) {
+        if (len - p < 12) Py_RETURN_NONE;
+        const unsigned char *f = buf + p;
+        if (memcmp(f, "GIOP", 4) != 0 || f[7] != 7 || f[4] != 1 || f[5] != h[5] ||
+                (f[6] & 1) != little)
+            Py_RETURN_NONE;
+        long long fsize = load32(f + 8, swap), t = 12 + fsize;
+        if (fsize < 4 || fsize > max_size || t > (long long)(len - p) ||
+                load32(f + 12, swap) != request_id)
+            Py_RETURN_NONE;
+        int more = f[6] & 2;
+        size += fsize - 4;
+        if ((more && t % 8) || size > max_whole) Py_RETURN_NONE;
+        p += (Py_ssize_t)t;
+        count++;
+        if (!more) break;
+    }
+    Py_ssize_t end = p;
+    /* The whole message: the first's header (its byte order, no other flag) and data,
+     * then each fragment's data. */
+    PyObject *whole = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(12 + size));
+    if (whole == NULL) return NULL;
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(whole);
+    memcpy(w, "GIOP", 4);
+    w[4] = 1; w[5] = h[5]; w[6] = (unsigned char)little; w[7] = h[7];
+    uint32_t whole_size = (uint32_t)size;
+    if (little) {
+        w[8] = whole_size & 0xff; w[9] = whole_size >> 8 & 0xff;
+        w[10] = whole_size >> 16 & 0xff; w[11] = whole_size >> 24;
+    } else {
+        w[11] = whole_size & 0xff; w[10] = whole_size >> 8 & 0xff;
+        w[9] = whole_size >> 16 & 0xff; w[8] = whole_size >> 24;
+    }
+    Py_ssize_t at = 12;
+    long long first_size = load32(h + 8, swap);
+    memcpy(w + at, h + 12, (size_t)first_size);
+    at += (Py_ssize_t)first_size;
+    PyObject *frames = PyList_New(count), *view = NULL, *msg = NULL;
+    if (frames == NULL) goto fail;
+    view = PyMemoryView_FromObject(data);
+    if (view == NULL) goto fail;
+    PyObject *frame = PySequence_GetSlice(view, pos, pos + (Py_ssize_t)(12 + first_size));
+    if (frame == NULL) goto fail;
+    PyList_SET_ITEM(frames, 0, frame);
+    p = pos + (Py_ssize_t)(12 + first_size);
+    for (Py_ssize_t i = 1; i < count; i++) {
+        const unsigned char *f = buf + p;
+        Py_ssize_t t = 12 + (Py_ssize_t)load32(f + 8, swap);
+        memcpy(w + at, f + 16, (size_t)(t - 16));
+        at += t - 16;
+        frame = PySequence_GetSlice(view, p, p + t);
+        if (frame == NULL) goto fail;
+        PyList_SET_ITEM(frames, i, frame);
+        p += t;
+    }
+    msg = giop_decode_checked(whole, giop_versions[h[5] - 2], little, h[7], size,
+                              (const unsigned char *)PyBytes_AS_STRING(whole), 1);
+    if (msg == NULL) goto fail;
+    if (msg == Py_None) {
+        Py_DECREF(view); Py_DECREF(frames); Py_DECREF(whole);
+        return msg;
+    }
+    PyObject *result = Py_BuildValue("(NNNn)", frames, whole, msg, end);
+    Py_DECREF(view);
+    return result;
+fail:
+    Py_XDECREF(view);
+    Py_XDECREF(frames);
+    Py_XDECREF(msg);
+    Py_DECREF(whole);
+    return NULL;
+}
+
+PyDoc_STRVAR(frame_chain_12_doc,
+"frame_chain_12(data, pos, max_message_size, max_reassembly_size)\n--\n\n"
+"pycdr.giop.messages.fast12._frame_chain_12 in C: (frames, whole, message, end) of a\n"
+"fragmented GIOP 1.2/1.3 Request or Reply whose fragments are all at data[pos:] (bytes),\n"
+"joined and decoded by decode_common_12, or None.  configure_giop() first.");
+
 PyDoc_STRVAR(configure_giop_doc,
 "configure_giop(Request, request_defaults, request_factories,\n"
 "               Reply, reply_defaults, reply_factories, KeyAddr,\n"
@@ -4290,6 +4424,8 @@ static PyMethodDef speedups_methods[] = {
      configure_giop_doc},
     {"frame_common_12", (PyCFunction)(void (*)(void))speedups_frame_common_12,
      METH_FASTCALL, frame_common_12_doc},
+    {"frame_chain_12", (PyCFunction)(void (*)(void))speedups_frame_chain_12,
+     METH_FASTCALL, frame_chain_12_doc},
     {"serve_request", (PyCFunction)(void (*)(void))speedups_serve_request, METH_FASTCALL,
      serve_request_doc},
     {"encode_request", (PyCFunction)(void (*)(void))speedups_encode_request, METH_FASTCALL,

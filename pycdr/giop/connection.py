@@ -49,15 +49,13 @@ from .header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, MAX_MESSAGE_S
 from .messages import (CloseConnection, Message, MessageError, MessageTemplate, Reply,
                        ReplyStatus, Request, decode_message, encode_fragments,
                        encode_message)
-from .messages.fast12 import frame_common_12
+from .messages.fast12 import frame_chain_12, frame_common_12
 from .sysexc import IMP_LIMIT, OMG_VMCID, CompletionStatus
 
 __all__ = ["GiopConnection", "Role", "NEED_DATA"]
 
 # A fragmented message's request id (its size checked first: 4 bytes are there).
 _ULONG = {False: struct.Struct(">I"), True: struct.Struct("<I")}
-_CHAIN_VERSIONS = ((1, 2), (1, 3))          # receive_chain's
-_HEAD = struct.Struct("4sBBBB")             # a header's magic, version, flags and type
 
 # receive_buffer(): reads go into a scratch buffer of SCRATCH_SIZE, several messages to
 # a read; the complete messages are copied out of it, and the bytes of an incomplete one
@@ -336,53 +334,20 @@ class GiopConnection:
                 self.take_directly is not None or not self.idle or \
                 self._fragmented_11 is not None or self.max_pending_fragmented < 1:
             return None
-        end, limit = len(data), self.max_message_size
-        if end - pos < HEADER_SIZE:
+        got = frame_chain_12(data, pos, self.max_message_size, self.max_reassembly_size)
+        if got is None:
             return None
-        try:
-            first = parse_header(data, pos)
-        except PycdrError:
-            return None
-        version, flags = first.version, first.flags
-        total = first.total_size
-        if first.magic != GIOP_MAGIC or version not in _CHAIN_VERSIONS or \
-                flags not in (2, 3) or first.msg_type > MsgType.Reply or \
-                not 4 <= first.size <= limit or total > end - pos or total % 8:
-            return None
-        ulong = _ULONG[flags == 3].unpack_from
-        request_id = ulong(data, pos + HEADER_SIZE)[0]
-        view = memoryview(data)
-        frames = [view[pos:pos + total]]
-        parts = [view[pos + HEADER_SIZE:pos + total]]
-        size = first.size
-        p = pos + total
-        while True:
-            # (the fragment's header read here: parse_header's checks and these)
-            if end - p < HEADER_SIZE:
-                return None
-            magic, major, minor, fragment_flags, msg_type = _HEAD.unpack_from(data, p)
-            fragment_size = ulong(data, p + 8)[0]
-            t = HEADER_SIZE + fragment_size
-            if magic != GIOP_MAGIC or msg_type != MsgType.Fragment or \
-                    (major, minor) != version or (fragment_flags & 1) != (flags & 1) or \
-                    not 4 <= fragment_size <= limit or t > end - p or \
-                    ulong(data, p + HEADER_SIZE)[0] != request_id:
-                return None
-            more = fragment_flags & FLAG_MORE_FRAGMENTS
-            size += fragment_size - 4
-            if more and t % 8 or size > self.max_reassembly_size:
-                return None
-            frames.append(view[p:p + t])
-            parts.append(view[p + HEADER_SIZE + 4:p + t])
-            p += t
-            if not more:
-                break
+        frames, whole, msg, end = got
         offset = self._stream_offset
-        self._stream_offset += p - pos
-        self._dropped_fragment_ids.discard(request_id)
-        # (as _handle_fragment joins them)
-        whole = b"".join([encode_header(version, flags == 3, first.msg_type, size), *parts])
-        return frames, self._deliver(whole, offset, len(frames), [])
+        self._stream_offset += end - pos
+        self._dropped_fragment_ids.discard(msg.request_id)
+        # (as _deliver hands out what decode_message gives: decode_common_12's message)
+        problem = self._check_received(msg)
+        if problem is not None:
+            error, answer = problem
+            return frames, self._violation(error, parse_header(whole), offset,
+                                           msg.request_id, answer)
+        return frames, MessageReceived(msg, whole, len(frames), offset)
 
     def _framed(self, header: GiopHeader, raw) -> object:
         """A whole message, framed: to ``take_directly`` when it takes it (TAKEN), else

@@ -134,6 +134,7 @@ class ProxyCore:
         self._streams = 0
         self._result_types: dict = {}        # Operation -> result_types(op)
         self._argument_types: dict = {}      # Operation -> argument_types(op)
+        self.moves_result: dict = {}        # (interface, operation) -> bool (_may_move_result)
         # fn(text) told when a connection becomes a byte relay and why, or None
         self.notice = None
 
@@ -244,7 +245,8 @@ class ProxyConnection:
                     if d.closed or self.finished or self.relaying:
                         break
                 else:
-                    chain = checker.receive_chain(source, pos)
+                    chain = checker.receive_chain(source, pos) \
+                        if size - pos >= HEADER_SIZE else None
                     if chain is not None:
                         frames, event = chain
                         pos += sum(map(len, frames))
@@ -256,6 +258,12 @@ class ProxyConnection:
                         if not (d.closed or self.finished or self.relaying):
                             continue
                 break
+            if pos == size and not (d.closed or self.finished or self.relaying):
+                # all taken: nothing to hold, and the budget checks below as they say
+                limits = self.core.limits
+                if d.held_bytes <= limits.max_connection_bytes and \
+                        self.core.held_total <= limits.max_total_bytes:
+                    return out
         while size - pos >= HEADER_SIZE and not d.closed and not self.finished \
                 and not self.relaying:
             try:
@@ -501,9 +509,17 @@ class ProxyConnection:
 
     def _may_move_result(self, call) -> bool:
         """Whether the results of ``call`` may hold a reference to move (by its IDL, or
-        the operations every object has)."""
-        op = self.core.operations.operation(call.interface, call.operation)
-        return op is not None and self.core.result_types(op) is not None
+        the operations every object has; known once per interface and operation)."""
+        key = (call.interface, call.operation)
+        known = self.core.moves_result.get(key)
+        if known is None:
+            op = self.core.operations.operation(call.interface, call.operation)
+            known = op is not None and self.core.result_types(op) is not None
+            moves = self.core.moves_result
+            if len(moves) >= 4096:          # (names a client made up, all different)
+                moves.clear()
+            moves[key] = known
+        return known
 
     def _track(self, side, msg, event, ts) -> None:
         # (not msg.to_json(): its service contexts, offsets and body hex cost more than

@@ -12,11 +12,13 @@ from ...codec import marshal
 from ...codec.cdr import CDRReader
 from ...errors import PycdrError
 from .. import service_contexts as sc
-from ..header import GIOP_MAGIC, HEADER_SIZE, GiopHeader, MsgType, parse_header
+from ..header import (FLAG_MORE_FRAGMENTS, GIOP_MAGIC, HEADER_SIZE, GiopHeader, MsgType,
+                      encode_header, parse_header)
 from .model import AddressingDisposition, KeyAddr, Message, Reply, ReplyStatus, Request
 
 if marshal.IMPLEMENTATION == "c":
-    from ...codec._speedups import configure_giop, decode_common_12, frame_common_12
+    from ...codec._speedups import (configure_giop, decode_common_12, frame_chain_12,
+                                    frame_common_12)
 
 
 # --- The ORB's hot path: GIOP 1.2/1.3 Requests with a KeyAddr target and
@@ -179,9 +181,72 @@ def _frame_common_12(data: bytes, pos: int, max_message_size: int) -> tuple[list
     return taken, pos
 
 
+def _frame_chain_12(data: bytes, pos: int, max_message_size: int,
+                    max_reassembly_size: int):
+    """(frames, whole, message, end) of a fragmented GIOP 1.2/1.3 Request or Reply at
+    ``data[pos:]`` whose first message (flags 2 or 3, a multiple of 8 bytes) and
+    Fragments (its request id, version and byte order; each a multiple of 8 bytes but
+    the last; each within ``max_message_size``, together within ``max_reassembly_size``)
+    are all whole there: ``frames`` views of ``data``, ``whole`` the message joined as
+    GiopConnection joins fragments, ``message`` what _decode_common_12 makes of it (body
+    a view), ``end`` where the chain ends; None for anything else."""
+    end = len(data)
+    if end - pos < HEADER_SIZE:
+        return None
+    try:
+        first = parse_header(data, pos)
+    except PycdrError:
+        return None
+    version, flags, total = first.version, first.flags, first.total_size
+    if first.magic != GIOP_MAGIC or version not in _FAST_VERSIONS or flags not in (2, 3) \
+            or first.msg_type > MsgType.Reply or not 4 <= first.size <= max_message_size \
+            or total > end - pos or total % 8:
+        return None
+    ulong = _ULONG[flags == 3].unpack_from
+    request_id = ulong(data, pos + HEADER_SIZE)[0]
+    view = memoryview(data)
+    frames = [view[pos:pos + total]]
+    parts = [view[pos + HEADER_SIZE:pos + total]]
+    size = first.size
+    p = pos + total
+    while True:
+        # (the fragment's header read here: parse_header's checks and these)
+        if end - p < HEADER_SIZE:
+            return None
+        magic, major, minor, fragment_flags, msg_type = _HEAD.unpack_from(data, p)
+        fragment_size = ulong(data, p + 8)[0]
+        t = HEADER_SIZE + fragment_size
+        if magic != GIOP_MAGIC or msg_type != MsgType.Fragment or \
+                (major, minor) != version or (fragment_flags & 1) != (flags & 1) or \
+                not 4 <= fragment_size <= max_message_size or t > end - p or \
+                ulong(data, p + HEADER_SIZE)[0] != request_id:
+            return None
+        more = fragment_flags & FLAG_MORE_FRAGMENTS
+        size += fragment_size - 4
+        if more and t % 8 or size > max_reassembly_size:
+            return None
+        frames.append(view[p:p + t])
+        parts.append(view[p + HEADER_SIZE + 4:p + t])
+        p += t
+        if not more:
+            break
+    whole = b"".join([encode_header(version, flags == 3, first.msg_type, size), *parts])
+    msg = _decode_common_12(whole, None, True)
+    return None if msg is None else (frames, whole, msg, p)
+
+
+_HEAD = struct.Struct("4sBBBB")             # a header's magic, version, flags and type
+
+
 def _c_frame_common_12():
     return frame_common_12 if marshal.IMPLEMENTATION == "c" else None
 
 
+def _c_frame_chain_12():
+    return frame_chain_12 if marshal.IMPLEMENTATION == "c" else None
+
+
 _frame_common_12_python = _frame_common_12
 frame_common_12 = _c_frame_common_12() or _frame_common_12
+_frame_chain_12_python = _frame_chain_12
+frame_chain_12 = _c_frame_chain_12() or _frame_chain_12
