@@ -3053,7 +3053,8 @@ PyDoc_STRVAR(frame_common_12_doc,
  * version and byte order; each a multiple of 8 bytes but the last; each within
  * max_message_size, together within max_reassembly_size) are all whole there, joined
  * as GiopConnection joins fragments and decoded by decode_common_12: (frames, whole,
- * message, end), the frames views of data; None for anything else. */
+ * message, end), the frames views of data when the chain is all of it, else copies;
+ * None for anything else. */
 static PyObject *
 speedups_frame_chain_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -3142,7 +3143,11 @@ speedups_frame_chain_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (frames == NULL) goto fail;
     view = PyMemoryView_FromObject(data);
     if (view == NULL) goto fail;
-    PyObject *frame = PySequence_GetSlice(view, pos, pos + (Py_ssize_t)(12 + first_size));
+    /* (views only when the chain is all of data: a view keeps all of it alive) */
+    int views = pos == 0 && end == len;
+    PyObject *frame = views
+        ? PySequence_GetSlice(view, pos, pos + (Py_ssize_t)(12 + first_size))
+        : PyBytes_FromStringAndSize((const char *)h, (Py_ssize_t)(12 + first_size));
     if (frame == NULL) goto fail;
     PyList_SET_ITEM(frames, 0, frame);
     p = pos + (Py_ssize_t)(12 + first_size);
@@ -3151,7 +3156,8 @@ speedups_frame_chain_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t t = 12 + (Py_ssize_t)load32(f + 8, swap);
         memcpy(w + at, f + 16, (size_t)(t - 16));
         at += t - 16;
-        frame = PySequence_GetSlice(view, p, p + t);
+        frame = views ? PySequence_GetSlice(view, p, p + t)
+                      : PyBytes_FromStringAndSize((const char *)f, t);
         if (frame == NULL) goto fail;
         PyList_SET_ITEM(frames, i, frame);
         p += t;

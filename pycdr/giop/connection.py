@@ -327,7 +327,8 @@ class GiopConnection:
         but the last, together within max_reassembly_size) are all whole at
         ``data[pos:]``, one after the other: what receive_message gives for each
         (nothing until the last, then ``event``), in one call; ``frames`` are views of
-        ``data``, which is copied once, into the whole message.  None, with nothing
+        ``data`` when the chain is all of it (copied once, into the whole message), else
+        copies.  None, with nothing
         taken, for anything else; when receive_common would take nothing, too."""
         if self.check_request_ids or not self.bidirectional or self.lenient or \
                 self.version < (1, 3) or self.field_offsets or not self.body_views or \

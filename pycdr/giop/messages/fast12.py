@@ -187,7 +187,8 @@ def _frame_chain_12(data: bytes, pos: int, max_message_size: int,
     ``data[pos:]`` whose first message (flags 2 or 3, a multiple of 8 bytes) and
     Fragments (its request id, version and byte order; each a multiple of 8 bytes but
     the last; each within ``max_message_size``, together within ``max_reassembly_size``)
-    are all whole there: ``frames`` views of ``data``, ``whole`` the message joined as
+    are all whole there: ``frames`` views of ``data`` when the chain is all of it, else
+    copies, ``whole`` the message joined as
     GiopConnection joins fragments, ``message`` what _decode_common_12 makes of it (body
     a view), ``end`` where the chain ends; None for anything else."""
     end = len(data)
@@ -231,6 +232,9 @@ def _frame_chain_12(data: bytes, pos: int, max_message_size: int,
         if not more:
             break
     whole = b"".join([encode_header(version, flags == 3, first.msg_type, size), *parts])
+    if pos or p != end:
+        # (views only when the chain is all of data: a view keeps all of it alive)
+        frames = [bytes(f) for f in frames]
     msg = _decode_common_12(whole, None, True)
     return None if msg is None else (frames, whole, msg, p)
 
