@@ -114,8 +114,9 @@ class CallCounts:
 
 
 class CallConnection:
-    """A connection as the tracker knows it: its two sides (0 and 1), the fields every
-    row of it shares (as each side as the client), its waiting requests, and the gaps
+    """A connection as the tracker knows it: its two sides (0 and 1), a row of it
+    with the fields every row of it shares set and the others null (``shared``: as each
+    side as the client; rows are made as copies of it), its waiting requests, and the gaps
     seen in each direction (a request older than the last gap toward its client may
     have lost its reply in it)."""
     __slots__ = ("stream", "sides", "shared", "pending", "gaps", "client", "client_known")
@@ -124,10 +125,10 @@ class CallConnection:
         self.stream = stream
         self.sides = sides
         (ip0, port0), (ip1, port1) = sides
-        self.shared = (dict(common, client_ip=ip0, client_port=port0, server_ip=ip1,
-                            server_port=port1),
-                       dict(common, client_ip=ip1, client_port=port1, server_ip=ip0,
-                            server_port=port0))
+        self.shared = (dict(EMPTY_ROW, **common, client_ip=ip0, client_port=port0,
+                            server_ip=ip1, server_port=port1),
+                       dict(EMPTY_ROW, **common, client_ip=ip1, client_port=port1,
+                            server_ip=ip0, server_port=port0))
         self.pending: dict = {}
         self.gaps = [0, 0]          # gaps in the bytes each side sent
         # The side that sent the first request; until one is seen, a guess (or None).
@@ -299,8 +300,7 @@ class CallTracker:
     def _row(self, conn, side, ts, outcome) -> dict:
         """A row of ``conn`` as ``side`` sees it (the client when it is not known)."""
         client = side if conn.client is None else conn.client
-        row = EMPTY_ROW.copy()
-        row.update(conn.shared[client])
+        row = conn.shared[client].copy()
         row["ts"] = ts
         row["outcome"] = outcome
         return row
@@ -366,8 +366,7 @@ class CallTracker:
         if not conn.client_known:
             conn.client = side
             conn.client_known = True
-        row = EMPTY_ROW.copy()
-        row.update(conn.shared[side])
+        row = conn.shared[side].copy()
         row["ts"] = ts
         return row
 
@@ -517,8 +516,7 @@ class CallTracker:
         return violations
 
     def _cancel(self, conn, side, entry, ts) -> None:
-        row = EMPTY_ROW.copy()
-        row.update(conn.shared[side])
+        row = conn.shared[side].copy()
         row["ts"] = ts
         row["outcome"] = "cancelled"
         row["message_type"] = "CancelRequest"
