@@ -231,22 +231,25 @@ class ProxyConnection:
         pos, size = 0, len(source)
         limit = self.core.limits.max_message_size
         out: list = []
-        if source is data:
+        # (a fragmented message whose last fragment completes what d.buf holds: its
+        # bytes, to be taken whole as below)
+        fast = source if source is data else _buffered_chain(source)
+        if fast is not None:
             # Runs of common messages framed and decoded in one call (what
             # receive_message gives for each), and a fragmented message whose fragments
             # are all here (what the last one gives); the general loop below frames
             # from the first other message.
             checker = d.checker
             while True:
-                taken, _ = checker.receive_common(source, pos)
+                taken, _ = checker.receive_common(fast, pos)
                 for raw, msg in taken:
                     pos += len(raw)
                     self._common(side, msg, raw, ts, out)
                     if d.closed or self.finished or self.relaying:
                         break
                 else:
-                    chain = checker.receive_chain(source, pos) \
-                        if size - pos >= HEADER_SIZE else None
+                    chain = checker.receive_chain(fast, pos) \
+                        if len(fast) - pos >= HEADER_SIZE else None
                     if chain is not None:
                         frames, event = chain
                         pos += sum(map(len, frames))
@@ -258,7 +261,8 @@ class ProxyConnection:
                         if not (d.closed or self.finished or self.relaying):
                             continue
                 break
-            if pos == size and not (d.closed or self.finished or self.relaying):
+            if pos == size and source is data and \
+                    not (d.closed or self.finished or self.relaying):
                 # all taken: nothing to hold, and the budget checks below as they say
                 limits = self.core.limits
                 if d.held_bytes <= limits.max_connection_bytes and \
@@ -911,6 +915,29 @@ def _iiop_profiles(ior):
             continue
         if isinstance(profile, IIOPProfile):
             yield profile
+
+
+_CHAIN_WALK = 8          # the most messages of a chain _buffered_chain looks for
+
+
+def _buffered_chain(buf: bytearray) -> bytes | None:
+    """A copy of the fragmented message ``buf`` starts with (first message and
+    fragments, at most _CHAIN_WALK) when all of it is there, for receive_chain to judge
+    whole; None when it is not (or does not look like one: the general framing's)."""
+    size = len(buf)
+    if size < HEADER_SIZE or not buf[6] & 2 or buf[0:4] != b"GIOP":
+        return None
+    pos = 0
+    for _ in range(_CHAIN_WALK):
+        if size - pos < HEADER_SIZE:
+            return None
+        flags = buf[pos + 6]
+        pos += HEADER_SIZE + struct.unpack_from("<I" if flags & 1 else ">I", buf, pos + 8)[0]
+        if pos > size:
+            return None
+        if not flags & 2:
+            return bytes(memoryview(buf)[:pos])
+    return None
 
 
 def _chain_key(header, frame) -> int | None:
