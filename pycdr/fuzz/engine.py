@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from ..errors import PycdrError
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
+from .callback import CALLBACK_SETTLE, CallOuts
 from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
 from .findings import Finding, ddmin, known_hit, minimize
 from .learning import Learning
@@ -131,7 +132,7 @@ class Stats:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-class Campaign(TargetHealth, Learning):
+class Campaign(TargetHealth, Learning, CallOuts):
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
@@ -140,7 +141,8 @@ class Campaign(TargetHealth, Learning):
                  on_finding=None, on_unconfirmed=None, probe_request=None,
                  request_probes: bool = True, standby: bool = True, log=None,
                  tls: TLSOptions = DEFAULT_TLS, coverage: str = "none",
-                 corpus_dir: str | None = None, stop_on_finding: bool = False):
+                 corpus_dir: str | None = None, stop_on_finding: bool = False,
+                 callback: bool = False, callback_port: int = 0):
         self.seed = seed
         self.stop_on_finding = stop_on_finding   # the campaign ends at its first finding
         self.tls = tls                 # TLS options, for targets that speak TLS
@@ -213,6 +215,7 @@ class Campaign(TargetHealth, Learning):
         profile, ior = target_profile(self.target)
         self.ctx = MutationContext(self.seeds, self.target.object_key, profile, ior)
         try:
+            self._setup_callback(callback, callback_port)     # (--callback: pycdr.fuzz.callback)
             self._calibrate()
             self._start_feedback()
         except BaseException:
@@ -221,6 +224,7 @@ class Campaign(TargetHealth, Learning):
 
     # --- cases ---------------------------------------------------------------------
     def make_case(self, index: int) -> Case:
+        self._plant_token(index)
         if self.feedback != "none":
             case = self._feedback_case(index)
             messages = case.messages
@@ -348,7 +352,7 @@ class Campaign(TargetHealth, Learning):
         want = sum(c.prediction.answers for c in cases)
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        logged = self._logged_count()
+        logged, called = self._logged_count(), self._callout_mark()
         try:
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key,
@@ -360,7 +364,7 @@ class Campaign(TargetHealth, Learning):
             ok = False
         if ok and rss_before is not None and self._rss_growth(rss_before) is not None:
             ok = False           # one of them made the target grow: which, alone
-        if ok and self._logged_defects(logged):
+        if ok and (self._logged_defects(logged) or self._callouts(called)):
             ok = False           # (the same: which one, on a connection of its own)
         if ok:
             self._pipe_failures = 0
@@ -417,7 +421,7 @@ class Campaign(TargetHealth, Learning):
         p = prediction or predict(messages)
         obs = Observation()
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        logged = self._logged_count()
+        logged, called = self._logged_count(), self._callout_mark()
         try:
             with self.target.wire(connect_timeout=self.probe_timeout) as wire:
                 for data in messages:
@@ -433,6 +437,9 @@ class Campaign(TargetHealth, Learning):
             obs.connect_error = str(e)
         if obs.answer_time is not None:
             self.latency.add(obs.answer_time)
+        calls = self._callouts(called, CALLBACK_SETTLE if look_after else 0.0, messages)
+        if calls:
+            return Verdict("callback", self._callout_details(calls), obs)
         reason = suspicion(obs, p, messages, more_answers=linger < 0.1)
         if reason == "flood":
             details = {"bytes": obs.total_received, "messages": len(obs.messages)}
@@ -496,7 +503,7 @@ class Campaign(TargetHealth, Learning):
             return
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        logged = self._logged_count()
+        logged, called = self._logged_count(), self._callout_mark()
         self._before_group()
         observations = self._observe_group(cases)
         # (Read before the health probes below: what they run is not the cases'.)
@@ -517,6 +524,9 @@ class Campaign(TargetHealth, Learning):
             defects = self._logged_defects(logged)
             if defects:
                 broken, in_flight = ("exception", defects[0]), list(cases)
+        calls = self._callouts(called) if broken is None else []
+        if calls:
+            broken, in_flight = ("callback", self._callout_details(calls)), list(cases)
         if broken is not None:
             if self.agent is None and not again:
                 # A connection that went as with a conforming server shows
@@ -530,8 +540,9 @@ class Campaign(TargetHealth, Learning):
             # A case whose connection flooded is the first suspect (a flood
             # may leave the target broken), tried alone before the others.
             flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
-            culprit = self._attribute(*broken, flooded[0] if flooded else None,
-                                      in_flight=in_flight)
+            # (A call-out names the case that planted its address.)
+            first = self._callout_suspect(calls, cases) or (flooded[0] if flooded else None)
+            culprit = self._attribute(*broken, first, in_flight=in_flight)
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
@@ -741,8 +752,10 @@ class Campaign(TargetHealth, Learning):
             return False
         self._needs_restart = True
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        logged = self._logged_count()
+        logged, called = self._logged_count(), self._callout_mark()
         observations = self._observe_group(cases)
+        if kind == "callback":
+            return bool(self._callouts(called, CALLBACK_SETTLE))
         if kind == "exception":
             return bool(self._logged_defects(logged, LOG_SETTLE))
         if kind == "flood":
@@ -923,7 +936,8 @@ class Campaign(TargetHealth, Learning):
             return False
         self._needs_restart = False
         self._in_flight.clear()
-        verdict = self.check(messages, look_after=kind in BROKEN or kind in RESTART_AFTER,
+        verdict = self.check(messages, look_after=kind in BROKEN or kind in RESTART_AFTER
+                             or kind == "callback",
                              settle=MEMORY_SETTLE if kind == "memory" else 0.0)
         self._in_flight.clear()
         self.last_verdict = verdict
@@ -937,3 +951,4 @@ class Campaign(TargetHealth, Learning):
         if self.spawned is not None:
             self.spawned.stop()
         self._close_feedback()
+        self._close_callback()

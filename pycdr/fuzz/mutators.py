@@ -48,6 +48,8 @@ class MutationContext:
         self.object_key = object_key
         self.profile = profile        # pycdr.codec.ior.TaggedProfile of the target, if known
         self.ior = ior
+        # The call-out planter (pycdr.fuzz.callback.Planter) under --callback, else None.
+        self.callback = None
         # The seeds' layouts, worked out once: most mutations start from a
         # seed's unchanged message.  (A mutated message's layout is worked out
         # when asked for, and not kept: it is rarely asked for twice.)
@@ -543,7 +545,13 @@ def mutate(messages, rng: random.Random, ctx: MutationContext,
         if len(done) >= count or not msgs:
             break
         i = rng.randrange(len(msgs))
-        if rng.random() < 0.72:
+        # (rng is drawn from for it only under --callback: other campaigns'
+        # cases stay what they were.)
+        if ctx.callback is not None and rng.random() < ctx.callback.share:
+            result = ctx.callback.plant(msgs, i, rng, ctx, body_types if i == 0 else None)
+            if result is not None:
+                done.append(result)
+        elif rng.random() < 0.72:
             fields, cum_weights = ctx.aimable(bytes(msgs[i]), body_types if i == 0 else None)
             if not fields:
                 continue
