@@ -246,7 +246,7 @@ class Planter:
             return Mutation("callback", _path(i, "request.service_context"),
                             "SendingContext RunTime: CodeBase IOR")
         try:
-            request = decode_message(bytes(m), lenient=True)
+            request, _ = decode_message(bytes(m), lenient=True)
         except Exception:         # (a mutated message that does not decode)
             return None
         if not isinstance(request, Request) or request.version < (1, 2):
@@ -275,7 +275,7 @@ class Planter:
         listener's CodeBase; its body where it was modulo 8 (GIOP 1.0 and
         1.1 bodies follow the header unpadded)."""
         try:
-            request = decode_message(bytes(msgs[i]), lenient=True)
+            request, _ = decode_message(bytes(msgs[i]), lenient=True)
         except Exception:
             return False
         if not isinstance(request, Request) or request.body_offset is None:
@@ -286,7 +286,7 @@ class Planter:
             data = encode_message(request)
         except Exception:
             return False
-        again = decode_message(data, lenient=True)
+        again, _ = decode_message(data, lenient=True)
         pad = (request.body_offset - again.body_offset) % 8
         if pad:
             # Trailing octets in the context's encapsulation move the body.

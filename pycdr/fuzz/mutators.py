@@ -144,8 +144,10 @@ def m_magic(m, f, rng, ctx, msgs, i):
 
 
 def m_version(m, f, rng, ctx, msgs, i):
+    # (13, 1): the JDK-lineage ORBs' Java-serialisation encoding, which the OpenJDK ORB
+    # with ORBEnableJavaSerialization reads (after the request id) with an ObjectInputStream.
     major, minor = _pick(rng, ((1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 9), (2, 0),
-                               (0, 0), (255, 255)))
+                               (0, 0), (255, 255), (13, 1)))
     m[4], m[5] = major, minor
     return f"{major}.{minor}"
 
