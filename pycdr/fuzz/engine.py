@@ -680,13 +680,15 @@ class Campaign(TargetHealth, Learning, CallOuts):
         else:
             skip = {id(c) for c in skip} | {id(first)}
             others = [c for c in in_flight if id(c) not in skip]
-            fruitless = self._fruitless[kind] >= FRUITLESS_SEARCHES
+            # (Logged defects of two exception classes are two kinds of breakage here.)
+            breakage = (kind, details.get("exception")) if kind == "exception" else kind
+            fruitless = self._fruitless[breakage] >= FRUITLESS_SEARCHES
             # The first search for a kind of breakage is made whatever it
             # costs -- but for a spin: seen by the target's CPU alone (no
             # connection showed it), any case in flight may have started it,
             # and omniORB 4.2.5 spins after many kinds of case: one search
             # there costs more than the campaign's first thousands of cases.
-            guaranteed = kind != "spin" and kind not in self._searched_kinds
+            guaranteed = kind != "spin" and breakage not in self._searched_kinds
             over_budget = not guaranteed and \
                 self._searching + self._search_estimate(len(others)) > \
                 SEARCH_SHARE * self.stats.elapsed
@@ -707,7 +709,7 @@ class Campaign(TargetHealth, Learning, CallOuts):
             if searched:
                 self._searching += time.monotonic() - began
                 self._searches += 1
-                self._searched_kinds.add(kind)
+                self._searched_kinds.add(breakage)
         if culprit is None:
             if self.dead:
                 why = "the target could not be restarted"
@@ -718,7 +720,7 @@ class Campaign(TargetHealth, Learning, CallOuts):
                          f"of the campaign's time")
             else:
                 why = "no case in flight did it alone against a fresh target"
-            self._fruitless[kind] += searched
+            self._fruitless[breakage] += searched
             self._unconfirmed(kind, details, in_flight, why)
         elif self._known(kind, culprit, self.last_verdict) is not None:
             # A known fault, done again.

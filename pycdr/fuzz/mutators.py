@@ -170,8 +170,10 @@ def m_msg_type(m, f, rng, ctx, msgs, i):
 
 def m_size(m, f, rng, ctx, msgs, i):
     size = _get(m, 8, 4)
+    # (0x7FFFFFF0: with the header, just under the largest Java array: an ORB that
+    # allocates the size it is told at once, JacORB's GIOPConnection, takes 2 GB.)
     value = _pick(rng, (size + 1, size - 1, size + 4, size - 4, size + 64, 0, 1,
-                        0x7FFFFFFF, U32, U32 - 15, size * 2))
+                        0x7FFFFFFF, U32, U32 - 15, size * 2, 0x7FFFFFF0))
     _put(m, 8, 4, value)
     return f"message_size {size} -> {value & U32}"
 
