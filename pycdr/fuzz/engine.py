@@ -57,6 +57,7 @@ from ..errors import PycdrError
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
 from .callback import CALLBACK_SETTLE, CallOuts
+from .threads import DeadThreads
 from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
 from .findings import Finding, ddmin, known_hit, minimize
 from .learning import Learning
@@ -132,7 +133,7 @@ class Stats:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-class Campaign(TargetHealth, Learning, CallOuts):
+class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
@@ -163,6 +164,7 @@ class Campaign(TargetHealth, Learning, CallOuts):
             except BaseException:
                 self._close_feedback()          # (the edge map's file goes too)
                 raise
+            self._note_start_threads()          # (a JVM's: see pycdr.fuzz.threads)
         self.target = resolve(self.target_text, tls)
         self.timeout = timeout
         self.probe_timeout = probe_timeout
@@ -470,6 +472,7 @@ class Campaign(TargetHealth, Learning, CallOuts):
         kind = BROKEN_BY_STATUS.get(status.split("(")[0])
         if kind is None and reason in ("closed", "reset"):
             self._outcome(reason, p)
+        kind, details = self._with_dead_threads(kind, details)
         return Verdict(kind, details, obs)
 
     def _rss_growth(self, before: int | None, settle: float = 0.0) -> int | None:
@@ -782,6 +785,8 @@ class Campaign(TargetHealth, Learning, CallOuts):
         symptom = kind
         if kind == "hang" and verdict is not None:
             symptom = verdict.details.get("probe", kind)
+        if kind == "thread" and verdict is not None:
+            symptom = tuple(verdict.details.get("threads_gone", ()))
         if kind == "exception" and verdict is not None and verdict.kind == kind:
             # A logged defect is told by its exception and top frames, by
             # whatever message types it was reached through.
