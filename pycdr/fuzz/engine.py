@@ -524,7 +524,9 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
             # (The probes above saw a live target and forgot the cases before.)
             broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         if broken is None:
-            defects = self._logged_defects(logged)
+            # (A defect not found yet before one found: a group may log both.)
+            defects = sorted(self._logged_defects(logged), key=lambda d: self.findings.get(
+                self._fault("exception", [], [], Verdict("exception", d))) is not None)
             if defects:
                 broken, in_flight = ("exception", defects[0]), list(cases)
         calls = self._callouts(called) if broken is None else []
