@@ -42,7 +42,10 @@ see there).  Otherwise the finding is kept *unconfirmed*, listing every
 case in flight.  Under --spawn a standby process is started beside the
 target, so a restart takes it at once (see SpawnedTarget).  A finding is one
 fault (see _fault): a case that does a confirmed one again is listed under
-it.  Only the target given is ever contacted.
+it.  A defect a group logged beside another breakage that no case did alone
+is searched for on its own (it would otherwise be hidden by the breakage).
+Only the target given is ever contacted (under --callback the campaign also
+listens, for the target to contact it: pycdr.fuzz.callback).
 """
 
 from __future__ import annotations
@@ -475,6 +478,12 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
         kind, details = self._with_dead_threads(kind, details)
         return Verdict(kind, details, obs)
 
+    def _new_defects(self, since: int) -> list:
+        """The defects the target logged after the first ``since`` that are
+        no confirmed finding's."""
+        return [d for d in self._logged_defects(since) if self.findings.get(
+            self._fault("exception", [], [], Verdict("exception", d))) is None]
+
     def _rss_growth(self, before: int | None, settle: float = 0.0) -> int | None:
         """The spawned target's RSS growth since ``before`` when it passes the
         limit, looked at for up to ``settle`` seconds (a target may still be
@@ -525,8 +534,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
             broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         if broken is None:
             # (A defect not found yet before one found: a group may log both.)
-            defects = sorted(self._logged_defects(logged), key=lambda d: self.findings.get(
-                self._fault("exception", [], [], Verdict("exception", d))) is not None)
+            defects = self._new_defects(logged) or self._logged_defects(logged)
             if defects:
                 broken, in_flight = ("exception", defects[0]), list(cases)
         calls = self._callouts(called) if broken is None else []
@@ -547,9 +555,15 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
             flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
             # (A call-out names the case that planted its address.)
             first = self._callout_suspect(calls, cases) or (flooded[0] if flooded else None)
+            # (Read before the attribution restarts the target.)
+            logged_too = [] if broken[0] == "exception" else self._new_defects(logged)
             culprit = self._attribute(*broken, first, in_flight=in_flight)
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
+            elif logged_too and not self.dead:
+                # A defect the group logged beside the breakage (that no case did
+                # alone): searched for on its own, not hidden by it.
+                self._attribute("exception", logged_too[0], in_flight=list(cases))
             return
         # (Not from a broken target: it showed part of what it did.  Run
         # again after one, the cases are learned from then.)
