@@ -9,13 +9,18 @@ run as a `--spawn` target of the fuzzer, serving an interface with a string and 
 - the OpenJDK ORB with its Java-serialisation encoding on reads a Request whose GIOP version
   is 13.1 with an ObjectInputStream (its log: java.io.StreamCorruptedException under
   ObjectInputStream.readStreamHeader, an exception finding); with the encoding off, the same
-  bytes are only a bad version."""
+  bytes are only a bad version;
+- JacORB 3.4 and 3.9 (tests/peers/jacorb.py) allocate the message size a GIOP header claims at
+  once: with a 256 MB heap, a 32-byte Request whose size reads as 335 MB (its byte order flag
+  flipped) logs an OutOfMemoryError at BufferManager.getBuffer (an exception finding), and the
+  ORB answers on."""
 
 import shlex
 
 import pytest
 
 from peers.jacorb_interface import write_description
+from peers.jacorb import JACORB, JACORB_3_4
 from peers.jdk_orbs import GLASSFISH_ORB, OPENJDK_ORB
 from peers.process import LOOPBACK, PeerNotInstalled, free_port
 from pycdr.codec.cdr import CDRWriter
@@ -33,12 +38,12 @@ IDL = """module CallOut { interface Echo {
 JAVA_SERIALIZATION = {"com.sun.CORBA.encoding.ORBEnableJavaSerialization": "true"}
 
 
-def _spawn_command(orb, tmp_path, properties=None) -> str:
+def _spawn_command(orb, tmp_path, properties=None, jvm_options=()) -> str:
     description = tmp_path / "interface.txt"
     write_description(load_string(IDL, register=False).interfaces["CallOut::Echo"],
                       str(description))
     try:
-        argv = orb.java_command("pycdrpeers.EchoServer")
+        argv = orb.java_command("pycdrpeers.EchoServer", list(jvm_options))
     except PeerNotInstalled as e:
         pytest.skip(str(e))
     props = {**orb.properties, **orb.listen_properties(LOOPBACK, free_port()),
@@ -46,9 +51,10 @@ def _spawn_command(orb, tmp_path, properties=None) -> str:
     return shlex.join(argv + [str(description)] + [f"{k}={v}" for k, v in props.items()])
 
 
-def _campaign(orb, tmp_path, properties=None) -> Campaign:
+def _campaign(orb, tmp_path, properties=None, jvm_options=()) -> Campaign:
     # (The seed is only there for the campaign to start: the cases are made below.)
-    return Campaign(None, spawn=_spawn_command(orb, tmp_path, properties), timeout=2.0,
+    return Campaign(None, spawn=_spawn_command(orb, tmp_path, properties, jvm_options),
+                    timeout=2.0,
                     probe_timeout=2.0, seeds=[Seed("none", [b""])], standby=False,
                     coverage="none", callback=True)
 
@@ -112,5 +118,21 @@ def test_java_serialization_encoding_reaches_object_input_stream(encoding_on, tm
             details = campaign.last_verdict.details
             assert details["exception"] == "java.io.StreamCorruptedException"
             assert "java.io.ObjectInputStream.readStreamHeader" in details["frames"][0]
+    finally:
+        campaign.close()
+
+
+@pytest.mark.parametrize("orb", [JACORB_3_4, JACORB], ids=lambda o: o.name)
+def test_jacorb_allocates_the_size_a_header_claims(orb, tmp_path):
+    campaign = _campaign(orb, tmp_path, jvm_options=["-Xmx256m"])
+    try:
+        request = _echo_any(campaign, "echo_string", b"\0\0\0\x03hi\0")
+        request[8:12] = (20).to_bytes(4, "big")
+        request[6] |= 1                     # read little-endian: 0x14000000 bytes
+        assert campaign.reproduces("exception", [bytes(request[:32])], fresh=False)
+        details = campaign.last_verdict.details
+        assert details["exception"] == "java.lang.OutOfMemoryError"
+        assert details["frames"][0] == "org.jacorb.orb.BufferManager.getBuffer"
+        assert campaign._probe() == "alive"
     finally:
         campaign.close()
