@@ -83,8 +83,9 @@ fetch_jars() {   # fetch_jars ORB_NAME
     fi
 }
 # JacORB, and the two JDK-lineage ORBs the same test programs also run on; the JaCoCo agent
-# (its runtime jar) the JVM coverage feedback of `pycdr fuzz --coverage jacoco:...` is tested with.
-for java_orb in jacorb openjdk-orb glassfish-orb jacoco; do
+# (its runtime jar) the JVM coverage feedback of `pycdr fuzz --coverage jacoco:...` is tested with;
+# JacORB 3.4, an old release (a defect fixed since is rediscovered against it).
+for java_orb in jacorb openjdk-orb glassfish-orb jacoco jacorb-3.4; do
     fetch_jars "$java_orb"
 done
 pom_hash="$(cat "$jacorb_home/lib.stamp")"

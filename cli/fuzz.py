@@ -170,13 +170,18 @@ def _coverage_shim(build_dir) -> None:
                    "given it again starts from them.")
 @click.option("--stop-on-finding", is_flag=True,
               help="End the campaign at its first (confirmed) finding.")
+@click.option("--callback", is_flag=True,
+              help="Listen on 127.0.0.1 and plant that address where an ORB may call out (a "
+                   "valuetype's codebase, the SendingContext CodeBase, references and "
+                   "corbaloc/corbaname/http URLs in the arguments): a connection to it is a "
+                   "callback finding.")
 @click.option("--build", "build_dir", type=click.Path(file_okay=False), default=None,
               help="With `pycdr fuzz coverage-shim`: compile the shim with clang into this "
                    "folder and print the object's path.")
 @tls_options
 def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_standby, idl_file,
         interface, corpus, no_catalog, timeout, connections, probe_interval, rss_limit, no_minimize,
-        replay_dir, coverage, corpus_dir, stop_on_finding, build_dir, tls):
+        replay_dir, coverage, corpus_dir, stop_on_finding, callback, build_dir, tls):
     """Fuzz the GIOP endpoint TARGET (IOR, corbaloc or corbaname URL, or host:port; or
     --spawn CMD).  `pycdr fuzz coverage-shim [--build DIR]` prints the path of the
     coverage shim's C source (or compiles it and prints the object's).
@@ -227,10 +232,17 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
         check_target(target, tls, max(timeout, 2.0))
     try:
         if replay_dir:
+            from pycdr.fuzz.callback import planted_port, retarget
             from pycdr.fuzz.seeds import Seed
+            # A call-out's listener takes the port its messages name again, or another
+            # (the messages then name that one).
+            port = planted_port(messages) if kind == "callback" else None
             campaign = Campaign(target, spawn=spawn, timeout=timeout,
                                 rss_limit=int(rss_limit * (1 << 20)),
-                                seeds=[Seed("replay", messages)], standby=False, tls=tls)
+                                seeds=[Seed("replay", messages)], standby=False, tls=tls,
+                                callback=kind == "callback", callback_port=port or 0)
+            if port is not None:
+                messages = retarget(messages, port, campaign.listener.port)
             try:
                 same = campaign.reproduces(kind, messages)
                 verdict = campaign.last_verdict
@@ -269,7 +281,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                             probe_request=idl_probe_request(idl_file, interface)
                             if idl_file else None, tls=tls,
                             coverage=coverage, corpus_dir=corpus_dir,
-                            stop_on_finding=stop_on_finding)
+                            stop_on_finding=stop_on_finding, callback=callback)
         if campaign.target.tls is not None:
             # (a certificate that is not trusted would look like a dead target)
             try:

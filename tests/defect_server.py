@@ -7,7 +7,12 @@ bytes hold PLANT does, by --plant:
 - stack-overflow: prints what a JVM prints when a StackOverflowError kills
   a thread (`Exception in thread "..." java.lang.StackOverflowError` and its
   stack), then answers;
-- negative-array: prints a NegativeArraySizeException with another stack.
+- negative-array: prints a NegativeArraySizeException with another stack;
+- callback: (any Request, PLANT or not) connects to every address a
+  ``corbaloc:iiop:``, ``corbaloc::`` or ``http://`` URL in its bytes names,
+  sending a GET of the URL's path or a GIOP LocateRequest for its object key
+  -- a call-out, as an ORB that fetches a class or calls a CodeBase makes;
+- none: no defect at all.
 
 Run as a script it prints a corbaloc URL and serves on 127.0.0.1 (a free
 port) until killed:
@@ -18,6 +23,7 @@ port) until killed:
 from __future__ import annotations
 
 import argparse
+import re
 import socket
 import struct
 import sys
@@ -67,8 +73,28 @@ def _reply(version: tuple, little: bool, kind: int, request_id: int) -> bytes:
     return header + struct.pack(e + "I", len(body)) + body
 
 
+CALLBACK_URL = re.compile(rb"(corbaloc:(?:iiop)?:(?:1\.\d@)?|http://)"
+                          rb"([\w.]+):(\d+)/([\w.-]*)")
+
+
 def _plant(defect: str) -> None:
-    print("\n".join(STACKS[defect]), flush=True)
+    if defect in STACKS:
+        print("\n".join(STACKS[defect]), flush=True)
+
+
+def _call_out(body: bytes) -> None:
+    """Connect to what each URL in ``body`` names (see --plant callback)."""
+    for scheme, host, port, path in CALLBACK_URL.findall(body):
+        if scheme == b"http://":
+            data = b"GET /" + path + b" HTTP/1.0\r\n\r\n"
+        else:
+            locate = struct.pack(">II", 1, 0) + struct.pack(">I", len(path)) + path
+            data = b"GIOP\x01\x02\x00\x03" + struct.pack(">I", len(locate)) + locate
+        try:
+            with socket.create_connection((host.decode(), int(port)), timeout=1) as out:
+                out.sendall(data)
+        except (OSError, ValueError):
+            pass
 
 
 def _serve(conn: socket.socket, defect: str) -> None:
@@ -95,6 +121,8 @@ def _serve(conn: socket.socket, defect: str) -> None:
                 version, kind, body = (message[4], message[5]), message[7], message[12:]
                 try:
                     if kind == 0:
+                        if defect == "callback":
+                            _call_out(body)
                         if PLANT in body:
                             _plant(defect)
                         request_id, expects = _request_head(body, version, little)
@@ -110,7 +138,7 @@ def _serve(conn: socket.socket, defect: str) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--plant", choices=sorted(STACKS), required=True)
+    ap.add_argument("--plant", choices=sorted(STACKS) + ["callback", "none"], required=True)
     args = ap.parse_args(argv)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

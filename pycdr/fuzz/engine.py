@@ -42,7 +42,10 @@ see there).  Otherwise the finding is kept *unconfirmed*, listing every
 case in flight.  Under --spawn a standby process is started beside the
 target, so a restart takes it at once (see SpawnedTarget).  A finding is one
 fault (see _fault): a case that does a confirmed one again is listed under
-it.  Only the target given is ever contacted.
+it.  A defect a group logged beside another breakage that no case did alone
+is searched for on its own (it would otherwise be hidden by the breakage).
+Only the target given is ever contacted (under --callback the campaign also
+listens, for the target to contact it: pycdr.fuzz.callback).
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ from dataclasses import dataclass, field
 from ..errors import PycdrError
 from ..conformance.wire import Observation
 from ..orb.tls import DEFAULT_TLS, TLSOptions
+from .callback import CALLBACK_SETTLE, CallOuts
+from .threads import DeadThreads
 from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
 from .findings import Finding, ddmin, known_hit, minimize
 from .learning import Learning
@@ -131,7 +136,7 @@ class Stats:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-class Campaign(TargetHealth, Learning):
+class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
@@ -140,7 +145,8 @@ class Campaign(TargetHealth, Learning):
                  on_finding=None, on_unconfirmed=None, probe_request=None,
                  request_probes: bool = True, standby: bool = True, log=None,
                  tls: TLSOptions = DEFAULT_TLS, coverage: str = "none",
-                 corpus_dir: str | None = None, stop_on_finding: bool = False):
+                 corpus_dir: str | None = None, stop_on_finding: bool = False,
+                 callback: bool = False, callback_port: int = 0):
         self.seed = seed
         self.stop_on_finding = stop_on_finding   # the campaign ends at its first finding
         self.tls = tls                 # TLS options, for targets that speak TLS
@@ -161,6 +167,7 @@ class Campaign(TargetHealth, Learning):
             except BaseException:
                 self._close_feedback()          # (the edge map's file goes too)
                 raise
+            self._note_start_threads()          # (a JVM's: see pycdr.fuzz.threads)
         self.target = resolve(self.target_text, tls)
         self.timeout = timeout
         self.probe_timeout = probe_timeout
@@ -213,6 +220,7 @@ class Campaign(TargetHealth, Learning):
         profile, ior = target_profile(self.target)
         self.ctx = MutationContext(self.seeds, self.target.object_key, profile, ior)
         try:
+            self._setup_callback(callback, callback_port)     # (--callback: pycdr.fuzz.callback)
             self._calibrate()
             self._start_feedback()
         except BaseException:
@@ -221,6 +229,7 @@ class Campaign(TargetHealth, Learning):
 
     # --- cases ---------------------------------------------------------------------
     def make_case(self, index: int) -> Case:
+        self._plant_token(index)
         if self.feedback != "none":
             case = self._feedback_case(index)
             messages = case.messages
@@ -348,7 +357,7 @@ class Campaign(TargetHealth, Learning):
         want = sum(c.prediction.answers for c in cases)
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        logged = self._logged_count()
+        logged, called = self._logged_count(), self._callout_mark()
         try:
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key,
@@ -360,7 +369,7 @@ class Campaign(TargetHealth, Learning):
             ok = False
         if ok and rss_before is not None and self._rss_growth(rss_before) is not None:
             ok = False           # one of them made the target grow: which, alone
-        if ok and self._logged_defects(logged):
+        if ok and (self._logged_defects(logged) or self._callouts(called)):
             ok = False           # (the same: which one, on a connection of its own)
         if ok:
             self._pipe_failures = 0
@@ -417,7 +426,7 @@ class Campaign(TargetHealth, Learning):
         p = prediction or predict(messages)
         obs = Observation()
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        logged = self._logged_count()
+        logged, called = self._logged_count(), self._callout_mark()
         try:
             with self.target.wire(connect_timeout=self.probe_timeout) as wire:
                 for data in messages:
@@ -433,6 +442,9 @@ class Campaign(TargetHealth, Learning):
             obs.connect_error = str(e)
         if obs.answer_time is not None:
             self.latency.add(obs.answer_time)
+        calls = self._callouts(called, CALLBACK_SETTLE if look_after else 0.0, messages)
+        if calls:
+            return Verdict("callback", self._callout_details(calls), obs)
         reason = suspicion(obs, p, messages, more_answers=linger < 0.1)
         if reason == "flood":
             details = {"bytes": obs.total_received, "messages": len(obs.messages)}
@@ -463,7 +475,14 @@ class Campaign(TargetHealth, Learning):
         kind = BROKEN_BY_STATUS.get(status.split("(")[0])
         if kind is None and reason in ("closed", "reset"):
             self._outcome(reason, p)
+        kind, details = self._with_dead_threads(kind, details)
         return Verdict(kind, details, obs)
+
+    def _new_defects(self, since: int) -> list:
+        """The defects the target logged after the first ``since`` that are
+        no confirmed finding's."""
+        return [d for d in self._logged_defects(since) if self.findings.get(
+            self._fault("exception", [], [], Verdict("exception", d))) is None]
 
     def _rss_growth(self, before: int | None, settle: float = 0.0) -> int | None:
         """The spawned target's RSS growth since ``before`` when it passes the
@@ -496,7 +515,7 @@ class Campaign(TargetHealth, Learning):
             return
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        logged = self._logged_count()
+        logged, called = self._logged_count(), self._callout_mark()
         self._before_group()
         observations = self._observe_group(cases)
         # (Read before the health probes below: what they run is not the cases'.)
@@ -514,9 +533,13 @@ class Campaign(TargetHealth, Learning):
             # (The probes above saw a live target and forgot the cases before.)
             broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         if broken is None:
-            defects = self._logged_defects(logged)
+            # (A defect not found yet before one found: a group may log both.)
+            defects = self._new_defects(logged) or self._logged_defects(logged)
             if defects:
                 broken, in_flight = ("exception", defects[0]), list(cases)
+        calls = self._callouts(called) if broken is None else []
+        if calls:
+            broken, in_flight = ("callback", self._callout_details(calls)), list(cases)
         if broken is not None:
             if self.agent is None and not again:
                 # A connection that went as with a conforming server shows
@@ -530,10 +553,17 @@ class Campaign(TargetHealth, Learning):
             # A case whose connection flooded is the first suspect (a flood
             # may leave the target broken), tried alone before the others.
             flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
-            culprit = self._attribute(*broken, flooded[0] if flooded else None,
-                                      in_flight=in_flight)
+            # (A call-out names the case that planted its address.)
+            first = self._callout_suspect(calls, cases) or (flooded[0] if flooded else None)
+            # (Read before the attribution restarts the target.)
+            logged_too = [] if broken[0] == "exception" else self._new_defects(logged)
+            culprit = self._attribute(*broken, first, in_flight=in_flight)
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
+            elif logged_too and not self.dead:
+                # A defect the group logged beside the breakage (that no case did
+                # alone): searched for on its own, not hidden by it.
+                self._attribute("exception", logged_too[0], in_flight=list(cases))
             return
         # (Not from a broken target: it showed part of what it did.  Run
         # again after one, the cases are learned from then.)
@@ -669,13 +699,15 @@ class Campaign(TargetHealth, Learning):
         else:
             skip = {id(c) for c in skip} | {id(first)}
             others = [c for c in in_flight if id(c) not in skip]
-            fruitless = self._fruitless[kind] >= FRUITLESS_SEARCHES
+            # (Logged defects of two exception classes are two kinds of breakage here.)
+            breakage = (kind, details.get("exception")) if kind == "exception" else kind
+            fruitless = self._fruitless[breakage] >= FRUITLESS_SEARCHES
             # The first search for a kind of breakage is made whatever it
             # costs -- but for a spin: seen by the target's CPU alone (no
             # connection showed it), any case in flight may have started it,
             # and omniORB 4.2.5 spins after many kinds of case: one search
             # there costs more than the campaign's first thousands of cases.
-            guaranteed = kind != "spin" and kind not in self._searched_kinds
+            guaranteed = kind != "spin" and breakage not in self._searched_kinds
             over_budget = not guaranteed and \
                 self._searching + self._search_estimate(len(others)) > \
                 SEARCH_SHARE * self.stats.elapsed
@@ -696,7 +728,7 @@ class Campaign(TargetHealth, Learning):
             if searched:
                 self._searching += time.monotonic() - began
                 self._searches += 1
-                self._searched_kinds.add(kind)
+                self._searched_kinds.add(breakage)
         if culprit is None:
             if self.dead:
                 why = "the target could not be restarted"
@@ -707,7 +739,7 @@ class Campaign(TargetHealth, Learning):
                          f"of the campaign's time")
             else:
                 why = "no case in flight did it alone against a fresh target"
-            self._fruitless[kind] += searched
+            self._fruitless[breakage] += searched
             self._unconfirmed(kind, details, in_flight, why)
         elif self._known(kind, culprit, self.last_verdict) is not None:
             # A known fault, done again.
@@ -741,8 +773,10 @@ class Campaign(TargetHealth, Learning):
             return False
         self._needs_restart = True
         rss_before = self.spawned.rss() if self.spawned is not None else None
-        logged = self._logged_count()
+        logged, called = self._logged_count(), self._callout_mark()
         observations = self._observe_group(cases)
+        if kind == "callback":
+            return bool(self._callouts(called, CALLBACK_SETTLE))
         if kind == "exception":
             return bool(self._logged_defects(logged, LOG_SETTLE))
         if kind == "flood":
@@ -767,6 +801,8 @@ class Campaign(TargetHealth, Learning):
         symptom = kind
         if kind == "hang" and verdict is not None:
             symptom = verdict.details.get("probe", kind)
+        if kind == "thread" and verdict is not None:
+            symptom = tuple(verdict.details.get("threads_gone", ()))
         if kind == "exception" and verdict is not None and verdict.kind == kind:
             # A logged defect is told by its exception and top frames, by
             # whatever message types it was reached through.
@@ -923,7 +959,8 @@ class Campaign(TargetHealth, Learning):
             return False
         self._needs_restart = False
         self._in_flight.clear()
-        verdict = self.check(messages, look_after=kind in BROKEN or kind in RESTART_AFTER,
+        verdict = self.check(messages, look_after=kind in BROKEN or kind in RESTART_AFTER
+                             or kind == "callback",
                              settle=MEMORY_SETTLE if kind == "memory" else 0.0)
         self._in_flight.clear()
         self.last_verdict = verdict
@@ -937,3 +974,4 @@ class Campaign(TargetHealth, Learning):
         if self.spawned is not None:
             self.spawned.stop()
         self._close_feedback()
+        self._close_callback()

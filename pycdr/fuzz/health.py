@@ -17,7 +17,8 @@ from .window import SENTINEL_ID
 # Kinds after which the target needs a restart, by the probe status that shows them.
 BROKEN_BY_STATUS = {"exited": "crash", "refused": "crash", "silent": "hang",
                     "requests-silent": "hang", "spinning": "spin"}
-BROKEN = ("crash", "hang", "memory", "spin")
+# (thread: a hang of a JVM target that lost a thread it started with, pycdr.fuzz.threads)
+BROKEN = ("crash", "hang", "memory", "spin", "thread")
 # A spawned target that burns more than SPIN_SHARE of a core while nothing
 # is sent to it (over SPIN_WINDOW seconds, then again over SPIN_CONFIRM
 # seconds: a JVM's garbage collection or compiler is a short burst) spins:
@@ -220,7 +221,9 @@ class TargetHealth:
         """(kind, details) when the target is broken (crash or hang), else None."""
         status = self._health()
         kind = BROKEN_BY_STATUS.get(status.split("(")[0])
-        return None if kind is None else (kind, self._with_sanitizer({"probe": status}, status))
+        if kind is None:
+            return None
+        return self._with_dead_threads(kind, self._with_sanitizer({"probe": status}, status))
 
     def _with_sanitizer(self, details: dict, status: str) -> dict:
         """``details`` of a spawned target that exited, with what its

@@ -48,6 +48,8 @@ class MutationContext:
         self.object_key = object_key
         self.profile = profile        # pycdr.codec.ior.TaggedProfile of the target, if known
         self.ior = ior
+        # The call-out planter (pycdr.fuzz.callback.Planter) under --callback, else None.
+        self.callback = None
         # The seeds' layouts, worked out once: most mutations start from a
         # seed's unchanged message.  (A mutated message's layout is worked out
         # when asked for, and not kept: it is rarely asked for twice.)
@@ -142,8 +144,10 @@ def m_magic(m, f, rng, ctx, msgs, i):
 
 
 def m_version(m, f, rng, ctx, msgs, i):
+    # (13, 1): the JDK-lineage ORBs' Java-serialisation encoding, which the OpenJDK ORB
+    # with ORBEnableJavaSerialization reads (after the request id) with an ObjectInputStream.
     major, minor = _pick(rng, ((1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 9), (2, 0),
-                               (0, 0), (255, 255)))
+                               (0, 0), (255, 255), (13, 1)))
     m[4], m[5] = major, minor
     return f"{major}.{minor}"
 
@@ -166,8 +170,10 @@ def m_msg_type(m, f, rng, ctx, msgs, i):
 
 def m_size(m, f, rng, ctx, msgs, i):
     size = _get(m, 8, 4)
+    # (0x7FFFFFF0: with the header, just under the largest Java array: an ORB that
+    # allocates the size it is told at once, JacORB's GIOPConnection, takes 2 GB.)
     value = _pick(rng, (size + 1, size - 1, size + 4, size - 4, size + 64, 0, 1,
-                        0x7FFFFFFF, U32, U32 - 15, size * 2))
+                        0x7FFFFFFF, U32, U32 - 15, size * 2, 0x7FFFFFF0))
     _put(m, 8, 4, value)
     return f"message_size {size} -> {value & U32}"
 
@@ -543,7 +549,13 @@ def mutate(messages, rng: random.Random, ctx: MutationContext,
         if len(done) >= count or not msgs:
             break
         i = rng.randrange(len(msgs))
-        if rng.random() < 0.72:
+        # (rng is drawn from for it only under --callback: other campaigns'
+        # cases stay what they were.)
+        if ctx.callback is not None and rng.random() < ctx.callback.share:
+            result = ctx.callback.plant(msgs, i, rng, ctx, body_types if i == 0 else None)
+            if result is not None:
+                done.append(result)
+        elif rng.random() < 0.72:
             fields, cum_weights = ctx.aimable(bytes(msgs[i]), body_types if i == 0 else None)
             if not fields:
                 continue

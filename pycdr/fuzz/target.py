@@ -31,9 +31,13 @@ REPORT_WAIT = 2.0
 # a malformed message are not defects.
 UNCAUGHT_RE = re.compile(r'Exception in thread "(?P<thread>[^"]*)"\s+(?P<name>[\w$.]+)')
 # (A Java class name: a package, then the class; a word that merely ends in
-# Error, like a GIOP MessageError in a log line, is none.)
+# Error, like a GIOP MessageError in a log line, is none.)  The
+# ObjectStreamExceptions only java.io.ObjectInputStream throws: the target
+# deserialises Java objects from a peer's bytes (the OpenJDK ORB with its
+# Java-serialisation GIOP encoding on), the way in of gadget-chain attacks.
 ERROR_RE = re.compile(r"(?<![\w$.])(?P<name>(?:[a-z_][\w$]*\.)+"
-                      r"(?:[A-Z][\w$]*Error|NegativeArraySizeException))\b")
+                      r"(?:[A-Z][\w$]*Error|NegativeArraySizeException)"
+                      r"|java\.io\.(?:StreamCorrupted|InvalidClass|OptionalData)Exception)\b")
 FRAME_RE = re.compile(r"^\s+at\s+(\S+?)(?:\(|$)")
 # Frames of a logged defect kept (the top ones tell one defect from another).
 TOP_FRAMES = 3

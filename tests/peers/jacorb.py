@@ -33,6 +33,13 @@ JACORB = JavaOrb(
     listen_properties=lambda host, port: {"OAIAddr": host, "OAPort": str(port),
                                           "jacorb.implname": IMPLEMENTATION_NAME})
 
+# JacORB 3.4 (tests/peers/jacorb-3.4/pom.xml), an old release the same programs run on; its
+# CDR streams predate the ones pycdrpeers.JacorbValueStreams uses, so they use the IOP Codec.
+JACORB_3_4 = JavaOrb(
+    name="JacORB-3.4", lib="jacorb-3.4", properties=JACORB.properties,
+    listen_properties=JACORB.listen_properties,
+    system_properties={"pycdrpeers.valueStreams": "codec"})
+
 
 @functools.lru_cache(maxsize=None)
 def peers_echo_interface():

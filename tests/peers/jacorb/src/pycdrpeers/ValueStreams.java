@@ -27,7 +27,10 @@ interface ValueStreams {
     byte[] objectKey(org.omg.CORBA.Object reference);
 
     static ValueStreams forOrb(ORB orb) {
-        if (orb.getClass().getName().startsWith("org.jacorb.")) {
+        // -Dpycdrpeers.valueStreams=codec: the IOP Codec on JacORB too (a JacORB older than
+        // the stream classes JacorbValueStreams uses, 3.4).
+        boolean codec = "codec".equals(System.getProperty("pycdrpeers.valueStreams"));
+        if (!codec && orb.getClass().getName().startsWith("org.jacorb.")) {
             return new JacorbValueStreams(orb);
         }
         return new CodecValueStreams(orb);
