@@ -103,6 +103,7 @@ def _replay(folder: str) -> dict:
     ("flood-GIOP_S-handleRequest-unexpected-exception", None),
     ("spin-giopWorker-execute-CancelRequest", None),
     ("crash-TypeCode_struct-member-count", "SEGV"),
+    ("spin-sequence-length-check-overflow", None),
 ])
 def test_saved_omniorb_finding_replays_against_the_instrumented_servant(name, kind):
     _need(ECHO_SERVER)
