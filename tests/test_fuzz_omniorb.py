@@ -66,3 +66,60 @@ def test_sancov_campaign_on_omniorbpy_on_the_instrumented_library(tmp_path):
     assert feedback["initial_edges"] > 100
     assert feedback["edges"] > feedback["initial_edges"] and feedback["kept"] > 0
     assert not summary["target_dead"]
+
+
+FINDINGS = os.path.join(REPO, "benchmarks", "omniorb", "findings")
+KINDS = ("crash", "hang", "memory", "spin", "flood", "exception")
+
+
+def _finding_folders():
+    return sorted(os.path.join(FINDINGS, name) for name in os.listdir(FINDINGS))
+
+
+def test_every_saved_omniorb_finding_loads_and_names_its_own_replay():
+    # Runs without the build: the folders docs/FINDINGS.md points at must stay replayable.
+    from pycdr.fuzz.findings import load_messages
+    folders = _finding_folders()
+    assert folders
+    for folder in folders:
+        kind, messages = load_messages(folder)
+        assert kind in KINDS and messages and all(m[:4] == b"GIOP" for m in messages), folder
+        with open(os.path.join(folder, "replay.txt")) as f:
+            replay = f.read()
+        assert os.path.relpath(folder, REPO) in replay, folder
+
+
+def _replay(folder: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "pycdr.cli.main", "fuzz", "--spawn",
+         f"{ECHO_SERVER} -ORBendPoint giop:tcp:127.0.0.1:", "--replay", folder, "--json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, **ENV})
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("heap-buffer-overflow-giopImpl11-unmarshalRequestHeader", "heap-buffer-overflow"),
+    ("flood-GIOP_S-handleRequest-unexpected-exception", None),
+    ("spin-giopWorker-execute-CancelRequest", None),
+    ("crash-TypeCode_struct-member-count", "SEGV"),
+    ("spin-sequence-length-check-overflow", None),
+    ("heap-buffer-overflow-giopImpl12-short-fragment", "heap-buffer-overflow"),
+])
+def test_saved_omniorb_finding_replays_against_the_instrumented_servant(name, kind):
+    _need(ECHO_SERVER)
+    result = _replay(os.path.join(FINDINGS, name))
+    assert result["reproduced"], result
+    if kind is not None:
+        assert result["details"]["sanitizer"]["kind"] == kind
+
+
+def test_close_race_brings_about_the_connection_use_after_free():
+    _need(ECHO_SERVER)
+    done = subprocess.run(
+        [sys.executable, os.path.join(REPO, "benchmarks", "omniorb", "close_race.py"),
+         os.path.join(FINDINGS, "heap-use-after-free-giopServer-notifyRzReadable"),
+         "--runs", "1", "--duration", "30"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, **ENV})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "heap-use-after-free" in done.stdout and "notifyRzReadable" in done.stdout
