@@ -126,3 +126,32 @@ def test_no_expensive_case_no_finding(tmp_path):
     assert campaign.cost_median() is not None and campaign.cost_median() < CPU_FLOOR
     assert not campaign.findings and not saved
     assert not [f for f in campaign.unconfirmed if f.kind == "cpu"]
+
+
+
+def test_expensive_case_found_in_a_group(tmp_path):
+    """Cases sent as a group (a connection each, all at once): a group that
+    cost past the threshold (and twice what its cases cost at the median)
+    is run again in halves, down to the case that costs it alone, which is
+    then confirmed as above."""
+    from pycdr.fuzz.case import Case
+    from pycdr.fuzz.prediction import predict
+    command = f"{RAW} --burn {BURN_SECONDS}"
+    cheap = [s for s in seeds() if s.name != "burn"]
+    campaign = Campaign(None, seed=SEED, spawn=command, timeout=2.0, probe_timeout=2.0,
+                        seeds=cheap, batch=1, standby=False)
+    try:
+        campaign.run(max_cases=40)           # (the median: cheap cases, one at a time)
+        assert campaign.cost_median() is not None and not campaign.findings
+        messages = [[request(f"ping{n}", 200 + n)] for n in range(23)]
+        messages.insert(17, [request("burn", 299)])
+        cases = [Case(1000 + k, "group", m, [], predict(m)) for k, m in enumerate(messages)]
+        campaign._sent(cases)
+        campaign._run_group(cases)
+    finally:
+        campaign.close()
+    found = [f for f in campaign.findings.values() if f.kind == "cpu"]
+    assert len(found) == 1 and found[0].confirmed, campaign.unconfirmed
+    assert found[0].case is cases[17]
+    assert found[0].details["cases"] == len(cases)          # (found as a group's cost)
+    assert found[0].details["group_cpu_seconds"] >= 0.8 * BURN_SECONDS

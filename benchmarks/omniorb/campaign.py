@@ -2,7 +2,7 @@
 benchmarks/omniorb/build.sh, printing how the edges grow.
 
     python benchmarks/omniorb/campaign.py [--servant cxx|python] [--duration S]
-        [--every S] [--seed N] [--out DIR] [--catalog] [--until KIND]
+        [--every S] [--seed N] [--out DIR] [--catalog] [--until KIND[:REGEX]]
 
 --servant cxx (default): the C++ echo servant (echo/echo_server); python:
 omniORBpy's echo server (tests/peers/omni_server.py) in the build's
@@ -10,9 +10,12 @@ python-asan.  Both serve conformance/echo.idl; the campaign is seeded with its
 operations (and the conformance catalog with --catalog).  Every --every
 seconds a line: seconds, cases, edges, features, inputs kept, corpus size,
 restarts, findings; at the end the JSON summary's feedback and the findings
-(saved under --out, as `pycdr fuzz` saves them).  --until KIND ends the
-campaign at its first confirmed finding of that kind (crash, cpu, ...) and
-says how many seconds from the start (the target's start included) it took.
+(saved under --out, as `pycdr fuzz` saves them).  --until KIND[:REGEX] ends
+the campaign at its first confirmed finding of that kind (crash, cpu, ...),
+one of whose minimized messages matches REGEX in hex if given (eight tk_any
+TypeCodes in a row, in either byte order, for omniORB's nested anys:
+'cpu:(0b000000){8}|(0000000b){8}'), and says how many seconds from the start
+(the target's start included) it took.
 A line, not a test: it asserts nothing.
 """
 
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 import time
 
@@ -54,7 +58,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default="omniorb-findings")
     parser.add_argument("--catalog", action="store_true")
-    parser.add_argument("--until", default=None, metavar="KIND")
+    parser.add_argument("--until", default="", metavar="KIND[:REGEX]")
     options = parser.parse_args()
     # Reports written at once (the crash is an exit, not a hang while it
     # symbolizes); a killed target has no leaks to report; freed memory kept
@@ -80,7 +84,9 @@ def main() -> None:
     def on_finding(f) -> None:
         saved.append(save(f, options.out, len(saved) + 1, target_text=None, spawn=spawn,
                           answers=f.answers))
-        if f.kind == options.until and not found:
+        kind, _, pattern = options.until.partition(":")
+        if f.kind == kind and any(re.search(pattern, m.hex()) for m in f.messages) \
+                and not found:
             found.update(kind=f.kind, seconds=round(time.monotonic() - began, 1),
                          case=f.case.index, folder=f.folder,
                          details={k: v for k, v in f.details.items() if k != "sanitizer_report"})

@@ -412,7 +412,9 @@ class Campaign(TargetHealth, Learning, CaseCost):
             self._learn(case, verdict.observation)
             self._add_cost(self.last_cost)
         if verdict.kind is not None:
-            self._attribute(verdict.kind, verdict.details, first=case)
+            # (A cost was measured for this case alone: the others in flight are no suspects.)
+            self._attribute(verdict.kind, verdict.details, first=case,
+                            in_flight=[case] if verdict.kind == "cpu" else None)
 
     def check(self, messages, prediction: Prediction | None = None, *,
               linger: float = LINGER, while_waiting=None, look_after: bool = False,
