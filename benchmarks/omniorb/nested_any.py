@@ -31,7 +31,7 @@ from pycdr.codec import tc                                  # noqa: E402
 from pycdr.codec.marshal import write_value                 # noqa: E402
 from pycdr.codec.values import Any                          # noqa: E402
 from pycdr.conformance.target import resolve_target         # noqa: E402
-from pycdr.fuzz.cost import process_cpu, thread_demand      # noqa: E402
+from pycdr.fuzz.cost import process_cpu, runnable_threads   # noqa: E402
 from pycdr.fuzz.target import SpawnedTarget                 # noqa: E402
 from pycdr.codec.cdr import CDRReader                       # noqa: E402
 from pycdr.errors import PycdrError                         # noqa: E402
@@ -70,14 +70,14 @@ def answer(data: bytes) -> str:
 
 
 def idle_after(pid: int, step: float = 0.05) -> None:
-    """Until the process's threads neither run nor wait to run."""
-    before = thread_demand(pid) or {}
-    while True:
+    """Until the process, twice in a row, used little CPU over a step and
+    has no thread running or waiting to run."""
+    quiet, cpu = 0, process_cpu(pid)
+    while quiet < 2:
         time.sleep(step)
-        now = thread_demand(pid) or {}
-        if sum(v - before.get(k, 0.0) for k, v in now.items()) < 0.2 * step:
-            return
-        before = now
+        later = process_cpu(pid)
+        quiet = quiet + 1 if later - cpu < 0.2 * step and not runnable_threads(pid) else 0
+        cpu = later
 
 
 def main() -> None:

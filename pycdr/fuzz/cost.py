@@ -7,15 +7,19 @@ nesting).
 The target's CPU is read from its process CPU clock (nanoseconds, every
 thread) before a case (or a group, or a batch) is sent and once its answers
 are in or its wait is over; a case that has already cost WATCH_FACTOR times
-the median by then is watched until the target is idle again (a servant may
-still be working when its answer's wait is over), for at most SETTLE_MAX
-seconds (SETTLE_CPU of CPU).  A target still busy then is left to the spin
-check: a spin is CPU that does not stop, a ``cpu`` finding a cost that ends.  The median is taken
-over the latest cases the campaign sent (a group's or a batch's cost is
-shared among its cases); replays (attribution, minimization, confirmation)
-are judged against it and add nothing to it.  A finding's details keep the
-median and the threshold it was judged by: ``--replay`` judges the saved
-case against the saved median (``cost_reference``).
+the median by then, or whose target still has a thread running or waiting
+to run, is watched until the target is idle again (a servant may still be
+working when its answer's wait is over), for at most SETTLE_CPU seconds of
+its CPU and SETTLE_MAX seconds in all.  A target still busy then is left to
+the spin check: a spin is CPU that does not stop, a ``cpu`` finding a cost
+that ends.  A group or a batch that may hold an expensive case is run again
+in halves (_cost_culprit) down to the case.
+
+The median is taken over the latest cases the campaign sent (a group's or a
+batch's cost shared among its cases); replays (attribution, minimization,
+confirmation) are judged against it and add nothing to it.  A finding's
+details keep the median and the threshold it was judged by: ``--replay``
+judges the saved case against the saved median (``cost_reference``).
 
 CaseCost is mixed into Campaign (pycdr.fuzz.engine), whose state it uses."""
 
@@ -47,14 +51,15 @@ MIN_COST_SAMPLES = 32
 # A case (or a group, past what its cases cost at the median) that has
 # already cost WATCH_FACTOR times the median and WATCH_FLOOR seconds, or
 # whose target has a thread running or waiting to run when it is done, is
-# watched every WATCH_STEP seconds until the target's threads want less than
-# SPIN_SHARE of a core (run or wait to run: on a loaded machine a busy
-# target may get little CPU for a step), until it has spent SETTLE_CPU
-# seconds of CPU since the case was sent or for SETTLE_MAX seconds at most.
-# A target still busy then is left to the spin check (which a spin reaches
-# SETTLE_CPU seconds of CPU later than without this watch: a cost past
-# that is judged a spin; omniORB 4.2.5's nested anys cost 2.4 s at 21
-# levels, and a loaded machine gives 2.4 s of CPU in several seconds).
+# watched (every WATCH_STEP seconds at most) until the target, twice in a
+# row (once after a cheap case), used less than SPIN_SHARE of a core over the step and has no thread
+# running or waiting to run (on a loaded machine a busy target may get
+# little CPU for a step, but its thread stays runnable); until it has spent
+# SETTLE_CPU seconds of CPU since the case was sent, or SETTLE_MAX seconds
+# at most.  A target still busy then is left to the spin check (which a
+# spin reaches SETTLE_CPU seconds of CPU later than without this watch: a
+# cost past that is judged a spin; omniORB 4.2.5's nested anys cost 2.4 s
+# at 21 levels, and a loaded machine gives 2.4 s of CPU in several seconds).
 WATCH_FACTOR = 10.0
 WATCH_FLOOR = 0.01
 WATCH_STEP = 0.02
@@ -91,22 +96,6 @@ def runnable_threads(pid: int) -> int:
         except (OSError, IndexError):
             continue            # (a thread that ended meanwhile)
     return count
-
-
-def thread_demand(pid: int) -> dict | None:
-    """Seconds each thread of process ``pid`` has run or waited to run
-    (Linux schedstat: CPU time and run-queue wait), by thread id: a busy
-    thread adds a second a second however little CPU a loaded machine gives
-    it.  None when they cannot be read."""
-    out = {}
-    for tid in _tasks(pid):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                ran, waited = f.read().split()[:2]
-        except (OSError, ValueError):
-            continue
-        out[tid] = (int(ran) + int(waited)) / 1e9
-    return out or None
 
 
 def saved_median(folder: str) -> float | None:
@@ -177,11 +166,13 @@ class CaseCost:
         cpu = process_cpu(process.pid)
         return None if cpu is None else (process.pid, cpu)
 
-    def _cost_since(self, mark, cases: int = 1):
+    def _cost_since(self, mark, cases: int = 1, *, answered: bool = False):
         """(CPU seconds the target spent since ``mark``, whether it is idle
         again), the target watched until idle when ``cases`` cost more than
-        the median would say (see WATCH_FACTOR); None when not known (no
-        mark, the target restarted or gone)."""
+        the median would say (see WATCH_FACTOR) or, unless they were
+        ``answered`` (a servant answers once done), a thread of it is
+        running or waiting to run; None when not known (no mark, the target
+        restarted or gone)."""
         process = self.spawned.process if self.spawned is not None else None
         if mark is None or process is None or process.pid != mark[0] or \
                 process.poll() is not None:
@@ -192,29 +183,26 @@ class CaseCost:
             return None
         median = self.cost_median() or 0.0
         if now - before - cases * median < max(WATCH_FLOOR, WATCH_FACTOR * median) and \
-                not runnable_threads(pid):
+                (answered or not runnable_threads(pid)):
             return now - before, True
         deadline = time.monotonic() + SETTLE_MAX
-        demand = thread_demand(pid)
+        # (Short steps first: a thread seen running is most often a servant's
+        # finishing its answer, idle a few hundred microseconds later; such
+        # a cheap case is idle once seen idle once.)
+        step, quiet = WATCH_STEP / 16, 0
+        wanted = 1 if now - before < WATCH_FLOOR else 2
         while time.monotonic() < deadline and now - before < SETTLE_CPU:
-            time.sleep(WATCH_STEP)
-            later = thread_demand(pid)
-            if later is None or demand is None:
-                # (No scheduler statistics: CPU alone, which a loaded
-                # machine may not give a busy target for a step.)
-                cpu = process_cpu(pid)
-                if cpu is None:
-                    return None
-                if cpu - now < SPIN_SHARE * WATCH_STEP:
-                    return cpu - before, True
-                now = cpu
-                continue
-            wanted = sum(seconds - demand.get(tid, 0.0) for tid, seconds in later.items())
-            demand = later
-            now = process_cpu(pid)
-            if now is None:
+            time.sleep(step)
+            later = process_cpu(pid)
+            if later is None:
                 return None
-            if wanted < SPIN_SHARE * WATCH_STEP:
+            # Idle: little CPU over the step, and no thread running or
+            # waiting to run (on a loaded machine a busy target may get
+            # little CPU for a step, but its thread stays runnable).
+            idle = later - now < SPIN_SHARE * step and not runnable_threads(pid)
+            quiet = quiet + 1 if idle else 0
+            now, step = later, min(WATCH_STEP, 2 * step)
+            if quiet >= wanted:
                 return now - before, True
         return now - before, False
 
@@ -222,7 +210,7 @@ class CaseCost:
         """After one case on its own connection (sent after ``mark``): a
         ``cpu`` Verdict when it cost past the threshold and the target is
         idle again; what it cost kept in ``last_cost``."""
-        measured = self._cost_since(mark)
+        measured = self._cost_since(mark, answered=obs.answer_time is not None)
         self.last_cost = measured[0] if measured is not None and measured[1] else None
         threshold = self.cost_threshold()
         if measured is None or threshold is None:
