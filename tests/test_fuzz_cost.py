@@ -155,3 +155,36 @@ def test_expensive_case_found_in_a_group(tmp_path):
     assert found[0].case is cases[17]
     assert found[0].details["cases"] == len(cases)          # (found as a group's cost)
     assert found[0].details["group_cpu_seconds"] >= 0.8 * BURN_SECONDS
+
+
+@pytest.mark.parametrize("version,little", [((1, 0), False), ((1, 1), True), ((1, 2), False),
+                                            ((1, 2), True)])
+def test_nest_any_puts_the_value_inside_more_anys(version, little):
+    """The mutation behind omniORB's nested anys: the request stays valid,
+    its any N levels deeper, the innermost value as it was (what follows
+    keeps its alignment: a double after the any)."""
+    import random
+    from pycdr.codec import tc
+    from pycdr.codec.marshal import read_value, write_value
+    from pycdr.codec.values import Any
+    from pycdr.fuzz.mutators import ANY_TYPECODE, NEST_LEVELS, nest_any
+    from pycdr.giop.layout import message_fields
+    from pycdr.giop.messages import decode_message
+    types = [tc.any, tc.double]
+    data = encode_message(
+        Request(version=version, little=little, request_id=5, target=KeyAddr(KEY),
+                operation="echo_any", response_flags=3),
+        write_body=lambda w: (write_value(w, tc.any, Any(tc.long, 7)),
+                              write_value(w, tc.double, 2.5)))
+    (field,) = [f for f in message_fields(data, types) if f.path.endswith(ANY_TYPECODE)]
+    message = bytearray(data)
+    detail = nest_any(message, field, random.Random(1))
+    levels = int(detail.split()[2])
+    assert levels in NEST_LEVELS and len(message) == len(data) + 4 * levels
+    decoded, _ = decode_message(bytes(message))
+    reader = decoded.body_reader()
+    value, depth = read_value(reader, tc.any), 1
+    while value.tc.kind() == tc.any.kind():
+        value, depth = value.value, depth + 1
+    assert depth == 1 + levels and value.value == 7
+    assert read_value(reader, tc.double) == 2.5
