@@ -10,7 +10,8 @@ same server without --burn (``burn`` as cheap as the rest) nothing is
 reported although every case's cost was measured.
 
 Cases run one at a time (batch=1, as under --coverage sancov): each case's
-cost is read on its own."""
+cost is read on its own; a group of cases sent at once is searched by
+halves.  And the mutation that nests an any deeper keeps a request valid."""
 
 import json
 import os
