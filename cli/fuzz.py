@@ -190,6 +190,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
     target (restarted, under --spawn) three times; breakages no case did
     alone are listed as unconfirmed, with the cases that were in flight.
     Exit code 1 when a (confirmed) finding was made (or a replay reproduced it)."""
+    from pycdr.fuzz.cost import saved_median
     from pycdr.fuzz.engine import Campaign
     from pycdr.fuzz.findings import FindingError, load_messages, save, save_unconfirmed
     from pycdr.fuzz.seeds import idl_probe_request
@@ -226,6 +227,12 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
         except FindingError as e:
             click.echo(f"cannot replay: {e}", err=True)
             sys.exit(EXIT_BAD_INPUT)
+        # A case's CPU cost is judged against the median its campaign measured.
+        median = saved_median(replay_dir) if kind == "cpu" else None
+        if kind == "cpu" and median is None:
+            click.echo(f"cannot replay: {os.path.join(replay_dir, 'finding.json')}: no "
+                       f"\"median_cpu_seconds\" number in its details", err=True)
+            sys.exit(EXIT_BAD_INPUT)
     if target and not spawn:
         # A target that gives no GIOP answer (refused, silent, another protocol, TLS not
         # trusted) would look like a dead one: say why instead, at once.
@@ -243,6 +250,7 @@ def cmd(target, max_cases, duration, rate, seed, out_dir, json_out, spawn, no_st
                                 callback=kind == "callback", callback_port=port or 0)
             if port is not None:
                 messages = retarget(messages, port, campaign.listener.port)
+            campaign.cost_reference = median
             try:
                 same = campaign.reproduces(kind, messages)
                 verdict = campaign.last_verdict

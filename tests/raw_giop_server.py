@@ -32,11 +32,16 @@ a thread that loops for good (burning a core) when the Nth comes in, and
 serves on; ``--no-faults`` leaves
 the planted faults out (so that nothing else is to be found).
 
+An expensive operation, for the fuzzer's CPU cost finding: with ``--burn
+SECONDS``, a Request for the operation ``burn`` costs SECONDS of CPU (a
+loop, under the servant lock) before anything after its operation name is
+read.
+
 Run as a script it prints a corbaloc URL and serves on 127.0.0.1 (a free
 port, or --port) until its standard input closes or it is killed:
 
     python tests/raw_giop_server.py [--port N] [--die-after N] [--stall-after N]
-                                    [--spin-after N]
+                                    [--spin-after N] [--burn SECONDS]
 """
 
 import argparse
@@ -61,6 +66,7 @@ servant_lock = threading.Lock()
 planted = [True]               # the faults below are in (--no-faults: out)
 profile_crash = [False]        # --profile-crash: the second crash is in
 key_cache = []                 # the planted leak
+burn_seconds = [0.0]           # --burn: the CPU a Request for `burn` costs
 
 
 class Malformed(Exception):
@@ -222,6 +228,8 @@ def handle_request(data, version, little):
     r = Reader(data, little)
     contexts, request_id, expected, key, operation = read_request_head(r, version)
     dispatch(operation)
+    if operation == b"burn":
+        burn(burn_seconds[0])
     try:
         if version < (1, 2):
             r.octets()                   # principal
@@ -335,6 +343,12 @@ def spin():
         pass
 
 
+def burn(seconds):
+    began = time.thread_time()
+    while time.thread_time() - began < seconds:
+        pass
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=0)
@@ -344,7 +358,9 @@ def main(argv=None):
     ap.add_argument("--spin-after", type=int, default=0)
     ap.add_argument("--no-faults", action="store_true")
     ap.add_argument("--profile-crash", action="store_true")
+    ap.add_argument("--burn", type=float, default=0.0)
     args = ap.parse_args(argv)
+    burn_seconds[0] = args.burn
     planted[0] = not args.no_faults
     profile_crash[0] = args.profile_crash
     listener = socket.socket()

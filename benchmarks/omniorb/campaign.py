@@ -2,7 +2,7 @@
 benchmarks/omniorb/build.sh, printing how the edges grow.
 
     python benchmarks/omniorb/campaign.py [--servant cxx|python] [--duration S]
-        [--every S] [--seed N] [--out DIR] [--catalog]
+        [--every S] [--seed N] [--out DIR] [--catalog] [--until KIND[:REGEX]]
 
 --servant cxx (default): the C++ echo servant (echo/echo_server); python:
 omniORBpy's echo server (tests/peers/omni_server.py) in the build's
@@ -10,8 +10,13 @@ python-asan.  Both serve conformance/echo.idl; the campaign is seeded with its
 operations (and the conformance catalog with --catalog).  Every --every
 seconds a line: seconds, cases, edges, features, inputs kept, corpus size,
 restarts, findings; at the end the JSON summary's feedback and the findings
-(saved under --out, as `pycdr fuzz` saves them).  A line, not a test: it
-asserts nothing.
+(saved under --out, as `pycdr fuzz` saves them).  --until KIND[:REGEX] ends
+the campaign at its first confirmed finding of that kind (crash, cpu, ...),
+one of whose minimized messages matches REGEX in hex if given (eight tk_any
+TypeCodes in a row, in either byte order, for omniORB's nested anys:
+'cpu:(0b000000){8}|(0000000b){8}'), and says how many seconds from the start
+(the target's start included) it took.
+A line, not a test: it asserts nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import re
 import sys
 import time
 
@@ -52,10 +58,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default="omniorb-findings")
     parser.add_argument("--catalog", action="store_true")
+    parser.add_argument("--until", default="", metavar="KIND[:REGEX]")
     options = parser.parse_args()
     # Reports written at once (the crash is an exit, not a hang while it
-    # symbolizes); a killed target has no leaks to report.
-    os.environ.setdefault("ASAN_OPTIONS", "symbolize=0:detect_leaks=0")
+    # symbolizes); a killed target has no leaks to report; freed memory kept
+    # in quarantine up to 64 MB, not ASan's 256 (the campaign's RSS limit: a
+    # case that allocates and frees much, nested anys, grew the server by it).
+    os.environ.setdefault("ASAN_OPTIONS", "symbolize=0:detect_leaks=0:quarantine_size_mb=64")
     spawn = spawn_command(options.servant)
     if not os.path.exists(spawn.split()[0]):
         sys.exit(f"campaign.py: {spawn.split()[0]} is missing: run benchmarks/omniorb/build.sh")
@@ -66,14 +75,27 @@ def main() -> None:
                                  rng=random.Random(f"{options.seed}:idl"))
 
     saved = []
+    began = time.monotonic()
+    found = {}
+
+    class Found(Exception):
+        pass
+
+    def on_finding(f) -> None:
+        saved.append(save(f, options.out, len(saved) + 1, target_text=None, spawn=spawn,
+                          answers=f.answers))
+        kind, _, pattern = options.until.partition(":")
+        if f.kind == kind and any(re.search(pattern, m.hex()) for m in f.messages) \
+                and not found:
+            found.update(kind=f.kind, seconds=round(time.monotonic() - began, 1),
+                         case=f.case.index, folder=f.folder,
+                         details={k: v for k, v in f.details.items() if k != "sanitizer_report"})
     campaign = Campaign(None, seed=options.seed, spawn=spawn, coverage="sancov",
                         seed_sources=seed_sources,
                         probe_request=S.idl_probe_request(IDL, INTERFACE))
-    campaign.on_finding = lambda f: saved.append(
-        save(f, options.out, len(saved) + 1, target_text=None, spawn=spawn, answers=f.answers))
+    campaign.on_finding = on_finding
     campaign.on_unconfirmed = lambda f: saved.append(
         save_unconfirmed(f, options.out, len(saved) + 1))
-    began = time.monotonic()
     next_line = [0.0]
     print("seconds  cases  edges  features  kept  corpus  restarts  findings", flush=True)
 
@@ -87,9 +109,14 @@ def main() -> None:
         if time.monotonic() - began >= next_line[0]:
             next_line[0] += options.every
             line(c)
+        if found:
+            raise Found()
     try:
         line(campaign)
-        campaign.run(duration=options.duration, progress=progress)
+        try:
+            campaign.run(duration=options.duration, progress=progress)
+        except Found:
+            pass
         line(campaign)
     finally:
         campaign.close()
@@ -100,7 +127,9 @@ def main() -> None:
                                     "sanitizer": f.details.get("sanitizer")}
                                    for f in campaign.findings.values()],
                       "unconfirmed": [{"kind": f.kind, "details": f.details.get("probe")}
-                                      for f in campaign.unconfirmed]}, indent=1))
+                                      for f in campaign.unconfirmed],
+                      "median_case_cpu_seconds": campaign.cost_median(),
+                      "until": found or None}, indent=1))
 
 
 if __name__ == "__main__":

@@ -27,11 +27,13 @@ or an --idl operation: past the core), and when either is silent both again
 with the longest wait.  A close in answer to a malformed message is an
 outcome counted against the spec, not a finding.  Probes also run every
 ``probe_interval`` seconds (alternating the two kinds), and under --spawn the
-target's exit, RSS growth and CPU while nothing is sent to it (a spin) are
+target's exit, RSS growth, CPU while nothing is sent to it (a spin) and the
+CPU each case costs it (pycdr.fuzz.cost: a case past 100x the median) are
 watched.
 
-Attribution: when the target is broken (crash, hang, memory, spin) or floods, the
-cases in flight since it last answered a probe are the suspects.  A finding
+Attribution: when the target is broken (crash, hang, memory, spin), floods or
+costs too much CPU, the cases in flight since it last answered a probe are
+the suspects.  A finding
 is *confirmed* only when one case, alone, does the same against a fresh
 target (under --spawn restarted and answering) REPRODUCTIONS times in a row
 after minimization (the run that blamed it the first of them when
@@ -62,6 +64,7 @@ from ..orb.tls import DEFAULT_TLS, TLSOptions
 from .callback import CALLBACK_SETTLE, CallOuts
 from .threads import DeadThreads
 from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
+from .cost import CaseCost
 from .findings import Finding, ddmin, known_hit, minimize
 from .learning import Learning
 from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
@@ -105,8 +108,9 @@ MEMORY_INPUT = 64 << 10
 MEMORY_SETTLE = 0.3
 # Kinds after which a spawned target is restarted: its growth is judged
 # from its start, a spinning one spins on, a logged defect may have killed
-# a thread of it.
-RESTART_AFTER = ("memory", "spin", "exception")
+# a thread of it; after an expensive case, as for the confirmation's runs,
+# the next look starts from a fresh target.
+RESTART_AFTER = ("memory", "spin", "exception", "cpu")
 # At most this many batchable cases go as groups after failed batches.
 MAX_PIPE_PAUSE = 4096
 
@@ -136,7 +140,7 @@ class Stats:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
+class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
@@ -150,6 +154,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
         self.seed = seed
         self.stop_on_finding = stop_on_finding   # the campaign ends at its first finding
         self.tls = tls                 # TLS options, for targets that speak TLS
+        self._setup_cost(REPRODUCTIONS)  # (what cases cost a --spawn target: pycdr.fuzz.cost)
         # Feedback (see pycdr.fuzz.learning): the environment the target needs.
         env = self._setup_feedback(coverage, spawn, corpus_dir)
         if coverage == "sancov":
@@ -358,6 +363,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
         self._sent(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
         logged, called = self._logged_count(), self._callout_mark()
+        cost_mark = self._cost_mark()
         try:
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key,
@@ -371,6 +377,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
             ok = False           # one of them made the target grow: which, alone
         if ok and (self._logged_defects(logged) or self._callouts(called)):
             ok = False           # (the same: which one, on a connection of its own)
+        if ok and self._group_cost(cost_mark, cases) is not None:
+            ok = False           # (the same: the group's cost is looked at per case)
         if ok:
             self._pipe_failures = 0
             self.stats.cases += len(cases)
@@ -411,8 +419,11 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
                              while_waiting=lambda: self._make_ahead(1))
         if verdict.kind is None:         # (a broken target showed part of what it did)
             self._learn(case, verdict.observation)
+            self._add_cost(self.last_cost)
         if verdict.kind is not None:
-            self._attribute(verdict.kind, verdict.details, first=case)
+            # (A cost was measured for this case alone: the others in flight are no suspects.)
+            self._attribute(verdict.kind, verdict.details, first=case,
+                            in_flight=[case] if verdict.kind == "cpu" else None)
 
     def check(self, messages, prediction: Prediction | None = None, *,
               linger: float = LINGER, while_waiting=None, look_after: bool = False,
@@ -427,6 +438,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
         obs = Observation()
         rss_before = self.spawned.rss() if self.spawned is not None else None
         logged, called = self._logged_count(), self._callout_mark()
+        cost_mark = self._cost_mark()
         try:
             with self.target.wire(connect_timeout=self.probe_timeout) as wire:
                 for data in messages:
@@ -440,6 +452,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
                              linger=linger, sent=sum(map(len, messages)))
         except OSError as e:
             obs.connect_error = str(e)
+        # (Before the health look below: a case still costing CPU is no spin.)
+        costly = self._cost_verdict(cost_mark, obs)
         if obs.answer_time is not None:
             self.latency.add(obs.answer_time)
         calls = self._callouts(called, CALLBACK_SETTLE if look_after else 0.0, messages)
@@ -467,6 +481,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
         defects = self._logged_defects(logged, LOG_SETTLE if look_after else 0.0)
         if defects:
             return Verdict("exception", defects[0], obs)
+        if costly is not None:
+            return costly
         if reason is None and not look_after:
             return Verdict(None, {}, obs)
         status = self._health()
@@ -517,7 +533,9 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
         rss_before = self.spawned.rss() if self.spawned is not None else None
         logged, called = self._logged_count(), self._callout_mark()
         self._before_group()
+        cost_mark = self._cost_mark()
         observations = self._observe_group(cases)
+        costly = self._group_cost(cost_mark, cases)  # (before the health look below)
         # (Read before the health probes below: what they run is not the cases'.)
         group_features = self._group_features()
         if not again:
@@ -580,6 +598,9 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
                 verdict = self.check(case.messages, case.prediction, linger=self.recheck_linger)
                 if verdict.kind is not None:
                     self._attribute(verdict.kind, verdict.details, first=case)
+        culprit = self._cost_culprit(cases) if costly is not None and not self.dead else None
+        if culprit is not None:
+            self._attribute("cpu", costly, culprit, in_flight=[culprit])
 
     def _observe_group(self, cases: list) -> list:
         """Each case on a connection of its own, up to ``connections`` open
@@ -847,6 +868,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads):
             finding.reproductions = self._confirm(kind, finding.messages)
             runs = finding.reproductions + 1
         finding.confirmed = finding.reproductions == REPRODUCTIONS
+        finding.details = dict(finding.details, **self._cost_runs(kind))
         if kind == "memory" and sum(map(len, finding.messages)) > MEMORY_INPUT:
             # Growth in proportion to a large input is no defect.
             self._keep_unconfirmed(finding, f"its input is over {MEMORY_INPUT} bytes")

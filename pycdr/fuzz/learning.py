@@ -218,11 +218,12 @@ class Learning:
         self._reset_coverage()
         verdict = self.check(messages)
         if verdict.kind is not None:
-            # What a variant of a kept input broke is a finding as any other.
-            self._attribute(verdict.kind, verdict.details,
-                            first=Case(self.stats.cases, origin, list(messages),
-                                       [Mutation("corpus", "payload", "a kept input, rerun "
-                                                 "or minimized")]))
+            # What a variant of a kept input broke is a finding as any other
+            # (a cost was measured for it alone: the others in flight are no suspects).
+            case = Case(self.stats.cases, origin, list(messages),
+                        [Mutation("corpus", "payload", "a kept input, rerun or minimized")])
+            self._attribute(verdict.kind, verdict.details, first=case,
+                            in_flight=[case] if verdict.kind == "cpu" else None)
             return None
         return self._read_features(verdict.observation)
 

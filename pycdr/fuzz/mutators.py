@@ -255,7 +255,41 @@ _INDIRECTIONS = {"self": -4, "zero": 0, "forward": 8, "outside": -4096, "misalig
                  "huge": 0x7FFFFFF0}
 
 
+# An any value's own TypeCode (the layout's path for it; the kinds inside its
+# parameters are ``...typecode.content.kind``, ``...member[0].kind``): where
+# nest_any aims, on a share of the cases aimed at it.
+ANY_TYPECODE = ".typecode.kind"
+NEST_SHARE = 0.25
+# Levels of any put around an any value: even (8 bytes a pair, so what
+# follows keeps its 8-byte alignment), a few to many.  (Decoders that
+# recurse per level, or copy the inner value at each, pay per level:
+# omniORB 4.2.5's C++ ORB doubles its CPU with each, so that a few levels
+# more or less make a cost that a campaign sees, or a second, or an hour:
+# steps of 4 past 8.)
+NEST_LEVELS = (2, 4, 8, 12, 16)
+TK_ANY = 11
+
+
+def nest_any(m, f, rng):
+    """The any value whose TypeCode kind is field ``f`` put inside
+    NEST_LEVELS anys (an any holding an any holding ... the value): that
+    many tk_any TypeCodes before its own."""
+    levels = _pick(rng, NEST_LEVELS)
+    m[f.offset:f.offset] = TK_ANY.to_bytes(4, "little" if _little(m) else "big") * levels
+    fix_size(m)
+    return f"any nested {levels} levels deeper"
+
+
 def m_tc_kind(m, f, rng, ctx, msgs, i):
+    if f.path.endswith(ANY_TYPECODE):
+        # The draw below, peeked at: nesting takes the top NEST_SHARE of it
+        # (of the kind values' half), so the other cases draw as they did
+        # before nest_any was (a fixed seed's campaign makes them again).
+        state = rng.getstate()
+        peeked = rng.random()
+        if peeked >= 1 - NEST_SHARE:
+            return nest_any(m, f, rng)
+        rng.setstate(state)
     if rng.random() < 0.5 and f.offset + 8 <= len(m):
         name = _pick(rng, tuple(_INDIRECTIONS))
         _put(m, f.offset, 4, INDIRECTION)

@@ -1,0 +1,269 @@
+"""What a case costs a --spawn target in CPU: a case that costs more than
+CPU_FACTOR times the median case (and at least CPU_FLOOR) is a ``cpu``
+finding, an algorithmic denial of service (omniORB 4.2.5's C++ ORB copies an
+``any`` holding an ``any`` twice per level: its CPU doubles with each level of
+nesting).
+
+The target's CPU is read from its process CPU clock (nanoseconds, every
+thread) before a case (or a group, or a batch) is sent and once its answers
+are in or its wait is over; a case that has already cost WATCH_FACTOR times
+the median by then, or whose target still has a thread running or waiting
+to run, is watched until the target is idle again (a servant may still be
+working when its answer's wait is over), for at most SETTLE_CPU seconds of
+its CPU and SETTLE_MAX seconds in all.  A target still busy then is left to
+the spin check: a spin is CPU that does not stop, a ``cpu`` finding a cost
+that ends.  A group or a batch that may hold an expensive case is run again
+in halves (_cost_culprit) down to the case.
+
+The median is taken over the latest cases the campaign sent (a group's or a
+batch's cost shared among its cases); replays (attribution, minimization,
+confirmation) are judged against it and add nothing to it.  A finding's
+details keep the median and the threshold it was judged by: ``--replay``
+judges the saved case against the saved median (``cost_reference``).
+
+CaseCost is mixed into Campaign (pycdr.fuzz.engine), whose state it uses."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import deque
+
+from .case import Verdict
+from .health import SPIN_SHARE
+from .target import process_cpu_seconds
+
+# A case costing more than CPU_FACTOR times the median case is expensive (the
+# issue's "100x the median case"), when it costs at least CPU_FLOOR seconds:
+# the median of cheap cases is tens of microseconds to a millisecond, and
+# 100x that is within what a target spends now and then on a case for
+# reasons of its own (a page fault storm, an allocator growing its heap, a
+# JVM loading the classes of a path on its first run, its compiler threads,
+# a garbage collection: tens of ms); and /proc's CPU times, the fallback
+# when the process CPU clock cannot be read, tick every 10 ms.
+CPU_FACTOR = 100.0
+CPU_FLOOR = 0.1
+# The latest per-case costs the median is taken over (a group of 1024
+# cases adds its mean 1024 times), and how many before any case is judged.
+COST_SAMPLES = 4096
+MIN_COST_SAMPLES = 32
+# A case (or a group, past what its cases cost at the median) that has
+# already cost WATCH_FACTOR times the median and WATCH_FLOOR seconds, or
+# whose target has a thread running or waiting to run when it is done, is
+# watched (every WATCH_STEP seconds at most) until the target, twice in a
+# row (once after a cheap case), used less than SPIN_SHARE of a core over the step and has no thread
+# running or waiting to run (on a loaded machine a busy target may get
+# little CPU for a step, but its thread stays runnable); until it has spent
+# SETTLE_CPU seconds of CPU since the case was sent, or SETTLE_MAX seconds
+# at most.  A target still busy then is left to the spin check (which a
+# spin reaches SETTLE_CPU seconds of CPU later than without this watch: a
+# cost past that is judged a spin; omniORB 4.2.5's nested anys cost 2.4 s
+# at 21 levels, and a loaded machine gives 2.4 s of CPU in several seconds).
+WATCH_FACTOR = 10.0
+WATCH_FLOOR = 0.01
+WATCH_STEP = 0.02
+SETTLE_CPU = 3.0
+SETTLE_MAX = 15.0
+
+
+def process_cpu(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (all its threads) so
+    far: from its process CPU clock (Linux: the clock id of a pid is
+    ``~pid << 3 | CPUCLOCK_SCHED``; nanoseconds), else /proc's ticks; None
+    when neither can be read (the process is gone)."""
+    try:
+        return time.clock_gettime(((~pid) << 3) | 2)
+    except (OSError, OverflowError, ValueError):
+        return process_cpu_seconds(pid)
+
+
+def _tasks(pid: int) -> list:
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+def runnable_threads(pid: int) -> int:
+    """How many threads of process ``pid`` are running or waiting for a
+    CPU now (state R): a target still working on a case."""
+    count = 0
+    for tid in _tasks(pid):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                count += f.read().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue            # (a thread that ended meanwhile)
+    return count
+
+
+def saved_median(folder: str) -> float | None:
+    """The median a saved ``cpu`` finding was judged against (its details'
+    ``median_cpu_seconds``), or None."""
+    try:
+        with open(os.path.join(folder, "finding.json"), encoding="utf-8") as f:
+            value = json.load(f).get("details", {}).get("median_cpu_seconds")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else None
+
+
+class CaseCost:
+    """Campaign's account of what its cases cost the target (see the module doc)."""
+
+    def _setup_cost(self, reproductions: int) -> None:
+        self._costs: deque = deque(maxlen=COST_SAMPLES)
+        self._cost_median: float | None = None
+        self._cost_added = 0
+        # A saved finding's median, judged against instead of the campaign's (--replay).
+        self.cost_reference: float | None = None
+        self.last_cost: float | None = None   # what the last check's case cost, if known
+        # What the latest runs judged expensive cost (a finding's confirmation's).
+        self._expensive_runs: deque = deque(maxlen=reproductions)
+
+    # --- the median ----------------------------------------------------------------
+    def _add_cost(self, seconds: float | None, cases: int = 1) -> None:
+        """``cases`` cases sent by the campaign cost ``seconds`` together."""
+        if seconds is None or cases < 1:
+            return
+        self._costs.extend([seconds / cases] * min(cases, COST_SAMPLES))
+        self._cost_added += 1
+        if self._cost_median is None or self._cost_added % 64 == 0:
+            self._cost_median = None
+
+    def cost_median(self) -> float | None:
+        """The median case's CPU seconds (None until MIN_COST_SAMPLES cases)."""
+        if self.cost_reference is not None:
+            return self.cost_reference
+        if len(self._costs) < MIN_COST_SAMPLES:
+            return None
+        if self._cost_median is None:
+            ordered = sorted(self._costs)
+            self._cost_median = ordered[len(ordered) // 2]
+        return self._cost_median
+
+    def cost_threshold(self) -> float | None:
+        median = self.cost_median()
+        return None if median is None else max(CPU_FLOOR, CPU_FACTOR * median)
+
+    def _cost_details(self, spent: float, cases: int = 1) -> dict:
+        median = self.cost_median()
+        details = {"median_cpu_seconds": median,
+                   "threshold_seconds": round(self.cost_threshold(), 6)}
+        if cases > 1:
+            return dict(details, cases=cases)
+        return dict(details, cpu_seconds=round(spent, 4),
+                    times_median=round(spent / median) if median else None)
+
+    # --- measuring -----------------------------------------------------------------
+    def _cost_mark(self):
+        """Where the target's CPU stands before cases are sent (None when
+        it is not known: no spawned process)."""
+        process = self.spawned.process if self.spawned is not None else None
+        if process is None:
+            return None
+        cpu = process_cpu(process.pid)
+        return None if cpu is None else (process.pid, cpu)
+
+    def _cost_since(self, mark, cases: int = 1, *, answered: bool = False):
+        """(CPU seconds the target spent since ``mark``, whether it is idle
+        again), the target watched until idle when ``cases`` cost more than
+        the median would say (see WATCH_FACTOR) or, unless they were
+        ``answered`` (a servant answers once done), a thread of it is
+        running or waiting to run; None when not known (no mark, the target
+        restarted or gone)."""
+        process = self.spawned.process if self.spawned is not None else None
+        if mark is None or process is None or process.pid != mark[0] or \
+                process.poll() is not None:
+            return None            # (a target that exited is a crash, whatever it cost)
+        pid, before = mark
+        now = process_cpu(pid)
+        if now is None:
+            return None
+        median = self.cost_median() or 0.0
+        if now - before - cases * median < max(WATCH_FLOOR, WATCH_FACTOR * median) and \
+                (answered or not runnable_threads(pid)):
+            return now - before, True
+        deadline = time.monotonic() + SETTLE_MAX
+        # (Short steps first: a thread seen running is most often a servant's
+        # finishing its answer, idle a few hundred microseconds later; such
+        # a cheap case is idle once seen idle once.)
+        step, quiet = WATCH_STEP / 16, 0
+        wanted = 1 if now - before < WATCH_FLOOR else 2
+        while time.monotonic() < deadline and now - before < SETTLE_CPU:
+            time.sleep(step)
+            later = process_cpu(pid)
+            if later is None:
+                return None
+            # Idle: little CPU over the step, and no thread running or
+            # waiting to run (on a loaded machine a busy target may get
+            # little CPU for a step, but its thread stays runnable).
+            idle = later - now < SPIN_SHARE * step and not runnable_threads(pid)
+            quiet = quiet + 1 if idle else 0
+            now, step = later, min(WATCH_STEP, 2 * step)
+            if quiet >= wanted:
+                return now - before, True
+        return now - before, False
+
+    def _cost_verdict(self, mark, obs) -> Verdict | None:
+        """After one case on its own connection (sent after ``mark``): a
+        ``cpu`` Verdict when it cost past the threshold and the target is
+        idle again; what it cost kept in ``last_cost``."""
+        measured = self._cost_since(mark, answered=obs.answer_time is not None)
+        self.last_cost = measured[0] if measured is not None and measured[1] else None
+        threshold = self.cost_threshold()
+        if measured is None or threshold is None:
+            return None
+        spent, idle = measured
+        if idle and spent > threshold:
+            self._expensive_runs.append(round(spent, 4))
+            return Verdict("cpu", self._cost_details(spent), obs)
+        return None
+
+    def _cost_runs(self, kind: str) -> dict:
+        """For a ``cpu`` finding's details, once confirmed: what its case
+        cost in the last runs judged expensive (as many as a confirmation
+        has: the confirmation's)."""
+        return {"cpu_seconds_runs": list(self._expensive_runs)} if kind == "cpu" else {}
+
+    def _group_cost(self, mark, cases, *, sample: bool = True) -> dict | None:
+        """After ``cases`` sent together (a group, a batch) after ``mark``:
+        the details when one of them may be expensive, else None (and, with
+        ``sample``, their cost goes to the median).  One may be when, the
+        target idle again, they cost more than the threshold past what they
+        cost at the median, and more than twice that: the cost of a group
+        of many cases varies by more than a case's 100 times the median
+        (a garbage collection, the JIT's threads, the scheduler), and a
+        group whose cost is judged is run again in halves (_cost_culprit)."""
+        measured = self._cost_since(mark, len(cases))
+        if measured is None:
+            return None
+        spent, idle = measured
+        threshold, median = self.cost_threshold(), self.cost_median()
+        if threshold is not None and idle and \
+                spent - len(cases) * median > max(threshold, len(cases) * median):
+            return dict(self._cost_details(spent, len(cases)), group_cpu_seconds=round(spent, 4))
+        if sample and idle:
+            self._add_cost(spent, len(cases))
+        return None
+
+    def _cost_culprit(self, cases: list):
+        """The case of an expensive group (see _group_cost) that costs it:
+        halves of the group run again, each on its own, against the target
+        as it is (a cost is no breakage: no restart), the half that costs
+        past the threshold kept, down to one case (the engine then confirms
+        it alone against a fresh target).  None when neither half does (the
+        group's cost was noise, or several cases make it together)."""
+        suspects = list(cases)
+        while len(suspects) > 1 and not self.dead:
+            half = len(suspects) // 2
+            for part in (suspects[:half], suspects[half:]):
+                mark = self._cost_mark()
+                self._observe_group(part)
+                if self._group_cost(mark, part, sample=False) is not None:
+                    suspects = part
+                    break
+            else:
+                return None
+        return suspects[0] if suspects and not self.dead else None
