@@ -69,7 +69,7 @@ def test_sancov_campaign_on_omniorbpy_on_the_instrumented_library(tmp_path):
 
 
 FINDINGS = os.path.join(REPO, "benchmarks", "omniorb", "findings")
-KINDS = ("crash", "hang", "memory", "spin", "flood", "exception")
+KINDS = ("crash", "hang", "memory", "spin", "cpu", "flood", "exception", "thread", "callback")
 
 
 def _finding_folders():
