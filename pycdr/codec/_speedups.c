@@ -2971,36 +2971,51 @@ speedups_decode_common_12(PyObject *self, PyObject *const *args, Py_ssize_t narg
  * them refuses ends the run), so no GiopHeader is made. */
 static PyObject *giop_versions[2];    /* (1, 2) and (1, 3), made once */
 
-static PyObject *
-speedups_frame_common_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+static int
+framing_arguments(const char *usage, PyObject *const *args, Py_ssize_t nargs,
+                  Py_ssize_t want, Py_ssize_t *pos, long long *max_size)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "frame_common_12(data, pos, max_message_size)");
-        return NULL;
+    /* The arguments frame_common_12 and frame_chain_12 share: (data, pos,
+     * max_message_size, ...), `usage` naming the call in errors. 0, or -1 with an
+     * exception set. */
+    if (nargs != want) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
     }
     if (giop_request_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "frame_common_12() before configure_giop()");
-        return NULL;
+        PyErr_Format(PyExc_RuntimeError, "%s before configure_giop()", usage);
+        return -1;
     }
-    PyObject *data = args[0];
-    if (!PyBytes_CheckExact(data)) {
-        PyErr_SetString(PyExc_TypeError, "frame_common_12: data must be bytes");
-        return NULL;
+    if (!PyBytes_CheckExact(args[0])) {
+        PyErr_Format(PyExc_TypeError, "%s: data must be bytes", usage);
+        return -1;
     }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred()) return NULL;
-    long long max_size = PyLong_AsLongLong(args[2]);
-    if (max_size == -1 && PyErr_Occurred()) return NULL;
-    Py_ssize_t len = PyBytes_GET_SIZE(data);
-    if (pos < 0 || pos > len) {
-        PyErr_SetString(PyExc_ValueError, "frame_common_12: pos out of range");
-        return NULL;
+    *pos = PyLong_AsSsize_t(args[1]);
+    if (*pos == -1 && PyErr_Occurred()) return -1;
+    *max_size = PyLong_AsLongLong(args[2]);
+    if (*max_size == -1 && PyErr_Occurred()) return -1;
+    if (*pos < 0 || *pos > PyBytes_GET_SIZE(args[0])) {
+        PyErr_Format(PyExc_ValueError, "%s: pos out of range", usage);
+        return -1;
     }
     for (int i = 0; i < 2; i++) {
         if (giop_versions[i] == NULL &&
                 (giop_versions[i] = Py_BuildValue("(ii)", 1, 2 + i)) == NULL)
-            return NULL;
+            return -1;
     }
+    return 0;
+}
+
+static PyObject *
+speedups_frame_common_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t pos;
+    long long max_size;
+    if (framing_arguments("frame_common_12(data, pos, max_message_size)", args, nargs, 3,
+                          &pos, &max_size) < 0)
+        return NULL;
+    PyObject *data = args[0];
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
     PyObject *taken = PyList_New(0);
     if (taken == NULL) return NULL;
@@ -3058,36 +3073,15 @@ PyDoc_STRVAR(frame_common_12_doc,
 static PyObject *
 speedups_frame_chain_12(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError,
-                        "frame_chain_12(data, pos, max_message_size, max_reassembly_size)");
+    Py_ssize_t pos;
+    long long max_size;
+    if (framing_arguments("frame_chain_12(data, pos, max_message_size, max_reassembly_size)",
+                          args, nargs, 4, &pos, &max_size) < 0)
         return NULL;
-    }
-    if (giop_request_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "frame_chain_12() before configure_giop()");
-        return NULL;
-    }
-    PyObject *data = args[0];
-    if (!PyBytes_CheckExact(data)) {
-        PyErr_SetString(PyExc_TypeError, "frame_chain_12: data must be bytes");
-        return NULL;
-    }
-    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
-    if (pos == -1 && PyErr_Occurred()) return NULL;
-    long long max_size = PyLong_AsLongLong(args[2]);
-    if (max_size == -1 && PyErr_Occurred()) return NULL;
     long long max_whole = PyLong_AsLongLong(args[3]);
     if (max_whole == -1 && PyErr_Occurred()) return NULL;
+    PyObject *data = args[0];
     Py_ssize_t len = PyBytes_GET_SIZE(data);
-    if (pos < 0 || pos > len) {
-        PyErr_SetString(PyExc_ValueError, "frame_chain_12: pos out of range");
-        return NULL;
-    }
-    for (int i = 0; i < 2; i++) {
-        if (giop_versions[i] == NULL &&
-                (giop_versions[i] = Py_BuildValue("(ii)", 1, 2 + i)) == NULL)
-            return NULL;
-    }
     const unsigned char *buf = (const unsigned char *)PyBytes_AS_STRING(data);
     if (len - pos < 12) Py_RETURN_NONE;
     const unsigned char *h = buf + pos;
