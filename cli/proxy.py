@@ -180,7 +180,9 @@ def cmd(listen, target, routes, callbacks, rules_file, hook_file, seed, idl_file
         if explain:
             from .explain import explain_column
             explain_row = explain_column(idl_files)
-        core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules, emit=emit,
+        # (no lines and no --json: the rows go nowhere, and the counts are the tracker's)
+        core = ProxyCore(rewriter=ReferenceRewriter({}), rules=rules,
+                         emit=emit if outputs else None,
                          bodies=bodies, limits=limits, seed=seed, hooks=hooks,
                          explain=explain_row)
         if not quiet:

@@ -91,19 +91,29 @@ def reads(messages: list, rng: random.Random) -> list:
     return out
 
 
-def relayed(stream: list, *, idl: bool, rules) -> tuple:
-    """What a proxy core sends and the rows it makes for ``stream`` ([(side, bytes)])."""
+def relayed(stream: list, *, idl: bool, rules, later: bool = False) -> tuple:
+    """What a proxy core sends and the rows it makes for ``stream`` ([(side, bytes)]);
+    ``later``: the rows of each read's common messages made after it, as the proxy's
+    I/O does (ProxyConnection.later)."""
     rows = []
     core = ProxyCore(rewriter=ReferenceRewriter({("10.0.0.2", 2809): ("127.0.0.1", 9999)}),
                      rules=parse_rules(rules, 1) if rules else None, emit=rows.append,
                      bodies=CallBodies([MODULE]) if idl else None, seed=1)
     conn = core.connection(("10.0.0.1", 40000), ("10.0.0.2", 2809))
+    if later:
+        conn.later = []
     actions = []
+    deferred = 0
     for ts, (side, data) in enumerate(stream):
         for a in conn.data(side, data, ts):
             actions.append(("send", a.to, [bytes(p) for p in a.pieces], a.delay, a.interval)
                            if isinstance(a, Send) else ("close", a.which, a.abrupt))
+        if later:
+            deferred += len(conn.later)
+            conn.track_later()
     conn.closed()
+    if later and not rules:
+        assert deferred > 50            # (rows were made after their reads)
     return actions, rows, core.tracker.counts.to_json(), conn.relaying
 
 
@@ -134,6 +144,7 @@ def test_the_common_path_relays_and_tracks_as_the_general_one(monkeypatch, idl, 
     monkeypatch.setattr(GiopConnection, "receive_chain", counted_chain)
     fast = relayed(stream, idl=idl, rules=rules)
     assert len(taken) > 50 and len(chains) > 3      # (the common path was taken)
+    assert relayed(stream, idl=idl, rules=rules, later=True) == fast
     monkeypatch.setattr(GiopConnection, "receive_common", lambda self, data, pos=0: ([], pos))
     monkeypatch.setattr(GiopConnection, "receive_chain", lambda self, data, pos=0: None)
     general = relayed(stream, idl=idl, rules=rules)

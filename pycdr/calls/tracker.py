@@ -45,6 +45,8 @@ _SUCCEEDED = frozenset(("NO_EXCEPTION", "LOCATION_FORWARD", "LOCATION_FORWARD_PE
 # LocateRequest's ids are its own: GIOP lets them coincide with a Request's; with
 # bidirectional GIOP each side numbers the requests it sends).
 _REQUEST, _LOCATE = 0, 1
+# (the common versions' text, made once)
+_VERSION_TEXT = {(1, minor): f"1.{minor}" for minor in range(4)}
 
 
 def message_entry(msg) -> dict:
@@ -335,24 +337,32 @@ class CallTracker:
                         t == "Request" and not expected, entry)
 
     def common_request(self, conn: CallConnection, side: int, msg, ts: int,
-                       raw: bytes | None = None, fragments: int = 1) -> None:
+                       raw: bytes | None = None, fragments: int = 1,
+                       key: str | None = None) -> None:
         """What message(conn, side, entry, ts, msg, raw) does, ``entry`` being
         message_entry(msg) (with ``reassembled`` when it came in several ``fragments``),
         for a Request with a KeyAddr target, without making the entry (a proxy's hot
-        path)."""
+        path; ``key``: its object key's hex when the caller has it)."""
         if self.on_request is not None or msg.warnings:
             entry = message_entry(msg)
             if fragments > 1:
                 entry["reassembled"] = {"fragments": fragments}
             self.message(conn, side, entry, ts, msg, raw)
             return
-        row = self._request_row(conn, side, ts)
+        # (_request_row's, a call less)
+        if not conn.client_known:
+            conn.client = side
+            conn.client_known = True
+        row = conn.shared[side].copy()
+        row["ts"] = ts
         row["message_type"] = "Request"
         v = msg.version
-        row["giop_version"] = f"{v[0]}.{v[1]}"
+        row["giop_version"] = _VERSION_TEXT.get(v) or f"{v[0]}.{v[1]}"
         row["little_endian"] = msg.little
         row["request_id"] = msg.request_id
-        key = row["object_key"] = msg.target.object_key.hex()
+        if key is None:
+            key = msg.target.object_key.hex()
+        row["object_key"] = key
         row["object_key_text"] = object_key_text(key)
         row["interface"] = self.interfaces.get(key)
         row["request_bytes"] = _HEADER + msg.message_size

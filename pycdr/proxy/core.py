@@ -168,7 +168,7 @@ class ProxyCore:
 
     def _row(self, row: dict) -> None:
         faults = self._faults.pop((row["stream"], row["request_id"]), None) \
-            if row["message_type"] == "Request" else None
+            if self._faults and row["message_type"] == "Request" else None
         row["faults"] = faults
         if self.emit is not None:
             self.emit(row)
@@ -209,6 +209,11 @@ class ProxyConnection:
         self.upstream_down: str | None = None
         self.finished = False
         self.relaying = False               # relayed byte for byte, undecoded (_relay)
+        # None: a message's row is made as data() takes it.  A list (the I/O layer's):
+        # the common path's wait there for track_later(), called once what data()
+        # returned is written (a call's latency does not wait for its row); whatever
+        # else tracks (another message, the end) tracks them first.
+        self.later: list | None = None
 
     # -- input ------------------------------------------------------------------------
     def data(self, side: int, data, ts: int) -> list:
@@ -338,6 +343,12 @@ class ProxyConnection:
             self._release(d)
         return out
 
+    def track_later(self) -> None:
+        """Track the messages data() left in ``later``, in the order they came."""
+        waiting, self.later = self.later, []
+        for track, args in waiting:
+            track(*args)
+
     def eof(self, side: int, ts: int) -> list:
         """``side`` closed its connection: the other one is closed too."""
         if self.finished:
@@ -405,6 +416,8 @@ class ProxyConnection:
             self.finished = True
             for d in self.sides:
                 self._release(d)
+            if self.later:
+                self.track_later()
             self.core.tracker.closed(self.track)
 
     # -- bad input --------------------------------------------------------------------
@@ -437,6 +450,8 @@ class ProxyConnection:
     # -- messages ---------------------------------------------------------------------
     def _message(self, side, event: MessageReceived, frames, ts, out) -> None:
         msg = event.message
+        if self.later:
+            self.track_later()          # (the rows in the order the messages came)
         t = msg.msg_type
         tracked = True
         if side == CLIENT and t == MsgType.Request:
@@ -497,18 +512,22 @@ class ProxyConnection:
                              msg.version, msg.little, msg.response_flags != 0)
                 if call.response_expected:
                     self.calls[msg.request_id] = call
-                core.tracker.common_request(self.track, CLIENT, msg, ts, raw,
-                                            1 if event is None else event.fragments)
                 out.append(Send(SERVER, frames or [raw]))
-                return
+                args = (self.track, CLIENT, msg, ts, raw, 1 if event is None else event.fragments,
+                        key)
+                if self.later is None:
+                    return core.tracker.common_request(*args)
+                return self.later.append((core.tracker.common_request, args))
             if kind is Reply and side == SERVER and msg.reply_status == 0:
                 call = self.calls.get(msg.request_id)
                 if call is not None and not self._may_move_result(call):
                     del self.calls[msg.request_id]
                     frames = frames or [raw]
-                    core.tracker.common_reply(self.track, SERVER, msg, ts, raw, len(frames))
                     out.append(Send(CLIENT, frames))
-                    return
+                    args = (self.track, SERVER, msg, ts, raw, len(frames))
+                    if self.later is None:
+                        return core.tracker.common_reply(*args)
+                    return self.later.append((core.tracker.common_reply, args))
         self._message(side, event or MessageReceived(msg, raw, 1, 0), frames or [raw], ts, out)
 
     def _may_move_result(self, call) -> bool:

@@ -23,6 +23,7 @@ unchanged is written from the very bytes that were read).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import socket
 import ssl
@@ -53,6 +54,10 @@ class Listener:
 _DRAIN = object()        # queued after a direct write that filled the socket's buffer
 
 
+def _ignore(_data) -> None:
+    """(bytes read after the end of a stream: nothing takes them)"""
+
+
 class _Stream(asyncio.Protocol):
     """One socket of a relayed connection.  Reading is paused from the start until
     :meth:`start` names where the bytes go (``received(data)``; ``b""`` once, at the
@@ -62,12 +67,15 @@ class _Stream(asyncio.Protocol):
     def __init__(self, made=None):
         self.made = made                # fn(stream) once connected, or None
         self.transport = None
-        self.received = None
+        self.early: list = []           # bytes read before start() (uvloop may read once)
+        # where data_received's bytes go: kept in ``early`` until start(), then
+        # start()'s ``received``, nowhere once the stream ended (one call a read, no test)
+        self.received = self.early.append
+        self.started = False
         self.ended = False              # b"" was (or is to be) given
         self.lost = False
         self.paused = False             # the transport's buffer is full
         self.waiters: list = []
-        self.early: list = []           # bytes read before start() (uvloop may read once)
         self.held = False               # reading paused until the other side has room
 
     def connection_made(self, transport) -> None:
@@ -80,19 +88,16 @@ class _Stream(asyncio.Protocol):
         early, self.early = self.early, []
         for data in early:
             received(data)
-        self.received = received
+        self.started = True
         if self.ended:
             received(b"")
-        elif not self.lost and not self.held:
-            self.transport.resume_reading()
+        else:
+            self.received = received
+            if not self.lost and not self.held:
+                self.transport.resume_reading()
 
     def data_received(self, data) -> None:
-        if self.ended:
-            return
-        if self.received is None:
-            self.early.append(data)
-        else:
-            self.received(data)
+        self.received(data)
 
     def eof_received(self):
         self._end()
@@ -107,8 +112,9 @@ class _Stream(asyncio.Protocol):
     def _end(self) -> None:
         if not self.ended:
             self.ended = True
-            if self.received is not None:
-                self.received(b"")
+            received, self.received = self.received, _ignore
+            if self.started:
+                received(b"")
 
     def pause_writing(self) -> None:
         self.paused = True
@@ -129,10 +135,6 @@ class _Stream(asyncio.Protocol):
     # -- the StreamWriter's part --------------------------------------------------
     def write(self, data) -> None:
         self.transport.write(data)
-
-    def writelines(self, pieces) -> None:
-        # (uvloop: one writev for all, as a relay writes what one read brought)
-        self.transport.writelines(pieces)
 
     def get_extra_info(self, name, default=None):
         return self.transport.get_extra_info(name, default)
@@ -156,6 +158,9 @@ class _Output:
 
     def __init__(self, writer, record=None, max_queued: int = MAX_QUEUED, peak=None):
         self.writer = writer
+        # (what put() writes to at once: the writer's transport, None for the upstream
+        # that never came)
+        self.transport = None if writer is None else writer.transport
         self.peak = peak                # fn(bytes queued) after each put, or None
         self.record = record            # fn(bytes) for what is written (the pcap), or None
         self.queue: asyncio.Queue = asyncio.Queue()
@@ -170,18 +175,23 @@ class _Output:
     def put(self, item) -> None:
         if self.done:
             return
-        writer = self.writer
-        if self.idle and isinstance(item, Send) and writer is not None and not item.delay \
+        transport = self.transport
+        if self.idle and type(item) is Send and transport is not None and not item.delay \
                 and not item.interval:
             pieces = item.pieces
             if len(pieces) == 1:
-                writer.write(pieces[0])
+                transport.write(pieces[0])
             else:
-                writer.writelines(pieces)      # (a message and its fragments)
+                # (a message and its fragments; uvloop: one writev for all, as a relay
+                # writes what one read brought)
+                transport.writelines(pieces)
             if self.record is not None:
                 for piece in pieces:
                     self.record(piece)
-            waiting = writer.transport.get_write_buffer_size()
+            # (usually 0: the bytes went to the socket at once, no peak to note)
+            waiting = transport.get_write_buffer_size()
+            if not waiting:
+                return
             if self.peak is not None:
                 self.peak(waiting)
             if waiting > self.max_queued:
@@ -354,6 +364,7 @@ class Proxy:
     async def _relay(self, client: _Stream, listener: Listener) -> None:
         peer = client.get_extra_info("peername") or ("?", 0)
         conn = self.core.connection((peer[0], peer[1]), listener.upstream)
+        conn.later = []         # (each read's rows made after its bytes are written)
         flow = None
         if self.pcap is not None:
             flow = self.pcap.connection((peer[0], peer[1]), (listener.advertised[0]
@@ -405,7 +416,11 @@ class Proxy:
                     return
                 if side == CLIENT and flow is not None:
                     flow.sends(True, data)
-                dispatch(conn.data(side, data, ts))
+                # (dispatch's loop, a call less a read)
+                for a in conn.data(side, data, ts):
+                    outputs[a.to if type(a) is Send else a.which].put(a)
+                if conn.later:
+                    conn.track_later()
                 if conn.finished:
                     stop(side)
                     return
@@ -423,9 +438,9 @@ class Proxy:
                 if not ended.done():
                     ended.set_exception(e)
 
-        client.start(lambda data: received(CLIENT, data))
+        client.start(functools.partial(received, CLIENT))
         if upstream is not None:
-            upstream.start(lambda data: received(SERVER, data))
+            upstream.start(functools.partial(received, SERVER))
         try:
             await ended
             await asyncio.gather(*(o.task for o in outputs), return_exceptions=True)
