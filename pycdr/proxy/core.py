@@ -209,10 +209,10 @@ class ProxyConnection:
         self.upstream_down: str | None = None
         self.finished = False
         self.relaying = False               # relayed byte for byte, undecoded (_relay)
-        # None: a message's row is made as data() takes it.  A list (the I/O layer's):
-        # the common path's wait there for track_later(), called once what data()
-        # returned is written (a call's latency does not wait for its row); whatever
-        # else tracks (another message, the end) tracks them first.
+        # None: a message's books (its call, its row) are kept as data() takes it.  A
+        # list (the I/O layer's): the common path's wait there for track_later(), called
+        # once what data() returned is written (a call's latency does not wait for its
+        # books); whatever else keeps books (another message, the end) keeps them first.
         self.later: list | None = None
 
     # -- input ------------------------------------------------------------------------
@@ -344,7 +344,7 @@ class ProxyConnection:
         return out
 
     def track_later(self) -> None:
-        """Track the messages data() left in ``later``, in the order they came."""
+        """Keep the books of the messages data() left in ``later``, in their order."""
         waiting, self.later = self.later, []
         for track, args in waiting:
             track(*args)
@@ -451,7 +451,7 @@ class ProxyConnection:
     def _message(self, side, event: MessageReceived, frames, ts, out) -> None:
         msg = event.message
         if self.later:
-            self.track_later()          # (the rows in the order the messages came)
+            self.track_later()          # (the books in the order the messages came)
         t = msg.msg_type
         tracked = True
         if side == CLIENT and t == MsgType.Request:
@@ -507,17 +507,11 @@ class ProxyConnection:
                 self.upstream_down is None:
             kind = type(msg)
             if kind is Request and side == CLIENT and type(msg.target) is KeyAddr:
-                key = msg.target.object_key.hex()
-                call = _Call(msg.request_id, msg.operation, key, core.tracker.interfaces.get(key),
-                             msg.version, msg.little, msg.response_flags != 0)
-                if call.response_expected:
-                    self.calls[msg.request_id] = call
                 out.append(Send(SERVER, frames or [raw]))
-                args = (self.track, CLIENT, msg, ts, raw, 1 if event is None else event.fragments,
-                        key)
+                args = (msg, ts, raw, 1 if event is None else event.fragments)
                 if self.later is None:
-                    return core.tracker.common_request(*args)
-                return self.later.append((core.tracker.common_request, args))
+                    return self._common_request(*args)
+                return self.later.append((self._common_request, args))
             if kind is Reply and side == SERVER and msg.reply_status == 0:
                 call = self.calls.get(msg.request_id)
                 if call is not None and not self._may_move_result(call):
@@ -529,6 +523,15 @@ class ProxyConnection:
                         return core.tracker.common_reply(*args)
                     return self.later.append((core.tracker.common_reply, args))
         self._message(side, event or MessageReceived(msg, raw, 1, 0), frames or [raw], ts, out)
+
+    def _common_request(self, msg, ts, raw, fragments) -> None:
+        """The books of a Request _common passed on: its call (its reply's), its row."""
+        key = msg.target.object_key.hex()
+        call = _Call(msg.request_id, msg.operation, key, self.core.tracker.interfaces.get(key),
+                     msg.version, msg.little, msg.response_flags != 0)
+        if call.response_expected:
+            self.calls[msg.request_id] = call
+        self.core.tracker.common_request(self.track, CLIENT, msg, ts, raw, fragments, key)
 
     def _may_move_result(self, call) -> bool:
         """Whether the results of ``call`` may hold a reference to move (by its IDL, or
