@@ -17,7 +17,8 @@ a slow reader slows its peer instead of growing the proxy's memory.
 Each socket is an asyncio Protocol (:class:`_Stream`): what it receives goes to the
 core as it came, in the event loop's callback, with no stream buffer or task switch
 between them; the core's output goes to the transport as it is (a message passed
-unchanged is written from the very bytes that were read).
+unchanged is written from the very bytes that were read), and only then are the usual
+calls' books kept (their call rows: ProxyConnection.later), while the peer works.
 """
 
 from __future__ import annotations
