@@ -12,8 +12,9 @@ A message nothing changes is passed on as it came, its fragments as they were
 cut; the fragments of one message are held until its last one (a rule or a
 rewrite needs the whole).  A reply whose object references point at a routed
 server (results and out parameters by the operation's IDL, ``any`` values by
-their TypeCodes, LOCATION_FORWARD and OBJECT_FORWARD) is encoded again with them
-moved (:class:`~pycdr.addressing.rewrite.ReferenceRewriter`), message size and
+their TypeCodes, LOCATION_FORWARD and OBJECT_FORWARD) goes on with them moved
+(:class:`~pycdr.addressing.rewrite.ReferenceRewriter`; their new bytes spliced in,
+or the message encoded again: :mod:`pycdr.proxy.references`), message size and
 fragments made anew.  Each call is a row of the call table
 (:class:`~pycdr.calls.tracker.CallTracker`), with the rules that hit it in
 ``faults``.

@@ -14,11 +14,12 @@ keeps its alignment only when the lengths differ by a multiple of 8 (GIOP aligns
 from the message's start; CORBA 3.x Part 2, 9.3.1 and 9.4), and no length or
 offset that spans the change may be kept (a valuetype's chunk lengths and
 indirections, CORBA 3.x Part 2, 9.3.4; an encapsulation's length).  So the bytes
-are spliced when every reference keeps its length, or when no valuetype was read,
-no reference sits in an encapsulation and each change is a multiple of 8 but the
-last one, after which nothing is read; else, and for a body the GIOP 1.1 fragments
-it came in cut (its alignment is per fragment), the message is encoded again from
-its values with the references moved.  Either way what a reader decodes of the
+are spliced when every reference keeps its length, or when no valuetype was read and
+each change is a multiple of 8 but the last one, after which nothing is read;
+else, and for references whose bytes are not of the message's one stream (a body the
+GIOP 1.1 fragments it came in cut, each aligned from its own start; an
+encapsulation, with its own byte order), the message is encoded again from its
+values with the references moved.  Either way what a reader decodes of the
 message is the same.
 """
 
@@ -58,19 +59,26 @@ def moved_body(msg, raw, items, move, whole: bool = False) -> tuple | None:
         return None                 # passed on as it came: the client judges it
     if not spans or whole and r.end - r.pos >= 8:
         return None
+    top = r.origin
+    if msg.segments or any(span[3] != top for span in spans):
+        # (the references' bytes are not all of one stream in the message's byte order:
+        # GIOP 1.1 fragments align each from its own start; an encapsulation has its own
+        # byte order)
+        return _encoded_again(msg, items, values, {}, move)
     body = r.buf
     little = msg.little
     new = []                        # (start, end, new CDR) of each reference moved
-    by_id = {}                      # id(old IOR) -> new IOR
-    for ior, start, end, origin in spans:
+    by_id = {}                      # id(old IOR) -> new IOR (None: kept)
+    for ior, start, end, _ in spans:
         got = move(bytes(body[start:end]), little, ior)
-        if got is not None:
+        if got is None:
+            by_id[id(ior)] = None
+        else:
             new.append((start, end, got[0]))
             by_id[id(ior)] = got[1]
     if not new:
         return None
-    ends_read = r.pos
-    if _splices(msg, raw, spans, new, r.origin, "values" in r.context, ends_read):
+    if _splices(msg, raw, new, "values" in r.context, r.pos):
         return (*_spliced(msg, raw, msg.body_offset, new), None)
     return _encoded_again(msg, items, values, by_id, move)
 
@@ -79,6 +87,8 @@ def moved_forward(msg, raw, move) -> tuple | None:
     """(message, bytes, None) of a LOCATION_FORWARD Reply or an OBJECT_FORWARD
     LocateReply ``msg`` (``raw``: its bytes) with its target moved (``move``: as
     moved_body's), or None."""
+    if msg.forward is None:             # (one a lenient decoder could not read)
+        return None
     if type(msg) is LocateReply:
         # (its body follows the status, unpadded; padded to 8 in the layout some
         # ORBs send, which the decoder took)
@@ -115,14 +125,14 @@ def _encoded_ior(ior: IOR, little: bool) -> bytes:
     return w.getvalue()
 
 
-def _splices(msg, raw, spans, new, origin, read_values: bool, ends_read: int) -> bool:
+def _splices(msg, raw, new, read_values: bool, ends_read: int) -> bool:
     """Whether the references ``new`` may go in the places of the old ones in ``raw``
-    (see the module doc)."""
+    (see the module doc; ``ends_read``: where the values read end)."""
     if msg.body_offset is None or not _whole(msg, raw, msg.body_offset):
         return False
     if all(len(cdr) == end - start for start, end, cdr in new):
         return True
-    if read_values or any(o != origin for _, _, _, o in spans):
+    if read_values:
         return False
     shift = 0
     for i, (start, end, cdr) in enumerate(new):
@@ -168,17 +178,26 @@ def _copy(msg):
     return moved
 
 
-def _encoded_again(msg, items, values, by_id: dict, move) -> tuple:
+def _encoded_again(msg, items, values, by_id: dict, move) -> tuple | None:
     """(message, bytes, body writer): ``msg`` encoded again with its body's ``values``
     (of ``items``) holding the new references (``by_id``: id of an old one -> its new
-    one; one not read with its place is moved here)."""
+    one, or None when it is kept; others are moved here by their own CDR); None when
+    none moved."""
+    moved_any = any(new is not None for new in by_id.values())
+
     def replace(reference, path):
-        new = by_id.get(id(reference))
-        if new is None:
-            got = move(_encoded_ior(reference, msg.little), msg.little, reference)
-            new = reference if got is None else got[1]
-        return new
+        nonlocal moved_any
+        key = id(reference)
+        if key in by_id:
+            return by_id[key] or reference
+        got = move(_encoded_ior(reference, msg.little), msg.little, reference)
+        if got is None:
+            return reference
+        moved_any = True
+        return got[1]
     values = [map_references(tc, v, replace) for tc, v in zip(items, values)]
+    if not moved_any:
+        return None
 
     def write_body(w):
         for tc, v in zip(items, values):
