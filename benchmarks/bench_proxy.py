@@ -24,13 +24,10 @@ which it reads and passes unchanged.  Reported: calls/s of both and the cost of
 rewriting, 1 - rewritten / unchanged (the target: <= 10 %).
 
     python benchmarks/bench_proxy.py [--calls N] [--clients 1,16] [--rounds 3] [--quick]
-                                     [--only relay|refs] [--json FILE]
+                                     [--json FILE]
 
-``--quick``: a smoke run (few calls, 1 and 2 clients), its numbers meaningless.
-``--only relay`` measures the first table alone, ``--only refs`` the second alone
-(only its server and proxy start; its results go to a FILE named, never over the full
-run's).  The relay and the client run as processes of this file (``--relay``,
-``--client``).
+``--quick``: a smoke run (few calls, 1 and 2 clients), its numbers meaningless.  The
+relay and the client run as processes of this file (``--relay``, ``--client``).
 """
 
 from __future__ import annotations
@@ -371,8 +368,11 @@ def main(argv=None) -> None:
                         help="each measurement in this many parts, the contenders in turn")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 20 calls, 1 and 2 clients")
+    # (the module doc is benchmarks/README.md's text: the option is told by --help)
     parser.add_argument("--only", choices=("relay", "refs"),
-                        help="only the first table (relay) or the second (refs)")
+                        help="only the first table (relay: direct, relay and proxy) or the "
+                             "second (refs: rewriting), only its servers and proxy started; "
+                             "its results only to a --results FILE named")
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--relay", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
