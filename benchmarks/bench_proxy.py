@@ -227,18 +227,19 @@ def run(calls: int = 2000, clients=(1, 16), payloads=tuple(PAYLOADS),
     results: dict = {"calls": calls, "rounds": rounds, "rows": []}
     processes: list = []
     with contextlib.ExitStack() as stack:
-        server = stack.enter_context(start_omni_echo_server(object_id="Echo"))
         try:
-            relay, relay_port = _start([sys.executable, os.path.abspath(__file__), "--relay",
-                                        f"{server.host}:{server.port}"])
-            processes.append(relay)
-            proxy, proxy_port = _proxy(server.ior)
-            processes.append(proxy)
-            targets = {"direct": server.ior, "relay": _corbaloc(int(relay_port)),
-                       "proxy": _corbaloc(proxy_port)}
-            plan = {"targets": targets, "payloads": list(payloads), "clients": list(clients),
-                    "calls": calls, "rounds": rounds, "refs": None,
-                    "pids": {"relay": relay.pid, "proxy": proxy.pid}}
+            plan = {"targets": {}, "payloads": list(payloads), "clients": list(clients),
+                    "calls": calls, "rounds": rounds, "refs": None, "pids": {}}
+            if payloads:
+                server = stack.enter_context(start_omni_echo_server(object_id="Echo"))
+                relay, relay_port = _start([sys.executable, os.path.abspath(__file__),
+                                            "--relay", f"{server.host}:{server.port}"])
+                processes.append(relay)
+                proxy, proxy_port = _proxy(server.ior)
+                processes.append(proxy)
+                plan["targets"] = {"direct": server.ior, "relay": _corbaloc(int(relay_port)),
+                                   "proxy": _corbaloc(proxy_port)}
+                plan["pids"] = {"relay": relay.pid, "proxy": proxy.pid}
             if refs:
                 refs_server = stack.enter_context(start_omni_echo_server(
                     object_id="Refs", idl=REFS_IDL, interface=REFS_INTERFACE))
@@ -276,7 +277,7 @@ def format_table(results: dict) -> str:
     relayed = [row for row in results["rows"] if "relay" in row]
     rewriting = [row for row in results["rows"] if "rewritten" in row]
     lines = ["payload    clients  direct/s  relay/s  proxy/s  proxy/relay  "
-             "added p50 us  added p99 us  relay cpu us  proxy cpu us"]
+             "added p50 us  added p99 us  relay cpu us  proxy cpu us"] if relayed else []
     for row in relayed:
         d, r, p = row["direct"], row["relay"], row["proxy"]
         lines.append(f"{row['payload']:<10} {row['clients']:>7} {d['calls_per_s']:>9.0f} "
@@ -285,7 +286,8 @@ def format_table(results: dict) -> str:
                      f"{p['p50_us'] - d['p50_us']:>13.0f} {p['p99_us'] - d['p99_us']:>13.0f} "
                      f"{_cpu(r):>13} {_cpu(p):>13}")
     if rewriting:
-        lines += ["", "references  clients  unchanged/s  rewritten/s  rewriting cost  "
+        lines += [""] if lines else []
+        lines += ["references  clients  unchanged/s  rewritten/s  rewriting cost  "
                   "unchanged cpu us  rewritten cpu us"]
         for row in rewriting:
             u, w = row["unchanged"], row["rewritten"]
@@ -347,7 +349,7 @@ def results_tables(results: dict) -> list:
         f"through pycdr proxy (target: proxy/relay >= {RELAY_TARGET})",
         ["payload", "clients", "direct calls/s", "relay calls/s", "proxy calls/s",
          f"proxy/relay {x}", f"proxy/direct {x}", "added p50 us", "added p99 us",
-         "relay cpu us/call", "proxy cpu us/call"], relayed)]
+         "relay cpu us/call", "proxy cpu us/call"], relayed)] if relayed else []
     if rewriting:
         tables.append(results_format.table(
             "replies carrying an object reference: the proxy rewriting it against the same "
@@ -366,6 +368,11 @@ def main(argv=None) -> None:
                         help="each measurement in this many parts, the contenders in turn")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 20 calls, 1 and 2 clients")
+    # (the module doc is benchmarks/README.md's text: the option is told by --help)
+    parser.add_argument("--only", choices=("relay", "refs"),
+                        help="only the first table (relay: direct, relay and proxy) or the "
+                             "second (refs: rewriting), only its servers and proxy started; "
+                             "its results only to a --results FILE named")
     parser.add_argument("--json", dest="json_out")
     parser.add_argument("--relay", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
@@ -380,10 +387,14 @@ def main(argv=None) -> None:
     if args.client:
         _client(json.loads(args.client))
         return
+    if args.only and args.results == results_format.DEFAULT:
+        parser.error("--only measures part of the run: name the --results FILE")
     rounds = args.rounds
     if args.quick:
         args.calls, args.clients, rounds = 20, "1,2", 1
-    results = run(args.calls, tuple(int(c) for c in args.clients.split(",")), rounds=rounds)
+    results = run(args.calls, tuple(int(c) for c in args.clients.split(",")),
+                  payloads=() if args.only == "refs" else tuple(PAYLOADS),
+                  refs=args.only != "relay", rounds=rounds)
     print(format_table(results))
     if args.json_out:
         with open(args.json_out, "w") as f:
@@ -392,7 +403,8 @@ def main(argv=None) -> None:
         "proxy", script=__file__, argv=sys.argv[1:] if argv is None else argv,
         quick=args.quick or args.calls < 2000,
         path={"codec": results_format.codec_path(), "loop": results_format.loop_name()},
-        settings={"calls": args.calls, "clients": args.clients, "rounds": rounds},
+        settings={"calls": args.calls, "clients": args.clients, "rounds": rounds,
+                  **({"only": args.only} if args.only else {})},
         tables=results_tables(results)))
 
 

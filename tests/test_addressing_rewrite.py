@@ -85,3 +85,38 @@ def test_a_rewriting_seen_before_is_remembered_while_the_routes_stay():
     keyed = ReferenceRewriter({("old.example", 2809): ("new", 4000)},
                               key_for=lambda key, address: next(keys))
     assert [profiles(keyed.rewrite(ior)[0])[0].object_key for _ in range(2)] == [b"k1", b"k2"]
+
+
+def test_an_encoded_reference_seen_before_is_one_look_up_while_the_routes_stay(monkeypatch):
+    from pycdr.codec.cdr import CDRReader, CDRWriter
+    from pycdr.codec.ior import read_ior, write_ior
+    ior = make_ior("IDL:Echo:1.0", [IIOPProfile((1, 2), "old.example", 2809, b"key")])
+    elsewhere = make_ior("IDL:Echo:1.0", [IIOPProfile((1, 2), "other", 2809, b"key")])
+
+    def cdr(reference, little):
+        w = CDRWriter(little=little)
+        write_ior(w, reference)
+        return w.getvalue()
+    rewriter = ReferenceRewriter({("old.example", 2809): ("new", 4000)})
+    decoded = []                            # the IORs rewrite() was asked to move
+
+    def rewrite(reference):
+        decoded.append(reference)
+        return ReferenceRewriter.rewrite(rewriter, reference)
+    monkeypatch.setattr(rewriter, "rewrite", rewrite)
+    for little in (False, True):
+        data = cdr(ior, little)
+        got = rewriter.rewrite_encoded(data, little)
+        new_cdr, moved, changes = got
+        assert moved == rewriter.rewrite(ior)[0] and new_cdr == cdr(moved, little)
+        assert read_ior(CDRReader(new_cdr, little=little)) == moved
+        assert [c.new_address for c in changes] == ["new:4000"]
+        decoded.clear()
+        assert rewriter.rewrite_encoded(bytes(data), little) is got and decoded == []
+        assert rewriter.rewrite_encoded(cdr(elsewhere, little), little) is None
+    # a route changed: moved by the routes as they are now
+    rewriter.routes[("old.example", 2809)] = ("newer", 5000)
+    moved = rewriter.rewrite_encoded(cdr(ior, False), False)[1]
+    assert profiles(moved)[0].port == 5000
+    del rewriter.routes[("old.example", 2809)]
+    assert rewriter.rewrite_encoded(cdr(ior, False), False) is None

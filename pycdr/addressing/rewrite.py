@@ -17,7 +17,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
-from ..codec.ior import IOR
+from ..codec.cdr import CDRReader, CDRWriter
+from ..codec.ior import IOR, read_ior, write_ior
 from .csiv2 import CSISecMechList, TLSSecTrans
 from .iiop import AlternateIIOPAddress, IIOPProfile, SSLSecTrans, decode_profile, encode_profile
 
@@ -59,6 +60,10 @@ class ReferenceRewriter:
         # (the keys it gives may change as it learns).
         self._rewritten: dict = {}
         self._rewritten_routes: dict = {}
+        # What rewrite_encoded() gave for the encoded IORs seen last, in each byte order
+        # (bytes -> (new bytes, new IOR, changes), or None), on the same terms.
+        self._encoded = ({}, {})
+        self._encoded_routes: dict = {}
 
     def route(self, host: str, port: int) -> Address | None:
         return self.routes.get((host.lower(), port))
@@ -89,6 +94,39 @@ class ReferenceRewriter:
                 known.clear()
             known[ior] = None if moved is ior else (moved, tuple(changes))
         return moved, changes
+
+    def rewrite_encoded(self, data: bytes, little: bool, ior: IOR | None = None):
+        """``data``: the CDR of an IOR as it sits in a stream in that byte order (from its
+        type id's length, 4-aligned; an IOR's CDR aligns to 4 at most, so its bytes are
+        the same wherever it sits), ``ior`` the IOR they read as when the caller has it:
+        (the CDR of the IOR with its routed profiles moved, that IOR, (Rewritten, ...)),
+        or None when nothing in it is routed.  A repeated reference costs one look-up
+        while the routes stay (without key_for)."""
+        if self.key_for is not None:
+            return self._encode(data, little, ior)
+        if self.routes != self._encoded_routes:
+            for known in self._encoded:
+                known.clear()
+            self._encoded_routes = dict(self.routes)
+        known = self._encoded[little]
+        seen = known.get(data, False)
+        if seen is not False:
+            return seen
+        moved = self._encode(data, little, ior)
+        if len(known) >= _MAX_REWRITTEN:
+            known.clear()
+        known[bytes(data)] = moved
+        return moved
+
+    def _encode(self, data, little: bool, ior: IOR | None):
+        if ior is None:
+            ior = read_ior(CDRReader(data, little=little))
+        moved, changes = self.rewrite(ior)
+        if not changes:
+            return None
+        w = CDRWriter(little=little)
+        write_ior(w, moved)
+        return w.getvalue(), moved, tuple(changes)
 
     def _rewrite(self, ior: IOR) -> tuple:
         changes, profiles, changed = [], [], False

@@ -20,6 +20,13 @@ TAG_SCCP_IOP = 2
 TAG_UIPMC = 3
 
 
+# A reader's context key: when it holds a list, each non-nil object reference read by a
+# value's TypeCode (pycdr.codec.plan) is added to it as (IOR, start, end, origin): where
+# its CDR lies in the reader's buffer and the origin its alignment counted from then.
+# (A proxy moves a reference by putting other bytes in its place.)
+REFERENCE_SPANS = "reference_spans"
+
+
 @dataclass(frozen=True)
 class TaggedProfile:
     tag: int

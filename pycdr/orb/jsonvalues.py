@@ -217,6 +217,24 @@ def from_json(t, obj):
     raise ValueError(f"no JSON form for {k.name} values")
 
 
+# The IOR: strings of the references seen last (IOR -> text): a call table's rows show
+# the same references again and again (a proxy's, a monitor's).
+_IOR_TEXTS: dict = {}
+_MAX_IOR_TEXTS = 1024
+
+
+def _ior_text(ior: IOR) -> str:
+    try:
+        text = _IOR_TEXTS.get(ior)
+    except TypeError:                   # (a profile's data that is not bytes)
+        return ior_to_string(ior)
+    if text is None:
+        if len(_IOR_TEXTS) >= _MAX_IOR_TEXTS:
+            _IOR_TEXTS.clear()
+        text = _IOR_TEXTS[ior] = ior_to_string(ior)
+    return text
+
+
 def to_json(value, _path=None):
     """A JSON-able form of a decoded value (the inverse of from_json where types allow).
 
@@ -241,7 +259,7 @@ def to_json(value, _path=None):
     if isinstance(value, Union):
         return {"d": to_json(value._d, _path), "v": to_json(value._v, _path)}
     if isinstance(value, IOR):
-        return ior_to_string(value)
+        return _ior_text(value)
     if isinstance(value, Any):
         return {"type": value.tc.kind().name[3:], "value": to_json(value.value, _path)}
     if isinstance(value, LongDouble):

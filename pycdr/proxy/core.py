@@ -12,8 +12,9 @@ A message nothing changes is passed on as it came, its fragments as they were
 cut; the fragments of one message are held until its last one (a rule or a
 rewrite needs the whole).  A reply whose object references point at a routed
 server (results and out parameters by the operation's IDL, ``any`` values by
-their TypeCodes, LOCATION_FORWARD and OBJECT_FORWARD) is encoded again with them
-moved (:class:`~pycdr.addressing.rewrite.ReferenceRewriter`), message size and
+their TypeCodes, LOCATION_FORWARD and OBJECT_FORWARD) goes on with them moved
+(:class:`~pycdr.addressing.rewrite.ReferenceRewriter`; their new bytes spliced in,
+or the message encoded again: :mod:`pycdr.proxy.references`), message size and
 fragments made anew.  Each call is a row of the call table
 (:class:`~pycdr.calls.tracker.CallTracker`), with the rules that hit it in
 ``faults``.
@@ -34,7 +35,6 @@ be written is the I/O layer's to bound (it stops reading a side whose output wai
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import random
 import re
@@ -46,7 +46,7 @@ from ..addressing.rewrite import ReferenceRewriter, address_text
 from ..calls.bodies import CallBodies
 from ..calls.tracker import CallTracker, message_entry
 from ..codec.marshal import read_value, write_value
-from ..codec.references import map_references, may_hold_reference
+from ..codec.references import may_hold_reference
 from ..errors import PycdrError
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, Answer, MessageReceived, ProtocolViolation
@@ -55,6 +55,7 @@ from ..giop.layout import message_fields
 from ..giop.messages import (KeyAddr, LocateReply, LocateStatus, Reply, ReplyStatus,
                              Request, decode_message, encode_fragments, encode_message)
 from ..giop.sysexc import OMG_VMCID, TRANSIENT, CompletionStatus
+from .references import moved_body, moved_forward
 from .rules import Rules, bind_exceptions
 
 CLIENT, SERVER = 0, 1
@@ -463,7 +464,7 @@ class ProxyConnection:
         elif side == SERVER and t == MsgType.LocateReply and \
                 msg.locate_status in (LocateStatus.OBJECT_FORWARD,
                                       LocateStatus.OBJECT_FORWARD_PERM):
-            moved = self._moved_forward(msg)
+            moved = self._moved_forward(msg, event.raw)
             if moved is not None:
                 msg = moved[0]                  # (the row holds what the client got)
                 frames = self._refragment(*moved, frames)
@@ -573,7 +574,7 @@ class ProxyConnection:
             self.calls[msg.request_id] = call
         self._track(CLIENT, msg, event, ts)
         if self.core.open_route is not None:
-            moved = self._moved_arguments(msg, call)
+            moved = self._moved_arguments(msg, event.raw, call)
             if moved is not None:
                 msg, raw, write_body = moved
                 frames = self._refragment(msg, raw, write_body, frames)
@@ -587,7 +588,7 @@ class ProxyConnection:
     def _reply(self, msg, event, frames, ts, out) -> None:
         call = self.calls.pop(msg.request_id)
         raw = event.raw
-        moved = self._moved_reply(msg, call)
+        moved = self._moved_reply(msg, raw, call)
         if moved is not None:
             msg, raw, _ = moved
             frames = self._refragment(*moved, frames)
@@ -624,18 +625,14 @@ class ProxyConnection:
         return seen
 
     # -- rewriting --------------------------------------------------------------------
-    def _moved_forward(self, msg):
+    def _moved_forward(self, msg, raw):
         """(message, bytes, None) with its forward reference moved, or None."""
-        ior, changes = self.core.rewriter.rewrite(msg.forward)
-        if not changes:
-            return None
-        moved = dataclasses.replace(msg, body=b"", forward=ior)
-        return _encoded(moved, None)
+        return moved_forward(msg, raw, self.core.rewriter.rewrite_encoded)
 
-    def _moved_reply(self, msg, call):
+    def _moved_reply(self, msg, raw, call):
         status = msg.reply_status
         if status in (ReplyStatus.LOCATION_FORWARD, ReplyStatus.LOCATION_FORWARD_PERM):
-            return self._moved_forward(msg) if msg.forward is not None else None
+            return self._moved_forward(msg, raw) if msg.forward is not None else None
         if status != ReplyStatus.NO_EXCEPTION:
             return None
         op = self.core.operations.operation(call.interface, call.operation)
@@ -644,30 +641,18 @@ class ProxyConnection:
         items = self.core.result_types(op)
         if items is None:
             return None
-        try:
-            r = msg.body_reader()
-            values = [read_value(r, tc) for tc in items]
-        except (PycdrError, ValueError):
-            return None                 # passed on as it came: the client judges it
-        return _rewritten(msg, items, values, self.core.rewriter.rewrite)
+        return moved_body(msg, raw, items, self.core.rewriter.rewrite_encoded)
 
-    def _moved_arguments(self, msg, call):
+    def _moved_arguments(self, msg, raw, call):
         """--callbacks: (Request, bytes, body writer) with the references among its
         arguments moved to the proxy (a server not yet routed gets a route), or None."""
         op = self.core.operations.operation(call.interface, call.operation)
         items = None if op is None else self.core.argument_types(op)
         if items is None:
             return None
-        try:
-            r = msg.body_reader()
-            values = [read_value(r, tc) for tc in items]
-        except (PycdrError, ValueError):
-            return None
-        if r.end - r.pos >= 8:
-            return None                 # more than the arguments (an IDL context): as sent
         rewriter, open_route = self.core.rewriter, self.core.open_route
 
-        def rewrite(reference):
+        def move(data, little, reference):
             for profile in _iiop_profiles(reference):
                 if rewriter.route(profile.host, profile.port) is None and \
                         profile.port != 0 and (profile.host, profile.port) not in \
@@ -675,8 +660,8 @@ class ProxyConnection:
                     local = open_route(profile.host, profile.port)
                     if local is not None:
                         rewriter.routes[(profile.host.lower(), profile.port)] = local
-            return rewriter.rewrite(reference)
-        return _rewritten(msg, items, values, rewrite)
+            return rewriter.rewrite_encoded(data, little, reference)
+        return moved_body(msg, raw, items, move, whole=True)
 
     def _refragment(self, msg, raw, write_body, frames) -> list:
         """``raw`` (a message changed) cut as the message it replaces was
@@ -875,40 +860,6 @@ def _with_value(items, values, path: str, value) -> list:
     else:
         holder[key] = new
     return values
-
-
-def _rewritten(msg, items, values, rewrite) -> tuple | None:
-    """(message, bytes, body writer) of ``msg`` with the references among ``values`` (its
-    body's, of the TypeCodes ``items``) replaced by ``rewrite(reference)`` -> (new,
-    changes); None when none changed (the message passes as it came)."""
-    moved_any = []
-
-    def move(reference, path):
-        new, changes = rewrite(reference)
-        moved_any.extend(changes)
-        return new
-    values = [map_references(tc, v, move) for tc, v in zip(items, values)]
-    if not moved_any:
-        return None
-
-    def write_body(w):
-        for tc, v in zip(items, values):
-            write_value(w, tc, v)
-    # (a shallow copy with its body emptied: what dataclasses.replace(msg, body=b"") makes,
-    # the messages having no __post_init__, in a fraction of its time)
-    moved = copy.copy(msg)
-    moved.body = b""
-    return _encoded(moved, write_body)
-
-
-def _encoded(msg, write_body) -> tuple:
-    """(the message as decoded from its new bytes, the bytes, ``write_body``): what
-    reads its body next (the call row's result, a hook) reads the new one."""
-    raw = encode_message(msg, write_body=write_body)
-    # (without each field's offset, which nothing after reads; its body a view of raw,
-    # bytes that do not change)
-    decoded, _ = decode_message(raw, field_offsets=False, body_view=True)
-    return decoded, raw, write_body
 
 
 def _fault(index, direction: str, action) -> dict:

@@ -9,7 +9,7 @@ was compiled for; the compiler gives them ``plans`` (TypeCode -> node, its
 from __future__ import annotations
 
 from ...errors import CDRError, EncodeError, NotSupportedError, RecursionLimitError
-from ..ior import IOR, NIL, read_ior, write_ior
+from ..ior import IOR, NIL, REFERENCE_SPANS, read_ior, write_ior
 from ..scalars import Node
 from ..tcmarshal import read_typecode, write_typecode
 from ..typecode import TypeCode
@@ -72,8 +72,17 @@ class ObjRefNode(Node):
         self.tc = tc
 
     def read(self, r):
+        spans = r.context.get(REFERENCE_SPANS) if r.context else None
+        if spans is None:
+            ior = read_ior(r)
+            return None if ior.is_nil else ior
+        r.align(4)
+        start = r.pos
         ior = read_ior(r)
-        return None if ior.is_nil else ior
+        if ior.is_nil:
+            return None
+        spans.append((ior, start, r.pos, r.origin))
+        return ior
 
     def write(self, w, v):
         if v is None:
