@@ -13,7 +13,6 @@ import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import Counter, OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -27,6 +26,7 @@ from peers.combat import tclsh_command
 from peers.combat_conformance_client import UNSUPPORTED as COMBAT_UNSUPPORTED
 from peers.java_conformance_client import java_conformance_command
 from peers.process import PeerNotInstalled
+from shared_client_runs import whole_catalog_run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, os.pardir, "docs", "CONFORMANCE.md")
@@ -306,9 +306,9 @@ def client_runs():
     pure = bool(os.environ.get("PYCDR_PURE"))
     labels = [label for label in CLIENTS if not (pure and label in PEER_ONLY_IN_C_PASS)]
     commands = {label: CLIENTS[label][0]() for label in labels}
-    with ThreadPoolExecutor(max_workers=len(labels)) as pool:
-        yield {label: pool.submit(run_client_suite, commands[label], **CLIENTS[label][1])
-               for label in labels}
+    # (shared with tests/test_proxy_conformance.py, which compares its runs through the
+    # proxy with them)
+    return {label: whole_catalog_run(commands[label], CLIENTS[label][1]) for label in labels}
 
 
 def _run(client_runs, label):
