@@ -161,10 +161,14 @@ class Entry:
     picked: int = 0                   # times picked for mutation
     body_types: list | None = None
     name: str = ""
+    # (Worked out once: the power schedule asks for it every REWEIGH picks.)
+    _size: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def size(self) -> int:
-        return sum(map(len, self.messages))
+        if self._size is None:
+            self._size = sum(map(len, self.messages))
+        return self._size
 
 
 @dataclass
@@ -206,10 +210,24 @@ class Corpus:
         """How much an input is mutated, as AFL's power schedule: more for an
         input with rare features (seen in few inputs), for a new one (kept
         late in the campaign), a small one, and one picked seldom so far."""
-        rarity = sum(1.0 / self.seen[f] for f in entry.features if self.seen[f]) or 0.1
-        newness = 1.0 + 4.0 * entry.found_at / max(1, now)
-        smallness = 1.0 if entry.size <= 256 else 256.0 / entry.size
-        return rarity * newness * smallness / (1.0 + entry.picked) ** 0.5
+        return self.energies([entry], now)[0]
+
+    def energies(self, entries, now: int) -> list:
+        """energy() of each of ``entries``, in one pass (the schedule's
+        weights: worked out for the whole corpus every REWEIGH picks)."""
+        count = self.seen.get
+        since = max(1, now)
+        out = []
+        for entry in entries:
+            features = entry.features
+            # (An input that brought nothing new, as most seeds, skips the sum.)
+            rarity = (sum([1.0 / n for n in map(count, features) if n])
+                      if features else 0) or 0.1
+            newness = 1.0 + 4.0 * entry.found_at / since
+            size = entry.size
+            smallness = 1.0 if size <= 256 else 256.0 / size
+            out.append(rarity * newness * smallness / (1.0 + entry.picked) ** 0.5)
+        return out
 
     def pick(self, rng, now: int) -> Entry:
         """An input to mutate, by energy (worked out again after an input is
@@ -220,7 +238,7 @@ class Corpus:
             return self._burst[0]
         if self._weights is None or len(self._weights) != len(self.entries) or \
                 self._picks % REWEIGH == 0:
-            self._weights = list(accumulate(self.energy(e, now) for e in self.entries))
+            self._weights = list(accumulate(self.energies(self.entries, now)))
         self._picks += 1
         entry = rng.choices(self.entries, cum_weights=self._weights)[0]
         entry.picked += 1
