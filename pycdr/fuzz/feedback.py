@@ -322,40 +322,96 @@ def load_folder(folder: str) -> list[Entry]:
     return out
 
 
-def trim(messages, keeps, budget: int = 24, cut=None) -> list:
+def trim(messages, keeps, budget: int = 24, cut=None, together=None) -> list:
     """``messages`` made smaller while ``keeps(candidate)`` holds (the
     features the input brought are still there): messages dropped, then
     blocks of bytes cut from each (``cut(message, at, n)``: by default with
     the GIOP message_size fixed up), halving the block size; at most
-    ``budget`` tries."""
-    cut = cut or _cut
-    msgs = [bytes(m) for m in messages]
-    tries = [budget]
+    ``budget`` tries.
 
-    def attempt(candidate) -> bool:
-        if tries[0] <= 0:
-            return False
-        tries[0] -= 1
-        return keeps(candidate)
-    k = 0
-    while k < len(msgs) and len(msgs) > 1:
-        candidate = msgs[:k] + msgs[k + 1:]
-        if attempt(candidate):
-            msgs = candidate
+    With ``together(candidates)`` (what ``keeps`` says of each, in order,
+    the candidates run at once), the tries still to come if none held are
+    made together, and the first that holds is taken (those after it are
+    dropped, not counted): the same result as one try at a time, in a round
+    of the target's answers per try that held instead of one per try."""
+    cut = cut or _cut
+    step = _Trim(cut, [bytes(m) for m in messages], budget)
+    if together is None:
+        while (candidate := step.candidate()) is not None:
+            step = step.after(candidate, keeps(candidate))
+        return step.msgs
+    while True:
+        tries = []                 # (the try, and where failing it leads)
+        spot = step
+        while (candidate := spot.candidate()) is not None:
+            tries.append((spot, candidate))
+            spot = spot.after(candidate, False)
+        if not tries:
+            return spot.msgs
+        if len(tries) == 1:
+            held = [keeps(tries[0][1])]
         else:
-            k += 1
-    for k in range(len(msgs)):
-        step = max(1, (len(msgs[k]) - HEADER_SIZE) // 2)
-        while step >= 1 and tries[0] > 0:
-            at = HEADER_SIZE
-            while at < len(msgs[k]) and tries[0] > 0:
-                candidate = msgs[:k] + [cut(msgs[k], at, step)] + msgs[k + 1:]
-                if attempt(candidate):
-                    msgs = candidate
-                else:
-                    at += step
-            step //= 2
-    return msgs
+            held = together([candidate for _, candidate in tries])
+        for (spot, candidate), kept in zip(tries, held):
+            if kept:
+                step = spot.after(candidate, True)
+                break
+        else:
+            return tries[-1][0].after(tries[-1][1], False).msgs
+
+
+@dataclass(frozen=True)
+class _Trim:
+    """Where trim() is: the messages so far, the tries left, and the next
+    try's place (``k``: the message; ``size`` 0: dropping messages, else
+    cutting ``size`` bytes at ``at``)."""
+    cut: object
+    msgs: list
+    tries: int
+    k: int = 0
+    size: int = 0
+    at: int = HEADER_SIZE
+
+    def candidate(self):
+        """The next try's messages; None when trim() is done."""
+        spot = self._next()
+        if spot is None:
+            return None
+        msgs, k = spot.msgs, spot.k
+        if spot.size == 0:
+            return msgs[:k] + msgs[k + 1:]
+        return msgs[:k] + [self.cut(msgs[k], spot.at, spot.size)] + msgs[k + 1:]
+
+    def _next(self):
+        """This place, or the first after it that has a try; None when the
+        tries or the places are used up."""
+        if self.tries <= 0:
+            return None
+        msgs, k, size, at = self.msgs, self.k, self.size, self.at
+        if size == 0:
+            if k < len(msgs) and len(msgs) > 1:
+                return self
+            k, size, at = 0, -1, HEADER_SIZE
+        while k < len(msgs):
+            if size < 0:            # (a message's first block: half its body)
+                size = max(1, (len(msgs[k]) - HEADER_SIZE) // 2)
+            if at < len(msgs[k]):
+                return _Trim(self.cut, msgs, self.tries, k, size, at)
+            size, at = size // 2, HEADER_SIZE
+            if size < 1:
+                k, size = k + 1, -1
+        return None
+
+    def after(self, candidate, held: bool):
+        """Where trim() goes once ``candidate`` (this place's try) held or
+        did not."""
+        spot = self._next()
+        msgs, k, size, at = spot.msgs, spot.k, spot.size, spot.at
+        if held:
+            return _Trim(self.cut, candidate, spot.tries - 1, k, size, at)
+        if size == 0:
+            return _Trim(self.cut, msgs, spot.tries - 1, k + 1, 0, at)
+        return _Trim(self.cut, msgs, spot.tries - 1, k, size, at + size)
 
 
 def _cut(message: bytes, at: int, n: int) -> bytes:

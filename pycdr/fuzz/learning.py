@@ -351,10 +351,16 @@ class Learning:
         messages = case.messages
         if self.minimize and self._trimming is None:
             self._trimming = new
+            # (Under state feedback the tries go together, each on a
+            # connection of its own; sancov's map and JaCoCo's probes are
+            # the whole target's: one at a time.)
+            together = (lambda candidates: self._trim_together(candidates, new, case.seed_name)) \
+                if self.feedback == "state" else None
             try:
                 messages = trim(messages,
                                 lambda m: new <= (self._features_of(m, case.seed_name) or set()),
-                                TRIM_BUDGET, lambda m, at, n: cut_fixed(m, at, n, self.ctx))
+                                TRIM_BUDGET, lambda m, at, n: cut_fixed(m, at, n, self.ctx),
+                                together)
             finally:
                 self._trimming = None
         parent = case.parent
@@ -366,6 +372,20 @@ class Learning:
             self.kept += 1                   # (else merged into an equal one)
             self.ctx.remember(entry.messages[0], entry.body_types)
         return entry
+
+    def _trim_together(self, candidates, new: frozenset, origin: str):
+        """Whether each of minimization's ``candidates`` still shows the
+        features ``new``, in order (a generator: read up to the first that
+        does), the candidates run at once as the corpus's first inputs are
+        (_states_together); one left out there (its connection flooded or
+        brought more answers, or the target broke) runs alone, judged as
+        any case."""
+        got = self._states_together([Entry(list(m), origin) for m in candidates])
+        for k, messages in enumerate(candidates):
+            features = got.get(k)
+            if features is None:
+                features = self._features_of(messages, origin)
+            yield new <= (features or set())
 
     def _feedback_case(self, index: int) -> Case:
         rng = random.Random(f"{self.seed}:{index}")
