@@ -370,7 +370,9 @@ class Learning:
                                       body_types=None if parent is None else parent.body_types))
         if len(self.corpus.entries) > before:
             self.kept += 1                   # (else merged into an equal one)
-            self.ctx.remember(entry.messages[0], entry.body_types)
+            # (Every message of it: havoc mutates any of an input's messages.)
+            for k, message in enumerate(entry.messages):
+                self.ctx.remember(message, entry.body_types if k == 0 else None)
         return entry
 
     def _trim_together(self, candidates, new: frozenset, origin: str):
