@@ -10,7 +10,10 @@ them.  Before the first case every input of the corpus (the seeds and a
 --corpus-dir folder's inputs) runs once, unmutated, so that what they reach
 is known (under ``state`` together, each on a connection of its own);
 under ``sancov`` the map is first watched while the target is idle, and the
-edges that flicker are masked.
+edges that flicker are masked.  A kept input is minimized first (feedback.trim);
+under ``state`` the tries still to come if none held run together, each on a
+connection of its own, and the first that held is taken (the same result as
+one try at a time).
 
 Under ``jacoco:HOST:PORT`` (a JVM target started with the JaCoCo agent,
 pycdr.fuzz.jacoco) a feature is a probe that ran (a class and a probe index).
