@@ -1,8 +1,9 @@
 """The C extensions and the package list; everything else is in pyproject.toml.
 
 pycdr.codec._speedups (the codec), pycdr.capture._pcapwalk (the capture
-reader's record walk) and pycdr._replaylane (a replay connection's steady
-state) are optional: without a C compiler the build goes on and pycdr runs
+reader's record walk), pycdr._replaylane (a replay connection's steady
+state) and pycdr.fuzz._edgemap (the fuzzer's scan of a sancov edge map) are
+optional: without a C compiler the build goes on and pycdr runs
 their pure-Python twins (PYCDR_PURE=1 forces those anyway).
 
 cli/ and conformance/ live at the top of the repository but install as
@@ -30,6 +31,7 @@ setup(packages=packages(),
       ext_modules=[Extension("pycdr.codec._speedups", ["pycdr/codec/_speedups.c"], optional=True),
                    Extension("pycdr.capture._pcapwalk", ["pycdr/capture/_pcapwalk.c"],
                              optional=True),
+                   Extension("pycdr.fuzz._edgemap", ["pycdr/fuzz/_edgemap.c"], optional=True),
                    # (-ffp-contract=off: latencies bucketed with LatencyHistogram's
                    # arithmetic, no fused multiply-add)
                    Extension("pycdr._replaylane", ["pycdr/_replaylane.c"], optional=True,

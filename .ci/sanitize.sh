@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Build pycdr.codec._speedups (and pycdr.capture._pcapwalk, pycdr._replaylane) once more with AddressSanitizer + UndefinedBehaviorSanitizer
+# Build pycdr.codec._speedups (and pycdr.capture._pcapwalk, pycdr._replaylane, pycdr.fuzz._edgemap) once more with AddressSanitizer + UndefinedBehaviorSanitizer
 # in a throw-away copy of the package, then run under the sanitizers:
 #   1. the differential and malformed-input tests (tests/test_speedups.py,
 #      tests/test_cdr_errors.py, tests/test_giop_fast_decode.py, the ORB's one-call
 #      paths' tests/test_orb_direct.py, and the capture
-#      reader's tests/test_pcapwalk.py), C path against Python path; and
+#      reader's tests/test_pcapwalk.py, the fuzzer's edge-map scan
+#      tests/test_fuzz_edgemap.py), C path against Python path; and
 #      tests/test_replay_hostile.py (a target's bad replies decoded by the C path) and
 #      tests/test_replay_lane.py (pycdr._replaylane against the replay's Python code);
 #   2. the fuzz harness .ci/fuzz_speedups.py for FUZZ_SECONDS (default 60):
@@ -70,7 +71,7 @@ run_sanitized "$PYTHON" -m pytest -q -p no:cacheprovider \
     tests/test_speedups.py tests/test_cdr_errors.py tests/test_giop_fast_decode.py \
     tests/test_pcapwalk.py tests/test_orb_direct.py tests/test_orb_blocking_lane.py \
     tests/test_orb_threads_lane.py tests/test_orb_polling.py tests/test_replay_hostile.py \
-    tests/test_replay_lane.py
+    tests/test_replay_lane.py tests/test_fuzz_edgemap.py
 
 echo "sanitize: fuzzing the C decoder for ${FUZZ_SECONDS}s"
 if run_sanitized "$PYTHON" -c 'import atheris' 2>/dev/null; then

@@ -354,6 +354,34 @@ def test_minimization_cuts_what_the_feedback_does_not_need():
     assert argument is not None
 
 
+def test_minimization_tried_together_gives_what_one_try_at_a_time_gives():
+    """trim() with ``together`` (state feedback: the next tries run at
+    once) ends with the messages trying them one at a time gives, for
+    feedback that holds for some cuts and not others."""
+    seed = _echo_deep_seed()
+    ctx = MutationContext([seed], b"Echo")
+    data = seed.messages[0]
+    from pycdr.fuzz.learning import cut_fixed
+
+    def cut(m, at, n):
+        return cut_fixed(m, at, n, ctx)
+    rounds = []
+
+    def together(candidates):
+        rounds.append(len(candidates))
+        return [keeps(c) for c in candidates]
+    for needed in (b"echo_deep\0", b"GIOP", data[40:44], data[-6:]):
+        def keeps(messages):
+            return any(needed in m for m in messages) and sum(map(len, messages)) > 40
+        for budget in (3, 12, 40):
+            rounds.clear()
+            one_at_a_time = trim([data, data[:60], data], keeps, budget, cut)
+            assert trim([data, data[:60], data], keeps, budget, cut, together) == one_at_a_time
+            assert keeps(one_at_a_time) or one_at_a_time == [data, data[:60], data]
+            # (Several tries a round: fewer rounds than tries.)
+            assert max(rounds) > 1 and len(rounds) < budget
+
+
 def test_havoc_fixes_up_lengths_the_layout_knows():
     seed = _echo_deep_seed()
     ctx = MutationContext([seed], b"Echo")

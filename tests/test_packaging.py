@@ -47,7 +47,7 @@ def test_every_module_of_the_checkout_is_in_the_wheel():
         "print('pycdr')\n"
         "for m in pkgutil.walk_packages(pycdr.__path__, 'pycdr.'):\n"
         "    print(m.name)\n").split())
-    # _speedups, _pcapwalk and _replaylane are extensions: in the wheel, not in the list
+    # _speedups, _pcapwalk, _replaylane and _edgemap are extensions: in the wheel, not in the list
     missing = source_modules() - installed
     assert not missing, f"left out of the wheel: {sorted(missing)}"
 
@@ -55,8 +55,9 @@ def test_every_module_of_the_checkout_is_in_the_wheel():
 def test_the_c_extensions_are_built_and_used():
     out = wheel_python(
         "import pycdr.codec.marshal as m, pycdr.capture.read as r, pycdr.replay.runner as rr\n"
-        "print(m.IMPLEMENTATION, r.IMPLEMENTATION, rr._Lane is not None)")
-    assert out.split() == ["c", "c", "True"]
+        "import pycdr.fuzz.feedback as f\n"
+        "print(m.IMPLEMENTATION, r.IMPLEMENTATION, rr._Lane is not None, f.IMPLEMENTATION)")
+    assert out.split() == ["c", "c", "True", "c"]
 
 
 def test_package_data_is_installed():
@@ -104,6 +105,7 @@ def test_sdist_carries_the_sources_and_data():
     with tarfile.open(SDIST) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
     for needed in ("pycdr/codec/_speedups.c", "pycdr/capture/_pcapwalk.c", "pycdr/_replaylane.c",
+                   "pycdr/fuzz/_edgemap.c",
                    "dissector/pycdr_giop.lua", "conformance/echo.idl", "docs/pycdr.1", "setup.py",
                    "pyproject.toml", "README.md"):
         assert needed in names, f"{needed} is not in the sdist"

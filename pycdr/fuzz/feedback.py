@@ -55,6 +55,33 @@ _NONZERO = re.compile(rb"[^\x00]+")
 BUCKET = bytes([0, 1, 2, 3] + [4] * 4 + [5] * 8 + [6] * 16 + [7] * 96 + [8] * 128)
 
 
+def _features_python(edge_map, masked, uncounted, bucket) -> list:
+    """The features of an edge map (one byte per edge): edge << 4 |
+    bucket[count] for each edge passed (| 1 when uncounted[edge]), in the
+    order of the edges; masked edges and edge 0 (guards not numbered yet)
+    left out.  ``masked``, ``uncounted``: a flag byte per edge.  In C,
+    pycdr.fuzz._edgemap.features (a case is read at a word of the map a
+    time: a few hundred edges of 65536); the two give the same lists."""
+    data = edge_map[:]           # (one copy: the target may be writing)
+    out = []
+    for run in _NONZERO.finditer(data):
+        for edge in range(run.start(), run.end()):
+            if edge and not masked[edge]:
+                out.append(edge << 4 | (1 if uncounted[edge] else bucket[data[edge]]))
+    return out
+
+
+IMPLEMENTATION = "python"
+_features = _features_python
+if os.environ.get("PYCDR_PURE") != "1":
+    try:
+        from ._edgemap import features as _features
+    except ImportError:          # extension not built: the Python scan alone
+        pass
+    else:
+        IMPLEMENTATION = "c"
+
+
 class EdgeMap:
     """The shared edge map: created empty, named by ``path`` (the value of
     PYCDR_COVERAGE), removed by close()."""
@@ -70,6 +97,7 @@ class EdgeMap:
             os.close(fd)
         self.masked: set[int] = set()        # edges that flicker without input
         self.uncounted: set[int] = set()     # edges whose hit counts vary: passed or not
+        self._flags = None                   # (the two as flag bytes, and what they were of)
 
     def environment(self) -> dict:
         return {ENV: self.path}
@@ -90,10 +118,23 @@ class EdgeMap:
 
     def features(self) -> frozenset:
         """The edges passed since the last reset, each with its count's
-        bucket (1 for an edge in ``uncounted``)."""
-        uncounted = self.uncounted
-        return frozenset(edge << 4 | (1 if edge in uncounted else BUCKET[count])
-                         for edge, count in self.edges().items())
+        bucket (1 for an edge in ``uncounted``), masked ones left out."""
+        return frozenset(_features(self.map, *self._flag_bytes(), BUCKET))
+
+    def _flag_bytes(self) -> tuple:
+        """``masked`` and ``uncounted`` as a flag byte per edge, made again
+        when either set changed (they only grow: by their sizes)."""
+        key = (id(self.masked), len(self.masked), id(self.uncounted), len(self.uncounted))
+        if self._flags is None or self._flags[0] != key:
+            flags = []
+            for edges in (self.masked, self.uncounted):
+                out = bytearray(MAP_SIZE)
+                for edge in edges:
+                    if 0 <= edge < MAP_SIZE:
+                        out[edge] = 1
+                flags.append(bytes(out))
+            self._flags = (key, tuple(flags))
+        return self._flags[1]
 
     def calibrate(self, idle: float = 0.5, samples: int = 5) -> set:
         """Watch the map while nothing is sent to the target, ``samples``
@@ -161,10 +202,14 @@ class Entry:
     picked: int = 0                   # times picked for mutation
     body_types: list | None = None
     name: str = ""
+    # (Worked out once: the power schedule asks for it every REWEIGH picks.)
+    _size: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def size(self) -> int:
-        return sum(map(len, self.messages))
+        if self._size is None:
+            self._size = sum(map(len, self.messages))
+        return self._size
 
 
 @dataclass
@@ -206,10 +251,24 @@ class Corpus:
         """How much an input is mutated, as AFL's power schedule: more for an
         input with rare features (seen in few inputs), for a new one (kept
         late in the campaign), a small one, and one picked seldom so far."""
-        rarity = sum(1.0 / self.seen[f] for f in entry.features if self.seen[f]) or 0.1
-        newness = 1.0 + 4.0 * entry.found_at / max(1, now)
-        smallness = 1.0 if entry.size <= 256 else 256.0 / entry.size
-        return rarity * newness * smallness / (1.0 + entry.picked) ** 0.5
+        return self.energies([entry], now)[0]
+
+    def energies(self, entries, now: int) -> list:
+        """energy() of each of ``entries``, in one pass (the schedule's
+        weights: worked out for the whole corpus every REWEIGH picks)."""
+        count = self.seen.get
+        since = max(1, now)
+        out = []
+        for entry in entries:
+            features = entry.features
+            # (An input that brought nothing new, as most seeds, skips the sum.)
+            rarity = (sum([1.0 / n for n in map(count, features) if n])
+                      if features else 0) or 0.1
+            newness = 1.0 + 4.0 * entry.found_at / since
+            size = entry.size
+            smallness = 1.0 if size <= 256 else 256.0 / size
+            out.append(rarity * newness * smallness / (1.0 + entry.picked) ** 0.5)
+        return out
 
     def pick(self, rng, now: int) -> Entry:
         """An input to mutate, by energy (worked out again after an input is
@@ -220,7 +279,7 @@ class Corpus:
             return self._burst[0]
         if self._weights is None or len(self._weights) != len(self.entries) or \
                 self._picks % REWEIGH == 0:
-            self._weights = list(accumulate(self.energy(e, now) for e in self.entries))
+            self._weights = list(accumulate(self.energies(self.entries, now)))
         self._picks += 1
         entry = rng.choices(self.entries, cum_weights=self._weights)[0]
         entry.picked += 1
@@ -263,40 +322,96 @@ def load_folder(folder: str) -> list[Entry]:
     return out
 
 
-def trim(messages, keeps, budget: int = 24, cut=None) -> list:
+def trim(messages, keeps, budget: int = 24, cut=None, together=None) -> list:
     """``messages`` made smaller while ``keeps(candidate)`` holds (the
     features the input brought are still there): messages dropped, then
     blocks of bytes cut from each (``cut(message, at, n)``: by default with
     the GIOP message_size fixed up), halving the block size; at most
-    ``budget`` tries."""
-    cut = cut or _cut
-    msgs = [bytes(m) for m in messages]
-    tries = [budget]
+    ``budget`` tries.
 
-    def attempt(candidate) -> bool:
-        if tries[0] <= 0:
-            return False
-        tries[0] -= 1
-        return keeps(candidate)
-    k = 0
-    while k < len(msgs) and len(msgs) > 1:
-        candidate = msgs[:k] + msgs[k + 1:]
-        if attempt(candidate):
-            msgs = candidate
+    With ``together(candidates)`` (what ``keeps`` says of each, in order,
+    the candidates run at once), the tries still to come if none held are
+    made together, and the first that holds is taken (those after it are
+    dropped, not counted): the same result as one try at a time, in a round
+    of the target's answers per try that held instead of one per try."""
+    cut = cut or _cut
+    step = _Trim(cut, [bytes(m) for m in messages], budget)
+    if together is None:
+        while (candidate := step.candidate()) is not None:
+            step = step.after(candidate, keeps(candidate))
+        return step.msgs
+    while True:
+        tries = []                 # (the try, and where failing it leads)
+        spot = step
+        while (candidate := spot.candidate()) is not None:
+            tries.append((spot, candidate))
+            spot = spot.after(candidate, False)
+        if not tries:
+            return spot.msgs
+        if len(tries) == 1:
+            held = [keeps(tries[0][1])]
         else:
-            k += 1
-    for k in range(len(msgs)):
-        step = max(1, (len(msgs[k]) - HEADER_SIZE) // 2)
-        while step >= 1 and tries[0] > 0:
-            at = HEADER_SIZE
-            while at < len(msgs[k]) and tries[0] > 0:
-                candidate = msgs[:k] + [cut(msgs[k], at, step)] + msgs[k + 1:]
-                if attempt(candidate):
-                    msgs = candidate
-                else:
-                    at += step
-            step //= 2
-    return msgs
+            held = together([candidate for _, candidate in tries])
+        for (spot, candidate), kept in zip(tries, held):
+            if kept:
+                step = spot.after(candidate, True)
+                break
+        else:
+            return tries[-1][0].after(tries[-1][1], False).msgs
+
+
+@dataclass(frozen=True)
+class _Trim:
+    """Where trim() is: the messages so far, the tries left, and the next
+    try's place (``k``: the message; ``size`` 0: dropping messages, else
+    cutting ``size`` bytes at ``at``)."""
+    cut: object
+    msgs: list
+    tries: int
+    k: int = 0
+    size: int = 0
+    at: int = HEADER_SIZE
+
+    def candidate(self):
+        """The next try's messages; None when trim() is done."""
+        spot = self._next()
+        if spot is None:
+            return None
+        msgs, k = spot.msgs, spot.k
+        if spot.size == 0:
+            return msgs[:k] + msgs[k + 1:]
+        return msgs[:k] + [self.cut(msgs[k], spot.at, spot.size)] + msgs[k + 1:]
+
+    def _next(self):
+        """This place, or the first after it that has a try; None when the
+        tries or the places are used up."""
+        if self.tries <= 0:
+            return None
+        msgs, k, size, at = self.msgs, self.k, self.size, self.at
+        if size == 0:
+            if k < len(msgs) and len(msgs) > 1:
+                return self
+            k, size, at = 0, -1, HEADER_SIZE
+        while k < len(msgs):
+            if size < 0:            # (a message's first block: half its body)
+                size = max(1, (len(msgs[k]) - HEADER_SIZE) // 2)
+            if at < len(msgs[k]):
+                return _Trim(self.cut, msgs, self.tries, k, size, at)
+            size, at = size // 2, HEADER_SIZE
+            if size < 1:
+                k, size = k + 1, -1
+        return None
+
+    def after(self, candidate, held: bool):
+        """Where trim() goes once ``candidate`` (this place's try) held or
+        did not."""
+        spot = self._next()
+        msgs, k, size, at = spot.msgs, spot.k, spot.size, spot.at
+        if held:
+            return _Trim(self.cut, candidate, spot.tries - 1, k, size, at)
+        if size == 0:
+            return _Trim(self.cut, msgs, spot.tries - 1, k + 1, 0, at)
+        return _Trim(self.cut, msgs, spot.tries - 1, k, size, at + size)
 
 
 def _cut(message: bytes, at: int, n: int) -> bytes:

@@ -10,7 +10,10 @@ them.  Before the first case every input of the corpus (the seeds and a
 --corpus-dir folder's inputs) runs once, unmutated, so that what they reach
 is known (under ``state`` together, each on a connection of its own);
 under ``sancov`` the map is first watched while the target is idle, and the
-edges that flicker are masked.
+edges that flicker are masked.  A kept input is minimized first (feedback.trim);
+under ``state`` the tries still to come if none held run together, each on a
+connection of its own, and the first that held is taken (the same result as
+one try at a time).
 
 Under ``jacoco:HOST:PORT`` (a JVM target started with the JaCoCo agent,
 pycdr.fuzz.jacoco) a feature is a probe that ran (a class and a probe index).
@@ -351,10 +354,16 @@ class Learning:
         messages = case.messages
         if self.minimize and self._trimming is None:
             self._trimming = new
+            # (Under state feedback the tries go together, each on a
+            # connection of its own; sancov's map and JaCoCo's probes are
+            # the whole target's: one at a time.)
+            together = (lambda candidates: self._trim_together(candidates, new, case.seed_name)) \
+                if self.feedback == "state" else None
             try:
                 messages = trim(messages,
                                 lambda m: new <= (self._features_of(m, case.seed_name) or set()),
-                                TRIM_BUDGET, lambda m, at, n: cut_fixed(m, at, n, self.ctx))
+                                TRIM_BUDGET, lambda m, at, n: cut_fixed(m, at, n, self.ctx),
+                                together)
             finally:
                 self._trimming = None
         parent = case.parent
@@ -364,8 +373,24 @@ class Learning:
                                       body_types=None if parent is None else parent.body_types))
         if len(self.corpus.entries) > before:
             self.kept += 1                   # (else merged into an equal one)
-            self.ctx.remember(entry.messages[0], entry.body_types)
+            # (Every message of it: havoc mutates any of an input's messages.)
+            for k, message in enumerate(entry.messages):
+                self.ctx.remember(message, entry.body_types if k == 0 else None)
         return entry
+
+    def _trim_together(self, candidates, new: frozenset, origin: str):
+        """Whether each of minimization's ``candidates`` still shows the
+        features ``new``, in order (a generator: read up to the first that
+        does), the candidates run at once as the corpus's first inputs are
+        (_states_together); one left out there (its connection flooded or
+        brought more answers, or the target broke) runs alone, judged as
+        any case."""
+        got = self._states_together([Entry(list(m), origin) for m in candidates])
+        for k, messages in enumerate(candidates):
+            features = got.get(k)
+            if features is None:
+                features = self._features_of(messages, origin)
+            yield new <= (features or set())
 
     def _feedback_case(self, index: int) -> Case:
         rng = random.Random(f"{self.seed}:{index}")
