@@ -53,7 +53,6 @@ listens, for the target to contact it: pycdr.fuzz.callback).
 from __future__ import annotations
 
 import random
-import selectors
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -72,7 +71,7 @@ from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve
-from .window import LINGER, _Pipe, _Slot
+from .window import LINGER, Window, _Pipe
 
 # A search's look for a spin: shorter than SPIN_CONFIRM (see _reproduces_together).
 SEARCH_SPIN_CONFIRM = 0.1
@@ -140,7 +139,7 @@ class Stats:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
+class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
@@ -535,14 +534,16 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         self._before_group()
         cost_mark = self._cost_mark()
         observations = self._observe_group(cases)
-        costly = self._group_cost(cost_mark, cases)  # (before the health look below)
+        reasons = [suspicion(obs, case.prediction, case.messages)
+                   for case, obs in zip(cases, observations)]
+        # (Before the health look below; a group that flooded is not watched
+        # until idle: see CaseCost._cost_since.)
+        costly = self._group_cost(cost_mark, cases, watch="flood" not in reasons)
         # (Read before the health probes below: what they run is not the cases'.)
         group_features = self._group_features()
         if not again:
             self.stats.cases += len(cases)
             self.stats.isolated += len(cases)
-        reasons = [suspicion(obs, case.prediction, case.messages)
-                   for case, obs in zip(cases, observations)]
         broken = None
         if any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
@@ -601,69 +602,6 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         culprit = self._cost_culprit(cases) if costly is not None and not self.dead else None
         if culprit is not None:
             self._attribute("cpu", costly, culprit, in_flight=[culprit])
-
-    def _observe_group(self, cases: list) -> list:
-        """Each case on a connection of its own, up to ``connections`` open
-        at once: a new one opens as soon as one is done (its answers in and
-        LINGER past them, or closed, or its wait over), so a case the target
-        is silent on holds one connection, not the others.  The
-        observations, in the order of ``cases``."""
-        observations = [Observation() for _ in cases]
-        selector = selectors.DefaultSelector()
-        waiting = deque(range(len(cases)))
-        open_: dict = {}              # case position -> _Slot
-        made = 0
-        try:
-            while waiting or open_:
-                while waiting and len(open_) < self.connections:
-                    k = waiting.popleft()
-                    slot = self._open_slot(cases[k], observations[k])
-                    if slot is not None:
-                        open_[k] = slot
-                        selector.register(slot.wire.sock, selectors.EVENT_READ, k)
-                now = time.monotonic()
-                wait = max(0.0, min((slot.until for slot in open_.values()), default=now) - now)
-                if wait > 0 and made < len(cases):
-                    # While the target works: the next cases (see _make_ahead).
-                    if self._make_ahead(1):
-                        made += 1
-                        wait = 0.0
-                    else:
-                        made = len(cases)
-                ready = selector.select(wait) if open_ else []
-                for key, _ in ready:
-                    slot = open_.get(key.data)
-                    if slot is not None and slot.read():
-                        selector.unregister(slot.wire.sock)
-                        slot.wire.close()
-                        del open_[key.data]
-                now = time.monotonic()
-                for k in [k for k, slot in open_.items() if slot.expired(now)]:
-                    slot = open_.pop(k)
-                    selector.unregister(slot.wire.sock)
-                    slot.wire.close()
-        finally:
-            for slot in open_.values():
-                slot.wire.close()
-            selector.close()
-        for obs in observations:
-            if obs.answer_time is not None:
-                self.latency.add(obs.answer_time)
-        return observations
-
-    def _open_slot(self, case: Case, obs: Observation):
-        try:
-            wire = self.target.wire(connect_timeout=self.probe_timeout)
-        except OSError as e:
-            obs.connect_error = str(e)
-            return None
-        for data in case.messages:
-            if not wire.send(data):
-                break
-        wire.sock.setblocking(False)
-        want = case.prediction.wanted
-        return _Slot(wire, obs, want, self.answer_timeout() if want else LINGER * 2,
-                     sum(map(len, case.messages)))
 
     def _outcome(self, reason: str, p: Prediction) -> None:
         """A close judged against the spec: allowed after a malformed
