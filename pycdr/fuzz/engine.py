@@ -218,6 +218,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         self._ahead: deque[Case] = deque()
         self._taken: int | None = None       # index of the case in hand; None outside run()
         self._ahead_end: int | None = None   # index where the current run stops
+        self._attributing = 0                # inside _attribute (no cases made ahead)
         self.seeds = seeds if seeds is not None else (seed_sources or (lambda t: []))(self.target)
         if not self.seeds:
             raise PycdrError("no seeds: nothing to mutate")
@@ -341,8 +342,11 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         ahead), so the target's processing and ours overlap instead of
         taking turns.  Cases depend on their index only, so making them
         early changes nothing.  How many were made."""
-        if self._taken is None:
-            return 0     # not inside run()
+        if self._taken is None or self._attributing:
+            # Not inside run(); or replaying cases in flight, between
+            # restarts (under --spawn with a standby the target's address
+            # changes at each: the cases made ahead would be thrown away).
+            return 0
         limit = max(2 * self.batch_size, GROUP_CASES)
         for made in range(sent):
             index = self._ahead[-1].index + 1 if self._ahead else self._taken + 1
@@ -614,8 +618,15 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         """Cases go in flight: sent since the target last answered a probe."""
         self._in_flight.extend(cases)
 
-    def _attribute(self, kind: str, details: dict, first: Case | None = None, *,
-                   in_flight: list | None = None, skip=()) -> Case | None:
+    def _attribute(self, *args, **options) -> Case | None:
+        self._attributing += 1
+        try:
+            return self._attribute_now(*args, **options)
+        finally:
+            self._attributing -= 1
+
+    def _attribute_now(self, kind: str, details: dict, first: Case | None = None, *,
+                       in_flight: list | None = None, skip=()) -> Case | None:
         """The target broke (crash, hang, memory, spin) or flooded with cases in
         flight.  A case is blamed only when it does the same alone against a
         fresh target, REPRODUCTIONS times (see _record).  ``first`` (the case
