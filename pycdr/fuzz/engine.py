@@ -112,6 +112,12 @@ MEMORY_SETTLE = 0.3
 RESTART_AFTER = ("memory", "spin", "exception", "cpu")
 # At most this many batchable cases go as groups after failed batches.
 MAX_PIPE_PAUSE = 4096
+# The first batch (and the first after a failed one) holds this many cases,
+# each batch that went as predicted twice as many as the last, up to --batch:
+# the cases of a failed batch are all sent again, each on a connection of
+# its own (a target that never answers as predicted, the OpenJDK ORB at
+# some 35 ms of its CPU a case, was sent a whole batch twice each time).
+FIRST_BATCH = 4
 
 
 # --------------------------------------------------------------------------
@@ -207,6 +213,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         self._searched_kinds: set = set()
         self._pipe_failures = 0            # batches in a row not as predicted
         self._pipe_pause = 0               # cases to send as groups before pipelining again
+        self._batch_now = min(FIRST_BATCH, self.batch_size)   # the next batch's size
         self._needs_restart = False
         self.dead = False                  # the target is gone and cannot be restarted
         self._pipe: _Pipe | None = None
@@ -300,7 +307,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             pipelining = concurrent and self._pipe_pause == 0 and self.feedback == "none"
             if case.batchable and pipelining:
                 pending.append(case)
-                if len(pending) >= self.batch_size:
+                if len(pending) >= self._batch_now:
                     self._run_batch(pending)
                     pending = []
             elif case.tail and pipelining:
@@ -384,6 +391,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             ok = False           # (the same: the group's cost is looked at per case)
         if ok:
             self._pipe_failures = 0
+            self._batch_now = min(self.batch_size, 2 * self._batch_now)
             self.stats.cases += len(cases)
             self.stats.pipelined += len(cases)
             if tail is not None:
@@ -391,6 +399,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             return
         self._close_pipe()
         self._pipe_failures += 1
+        self._batch_now = min(FIRST_BATCH, self.batch_size)
         # (x4 after each failure in a row past the first: a target that
         # never answers as predicted, omniORB, pays a few failed batches.)
         self._pipe_pause = min(MAX_PIPE_PAUSE,
