@@ -29,13 +29,6 @@ BROKEN = ("crash", "hang", "memory", "spin", "thread")
 SPIN_SHARE = 0.2
 SPIN_WINDOW = 0.05
 SPIN_CONFIRM = 0.3
-# Before the first window: a target none of whose threads runs or waits to
-# run, looked at SPIN_GLANCES times SPIN_GLANCE seconds apart, is not
-# spinning (a looping thread is always running or runnable, on a loaded
-# machine too), without the window's wait (a campaign looks after every
-# group or batch that went otherwise than predicted).
-SPIN_GLANCES = 4
-SPIN_GLANCE = 0.002
 # Seconds a target that cannot be restarted gets to answer again before the
 # campaign gives it up.
 RECOVERY_WAIT = 10.0
@@ -213,15 +206,8 @@ class TargetHealth:
     def _spinning(self, confirm: float = SPIN_CONFIRM) -> bool:
         """Whether the spawned target burns CPU while nothing is sent to it
         (see SPIN_SHARE), over SPIN_WINDOW then ``confirm`` seconds; False
-        for a target not spawned (its CPU is not known), and for one with
-        no thread running at a glance (see SPIN_GLANCES)."""
+        for a target not spawned (its CPU is not known)."""
         if self.spawned is None:
-            return False
-        for glance in range(SPIN_GLANCES):
-            if self.spawned.runnable_threads():
-                break
-            time.sleep(SPIN_GLANCE)
-        else:
             return False
         for window in (SPIN_WINDOW, confirm):
             before = self.spawned.cpu_seconds()

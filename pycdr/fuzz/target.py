@@ -143,31 +143,22 @@ class _Launch:
     def cpu_seconds(self) -> float | None:
         return process_cpu_seconds(self.process.pid)
 
-    def stop(self, wait: bool = True) -> float:
-        """Stop it; the CPU seconds it used.  Without ``wait``, it is killed
-        and not waited for (reap() it later)."""
+    def stop(self) -> float:
+        """Stop it; the CPU seconds it used."""
         p = self.process
         cpu = self.cpu_seconds() or 0.0
         if p.poll() is None:
             p.kill()
-            if wait:
-                self.reap(5)
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
         for stream in (p.stdin, p.stdout):
             try:
                 stream.close()
             except (OSError, AttributeError):
                 pass
         return cpu
-
-
-    def reap(self, timeout: float | None = 0.0) -> bool:
-        """Wait for the killed process for up to ``timeout`` seconds (None:
-        as long as it takes); whether it is gone."""
-        try:
-            self.process.wait(timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -179,26 +170,6 @@ def process_cpu_seconds(pid: int) -> float | None:
     except (OSError, IndexError):
         return None
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
-
-def _tasks(pid: int) -> list:
-    try:
-        return os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-
-
-def runnable_threads(pid: int) -> int:
-    """How many threads of process ``pid`` are running or waiting for a
-    CPU now (state R): a target still working on a case."""
-    count = 0
-    for tid in _tasks(pid):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                count += f.read().rsplit(")", 1)[1].split()[0] == "R"
-        except (OSError, IndexError):
-            continue            # (a thread that ended meanwhile)
-    return count
 
 
 class SpawnedTarget:
@@ -227,10 +198,6 @@ class SpawnedTarget:
         self.standby_used = 0        # restarts that took the standby
         self.baseline_rss = None
         self.cpu_of_stopped = 0.0     # CPU seconds of the processes stopped so far
-        # Processes a restart killed and did not wait for (a dying omniORBpy
-        # takes tens of milliseconds to go, on a loaded machine more): reaped
-        # at the next restart, or waited for by stop().
-        self._dying: list = []
 
     @property
     def process(self) -> subprocess.Popen | None:
@@ -302,11 +269,6 @@ class SpawnedTarget:
             return None
         return None
 
-    def runnable_threads(self) -> int:
-        """How many threads of the current process run or wait for a CPU
-        now (see runnable_threads)."""
-        return 0 if self._launch is None else runnable_threads(self._launch.process.pid)
-
     def cpu_seconds(self) -> float | None:
         """User + system CPU time of the current process so far (Linux
         /proc), or None when it cannot be read."""
@@ -322,19 +284,14 @@ class SpawnedTarget:
         standby = (self._standby.cpu_seconds() or 0.0) if self._standby is not None else 0.0
         return self.cpu_of_stopped + now + standby
 
-    def _stop_current(self, wait: bool = True) -> None:
+    def _stop_current(self) -> None:
         if self._launch is not None:
-            self.cpu_of_stopped += self._launch.stop(wait)
-            if not wait:
-                self._dying.append(self._launch)
+            self.cpu_of_stopped += self._launch.stop()
             self._launch = None
 
     def stop(self) -> None:
         """Stop the target and its standby."""
         self._stop_current()
-        for launch in self._dying:
-            launch.reap(5)
-        self._dying = []
         if self._standby is not None:
             self.cpu_of_stopped += self._standby.stop()
             self._standby = None
@@ -342,8 +299,7 @@ class SpawnedTarget:
     def restart(self) -> str:
         self.restarts += 1
         standby = self._take_standby()
-        self._dying = [launch for launch in self._dying if not launch.reap()]
-        self._stop_current(wait=standby is None)  # (the new process listens elsewhere)
+        self._stop_current()
         if standby is None:
             return self.start()
         self.standby_used += 1
