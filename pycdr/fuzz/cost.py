@@ -166,13 +166,19 @@ class CaseCost:
         cpu = process_cpu(process.pid)
         return None if cpu is None else (process.pid, cpu)
 
-    def _cost_since(self, mark, cases: int = 1, *, answered: bool = False):
+    def _cost_since(self, mark, cases: int = 1, *, answered: bool = False,
+                    watch: bool = True):
         """(CPU seconds the target spent since ``mark``, whether it is idle
         again), the target watched until idle when ``cases`` cost more than
         the median would say (see WATCH_FACTOR) or, unless they were
         ``answered`` (a servant answers once done), a thread of it is
         running or waiting to run; None when not known (no mark, the target
-        restarted or gone)."""
+        restarted or gone).  Without ``watch`` (the cases flooded: a
+        flooding thread may spin on after its connection is gone, omniORB
+        4.2.5's does, and no cost could be told from that spin, which the
+        flood's health look sees in a third of a second, where the watch
+        would wait SETTLE_CPU seconds of it out), a target found busy is
+        not idle, and not waited for."""
         process = self.spawned.process if self.spawned is not None else None
         if mark is None or process is None or process.pid != mark[0] or \
                 process.poll() is not None:
@@ -185,6 +191,8 @@ class CaseCost:
         if now - before - cases * median < max(WATCH_FLOOR, WATCH_FACTOR * median) and \
                 (answered or not runnable_threads(pid)):
             return now - before, True
+        if not watch:
+            return now - before, False
         deadline = time.monotonic() + SETTLE_MAX
         # (Short steps first: a thread seen running is most often a servant's
         # finishing its answer, idle a few hundred microseconds later; such
@@ -210,7 +218,8 @@ class CaseCost:
         """After one case on its own connection (sent after ``mark``): a
         ``cpu`` Verdict when it cost past the threshold and the target is
         idle again; what it cost kept in ``last_cost``."""
-        measured = self._cost_since(mark, answered=obs.answer_time is not None)
+        measured = self._cost_since(mark, answered=obs.answer_time is not None,
+                                    watch=not obs.flooded)
         self.last_cost = measured[0] if measured is not None and measured[1] else None
         threshold = self.cost_threshold()
         if measured is None or threshold is None:
@@ -227,7 +236,8 @@ class CaseCost:
         has: the confirmation's)."""
         return {"cpu_seconds_runs": list(self._expensive_runs)} if kind == "cpu" else {}
 
-    def _group_cost(self, mark, cases, *, sample: bool = True) -> dict | None:
+    def _group_cost(self, mark, cases, *, sample: bool = True,
+                    watch: bool = True) -> dict | None:
         """After ``cases`` sent together (a group, a batch) after ``mark``:
         the details when one of them may be expensive, else None (and, with
         ``sample``, their cost goes to the median).  One may be when, the
@@ -235,8 +245,9 @@ class CaseCost:
         cost at the median, and more than twice that: the cost of a group
         of many cases varies by more than a case's 100 times the median
         (a garbage collection, the JIT's threads, the scheduler), and a
-        group whose cost is judged is run again in halves (_cost_culprit)."""
-        measured = self._cost_since(mark, len(cases))
+        group whose cost is judged is run again in halves (_cost_culprit).
+        ``watch``: see _cost_since."""
+        measured = self._cost_since(mark, len(cases), watch=watch)
         if measured is None:
             return None
         spent, idle = measured

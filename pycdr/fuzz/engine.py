@@ -53,7 +53,6 @@ listens, for the target to contact it: pycdr.fuzz.callback).
 from __future__ import annotations
 
 import random
-import selectors
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -72,7 +71,7 @@ from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, predict, sends_closing_message, suspicion
 from .target import SpawnedTarget, resolve
-from .window import LINGER, _Pipe, _Slot
+from .window import LINGER, Window, _Pipe
 
 # A search's look for a spin: shorter than SPIN_CONFIRM (see _reproduces_together).
 SEARCH_SPIN_CONFIRM = 0.1
@@ -113,6 +112,12 @@ MEMORY_SETTLE = 0.3
 RESTART_AFTER = ("memory", "spin", "exception", "cpu")
 # At most this many batchable cases go as groups after failed batches.
 MAX_PIPE_PAUSE = 4096
+# The first batch (and the first after a failed one) holds this many cases,
+# each batch that went as predicted twice as many as the last, up to --batch:
+# the cases of a failed batch are all sent again, each on a connection of
+# its own (a target that never answers as predicted, the OpenJDK ORB at
+# some 35 ms of its CPU a case, was sent a whole batch twice each time).
+FIRST_BATCH = 4
 
 
 # --------------------------------------------------------------------------
@@ -140,7 +145,7 @@ class Stats:
         return self.cases / self.elapsed if self.elapsed > 0 else 0.0
 
 
-class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
+class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
     def __init__(self, target_text: str | None, *, seed: int = 0, spawn: str | None = None,
                  timeout: float = 1.0, probe_timeout: float = 1.0,
                  probe_interval: float = 2.0, rate: float | None = None, batch: int = 32,
@@ -208,6 +213,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         self._searched_kinds: set = set()
         self._pipe_failures = 0            # batches in a row not as predicted
         self._pipe_pause = 0               # cases to send as groups before pipelining again
+        self._batch_now = min(FIRST_BATCH, self.batch_size)   # the next batch's size
         self._needs_restart = False
         self.dead = False                  # the target is gone and cannot be restarted
         self._pipe: _Pipe | None = None
@@ -219,6 +225,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         self._ahead: deque[Case] = deque()
         self._taken: int | None = None       # index of the case in hand; None outside run()
         self._ahead_end: int | None = None   # index where the current run stops
+        self._attributing = 0                # inside _attribute (no cases made ahead)
         self.seeds = seeds if seeds is not None else (seed_sources or (lambda t: []))(self.target)
         if not self.seeds:
             raise PycdrError("no seeds: nothing to mutate")
@@ -300,7 +307,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
             pipelining = concurrent and self._pipe_pause == 0 and self.feedback == "none"
             if case.batchable and pipelining:
                 pending.append(case)
-                if len(pending) >= self.batch_size:
+                if len(pending) >= self._batch_now:
                     self._run_batch(pending)
                     pending = []
             elif case.tail and pipelining:
@@ -342,8 +349,11 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         ahead), so the target's processing and ours overlap instead of
         taking turns.  Cases depend on their index only, so making them
         early changes nothing.  How many were made."""
-        if self._taken is None:
-            return 0     # not inside run()
+        if self._taken is None or self._attributing:
+            # Not inside run(); or replaying cases in flight, between
+            # restarts (under --spawn with a standby the target's address
+            # changes at each: the cases made ahead would be thrown away).
+            return 0
         limit = max(2 * self.batch_size, GROUP_CASES)
         for made in range(sent):
             index = self._ahead[-1].index + 1 if self._ahead else self._taken + 1
@@ -381,6 +391,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
             ok = False           # (the same: the group's cost is looked at per case)
         if ok:
             self._pipe_failures = 0
+            self._batch_now = min(self.batch_size, 2 * self._batch_now)
             self.stats.cases += len(cases)
             self.stats.pipelined += len(cases)
             if tail is not None:
@@ -388,6 +399,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
             return
         self._close_pipe()
         self._pipe_failures += 1
+        self._batch_now = min(FIRST_BATCH, self.batch_size)
         # (x4 after each failure in a row past the first: a target that
         # never answers as predicted, omniORB, pays a few failed batches.)
         self._pipe_pause = min(MAX_PIPE_PAUSE,
@@ -535,14 +547,16 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         self._before_group()
         cost_mark = self._cost_mark()
         observations = self._observe_group(cases)
-        costly = self._group_cost(cost_mark, cases)  # (before the health look below)
+        reasons = [suspicion(obs, case.prediction, case.messages)
+                   for case, obs in zip(cases, observations)]
+        # (Before the health look below; a group that flooded is not watched
+        # until idle: see CaseCost._cost_since.)
+        costly = self._group_cost(cost_mark, cases, watch="flood" not in reasons)
         # (Read before the health probes below: what they run is not the cases'.)
         group_features = self._group_features()
         if not again:
             self.stats.cases += len(cases)
             self.stats.isolated += len(cases)
-        reasons = [suspicion(obs, case.prediction, case.messages)
-                   for case, obs in zip(cases, observations)]
         broken = None
         if any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
@@ -602,69 +616,6 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         if culprit is not None:
             self._attribute("cpu", costly, culprit, in_flight=[culprit])
 
-    def _observe_group(self, cases: list) -> list:
-        """Each case on a connection of its own, up to ``connections`` open
-        at once: a new one opens as soon as one is done (its answers in and
-        LINGER past them, or closed, or its wait over), so a case the target
-        is silent on holds one connection, not the others.  The
-        observations, in the order of ``cases``."""
-        observations = [Observation() for _ in cases]
-        selector = selectors.DefaultSelector()
-        waiting = deque(range(len(cases)))
-        open_: dict = {}              # case position -> _Slot
-        made = 0
-        try:
-            while waiting or open_:
-                while waiting and len(open_) < self.connections:
-                    k = waiting.popleft()
-                    slot = self._open_slot(cases[k], observations[k])
-                    if slot is not None:
-                        open_[k] = slot
-                        selector.register(slot.wire.sock, selectors.EVENT_READ, k)
-                now = time.monotonic()
-                wait = max(0.0, min((slot.until for slot in open_.values()), default=now) - now)
-                if wait > 0 and made < len(cases):
-                    # While the target works: the next cases (see _make_ahead).
-                    if self._make_ahead(1):
-                        made += 1
-                        wait = 0.0
-                    else:
-                        made = len(cases)
-                ready = selector.select(wait) if open_ else []
-                for key, _ in ready:
-                    slot = open_.get(key.data)
-                    if slot is not None and slot.read():
-                        selector.unregister(slot.wire.sock)
-                        slot.wire.close()
-                        del open_[key.data]
-                now = time.monotonic()
-                for k in [k for k, slot in open_.items() if slot.expired(now)]:
-                    slot = open_.pop(k)
-                    selector.unregister(slot.wire.sock)
-                    slot.wire.close()
-        finally:
-            for slot in open_.values():
-                slot.wire.close()
-            selector.close()
-        for obs in observations:
-            if obs.answer_time is not None:
-                self.latency.add(obs.answer_time)
-        return observations
-
-    def _open_slot(self, case: Case, obs: Observation):
-        try:
-            wire = self.target.wire(connect_timeout=self.probe_timeout)
-        except OSError as e:
-            obs.connect_error = str(e)
-            return None
-        for data in case.messages:
-            if not wire.send(data):
-                break
-        wire.sock.setblocking(False)
-        want = case.prediction.wanted
-        return _Slot(wire, obs, want, self.answer_timeout() if want else LINGER * 2,
-                     sum(map(len, case.messages)))
-
     def _outcome(self, reason: str, p: Prediction) -> None:
         """A close judged against the spec: allowed after a malformed
         message, but not without MessageError; not a finding."""
@@ -676,8 +627,15 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         """Cases go in flight: sent since the target last answered a probe."""
         self._in_flight.extend(cases)
 
-    def _attribute(self, kind: str, details: dict, first: Case | None = None, *,
-                   in_flight: list | None = None, skip=()) -> Case | None:
+    def _attribute(self, *args, **options) -> Case | None:
+        self._attributing += 1
+        try:
+            return self._attribute_now(*args, **options)
+        finally:
+            self._attributing -= 1
+
+    def _attribute_now(self, kind: str, details: dict, first: Case | None = None, *,
+                       in_flight: list | None = None, skip=()) -> Case | None:
         """The target broke (crash, hang, memory, spin) or flooded with cases in
         flight.  A case is blamed only when it does the same alone against a
         fresh target, REPRODUCTIONS times (see _record).  ``first`` (the case

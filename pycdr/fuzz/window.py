@@ -1,11 +1,14 @@
 """The campaign's connections: a case's own connection in a window of them
-(``_Slot``, read without blocking) and the reused connection of pipelined
-batches (``_Pipe``)."""
+(``_Slot``, read without blocking; ``Window``, mixed into Campaign in
+pycdr.fuzz.engine, whose state it uses, keeps the window) and the reused
+connection of pipelined batches (``_Pipe``)."""
 
 from __future__ import annotations
 
+import selectors
 import socket
 import time
+from collections import deque
 
 from ..giop.connection import GiopConnection, Role
 from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, ProtocolViolation
@@ -76,6 +79,73 @@ class _Slot:
         if not self.lingering:
             self.obs.timed_out = True
         return True
+
+
+class Window:
+    """Campaign's window of connections, one a case."""
+
+    def _observe_group(self, cases: list) -> list:
+        """Each case on a connection of its own, up to ``connections`` open
+        at once: a new one opens as soon as one is done (its answers in and
+        LINGER past them, or closed, or its wait over), so a case the target
+        is silent on holds one connection, not the others.  The
+        observations, in the order of ``cases``."""
+        observations = [Observation() for _ in cases]
+        selector = selectors.DefaultSelector()
+        waiting = deque(range(len(cases)))
+        open_: dict = {}              # case position -> _Slot
+        made = 0
+        try:
+            while waiting or open_:
+                while waiting and len(open_) < self.connections:
+                    k = waiting.popleft()
+                    slot = self._open_slot(cases[k], observations[k])
+                    if slot is not None:
+                        open_[k] = slot
+                        selector.register(slot.wire.sock, selectors.EVENT_READ, k)
+                now = time.monotonic()
+                wait = max(0.0, min((slot.until for slot in open_.values()), default=now) - now)
+                if wait > 0 and made < len(cases):
+                    # While the target works: the next cases (see _make_ahead).
+                    if self._make_ahead(1):
+                        made += 1
+                        wait = 0.0
+                    else:
+                        made = len(cases)
+                ready = selector.select(wait) if open_ else []
+                for key, _ in ready:
+                    slot = open_.get(key.data)
+                    if slot is not None and slot.read():
+                        selector.unregister(slot.wire.sock)
+                        slot.wire.close()
+                        del open_[key.data]
+                now = time.monotonic()
+                for k in [k for k, slot in open_.items() if slot.expired(now)]:
+                    slot = open_.pop(k)
+                    selector.unregister(slot.wire.sock)
+                    slot.wire.close()
+        finally:
+            for slot in open_.values():
+                slot.wire.close()
+            selector.close()
+        for obs in observations:
+            if obs.answer_time is not None:
+                self.latency.add(obs.answer_time)
+        return observations
+
+    def _open_slot(self, case, obs: Observation):
+        try:
+            wire = self.target.wire(connect_timeout=self.probe_timeout)
+        except OSError as e:
+            obs.connect_error = str(e)
+            return None
+        for data in case.messages:
+            if not wire.send(data):
+                break
+        wire.sock.setblocking(False)
+        want = case.prediction.wanted
+        return _Slot(wire, obs, want, self.answer_timeout() if want else LINGER * 2,
+                     sum(map(len, case.messages)))
 
 
 class _Pipe:
