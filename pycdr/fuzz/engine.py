@@ -453,7 +453,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         except OSError as e:
             obs.connect_error = str(e)
         # (Before the health look below: a case still costing CPU is no spin.)
-        costly = self._cost_verdict(cost_mark, obs)
+        costly = self._cost_verdict(cost_mark, obs, p, watch_all=settle > 0)
         if obs.answer_time is not None:
             self.latency.add(obs.answer_time)
         calls = self._callouts(called, CALLBACK_SETTLE if look_after else 0.0, messages)
@@ -494,12 +494,6 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         kind, details = self._with_dead_threads(kind, details)
         return Verdict(kind, details, obs)
 
-    def _new_defects(self, since: int) -> list:
-        """The defects the target logged after the first ``since`` that are
-        no confirmed finding's."""
-        return [d for d in self._logged_defects(since) if self.findings.get(
-            self._fault("exception", [], [], Verdict("exception", d))) is None]
-
     def _rss_growth(self, before: int | None, settle: float = 0.0) -> int | None:
         """The spawned target's RSS growth since ``before`` when it passes the
         limit, looked at for up to ``settle`` seconds (a target may still be
@@ -535,7 +529,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         self._before_group()
         cost_mark = self._cost_mark()
         observations = self._observe_group(cases)
-        costly = self._group_cost(cost_mark, cases)  # (before the health look below)
+        costly = self._group_cost(cost_mark, cases, going_on=True)  # (before the health look)
         # (Read before the health probes below: what they run is not the cases'.)
         group_features = self._group_features()
         if not again:
@@ -543,10 +537,11 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
             self.stats.isolated += len(cases)
         reasons = [suspicion(obs, case.prediction, case.messages)
                    for case, obs in zip(cases, observations)]
-        broken = None
-        if any(r not in (None, "flood", "more_answers") for r in reasons):
+        # (A cost still going on, its answer due, is no spin: pycdr.fuzz.cost.)
+        in_flight = self._costly_pending(costly, cases, observations)
+        broken = ("cpu", costly) if in_flight else None
+        if broken is None and any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
-        in_flight = None
         if broken is None and self._rss_growth(rss_before) is not None:
             # (The probes above saw a live target and forgot the cases before.)
             broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
@@ -572,7 +567,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
             # may leave the target broken), tried alone before the others.
             flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
             # (A call-out names the case that planted its address.)
-            first = self._callout_suspect(calls, cases) or (flooded[0] if flooded else None)
+            first = self._callout_suspect(calls, cases) or (flooded or in_flight or [None])[0]
             # (Read before the attribution restarts the target.)
             logged_too = [] if broken[0] == "exception" else self._new_defects(logged)
             culprit = self._attribute(*broken, first, in_flight=in_flight)
@@ -598,9 +593,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
                 verdict = self.check(case.messages, case.prediction, linger=self.recheck_linger)
                 if verdict.kind is not None:
                     self._attribute(verdict.kind, verdict.details, first=case)
-        culprit = self._cost_culprit(cases) if costly is not None and not self.dead else None
-        if culprit is not None:
-            self._attribute("cpu", costly, culprit, in_flight=[culprit])
+        self._blame_cost(costly, cases)
 
     def _observe_group(self, cases: list) -> list:
         """Each case on a connection of its own, up to ``connections`` open
@@ -793,6 +786,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         if not self._fresh_target(restart=True):
             return False
         self._needs_restart = True
+        if kind == "cpu":
+            return self._costly_together(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
         logged, called = self._logged_count(), self._callout_mark()
         observations = self._observe_group(cases)
@@ -935,7 +930,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
                 time.sleep(0.2)
             self.dead = True
             return False
-        if not restart and self._health() in ("alive", "slow"):
+        if not restart and not self._needs_restart and self._health() in ("alive", "slow"):
             return True
         return self._restart()
 
@@ -958,6 +953,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
             self._ahead.clear()
         self._build_probes()
         self.stats.restarts += 1
+        self._needs_restart = False
         deadline = time.monotonic() + self.spawned.start_timeout
         while time.monotonic() < deadline:
             if self._probe() in ("alive", "slow"):

@@ -11,6 +11,7 @@ from collections import deque
 
 from ..conformance.wire import Observation
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
+from .case import Verdict
 from .sanitizer import parse_report
 from .window import SENTINEL_ID
 
@@ -266,6 +267,12 @@ class TargetHealth:
     def _logged_count(self) -> int:
         """How many defects the spawned target has logged so far (0 when there is none)."""
         return 0 if self.spawned is None else self.spawned.logged()
+
+    def _new_defects(self, since: int) -> list:
+        """The defects the target logged after the first ``since`` that are
+        no confirmed finding's."""
+        return [d for d in self._logged_defects(since) if self.findings.get(
+            self._fault("exception", [], [], Verdict("exception", d))) is None]
 
     def _logged_defects(self, since: int, settle: float = 0.0) -> list:
         """The defects the spawned target logged after the first ``since``
