@@ -542,14 +542,15 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         broken = ("cpu", costly) if in_flight else None
         if broken is None and any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
-        if broken is None and self._rss_growth(rss_before) is not None:
-            # (The probes above saw a live target and forgot the cases before.)
-            broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         if broken is None:
-            # (A defect not found yet before one found: a group may log both.)
+            # (A defect not found yet before one found: a group may log both.
+            # Before a JVM's growth, which a group of its cases often shows.)
             defects = self._new_defects(logged) or self._logged_defects(logged)
             if defects:
                 broken, in_flight = ("exception", defects[0]), list(cases)
+        if broken is None and self._rss_growth(rss_before) is not None:
+            # (The probes above saw a live target and forgot the cases before.)
+            broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         calls = self._callouts(called) if broken is None else []
         if calls:
             broken, in_flight = ("callback", self._callout_details(calls)), list(cases)
@@ -715,6 +716,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
             others = [c for c in in_flight if id(c) not in skip]
             # (Logged defects of two exception classes are two kinds of breakage here.)
             breakage = (kind, details.get("exception")) if kind == "exception" else kind
+            self._sought_exception = details.get("exception")   # (what a search looks for)
             fruitless = self._fruitless[breakage] >= FRUITLESS_SEARCHES
             # The first search for a kind of breakage is made whatever it
             # costs -- but for a spin: seen by the target's CPU alone (no
@@ -794,7 +796,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         if kind == "callback":
             return bool(self._callouts(called, CALLBACK_SETTLE))
         if kind == "exception":
-            return bool(self._logged_defects(logged, LOG_SETTLE))
+            return self._logs_sought(logged)
         if kind == "flood":
             return any(suspicion(obs, case.prediction, case.messages) == "flood"
                        for case, obs in zip(cases, observations))
