@@ -576,8 +576,10 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
                 self._run_group([c for c in cases if c is not culprit], again=True)
             elif logged_too and not self.dead:
                 # A defect the group logged beside the breakage (that no case did
-                # alone): searched for on its own, not hidden by it.
-                self._attribute("exception", logged_too[0], in_flight=list(cases))
+                # alone): searched for on its own, then the others again (as above).
+                blamed = self._attribute("exception", logged_too[0], in_flight=list(cases))
+                if blamed is not None and not self.dead:
+                    self._run_group([c for c in cases if c is not blamed], again=True)
             return
         # (Not from a broken target: it showed part of what it did.  Run
         # again after one, the cases are learned from then.)
