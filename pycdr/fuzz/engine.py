@@ -542,9 +542,9 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         broken = ("cpu", costly) if in_flight else None
         if broken is None and any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
-        if broken is None:
-            # (A defect not found yet before one found: a group may log both.
-            # Before a JVM's growth, which a group of its cases often shows.)
+        if broken is None or (broken[0] == "hang" and self._new_class_logged(logged)):
+            # (A defect not found yet first: a group may log both.  Before a JVM's
+            # growth or hang, which a group of its cases often shows on a loaded machine.)
             defects = self._new_defects(logged) or self._logged_defects(logged)
             if defects:
                 broken, in_flight = ("exception", defects[0]), list(cases)

@@ -279,6 +279,13 @@ class TargetHealth:
                  if f.kind == "exception"}
         return sorted(new, key=lambda d: d.get("exception") in known)
 
+    def _new_class_logged(self, since: int) -> bool:
+        """Whether the target logged, after the first ``since``, a defect of
+        an exception class no finding has."""
+        known = {f.details.get("exception") for f in self.findings.values()
+                 if f.kind == "exception"}
+        return any(d.get("exception") not in known for d in self._logged_defects(since))
+
     def _logs_sought(self, since: int) -> bool:
         """Whether the target logged, after the first ``since``, a defect of
         the exception class a search among cases in flight looks for
