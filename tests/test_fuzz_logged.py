@@ -137,8 +137,9 @@ def test_defects_past_the_kept_ones_are_seen():
 def test_group_defect_of_a_new_class_comes_first_and_is_searched_for_alone(tmp_path):
     """A group may log a defect of an exception class a finding has (at
     another place: a new fault all the same) beside one of a class no finding
-    has: the new class is the group's breakage, and a search among its cases
-    looks for that class only (a case that logs the other does not steer it)."""
+    has: the new class is the group's breakage (before its growth, or a hang
+    its probes saw), and a search among its cases looks for that class only
+    (a case that logs the other does not steer it)."""
     from pycdr.fuzz.case import Case
     command = f"{sys.executable} {SERVER} --plant mixed"
     campaign = Campaign(None, seed=2, spawn=command, timeout=0.5, probe_timeout=0.5,
@@ -166,5 +167,8 @@ def test_group_defect_of_a_new_class_comes_first_and_is_searched_for_alone(tmp_p
         campaign.check([request(b"header", 20)])
         assert not campaign._logs_sought(header_only)
         assert campaign._logs_sought(since)
+        # (What puts a group's defect before a hang its probes saw: a class no finding has.)
+        assert not campaign._new_class_logged(header_only)
+        assert campaign._new_class_logged(since)
     finally:
         campaign.close()
