@@ -77,6 +77,10 @@ SETTLE_MAX = 15.0
 # cost past the threshold already, and watching it to SETTLE_CPU would cost
 # each run of its confirmation and minimization seconds more.
 PENDING_FACTOR = 4.0
+# Of a group's cases whose answers are due when its cost goes on past the
+# watch, how many are run alone to find the one that costs (see
+# _costly_pending).
+PENDING_TRIES = 3
 
 
 def process_cpu(pid: int) -> float | None:
@@ -247,19 +251,27 @@ class CaseCost:
         Python or JVM servant may answer late)."""
         return self._probe(("locate",), timeout=self.hang_timeout) in ("alive", "slow")
 
-    def _costly_pending(self, costly: dict | None, cases: list, observations: list):
-        """The cases of a group (sent on a connection each) whose answers
-        are still due when the group's cost went on past the watch
-        (``costly`` from _group_cost, ``still_running``) and the target
-        still answers: the suspects of a ``cpu`` finding, not a spin (the
-        target is restarted before its next look).  None otherwise."""
+    def _costly_pending(self, costly: dict | None, cases: list, observations: list) -> tuple:
+        """(kind, details, in flight) of a group (sent on a connection each)
+        whose cost went on past the watch (``costly`` from _group_cost,
+        ``still_running``), some of whose answers are still due, the target
+        still answering: ``cpu`` with the case that costs as much alone
+        against a fresh target (of the first PENDING_TRIES due; the target
+        is restarted before its next look); else ``spin`` with the group's
+        cases (the CPU was not a case's: a spin's, which delayed those
+        answers).  (None, None) otherwise: the group is judged as before."""
         if costly is None or not costly.get("still_running"):
-            return None
+            return None, None
         pending = [case for case, obs in zip(cases, observations) if _due(obs, case.prediction)]
         if not pending or not self._serving():
-            return None
-        self._needs_restart = True
-        return pending
+            return None, None
+        suspects = list(self._in_flight)
+        for case in pending[:PENDING_TRIES]:
+            if self.reproduces("cpu", case.messages, fresh=True):
+                self._needs_restart = True
+                return ("cpu", costly), [case]
+        self._in_flight.extend(suspects)
+        return ("spin", {"probe": "spinning", "cost": costly}), list(cases)
 
     def _costly_together(self, cases: list) -> bool:
         """Whether ``cases`` (sent together, as a group) cost past the

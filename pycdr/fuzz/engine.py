@@ -538,8 +538,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
         reasons = [suspicion(obs, case.prediction, case.messages)
                    for case, obs in zip(cases, observations)]
         # (A cost still going on, its answer due, is no spin: pycdr.fuzz.cost.)
-        in_flight = self._costly_pending(costly, cases, observations)
-        broken = ("cpu", costly) if in_flight else None
+        broken, in_flight = self._costly_pending(costly, cases, observations)
         if broken is None and any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
         if broken is None or (broken[0] == "hang" and self._new_class_logged(logged)):
@@ -568,7 +567,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost):
             # may leave the target broken), tried alone before the others.
             flooded = [c for c, r in zip(cases, reasons) if r == "flood"]
             # (A call-out names the case that planted its address.)
-            first = self._callout_suspect(calls, cases) or (flooded or in_flight or [None])[0]
+            first = self._callout_suspect(calls, cases) or (flooded[0] if flooded else None)
             # (Read before the attribution restarts the target.)
             logged_too = [] if broken[0] == "exception" else self._new_defects(logged)
             culprit = self._attribute(*broken, first, in_flight=in_flight)
