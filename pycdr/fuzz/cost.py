@@ -345,10 +345,11 @@ class CaseCost:
 
 def _due(obs, p) -> bool:
     """Whether a servant's answer is still due on a connection: its case
-    (prediction ``p``) is whole Requests that want replies -- no message or
-    fragment chain left incomplete, nothing a conforming server answers
-    with MessageError, no CancelRequest (omniORB 4.2.5 spins after such
-    cases: CPU no servant spends on an answer) -- and the connection timed
-    out waiting, unanswered and not closed."""
-    return p is not None and p.wanted > 0 and not (p.partial or p.message_error or p.uncertain) \
+    (prediction ``p``) wants replies, with no message or fragment chain left
+    incomplete and no CancelRequest (omniORB 4.2.5 spins after such cases:
+    CPU no servant spends on an answer; a Request a conforming server would
+    answer with MessageError may still be served, a response flag of 0x7f
+    taken for true), and the connection timed out waiting, unanswered and
+    not closed."""
+    return p is not None and p.wanted > 0 and not (p.partial or p.uncertain) \
         and obs.timed_out and not obs.closed and obs.answer_time is None
