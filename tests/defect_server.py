@@ -8,6 +8,9 @@ bytes hold PLANT does, by --plant:
   a thread (`Exception in thread "..." java.lang.StackOverflowError` and its
   stack), then answers;
 - negative-array: prints a NegativeArraySizeException with another stack;
+- mixed: each of MIXED's words in the Request's bytes prints its stack
+  (NegativeArraySizeExceptions at two places, a StackOverflowError), then
+  it answers;
 - callback: (any Request, PLANT or not) connects to every address a
   ``corbaloc:iiop:``, ``corbaloc::`` or ``http://`` URL in its bytes names,
   sending a GET of the URL's path or a GIOP LocateRequest for its object key
@@ -40,7 +43,14 @@ STACKS = {
                        "java.lang.NegativeArraySizeException: -16",
                        "\tat org.example.cdr.InputStream.read_octet_array(InputStream.java:402)",
                        "\tat org.example.giop.RequestHeader.read(RequestHeader.java:88)"],
+    "negative-array-header": ["SEVERE: unexpected error on a connection",
+                              "java.lang.NegativeArraySizeException: -4",
+                              "\tat org.example.giop.RequestHeader.readContexts(RequestHeader.java:120)",
+                              "\tat org.example.giop.RequestHeader.read(RequestHeader.java:91)"],
 }
+# --plant mixed: the word in a Request's bytes -> the stack it prints.
+MIXED = {b"plant": "negative-array", b"header": "negative-array-header",
+         b"overflow": "stack-overflow"}
 
 
 def _ulong(data: bytes, offset: int, little: bool) -> int:
@@ -125,6 +135,10 @@ def _serve(conn: socket.socket, defect: str) -> None:
                             _call_out(body)
                         if PLANT in body:
                             _plant(defect)
+                        if defect == "mixed":
+                            for word, stack in MIXED.items():
+                                if word in body:
+                                    _plant(stack)
                         request_id, expects = _request_head(body, version, little)
                         if expects:
                             conn.sendall(_reply(version, little, 1, request_id))
@@ -138,7 +152,7 @@ def _serve(conn: socket.socket, defect: str) -> None:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--plant", choices=sorted(STACKS) + ["callback", "none"], required=True)
+    ap.add_argument("--plant", choices=sorted(STACKS) + ["callback", "mixed", "none"], required=True)
     args = ap.parse_args(argv)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

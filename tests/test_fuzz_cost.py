@@ -189,3 +189,45 @@ def test_nest_any_puts_the_value_inside_more_anys(version, little):
         value, depth = value.value, depth + 1
     assert depth == 1 + levels and value.value == 7
     assert read_value(reader, tc.double) == 2.5
+
+
+def test_case_still_running_past_the_watch_is_cpu_not_spin(tmp_path):
+    """A case whose cost goes on past the watch (``burn`` costing far more
+    CPU than SETTLE_CPU), sent in a group: its answer still due and the
+    server still answering LocateRequests, it is a ``cpu`` finding marked
+    ``still_running``, not a spin; confirmed alone against a restarted
+    server, each run judged once it has cost PENDING_FACTOR times the
+    threshold, not after a wait for a cost that does not end."""
+    import time
+    from pycdr.fuzz.case import Case
+    from pycdr.fuzz.cost import PENDING_FACTOR, SETTLE_CPU
+    from pycdr.fuzz.prediction import predict
+    command = f"{RAW} --burn 600"
+    cheap = [s for s in seeds() if s.name != "burn"]
+    campaign = Campaign(None, seed=SEED, spawn=command, timeout=2.0, probe_timeout=2.0,
+                        seeds=cheap, batch=1, standby=False, minimize=False)
+    try:
+        campaign.run(max_cases=40)
+        assert campaign.cost_median() is not None and not campaign.findings
+        messages = [[request(f"ping{n}", 200 + n)] for n in range(7)]
+        messages.append([request("burn", 299)])
+        cases = [Case(1000 + k, "group", m, [], predict(m)) for k, m in enumerate(messages)]
+        campaign._sent(cases)
+        began = time.monotonic()
+        campaign._run_group(cases)
+        took = time.monotonic() - began
+    finally:
+        campaign.close()
+    assert not [f for f in campaign.unconfirmed if f.kind == "spin"], campaign.unconfirmed
+    found = [f for f in campaign.findings.values()]
+    assert [f.kind for f in found] == ["cpu"], ([(f.kind, f.details) for f in found],
+                                               [(f.kind, f.details) for f in campaign.unconfirmed])
+    finding = found[0]
+    assert finding.confirmed and finding.case is cases[-1]
+    assert finding.details["still_running"] is True
+    assert finding.details["group_cpu_seconds"] >= 0.5 * SETTLE_CPU
+    # Each confirmation stopped at PENDING_FACTOR times the threshold, not at SETTLE_CPU.
+    runs = finding.details["cpu_seconds_runs"]
+    assert len(runs) == REPRODUCTIONS and all(
+        finding.details["threshold_seconds"] < r < SETTLE_CPU for r in runs), runs
+    assert PENDING_FACTOR * CPU_FLOOR < SETTLE_CPU and took < 120

@@ -132,3 +132,43 @@ def test_defects_past_the_kept_ones_are_seen():
         assert target.defects_since(total) == []
     finally:
         target.stop()
+
+
+def test_group_defect_of_a_new_class_comes_first_and_is_searched_for_alone(tmp_path):
+    """A group may log a defect of an exception class a finding has (at
+    another place: a new fault all the same) beside one of a class no finding
+    has: the new class is the group's breakage (before its growth, or a hang
+    its probes saw), and a search among its cases looks for that class only
+    (a case that logs the other does not steer it)."""
+    from pycdr.fuzz.case import Case
+    command = f"{sys.executable} {SERVER} --plant mixed"
+    campaign = Campaign(None, seed=2, spawn=command, timeout=0.5, probe_timeout=0.5,
+                        seeds=_seeds()[1:], standby=False)
+
+    def request(word: bytes, request_id: int) -> bytes:
+        return encode_message(Request(version=(1, 2), request_id=request_id, target=KEY,
+                                      operation=word.decode()))
+
+    try:
+        plant = [request(b"plant", 1)]
+        assert campaign.reproduces("exception", plant, fresh=False)
+        campaign._record("exception", Case(1, "plant", plant, []), campaign.last_verdict.details,
+                         [])
+        known = {f.details["exception"] for f in campaign.findings.values()}
+        assert known == {"java.lang.NegativeArraySizeException"}
+        since = campaign._logged_count()
+        # Logged in this order: the known class (new frames), then the new class.
+        for n, word in enumerate((b"header", b"overflow")):
+            assert campaign.check([request(word, 10 + n)]).kind == "exception"
+        assert [d["exception"] for d in campaign._new_defects(since)] == [
+            "java.lang.StackOverflowError", "java.lang.NegativeArraySizeException"]
+        campaign._sought_exception = "java.lang.StackOverflowError"
+        header_only = campaign._logged_count()
+        campaign.check([request(b"header", 20)])
+        assert not campaign._logs_sought(header_only)
+        assert campaign._logs_sought(since)
+        # (What puts a group's defect before a hang its probes saw: a class no finding has.)
+        assert not campaign._new_class_logged(header_only)
+        assert campaign._new_class_logged(since)
+    finally:
+        campaign.close()

@@ -10,10 +10,17 @@ are in or its wait is over; a case that has already cost WATCH_FACTOR times
 the median by then, or whose target still has a thread running or waiting
 to run, is watched until the target is idle again (a servant may still be
 working when its answer's wait is over), for at most SETTLE_CPU seconds of
-its CPU and SETTLE_MAX seconds in all.  A target still busy then is left to
-the spin check: a spin is CPU that does not stop, a ``cpu`` finding a cost
-that ends.  A group or a batch that may hold an expensive case is run again
-in halves (_cost_culprit) down to the case.
+its CPU and SETTLE_MAX seconds in all.  A target still busy then, with the
+answer of a case still due (its connection neither answered nor closed) and
+still answering probes, is still working on that case: the case is a
+``cpu`` finding whose cost is at least what was watched (``still_running``
+in its details: omniORB's nested anys cost 1 s at 20 levels, 18 minutes at
+30), not a spin; a case alone is so judged as soon as it has cost
+PENDING_FACTOR times the threshold.  A target busy with no answer due is
+left to the spin check: a spin is CPU that nothing sent asks for.  A group
+or a batch that may hold an expensive case is run again in halves
+(_cost_culprit) down to the case; one whose cost goes on past the watch,
+each half against a fresh target (_costly_together).
 
 The median is taken over the latest cases the campaign sent (a group's or a
 batch's cost shared among its cases); replays (attribution, minimization,
@@ -65,6 +72,15 @@ WATCH_FLOOR = 0.01
 WATCH_STEP = 0.02
 SETTLE_CPU = 3.0
 SETTLE_MAX = 15.0
+# A case alone whose answer is still due once it has cost PENDING_FACTOR
+# times the threshold, its target still busy, is expensive at once: it has
+# cost past the threshold already, and watching it to SETTLE_CPU would cost
+# each run of its confirmation and minimization seconds more.
+PENDING_FACTOR = 4.0
+# Of a group's cases whose answers are due when its cost goes on past the
+# watch, how many are run alone to find the one that costs (see
+# _costly_pending).
+PENDING_TRIES = 3
 
 
 def process_cpu(pid: int) -> float | None:
@@ -167,18 +183,19 @@ class CaseCost:
         return None if cpu is None else (process.pid, cpu)
 
     def _cost_since(self, mark, cases: int = 1, *, answered: bool = False,
-                    watch: bool = True):
+                    enough: float = SETTLE_CPU, watch: bool = True):
         """(CPU seconds the target spent since ``mark``, whether it is idle
         again), the target watched until idle when ``cases`` cost more than
         the median would say (see WATCH_FACTOR) or, unless they were
         ``answered`` (a servant answers once done), a thread of it is
-        running or waiting to run; None when not known (no mark, the target
-        restarted or gone).  Without ``watch`` (the cases flooded: a
-        flooding thread may spin on after its connection is gone, omniORB
-        4.2.5's does, and no cost could be told from that spin, which the
-        flood's health look sees in a third of a second, where the watch
-        would wait SETTLE_CPU seconds of it out), a target found busy is
-        not idle, and not waited for."""
+        running or waiting to run, up to ``enough`` seconds of CPU (at most
+        SETTLE_CPU); None when not known (no mark, the target restarted or
+        gone).  Without ``watch`` (the cases flooded: a flooding thread may
+        spin on after its connection is gone, omniORB 4.2.5's does, and no
+        cost could be told from that spin, which the flood's health look
+        sees in a third of a second, where the watch would wait SETTLE_CPU
+        seconds of it out), a target found busy is not idle, and not waited
+        for."""
         process = self.spawned.process if self.spawned is not None else None
         if mark is None or process is None or process.pid != mark[0] or \
                 process.poll() is not None:
@@ -199,7 +216,7 @@ class CaseCost:
         # a cheap case is idle once seen idle once.)
         step, quiet = WATCH_STEP / 16, 0
         wanted = 1 if now - before < WATCH_FLOOR else 2
-        while time.monotonic() < deadline and now - before < SETTLE_CPU:
+        while time.monotonic() < deadline and now - before < min(enough, SETTLE_CPU):
             time.sleep(step)
             later = process_cpu(pid)
             if later is None:
@@ -214,21 +231,62 @@ class CaseCost:
                 return now - before, True
         return now - before, False
 
-    def _cost_verdict(self, mark, obs) -> Verdict | None:
-        """After one case on its own connection (sent after ``mark``): a
-        ``cpu`` Verdict when it cost past the threshold and the target is
-        idle again; what it cost kept in ``last_cost``."""
-        measured = self._cost_since(mark, answered=obs.answer_time is not None,
+    def _cost_verdict(self, mark, obs, p=None, *, watch_all: bool = False) -> Verdict | None:
+        """After one case on its own connection (sent after ``mark``; its
+        prediction ``p``): a ``cpu`` Verdict when it cost past the threshold
+        and the target is idle again, or is still working on it (see the
+        module doc; judged at PENDING_FACTOR times the threshold unless
+        ``watch_all``); what it cost kept in ``last_cost``."""
+        threshold = self.cost_threshold()
+        due = _due(obs, p)
+        enough = SETTLE_CPU if watch_all or threshold is None or not due \
+            else PENDING_FACTOR * threshold
+        measured = self._cost_since(mark, answered=obs.answer_time is not None, enough=enough,
                                     watch=not obs.flooded)
         self.last_cost = measured[0] if measured is not None and measured[1] else None
-        threshold = self.cost_threshold()
         if measured is None or threshold is None:
             return None
         spent, idle = measured
-        if idle and spent > threshold:
+        if spent > threshold and (idle or (due and self._serving())):
             self._expensive_runs.append(round(spent, 4))
-            return Verdict("cpu", self._cost_details(spent), obs)
+            details = self._cost_details(spent)
+            return Verdict("cpu", details if idle else dict(details, still_running=True), obs)
         return None
+
+    def _serving(self) -> bool:
+        """Whether the target answers a LocateRequest on a new connection,
+        given the longest wait (a target busy with a case, not hung: a busy
+        Python or JVM servant may answer late)."""
+        return self._probe(("locate",), timeout=self.hang_timeout) in ("alive", "slow")
+
+    def _costly_pending(self, costly: dict | None, cases: list, observations: list) -> tuple:
+        """(kind, details, in flight) of a group (sent on a connection each)
+        whose cost went on past the watch (``costly`` from _group_cost,
+        ``still_running``), some of whose answers are still due, the target
+        still answering: ``cpu`` with the case that costs as much alone
+        against a fresh target (of the first PENDING_TRIES due; the target
+        is restarted before its next look); else ``spin`` with the group's
+        cases (the CPU was not a case's: a spin's, which delayed those
+        answers).  (None, None) otherwise: the group is judged as before."""
+        if costly is None or not costly.get("still_running"):
+            return None, None
+        pending = [case for case, obs in zip(cases, observations) if _due(obs, case.prediction)]
+        if not pending or not self._serving():
+            return None, None
+        suspects = list(self._in_flight)
+        for case in pending[:PENDING_TRIES]:
+            if self.reproduces("cpu", case.messages, fresh=True):
+                self._needs_restart = True
+                return ("cpu", costly), [case]
+        self._in_flight.extend(suspects)
+        return ("spin", {"probe": "spinning", "cost": costly}), list(cases)
+
+    def _costly_together(self, cases: list) -> bool:
+        """Whether ``cases`` (sent together, as a group) cost past the
+        threshold on a fresh target (a search among a group's cases)."""
+        mark = self._cost_mark()
+        self._observe_group(cases)
+        return self._group_cost(mark, cases, sample=False, going_on=True) is not None
 
     def _cost_runs(self, kind: str) -> dict:
         """For a ``cpu`` finding's details, once confirmed: what its case
@@ -237,7 +295,7 @@ class CaseCost:
         return {"cpu_seconds_runs": list(self._expensive_runs)} if kind == "cpu" else {}
 
     def _group_cost(self, mark, cases, *, sample: bool = True,
-                    watch: bool = True) -> dict | None:
+                    going_on: bool = False, watch: bool = True) -> dict | None:
         """After ``cases`` sent together (a group, a batch) after ``mark``:
         the details when one of them may be expensive, else None (and, with
         ``sample``, their cost goes to the median).  One may be when, the
@@ -246,15 +304,20 @@ class CaseCost:
         of many cases varies by more than a case's 100 times the median
         (a garbage collection, the JIT's threads, the scheduler), and a
         group whose cost is judged is run again in halves (_cost_culprit).
-        ``watch``: see _cost_since."""
+        With ``going_on``, also when the target is still busy at the end of
+        the watch (``still_running``: see _costly_pending).  ``watch``: see
+        _cost_since."""
         measured = self._cost_since(mark, len(cases), watch=watch)
         if measured is None:
             return None
         spent, idle = measured
         threshold, median = self.cost_threshold(), self.cost_median()
-        if threshold is not None and idle and \
+        if threshold is not None and \
                 spent - len(cases) * median > max(threshold, len(cases) * median):
-            return dict(self._cost_details(spent, len(cases)), group_cpu_seconds=round(spent, 4))
+            details = dict(self._cost_details(spent, len(cases)), group_cpu_seconds=round(spent, 4))
+            # (Still busy: a cost that goes on past the watch, or a spin.)
+            if idle or going_on:
+                return details if idle else dict(details, still_running=True)
         if sample and idle:
             self._add_cost(spent, len(cases))
         return None
@@ -278,3 +341,24 @@ class CaseCost:
             else:
                 return None
         return suspects[0] if suspects and not self.dead else None
+
+    def _blame_cost(self, costly: dict | None, cases: list) -> None:
+        """After a group that may hold an expensive case, the target not
+        broken: the case that costs it, searched for and confirmed."""
+        if costly is None or costly.get("still_running") or self.dead:
+            return        # (a cost that goes on is judged with the group's breakage)
+        culprit = self._cost_culprit(cases)
+        if culprit is not None:
+            self._attribute("cpu", costly, culprit, in_flight=[culprit])
+
+
+def _due(obs, p) -> bool:
+    """Whether a servant's answer is still due on a connection: its case
+    (prediction ``p``) wants replies, with no message or fragment chain left
+    incomplete and no CancelRequest (omniORB 4.2.5 spins after such cases:
+    CPU no servant spends on an answer; a Request a conforming server would
+    answer with MessageError may still be served, a response flag of 0x7f
+    taken for true), and the connection timed out waiting, unanswered and
+    not closed."""
+    return p is not None and p.wanted > 0 and not (p.partial or p.uncertain) \
+        and obs.timed_out and not obs.closed and obs.answer_time is None

@@ -465,7 +465,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         except OSError as e:
             obs.connect_error = str(e)
         # (Before the health look below: a case still costing CPU is no spin.)
-        costly = self._cost_verdict(cost_mark, obs)
+        costly = self._cost_verdict(cost_mark, obs, p, watch_all=settle > 0)
         if obs.answer_time is not None:
             self.latency.add(obs.answer_time)
         calls = self._callouts(called, CALLBACK_SETTLE if look_after else 0.0, messages)
@@ -506,12 +506,6 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         kind, details = self._with_dead_threads(kind, details)
         return Verdict(kind, details, obs)
 
-    def _new_defects(self, since: int) -> list:
-        """The defects the target logged after the first ``since`` that are
-        no confirmed finding's."""
-        return [d for d in self._logged_defects(since) if self.findings.get(
-            self._fault("exception", [], [], Verdict("exception", d))) is None]
-
     def _rss_growth(self, before: int | None, settle: float = 0.0) -> int | None:
         """The spawned target's RSS growth since ``before`` when it passes the
         limit, looked at for up to ``settle`` seconds (a target may still be
@@ -551,24 +545,26 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                    for case, obs in zip(cases, observations)]
         # (Before the health look below; a group that flooded is not watched
         # until idle: see CaseCost._cost_since.)
-        costly = self._group_cost(cost_mark, cases, watch="flood" not in reasons)
+        costly = self._group_cost(cost_mark, cases, going_on=True,
+                                  watch="flood" not in reasons)
         # (Read before the health probes below: what they run is not the cases'.)
         group_features = self._group_features()
         if not again:
             self.stats.cases += len(cases)
             self.stats.isolated += len(cases)
-        broken = None
-        if any(r not in (None, "flood", "more_answers") for r in reasons):
+        # (A cost still going on, its answer due, is no spin: pycdr.fuzz.cost.)
+        broken, in_flight = self._costly_pending(costly, cases, observations)
+        if broken is None and any(r not in (None, "flood", "more_answers") for r in reasons):
             broken = self._broken()
-        in_flight = None
-        if broken is None and self._rss_growth(rss_before) is not None:
-            # (The probes above saw a live target and forgot the cases before.)
-            broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
-        if broken is None:
-            # (A defect not found yet before one found: a group may log both.)
+        if broken is None or (broken[0] == "hang" and self._new_class_logged(logged)):
+            # (A defect not found yet first: a group may log both.  Before a JVM's
+            # growth or hang, which a group of its cases often shows on a loaded machine.)
             defects = self._new_defects(logged) or self._logged_defects(logged)
             if defects:
                 broken, in_flight = ("exception", defects[0]), list(cases)
+        if broken is None and self._rss_growth(rss_before) is not None:
+            # (The probes above saw a live target and forgot the cases before.)
+            broken, in_flight = ("memory", {"rss_growth": True}), list(cases)
         calls = self._callouts(called) if broken is None else []
         if calls:
             broken, in_flight = ("callback", self._callout_details(calls)), list(cases)
@@ -594,8 +590,10 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                 self._run_group([c for c in cases if c is not culprit], again=True)
             elif logged_too and not self.dead:
                 # A defect the group logged beside the breakage (that no case did
-                # alone): searched for on its own, not hidden by it.
-                self._attribute("exception", logged_too[0], in_flight=list(cases))
+                # alone): searched for on its own, then the others again (as above).
+                blamed = self._attribute("exception", logged_too[0], in_flight=list(cases))
+                if blamed is not None and not self.dead:
+                    self._run_group([c for c in cases if c is not blamed], again=True)
             return
         # (Not from a broken target: it showed part of what it did.  Run
         # again after one, the cases are learned from then.)
@@ -612,9 +610,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                 verdict = self.check(case.messages, case.prediction, linger=self.recheck_linger)
                 if verdict.kind is not None:
                     self._attribute(verdict.kind, verdict.details, first=case)
-        culprit = self._cost_culprit(cases) if costly is not None and not self.dead else None
-        if culprit is not None:
-            self._attribute("cpu", costly, culprit, in_flight=[culprit])
+        self._blame_cost(costly, cases)
 
     def _outcome(self, reason: str, p: Prediction) -> None:
         """A close judged against the spec: allowed after a malformed
@@ -680,6 +676,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             others = [c for c in in_flight if id(c) not in skip]
             # (Logged defects of two exception classes are two kinds of breakage here.)
             breakage = (kind, details.get("exception")) if kind == "exception" else kind
+            self._sought_exception = details.get("exception")   # (what a search looks for)
             fruitless = self._fruitless[breakage] >= FRUITLESS_SEARCHES
             # The first search for a kind of breakage is made whatever it
             # costs -- but for a spin: seen by the target's CPU alone (no
@@ -751,13 +748,15 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         if not self._fresh_target(restart=True):
             return False
         self._needs_restart = True
+        if kind == "cpu":
+            return self._costly_together(cases)
         rss_before = self.spawned.rss() if self.spawned is not None else None
         logged, called = self._logged_count(), self._callout_mark()
         observations = self._observe_group(cases)
         if kind == "callback":
             return bool(self._callouts(called, CALLBACK_SETTLE))
         if kind == "exception":
-            return bool(self._logged_defects(logged, LOG_SETTLE))
+            return self._logs_sought(logged)
         if kind == "flood":
             return any(suspicion(obs, case.prediction, case.messages) == "flood"
                        for case, obs in zip(cases, observations))
@@ -893,7 +892,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                 time.sleep(0.2)
             self.dead = True
             return False
-        if not restart and self._health() in ("alive", "slow"):
+        if not restart and not self._needs_restart and self._health() in ("alive", "slow"):
             return True
         return self._restart()
 
@@ -916,6 +915,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self._ahead.clear()
         self._build_probes()
         self.stats.restarts += 1
+        self._needs_restart = False
         deadline = time.monotonic() + self.spawned.start_timeout
         while time.monotonic() < deadline:
             if self._probe() in ("alive", "slow"):

@@ -11,6 +11,7 @@ from collections import deque
 
 from ..conformance.wire import Observation
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
+from .case import Verdict
 from .sanitizer import parse_report
 from .window import SENTINEL_ID
 
@@ -266,6 +267,33 @@ class TargetHealth:
     def _logged_count(self) -> int:
         """How many defects the spawned target has logged so far (0 when there is none)."""
         return 0 if self.spawned is None else self.spawned.logged()
+
+    def _new_defects(self, since: int) -> list:
+        """The defects the target logged after the first ``since`` that are
+        no confirmed finding's; those of an exception class no finding has
+        first (a group of a JVM's cases may log a known OutOfMemoryError,
+        from another place, beside a defect of its own)."""
+        new = [d for d in self._logged_defects(since) if self.findings.get(
+            self._fault("exception", [], [], Verdict("exception", d))) is None]
+        known = {f.details.get("exception") for f in self.findings.values()
+                 if f.kind == "exception"}
+        return sorted(new, key=lambda d: d.get("exception") in known)
+
+    def _new_class_logged(self, since: int) -> bool:
+        """Whether the target logged, after the first ``since``, a defect of
+        an exception class no finding has."""
+        known = {f.details.get("exception") for f in self.findings.values()
+                 if f.kind == "exception"}
+        return any(d.get("exception") not in known for d in self._logged_defects(since))
+
+    def _logs_sought(self, since: int) -> bool:
+        """Whether the target logged, after the first ``since``, a defect of
+        the exception class a search among cases in flight looks for
+        (``_sought_exception``; any, when it is None): a group's cases
+        may log others, which would steer the search to them."""
+        sought = getattr(self, "_sought_exception", None)
+        return any(sought is None or d.get("exception") == sought
+                   for d in self._logged_defects(since, LOG_SETTLE))
 
     def _logged_defects(self, since: int, settle: float = 0.0) -> list:
         """The defects the spawned target logged after the first ``since``
