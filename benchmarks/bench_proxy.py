@@ -46,10 +46,11 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "peers"))      # (omni_idl, for the client)
 PYCDR = os.path.join(os.path.dirname(sys.executable), "pycdr")
-# The run benchmarks/README.md's table comes from (20,000 calls in 10 rounds, 1 and 16
-# clients): about 30 s on 2 cores. Fewer calls make a run of a few seconds whose ratios
-# swing by more than the margins the targets are judged by.
-FULL_RUN = "python benchmarks/bench_proxy.py --calls 20000 --rounds 10 --results"
+# The run benchmarks/README.md's table comes from (100,000 calls in 20 rounds, 1 and 16
+# clients): about 2 minutes on 2 cores. Fewer calls make a run of a few seconds (a small
+# call takes 25-100 us) whose ratios swing by more than the margins the targets are
+# judged by: 20,000 calls gave 0.75 and 0.90 for the same code minutes apart.
+FULL_RUN = "python benchmarks/bench_proxy.py --calls 100000 --rounds 20 --results"
 PAYLOADS = {"long": ("echo_long", 42), "octets64k": ("echo_octets", 65536)}
 REFS_IDL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_proxy_refs.idl")
 REFS_INTERFACE = "PycdrBench::Refs"
