@@ -3,7 +3,6 @@
 --insecure), their TLS facts and their failures by step and exit status (6: TLS)."""
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -14,13 +13,12 @@ from click.testing import CliRunner
 pytest.importorskip("cryptography")
 
 from orb_echo_values import ECHO_ALL_IDL  # noqa: E402
+from pycdr_serve import PYCDR, said, start_server, stop_server  # noqa: E402
 from pycdr.cli.main import EXIT_TLS, main  # noqa: E402
 from pycdr.addressing.csiv2 import CSISecMechList  # noqa: E402
 from pycdr.addressing.iiop import SSLSecTrans, decode_profile, make_ior  # noqa: E402
 from pycdr.codec.ior import ior_from_string, ior_to_string  # noqa: E402
 from tls_certs import make_certificates  # noqa: E402
-
-PYCDR = [os.path.join(os.path.dirname(sys.executable), "pycdr")]
 
 
 @pytest.fixture(scope="module")
@@ -30,15 +28,14 @@ def certs(tmp_path_factory):
 
 def serve(certs, *extra):
     """`pycdr serve --tls` with ``extra`` options: (process, its output lines)."""
-    process = subprocess.Popen(
+    process = start_server(
         PYCDR + ["serve", "--idl", ECHO_ALL_IDL, "--interface", "EchoAll::Echo",
                  "--tls-cert", str(certs.server.cert), "--tls-key", str(certs.server.key),
-                 *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 *extra])
     lines = [process.stdout.readline().strip(), process.stdout.readline().strip()]
     if "--also-plain" in extra:
         lines.append(process.stdout.readline().strip())
-    assert lines[0].startswith("IOR:"), process.stderr.read() if process.poll() else lines
+    assert lines[0].startswith("IOR:"), said(process) if process.poll() else lines
     return process, lines
 
 
@@ -46,16 +43,14 @@ def serve(certs, *extra):
 def tls_only(certs):
     process, lines = serve(certs, "--tls-ca", str(certs.ca))
     yield lines
-    process.kill()
-    process.wait(10)
+    stop_server(process)
 
 
 @pytest.fixture(scope="module")
 def both_ports(certs):
     process, lines = serve(certs, "--also-plain")
     yield lines
-    process.kill()
-    process.wait(10)
+    stop_server(process)
 
 
 def invoke(*args):
