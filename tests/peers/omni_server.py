@@ -15,6 +15,7 @@ Prints "IOR:...", "KEY <hex object key>", "READY" on stdout, then serves until s
 """
 
 import argparse
+import os
 import sys
 import threading
 
@@ -105,6 +106,11 @@ def serve(orb, ins_poa, object_id):
     threading.Thread(target=shut_down_when_stdin_closes, daemon=True).start()
     orb.run()
     orb.destroy()
+    # Straight out, past the interpreter's finalization: there the stdin thread above, still
+    # in read(), is unwound by pthread_exit through omniORB's threads' handlers and aborts
+    # (a core dump for each server a test stopped by closing stdin).
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
