@@ -44,10 +44,11 @@ from math import gcd
 from typing import NamedTuple
 
 from ..errors import CaptureError, CaptureTruncatedError
+from ..fastpath import c_allowed
 
 IMPLEMENTATION = "python"
 _walk_pcap = _walk_pcapng = None
-if os.environ.get("PYCDR_PURE") != "1":
+if c_allowed():
     try:
         from ._pcapwalk import walk_pcap as _walk_pcap, walk_pcapng as _walk_pcapng
     except ImportError:          # extension not built: the Python walk alone

@@ -10,11 +10,11 @@ in their first octet, as ``omniORB.cdrMarshal`` produces.
 
 from __future__ import annotations
 
-import os
 
 from .. import codesets
 from .cdr import DEFAULT_VERSION, CDRReader, CDRWriter
 from ..errors import DecodeError
+from ..fastpath import c_allowed
 from .plan import plan_for
 from .typecode import TypeCode
 
@@ -99,7 +99,7 @@ def decode_encapsulation(tc: TypeCode, data, *, version=DEFAULT_VERSION,
 # above (see pycdr/_cmarshal.py).  IMPLEMENTATION says which path is in use.
 # --------------------------------------------------------------------------
 IMPLEMENTATION = "python"
-if os.environ.get("PYCDR_PURE") != "1":
+if c_allowed():
     try:
         from . import _cmarshal
     except ImportError:          # extension not built: pure Python

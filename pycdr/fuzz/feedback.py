@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 
 from ..errors import PycdrError
+from ..fastpath import c_allowed
 from ..giop.header import HEADER_SIZE, MsgType
 from .mutators import fix_size
 
@@ -73,7 +74,7 @@ def _features_python(edge_map, masked, uncounted, bucket) -> list:
 
 IMPLEMENTATION = "python"
 _features = _features_python
-if os.environ.get("PYCDR_PURE") != "1":
+if c_allowed():
     try:
         from ._edgemap import features as _features
     except ImportError:          # extension not built: the Python scan alone

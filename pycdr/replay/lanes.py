@@ -11,9 +11,11 @@ import ssl
 import struct
 import time
 
+from ..fastpath import c_allowed
+
 _Lane = _pump = _c_read = None
 PUMP_MAX = 0
-if os.environ.get("PYCDR_PURE") != "1":
+if c_allowed():
     try:
         from .._replaylane import PUMP_MAX, Lane as _Lane, pump as _pump
         from ..codec._speedups import read as _c_read
