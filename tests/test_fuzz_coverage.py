@@ -413,3 +413,29 @@ def test_havoc_fixes_up_lengths_the_layout_knows():
     assert touched & set(range(string.offset + 4, len(data)))     # the argument's bytes
     assert touched & set(range(12))                              # the header's
     assert checked > 10
+
+
+def test_a_layout_shifted_past_an_insert_or_delete_is_the_layout_parsed_again():
+    """havoc keeps a message's layout across its stacked mutations: after bytes go in
+    or out of a string's characters (its length fixed up), the fields moved by
+    `shifted` are those message_fields finds in the new bytes."""
+    from pycdr.fuzz.havoc import shifted
+    seed = _echo_deep_seed()
+    ctx = MutationContext([seed], b"Echo")
+    data = seed.messages[0]
+    fields = message_fields(data, seed.body_types)
+    string = [f for f in fields if f.kind == "length" and f.path.startswith("request.body")][0]
+    length = int.from_bytes(data[string.offset:string.offset + 4],
+                            "little" if data[6] & 1 else "big")
+    assert length > 4
+    for at, delta in ((string.offset + 5, 3), (string.offset + 5, 8), (string.offset + 4, 1),
+                      (string.offset + 5, -2), (string.offset + 4, -3)):
+        if delta > 0:
+            changed = bytearray(data[:at] + b"\x80" * delta + data[at:])
+        else:
+            changed = bytearray(data[:at] + data[at - delta:])
+        fix_lengths(changed, data, at, delta, ctx, seed.body_types)
+        from pycdr.fuzz.mutators import fix_size
+        fix_size(changed)
+        assert shifted(fields, at, delta) == message_fields(bytes(changed), seed.body_types), \
+            (at, delta)
