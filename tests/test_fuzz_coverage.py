@@ -413,3 +413,78 @@ def test_havoc_fixes_up_lengths_the_layout_knows():
     assert touched & set(range(string.offset + 4, len(data)))     # the argument's bytes
     assert touched & set(range(12))                              # the header's
     assert checked > 10
+
+
+def test_a_layout_shifted_past_an_insert_or_delete_is_the_layout_parsed_again():
+    """havoc keeps a message's layout across its stacked mutations: after bytes go in
+    or out of a string's characters (its length fixed up), the fields moved by
+    `shifted` are those message_fields finds in the new bytes."""
+    from pycdr.fuzz.havoc import shifted
+    seed = _echo_deep_seed()
+    ctx = MutationContext([seed], b"Echo")
+    data = seed.messages[0]
+    fields = message_fields(data, seed.body_types)
+    string = [f for f in fields if f.kind == "length" and f.path.startswith("request.body")][0]
+    length = int.from_bytes(data[string.offset:string.offset + 4],
+                            "little" if data[6] & 1 else "big")
+    assert length > 4
+    for at, delta in ((string.offset + 5, 3), (string.offset + 5, 8), (string.offset + 4, 1),
+                      (string.offset + 5, -2), (string.offset + 4, -3)):
+        if delta > 0:
+            changed = bytearray(data[:at] + b"\x80" * delta + data[at:])
+        else:
+            changed = bytearray(data[:at] + data[at - delta:])
+        fix_lengths(changed, data, at, delta, ctx, seed.body_types)
+        from pycdr.fuzz.mutators import fix_size
+        fix_size(changed)
+        assert shifted(fields, at, delta) == message_fields(bytes(changed), seed.body_types), \
+            (at, delta)
+
+
+def test_state_features_are_answers_and_steps_not_arrangements():
+    from pycdr.fuzz.feedback import state_features
+    ok = Reply(request_id=1, reply_status=0)
+    marshal = Reply(request_id=2, reply_status=2, system_exception=system_exception(
+        "IDL:omg.org/CORBA/MARSHAL:1.0", 4, 1))
+    corpus = Corpus()
+    corpus.observe(state_features(state_of(_observation(ok, marshal))))
+    corpus.observe(state_features(state_of(_observation(marshal, ok))))
+    # ok, marshal, ok: every answer and every step between them already seen
+    assert not corpus.new_features(state_features(state_of(_observation(ok, marshal, ok))))
+    # marshal twice in a row: a step not seen before
+    assert corpus.new_features(state_features(state_of(_observation(marshal, marshal))))
+    # the same answers, the connection closed after them: a new end and step
+    assert corpus.new_features(state_features(state_of(_observation(ok, marshal, closed=True))))
+
+
+def test_a_pipelined_batchs_answers_go_back_to_their_cases():
+    """answers_by_case: Replies and LocateReplies by request id, whatever their order;
+    MessageErrors to the cases that had violations, in the order sent; None when an
+    answer names no case or a case misses one."""
+    from pycdr.fuzz.case import Case
+    from pycdr.fuzz.feedback import answer_state, kept_open_state
+    from pycdr.fuzz.learning import answers_by_case
+    from pycdr.fuzz.prediction import Prediction
+    from pycdr.giop.messages import MessageError
+
+    def case(ids, errors=0):
+        c = Case(0, "seed", [], [])
+        c.prediction = Prediction(answers=len(ids) + errors, request_ids=tuple(ids))
+        return c
+    cases = [case([1, 2]), case([], errors=1), case([3]), case([4], errors=1)]
+    ok = Reply(request_id=0, reply_status=0)
+    error = MessageError()
+
+    def reply(rid, status=0):
+        return rid, answer_state(Reply(request_id=rid, reply_status=status))
+    answers = [reply(3), (None, answer_state(error)), reply(2, 3), reply(1),
+               (None, answer_state(error)), reply(4, 2)]
+    assert answers_by_case(cases, answers) == [
+        kept_open_state([answer_state(Reply(request_id=2, reply_status=3)), answer_state(ok)]),
+        kept_open_state([answer_state(error)]),
+        kept_open_state([answer_state(ok)]),
+        kept_open_state([answer_state(error), answer_state(Reply(request_id=4,
+                                                                 reply_status=2))])]
+    assert answers_by_case(cases, answers + [reply(9)]) is None            # names no case
+    assert answers_by_case(cases, answers[:-1]) is None                    # one missing
+    assert answers_by_case(cases, answers + [(None, answer_state(error))]) is None

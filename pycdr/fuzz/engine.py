@@ -65,7 +65,7 @@ from .threads import DeadThreads
 from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signature
 from .cost import CaseCost
 from .findings import Finding, ddmin, known_hit, minimize
-from .learning import Learning
+from .learning import Learning, answers_by_case
 from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
                      SPIN_WINDOW, TIMEOUT_FLOOR, Latency, TargetHealth)
 from .mutators import MutationContext, mutate, target_profile
@@ -276,10 +276,13 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         self._ahead.clear()
         self._taken = start_index - 1
         self._ahead_end = start_index + max_cases if max_cases is not None else None
-        # With feedback, no batches (no answer per case), and groups of the
-        # feedback's size (the corpus learns between them).
+        # With feedback, groups of the feedback's size (the corpus learns between
+        # them); batches only under state feedback, whose answers go back to their
+        # cases by request id (sancov's edges and JaCoCo's probes are the whole
+        # target's: a batch shows none per case).
         group_cases = GROUP_CASES if self.feedback == "none" else self.feedback_group
         pending: list[Case] = []       # batchable cases for the reused connection
+        pending_ids: set = set()       # their answers' request ids (state feedback)
         group: list[Case] = []         # cases that need a connection each
         while not self.dead:
             if max_cases is not None and index >= start_index + max_cases:
@@ -304,13 +307,26 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             # that did not, the next ones go as groups for a while (longer
             # after each failure in a row: a target that answers otherwise
             # than pycdr's prediction is not pipelined for long).
-            pipelining = concurrent and self._pipe_pause == 0 and self.feedback == "none"
-            if case.batchable and pipelining:
+            pipelining = concurrent and self._pipe_pause == 0 and \
+                self.feedback in ("none", "state")
+            if self.feedback == "state" and pipelining:
+                # Only cases whose answers can be told from the others': no
+                # request id another pending case has (answers_by_case).
+                ids = case.prediction.request_ids
+                batchable = case.batchable and len(set(ids)) == len(ids) and \
+                    pending_ids.isdisjoint(ids)
+                tail = False
+            else:
+                batchable, tail = case.batchable, case.tail
+            if batchable and pipelining:
                 pending.append(case)
+                if self.feedback == "state":
+                    pending_ids.update(case.prediction.request_ids)
                 if len(pending) >= self._batch_now:
                     self._run_batch(pending)
                     pending = []
-            elif case.tail and pipelining:
+                    pending_ids.clear()
+            elif tail and pipelining:
                 self._run_batch(pending, tail=case)
                 pending = []
             elif concurrent:
@@ -378,11 +394,17 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key,
                                    self.target.tls)
+            answers = [] if self.feedback == "state" else None
             ok = self._pipe.run(b"".join(b"".join(c.messages) for c in cases), want,
                                 self.answer_timeout(), sentinel=tail is None,
-                                while_waiting=lambda: self._make_ahead(len(cases)))
+                                while_waiting=lambda: self._make_ahead(len(cases)),
+                                answers=answers)
         except OSError:
             ok = False
+        states = None
+        if ok and answers is not None:
+            states = answers_by_case(cases, answers)
+            ok = states is not None      # an answer that names no case: judged case by case
         if ok and rss_before is not None and self._rss_growth(rss_before) is not None:
             ok = False           # one of them made the target grow: which, alone
         if ok and (self._logged_defects(logged) or self._callouts(called)):
@@ -396,6 +418,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self.stats.pipelined += len(cases)
             if tail is not None:
                 self._close_pipe()
+            if states is not None:
+                self._learn_pipelined(cases, states)
             return
         self._close_pipe()
         self._pipe_failures += 1
@@ -955,3 +979,4 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self.spawned.stop()
         self._close_feedback()
         self._close_callback()
+

@@ -161,35 +161,55 @@ class EdgeMap:
             pass
 
 
+def answer_state(msg) -> tuple:
+    """One answer's part of a state: its type and, for a Reply, its status and
+    system exception (id, minor code, completion status), for a LocateReply its
+    status."""
+    kind = getattr(msg, "msg_type", None)
+    name = kind.name if isinstance(kind, MsgType) else type(msg).__name__
+    if kind == MsgType.Reply:
+        exc = getattr(msg, "system_exception", None)
+        return (name, int(msg.reply_status)) + (
+            (exc.repo_id, exc.minor, int(exc.completed)) if exc is not None else ())
+    if kind == MsgType.LocateReply:
+        return (name, int(getattr(msg, "locate_status", -1)))
+    return (name,)
+
+
 def state_of(obs) -> tuple:
     """What the target did on one connection (a conformance.wire.Observation),
     as a hashable tuple: per answer its type and, for a Reply, its status
     and system exception (id, minor code, completion status) or for a
     LocateReply its status; then how the connection ended."""
-    out = []
-    for event in obs.messages:
-        msg = event.message
-        kind = getattr(msg, "msg_type", None)
-        name = kind.name if isinstance(kind, MsgType) else type(msg).__name__
-        if kind == MsgType.Reply:
-            exc = getattr(msg, "system_exception", None)
-            out.append((name, int(msg.reply_status)) + (
-                (exc.repo_id, exc.minor, int(exc.completed)) if exc is not None else ()))
-        elif kind == MsgType.LocateReply:
-            out.append((name, int(getattr(msg, "locate_status", -1))))
-        else:
-            out.append((name,))
+    out = [answer_state(event.message) for event in obs.messages]
     if obs.connect_error:
         end = "unreachable"
     elif obs.reset:
         end = "reset"
     elif obs.closed:
         end = "closed"
-    elif not obs.messages:
-        end = "silent"
     else:
-        end = "open"
+        return kept_open_state(out)
     return tuple(out) + (end,)
+
+
+def state_features(state: tuple) -> frozenset:
+    """The features of one connection's state (state_of): each answer as
+    answer_state gives it, and each step from one answer to the next (from
+    the connection's start, and to how it ended) -- as AFLNet counts a
+    server's response codes and their transitions. A case is new when it
+    shows an answer or a step not seen before, not merely another
+    arrangement of known ones (the number of arrangements grows with the
+    number of requests a case sends)."""
+    answers, end = state[:-1], state[-1]
+    steps = zip((("start",),) + answers, answers + ((end,),))
+    return frozenset(answers) | frozenset(("step",) + step for step in steps)
+
+
+def kept_open_state(answers) -> tuple:
+    """The state of a connection the target kept open after ``answers`` (each
+    an answer_state): a case of a pipelined batch, or one on its own connection."""
+    return tuple(answers) + ("open" if answers else "silent",)
 
 
 # --------------------------------------------------------------------------

@@ -14,6 +14,7 @@ them is mutated on purpose)."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from ..giop.header import HEADER_SIZE
 from .mutators import Mutation, MutationContext, _get, _path, _put, field_at, fix_size
@@ -159,6 +160,35 @@ def fix_lengths(m: bytearray, before: bytes, at: int, delta: int, ctx: MutationC
             _put(m, f.offset, 4, length + delta)
 
 
+def shifted(fields, at: int, delta: int) -> list:
+    """A layout after ``delta`` bytes were inserted (> 0) or deleted (< 0)
+    at ``at``: fields past the change moved, fields holding it resized, fields
+    wholly deleted gone."""
+    out = []
+    if delta > 0:
+        for f in fields:
+            if f.offset >= at:
+                f = replace(f, offset=f.offset + delta)
+            elif at < f.offset + f.size:
+                f = replace(f, size=f.size + delta)
+            out.append(f)
+        return out
+    cut_end = at - delta
+    for f in fields:
+        end = f.offset + f.size
+        if end <= at:
+            out.append(f)
+        elif f.offset >= cut_end:
+            out.append(replace(f, offset=f.offset + delta))
+        else:
+            # overlapping the deleted bytes: what is left of it, where it now lies
+            start = min(f.offset, at)
+            size = (min(end, at) - start) + max(0, end - cut_end)
+            if size > 0:
+                out.append(replace(f, offset=start, size=size))
+    return out
+
+
 def splice(a: bytes, b: bytes, rng: random.Random) -> bytes:
     """The head of message ``a`` and the tail of ``b``, cut past their headers."""
     if len(a) <= HEADER_SIZE or len(b) <= HEADER_SIZE:
@@ -215,8 +245,12 @@ def havoc(messages, rng: random.Random, ctx: MutationContext, other=None,
         if delta:
             fix_lengths(m, before, at, delta, ctx, fields=fields)
             fix_size(m)
-        if delta or any(f.kind == "length" and f.offset <= at + 3 and at < f.offset + f.size
-                        for f in fields):
+            # The fields after the change move with it, the ones around it
+            # grow or shrink (their lengths were just fixed up to say so): the
+            # layout the message was meant to have, without parsing it again.
+            layouts[i] = [shifted(fields, at, delta), None]
+        elif any(f.kind == "length" and f.offset <= at + 3 and at < f.offset + f.size
+                 for f in fields):
             del layouts[i]
         done.append(Mutation("havoc", _path(i, field_at(ctx, before, min(at, len(before) - 1),
                                                         fields)), f"{name}@{at}"))

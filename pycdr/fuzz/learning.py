@@ -3,11 +3,13 @@ from a corpus that learns instead of from the seeds alone.
 
 With feedback, case ``i`` is no longer made from the seed and its index
 alone: which input it mutates depends on what the campaign kept so far.
-Cases are not pipelined (a batch shows no answer per case); with ``sancov``
-they run one at a time (the edge map is the target's, not a connection's),
-with ``state`` in groups as without feedback, the corpus learning between
-them.  Before the first case every input of the corpus (the seeds and a
---corpus-dir folder's inputs) runs once, unmutated, so that what they reach
+With ``sancov`` cases run one at a time (the edge map is the target's, not a
+connection's); with ``state`` in groups and pipelined batches as without
+feedback, the corpus learning between them (a batch's answers go back to
+their cases by request id, a MessageError to the case whose violation came
+next; a case sharing a request id with another goes in a group).  Before the first
+case every input of the corpus (the seeds and a --corpus-dir folder's inputs)
+runs once, unmutated, so that what they reach
 is known (under ``state`` together, each on a connection of its own);
 under ``sancov`` the map is first watched while the target is idle, and the
 edges that flicker are masked.  A kept input is minimized first (feedback.trim);
@@ -27,11 +29,12 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
+from collections import Counter, deque
 
 from ..errors import PycdrError
 from .case import Case
-from .feedback import FEEDBACK_KINDS, SETTLE, Corpus, EdgeMap, Entry, load_folder, state_of, trim
+from .feedback import (FEEDBACK_KINDS, SETTLE, Corpus, EdgeMap, Entry, kept_open_state,
+                       load_folder, state_features, state_of, trim)
 from .havoc import fix_lengths, havoc
 from .jacoco import PROBE_BITS, JacocoAgent, JacocoError, class_of, parse_address
 from .mutators import Mutation, fix_size, mutate
@@ -178,7 +181,7 @@ class Learning:
                 continue
             if reason in ("closed", "reset"):
                 self._outcome(reason, case.prediction)
-            out[k] = frozenset([state_of(obs)])
+            out[k] = state_features(state_of(obs))
         return out
 
     def _calibrate_probes(self) -> None:
@@ -235,7 +238,7 @@ class Learning:
             return self.edge_map.features()
         if self.agent is not None:
             return self._probes()
-        return frozenset([state_of(obs)]) if obs is not None else frozenset()
+        return state_features(state_of(obs)) if obs is not None else frozenset()
 
     def _before_case(self) -> None:
         self._reset_coverage()
@@ -312,6 +315,20 @@ class Learning:
             return got | (search(part[half:], rest) if rest else set())
         search(cases, new, frozenset(new))
         return found
+
+    def _learn_pipelined(self, cases, states) -> None:
+        """What the cases of a pipelined batch showed (under state feedback),
+        each its ``states`` entry. A new state counts only when the case shows it
+        again alone, on a connection of its own: in a batch it may owe it to the
+        cases before it on the connection."""
+        for case, state in zip(cases, states):
+            features = state_features(state)
+            new = self.corpus.new_features(features)
+            self.corpus.observe(features)
+            if new:
+                new = new & (self._features_of(case.messages, case.seed_name) or frozenset())
+                if new:
+                    self._keep(case, new)
 
     def _learn(self, case: Case, obs) -> None:
         """What ``case`` showed: kept (minimized first) when it is new."""
@@ -435,6 +452,34 @@ class Learning:
             self.edge_map.close()
             self.edge_map = None
 
+
+def answers_by_case(cases, answers) -> list | None:
+    """A pipelined batch's answers (request id, answer_state) given back to
+    their cases, in the order they came: per case, its state as on a
+    connection of its own that the target kept open. A Reply or LocateReply
+    goes to the case whose request has its id; a MessageError (it names no
+    request) to the case whose violation is next in the order sent, as the
+    target reads the connection's bytes in order. None when an answer names no
+    case of the batch, or a case got other than its due answers."""
+    owner = {rid: k for k, case in enumerate(cases) for rid in case.prediction.request_ids}
+    # (a case's answers due that name no request: its MessageErrors)
+    violations = deque(k for k, case in enumerate(cases)
+                       for _ in range(case.prediction.answers - len(case.prediction.request_ids)))
+    parts: list = [[] for _ in cases]
+    for rid, state in answers:
+        if rid is None:
+            if not violations:
+                return None
+            parts[violations.popleft()].append(state)
+            continue
+        k = owner.get(rid)
+        if k is None:
+            return None
+        parts[k].append(state)
+    if violations or any(len(part) != case.prediction.answers
+                         for part, case in zip(parts, cases)):
+        return None
+    return [kept_open_state(part) for part in parts]
 
 def cut_fixed(message: bytes, at: int, n: int, ctx) -> bytes:
     """``message`` without ``n`` bytes at ``at``, the lengths the layout

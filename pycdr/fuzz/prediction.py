@@ -28,6 +28,9 @@ class Prediction:
     # may rightly wait for the rest instead of answering (a message cut
     # short, a size claiming more than was sent).
     may_wait: bool = False
+    # The request ids of the answers due (Requests expecting a reply, LocateRequests),
+    # in order: a pipelined batch's answers go back to their cases by them.
+    request_ids: tuple = ()
 
     @property
     def wanted(self) -> int:
@@ -49,9 +52,12 @@ def predict(messages) -> Prediction:
             if isinstance(event, MessageReceived):
                 msg = event.message
                 if isinstance(msg, Request):
-                    p.answers += msg.response_flags != 0
+                    if msg.response_flags != 0:
+                        p.answers += 1
+                        p.request_ids += (msg.request_id,)
                 elif isinstance(msg, LocateRequest):
                     p.answers += 1
+                    p.request_ids += (msg.request_id,)
                 elif msg.msg_type == MsgType.CancelRequest:
                     p.uncertain = True
                 elif isinstance(msg, CloseConnection):

@@ -15,6 +15,7 @@ from ..giop.events import NEED_DATA, ConnectionClosed, MessageReceived, Protocol
 from ..giop.messages import CloseConnection, KeyAddr, LocateReply, LocateRequest, encode_message
 from ..conformance.wire import FLOOD_BYTES, FLOOD_FACTOR, FLOOD_MESSAGES, Observation, Wire
 from ..orb.tls import open_socket
+from .feedback import answer_state
 
 SENTINEL_ID = 0x7E570000       # request ids of the pipelining sentinels (and probes)
 # How long a case's connection is watched after the answers it was to get
@@ -158,13 +159,18 @@ class _Pipe:
         self.conn = GiopConnection(Role.CLIENT, version=(1, 3), lenient=True,
                                    check_request_ids=False)
         self.sentinels = 0
+        # Under state feedback: (request id or None, answer_state) of each answer
+        # of the batch but the sentinel's, in the order they came.
+        self.answers: list | None = None
 
     def run(self, data: bytes, want: int, timeout: float, *, sentinel: bool = True,
-            while_waiting=None) -> bool:
+            while_waiting=None, answers: list | None = None) -> bool:
         """Send a batch and its sentinel; True when exactly the predicted
         answers and the sentinel's came back and the connection stays up.
         Without a sentinel (a batch that ends the connection), True when the
-        predicted answers came back."""
+        predicted answers came back. ``answers``, when given, gets what each
+        answer was (see self.answers)."""
+        self.answers = answers
         self.sentinels += 1
         sentinel_id = SENTINEL_ID + (self.sentinels & 0xFFFF)
         if sentinel:
@@ -230,6 +236,8 @@ class _Pipe:
                     bad = True
                 if isinstance(msg, LocateReply) and msg.request_id == sentinel_id:
                     seen = True
+                elif self.answers is not None:
+                    self.answers.append((getattr(msg, "request_id", None), answer_state(msg)))
             elif isinstance(event, (ProtocolViolation, ConnectionClosed)):
                 return n, seen, True
 
