@@ -218,7 +218,7 @@ def through_proxies(runner_class):
                 self.proxies.close(self.current)
                 self.current = None
 
-        def argv_for(self, server, case):
+        def case_values(self, server, case):
             self.finish()
             self.current, self.rows[case.id] = self.proxies.open(("127.0.0.1", server.port))
             moved, _ = self.current.core.rewriter.rewrite(ior_from_string(server.ior))
@@ -227,7 +227,7 @@ def through_proxies(runner_class):
             through = types.SimpleNamespace(
                 ior=ior_to_string(moved),
                 corbaloc=f"corbaloc:iiop:{v[0]}.{v[1]}@{host}:{port}/{PRIMARY_KEY.decode()}")
-            return super().argv_for(through, case)
+            return super().case_values(through, case)
     return ThroughProxy
 
 
