@@ -137,7 +137,7 @@ class BatchClient:
 
     def run(self, case_line: dict, timeout: float):
         """One case: (its standard output, its standard error, its exit status, hung)."""
-        if self.proc is None or self.proc.poll() is not None:
+        if self.proc is None or self.proc.poll() is not None or not self._between_cases():
             self.close()
             self._start()
         self._take_stderr()                 # what came between the cases is no case's
@@ -164,6 +164,17 @@ class BatchClient:
             if status is not None:
                 return "".join(out), self._take_stderr(), status, False
             out.append(line)
+
+    def _between_cases(self) -> bool:
+        """Drop what the process printed after the last case's end line (no case's output);
+        False when its output has ended (it is ending)."""
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                return True
+            if line is None:
+                return False
 
     def _drain(self) -> list[str]:
         out = []
