@@ -2,8 +2,11 @@ package pycdrpeers;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.lang.reflect.Method;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.List;
 import java.util.Properties;
 
@@ -68,6 +71,7 @@ public final class ConformanceBatchClient {
     /** Shut down and destroy a case's ORB, closing its connections (what the process's exit
      *  does for ConformanceClient). */
     private static void end(ORB orb) {
+        closeOutboundSockets(orb);
         try {
             orb.shutdown(false);
         } catch (Throwable e) {
@@ -78,5 +82,35 @@ public final class ConformanceBatchClient {
         } catch (Throwable e) {
             // As above: the case's answers are already taken.
         }
+    }
+
+    /**
+     * The JDK-lineage ORBs' destroy closes each outbound connection only after its reader's
+     * temporary selector has closed, which takes the GlassFish ORB a second or two a case:
+     * their sockets are closed first, so the case's connections end at once, as they do when
+     * ConformanceClient's process exits. Through the ORB's transport manager (no API of
+     * org.omg.CORBA): an ORB without one (JacORB, whose destroy closes at once) is left to
+     * destroy.
+     */
+    private static void closeOutboundSockets(ORB orb) {
+        try {
+            Object transport = call(orb, "getTransportManager");
+            for (Object cache : (Collection<?>) call(transport, "getOutboundConnectionCaches")) {
+                for (Object connection : (Collection<?>) call(cache, "values")) {
+                    Object socket = call(connection, "getSocket");
+                    if (socket instanceof Socket) {
+                        ((Socket) socket).close();
+                    }
+                }
+            }
+        } catch (ReflectiveOperationException | java.io.IOException | RuntimeException e) {
+            // Not such an ORB, or a socket already closed: destroy closes what is left.
+        }
+    }
+
+    private static Object call(Object target, String name) throws ReflectiveOperationException {
+        Method method = target.getClass().getMethod(name);
+        method.setAccessible(true);
+        return method.invoke(target);
     }
 }
