@@ -36,7 +36,9 @@ from .tls import tls_options
                    "({ior} or {corbaloc} replaced by the reference; {operation} and {args} by the "
                    "echo.idl operation to call and its JSON arguments; the optional {count} by "
                    "the number of calls to make at once). CMD prints what it got as one JSON "
-                   "line a call (see README, 'Testing an ORB's client').")
+                   "line a call (see README, 'Testing an ORB's client'). A CMD with {batch} "
+                   "instead is started once and given each case as a JSON line on its "
+                   "standard input; it ends each case's output with {\"exit\": STATUS}.")
 @click.option("--tolerated-reason", "tolerated_reasons", multiple=True,
               type=click.Choice(sorted(TOLERANCE_CODES)),
               help="List only the tolerated deviations with this reason code (repeatable): "

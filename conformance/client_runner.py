@@ -10,11 +10,8 @@ its own listening socket on 127.0.0.1 (a free port), and the client command its 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import signal
 import socket
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,6 +35,7 @@ from pycdr.orb.jsonvalues import from_json as value_from_json, to_json as value_
 from pycdr.codec.typecode import TCKind
 
 from .client_cases import ANSWERED_KEY, OOPS_ID, OOPS_MEMBERS, ClientCase, client_catalog
+from .client_processes import BATCH, BatchClient, ClientCommandError, run_once
 from .echo import ECHO_INTERFACE, ECHO_REPO_ID, load_echo_module
 from .runner import NOT_RUN, Outcome, Result, judge_expectations, verdict_counts
 
@@ -56,10 +54,6 @@ SERVER_SETTLE = 1.0                  # at most this long for the server to read 
                                      # last bytes after it exited
 
 
-class ClientCommandError(PycdrError):
-    """The client command is unusable (no {ior}/{corbaloc} in it, or it cannot be started)."""
-
-
 def check_command(command: str) -> list[str]:
     try:
         argv = shlex.split(command)
@@ -67,6 +61,11 @@ def check_command(command: str) -> list[str]:
         raise ClientCommandError(f"cannot split the client command: {e}") from None
     if not argv:
         raise ClientCommandError("the client command is empty")
+    if BATCH in command:
+        if any(p in command for p in PLACEHOLDERS):
+            raise ClientCommandError("a {batch} command is given each case on its standard "
+                                     "input: it takes no " + ", ".join(PLACEHOLDERS))
+        return argv
     if "{ior}" not in command and "{corbaloc}" not in command:
         raise ClientCommandError("the client command must contain {ior} or {corbaloc}")
     return argv
@@ -835,7 +834,8 @@ def request_details(server: CraftedServer) -> dict:
 # --------------------------------------------------------------------------
 class ClientRunner:
     """Runs client cases with one client command (a template with {ior}, {corbaloc},
-    {operation} and {args}, split like a shell would split it; no shell runs it)."""
+    {operation} and {args}, split like a shell would split it; no shell runs it), or with
+    one batch process for them all (a command with {batch}: client_processes)."""
 
     def __init__(self, command: str, interface, *, wide_chars: bool = True, progress=None,
                  cwd: str | None = None, env: dict | None = None, unsupported=None):
@@ -848,6 +848,12 @@ class ClientRunner:
         self.progress = progress
         self.cwd = cwd
         self.env = env
+        self.batch = BatchClient(self.argv, cwd=cwd, env=env) if BATCH in command else None
+
+    def close(self) -> None:
+        """End the batch process, if there is one."""
+        if self.batch is not None:
+            self.batch.close()
 
     def applicable(self, case: ClientCase) -> str:
         if case.wide and not self.wide_chars:
@@ -855,14 +861,18 @@ class ClientRunner:
         if case.operation in self.unsupported:
             return f"the client command cannot call {case.operation}: " \
                    f"{self.unsupported[case.operation]}"
-        if case.calls > 1 and "{count}" not in self.command:
+        if case.calls > 1 and "{count}" not in self.command and self.batch is None:
             return "the client command takes no {count}: it makes one call at a time"
         return ""
 
+    def case_values(self, server: CraftedServer, case: ClientCase) -> dict:
+        """What the command is given for ``case``: the batch contract's names -> values."""
+        return {"ior": server.ior, "corbaloc": server.corbaloc, "operation": case.operation,
+                "args": case.args, "count": case.calls}
+
     def argv_for(self, server: CraftedServer, case: ClientCase) -> list[str]:
-        values = {"{ior}": server.ior, "{corbaloc}": server.corbaloc,
-                  "{operation}": case.operation, "{args}": json.dumps(case.args),
-                  "{count}": str(case.calls)}
+        values = {f"{{{k}}}": v if isinstance(v, str) else json.dumps(v)
+                  for k, v in self.case_values(server, case).items()}
         out = []
         for word in self.argv:
             for name, value in values.items():
@@ -876,8 +886,14 @@ class ClientRunner:
             return ClientResult(case, NOT_RUN, None, why)
         start = time.monotonic()
         with CraftedServer(case, self.interface) as server:
-            argv = self.argv_for(server, case)
-            stdout, stderr, returncode, hung = self._run_client(argv, case.timeout)
+            if self.batch is None:
+                argv = self.argv_for(server, case)
+                stdout, stderr, returncode, hung = run_once(argv, case.timeout, cwd=self.cwd,
+                                                            env=self.env)
+            else:
+                line = self.case_values(server, case)
+                argv = [*self.batch.argv, json.dumps(line)]
+                stdout, stderr, returncode, hung = self.batch.run(line, case.timeout)
             server.settle(SERVER_SETTLE)
         outcome = classify_reports(case, parse_reports(stdout), returncode, hung,
                                    server.operation)
@@ -899,34 +915,6 @@ class ClientRunner:
         if self.progress:
             self.progress(result)
         return result
-
-    def _run_client(self, argv, timeout):
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True,
-                                    cwd=self.cwd, env=self.env)
-        except OSError as e:
-            raise ClientCommandError(f"cannot start the client command {argv[0]!r}: {e}") \
-                from None
-        hung = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            hung = True
-            _kill_group(proc)
-            out, err = proc.communicate()
-        else:
-            # The client's own children (a JVM's helpers) go with it.
-            _kill_group(proc)
-        return (out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                proc.returncode, hung)
-
-
-def _kill_group(proc) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 @dataclass
@@ -962,8 +950,11 @@ class ClientSuite:
         return result
 
     def run_all(self) -> ClientRun:
-        for case in self.cases:
-            self.run_case(case)
+        try:
+            for case in self.cases:
+                self.run_case(case)
+        finally:
+            self.runner.close()
         return self.run
 
 

@@ -70,6 +70,9 @@ def client_suite_for(config):
 
 
 def pytest_unconfigure(config):
+    client = getattr(config, "_pycdr_client_suite", None)
+    if client is not None:
+        client.runner.close()           # a {batch} command's process
     path = config.getoption("--conformance-json", None)
     if not path:
         return

@@ -279,8 +279,9 @@ def _combat_command():
 
 
 def _java_command(orb_name):
+    # a batch command: one JVM runs the catalog, an ORB a case (a JVM a case took minutes)
     try:
-        return java_conformance_command(orb_name, PYTHON)
+        return java_conformance_command(orb_name, PYTHON, batch=True)
     except PeerNotInstalled as e:
         pytest.fail(str(e))
 

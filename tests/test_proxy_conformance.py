@@ -5,12 +5,12 @@
   included) against the reference ORB, omniORBpy's server and JacORB's server. Where a
   peer's answer to a bad message differs from what the proxy's own checks would say, the
   peer's answer must still be what the suite sees.
-- The client suite, each case's crafted server behind a proxy of its own: omniORBpy's client
-  on the whole catalog; JacORB's on a representative case of each kind (see CLIENT_CASES);
-  JacORB's, the OpenJDK ORB's and the GlassFish ORB's on the whole catalog in a slow test
-  (PYCDR_SLOW=1). The direct run of a whole catalog is the conformance matrix's
-  (tests/test_conformance_client.py) when the session has made it. NOT_FOR names the cases
-  no proxy can hold, VERDICT_ONLY those whose outcome may differ while the verdict may not.
+- The client suite, each case's crafted server behind a proxy of its own: omniORBpy's,
+  JacORB's, the OpenJDK ORB's and the GlassFish ORB's clients on the whole catalog (the Java
+  clients as batch commands: one JVM a run, an ORB a case). The direct run of a whole
+  catalog is the conformance matrix's (tests/test_conformance_client.py) when the session has
+  made it. NOT_FOR names the cases no proxy can hold, VERDICT_ONLY those whose outcome may
+  differ while the verdict may not.
 
 A case whose verdict differs fails the test, named with both verdicts."""
 
@@ -147,19 +147,6 @@ def test_a_peer_servers_verdicts_are_the_same_through_the_proxy(peer_server_runs
                         lambda ids: peer_server_runs.again(label, ids)) == []
 
 
-# The client catalog runs whole through the proxy in CI for omniORBpy (a case is a Python
-# process: about 0.2 s of CPU). A JVM a case makes the Java clients' whole runs take minutes:
-# in CI, JacORB runs one case of each kind the proxy has a hand in (a reference in a result, a
-# forward, reply fragments, a reply its checks refuse, a MessageError, exceptions, an orphan
-# reply, CloseConnection); its whole catalog, and the OpenJDK
-# and GlassFish ORBs' clients', run in test_the_java_clients_whole_catalogs_through_the_proxy
-# (marked slow: PYCDR_SLOW=1).
-CLIENT_CASES = ("ops.echo-object[1.2-BE]", "forward.location-forward[1.0-BE]",
-                "fragment.reply-interleaved[1.2-BE]", "align.reply-body-unpadded[1.2-BE]",
-                "message-error.instead-of-reply[1.2-BE]",
-                "sysexc.maybe[1.2-BE]", "userexc.declared[1.2-BE]",
-                "request-id.unknown-reply-first[1.2-BE]",
-                "close.close-connection-before-reply[1.2-BE]")
 # Client cases that cannot hold through a proxy: case id -> (the clients it is left out for,
 # None for all; why). The docs' proxy page lists them.
 NOT_FOR = {
@@ -184,19 +171,19 @@ def for_client(table: dict, label) -> set:
 
 
 PARTS = 2                   # a whole catalog's run through proxies: in this many runs at once
-SLOW = pytest.mark.skipif(os.environ.get("PYCDR_SLOW") != "1",
-                          reason="minutes of JVMs: run with PYCDR_SLOW=1")
+CLIENT_LABELS = ("omniORBpy", "JacORB", "OpenJDK ORB", "GlassFish ORB")
 
 
 def client_commands() -> dict:
     """label -> (client command, ClientSuite options) of the client drivers the client
-    suite runs (tests/test_conformance_client.py)."""
+    suite runs (tests/test_conformance_client.py; the Java clients as batch commands)."""
     from peers.java_conformance_client import java_conformance_command
     here = os.path.dirname(os.path.abspath(__file__))
     omni = f"{sys.executable} {os.path.join(here, 'peers', 'omni_conformance_client.py')} " \
            "{ior} {operation} {args} {count}"
     return {"omniORBpy": (lambda: omni, {"wide_chars": False}),
-            **{label: (lambda name=name: java_conformance_command(name, sys.executable), {})
+            **{label: (lambda name=name: java_conformance_command(name, sys.executable,
+                                                                        batch=True), {})
                for label, name in (("JacORB", "jacorb"), ("OpenJDK ORB", "openjdk-orb"),
                                    ("GlassFish ORB", "glassfish-orb"))}}
 
@@ -218,7 +205,7 @@ def through_proxies(runner_class):
                 self.proxies.close(self.current)
                 self.current = None
 
-        def argv_for(self, server, case):
+        def case_values(self, server, case):
             self.finish()
             self.current, self.rows[case.id] = self.proxies.open(("127.0.0.1", server.port))
             moved, _ = self.current.core.rewriter.rewrite(ior_from_string(server.ior))
@@ -227,7 +214,7 @@ def through_proxies(runner_class):
             through = types.SimpleNamespace(
                 ior=ior_to_string(moved),
                 corbaloc=f"corbaloc:iiop:{v[0]}.{v[1]}@{host}:{port}/{PRIMARY_KEY.decode()}")
-            return super().argv_for(through, case)
+            return super().case_values(through, case)
     return ThroughProxy
 
 
@@ -308,8 +295,10 @@ def compared_client_runs(chosen: dict, workers: int = 4):
 
 @pytest.fixture(scope="module")
 def client_runs():
-    """omniORBpy's whole catalog and JacORB's CLIENT_CASES, directly and through proxies."""
-    with compared_client_runs({"omniORBpy": None, "JacORB": CLIENT_CASES}) as runs:
+    """Each client's whole catalog, directly and through proxies, the clients side by side
+    (most of a run is waiting: a client's own call timeout, a process starting)."""
+    with compared_client_runs({label: None for label in CLIENT_LABELS},
+                              workers=2 * len(CLIENT_LABELS)) as runs:
         yield runs
 
 
@@ -335,28 +324,7 @@ def assert_same_through_the_proxy(compared, label, case_ids):
 
 
 @PEERS
-@pytest.mark.parametrize("label", ["omniORBpy", "JacORB"])
+@pytest.mark.parametrize("label", CLIENT_LABELS)
 def test_a_peer_clients_verdicts_are_the_same_through_the_proxy(client_runs, label):
     from pycdr.conformance.client_cases import client_catalog
-    whole = [c.id for c in client_catalog()]
-    assert_same_through_the_proxy(client_runs, label, whole if label == "omniORBpy" else
-                                  [i for i in whole if i in CLIENT_CASES])
-
-
-@PEERS
-@SLOW
-@pytest.mark.slow
-def test_the_java_clients_whole_catalogs_through_the_proxy():
-    """JacORB's, the OpenJDK ORB's and the GlassFish ORB's clients, the whole catalog each,
-    directly and through proxies (six runs at once: about ten minutes on two cores)."""
-    from pycdr.conformance.client_cases import client_catalog
-    labels = ("JacORB", "OpenJDK ORB", "GlassFish ORB")
-    with compared_client_runs({label: None for label in labels}, workers=6) as compared:
-        failed = {}
-        for label in labels:
-            try:
-                assert_same_through_the_proxy(compared, label,
-                                              [c.id for c in client_catalog()])
-            except AssertionError as e:
-                failed[label] = str(e)[:2000]
-    assert failed == {}
+    assert_same_through_the_proxy(client_runs, label, [c.id for c in client_catalog()])

@@ -29,19 +29,34 @@ public final class ConformanceClient {
         }
         Properties props = PeerSupport.orbProperties(Arrays.copyOfRange(args, 5, args.length));
         ORB orb = ORB.init(new String[0], props);
-        ValueStreams streams = ValueStreams.forOrb(orb);
-        InterfaceDescription description = InterfaceDescription.read(streams, args[0]);
-        InterfaceDescription.Operation operation = description.operations.get(args[2]);
-        if (operation == null) {
-            throw new IllegalArgumentException("the description has no operation " + args[2]);
+        List<String> lines = calls(orb, args[0], args[1], args[2], args[3], Integer.parseInt(args[4]));
+        for (String line : lines) {
+            System.out.println(line);
         }
-        int count = Integer.parseInt(args[4]);
+        System.out.flush();
+        try {
+            orb.shutdown(false);
+        } catch (SystemException e) {
+            // The answers are out; a connection the crafted server left broken may not close cleanly.
+        }
+        System.exit(0);
+    }
+
+    /** COUNT calls of OPERATION on the object REFERENCE through ORB: the lines to print. */
+    static List<String> calls(ORB orb, String descriptionFile, String reference, String opName,
+                              String argumentsHex, int count) throws java.io.IOException {
+        ValueStreams streams = ValueStreams.forOrb(orb);
+        InterfaceDescription description = InterfaceDescription.read(streams, descriptionFile);
+        InterfaceDescription.Operation operation = description.operations.get(opName);
+        if (operation == null) {
+            throw new IllegalArgumentException("the description has no operation " + opName);
+        }
         List<String> lines = new ArrayList<>();
         try {
-            org.omg.CORBA.Object target = orb.string_to_object(args[1]);
+            org.omg.CORBA.Object target = orb.string_to_object(reference);
             List<Request> requests = new ArrayList<>();
             for (int i = 0; i < count; i++) {
-                requests.add(EchoClient.request(streams, target, operation, args[3]));
+                requests.add(EchoClient.request(streams, target, operation, argumentsHex));
             }
             boolean oneway = operation.call.equals("oneway");
             if (oneway) {
@@ -75,15 +90,6 @@ public final class ConformanceClient {
                 lines.add(EchoClient.start(operation) + EchoClient.systemExceptionJson(e));
             }
         }
-        for (String line : lines) {
-            System.out.println(line);
-        }
-        System.out.flush();
-        try {
-            orb.shutdown(false);
-        } catch (SystemException e) {
-            // The answers are out; a connection the crafted server left broken may not close cleanly.
-        }
-        System.exit(0);
+        return lines;
     }
 }
