@@ -179,10 +179,12 @@ class SpawnedTarget:
     With ``standby``, the next process is started while the current one
     runs, so a restart costs no start-up wait (an omniORBpy target compiles
     its IDL as it starts: 0.1-0.5 s, and a campaign against it restarts it
-    after every finding and confirmation).  A target that listens on a
-    fixed port cannot have a standby (it cannot listen beside the current
-    one, or would share its port): the standby is then given up for the
-    rest of the campaign."""
+    after every finding and confirmation), and a spare behind it: a
+    finding's confirmation restarts the target REPRODUCTIONS times in a
+    row, each time sooner than a process that has just been started is
+    listening.  A target that listens on a fixed port cannot have a standby
+    (it cannot listen beside the current one, or would share its port):
+    the standby is then given up for the rest of the campaign."""
 
     def __init__(self, command: str, *, start_timeout: float = 30.0, standby: bool = False,
                  env: dict | None = None):
@@ -192,6 +194,7 @@ class SpawnedTarget:
         self.standby = standby
         self._launch: _Launch | None = None
         self._standby: _Launch | None = None
+        self._spare: _Launch | None = None      # the next standby, started too
         self.start_seconds = 0.0     # how long the first start took
         self.address_text = ""
         self.restarts = 0
@@ -219,7 +222,11 @@ class SpawnedTarget:
 
     def _start_standby(self) -> None:
         if self.standby and self._standby is None:
+            self._standby, self._spare = self._spare, None
+        if self.standby and self._standby is None:
             self._standby = _Launch(self.command, self.env)
+        if self.standby and self._spare is None:
+            self._spare = _Launch(self.command, self.env)
 
     def _take_standby(self) -> _Launch | None:
         """The standby, started and listening elsewhere than the current
@@ -236,8 +243,14 @@ class SpawnedTarget:
         if address is None or endpoint(address) == endpoint(self.address_text):
             self.cpu_of_stopped += launch.stop()
             self.standby = False
+            self._stop_spare()
             return None
         return launch
+
+    def _stop_spare(self) -> None:
+        if self._spare is not None:
+            self.cpu_of_stopped += self._spare.stop()
+            self._spare = None
 
     def exited(self):
         """None while running, else the exit code (negative: the signal)."""
@@ -281,7 +294,8 @@ class SpawnedTarget:
         now = self.cpu_seconds() if self._launch is not None else 0.0
         if now is None:
             return None
-        standby = (self._standby.cpu_seconds() or 0.0) if self._standby is not None else 0.0
+        standby = sum((launch.cpu_seconds() or 0.0) for launch in (self._standby, self._spare)
+                      if launch is not None)
         return self.cpu_of_stopped + now + standby
 
     def _stop_current(self) -> None:
@@ -290,11 +304,12 @@ class SpawnedTarget:
             self._launch = None
 
     def stop(self) -> None:
-        """Stop the target and its standby."""
+        """Stop the target and its standby (and spare)."""
         self._stop_current()
         if self._standby is not None:
             self.cpu_of_stopped += self._standby.stop()
             self._standby = None
+        self._stop_spare()
 
     def restart(self) -> str:
         self.restarts += 1
