@@ -645,6 +645,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         none does, the finding is unconfirmed and lists them all.  The case
         blamed, if one is."""
         in_flight = list(self._in_flight) if in_flight is None else in_flight
+        restarts = self.stats.restarts
         if first is not None and first not in in_flight:
             in_flight.append(first)
         self._in_flight.clear()
@@ -728,8 +729,10 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self._record(kind, culprit, details, in_flight)
             return culprit
         # (A target that grew is restarted too: its growth is judged from its
-        # start; and one that spins, as it spins on.)
-        self._fresh_target(restart=self._needs_restart or kind in RESTART_AFTER)
+        # start; and one that spins, as it spins on -- unless a run alone
+        # replaced it since, and left the new one well.)
+        self._fresh_target(restart=self._needs_restart or (
+            kind in RESTART_AFTER and self.stats.restarts == restarts))
         return culprit
 
     def _search_estimate(self, suspects: int) -> float:
