@@ -60,3 +60,46 @@ def test_fixed_port_gives_up_the_standby():
         assert spawned._standby is None and answers_locate(third)
     finally:
         spawned.stop()
+
+
+def test_two_restarts_in_a_row_take_started_processes():
+    """A spare is started behind the standby: a second restart right after
+    the first (a confirmation's) takes it, not a process just started."""
+    spawned = SpawnedTarget(RAW, standby=True)
+    try:
+        spawned.start()
+        standby, spare = spawned._standby.process, spawned._spare.process
+        assert standby.poll() is None and spare.poll() is None
+        spawned.restart()
+        assert spawned.process is standby
+        second = spawned.restart()
+        assert spawned.process is spare and spawned.standby_used == 2
+        assert answers_locate(second)
+        assert spawned._standby is not None and spawned._spare is not None
+        left = [spawned._standby.process, spawned._spare.process]
+    finally:
+        spawned.stop()
+    assert spawned._standby is None and spawned._spare is None
+    assert all(p.poll() is not None for p in left + [standby])
+
+
+def test_restart_keeps_the_cases_made_ahead_that_hold_nothing_of_the_address():
+    """The standby listens on another port than the process it replaces:
+    the cases made ahead whose making read the target's address (object
+    key, profile, IOR) are made again for the new one, the others kept."""
+    from pycdr.fuzz.engine import Campaign
+    from pycdr.fuzz.seeds import catalog_seeds
+    campaign = Campaign(None, seed=3, spawn=RAW, seed_sources=catalog_seeds, minimize=False)
+    try:
+        campaign._taken, campaign._ahead_end = -1, None
+        campaign._make_ahead(300)
+        before = list(campaign._ahead)
+        old = endpoint(campaign.target_text)
+        assert campaign._restart() and endpoint(campaign.target_text) != old
+        after = list(campaign._ahead)
+    finally:
+        campaign.close()
+    assert [c.index for c in after] == [c.index for c in before] == list(range(300))
+    addressed = [c.addressed for c in before]
+    assert any(addressed) and not all(addressed)
+    assert all((new is old) != old.addressed for new, old in zip(after, before))
