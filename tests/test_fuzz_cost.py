@@ -231,3 +231,28 @@ def test_case_still_running_past_the_watch_is_cpu_not_spin(tmp_path):
     assert len(runs) == REPRODUCTIONS and all(
         finding.details["threshold_seconds"] < r < SETTLE_CPU for r in runs), runs
     assert PENDING_FACTOR * CPU_FLOOR < SETTLE_CPU and took < 120
+
+
+def test_target_busy_before_a_case_is_not_watched_for_its_cost():
+    """The raw server starting a thread that loops for good at its 40th
+    connection (past the calibration's probes): once it spins, a case sent
+    to it finds it busy already, and what it spends after is not known to
+    be the case's: not watched, not judged, not a sample of the median
+    (the watch would wait out SETTLE_CPU seconds of the spin); the spin
+    check sees the spin."""
+    campaign = Campaign(None, seed=SEED, spawn=f"{RAW} --spin-after 40", timeout=2.0,
+                        probe_timeout=2.0, seeds=seeds(), batch=1, standby=False,
+                        minimize=False)
+    try:
+        idle = campaign._cost_mark()
+        assert idle is not None and idle[2] is False
+        for _ in range(40):
+            campaign._probe(("locate",))
+        assert campaign._spinning()
+        busy = campaign._cost_mark()
+        assert busy is not None and busy[2] is True
+        assert campaign._cost_since(busy) is None
+        verdict = campaign.check([request("ping0", 7)])
+        assert verdict.kind is None and campaign.last_cost is None
+    finally:
+        campaign.close()

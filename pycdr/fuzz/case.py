@@ -25,6 +25,7 @@ class Case:
     batchable: bool = False
     tail: bool = False
     parent: object = None        # the corpus entry it was mutated from (feedback campaigns)
+    addressed: bool = False      # its making read the target's address (MutationContext)
 
     @property
     def path(self) -> str:

@@ -10,14 +10,17 @@ are in or its wait is over; a case that has already cost WATCH_FACTOR times
 the median by then, or whose target still has a thread running or waiting
 to run, is watched until the target is idle again (a servant may still be
 working when its answer's wait is over), for at most SETTLE_CPU seconds of
-its CPU and SETTLE_MAX seconds in all.  A target still busy then, with the
-answer of a case still due (its connection neither answered nor closed) and
+its CPU and SETTLE_MAX seconds in all (before the median is known, when
+nothing is judged, UNJUDGED_WATCH seconds).  A target still busy then, with
+the answer of a case still due (its connection neither answered nor closed) and
 still answering probes, is still working on that case: the case is a
 ``cpu`` finding whose cost is at least what was watched (``still_running``
 in its details: omniORB's nested anys cost 1 s at 20 levels, 18 minutes at
 30), not a spin; a case alone is so judged as soon as it has cost
 PENDING_FACTOR times the threshold.  A target busy with no answer due is
-left to the spin check: a spin is CPU that nothing sent asks for.  A group
+left to the spin check: a spin is CPU that nothing sent asks for.  A target
+busy already when a case is sent (BUSY_WAIT) is not watched: what it spends
+is not known to be the case's, and the spin check sees a spin.  A group
 or a batch that may hold an expensive case is run again in halves
 (_cost_culprit) down to the case; one whose cost goes on past the watch,
 each half against a fresh target (_costly_together).
@@ -72,6 +75,21 @@ WATCH_FLOOR = 0.01
 WATCH_STEP = 0.02
 SETTLE_CPU = 3.0
 SETTLE_MAX = 15.0
+# A target with a thread running or waiting to run before cases are sent,
+# still so after BUSY_WAIT seconds (a servant finishing the last case's
+# answer is idle within a millisecond), is busy with something else than
+# them: a spin (omniORB 4.2.5's after a ProfileAddr flood) or an earlier
+# case's work.  What it spends past them is not known to be theirs: not
+# watched (the watch would wait SETTLE_CPU seconds of a spin out, for each
+# case sent to a spinning target), nor judged; the spin check sees a spin.
+BUSY_WAIT = 0.01
+# Before the median is known (the first MIN_COST_SAMPLES cases: under
+# feedback, the corpus's first run) no cost is judged, and the watch only
+# waits for an idle target, for the median's samples: for UNJUDGED_WATCH
+# seconds at most (a case that leaves the target spinning, as omniORB
+# 4.2.5's ProfileAddr cases do, would otherwise be watched for SETTLE_CPU
+# seconds of its spin, for nothing).
+UNJUDGED_WATCH = 0.05
 # A case alone whose answer is still due once it has cost PENDING_FACTOR
 # times the threshold, its target still busy, is expensive at once: it has
 # cost past the threshold already, and watching it to SETTLE_CPU would cost
@@ -112,6 +130,28 @@ def runnable_threads(pid: int) -> int:
         except (OSError, IndexError):
             continue            # (a thread that ended meanwhile)
     return count
+
+
+def _longest_watch(threshold: float | None, watch_all: bool = False) -> float:
+    """How long cases are watched until their target is idle: SETTLE_MAX
+    when their cost is judged; UNJUDGED_WATCH before the median is known
+    (see there) but with ``watch_all``."""
+    return SETTLE_MAX if threshold is not None or watch_all else UNJUDGED_WATCH
+
+
+def _still_busy(pid: int) -> bool:
+    """Whether process ``pid`` has a thread running or waiting to run now
+    and still after BUSY_WAIT seconds (see there)."""
+    if not runnable_threads(pid):
+        return False
+    deadline = time.monotonic() + BUSY_WAIT
+    step = WATCH_STEP / 16
+    while time.monotonic() < deadline:
+        time.sleep(step)
+        if not runnable_threads(pid):
+            return False
+        step = min(WATCH_STEP, 2 * step)
+    return True
 
 
 def saved_median(folder: str) -> float | None:
@@ -175,32 +215,36 @@ class CaseCost:
     # --- measuring -----------------------------------------------------------------
     def _cost_mark(self):
         """Where the target's CPU stands before cases are sent (None when
-        it is not known: no spawned process)."""
+        it is not known: no spawned process), and whether it is busy then
+        (see BUSY_WAIT)."""
         process = self.spawned.process if self.spawned is not None else None
         if process is None:
             return None
+        busy = _still_busy(process.pid)
         cpu = process_cpu(process.pid)
-        return None if cpu is None else (process.pid, cpu)
+        return None if cpu is None else (process.pid, cpu, busy)
 
     def _cost_since(self, mark, cases: int = 1, *, answered: bool = False,
-                    enough: float = SETTLE_CPU, watch: bool = True):
+                    enough: float = SETTLE_CPU, watch: bool = True,
+                    longest: float = SETTLE_MAX):
         """(CPU seconds the target spent since ``mark``, whether it is idle
         again), the target watched until idle when ``cases`` cost more than
         the median would say (see WATCH_FACTOR) or, unless they were
         ``answered`` (a servant answers once done), a thread of it is
         running or waiting to run, up to ``enough`` seconds of CPU (at most
-        SETTLE_CPU); None when not known (no mark, the target restarted or
-        gone).  Without ``watch`` (the cases flooded: a flooding thread may
-        spin on after its connection is gone, omniORB 4.2.5's does, and no
-        cost could be told from that spin, which the flood's health look
-        sees in a third of a second, where the watch would wait SETTLE_CPU
-        seconds of it out), a target found busy is not idle, and not waited
-        for."""
+        SETTLE_CPU) and ``longest`` seconds; None when not known (no mark, the target restarted or
+        gone; or busy already when the cases were sent and busy still,
+        see BUSY_WAIT).  Without ``watch`` (the cases flooded: a flooding
+        thread may spin on after its connection is gone, omniORB 4.2.5's
+        does, and no cost could be told from that spin, which the flood's
+        health look sees in a third of a second, where the watch would wait
+        SETTLE_CPU seconds of it out), a target found busy is not idle, and
+        not waited for."""
         process = self.spawned.process if self.spawned is not None else None
         if mark is None or process is None or process.pid != mark[0] or \
                 process.poll() is not None:
             return None            # (a target that exited is a crash, whatever it cost)
-        pid, before = mark
+        pid, before, busy_before = mark
         now = process_cpu(pid)
         if now is None:
             return None
@@ -208,9 +252,11 @@ class CaseCost:
         if now - before - cases * median < max(WATCH_FLOOR, WATCH_FACTOR * median) and \
                 (answered or not runnable_threads(pid)):
             return now - before, True
+        if busy_before:
+            return None
         if not watch:
             return now - before, False
-        deadline = time.monotonic() + SETTLE_MAX
+        deadline = time.monotonic() + min(longest, SETTLE_MAX)
         # (Short steps first: a thread seen running is most often a servant's
         # finishing its answer, idle a few hundred microseconds later; such
         # a cheap case is idle once seen idle once.)
@@ -242,7 +288,8 @@ class CaseCost:
         enough = SETTLE_CPU if watch_all or threshold is None or not due \
             else PENDING_FACTOR * threshold
         measured = self._cost_since(mark, answered=obs.answer_time is not None, enough=enough,
-                                    watch=not obs.flooded)
+                                    watch=not obs.flooded,
+                                    longest=_longest_watch(threshold, watch_all))
         self.last_cost = measured[0] if measured is not None and measured[1] else None
         if measured is None or threshold is None:
             return None
@@ -307,11 +354,12 @@ class CaseCost:
         With ``going_on``, also when the target is still busy at the end of
         the watch (``still_running``: see _costly_pending).  ``watch``: see
         _cost_since."""
-        measured = self._cost_since(mark, len(cases), watch=watch)
+        threshold, median = self.cost_threshold(), self.cost_median()
+        measured = self._cost_since(mark, len(cases), watch=watch,
+                                    longest=_longest_watch(threshold))
         if measured is None:
             return None
         spent, idle = measured
-        threshold, median = self.cost_threshold(), self.cost_median()
         if threshold is not None and \
                 spent - len(cases) * median > max(threshold, len(cases) * median):
             details = dict(self._cost_details(spent, len(cases)), group_cpu_seconds=round(spent, 4))

@@ -242,6 +242,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
     # --- cases ---------------------------------------------------------------------
     def make_case(self, index: int) -> Case:
         self._plant_token(index)
+        reads = self.ctx.address_reads
         if self.feedback != "none":
             case = self._feedback_case(index)
             messages = case.messages
@@ -250,6 +251,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             seed = self.seeds[rng.randrange(len(self.seeds))]
             messages, mutations = mutate(seed.messages, rng, self.ctx, seed.body_types)
             case = Case(index, seed.name, messages, mutations)
+        case.addressed = self.ctx.address_reads != reads
         case.prediction = predict(messages)
         p = case.prediction
         case.batchable = not (p.closes or p.partial or p.uncertain
@@ -368,7 +370,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         if self._taken is None or self._attributing:
             # Not inside run(); or replaying cases in flight, between
             # restarts (under --spawn with a standby the target's address
-            # changes at each: the cases made ahead would be thrown away).
+            # changes at each: the cases made ahead that hold it would be
+            # made again, see _restart).
             return 0
         limit = max(2 * self.batch_size, GROUP_CASES)
         for made in range(sent):
@@ -666,6 +669,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         none does, the finding is unconfirmed and lists them all.  The case
         blamed, if one is."""
         in_flight = list(self._in_flight) if in_flight is None else in_flight
+        restarts = self.stats.restarts
         if first is not None and first not in in_flight:
             in_flight.append(first)
         self._in_flight.clear()
@@ -749,8 +753,10 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self._record(kind, culprit, details, in_flight)
             return culprit
         # (A target that grew is restarted too: its growth is judged from its
-        # start; and one that spins, as it spins on.)
-        self._fresh_target(restart=self._needs_restart or kind in RESTART_AFTER)
+        # start; and one that spins, as it spins on -- unless a run alone
+        # replaced it since, and left the new one well.)
+        self._fresh_target(restart=self._needs_restart or (
+            kind in RESTART_AFTER and self.stats.restarts == restarts))
         return culprit
 
     def _search_estimate(self, suspects: int) -> float:
@@ -930,13 +936,17 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self.dead = True
             return False
         self.target = resolve(self.target_text, self.tls)
-        before = (self.ctx.object_key, self.ctx.profile, self.ctx.ior)
+        before = self.ctx.address()
         self.ctx.object_key = self.target.object_key
         self.ctx.profile, self.ctx.ior = target_profile(self.target)
-        if (self.ctx.object_key, self.ctx.profile, self.ctx.ior) != before:
-            # Cases made ahead hold the old object key and address (a target
-            # restarted on its port with its key keeps them: not made again).
-            self._ahead.clear()
+        if self.ctx.address() != before:
+            # Cases made ahead whose making read the old object key or
+            # address are made again (a target restarted on its port with
+            # its key keeps them; a standby listens on a port of its own,
+            # and most cases hold nothing of the address).
+            for k, case in enumerate(list(self._ahead)):
+                if case.addressed:
+                    self._ahead[k] = self.make_case(case.index)
         self._build_probes()
         self.stats.restarts += 1
         self._needs_restart = False

@@ -212,11 +212,25 @@ class TargetHealth:
             return False
         for window in (SPIN_WINDOW, confirm):
             before = self.spawned.cpu_seconds()
-            time.sleep(window)
+            window = self._wait_making(window)
             after = self.spawned.cpu_seconds()
             if before is None or after is None or after - before <= SPIN_SHARE * window:
                 return False
         return True
+
+    def _wait_making(self, seconds: float) -> float:
+        """Wait ``seconds`` while nothing is sent to the target, the next
+        cases made meanwhile (see Campaign._make_ahead: none outside a run
+        or during an attribution); the seconds waited (a case being made
+        when the time is up may take a little longer)."""
+        began = time.monotonic()
+        deadline = began + seconds
+        while time.monotonic() < deadline and self._make_ahead(1):
+            pass
+        left = deadline - time.monotonic()
+        if left > 0:
+            time.sleep(left)
+        return time.monotonic() - began
 
     def _broken(self) -> tuple | None:
         """(kind, details) when the target is broken (crash or hang), else None."""

@@ -151,15 +151,22 @@ class Learning:
             self.initial_edges = len({f >> 4 for f in self.corpus.seen})
         self.initial_probes = len(self.corpus.seen) if self.agent is not None else 0
 
-    def _states_together(self, entries) -> dict:
+    def _states_together(self, entries, *, again: bool = True) -> dict:
         """Under state feedback, the corpus's inputs run once each on a
         connection of its own, up to ``connections`` at once (as a group of
         cases runs), instead of one after the other: position -> features.
         An input whose connection flooded or brought more answers than due
         is left out (run alone after, as check() judges it); when the target
-        turns out broken or grown, or logged a defect, all are (run alone
-        after, on a fresh target: the input that did it is then found, a
-        finding as a case's, and the others learned from)."""
+        turns out grown, or logged a defect, all are (run alone after, on a
+        fresh target: the input that did it is then found, a finding as a
+        case's, and the others learned from); when it turns out broken, all
+        but those whose connections went as with a conforming server (what
+        they showed is what the target did, broken later or not, as a
+        group's cases: see Campaign._run_group); those run together again
+        on the fresh target (``again``: once), judged the same way.  (A
+        target that some input leaves spinning, omniORB 4.2.5 after a
+        ProfileAddr flood, would otherwise have every input run alone, each
+        a look at the target's health.)"""
         cases = []
         for entry in entries:
             case = Case(-1, entry.origin, list(entry.messages),
@@ -171,17 +178,25 @@ class Learning:
         observations = self._observe_group(cases)
         reasons = [suspicion(obs, case.prediction, case.messages)
                    for case, obs in zip(cases, observations)]
-        if any(r is not None for r in reasons) and self._broken() is not None or \
-                self._rss_growth(rss_before) is not None or self._logged_defects(logged):
+        broken = any(r is not None for r in reasons) and self._broken() is not None
+        if self._rss_growth(rss_before) is not None or self._logged_defects(logged):
             self._fresh_target(restart=True)
             return {}
-        out = {}
+        if broken:
+            self._fresh_target(restart=True)
+        out, rerun = {}, []
         for k, (case, obs, reason) in enumerate(zip(cases, observations, reasons)):
             if reason in ("flood", "more_answers", "unreachable"):
+                continue
+            if broken and reason is not None:
+                rerun.append(k)
                 continue
             if reason in ("closed", "reset"):
                 self._outcome(reason, case.prediction)
             out[k] = state_features(state_of(obs))
+        if rerun and again and not self.dead:
+            got = self._states_together([entries[k] for k in rerun], again=False)
+            out.update((rerun[j], features) for j, features in got.items())
         return out
 
     def _calibrate_probes(self) -> None:

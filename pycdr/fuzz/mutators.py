@@ -45,9 +45,14 @@ class MutationContext:
 
     def __init__(self, seeds, object_key: bytes, profile=None, ior=None):
         self.seeds = seeds
-        self.object_key = object_key
-        self.profile = profile        # pycdr.codec.ior.TaggedProfile of the target, if known
-        self.ior = ior
+        # How many times a mutator read the target's address (its object
+        # key, profile or IOR): a case whose making read none of them holds
+        # nothing of the target's address, and stays good when a restart
+        # moves the target (see Campaign._restart).
+        self.address_reads = 0
+        self._object_key = object_key
+        self._profile = profile       # pycdr.codec.ior.TaggedProfile of the target, if known
+        self._ior = ior
         # The call-out planter (pycdr.fuzz.callback.Planter) under --callback, else None.
         self.callback = None
         # The seeds' layouts, worked out once: most mutations start from a
@@ -61,6 +66,37 @@ class MutationContext:
                 self._layouts[(data, id(None))] = _layout(data, None)
                 if k == 0 and seed.body_types is not None:
                     self._layouts[(data, id(seed.body_types))] = _layout(data, seed.body_types)
+
+    @property
+    def object_key(self) -> bytes:
+        self.address_reads += 1
+        return self._object_key
+
+    @object_key.setter
+    def object_key(self, value: bytes) -> None:
+        self._object_key = value
+
+    @property
+    def profile(self):
+        self.address_reads += 1
+        return self._profile
+
+    @profile.setter
+    def profile(self, value) -> None:
+        self._profile = value
+
+    @property
+    def ior(self):
+        self.address_reads += 1
+        return self._ior
+
+    @ior.setter
+    def ior(self, value) -> None:
+        self._ior = value
+
+    def address(self) -> tuple:
+        """(object key, profile, IOR), not counted as a mutator's read."""
+        return self._object_key, self._profile, self._ior
 
     def remember(self, data: bytes, body_types=None) -> None:
         """Keep the layout of ``data`` as the seeds' are kept (an input a

@@ -41,6 +41,13 @@ class ReportWatcher:
         self.lines: list[str] = []
         self.complete = False
 
+    def waiting(self, text: str) -> bool:
+        """Whether lines of ``text`` (many, at once) may be fed anything
+        kept: a report started and not complete, or one starts in it."""
+        if self.complete:
+            return False
+        return bool(self.lines) or ("==" in text and START_RE.search(text) is not None)
+
     def feed(self, line: str) -> None:
         if self.complete:
             return

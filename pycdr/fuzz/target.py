@@ -3,6 +3,7 @@ after a finding) from a command line."""
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import shlex
@@ -41,10 +42,24 @@ ERROR_RE = re.compile(r"(?<![\w$.])(?P<name>(?:[a-z_][\w$]*\.)+"
 FRAME_RE = re.compile(r"^\s+at\s+(\S+?)(?:\(|$)")
 # Frames of a logged defect kept (the top ones tell one defect from another).
 TOP_FRAMES = 3
+# A dotted Java name of a class whose name ends in Error: what ERROR_RE
+# looks for (most of it), found far faster in much output at once.
+DOTTED_ERROR_RE = re.compile(r"\.[A-Z][\w$]*Error")
+# Bytes of a target's output read at once.
+OUTPUT_CHUNK = 1 << 16
+# A line longer than this is taken as it is (no end of line waited for).
+LONGEST_LINE = 1 << 20
 # Defects kept per process, the latest (a target that logs one per case needs
 # no more; they are counted on past it, so a group of many cases that each log
 # one still shows the defects after its own start).
 MAX_LOGGED = 64
+
+
+def may_log_defect(text: str) -> bool:
+    """Whether some line of ``text`` may name a defect (logged_defect):
+    False only when none can."""
+    return "Exception in thread" in text or "NegativeArraySizeException" in text or \
+        "java.io." in text or DOTTED_ERROR_RE.search(text) is not None
 
 
 def logged_defect(line: str) -> dict | None:
@@ -85,15 +100,46 @@ class _Launch:
         self._pumping.start()
 
     def _pump(self, stream) -> None:
+        """Read the output as it comes, a chunk at a time; its lines are
+        looked at one by one only where they may matter (before the address,
+        a defect or a sanitizer report in them, the top of a defect's stack
+        still to come): a target that logs without end (omniORB 4.2.5's
+        spinning thread logs an exception in a loop, hundreds of megabytes
+        a minute) would otherwise cost the fuzzer's CPU a line at a time."""
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        pending = ""
         try:
-            for line in stream:
-                if not self.started.is_set():
-                    self.lines.put(line)
-                else:
-                    self._scan(line)
-                self.report.feed(line)
+            raw = stream.buffer
+            while True:
+                data = raw.read1(OUTPUT_CHUNK)
+                text = pending + decoder.decode(data, final=not data)
+                if data:
+                    cut = text.rfind("\n") + 1
+                    if cut == 0 and len(text) < LONGEST_LINE:
+                        pending = text
+                        continue
+                    text, pending = (text[:cut], text[cut:]) if cut else (text, "")
+                if text and self._wants_lines(text):
+                    for line in text.splitlines(keepends=True):
+                        self._line(line)
+                if not data:
+                    return
         except (OSError, ValueError):
             pass            # the stream closed under the read: the process was stopped
+
+    def _wants_lines(self, text: str) -> bool:
+        if not self.started.is_set() or self.report.waiting(text):
+            return True
+        if self.defects and len(self.defects[-1][1]["frames"]) < TOP_FRAMES:
+            return True
+        return may_log_defect(text)
+
+    def _line(self, line: str) -> None:
+        if not self.started.is_set():
+            self.lines.put(line)
+        else:
+            self._scan(line)
+        self.report.feed(line)
 
     def sanitizer_report(self, wait: float = REPORT_WAIT) -> str:
         """The sanitizer report the process wrote, or ""; once it has
@@ -179,10 +225,12 @@ class SpawnedTarget:
     With ``standby``, the next process is started while the current one
     runs, so a restart costs no start-up wait (an omniORBpy target compiles
     its IDL as it starts: 0.1-0.5 s, and a campaign against it restarts it
-    after every finding and confirmation).  A target that listens on a
-    fixed port cannot have a standby (it cannot listen beside the current
-    one, or would share its port): the standby is then given up for the
-    rest of the campaign."""
+    after every finding and confirmation), and a spare behind it: a
+    finding's confirmation restarts the target REPRODUCTIONS times in a
+    row, each time sooner than a process that has just been started is
+    listening.  A target that listens on a fixed port cannot have a standby
+    (it cannot listen beside the current one, or would share its port):
+    the standby is then given up for the rest of the campaign."""
 
     def __init__(self, command: str, *, start_timeout: float = 30.0, standby: bool = False,
                  env: dict | None = None):
@@ -192,6 +240,7 @@ class SpawnedTarget:
         self.standby = standby
         self._launch: _Launch | None = None
         self._standby: _Launch | None = None
+        self._spare: _Launch | None = None      # the next standby, started too
         self.start_seconds = 0.0     # how long the first start took
         self.address_text = ""
         self.restarts = 0
@@ -219,7 +268,11 @@ class SpawnedTarget:
 
     def _start_standby(self) -> None:
         if self.standby and self._standby is None:
+            self._standby, self._spare = self._spare, None
+        if self.standby and self._standby is None:
             self._standby = _Launch(self.command, self.env)
+        if self.standby and self._spare is None:
+            self._spare = _Launch(self.command, self.env)
 
     def _take_standby(self) -> _Launch | None:
         """The standby, started and listening elsewhere than the current
@@ -236,8 +289,14 @@ class SpawnedTarget:
         if address is None or endpoint(address) == endpoint(self.address_text):
             self.cpu_of_stopped += launch.stop()
             self.standby = False
+            self._stop_spare()
             return None
         return launch
+
+    def _stop_spare(self) -> None:
+        if self._spare is not None:
+            self.cpu_of_stopped += self._spare.stop()
+            self._spare = None
 
     def exited(self):
         """None while running, else the exit code (negative: the signal)."""
@@ -281,7 +340,8 @@ class SpawnedTarget:
         now = self.cpu_seconds() if self._launch is not None else 0.0
         if now is None:
             return None
-        standby = (self._standby.cpu_seconds() or 0.0) if self._standby is not None else 0.0
+        standby = sum((launch.cpu_seconds() or 0.0) for launch in (self._standby, self._spare)
+                      if launch is not None)
         return self.cpu_of_stopped + now + standby
 
     def _stop_current(self) -> None:
@@ -290,11 +350,12 @@ class SpawnedTarget:
             self._launch = None
 
     def stop(self) -> None:
-        """Stop the target and its standby."""
+        """Stop the target and its standby (and spare)."""
         self._stop_current()
         if self._standby is not None:
             self.cpu_of_stopped += self._standby.stop()
             self._standby = None
+        self._stop_spare()
 
     def restart(self) -> str:
         self.restarts += 1
