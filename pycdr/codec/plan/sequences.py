@@ -34,6 +34,24 @@ class SequenceNode(Node):
         self.align = 4
         self.min_wire = 4
 
+    def _check_count(self, n: int, element: str | None = None, unit: str = "elements"):
+        """Raises EncodeError when n values do not fit: an array takes exactly its
+        length, a bounded sequence at most its bound.  ``element`` names the element
+        type in the message (sequence<octet>, char[4]); None says array/sequence."""
+        if self.is_array:
+            if n != self.bound:
+                what = "array" if element is None else f"{element}[{self.bound}]"
+                raise EncodeError(f"{what} needs exactly {self.bound} {unit}, not {n}")
+        elif self.bound and n > self.bound:
+            what = "sequence" if element is None else f"sequence<{element}>"
+            raise EncodeError(f"{what} of {n} exceeds bound {self.bound}")
+
+    def _write_count(self, w, n: int, element: str | None = None, unit: str = "elements"):
+        """_check_count, then a sequence's length (an array has none on the wire)."""
+        self._check_count(n, element, unit)
+        if not self.is_array:
+            w.write_ulong(n)
+
     def finish(self, elem: Node):
         self.elem = elem
         self.strings = type(elem) is StringNode
@@ -196,13 +214,7 @@ class SequenceNode(Node):
         if not isinstance(v, (list, tuple)):
             raise EncodeError(f"sequence: expected a list, not {type(v).__name__}")
         n = len(v)
-        if self.is_array:
-            if n != self.bound:
-                raise EncodeError(f"array needs exactly {self.bound} elements, not {n}")
-        else:
-            if self.bound and n > self.bound:
-                raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
-            w.write_ulong(n)
+        self._write_count(w, n)
         flat = self.flat
         if w.fragmenting:
             flat = None                  # primitive by primitive: the stream may be cut
@@ -355,13 +367,7 @@ class OctetSeqNode(SequenceNode):
             else:
                 raise EncodeError(f"octet sequence: expected bytes, not {type(v).__name__}")
         n = len(v)
-        if self.is_array:
-            if n != self.bound:
-                raise EncodeError(f"octet[{self.bound}] needs exactly {self.bound} octets, not {n}")
-        else:
-            if self.bound and n > self.bound:
-                raise EncodeError(f"sequence<octet> of {n} exceeds bound {self.bound}")
-            w.write_ulong(n)
+        self._write_count(w, n, "octet", "octets")
         w.write_raw(v)
 
 
@@ -384,13 +390,7 @@ class CharSeqNode(SequenceNode):
         if len(raw) != len(v):
             raise EncodeError("char sequence: every char must be one octet in the char code set")
         n = len(raw)
-        if self.is_array:
-            if n != self.bound:
-                raise EncodeError(f"char[{self.bound}] needs exactly {self.bound} chars, not {n}")
-        else:
-            if self.bound and n > self.bound:
-                raise EncodeError(f"sequence<char> of {n} exceeds bound {self.bound}")
-            w.write_ulong(n)
+        self._write_count(w, n, "char", "chars")
         w.write_raw(raw)
 
 
@@ -440,12 +440,7 @@ class NumberSeqNode(SequenceNode):
         if w.fragmenting:
             # Element by element: a fragment may end between any two of them.
             return SequenceNode.write(self, w, v.tolist() if isinstance(v, array.array) else v)
-        if self.is_array:
-            if n != self.bound:
-                raise EncodeError(f"array needs exactly {self.bound} elements, not {n}")
-        else:
-            if self.bound and n > self.bound:
-                raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
+        self._check_count(n)
         if n == 0:
             if not self.is_array:
                 w.write_ulong(0)
@@ -493,11 +488,5 @@ class BooleanSeqNode(SequenceNode):
                 e.add_path(f"[{i}]")
                 raise e
         n = len(out)
-        if self.is_array:
-            if n != self.bound:
-                raise EncodeError(f"array needs exactly {self.bound} elements, not {n}")
-        else:
-            if self.bound and n > self.bound:
-                raise EncodeError(f"sequence of {n} exceeds bound {self.bound}")
-            w.write_ulong(n)
+        self._write_count(w, n)
         w.write_raw(out)
