@@ -126,7 +126,10 @@ class ProxyCore:
         # decodes bodies for the rows only with --idl; references are rewritten with the
         # operations every object has even without it
         # (``explain``: the tracker's, --explain: each request a system exception answered)
-        self.tracker = CallTracker(self._row, bodies=bodies, explain=explain)
+        # (no emit: no row is wanted, and the tracker makes none it need not; its
+        # counts are kept all the same)
+        self.tracker = CallTracker(None if emit is None else self._row, bodies=bodies,
+                                   explain=explain)
         self.operations = bodies or CallBodies()
         bind_exceptions(self.rules, self.operations.exceptions)
         self.held_total = 0
@@ -569,7 +572,8 @@ class ProxyConnection:
         if actions:
             faults = call.faults
             faults += [_fault(i, "request", a) for i, a in actions]
-            self.core._faults[(self.stream, msg.request_id)] = faults
+            if self.core.emit is not None:          # (for its row: _row takes them)
+                self.core._faults[(self.stream, msg.request_id)] = faults
         if msg.response_expected:
             self.calls[msg.request_id] = call
         self._track(CLIENT, msg, event, ts)
@@ -599,7 +603,8 @@ class ProxyConnection:
         if actions:
             faults = call.faults
             faults += [_fault(i, "reply", a) for i, a in actions]
-            self.core._faults[(self.stream, msg.request_id)] = faults
+            if self.core.emit is not None:
+                self.core._faults[(self.stream, msg.request_id)] = faults
         if not any(a.answering and a.type not in ("drop", "stall") for _, a in actions):
             if len(frames) != event.fragments:
                 event = dataclasses.replace(event, fragments=len(frames))
