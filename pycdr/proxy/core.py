@@ -87,6 +87,22 @@ class Send:
     interval: float = 0.0
 
 
+def coalesced(actions: list) -> list:
+    """``actions`` with each run of Sends to the same side, at once (no delay, no
+    interval), made one Send of all their pieces: the messages of one read go on in one
+    write (one writev) instead of one each; the same bytes, in the same order."""
+    out: list = []
+    for a in actions:
+        if out and type(a) is Send and not a.delay and not a.interval:
+            last = out[-1]
+            if type(last) is Send and last.to == a.to and not last.delay and \
+                    not last.interval:
+                out[-1] = Send(a.to, last.pieces + a.pieces)
+                continue
+        out.append(a)
+    return out
+
+
 @dataclass
 class Close:
     """Close side ``which`` once what was queued for it before is written; ``abrupt``:

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 from ..addressing.rewrite import address_text
-from .core import CLIENT, SERVER, Close, ProxyCore, Send
+from .core import CLIENT, SERVER, Close, ProxyCore, Send, coalesced
 
 log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024          # the most one read delivers (asyncio's and uvloop's)
@@ -417,8 +417,11 @@ class Proxy:
                     return
                 if side == CLIENT and flow is not None:
                     flow.sends(True, data)
+                actions = conn.data(side, data, ts)
+                if len(actions) > 1:
+                    actions = coalesced(actions)        # (a write a side, not a message)
                 # (dispatch's loop, a call less a read)
-                for a in conn.data(side, data, ts):
+                for a in actions:
                     outputs[a.to if type(a) is Send else a.which].put(a)
                 if conn.later:
                     conn.track_later()
