@@ -365,7 +365,11 @@ class Proxy:
     async def _relay(self, client: _Stream, listener: Listener) -> None:
         peer = client.get_extra_info("peername") or ("?", 0)
         conn = self.core.connection((peer[0], peer[1]), listener.upstream)
-        conn.later = []         # (each read's rows made after its bytes are written)
+        # Each read's rows made after its bytes are written (a call's latency does not
+        # wait for them); with no rows wanted and no IDL the books are counts, cheaper
+        # kept at once than put off.
+        if self.core.emit is not None or self.core.tracker.bodies is not None:
+            conn.later = []
         flow = None
         if self.pcap is not None:
             flow = self.pcap.connection((peer[0], peer[1]), (listener.advertised[0]
