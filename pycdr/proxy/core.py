@@ -77,7 +77,7 @@ class ProxyLimits:
             raise ValueError("max_total_bytes is below max_connection_bytes")
 
 
-@dataclass
+@dataclass(slots=True)
 class Send:
     """Write ``pieces`` to side ``to`` after ``delay`` seconds, ``interval`` seconds
     between pieces (0: all at once)."""
@@ -103,7 +103,7 @@ def coalesced(actions: list) -> list:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Close:
     """Close side ``which`` once what was queued for it before is written; ``abrupt``:
     a reset (RST) instead of a close."""
