@@ -91,14 +91,19 @@ def reads(messages: list, rng: random.Random) -> list:
     return out
 
 
-def relayed(stream: list, *, idl: bool, rules, later: bool = False) -> tuple:
+def relayed(stream: list, *, idl: bool, rules, later: bool = False, keep_rows: bool = True,
+            max_pending: int | None = None) -> tuple:
     """What a proxy core sends and the rows it makes for ``stream`` ([(side, bytes)]);
     ``later``: the rows of each read's common messages made after it, as the proxy's
-    I/O does (ProxyConnection.later)."""
+    I/O does (ProxyConnection.later); ``keep_rows`` False: no rows wanted (no emit, as
+    `pycdr proxy -q` without --json), the counts only; ``max_pending``: the tracker's."""
     rows = []
     core = ProxyCore(rewriter=ReferenceRewriter({("10.0.0.2", 2809): ("127.0.0.1", 9999)}),
-                     rules=parse_rules(rules, 1) if rules else None, emit=rows.append,
+                     rules=parse_rules(rules, 1) if rules else None,
+                     emit=rows.append if keep_rows else None,
                      bodies=CallBodies([MODULE]) if idl else None, seed=1)
+    if max_pending is not None:
+        core.tracker.max_pending = max_pending
     conn = core.connection(("10.0.0.1", 40000), ("10.0.0.2", 2809))
     if later:
         conn.later = []
@@ -114,6 +119,8 @@ def relayed(stream: list, *, idl: bool, rules, later: bool = False) -> tuple:
     conn.closed()
     if later and not rules:
         assert deferred > 50            # (rows were made after their reads)
+    if not keep_rows:
+        assert not core._faults         # (a rule's faults are kept for rows only)
     return actions, rows, core.tracker.counts.to_json(), conn.relaying
 
 
@@ -151,3 +158,30 @@ def test_the_common_path_relays_and_tracks_as_the_general_one(monkeypatch, idl, 
     assert fast[0] == general[0]
     assert fast[1] == general[1] and len(fast[1]) > 50
     assert fast[2:] == general[2:]
+
+
+@pytest.mark.parametrize("idl", [False, True])
+@pytest.mark.parametrize("rules", [None, [{"match": {"operation": "echo_string"},
+                                            "action": {"type": "delay", "ms": 5}}]])
+@pytest.mark.parametrize("max_pending", [None, 3])
+def test_with_no_rows_wanted_the_same_is_relayed_and_counted(idl, rules, max_pending):
+    """No rows wanted (the tracker makes none for the common path's calls: they wait
+    for their replies without one): the same bytes go to the same sides, and the counts
+    (rows, outcomes, evictions, the most waiting) are those of the rows made."""
+    for seed in range(3):
+        rng = random.Random(seed)
+        messages = made_calls(rng)
+        if seed == 2:
+            messages += captured(rng)
+        stream = reads(messages, rng)
+        with_rows = relayed(stream, idl=idl, rules=rules, max_pending=max_pending)
+        for later in (False, True):
+            without = relayed(stream, idl=idl, rules=rules, later=later, keep_rows=False,
+                              max_pending=max_pending)
+            assert without[1] == []
+            assert without[0] == with_rows[0]
+            assert without[2:] == with_rows[2:]
+        outcomes = with_rows[2]["outcomes"]
+        assert outcomes["success"] > 20 and outcomes["oneway"] > 3
+        if max_pending is not None:
+            assert with_rows[2]["evicted"] > 0

@@ -17,7 +17,7 @@ from pycdr.giop.messages import (CancelRequest, LocateReply, LocateRequest, Loca
                                  Reply, ReplyStatus, Request, decode_message, encode_fragments,
                                  encode_message, fragment_message)
 from pycdr.giop.messages.model import KeyAddr
-from pycdr.proxy.core import CLIENT, SERVER, Close, ProxyCore, ProxyLimits, Send
+from pycdr.proxy.core import CLIENT, SERVER, Close, ProxyCore, ProxyLimits, Send, coalesced
 from pycdr.proxy.rules import RuleError, load_rules, parse_rules
 
 SERVER_ADDRESS = ("10.0.0.2", 2809)
@@ -60,6 +60,20 @@ def test_messages_pass_byte_for_byte_in_any_chunking(version, little):
     out = conn.data(SERVER, answer + answer[:5], 100)
     assert sent(out, CLIENT) == [answer]
     assert [r["outcome"] for r in rows] == ["success"]
+
+
+def test_the_messages_of_one_read_go_on_in_one_write_a_side():
+    core, conn, rows = make_core()
+    data = request(1) + request(2, version=(1, 0)) + request(3)     # (common, general, common)
+    out = coalesced(conn.data(CLIENT, data, 0))
+    assert len(out) == 1 and out[0].to == SERVER and len(out[0].pieces) == 3
+    assert b"".join(out[0].pieces) == data
+    # only runs of Sends at once to one side: a delay, another side or a Close ends a run
+    a, b = Send(SERVER, [b"a"]), Send(SERVER, [b"b", b"c"])
+    late, back, close = Send(SERVER, [b"d"], delay=0.1), Send(CLIENT, [b"e"]), Close(SERVER)
+    assert coalesced([a, b, late, a, back, b, close, a]) == [
+        Send(SERVER, [b"a", b"b", b"c"]), late, a, back, b, close, a]
+    assert a.pieces == [b"a"] and b.pieces == [b"b", b"c"]      # (not changed in place)
 
 
 @pytest.mark.parametrize("version", [(1, 1), (1, 2)])

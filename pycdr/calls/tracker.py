@@ -139,18 +139,55 @@ class CallConnection:
 
 
 class _Pending:
-    __slots__ = ("conn", "key", "row", "side", "gaps", "cancelled", "operation", "op", "raw")
+    """A request waiting for its reply.  Its row is made when something reads it: a
+    common request that no row is wanted of (CallTracker.common_request) waits without
+    one, its fields in ``request`` (_common_request_row's arguments), so that counting
+    it costs no row."""
+    __slots__ = ("conn", "key", "_row", "side", "gaps", "cancelled", "operation", "op", "raw",
+                 "ts", "request")
 
-    def __init__(self, conn, key, row, side, gaps, operation, op):
+    def __init__(self, conn, key, row, side, gaps, operation, op, ts, request=None):
         self.conn = conn
         self.key = key
-        self.row = row
+        self._row = row
         self.side = side
         self.gaps = gaps            # gaps the server had sent when the request went
         self.cancelled = False
         self.operation = operation
         self.op = op                # the IDL operation its body decoded with, or None
         self.raw = None             # the request's bytes, kept to explain an exception
+        self.ts = ts                # when the request was seen (the table's age bound)
+        self.request = request
+
+    @property
+    def row(self) -> dict:
+        row = self._row
+        if row is None:
+            row = self._row = _common_request_row(self.conn.shared[self.side], self.ts,
+                                                  *self.request)
+            row["response_expected"] = True
+            self.request = None
+        return row
+
+
+def _common_request_row(shared: dict, ts: int, version, little, request_id, key,
+                        interface, message_size, operation, fragments) -> dict:
+    """The row of a Request with a KeyAddr target (``key``: its hex) before its reply:
+    what message() makes of it, ``shared`` being its connection's row as its sender the
+    client."""
+    row = shared.copy()
+    row["ts"] = ts
+    row["message_type"] = "Request"
+    row["giop_version"] = _VERSION_TEXT.get(version) or f"{version[0]}.{version[1]}"
+    row["little_endian"] = little
+    row["request_id"] = request_id
+    row["object_key"] = key
+    row["object_key_text"] = object_key_text(key)
+    row["interface"] = interface
+    row["request_bytes"] = _HEADER + message_size
+    row["operation"] = operation
+    row["fragments"] = fragments - 1
+    return row
 
 
 @lru_cache(maxsize=4096)
@@ -171,7 +208,8 @@ def _violations(where: str, warnings: list, out: list | None = None) -> list | N
 
 
 class CallTracker:
-    """See the module doc.  ``emit(row)`` hears of every row as it is made.
+    """See the module doc.  ``emit(row)`` hears of every row as it is made; None: no
+    row is wanted, only the counts (rows the proxy's common path need not make).
     ``bodies``: a :class:`pycdr.calls.bodies.CallBodies` (arguments and results as
     JSON), or None.  ``sensor`` and ``capture_file`` go into every row.
     ``interfaces``: object key (hex) -> repository id, known beforehand (an
@@ -353,23 +391,21 @@ class CallTracker:
         if not conn.client_known:
             conn.client = side
             conn.client_known = True
-        row = conn.shared[side].copy()
-        row["ts"] = ts
-        row["message_type"] = "Request"
-        v = msg.version
-        row["giop_version"] = _VERSION_TEXT.get(v) or f"{v[0]}.{v[1]}"
-        row["little_endian"] = msg.little
-        row["request_id"] = msg.request_id
         if key is None:
             key = msg.target.object_key.hex()
-        row["object_key"] = key
-        row["object_key_text"] = object_key_text(key)
-        row["interface"] = self.interfaces.get(key)
-        row["request_bytes"] = _HEADER + msg.message_size
-        row["operation"] = msg.operation
-        row["fragments"] = fragments - 1
-        self._requested(conn, side, row, ts, msg, _REQUEST, raw, None,
-                        msg.response_flags == 0, None)
+        request = (msg.version, msg.little, msg.request_id, key, self.interfaces.get(key),
+                   msg.message_size, msg.operation, fragments)
+        if self.emit is None and self.bodies is None:
+            # No row is wanted (nor its body decoded), only the counts: a oneway is
+            # counted, a twoway waits without its row (made if something reads it).
+            if msg.response_flags == 0:
+                self._count("oneway")
+            else:
+                self._wait(conn, _REQUEST, side, msg.request_id, ts, None, msg.operation,
+                           None, None, request)
+            return
+        self._requested(conn, side, _common_request_row(conn.shared[side], ts, *request), ts,
+                        msg, _REQUEST, raw, None, msg.response_flags == 0, None)
 
     def _request_row(self, conn, side, ts) -> dict:
         """A request's row: ``side`` is the client from now on."""
@@ -400,7 +436,13 @@ class CallTracker:
         if kind == _REQUEST:
             row["response_expected"] = True
         row["violations"] = violations
-        key = (kind, side, row["request_id"])
+        self._wait(conn, kind, side, row["request_id"], ts, row, row["operation"], op, raw)
+
+    def _wait(self, conn, kind, side, request_id, ts, row, operation, op, raw,
+              request=None) -> None:
+        """A request (its ``row``, or None and the fields to make it of: ``request``)
+        waits for its reply in the table; what it displaces or evicts gets none."""
+        key = (kind, side, request_id)
         pending_table = conn.pending
         displaced = pending_table.pop(key, None)
         if displaced is not None:
@@ -412,13 +454,14 @@ class CallTracker:
         # Bounded: by age (in the traffic's time), then by count.
         while order:
             oldest = next(iter(order))
-            if ts - oldest.row["ts"] <= self.max_age_ns and len(order) < self.max_pending:
+            if ts - oldest.ts <= self.max_age_ns and len(order) < self.max_pending:
                 break
             order.popitem(last=False)
             del oldest.conn.pending[oldest.key]
             self.counts.evicted += 1
             self._unanswered(oldest, "no_reply")
-        pending = _Pending(conn, key, row, side, conn.gaps[1 - side], row["operation"], op)
+        pending = _Pending(conn, key, row, side, conn.gaps[1 - side], operation, op, ts,
+                           request)
         if self.explain is not None and raw is not None:
             pending.raw = bytes(raw)
         pending_table[key] = pending
@@ -493,6 +536,9 @@ class CallTracker:
         order = self._order
         del order[pending]
         self.counts.pending = len(order)
+        if pending.request is not None and self.emit is None:
+            self._count("success")          # (no row wanted: none made)
+            return
         row = pending.row
         row["reply_ts"] = ts
         row["duration_ns"] = ts - row["ts"]
@@ -552,17 +598,24 @@ class CallTracker:
         self.counts.pending = len(order)
 
     def _unanswered(self, pending: _Pending, outcome: str) -> None:
-        row = pending.row
         if pending.cancelled:
             outcome = "cancelled"
         elif pending.conn.gaps[1 - pending.side] > pending.gaps:
             outcome = "gap"             # its reply may be in bytes the capture lost
+        if pending.request is not None and self.emit is None:
+            self._count(outcome)        # (no row wanted: none made)
+            return
+        row = pending.row
         row["outcome"] = outcome
         self._out(row)
 
     def _out(self, row: dict) -> None:
+        self._count(row["outcome"])
+        if self.emit is not None:
+            self.emit(row)
+
+    def _count(self, outcome: str) -> None:
+        """A row made (or, when none is wanted, one that would have been)."""
         counts = self.counts
         counts.rows += 1
-        outcome = row["outcome"]
         counts.outcomes[outcome] = counts.outcomes.get(outcome, 0) + 1
-        self.emit(row)

@@ -2712,7 +2712,11 @@ giop_instance(PyObject *type, PyObject *template, PyObject *factories, PyObject 
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *pair = PyTuple_GET_ITEM(factories, i);
         PyObject *name = PyTuple_GET_ITEM(pair, 0);
-        PyObject *value = PyObject_CallNoArgs(PyTuple_GET_ITEM(pair, 1));
+        PyObject *factory = PyTuple_GET_ITEM(pair, 1);
+        /* (the usual factories, list and dict, made without a call: the same values) */
+        PyObject *value = factory == (PyObject *)&PyList_Type ? PyList_New(0)
+            : factory == (PyObject *)&PyDict_Type ? PyDict_New()
+            : PyObject_CallNoArgs(factory);
         if (value == NULL) goto fail;
         int rc = PyDict_SetItem(dict, name, value);
         Py_DECREF(value);

@@ -77,7 +77,7 @@ class ProxyLimits:
             raise ValueError("max_total_bytes is below max_connection_bytes")
 
 
-@dataclass
+@dataclass(slots=True)
 class Send:
     """Write ``pieces`` to side ``to`` after ``delay`` seconds, ``interval`` seconds
     between pieces (0: all at once)."""
@@ -87,7 +87,23 @@ class Send:
     interval: float = 0.0
 
 
-@dataclass
+def coalesced(actions: list) -> list:
+    """``actions`` with each run of Sends to the same side, at once (no delay, no
+    interval), made one Send of all their pieces: the messages of one read go on in one
+    write (one writev) instead of one each; the same bytes, in the same order."""
+    out: list = []
+    for a in actions:
+        if out and type(a) is Send and not a.delay and not a.interval:
+            last = out[-1]
+            if type(last) is Send and last.to == a.to and not last.delay and \
+                    not last.interval:
+                out[-1] = Send(a.to, last.pieces + a.pieces)
+                continue
+        out.append(a)
+    return out
+
+
+@dataclass(slots=True)
 class Close:
     """Close side ``which`` once what was queued for it before is written; ``abrupt``:
     a reset (RST) instead of a close."""
@@ -126,7 +142,10 @@ class ProxyCore:
         # decodes bodies for the rows only with --idl; references are rewritten with the
         # operations every object has even without it
         # (``explain``: the tracker's, --explain: each request a system exception answered)
-        self.tracker = CallTracker(self._row, bodies=bodies, explain=explain)
+        # (no emit: no row is wanted, and the tracker makes none it need not; its
+        # counts are kept all the same)
+        self.tracker = CallTracker(None if emit is None else self._row, bodies=bodies,
+                                   explain=explain)
         self.operations = bodies or CallBodies()
         bind_exceptions(self.rules, self.operations.exceptions)
         self.held_total = 0
@@ -569,7 +588,8 @@ class ProxyConnection:
         if actions:
             faults = call.faults
             faults += [_fault(i, "request", a) for i, a in actions]
-            self.core._faults[(self.stream, msg.request_id)] = faults
+            if self.core.emit is not None:          # (for its row: _row takes them)
+                self.core._faults[(self.stream, msg.request_id)] = faults
         if msg.response_expected:
             self.calls[msg.request_id] = call
         self._track(CLIENT, msg, event, ts)
@@ -599,7 +619,8 @@ class ProxyConnection:
         if actions:
             faults = call.faults
             faults += [_fault(i, "reply", a) for i, a in actions]
-            self.core._faults[(self.stream, msg.request_id)] = faults
+            if self.core.emit is not None:
+                self.core._faults[(self.stream, msg.request_id)] = faults
         if not any(a.answering and a.type not in ("drop", "stall") for _, a in actions):
             if len(frames) != event.fragments:
                 event = dataclasses.replace(event, fragments=len(frames))

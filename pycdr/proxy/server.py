@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 
 from ..addressing.rewrite import address_text
-from .core import CLIENT, SERVER, Close, ProxyCore, Send
+from .core import CLIENT, SERVER, Close, ProxyCore, Send, coalesced
 
 log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024          # the most one read delivers (asyncio's and uvloop's)
@@ -365,7 +365,11 @@ class Proxy:
     async def _relay(self, client: _Stream, listener: Listener) -> None:
         peer = client.get_extra_info("peername") or ("?", 0)
         conn = self.core.connection((peer[0], peer[1]), listener.upstream)
-        conn.later = []         # (each read's rows made after its bytes are written)
+        # Each read's rows made after its bytes are written (a call's latency does not
+        # wait for them); with no rows wanted and no IDL the books are counts, cheaper
+        # kept at once than put off.
+        if self.core.emit is not None or self.core.tracker.bodies is not None:
+            conn.later = []
         flow = None
         if self.pcap is not None:
             flow = self.pcap.connection((peer[0], peer[1]), (listener.advertised[0]
@@ -417,8 +421,11 @@ class Proxy:
                     return
                 if side == CLIENT and flow is not None:
                     flow.sends(True, data)
+                actions = conn.data(side, data, ts)
+                if len(actions) > 1:
+                    actions = coalesced(actions)        # (a write a side, not a message)
                 # (dispatch's loop, a call less a read)
-                for a in conn.data(side, data, ts):
+                for a in actions:
                     outputs[a.to if type(a) is Send else a.which].put(a)
                 if conn.later:
                     conn.track_later()
