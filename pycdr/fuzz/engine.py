@@ -69,9 +69,9 @@ from .learning import Learning, answers_by_case
 from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
                      SPIN_WINDOW, TIMEOUT_FLOOR, Latency, TargetHealth)
 from .mutators import MutationContext, mutate, target_profile
-from .prediction import Prediction, predict, sends_closing_message, suspicion
+from .prediction import Prediction, framing, predict, suspicion
 from .target import SpawnedTarget, resolve
-from .window import LINGER, Window, _Pipe
+from .window import FIRST_BATCH, LINGER, Window, _Pipe
 
 # A search's look for a spin: shorter than SPIN_CONFIRM (see _reproduces_together).
 SEARCH_SPIN_CONFIRM = 0.1
@@ -112,12 +112,6 @@ MEMORY_SETTLE = 0.3
 RESTART_AFTER = ("memory", "spin", "exception", "cpu")
 # At most this many batchable cases go as groups after failed batches.
 MAX_PIPE_PAUSE = 4096
-# The first batch (and the first after a failed one) holds this many cases,
-# each batch that went as predicted twice as many as the last, up to --batch:
-# the cases of a failed batch are all sent again, each on a connection of
-# its own (a target that never answers as predicted, the OpenJDK ORB at
-# some 35 ms of its CPU a case, was sent a whole batch twice each time).
-FIRST_BATCH = 4
 
 
 # --------------------------------------------------------------------------
@@ -253,14 +247,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             case = Case(index, seed.name, messages, mutations)
         case.addressed = self.ctx.address_reads != reads
         case.prediction = predict(messages)
-        p = case.prediction
-        case.batchable = not (p.closes or p.partial or p.uncertain
-                              or sends_closing_message(messages))
-        # A case that leaves the connection waiting for bytes can still end a
-        # batch (one that closes it cannot: the server may drop the replies
-        # to the batch's requests still in progress).
-        case.tail = p.partial and not (p.closes or p.uncertain
-                                       or sends_closing_message(messages))
+        case.batchable, case.tail = framing(case.prediction, messages)
         return case
 
     def _cover(self, case: Case) -> None:

@@ -21,6 +21,12 @@ SENTINEL_ID = 0x7E570000       # request ids of the pipelining sentinels (and pr
 # How long a case's connection is watched after the answers it was to get
 # (a close, unsolicited messages); with no answer due, twice as long.
 LINGER = 0.005
+# The first batch (and the first after a failed one) holds this many cases,
+# each batch that went as predicted twice as many as the last, up to --batch:
+# the cases of a failed batch are all sent again, each on a connection of
+# its own (a target that never answers as predicted, the OpenJDK ORB at
+# some 35 ms of its CPU a case, was sent a whole batch twice each time).
+FIRST_BATCH = 4
 
 
 class _Slot:
