@@ -23,6 +23,18 @@ class CountingCampaign(Campaign):
         self.alone = getattr(self, "alone", 0) + len(cases)
         return super()._observe_group(cases)
 
+    def check(self, messages, *args, **options):
+        self.checks = getattr(self, "checks", 0) + 1
+        return super().check(messages, *args, **options)
+
+    def _run_batch(self, cases, tail=None):
+        self.batched = getattr(self, "batched", set()) | {c.index for c in cases}
+        return super()._run_batch(cases, tail)
+
+    def _keep(self, case, new):
+        self.kept_cases = getattr(self, "kept_cases", []) + [case.index]
+        return super()._keep(case, new)
+
 
 @pytest.fixture
 def campaign():
@@ -61,3 +73,16 @@ def _batchable(entry):
     from pycdr.fuzz.prediction import framing, predict
     p = predict(entry.messages)
     return framing(p, entry.messages)[0] and len(set(p.request_ids)) == len(p.request_ids)
+
+
+def test_new_states_of_pipelined_batches_run_again_together(campaign):
+    """A case whose state in a pipelined batch is new is kept only when it
+    shows it again alone; those cases run again together, each on a
+    connection of its own, not one check (a round of the target's answers)
+    each."""
+    c = campaign()
+    stats = c.run(max_cases=1500)
+    assert stats.cases == 1500 and stats.pipelined > 0 and not c.findings
+    from_batches = [k for k in c.kept_cases if k in c.batched]
+    assert len(from_batches) >= 2, (c.kept_cases, stats.pipelined)
+    assert getattr(c, "checks", 0) < len(from_batches), (c.checks, from_batches)

@@ -335,6 +335,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self._run_batch(pending)
         if group and not self.dead:
             self._run_group(group)
+        self._rerun_new_states()            # (under state feedback: see there)
         self._close_pipe()
         self._ahead.clear()
         self._taken = self._ahead_end = None
