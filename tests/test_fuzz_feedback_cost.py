@@ -86,3 +86,28 @@ def test_new_states_of_pipelined_batches_run_again_together(campaign):
     from_batches = [k for k in c.kept_cases if k in c.batched]
     assert len(from_batches) >= 2, (c.kept_cases, stats.pipelined)
     assert getattr(c, "checks", 0) < len(from_batches), (c.checks, from_batches)
+
+
+def test_a_case_whose_request_id_the_batch_has_waits_for_the_next_batch():
+    """Under state feedback a batch's answers go back to their cases by request
+    id: a case with an id of the batch's is held for a later batch (mutated from
+    one input, most cases share its ids), not sent on a connection of its own."""
+    from types import SimpleNamespace
+
+    from pycdr.fuzz.prediction import Prediction
+    from pycdr.fuzz.window import HELD, Batches
+
+    def case(*ids):
+        return SimpleNamespace(prediction=Prediction(answers=len(ids), request_ids=ids))
+    batches = Batches(distinct_ids=True)
+    a, b, c, d = case(1), case(1, 2), case(3), case(1)
+    assert all(batches.add(x) for x in (a, b, c, d))
+    assert len(batches) == 2
+    assert batches.take() == [a, c]
+    assert batches.take() == [b]           # (b and d share id 1)
+    assert batches.take() == [d] and len(batches) == 0
+    for _ in range(HELD + 1):
+        assert batches.add(case(7))
+    assert not batches.add(case(7))        # past HELD held: on a connection of its own
+    plain = Batches()
+    assert plain.add(a) and plain.add(d) and plain.take() == [a, d]
