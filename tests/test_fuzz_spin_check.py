@@ -1,0 +1,52 @@
+"""The spin check (TargetHealth._spinning) reads the target's CPU every
+SPIN_SAMPLE seconds and ends a window as soon as its answer is known: a
+spinning target is called spinning after the CPU its share of the windows
+allows, not after the windows' whole length; its answers are those of the
+whole windows.  Against a stand-in target whose CPU follows the clock."""
+
+import time
+
+from pycdr.fuzz.health import SPIN_CONFIRM, SPIN_SHARE, SPIN_WINDOW, TargetHealth
+
+
+class Burning:
+    """A spawned target's stand-in: ``share`` of a core used from its start,
+    for ``seconds`` (for ever: None)."""
+
+    def __init__(self, share, seconds=None):
+        self.share, self.seconds, self.began = share, seconds, time.monotonic()
+        self.reads = 0
+
+    def cpu_seconds(self):
+        self.reads += 1
+        busy = time.monotonic() - self.began
+        if self.seconds is not None:
+            busy = min(busy, self.seconds)
+        return self.share * busy
+
+
+class Health(TargetHealth):
+    def __init__(self, spawned):
+        self.spawned = spawned
+
+    def _make_ahead(self, sent):
+        return 0
+
+
+def test_a_spinning_target_is_called_spinning_within_a_fraction_of_the_windows():
+    target = Burning(1.0)
+    began = time.monotonic()
+    assert Health(target)._spinning()
+    # (All of both windows: SPIN_WINDOW + SPIN_CONFIRM; a core's spin passes the
+    # share in a fifth of each.)
+    assert time.monotonic() - began < 0.6 * (SPIN_WINDOW + SPIN_CONFIRM)
+    assert target.reads > 3
+
+
+def test_the_early_answers_are_the_whole_windows_answers():
+    assert not Health(Burning(0.0))._spinning()
+    assert not Health(Burning(SPIN_SHARE / 2))._spinning()
+    # A burst (a JVM's garbage collection) past the first window's share, over
+    # before the second window's is reached.
+    assert not Health(Burning(1.0, seconds=SPIN_WINDOW))._spinning()
+    assert Health(Burning(2 * SPIN_SHARE))._spinning()
