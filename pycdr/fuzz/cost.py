@@ -237,7 +237,7 @@ class CaseCost:
         see BUSY_WAIT).  Without ``watch`` (the cases flooded: a flooding
         thread may spin on after its connection is gone, omniORB 4.2.5's
         does, and no cost could be told from that spin, which the flood's
-        health look sees in a third of a second, where the watch would wait
+        health look sees in about a tenth of a second, where the watch would wait
         SETTLE_CPU seconds of it out), a target found busy is not idle, and
         not waited for."""
         process = self.spawned.process if self.spawned is not None else None
