@@ -4,18 +4,23 @@ spinning target is called spinning after the CPU its share of the windows
 allows, not after the windows' whole length; its answers are those of the
 whole windows.  Against a stand-in target whose CPU follows the clock."""
 
+import os
+import subprocess
+import sys
 import time
+from types import SimpleNamespace
 
-from pycdr.fuzz.health import SPIN_CONFIRM, SPIN_SHARE, SPIN_WINDOW, TargetHealth
+from pycdr.fuzz.health import IDLE_SAMPLES, SPIN_CONFIRM, SPIN_SHARE, SPIN_WINDOW, TargetHealth
 
 
 class Burning:
     """A spawned target's stand-in: ``share`` of a core used from its start,
     for ``seconds`` (for ever: None)."""
 
-    def __init__(self, share, seconds=None):
+    def __init__(self, share, seconds=None, process=None):
         self.share, self.seconds, self.began = share, seconds, time.monotonic()
         self.reads = 0
+        self.process = process      # (whose threads' states are read)
 
     def cpu_seconds(self):
         self.reads += 1
@@ -50,3 +55,22 @@ def test_the_early_answers_are_the_whole_windows_answers():
     # before the second window's is reached.
     assert not Health(Burning(1.0, seconds=SPIN_WINDOW))._spinning()
     assert Health(Burning(2 * SPIN_SHARE))._spinning()
+
+
+def test_a_clearly_idle_target_is_called_idle_after_a_few_reads():
+    """No CPU used and no thread running or waiting to run (a process asleep),
+    IDLE_SAMPLES reads in a row: not spinning, the window not waited out."""
+    asleep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.3)                     # (its start's CPU done)
+        target = Burning(0.0, process=asleep)
+        assert not Health(target)._spinning()
+        assert target.reads == 1 + IDLE_SAMPLES
+        # A thread running (this process, reading) is never clearly idle: the
+        # window's end gives the answer.
+        me = Burning(0.0, process=SimpleNamespace(pid=os.getpid()))
+        assert not Health(me)._spinning()
+        assert me.reads > 1 + IDLE_SAMPLES
+    finally:
+        asleep.kill()
+        asleep.wait()

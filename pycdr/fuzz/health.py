@@ -14,6 +14,7 @@ from ..conformance.wire import Observation
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
 from .case import Verdict
 from .sanitizer import parse_report
+from .target import runnable_threads
 from .window import SENTINEL_ID
 
 # Kinds after which the target needs a restart, by the probe status that shows them.
@@ -35,8 +36,11 @@ SPIN_CONFIRM = 0.3
 # as its answer is known (the target used more than its share already: a
 # spinning thread does in a fraction of it; or it could not any more were
 # it to burn every core for the rest of the window) -- the answer the
-# whole window would give.
-SPIN_SAMPLE = 0.01
+# whole window would give -- or once the target is clearly idle: no CPU
+# used in the window and no thread running or waiting to run at
+# IDLE_SAMPLES reads in a row (a spinning thread always is one).
+SPIN_SAMPLE = 0.005
+IDLE_SAMPLES = 3
 # Seconds a target that cannot be restarted gets to answer again before the
 # campaign gives it up.
 RECOVERY_WAIT = 10.0
@@ -227,8 +231,10 @@ class TargetHealth:
         before = self.spawned.cpu_seconds()
         if before is None:
             return False
+        process = getattr(self.spawned, "process", None)
         began = time.monotonic()
         cores = os.cpu_count() or 1
+        idle = 0
         while True:
             left = began + window - time.monotonic()
             self._wait_making(min(SPIN_SAMPLE, max(0.0, left)))
@@ -239,6 +245,10 @@ class TargetHealth:
             if used > SPIN_SHARE * max(window, waited):
                 return True
             if waited >= window or used + cores * (window - waited) <= SPIN_SHARE * window:
+                return False
+            idle = idle + 1 if used <= 0 and process is not None and \
+                not runnable_threads(process.pid) else 0
+            if idle >= IDLE_SAMPLES:
                 return False
 
     def _wait_making(self, seconds: float) -> float:
