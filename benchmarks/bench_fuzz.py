@@ -17,7 +17,7 @@ measured in the same run:
   refusals never count as cases; the restarts are printed.  Printed too:
   how busy the floor's target is just after its last case (omniORB 4.2.5
   is left spinning by ProfileAddr floods: the floor goes on beside the
-  spin, where the campaign has to see it -- about a third of a second --
+  spin, where the campaign has to see it -- about a tenth of a second --
   and restart its target, a cost of the job the floor does not pay).
 
 Each target's campaigns run without feedback (``--coverage none``) and with

@@ -42,7 +42,7 @@ from collections import deque
 
 from .case import Verdict
 from .health import SPIN_SHARE
-from .target import process_cpu_seconds
+from .target import process_cpu_seconds, runnable_threads
 
 # A case costing more than CPU_FACTOR times the median case is expensive (the
 # issue's "100x the median case"), when it costs at least CPU_FLOOR seconds:
@@ -110,26 +110,6 @@ def process_cpu(pid: int) -> float | None:
         return time.clock_gettime(((~pid) << 3) | 2)
     except (OSError, OverflowError, ValueError):
         return process_cpu_seconds(pid)
-
-
-def _tasks(pid: int) -> list:
-    try:
-        return os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-
-
-def runnable_threads(pid: int) -> int:
-    """How many threads of process ``pid`` are running or waiting for a
-    CPU now (state R): a target still working on a case."""
-    count = 0
-    for tid in _tasks(pid):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                count += f.read().rsplit(")", 1)[1].split()[0] == "R"
-        except (OSError, IndexError):
-            continue            # (a thread that ended meanwhile)
-    return count
 
 
 def _longest_watch(threshold: float | None, watch_all: bool = False) -> float:
@@ -237,7 +217,7 @@ class CaseCost:
         see BUSY_WAIT).  Without ``watch`` (the cases flooded: a flooding
         thread may spin on after its connection is gone, omniORB 4.2.5's
         does, and no cost could be told from that spin, which the flood's
-        health look sees in a third of a second, where the watch would wait
+        health look sees in about a tenth of a second, where the watch would wait
         SETTLE_CPU seconds of it out), a target found busy is not idle, and
         not waited for."""
         process = self.spawned.process if self.spawned is not None else None

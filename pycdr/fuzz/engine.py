@@ -69,9 +69,9 @@ from .learning import Learning, answers_by_case
 from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
                      SPIN_WINDOW, TIMEOUT_FLOOR, Latency, TargetHealth)
 from .mutators import MutationContext, mutate, target_profile
-from .prediction import Prediction, predict, sends_closing_message, suspicion
+from .prediction import Prediction, framing, predict, suspicion
 from .target import SpawnedTarget, resolve
-from .window import LINGER, Window, _Pipe
+from .window import FIRST_BATCH, LINGER, Batches, Window, _Pipe
 
 # A search's look for a spin: shorter than SPIN_CONFIRM (see _reproduces_together).
 SEARCH_SPIN_CONFIRM = 0.1
@@ -112,12 +112,6 @@ MEMORY_SETTLE = 0.3
 RESTART_AFTER = ("memory", "spin", "exception", "cpu")
 # At most this many batchable cases go as groups after failed batches.
 MAX_PIPE_PAUSE = 4096
-# The first batch (and the first after a failed one) holds this many cases,
-# each batch that went as predicted twice as many as the last, up to --batch:
-# the cases of a failed batch are all sent again, each on a connection of
-# its own (a target that never answers as predicted, the OpenJDK ORB at
-# some 35 ms of its CPU a case, was sent a whole batch twice each time).
-FIRST_BATCH = 4
 
 
 # --------------------------------------------------------------------------
@@ -253,14 +247,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             case = Case(index, seed.name, messages, mutations)
         case.addressed = self.ctx.address_reads != reads
         case.prediction = predict(messages)
-        p = case.prediction
-        case.batchable = not (p.closes or p.partial or p.uncertain
-                              or sends_closing_message(messages))
-        # A case that leaves the connection waiting for bytes can still end a
-        # batch (one that closes it cannot: the server may drop the replies
-        # to the batch's requests still in progress).
-        case.tail = p.partial and not (p.closes or p.uncertain
-                                       or sends_closing_message(messages))
+        case.batchable, case.tail = framing(case.prediction, messages)
         return case
 
     def _cover(self, case: Case) -> None:
@@ -283,8 +270,9 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         # cases by request id (sancov's edges and JaCoCo's probes are the whole
         # target's: a batch shows none per case).
         group_cases = GROUP_CASES if self.feedback == "none" else self.feedback_group
-        pending: list[Case] = []       # batchable cases for the reused connection
-        pending_ids: set = set()       # their answers' request ids (state feedback)
+        # Batchable cases for the reused connection (under state feedback, no
+        # two of a batch with a request id in common).
+        batches = Batches(distinct_ids=self.feedback == "state")
         group: list[Case] = []         # cases that need a connection each
         while not self.dead:
             if max_cases is not None and index >= start_index + max_cases:
@@ -313,24 +301,20 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                 self.feedback in ("none", "state")
             if self.feedback == "state" and pipelining:
                 # Only cases whose answers can be told from the others': no
-                # request id another pending case has (answers_by_case).
+                # request id twice (answers_by_case; one another case of the
+                # batch has: held for a later one, see Batches).
                 ids = case.prediction.request_ids
-                batchable = case.batchable and len(set(ids)) == len(ids) and \
-                    pending_ids.isdisjoint(ids)
+                batchable = case.batchable and len(set(ids)) == len(ids) and batches.add(case)
                 tail = False
             else:
                 batchable, tail = case.batchable, case.tail
+                if batchable and pipelining:
+                    batches.add(case)
             if batchable and pipelining:
-                pending.append(case)
-                if self.feedback == "state":
-                    pending_ids.update(case.prediction.request_ids)
-                if len(pending) >= self._batch_now:
-                    self._run_batch(pending)
-                    pending = []
-                    pending_ids.clear()
+                if len(batches) >= self._batch_now:
+                    self._run_batch(batches.take())
             elif tail and pipelining:
-                self._run_batch(pending, tail=case)
-                pending = []
+                self._run_batch(batches.take(), tail=case)
             elif concurrent:
                 if case.batchable or case.tail:
                     self._pipe_pause = max(0, self._pipe_pause - 1)
@@ -344,10 +328,11 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                 self._periodic_probe()
             if progress is not None:
                 progress(self)
-        if pending and not self.dead:
-            self._run_batch(pending)
+        while len(batches) and not self.dead:
+            self._run_batch(batches.take())
         if group and not self.dead:
             self._run_group(group)
+        self._rerun_new_states()            # (under state feedback: see there)
         self._close_pipe()
         self._ahead.clear()
         self._taken = self._ahead_end = None

@@ -225,6 +225,8 @@ class Entry:
     name: str = ""
     # (Worked out once: the power schedule asks for it every REWEIGH picks.)
     _size: int | None = field(default=None, repr=False, compare=False)
+    # (energy() but for its picks, of an input with no features kept at the start.)
+    _plain: float | None = field(default=None, repr=False, compare=False)
 
     @property
     def size(self) -> int:
@@ -280,15 +282,23 @@ class Corpus:
         count = self.seen.get
         since = max(1, now)
         out = []
+        append = out.append
         for entry in entries:
             features = entry.features
-            # (An input that brought nothing new, as most seeds, skips the sum.)
+            plain = entry._plain
+            if plain is not None and not features and not entry.found_at:
+                # (An input that brought nothing new, kept at the start, as
+                # the seeds: all but its picks worked out once.)
+                append(plain / (1.0 + entry.picked) ** 0.5)
+                continue
             rarity = (sum([1.0 / n for n in map(count, features) if n])
                       if features else 0) or 0.1
             newness = 1.0 + 4.0 * entry.found_at / since
             size = entry.size
             smallness = 1.0 if size <= 256 else 256.0 / size
-            out.append(rarity * newness * smallness / (1.0 + entry.picked) ** 0.5)
+            if not features and not entry.found_at:
+                entry._plain = rarity * newness * smallness
+            append(rarity * newness * smallness / (1.0 + entry.picked) ** 0.5)
         return out
 
     def pick(self, rng, now: int) -> Entry:

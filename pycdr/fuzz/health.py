@@ -6,6 +6,7 @@ Campaign (pycdr.fuzz.engine), whose state it uses."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 
@@ -13,6 +14,7 @@ from ..conformance.wire import Observation
 from ..giop.messages import KeyAddr, LocateReply, LocateRequest, Reply, Request, encode_message
 from .case import Verdict
 from .sanitizer import parse_report
+from .target import runnable_threads
 from .window import SENTINEL_ID
 
 # Kinds after which the target needs a restart, by the probe status that shows them.
@@ -30,6 +32,15 @@ BROKEN = ("crash", "hang", "memory", "spin", "thread")
 SPIN_SHARE = 0.2
 SPIN_WINDOW = 0.05
 SPIN_CONFIRM = 0.3
+# The target's CPU is read this often over a window: a window ends as soon
+# as its answer is known (the target used more than its share already: a
+# spinning thread does in a fraction of it; or it could not any more were
+# it to burn every core for the rest of the window) -- the answer the
+# whole window would give -- or once the target is clearly idle: no CPU
+# used in the window and no thread running or waiting to run at
+# IDLE_SAMPLES reads in a row (a spinning thread always is one).
+SPIN_SAMPLE = 0.005
+IDLE_SAMPLES = 3
 # Seconds a target that cannot be restarted gets to answer again before the
 # campaign gives it up.
 RECOVERY_WAIT = 10.0
@@ -210,13 +221,35 @@ class TargetHealth:
         for a target not spawned (its CPU is not known)."""
         if self.spawned is None:
             return False
-        for window in (SPIN_WINDOW, confirm):
-            before = self.spawned.cpu_seconds()
-            window = self._wait_making(window)
-            after = self.spawned.cpu_seconds()
-            if before is None or after is None or after - before <= SPIN_SHARE * window:
+        return all(self._burns(window) for window in (SPIN_WINDOW, confirm))
+
+    def _burns(self, window: float) -> bool:
+        """Whether the spawned target uses more than SPIN_SHARE of a core
+        over ``window`` seconds (or the seconds waited, when longer) while
+        nothing is sent to it; its CPU read every SPIN_SAMPLE seconds, the
+        window ended as soon as the answer is known (see SPIN_SAMPLE)."""
+        before = self.spawned.cpu_seconds()
+        if before is None:
+            return False
+        process = getattr(self.spawned, "process", None)
+        began = time.monotonic()
+        cores = os.cpu_count() or 1
+        idle = 0
+        while True:
+            left = began + window - time.monotonic()
+            self._wait_making(min(SPIN_SAMPLE, max(0.0, left)))
+            now = self.spawned.cpu_seconds()
+            if now is None:
                 return False
-        return True
+            used, waited = now - before, time.monotonic() - began
+            if used > SPIN_SHARE * max(window, waited):
+                return True
+            if waited >= window or used + cores * (window - waited) <= SPIN_SHARE * window:
+                return False
+            idle = idle + 1 if used <= 0 and process is not None and \
+                not runnable_threads(process.pid) else 0
+            if idle >= IDLE_SAMPLES:
+                return False
 
     def _wait_making(self, seconds: float) -> float:
         """Wait ``seconds`` while nothing is sent to the target, the next

@@ -10,7 +10,8 @@ their cases by request id, a MessageError to the case whose violation came
 next; a case sharing a request id with another goes in a group).  Before the first
 case every input of the corpus (the seeds and a --corpus-dir folder's inputs)
 runs once, unmutated, so that what they reach
-is known (under ``state`` together, each on a connection of its own);
+is known (under ``state`` in pipelined batches where a batch can hold
+them, the others together, each on a connection of its own: _first_run);
 under ``sancov`` the map is first watched while the target is idle, and the
 edges that flicker are masked.  A kept input is minimized first (feedback.trim);
 under ``state`` the tries still to come if none held run together, each on a
@@ -38,8 +39,8 @@ from .feedback import (FEEDBACK_KINDS, SETTLE, Corpus, EdgeMap, Entry, kept_open
 from .havoc import fix_lengths, havoc
 from .jacoco import PROBE_BITS, JacocoAgent, JacocoError, class_of, parse_address
 from .mutators import Mutation, fix_size, mutate
-from .prediction import predict, suspicion
-from .window import LINGER
+from .prediction import framing, predict, suspicion
+from .window import FIRST_BATCH, LINGER, _Pipe
 
 # Share of cases mutated by havoc (byte level) rather than the structure-aware mutators.
 HAVOC_SHARE = 0.5
@@ -50,6 +51,12 @@ HAVOC_SHARE = 0.5
 # new states are rare enough past the first groups that learning a group
 # later finds the same ones.
 FEEDBACK_GROUP = 1024
+# The cases whose states in pipelined batches were new run again alone
+# (_rerun_new_states) once this many wait, or the first of them waited this
+# many cases: a round of the target's answers for all of them, where one
+# each cost a campaign of a few thousand cases a tenth of its time.
+RERUN_BATCH = 8
+RERUN_DELAY = 256
 # Runs spent minimizing one kept input.
 TRIM_BUDGET = 12
 # How long a case's connection is watched past its answers under sancov
@@ -113,6 +120,9 @@ class Learning:
         self.initial_features = 0      # features of the corpus before the first case
         self.initial_edges = 0         # ... and their edges, under sancov
         self._trimming = None          # the features of the input being minimized
+        # Cases whose states in pipelined batches were new, waiting to run
+        # again alone: (case, its new features, the case count then).
+        self._new_in_batches: list = []
         self.corpus = Corpus(folder=corpus_dir)
         self._resumed = load_folder(corpus_dir) if corpus_dir else []
         if feedback == "sancov":
@@ -136,8 +146,7 @@ class Learning:
             self.corpus.entries.append(Entry(list(seed.messages), seed.name,
                                              body_types=seed.body_types))
         self.corpus.entries += self._resumed          # (origin "corpus": no seed of theirs)
-        together = self._states_together(self.corpus.entries) \
-            if self.feedback == "state" else {}
+        together = self._first_run(self.corpus.entries) if self.feedback == "state" else {}
         for k, entry in enumerate(self.corpus.entries):
             features = together.get(k)
             if features is None:
@@ -151,7 +160,82 @@ class Learning:
             self.initial_edges = len({f >> 4 for f in self.corpus.seen})
         self.initial_probes = len(self.corpus.seen) if self.agent is not None else 0
 
-    def _states_together(self, entries, *, again: bool = True) -> dict:
+    def _first_run(self, entries) -> dict:
+        """The corpus's first run under state feedback: position -> features.
+        The inputs a pipelined batch can hold go in batches, as cases do
+        (their answers back to them by request id: _pipelined_states), at a
+        fraction of the cost of a connection each; of those, an input whose
+        state in its batch shows a feature no input before it showed runs
+        again on a connection of its own (a state in a batch may be owed to
+        the inputs before it: what it shows alone is its features).  Those,
+        and the inputs no batch held, run as _states_together runs them.
+        A target that grew or logged a defect over the batches has every
+        input run alone after (as there)."""
+        cases = [_rerun_case(entry) for entry in entries]
+        rss_before = self.spawned.rss() if self.spawned is not None else None
+        logged = self._logged_count()
+        states = self._pipelined_states(cases)
+        if states and (self._rss_growth(rss_before) is not None
+                       or self._logged_defects(logged)):
+            self._fresh_target(restart=True)
+            return {}
+        out, shown = {}, set()
+        for k, state in sorted(states.items()):
+            features = state_features(state)
+            if features <= shown:
+                out[k] = features
+            shown |= features
+        rest = [k for k in range(len(entries)) if k not in out]
+        got = self._states_together([entries[k] for k in rest], cases=[cases[k] for k in rest])
+        out.update((rest[j], features) for j, features in got.items())
+        return out
+
+    def _pipelined_states(self, cases) -> dict:
+        """Position -> state (kept_open_state) of each of ``cases`` that went
+        in a pipelined batch as predicted.  Batches as the campaign's (the
+        first of FIRST_BATCH cases, each that went as predicted twice the
+        last, up to --batch; no two cases of one with a request id in
+        common); after one that did not go as predicted, none (the target
+        answers otherwise: the rest run on connections of their own)."""
+        if self.batch_size <= 1 or self.rate:
+            return {}
+        batches, batch, ids = [], [], set()
+        size = min(FIRST_BATCH, self.batch_size)
+        for k, case in enumerate(cases):
+            rids = case.prediction.request_ids
+            if not case.batchable or len(set(rids)) != len(rids):
+                continue
+            if len(batch) >= size or not ids.isdisjoint(rids):
+                batches.append(batch)
+                batch, ids = [], set()
+                size = min(2 * size, self.batch_size)
+            batch.append(k)
+            ids.update(rids)
+        batches += [batch] if batch else []
+        out: dict = {}
+        pipe = None
+        try:
+            for batch in batches:
+                part = [cases[k] for k in batch]
+                answers: list = []
+                try:
+                    pipe = pipe or _Pipe(self.target.host, self.target.port,
+                                         self.target.object_key, self.target.tls)
+                    ok = pipe.run(b"".join(b"".join(c.messages) for c in part),
+                                  sum(c.prediction.answers for c in part),
+                                  self.answer_timeout(), answers=answers)
+                except OSError:
+                    ok = False
+                states = answers_by_case(part, answers) if ok else None
+                if states is None:
+                    break
+                out.update(zip(batch, states))
+        finally:
+            if pipe is not None:
+                pipe.close()
+        return out
+
+    def _states_together(self, entries, *, again: bool = True, cases=None) -> dict:
         """Under state feedback, the corpus's inputs run once each on a
         connection of its own, up to ``connections`` at once (as a group of
         cases runs), instead of one after the other: position -> features.
@@ -167,12 +251,8 @@ class Learning:
         target that some input leaves spinning, omniORB 4.2.5 after a
         ProfileAddr flood, would otherwise have every input run alone, each
         a look at the target's health.)"""
-        cases = []
-        for entry in entries:
-            case = Case(-1, entry.origin, list(entry.messages),
-                        [Mutation("corpus", "payload", "a kept input, rerun")])
-            case.prediction = predict(case.messages)
-            cases.append(case)
+        if cases is None:
+            cases = [_rerun_case(entry) for entry in entries]
         rss_before = self.spawned.rss() if self.spawned is not None else None
         logged = self._logged_count()
         observations = self._observe_group(cases)
@@ -335,15 +415,34 @@ class Learning:
         """What the cases of a pipelined batch showed (under state feedback),
         each its ``states`` entry. A new state counts only when the case shows it
         again alone, on a connection of its own: in a batch it may owe it to the
-        cases before it on the connection."""
+        cases before it on the connection.  Such cases wait (_rerun_new_states)."""
         for case, state in zip(cases, states):
             features = state_features(state)
             new = self.corpus.new_features(features)
             self.corpus.observe(features)
             if new:
-                new = new & (self._features_of(case.messages, case.seed_name) or frozenset())
-                if new:
-                    self._keep(case, new)
+                self._new_in_batches.append((case, new, self.stats.cases))
+        waiting = self._new_in_batches
+        if waiting and (len(waiting) >= RERUN_BATCH
+                        or self.stats.cases - waiting[0][2] >= RERUN_DELAY):
+            self._rerun_new_states()
+
+    def _rerun_new_states(self) -> None:
+        """The cases whose states in pipelined batches were new, run again
+        alone: together, each on a connection of its own (_states_together:
+        one round of the target's answers for all of them, not one each; a
+        case left out there runs alone, judged as any case); a case whose
+        new features it shows again is kept (with those)."""
+        waiting, self._new_in_batches = self._new_in_batches, []
+        if not waiting or self.dead:
+            return
+        got = self._states_together([Entry(list(case.messages), case.seed_name)
+                                     for case, _, _ in waiting])
+        for k, (case, new, _) in enumerate(waiting):
+            features = got[k] if k in got else self._features_of(case.messages, case.seed_name)
+            new = new & (features or frozenset())
+            if new and not self.dead:
+                self._keep(case, new)
 
     def _learn(self, case: Case, obs) -> None:
         """What ``case`` showed: kept (minimized first) when it is new."""
@@ -466,6 +565,15 @@ class Learning:
             self.masked_edges = len(self.edge_map.masked)
             self.edge_map.close()
             self.edge_map = None
+
+
+def _rerun_case(entry) -> Case:
+    """A kept input (a corpus Entry) run again as it is, as a case."""
+    case = Case(-1, entry.origin, list(entry.messages),
+                [Mutation("corpus", "payload", "a kept input, rerun")])
+    case.prediction = predict(case.messages)
+    case.batchable, case.tail = framing(case.prediction, case.messages)
+    return case
 
 
 def answers_by_case(cases, answers) -> list | None:

@@ -112,6 +112,16 @@ def suspicion(obs: Observation, p: Prediction, messages, *,
     return None
 
 
+def framing(p: Prediction, messages) -> tuple[bool, bool]:
+    """Whether a case (its ``messages``, predicted ``p``) can go in a
+    pipelined batch (every message whole, no fragment chain left open, no
+    close expected), and whether it can end one (a *tail*: it leaves the
+    connection waiting for bytes; one that closes it cannot, the server may
+    drop the replies to the batch's requests still in progress)."""
+    closing = p.closes or p.uncertain or sends_closing_message(messages)
+    return not (closing or p.partial), p.partial and not closing
+
+
 def sends_closing_message(messages) -> bool:
     """Whether the case itself sends CloseConnection or MessageError (after
     which the server may close without further ado)."""

@@ -383,3 +383,23 @@ def endpoint(address_text: str) -> tuple:
 
 def resolve(text: str, tls: TLSOptions = DEFAULT_TLS):
     return resolve_target(text, tls=tls)
+
+
+def _tasks(pid: int) -> list:
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+def runnable_threads(pid: int) -> int:
+    """How many threads of process ``pid`` are running or waiting for a
+    CPU now (state R): a target still working on a case."""
+    count = 0
+    for tid in _tasks(pid):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                count += f.read().rsplit(")", 1)[1].split()[0] == "R"
+        except (OSError, IndexError):
+            continue            # (a thread that ended meanwhile)
+    return count

@@ -21,6 +21,14 @@ SENTINEL_ID = 0x7E570000       # request ids of the pipelining sentinels (and pr
 # How long a case's connection is watched after the answers it was to get
 # (a close, unsolicited messages); with no answer due, twice as long.
 LINGER = 0.005
+# Cases held for a later batch at most (see Batches).
+HELD = 64
+# The first batch (and the first after a failed one) holds this many cases,
+# each batch that went as predicted twice as many as the last, up to --batch:
+# the cases of a failed batch are all sent again, each on a connection of
+# its own (a target that never answers as predicted, the OpenJDK ORB at
+# some 35 ms of its CPU a case, was sent a whole batch twice each time).
+FIRST_BATCH = 4
 
 
 class _Slot:
@@ -147,6 +155,45 @@ class Window:
         want = case.prediction.wanted
         return _Slot(wire, obs, want, self.answer_timeout() if want else LINGER * 2,
                      sum(map(len, case.messages)))
+
+
+class Batches:
+    """The batchable cases waiting for the reused connection: the next
+    batch and, with ``distinct_ids`` (state feedback: answers_by_case tells a
+    batch's answers apart by their request ids), the cases held for a later
+    one, a request id of theirs being one a case of the batch has (mutated
+    from one input, most cases have its ids).  At most HELD cases are held:
+    one more is refused (it goes on a connection of its own)."""
+
+    def __init__(self, distinct_ids: bool = False):
+        self.distinct_ids = distinct_ids
+        self.batch: list = []
+        self.ids: set = set()
+        self.held: list = []
+
+    def __len__(self) -> int:
+        """The cases of the next batch (none: none held either)."""
+        return len(self.batch)
+
+    def add(self, case) -> bool:
+        """Whether ``case`` was taken (in the batch, or held)."""
+        ids = case.prediction.request_ids
+        if not self.distinct_ids or self.ids.isdisjoint(ids):
+            self.batch.append(case)
+            self.ids.update(ids)
+        elif len(self.held) < HELD:
+            self.held.append(case)
+        else:
+            return False
+        return True
+
+    def take(self) -> list:
+        """The batch; the next starts with the held cases that go together."""
+        out, held = self.batch, self.held
+        self.batch, self.ids, self.held = [], set(), []
+        for case in held:
+            self.add(case)
+        return out
 
 
 class _Pipe:
