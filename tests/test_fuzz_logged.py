@@ -37,7 +37,7 @@ def _seeds():
             Seed("locate", [plain], source="catalog")]
 
 
-def _campaign(plant, tmp_path, cases=24):
+def _campaign(plant, tmp_path, cases=48):
     command = f"{sys.executable} {SERVER} --plant {plant}"
     campaign = Campaign(None, seed=2, spawn=command, timeout=0.5, probe_timeout=0.5,
                         seeds=_seeds(), standby=False)
