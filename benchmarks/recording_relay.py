@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import socket
 import struct
 import sys
 import tempfile
 import threading
+import time
 
 # Bytes kept of one recorded connection (a fuzzer's case is far shorter; a longer one is
 # replayed cut, and counted).
@@ -36,6 +38,10 @@ MAX_CONNECTION_BYTES = 1 << 20
 # A journal's record: the connection's number in that journal, the chunk's length.
 JOURNAL_RECORD = struct.Struct(">II")
 JOURNAL_SUFFIX = ".journal"
+# The longest a replayed connection's answers are read, in waits for the next answer.
+REPLAY_ANSWERS_WAITS = 4
+# What rewriting the server's IOR needs.
+REFERENCE_MODULES = ("pycdr.addressing.rewrite", "pycdr.codec.ior", "pycdr.fuzz.target")
 
 
 class RecordingRelay:
@@ -182,14 +188,17 @@ def load_connections(path: str) -> list:
 
 def replay_connection(host: str, port: int, data: bytes, wait: float) -> None:
     """Sends ``data`` on a connection of its own, shuts the sending side and reads the
-    answers until the server closes, or nothing came for ``wait`` seconds."""
+    answers until the server closes, nothing came for ``wait`` seconds, or
+    REPLAY_ANSWERS_WAITS such waits have passed (a server that answers without end: omniORB
+    4.2.5 floods some connections with replies)."""
     try:
         with socket.create_connection((host, port), timeout=5) as s:
             s.settimeout(wait)
             try:
                 s.sendall(data)
                 s.shutdown(socket.SHUT_WR)
-                while s.recv(65536):
+                deadline = time.monotonic() + REPLAY_ANSWERS_WAITS * wait
+                while s.recv(65536) and time.monotonic() < deadline:
                     pass
             except OSError:
                 pass
@@ -213,6 +222,8 @@ def _relayed_reference(line: str, port: int) -> str:
 
 def _relay_output(output: int, journal_dir: str) -> None:
     """The relay's side of the fork: reads the server's output from ``output``."""
+    for module in REFERENCE_MODULES:      # (imported while the server starts)
+        importlib.import_module(module)
     relay = None
     with os.fdopen(output, "r", errors="replace") as server_output:
         for line in server_output:

@@ -177,7 +177,7 @@ def test_spawned_omniorb_is_recorded_and_measured(omniorb, tmp_path):
     ior = target.start()
     try:
         pycdr = os.path.join(os.path.dirname(sys.executable), "pycdr")
-        for operation, value in (("echo_long", "7"), ("echo_string", "relayed")):
+        for operation, value in (("echo_long", "7"), ("echo_string", "\"relayed\"")):
             done = subprocess.run([pycdr, "call", ior, operation, value, "--idl", omni.IDL],
                                   capture_output=True, text=True, timeout=60)
             assert done.returncode == 0 and value in done.stdout, done.stdout + done.stderr

@@ -10,7 +10,8 @@ connection of its own (sent whole, its sending side shut, the answers read until
 closes or REPLAY_WAIT passes).  Some cases kill omniORB 4.2.5: when the server has died in a
 batch, it is started again and that batch's connections are sent again one at a time,
 the server started again after each one that kills it (each connection is then measured
-on a server that was whole when it came).  Every process writes its own profile
+on a server that was whole when it came); one that burns a core after a batch, with
+nothing sent to it (a thread left spinning), is started again too.  Every process writes its own profile
 (LLVM_PROFILE_FILE with %p, and %m for each of its instrumented modules), kept up to date
 as it runs (%c: continuous mode), so a process ASan or a signal ends has kept its counts;
 llvm-profdata merges them, llvm-cov export sums the branches (each condition's true and
@@ -58,6 +59,10 @@ MEASURED = (ORBCORE + "giop*.cc", ORBCORE + "GIOP_*.cc", ORBCORE + "cdr*.cc",
 # Connections sent at once, and how long one waits for the server's answer or close.
 REPLAY_BATCH = 32
 REPLAY_WAIT = 0.5
+# After each batch: seconds the server's CPU is watched, and the share of a core that
+# makes it a spinning server, started again.
+SPIN_WINDOW = 0.1
+SPIN_SHARE = 0.9
 LLVM_TOOLS = ("clang", "llvm-profdata", "llvm-cov")
 
 
@@ -77,7 +82,9 @@ def missing() -> str | None:
 
 def tool_version(tool: str) -> str | None:
     """The LLVM major version a tool says it is (its profile format follows it)."""
-    out = subprocess.run([tool, "--version"], capture_output=True, text=True).stdout
+    # (llvm-profdata answers --version for a command only.)
+    argv = [tool, "merge", "--version"] if tool == "llvm-profdata" else [tool, "--version"]
+    out = subprocess.run(argv, capture_output=True, text=True).stdout
     for word in out.replace("-", " ").split():
         head = word.split(".")[0]
         if word.count(".") >= 2 and head.isdigit():
@@ -105,14 +112,28 @@ class Server:
         self.target = SpawnedTarget(f"{SERVER} {ENDPOINT}", env=env)
         self.address = endpoint(self.target.start())
         self.restarts = 0
+        self.spins = 0                 # restarts of a spinning server
 
     def whole(self) -> bool:
         """Whether it still runs; started again when not (False)."""
         if self.target.exited() is None:
             return True
+        self.restart()
+        return False
+
+    def restart(self) -> None:
         self.restarts += 1
         self.address = endpoint(self.target.restart())
-        return False
+
+    def spinning(self) -> bool:
+        """Whether it burns a core with nothing sent to it (a case left a thread spinning:
+        omniORB 4.2.5 after some CancelRequests), which would slow every connection
+        after."""
+        before = self.target.cpu_seconds()
+        time.sleep(SPIN_WINDOW)
+        after = self.target.cpu_seconds()
+        return before is not None and after is not None and \
+            after - before >= SPIN_SHARE * SPIN_WINDOW
 
     def stop(self) -> None:
         self.target.stop()
@@ -129,13 +150,17 @@ def replay(connections: list, profiles: str) -> dict:
                 list(pool.map(lambda data: replay_connection(*address, data, REPLAY_WAIT),
                               batch))
                 if server.whole():
+                    if server.spinning():
+                        server.spins += 1
+                        server.restart()
                     continue
                 for data in batch:
                     replay_connection(*server.address, data, REPLAY_WAIT)
                     server.whole()
     finally:
         server.stop()
-    return {"replay_seconds": time.monotonic() - began, "restarts": server.restarts}
+    return {"replay_seconds": time.monotonic() - began, "restarts": server.restarts,
+            "spins": server.spins}
 
 
 def branches(profiles: str) -> dict:
@@ -191,7 +216,8 @@ def main(argv=None) -> int:
         r = replay_coverage(connections)
         print(f"{path}: {len(connections)} connections: {r['covered']} of {r['branches']} "
               f"branches of GIOP, CDR and TypeCode ({r['files']} files), {r['all_covered']} "
-              f"of {r['all_branches']} of orbcore; {r['restarts']} restarts, "
+              f"of {r['all_branches']} of orbcore; {r['restarts']} restarts "
+              f"({r['spins']} spinning), "
               f"{r['replay_seconds']:.1f} s")
     return 0
 
