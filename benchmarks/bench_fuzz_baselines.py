@@ -70,7 +70,7 @@ from peers.jacorb import JACORB, PEERS_ECHO_IDL, peers_echo_interface
 from peers.java_orb import start_java_echo_server
 from peers.process import free_port
 
-from recording_relay import (RecordingRelay, read_journals, replay_connection,
+from recording_relay import (REPLAY_WAIT, RecordingRelay, read_journals, replay_connection,
                              save_connections)
 import results as results_format
 
@@ -91,9 +91,8 @@ JACORB_QUIET = {"jacorb.log.default.verbosity": "0"}
 # The classes whose probes are the figure (JaCoCo names classes with slashes).
 MEASURED_PACKAGES = ("org/jacorb/orb/giop/", "org/jacorb/orb/iiop/")
 MEASURED_PREFIXES = ("org/jacorb/orb/CDR", "org/jacorb/orb/TypeCode")
-# Replay: connections at once, and how long one waits for the server's answer or close.
+# Replay into JacORB: connections at once.
 REPLAY_CONNECTIONS = 64
-REPLAY_WAIT = 0.5
 
 
 def measured(name: str) -> bool:
@@ -146,7 +145,8 @@ def run_pycdr(where: list, coverage: str, idl: str, interface: str, seconds: flo
                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     # (A campaign ends early when the fuzzer judges the target dead: it is not restarted.)
     return {"cases": out["cases"], "fuzz_seconds": out["elapsed"],
-            "target_dead": out["target_dead"], "findings": len(out["findings"])}
+            "target_dead": out["target_dead"], "findings": len(out["findings"]),
+            "target_restarts": out.get("restarts")}
 
 
 def run_boofuzz(relay_port: int, key: bytes, seconds: float, work: str) -> dict:
@@ -158,7 +158,7 @@ def run_boofuzz(relay_port: int, key: bytes, seconds: float, work: str) -> dict:
         raise RuntimeError(f"boofuzz ended with {done.returncode}: "
                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     return {"cases": None, "fuzz_seconds": None, "target_dead": None, "findings": None,
-            "finished": "sent all" in done.stderr}
+            "target_restarts": None, "finished": "sent all" in done.stderr}
 
 
 class JacORB:
@@ -198,8 +198,8 @@ class JacORB:
             agent.reset()
             began = time.monotonic()
             with ThreadPoolExecutor(REPLAY_CONNECTIONS) as pool:
-                list(pool.map(lambda data: replay_connection(server.host, server.port, data,
-                                                             REPLAY_WAIT), connections))
+                list(pool.map(lambda data: replay_connection(server.host, server.port, data),
+                              connections))
             seconds = time.monotonic() - began
             time.sleep(0.5)
             dump = agent.dump(reset=False)
@@ -275,7 +275,7 @@ class OmniORB:
         finally:
             connections = relay.close()
             target.stop()
-        return {**run, "restarts": target.restarts}, connections, relay.cut
+        return {**run, "target_restarts": target.restarts}, connections, relay.cut
 
     def coverage(self, connections: list) -> dict:
         _, measure = omniorb_modules()
@@ -329,6 +329,10 @@ def summary(target, kinds: list, runs: dict) -> list:
     return rows
 
 
+def dash(value) -> str:
+    return "-" if value is None else str(value)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", action="append", choices=tuple(TARGETS),
@@ -363,7 +367,8 @@ def main(argv=None) -> int:
         return 1
     runs = {(target.name, kind): [] for target in targets for kind in kinds}
     print(f"{'ORB':8} {'campaign':22} {'trial':>5} {'seconds':>7} {'conns':>7} {'distinct':>8} "
-          f"{'covered':>7} {'parts':>7} {'whole':>10} {'replay s':>8} {'restarts':>8}")
+          f"{'covered':>7} {'parts':>7} {'whole':>10} {'replay s':>8} "
+          f"{'restarts (target/replay)'}")
     # Trials interleaved (one of each kind, then the next): a load that changes during the
     # run falls on every kind alike.
     for trial in range(args.trials):
@@ -374,7 +379,7 @@ def main(argv=None) -> int:
                 print(f"{target.name:8} {kind:22} {trial:5} {r['elapsed']:7.1f} "
                       f"{r['connections']:7} {r['distinct']:8} {r['covered']:7} "
                       f"{r['parts']:7} {r['all_covered']:10} {r['replay_seconds']:8.1f} "
-                      f"{'-' if r['restarts'] is None else r['restarts']:>8}"
+                      f"{dash(r['target_restarts'])}/{dash(r['restarts'])}"
                       + ("" if r["cases"] is None else
                          f"  ({r['cases']} cases in {r['fuzz_seconds']} s of fuzzing, "
                          f"{r['findings']} findings"
@@ -401,9 +406,12 @@ def main(argv=None) -> int:
         path={"codec": results_format.codec_path(),
               "orb": "; ".join(target.path for target in targets)},
         settings={"seconds": args.seconds, "trials": args.trials, "boofuzz": boofuzz_version(),
-                  "replay_connections": REPLAY_CONNECTIONS, "replay_wait": REPLAY_WAIT},
+                  "replay_connections": REPLAY_CONNECTIONS, "replay_wait": REPLAY_WAIT,
+                  **({"omniorb_replay_batch": omniorb_modules()[1].REPLAY_BATCH}
+                     if any(isinstance(target, OmniORB) for target in targets) else {})},
         tables=[results_format.table(
-            "; ".join(f"{target.name}: {target.measured_text}" for target in targets)
+            "; ".join(f"{target.name}: {target.measured_text} (whole: {target.whole})"
+                      for target in targets)
             + ", by each campaign's inputs replayed into a fresh instrumented server",
             ["ORB", "campaign", "trials", "median covered", "min", "max",
              "median covered, whole", "median connections", f"feedback/this {x}", f"goal {x}",
@@ -412,12 +420,12 @@ def main(argv=None) -> int:
             results_format.table(
             "each campaign", ["ORB", "campaign", "trial", "seconds", "connections", "distinct",
                               "covered", "parts covered", "covered, whole", "replay seconds",
-                              "replay restarts", "pycdr cases", "pycdr fuzzing seconds",
-                              "findings", "notes"],
+                              "target restarts", "replay restarts", "pycdr cases",
+                              "pycdr fuzzing seconds", "findings", "notes"],
             [[target.name, r["kind"], r["trial"], round(r["elapsed"], 1), r["connections"],
               r["distinct"], r["covered"], r["parts"], r["all_covered"],
-              round(r["replay_seconds"], 1), r["restarts"], r["cases"], r["fuzz_seconds"],
-              r["findings"],
+              round(r["replay_seconds"], 1), r["target_restarts"], r["restarts"], r["cases"],
+              r["fuzz_seconds"], r["findings"],
               "target judged dead: ended early" if r["target_dead"] else
               "boofuzz sent all its cases" if r.get("finished") else ""]
              for target in targets for kind in kinds for r in runs[target.name, kind]])],

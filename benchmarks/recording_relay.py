@@ -38,7 +38,9 @@ MAX_CONNECTION_BYTES = 1 << 20
 # A journal's record: the connection's number in that journal, the chunk's length.
 JOURNAL_RECORD = struct.Struct(">II")
 JOURNAL_SUFFIX = ".journal"
-# The longest a replayed connection's answers are read, in waits for the next answer.
+# Replay: how long a connection waits for the server's next answer or close, and the
+# longest its answers are read, in such waits.
+REPLAY_WAIT = 0.5
 REPLAY_ANSWERS_WAITS = 4
 # What rewriting the server's IOR needs.
 REFERENCE_MODULES = ("pycdr.addressing.rewrite", "pycdr.codec.ior", "pycdr.fuzz.target")
@@ -186,7 +188,7 @@ def load_connections(path: str) -> list:
     return out
 
 
-def replay_connection(host: str, port: int, data: bytes, wait: float) -> None:
+def replay_connection(host: str, port: int, data: bytes, wait: float = REPLAY_WAIT) -> None:
     """Sends ``data`` on a connection of its own, shuts the sending side and reads the
     answers until the server closes, nothing came for ``wait`` seconds, or
     REPLAY_ANSWERS_WAITS such waits have passed (a server that answers without end: omniORB

@@ -6,16 +6,16 @@ measures a campaign by.
     python benchmarks/omniorb/measure.py FILE...     # files bench_fuzz_baselines --keep saved
 
 The connections go to the C++ echo servant, a batch of REPLAY_BATCH at once, each on a
-connection of its own (sent whole, its sending side shut, the answers read until the server
-closes or REPLAY_WAIT passes).  Some cases kill omniORB 4.2.5: when the server has died in a
-batch, it is started again and that batch's connections are sent again one at a time,
-the server started again after each one that kills it (each connection is then measured
-on a server that was whole when it came); one that burns a core after a batch, with
-nothing sent to it (a thread left spinning), is started again too.  Every process writes its own profile
-(LLVM_PROFILE_FILE with %p, and %m for each of its instrumented modules), kept up to date
-as it runs (%c: continuous mode), so a process ASan or a signal ends has kept its counts;
-llvm-profdata merges them, llvm-cov export sums the branches (each condition's true and
-false outcomes) covered:
+connection of its own (recording_relay.replay_connection: sent whole, its sending side
+shut, the answers read until the server closes or stops answering).  Some cases kill
+omniORB 4.2.5: when the server has died in a batch, it is started again and that batch's
+connections are sent again one at a time, the server started again after each one that
+kills it (each connection is then measured on a server that was whole when it came); one
+that burns a core after a batch with nothing sent to it (a thread left spinning) is
+started again too.  Every process writes its own profile (LLVM_PROFILE_FILE with %p, and
+%m for each of its instrumented modules), kept up to date as it runs (%c: continuous
+mode), so a process ASan or a signal ends has kept its counts; llvm-profdata merges them,
+llvm-cov export sums the branches (each condition's true and false outcomes) covered:
 
 - measured: the GIOP, CDR and TypeCode code, MEASURED below: src/lib/omniORB/orbcore/
   giop*.cc and GIOP_C.cc, GIOP_S.cc (the protocol's streams, its 1.0/1.1/1.2
@@ -56,9 +56,8 @@ ORBCORE = "src/lib/omniORB/orbcore/"
 MEASURED = (ORBCORE + "giop*.cc", ORBCORE + "GIOP_*.cc", ORBCORE + "cdr*.cc",
             "src/lib/omniORB/dynamic/typecode.cc", "src/lib/omniORB/dynamic/tcParser.cc",
             "include/omniORB4/cdrStream.h")
-# Connections sent at once, and how long one waits for the server's answer or close.
+# Connections sent at once.
 REPLAY_BATCH = 32
-REPLAY_WAIT = 0.5
 # After each batch: seconds the server's CPU is watched, and the share of a core that
 # makes it a spinning server, started again.
 SPIN_WINDOW = 0.1
@@ -147,15 +146,14 @@ def replay(connections: list, profiles: str) -> dict:
             for start in range(0, len(connections), REPLAY_BATCH):
                 batch = connections[start:start + REPLAY_BATCH]
                 address = server.address
-                list(pool.map(lambda data: replay_connection(*address, data, REPLAY_WAIT),
-                              batch))
+                list(pool.map(lambda data: replay_connection(*address, data), batch))
                 if server.whole():
                     if server.spinning():
                         server.spins += 1
                         server.restart()
                     continue
                 for data in batch:
-                    replay_connection(*server.address, data, REPLAY_WAIT)
+                    replay_connection(*server.address, data)
                     server.whole()
     finally:
         server.stop()
