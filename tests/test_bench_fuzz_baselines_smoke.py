@@ -188,3 +188,20 @@ def test_spawned_omniorb_is_recorded_and_measured(omniorb, tmp_path):
     measured = measure.replay_coverage(connections + [b"GIOP\x01\x02\x01\x07" + bytes(4)])
     assert 0 < measured["covered"] < measured["branches"]
     assert measured["covered"] <= measured["all_covered"] < measured["all_branches"]
+
+
+def test_quick_boofuzz_campaign_on_omniorb_is_measured(bench, omniorb, tmp_path):
+    if bench.boofuzz_version() != bench.BOOFUZZ_VERSION:
+        pytest.skip(f"boofuzz {bench.boofuzz_version()}, not {bench.BOOFUZZ_VERSION}")
+    out = tmp_path / "baselines.json"
+    done = subprocess.run([sys.executable, BENCH, "--target", "omniorb", "--seconds", "3",
+                           "--trials", "1", "--only", "boofuzz", "--results", str(out)],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rec = json.loads(out.read_text())
+    assert check(rec) == [] and rec["quick"]
+    summary, campaigns = rec["tables"]
+    [row] = summary["rows"]
+    assert row[:3] == ["omniORB", "boofuzz", 1] and 0 < row[3] <= row[6]
+    [campaign] = campaigns["rows"]
+    assert 0 < campaign[5] <= campaign[4] and campaign[10] is not None   # (target restarts)
