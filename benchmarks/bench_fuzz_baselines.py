@@ -136,15 +136,17 @@ def run_pycdr(where: list, coverage: str, idl: str, interface: str, seconds: flo
             "--duration", str(seconds), "--seed", str(seed), "--no-minimize",
             "--corpus-dir", os.path.join(work, "corpus"), "--out", os.path.join(work, "findings"),
             "--json", "-"]
+    began = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 300,
                           env=None if env is None else {**os.environ, **env})
+    elapsed = time.monotonic() - began
     try:
         out = json.loads(done.stdout)
     except ValueError:
         raise RuntimeError(f"pycdr fuzz ended with {done.returncode}: "
                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
     # (A campaign ends early when the fuzzer judges the target dead: it is not restarted.)
-    return {"cases": out["cases"], "fuzz_seconds": out["elapsed"],
+    return {"elapsed": elapsed, "cases": out["cases"], "fuzz_seconds": out["elapsed"],
             "target_dead": out["target_dead"], "findings": len(out["findings"]),
             "target_restarts": out.get("restarts")}
 
@@ -152,13 +154,15 @@ def run_pycdr(where: list, coverage: str, idl: str, interface: str, seconds: flo
 def run_boofuzz(relay_port: int, key: bytes, seconds: float, work: str) -> dict:
     argv = [sys.executable, BOOFUZZ_SCRIPT, "127.0.0.1", str(relay_port), key.hex(),
             "--seconds", str(seconds), "--db", os.path.join(work, "boofuzz.db")]
+    began = time.monotonic()
     done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120,
                           cwd=work)
+    elapsed = time.monotonic() - began
     if done.returncode != 0:
         raise RuntimeError(f"boofuzz ended with {done.returncode}: "
                            f"{(done.stderr.strip().splitlines() or ['no output'])[-1]}")
-    return {"cases": None, "fuzz_seconds": None, "target_dead": None, "findings": None,
-            "target_restarts": None, "finished": "sent all" in done.stderr}
+    return {"elapsed": elapsed, "cases": None, "fuzz_seconds": None, "target_dead": None,
+            "findings": None, "target_restarts": None, "finished": "sent all" in done.stderr}
 
 
 class JacORB:
@@ -291,16 +295,14 @@ TARGETS = {"jacorb": JacORB, "omniorb": OmniORB}
 def one_campaign(target, kind: str, seconds: float, trial: int, keep: str | None) -> dict:
     work = tempfile.mkdtemp(prefix="pycdr-bench-baselines-")
     try:
-        began = time.monotonic()
         run, connections, cut = target.campaign(kind, seconds, trial, work)
-        elapsed = time.monotonic() - began
         distinct = list(dict.fromkeys(connections))
         if keep:
             os.makedirs(keep, exist_ok=True)
             save_connections(distinct, os.path.join(
                 keep, f"{target.name}-{kind.replace(', ', '-').replace(' ', '-')}-{trial}.bin"))
         coverage = target.coverage(distinct)
-        return {"kind": kind, "trial": trial, "elapsed": elapsed, "connections": len(connections),
+        return {"kind": kind, "trial": trial, "connections": len(connections),
                 "distinct": len(distinct), "cut": cut, **run, **coverage}
     finally:
         shutil.rmtree(work, ignore_errors=True)
