@@ -219,7 +219,7 @@ class JacORB:
                 ran += count
                 classes += count > 0
         return {"covered": ran, "parts": classes, "all_covered": total,
-                "replay_seconds": seconds, "restarts": None}
+                "replay_seconds": seconds, "restarts": None, "spins": None}
 
 
 def omniorb_modules():
@@ -286,6 +286,7 @@ class OmniORB:
         r = measure.replay_coverage(connections)
         return {"covered": r["covered"], "parts": r["files"], "all_covered": r["all_covered"],
                 "replay_seconds": r["replay_seconds"], "restarts": r["restarts"],
+                "spins": r["spins"],
                 "branches": r["branches"], "all_branches": r["all_branches"]}
 
 
@@ -370,7 +371,7 @@ def main(argv=None) -> int:
     runs = {(target.name, kind): [] for target in targets for kind in kinds}
     print(f"{'ORB':8} {'campaign':22} {'trial':>5} {'seconds':>7} {'conns':>7} {'distinct':>8} "
           f"{'covered':>7} {'parts':>7} {'whole':>10} {'replay s':>8} "
-          f"{'restarts (target/replay)'}")
+          f"{'restarts (target/replay, spinning)'}")
     # Trials interleaved (one of each kind, then the next): a load that changes during the
     # run falls on every kind alike.
     for trial in range(args.trials):
@@ -382,6 +383,7 @@ def main(argv=None) -> int:
                       f"{r['connections']:7} {r['distinct']:8} {r['covered']:7} "
                       f"{r['parts']:7} {r['all_covered']:10} {r['replay_seconds']:8.1f} "
                       f"{dash(r['target_restarts'])}/{dash(r['restarts'])}"
+                      + ("" if r["spins"] is None else f", {r['spins']}")
                       + ("" if r["cases"] is None else
                          f"  ({r['cases']} cases in {r['fuzz_seconds']} s of fuzzing, "
                          f"{r['findings']} findings"
@@ -422,11 +424,13 @@ def main(argv=None) -> int:
             results_format.table(
             "each campaign", ["ORB", "campaign", "trial", "seconds", "connections", "distinct",
                               "covered", "parts covered", "covered, whole", "replay seconds",
-                              "target restarts", "replay restarts", "pycdr cases",
+                              "target restarts", "replay restarts",
+                              "replay restarts of a spinning server", "pycdr cases",
                               "pycdr fuzzing seconds", "findings", "notes"],
             [[target.name, r["kind"], r["trial"], round(r["elapsed"], 1), r["connections"],
               r["distinct"], r["covered"], r["parts"], r["all_covered"],
-              round(r["replay_seconds"], 1), r["target_restarts"], r["restarts"], r["cases"],
+              round(r["replay_seconds"], 1), r["target_restarts"], r["restarts"], r["spins"],
+              r["cases"],
               r["fuzz_seconds"], r["findings"],
               "target judged dead: ended early" if r["target_dead"] else
               "boofuzz sent all its cases" if r.get("finished") else ""]
