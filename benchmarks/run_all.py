@@ -10,7 +10,7 @@ the captures).  The captures a command names under /tmp/pycdr-bench are recorded
 when missing (record_load.py).  A benchmark that fails is reported and the others run;
 its old results file stays as it was.  Each FULL_RUN's comment gives its duration on an
 otherwise idle 2-core machine; all of them take about 25-30 minutes, but for
-fuzz_baselines (its 30 ten-minute fuzzing campaigns and their replays: about 3 hours), run
+fuzz_baselines (its 30 ten-minute fuzzing campaigns and their replays: about 6 hours), run
 on its own when wanted.
 """
 

@@ -2,7 +2,10 @@
 boofuzz block model's messages as a real JacORB answers them, and a quick run of the
 boofuzz campaign through the recording relay, replayed into a JacORB with the JaCoCo agent
 (numbers not tested beyond "some probes ran").  Skipped without boofuzz 0.4.2 (the
-`benchmarks` extra) or without JacORB and the agent."""
+`test` extra) or without JacORB and the agent.  On omniORB: recording_relay.py as the
+spawned command in front of the instrumented echo servant, and a quick boofuzz campaign
+measured by branch coverage in the source-coverage build; skipped, saying how to make
+them, where benchmarks/omniorb/build.sh has not built them."""
 
 import importlib.util
 import json
@@ -96,7 +99,8 @@ def test_quick_boofuzz_campaign_is_replayed_and_counted(bench, tmp_path):
     if bench.boofuzz_version() != bench.BOOFUZZ_VERSION:
         pytest.skip(f"boofuzz {bench.boofuzz_version()}, not {bench.BOOFUZZ_VERSION}")
     out = tmp_path / "baselines.json"
-    done = subprocess.run([sys.executable, BENCH, "--seconds", "3", "--trials", "1",
+    done = subprocess.run([sys.executable, BENCH, "--target", "jacorb",
+                           "--seconds", "3", "--trials", "1",
                            "--only", "boofuzz", "--keep", str(tmp_path / "inputs"),
                            "--results", str(out)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -104,9 +108,9 @@ def test_quick_boofuzz_campaign_is_replayed_and_counted(bench, tmp_path):
     assert check(rec) == [] and rec["benchmark"] == "fuzz_baselines" and rec["quick"]
     summary, campaigns = rec["tables"]
     [row] = summary["rows"]
-    assert row[0] == "boofuzz" and row[1] == 1 and row[2] > 0
+    assert row[:3] == ["JacORB", "boofuzz", 1] and row[3] > 0
     [campaign] = campaigns["rows"]
-    assert campaign[3] > 0 and 0 < campaign[4] <= campaign[3]
+    assert campaign[4] > 0 and 0 < campaign[5] <= campaign[4]
     # The recorded connections were kept: GIOP messages, as the model makes them.
     [kept] = list((tmp_path / "inputs").iterdir())
     data, at, connections = kept.read_bytes(), 0, 0
@@ -114,4 +118,92 @@ def test_quick_boofuzz_campaign_is_replayed_and_counted(bench, tmp_path):
         size = int.from_bytes(data[at:at + 4], "big")
         assert data[at + 4:at + 8] == b"GIOP"          # (the model's magic is not fuzzed)
         at, connections = at + 4 + size, connections + 1
-    assert at == len(data) and connections == campaign[4]
+    assert at == len(data) and connections == campaign[5]
+
+
+def test_journals_keep_each_connection_in_order(tmp_path):
+    relay = _load("recording_relay")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        recorder = relay.RecordingRelay(server.getsockname()[:2], str(tmp_path / "a.journal"))
+        sent = [b"one", b"two" * 1000, b"three"]
+        clients = [socket.create_connection(("127.0.0.1", recorder.port)) for _ in sent]
+        for client, data in zip(clients, sent):
+            client.sendall(data[:2])
+        for client, data in zip(clients, sent):
+            client.sendall(data[2:])
+            client.close()
+        accepted = [server.accept()[0] for _ in sent]
+        for conn in accepted:
+            while conn.recv(65536):
+                pass
+            conn.close()
+        assert sorted(recorder.close()) == sorted(sent)
+    connections, cut = relay.read_journals(str(tmp_path))
+    assert sorted(connections) == sorted(sent) and cut == 0
+    relay.save_connections(connections, str(tmp_path / "kept.bin"))
+    assert relay.load_connections(str(tmp_path / "kept.bin")) == connections
+
+
+@pytest.fixture(scope="module")
+def omniorb(bench):
+    omni, measure = bench.omniorb_modules()
+    why = bench.OmniORB().missing()
+    if why:
+        pytest.skip(why)
+    return omni, measure
+
+
+def test_measured_omniorb_sources(bench):
+    _, measure = bench.omniorb_modules()
+    for path in ("/x/src/omniorb-dfsg-4.2.5+ds1/src/lib/omniORB/orbcore/giopImpl12.cc",
+                 "/x/src/omniorb-dfsg-4.2.5+ds1/src/lib/omniORB/orbcore/GIOP_S.cc",
+                 "/x/src/omniorb-dfsg-4.2.5+ds1/src/lib/omniORB/orbcore/cdrStream.cc",
+                 "/x/src/omniorb-dfsg-4.2.5+ds1/src/lib/omniORB/dynamic/tcParser.cc",
+                 "/x/src/omniorb-dfsg-4.2.5+ds1/include/omniORB4/cdrStream.h"):
+        assert measure.measured(measure.relative_source(path)), path
+    for path in ("/x/src/omniorb-dfsg-4.2.5+ds1/src/lib/omniORB/orbcore/poa.cc",
+                 "/x/src/omniorb-dfsg-4.2.5+ds1/src/lib/omniORB/dynamic/any.cc",
+                 "/usr/include/c++/12/bits/stl_vector.h"):
+        assert not measure.measured(measure.relative_source(path)), path
+
+
+def test_spawned_omniorb_is_recorded_and_measured(omniorb, tmp_path):
+    omni, measure = omniorb
+    from pycdr.fuzz.target import SpawnedTarget
+    relay = _load("recording_relay")
+    target = SpawnedTarget(f"{sys.executable} {os.path.join(BENCH_DIR, 'recording_relay.py')} "
+                           f"--journal {tmp_path / 'journal'} -- {omni.spawn_command('cxx')}",
+                           env={"ASAN_OPTIONS": omni.ASAN_OPTIONS})
+    ior = target.start()
+    try:
+        pycdr = os.path.join(os.path.dirname(sys.executable), "pycdr")
+        for operation, value in (("echo_long", "7"), ("echo_string", "\"relayed\"")):
+            done = subprocess.run([pycdr, "call", ior, operation, value, "--idl", omni.IDL],
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0 and value in done.stdout, done.stdout + done.stderr
+    finally:
+        target.stop()
+    connections, _ = relay.read_journals(str(tmp_path / "journal"))
+    assert connections and all(data.startswith(b"GIOP") for data in connections)
+    measured = measure.replay_coverage(connections + [b"GIOP\x01\x02\x01\x07" + bytes(4)])
+    assert 0 < measured["covered"] < measured["branches"]
+    assert measured["covered"] <= measured["all_covered"] < measured["all_branches"]
+
+
+def test_quick_boofuzz_campaign_on_omniorb_is_measured(bench, omniorb, tmp_path):
+    if bench.boofuzz_version() != bench.BOOFUZZ_VERSION:
+        pytest.skip(f"boofuzz {bench.boofuzz_version()}, not {bench.BOOFUZZ_VERSION}")
+    out = tmp_path / "baselines.json"
+    done = subprocess.run([sys.executable, BENCH, "--target", "omniorb", "--seconds", "3",
+                           "--trials", "1", "--only", "boofuzz", "--results", str(out)],
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rec = json.loads(out.read_text())
+    assert check(rec) == [] and rec["quick"]
+    summary, campaigns = rec["tables"]
+    [row] = summary["rows"]
+    assert row[:3] == ["omniORB", "boofuzz", 1] and 0 < row[3] <= row[6]
+    [campaign] = campaigns["rows"]
+    # (target restarts; replay restarts, of a spinning server among them)
+    assert 0 < campaign[5] <= campaign[4] and campaign[10] is not None
+    assert 0 <= campaign[12] <= campaign[11]

@@ -11,6 +11,9 @@
 #             libomniORB4 family instrumented
 #   echo/echo_server   a C++ echo servant for conformance/echo.idl linked with
 #             the coverage shim and ASan (prints its IOR on stdout)
+#   srccov/   a second build, for measuring coverage (not feedback): the
+#             libraries and echo/echo_server with clang's source-based
+#             coverage and ASan, read with llvm-profdata and llvm-cov
 #   omnipy/   a venv with PyPI's salome-omniorb 4.2.5 (omniORBpy) whose
 #             bundled omniORB 4.2.5 libraries are links to the instrumented
 #             ones, and bin/python-asan: a python3 that carries the ASan
@@ -176,4 +179,70 @@ if ! stamp python-asan; then
     done_ python-asan
 fi
 
-log "done: $ECHO/echo_server and $OMNIPY/bin/python-asan (libraries: $(cat "$OUT/libs-build-seconds") s)"
+# 8. A second build for measuring, not for feedback: the same source, the
+#    same echo servant, with clang's source-based coverage
+#    (-fprofile-instr-generate -fcoverage-mapping) instead of trace-pc-guard,
+#    for benchmarks/bench_fuzz_baselines.py --target omniorb, which replays
+#    recorded campaigns into it and reads branch coverage with llvm-cov.
+#    AddressSanitizer stays: a case then stops the measured process where it
+#    stopped the fuzzed one (an overflow read past a buffer would otherwise
+#    go on with garbage, down paths the campaign's target never took, and
+#    leave a corrupted heap to the cases after it).  The counters are
+#    relocated at run time (-runtime-counter-relocation) so that continuous
+#    mode (%c in LLVM_PROFILE_FILE) can keep them in the profile file itself:
+#    a process ASan or a signal kills has written no profile at exit, and
+#    some cases kill omniORB 4.2.5.  Shared libraries link the profile
+#    runtime of their own (it is not in omniORB's link line for them).
+COV="$OUT/srccov"
+COVBUILD="$COV/build"
+COVFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address -fprofile-instr-generate -fcoverage-mapping -mllvm -runtime-counter-relocation"
+if ! stamp srccov-configure; then
+    log "source coverage build: configure"
+    rm -rf "$COVBUILD"; mkdir -p "$COVBUILD"
+    (cd "$COVBUILD" && CC=clang CXX=clang++ CFLAGS="-O1 -g" CXXFLAGS="-O1 -g" PYTHON="$PYTHON" \
+        "$SRC/configure" --prefix="$COV/install" --disable-static >configure.log 2>&1) ||
+        { tail -20 "$COVBUILD/configure.log" >&2; exit 1; }
+    done_ srccov-configure
+fi
+if ! stamp srccov-omniidl; then
+    log "source coverage build: omniidl (plain)"
+    nice -n 10 make -C "$COVBUILD/src/tool" -j"$JOBS" export >"$COVBUILD/omniidl.log" 2>&1 ||
+        { tail -30 "$COVBUILD/omniidl.log" >&2; exit 1; }
+    done_ srccov-omniidl
+fi
+if ! stamp srccov-libs; then
+    log "source coverage build: libraries (profile + coverage mapping + ASan), make -j$JOBS"
+    start=$(date +%s)
+    sed -i -e "s|^CDEBUGFLAGS     = .*|CDEBUGFLAGS     = $COVFLAGS|" \
+           -e "s|^CXXDEBUGFLAGS   = .*|CXXDEBUGFLAGS   = $COVFLAGS|" \
+           -e "s|^SharedLibraryPlatformLinkFlagsTemplate = -shared |&-fprofile-instr-generate |" \
+        "$COVBUILD/mk/beforeauto.mk"
+    grep -q -- "-shared -fprofile-instr-generate" "$COVBUILD/mk/beforeauto.mk" &&
+        grep -q -- "-fcoverage-mapping" "$COVBUILD/mk/beforeauto.mk" ||
+        { echo "build.sh: could not set the flags in $COVBUILD/mk/beforeauto.mk" >&2; exit 1; }
+    find "$COVBUILD/src/lib" -name shared -type d -prune -exec rm -rf {} +
+    rm -f "$COVBUILD"/lib/libomni*
+    nice -n 10 make -C "$COVBUILD/src/lib" -j"$JOBS" export >"$COVBUILD/libs.log" 2>&1 ||
+        { tail -30 "$COVBUILD/libs.log" >&2; exit 1; }
+    relocated=$(nm "$COVBUILD/lib/libomniORB4.so" | grep -c __llvm_profile_counter_bias || true)
+    [ "$relocated" -gt 0 ] ||
+        { echo "build.sh: libomniORB4 was built without relocated profile counters" >&2; exit 1; }
+    echo "$(( $(date +%s) - start ))" >"$COV/libs-build-seconds"
+    done_ srccov-libs
+fi
+if ! stamp srccov-echo || [ "$HERE/echo_server.cc" -nt "$COV/echo/echo_server" ] ||
+        [ "$REPO/conformance/echo.idl" -nt "$COV/echo/echo_server" ]; then
+    log "source coverage build: echo servant"
+    mkdir -p "$COV/echo"
+    (cd "$COV/echo" && "$COVBUILD/bin/omniidl" -bcxx "$REPO/conformance/echo.idl" 2>/dev/null)
+    for source in "$COV/echo/echoSK.cc" "$HERE/echo_server.cc"; do
+        clang++ $COVFLAGS -Wno-switch-bool -I"$COV/echo" -I"$COVBUILD/include" -I"$SRC/include" \
+            -D__OMNIORB4__ -D_REENTRANT -c "$source" -o "$COV/echo/$(basename "${source%.cc}").o"
+    done
+    clang++ -fsanitize=address -fprofile-instr-generate "$COV/echo/echoSK.o" "$COV/echo/echo_server.o" \
+        -L"$COVBUILD/lib" -Wl,-rpath,"$COVBUILD/lib" \
+        -lomniDynamic4 -lomniORB4 -lomnithread -pthread -o "$COV/echo/echo_server"
+    done_ srccov-echo
+fi
+
+log "done: $ECHO/echo_server and $OMNIPY/bin/python-asan (libraries: $(cat "$OUT/libs-build-seconds") s), $COV/echo/echo_server (source coverage)"

@@ -41,6 +41,11 @@ BUILD = os.environ.get("PYCDR_OMNIORB_COV", os.path.expanduser("~/.cache/pycdr/o
 IDL = os.path.join(REPO, "conformance", "echo.idl")
 INTERFACE = "EchoAll::Echo"
 ENDPOINT = "-ORBendPoint giop:tcp:127.0.0.1:"
+# Reports written at once (the crash is an exit, not a hang while it
+# symbolizes); a killed target has no leaks to report; freed memory kept
+# in quarantine up to 64 MB, not ASan's 256 (the campaign's RSS limit: a
+# case that allocates and frees much, nested anys, grew the server by it).
+ASAN_OPTIONS = "symbolize=0:detect_leaks=0:quarantine_size_mb=64"
 
 
 def spawn_command(servant: str) -> str:
@@ -60,11 +65,7 @@ def main() -> None:
     parser.add_argument("--catalog", action="store_true")
     parser.add_argument("--until", default="", metavar="KIND[:REGEX]")
     options = parser.parse_args()
-    # Reports written at once (the crash is an exit, not a hang while it
-    # symbolizes); a killed target has no leaks to report; freed memory kept
-    # in quarantine up to 64 MB, not ASan's 256 (the campaign's RSS limit: a
-    # case that allocates and frees much, nested anys, grew the server by it).
-    os.environ.setdefault("ASAN_OPTIONS", "symbolize=0:detect_leaks=0:quarantine_size_mb=64")
+    os.environ.setdefault("ASAN_OPTIONS", ASAN_OPTIONS)
     spawn = spawn_command(options.servant)
     if not os.path.exists(spawn.split()[0]):
         sys.exit(f"campaign.py: {spawn.split()[0]} is missing: run benchmarks/omniorb/build.sh")
