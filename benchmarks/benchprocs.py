@@ -223,8 +223,9 @@ def serve_pycdr(servant, key: bytes, port: int, tls=None, threads: bool = False)
 
 def serve_omni(idl_path: str, interface: str, make_servant, key: bytes, port: int) -> None:
     """Serve ``make_servant(skeleton class)`` under ``key`` on 127.0.0.1:``port`` with
-    omniORBpy (the stubs compiled from ``idl_path``); print the banner; return once stdin
-    closes. Pin the process before calling: omniORB's threads inherit the affinity."""
+    omniORBpy (the stubs compiled from ``idl_path``); print the banner; exit once stdin
+    closes (os._exit: see below). Pin the process before calling: omniORB's
+    threads inherit the affinity."""
     from omniORB import CORBA
     orb = CORBA.ORB_init([sys.argv[0], "-ORBendPoint", f"giop:tcp:{LOOPBACK}:{port}"],
                          CORBA.ORB_ID)
@@ -237,6 +238,10 @@ def serve_omni(idl_path: str, interface: str, make_servant, key: bytes, port: in
     stop_when_stdin_closes(lambda: orb.shutdown(False))
     orb.run()
     orb.destroy()
+    # Straight out, past the interpreter's finalization: there the thread still reading
+    # stdin is unwound through omniORB's thread handlers and aborts (a core file each).
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def omni_client(idl_path: str, interface: str, ior: str):
