@@ -13,7 +13,12 @@ run as a `--spawn` target of the fuzzer, serving an interface with a string and 
 - JacORB 3.4 and 3.9 (tests/peers/jacorb.py) allocate the message size a GIOP header claims at
   once: with a 256 MB heap, a 32-byte Request whose size reads as 335 MB (its byte order flag
   flipped) logs an OutOfMemoryError at BufferManager.getBuffer (an exception finding), and the
-  ORB answers on."""
+  ORB answers on;
+- JacORB 3.4 and 3.9 let a GIOP 1.2 Request whose response_flags are none of 0, 1 and 3 kill
+  the POA thread that dispatches it (an uncaught BAD_PARAM from ServerRequest.syncScope: an
+  exception finding naming the thread); the thread is not given back to the POA's pool, and
+  once as many such requests came as the pool holds (20 by default) the ORB dispatches no
+  request again (docs/FINDINGS.md)."""
 
 import shlex
 
@@ -134,5 +139,28 @@ def test_jacorb_allocates_the_size_a_header_claims(orb, tmp_path):
         assert details["exception"] == "java.lang.OutOfMemoryError"
         assert details["frames"][0] == "org.jacorb.orb.BufferManager.getBuffer"
         assert campaign._probe() == "alive"
+    finally:
+        campaign.close()
+
+
+@pytest.mark.parametrize("orb", [JACORB_3_4, JACORB], ids=lambda o: o.name)
+def test_jacorb_invalid_response_flags_kill_the_dispatching_thread(orb, tmp_path):
+    campaign = _campaign(orb, tmp_path, properties={"jacorb.poa.thread_pool_max": "3",
+                                                    "jacorb.poa.thread_pool_min": "1"})
+    try:
+        request = _echo_any(campaign, "echo_string", b"\0\0\0\x03hi\0")
+        assert campaign._probe() == "alive"
+        request[16] = 0x02                  # response_flags: neither 0, 1 nor 3
+        assert campaign.reproduces("exception", [bytes(request)], fresh=False)
+        details = campaign.last_verdict.details
+        assert details["exception"] == "org.omg.CORBA.BAD_PARAM" and details["uncaught"]
+        assert details["thread"].startswith("RequestProcessor-")
+        assert details["frames"][0] == "org.jacorb.orb.dsi.ServerRequest.syncScope"
+        # Each such request takes a thread of the POA's pool for good: with a pool of 3,
+        # three of them leave a well-formed call unanswered.
+        request[16] = 0x80
+        for _ in range(2):
+            campaign.check([bytes(request)])
+        assert campaign._probe() not in ("alive", "slow")
     finally:
         campaign.close()
