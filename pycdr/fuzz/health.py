@@ -37,8 +37,9 @@ SPIN_CONFIRM = 0.3
 # spinning thread does in a fraction of it; or it could not any more were
 # it to burn every core for the rest of the window) -- the answer the
 # whole window would give -- or once the target is clearly idle: no CPU
-# used in the window and no thread running or waiting to run at
-# IDLE_SAMPLES reads in a row (a spinning thread always is one).
+# used since the read before and no thread running or waiting to run at
+# IDLE_SAMPLES reads in a row (a spinning thread always is one; a target
+# that finished the last cases' work early in the window is idle after it).
 SPIN_SAMPLE = 0.005
 IDLE_SAMPLES = 3
 # Seconds a target that cannot be restarted gets to answer again before the
@@ -188,6 +189,12 @@ class TargetHealth:
         when either is silent both again with the longest wait (one silent
         probe is not a hang)."""
         suspects = list(self._in_flight)
+        if self.spawned is not None and self.spawned.exited() is None and self._spinning():
+            # A spin first: a spinning target answers probes late or not at
+            # all (omniORB 4.2.5's, a probe's wait of a few hundred ms on a
+            # loaded machine), and a spin is what it is found to be whatever
+            # the probes would say (see below).
+            return "spinning"
         status = self._probe()
         if status in ("silent", "requests-silent"):
             status = self._probe(timeout=self.hang_timeout)
@@ -207,7 +214,8 @@ class TargetHealth:
         # A spinning target may also answer late or not at all (the looping thread
         # starves the others: Python's GIL, a JVM's safepoints, on a loaded
         # machine most of all): the spin is the cause, the silence its symptom.
-        if status in ("alive", "slow", "silent", "requests-silent") and self._spinning():
+        # (One that started while the probes waited is looked for again.)
+        if status in ("silent", "requests-silent") and self._spinning():
             status = "spinning"
             # (The probes' answers cleared the cases in flight: they are the
             # suspects of the spin all the same.)
@@ -235,6 +243,7 @@ class TargetHealth:
         began = time.monotonic()
         cores = os.cpu_count() or 1
         idle = 0
+        last = before
         while True:
             left = began + window - time.monotonic()
             self._wait_making(min(SPIN_SAMPLE, max(0.0, left)))
@@ -246,8 +255,11 @@ class TargetHealth:
                 return True
             if waited >= window or used + cores * (window - waited) <= SPIN_SHARE * window:
                 return False
-            idle = idle + 1 if used <= 0 and process is not None and \
+            # (No CPU since the last read: a target that finished the last
+            # cases' work early in the window is idle from then on.)
+            idle = idle + 1 if now <= last and process is not None and \
                 not runnable_threads(process.pid) else 0
+            last = now
             if idle >= IDLE_SAMPLES:
                 return False
 
