@@ -416,6 +416,17 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         # never answers as predicted, omniORB, pays a few failed batches.)
         self._pipe_pause = min(MAX_PIPE_PAUSE,
                                self.batch_size << (2 * self._pipe_failures - 1))
+        if len(cases) > 1:
+            # Not as predicted: the cases again on a connection each (a case
+            # may have closed the connection under the others, or flooded
+            # it), the target's health looked at after them whatever their
+            # connections show -- one look for both runs: a target the batch
+            # broke shows it to the group's connections and probes alike.
+            # (They go in flight again with the group.)
+            for _ in cases:
+                self._in_flight.pop()
+            self._run_group(cases, look=True)
+            return
         broken = self._broken()
         if broken is not None:
             self.stats.cases += len(cases)
@@ -424,9 +435,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
-        # Not as predicted, the target fine: the cases again on a connection
-        # each (a case may have closed the connection under the others, or
-        # flooded it).
+        # Not as predicted, the target fine: the case again on a connection
+        # of its own.
         self._run_group(cases)
 
     def _close_pipe(self) -> None:
@@ -533,7 +543,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                 return None
             time.sleep(0.02)
 
-    def _run_group(self, cases: list, *, again: bool = False) -> None:
+    def _run_group(self, cases: list, *, again: bool = False, look: bool = False) -> None:
         """Cases that need a connection each, all sent at once (one connection
         per case, at most ``connections`` of them) and their answers read
         after, so the target works on all of them while we read.  Whatever a
@@ -543,7 +553,9 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         alone (_attribute), and the others run again (``again``: not counted
         twice) -- what they would have shown was hidden by the breakage; a
         flood is put to the case whose connection it came on; otherwise what
-        the connections showed are outcomes, not findings."""
+        the connections showed are outcomes, not findings.  With ``look``
+        (the cases of a batch that did not go as predicted), the target's
+        health is looked at whatever the connections show."""
         if len(cases) == 1 and not again:
             self._run_isolated_case(cases[0])
             return
@@ -566,7 +578,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self.stats.isolated += len(cases)
         # (A cost still going on, its answer due, is no spin: pycdr.fuzz.cost.)
         broken, in_flight = self._costly_pending(costly, cases, observations)
-        if broken is None and any(r not in (None, "flood", "more_answers") for r in reasons):
+        if broken is None and (look or any(r not in (None, "flood", "more_answers")
+                                           for r in reasons)):
             broken = self._broken()
         if broken is None or (broken[0] == "hang" and self._new_class_logged(logged)):
             # (A defect not found yet first: a group may log both.  Before a JVM's
