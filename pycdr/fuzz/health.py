@@ -37,9 +37,8 @@ SPIN_CONFIRM = 0.3
 # spinning thread does in a fraction of it; or it could not any more were
 # it to burn every core for the rest of the window) -- the answer the
 # whole window would give -- or once the target is clearly idle: no CPU
-# used since the read before and no thread running or waiting to run at
-# IDLE_SAMPLES reads in a row (a spinning thread always is one; a target
-# that finished the last cases' work early in the window is idle after it).
+# used in the window and no thread running or waiting to run at
+# IDLE_SAMPLES reads in a row (a spinning thread always is one).
 SPIN_SAMPLE = 0.005
 IDLE_SAMPLES = 3
 # Seconds a target that cannot be restarted gets to answer again before the
@@ -254,7 +253,6 @@ class TargetHealth:
         began = time.monotonic()
         cores = os.cpu_count() or 1
         idle = 0
-        last = before
         while True:
             left = began + window - time.monotonic()
             self._wait_making(min(SPIN_SAMPLE, max(0.0, left)))
@@ -266,11 +264,8 @@ class TargetHealth:
                 return True
             if waited >= window or used + cores * (window - waited) <= SPIN_SHARE * window:
                 return False
-            # (No CPU since the last read: a target that finished the last
-            # cases' work early in the window is idle from then on.)
-            idle = idle + 1 if now <= last and process is not None and \
+            idle = idle + 1 if used <= 0 and process is not None and \
                 not runnable_threads(process.pid) else 0
-            last = now
             if idle >= IDLE_SAMPLES:
                 return False
 
