@@ -188,19 +188,6 @@ class TargetHealth:
         when either is silent both again with the longest wait (one silent
         probe is not a hang)."""
         suspects = list(self._in_flight)
-        if self.spawned is not None and self.spawned.exited() is None and self._spinning():
-            # The CPU first: a spinning target answers probes late or not at
-            # all (omniORB 4.2.5's: the probes' learned waits run out, a few
-            # hundred ms on a loaded machine, before the longest wait gets an
-            # answer).  But a target still working on a case burns CPU too
-            # (a single-threaded server answers no probe until done): it
-            # spins only when it goes on burning once a probe was given the
-            # longest wait.
-            status = self._probe(timeout=self.hang_timeout)
-            if status in ("alive", "slow", "silent", "requests-silent") and self._spinning():
-                return self._spin(suspects)
-            if status in ("alive", "slow"):
-                return status
         status = self._probe()
         if status in ("silent", "requests-silent"):
             status = self._probe(timeout=self.hang_timeout)
@@ -220,18 +207,13 @@ class TargetHealth:
         # A spinning target may also answer late or not at all (the looping thread
         # starves the others: Python's GIL, a JVM's safepoints, on a loaded
         # machine most of all): the spin is the cause, the silence its symptom.
-        # (One that started while the probes waited is looked for again.)
-        if status in ("silent", "requests-silent") and self._spinning():
-            return self._spin(suspects)
+        if status in ("alive", "slow", "silent", "requests-silent") and self._spinning():
+            status = "spinning"
+            # (The probes' answers cleared the cases in flight: they are the
+            # suspects of the spin all the same.)
+            self._in_flight.clear()
+            self._in_flight.extend(suspects)
         return status
-
-    def _spin(self, suspects: list) -> str:
-        """The status of a spinning target, the cases in flight before the
-        probes put back (their answers cleared them: they are the suspects
-        of the spin all the same)."""
-        self._in_flight.clear()
-        self._in_flight.extend(suspects)
-        return "spinning"
 
     def _spinning(self, confirm: float = SPIN_CONFIRM) -> bool:
         """Whether the spawned target burns CPU while nothing is sent to it
