@@ -59,8 +59,8 @@ class MutationContext:
         # seed's unchanged message.  (A mutated message's layout is worked out
         # when asked for, and not kept: it is rarely asked for twice.)  A
         # seed's is worked out when first asked for: a campaign's start would
-        # otherwise wait for all of them (a fifth of a second for the
-        # catalog's), where its first cases are made while the target works.
+        # otherwise wait for all of them (some 50 ms of CPU for the Echo
+        # catalog's 600 seeds), where its cases are made while the target works.
         self._layouts: dict = {}         # (data, id(body_types)) -> _layout() or _later()
         self._derived: dict = {}         # ((data, id(body_types)), make) -> make(fields)
         for seed in seeds:
