@@ -19,9 +19,11 @@ class CountingCampaign(Campaign):
     """Counts the cases run each on a connection of its own, and the
     pipelined batches."""
 
-    def _observe_group(self, cases):
+    def _observe_group(self, cases, more=None):
+        observations = super()._observe_group(cases, more)
+        # (Counted after: a group's further cases are appended to it meanwhile.)
         self.alone = getattr(self, "alone", 0) + len(cases)
-        return super()._observe_group(cases)
+        return observations
 
     def check(self, messages, *args, **options):
         self.checks = getattr(self, "checks", 0) + 1

@@ -99,7 +99,12 @@ FRUITLESS_SEARCHES = 2
 # cases in flight.
 SEARCH_SHARE = 0.25
 MAX_UNCONFIRMED = 64
-# Cases judged together as a group (on up to --connections connections at once).
+# Cases judged together as a group (on up to --connections connections at
+# once).  A group whose every case is known to be its (pipelining pauses past
+# its last) is sent once it holds --connections cases, its further cases made
+# as connections free up, while the target works on the ones sent -- not all
+# made first, the target idle meanwhile (a campaign's first group: hundreds
+# of milliseconds).  It is judged as a whole all the same.
 GROUP_CASES = 1024
 # A memory finding's (minimized) input is at most this many bytes.
 MEMORY_INPUT = 64 << 10
@@ -274,13 +279,26 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         # two of a batch with a request id in common).
         batches = Batches(distinct_ids=self.feedback == "state")
         group: list[Case] = []         # cases that need a connection each
-        while not self.dead:
-            if max_cases is not None and index >= start_index + max_cases:
-                break
-            if self.stop_on_finding and self.findings:
-                break
-            if end_time is not None and time.monotonic() >= end_time:
-                break
+
+        def ended() -> bool:
+            return self.dead or (max_cases is not None and index >= start_index + max_cases) \
+                or (self.stop_on_finding and bool(self.findings)) \
+                or (end_time is not None and time.monotonic() >= end_time)
+
+        def feed() -> Case | None:
+            """The group's next case, made while the target works on the
+            ones sent (see GROUP_CASES); None once the group is whole."""
+            nonlocal index
+            if len(group) >= group_cases or ended():
+                return None
+            case = self._take_case(index)
+            index += 1
+            self._cover(case)
+            self._grouped(case, group)
+            self._sent([case])
+            return case
+
+        while not ended():
             if self.rate:
                 wait = self.stats.started + (index - start_index) / self.rate - time.monotonic()
                 if wait > 0:
@@ -316,11 +334,15 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             elif tail and pipelining:
                 self._run_batch(batches.take(), tail=case)
             elif concurrent:
-                if case.batchable or case.tail:
-                    self._pipe_pause = max(0, self._pipe_pause - 1)
-                group.append(case)
+                self._grouped(case, group)
                 if len(group) >= group_cases:
                     self._run_group(group)
+                    group = []
+                elif len(group) >= self.connections and self.feedback in ("none", "state") \
+                        and self._pipe_pause >= group_cases - len(group):
+                    # Every case up to the group's last goes to it (pipelining
+                    # pauses that long): sent from now on, the rest made meanwhile.
+                    self._run_group(group, more=feed)
                     group = []
             else:
                 self._run_isolated_case(case)
@@ -337,6 +359,13 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         self._ahead.clear()
         self._taken = self._ahead_end = None
         return self.stats
+
+    def _grouped(self, case: Case, group: list) -> None:
+        """``case`` goes to the group (while pipelining pauses, a batchable
+        case so sent counts against the pause)."""
+        if case.batchable or case.tail:
+            self._pipe_pause = max(0, self._pipe_pause - 1)
+        group.append(case)
 
     def _take_case(self, index: int) -> Case:
         """Case ``index``: made ahead already, or now."""
@@ -416,6 +445,17 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         # never answers as predicted, omniORB, pays a few failed batches.)
         self._pipe_pause = min(MAX_PIPE_PAUSE,
                                self.batch_size << (2 * self._pipe_failures - 1))
+        if len(cases) > 1:
+            # Not as predicted: the cases again on a connection each (a case
+            # may have closed the connection under the others, or flooded
+            # it), the target's health looked at after them whatever their
+            # connections show -- one look for both runs: a target the batch
+            # broke shows it to the group's connections and probes alike.
+            # (They go in flight again with the group.)
+            for _ in cases:
+                self._in_flight.pop()
+            self._run_group(cases, look=True)
+            return
         broken = self._broken()
         if broken is not None:
             self.stats.cases += len(cases)
@@ -424,9 +464,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             if culprit is not None and not self.dead:
                 self._run_group([c for c in cases if c is not culprit], again=True)
             return
-        # Not as predicted, the target fine: the cases again on a connection
-        # each (a case may have closed the connection under the others, or
-        # flooded it).
+        # Not as predicted, the target fine: the case again on a connection
+        # of its own.
         self._run_group(cases)
 
     def _close_pipe(self) -> None:
@@ -533,7 +572,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                 return None
             time.sleep(0.02)
 
-    def _run_group(self, cases: list, *, again: bool = False) -> None:
+    def _run_group(self, cases: list, *, again: bool = False, look: bool = False,
+                   more=None) -> None:
         """Cases that need a connection each, all sent at once (one connection
         per case, at most ``connections`` of them) and their answers read
         after, so the target works on all of them while we read.  Whatever a
@@ -543,7 +583,11 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         alone (_attribute), and the others run again (``again``: not counted
         twice) -- what they would have shown was hidden by the breakage; a
         flood is put to the case whose connection it came on; otherwise what
-        the connections showed are outcomes, not findings."""
+        the connections showed are outcomes, not findings.  With ``look``
+        (the cases of a batch that did not go as predicted), the target's
+        health is looked at whatever the connections show.  ``more``: the
+        group's further cases, one a call, appended to ``cases`` (see
+        _observe_group), judged with them."""
         if len(cases) == 1 and not again:
             self._run_isolated_case(cases[0])
             return
@@ -552,7 +596,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         logged, called = self._logged_count(), self._callout_mark()
         self._before_group()
         cost_mark = self._cost_mark()
-        observations = self._observe_group(cases)
+        observations = self._observe_group(cases, more)
         reasons = [suspicion(obs, case.prediction, case.messages)
                    for case, obs in zip(cases, observations)]
         # (Before the health look below; a group that flooded is not watched
@@ -566,7 +610,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self.stats.isolated += len(cases)
         # (A cost still going on, its answer due, is no spin: pycdr.fuzz.cost.)
         broken, in_flight = self._costly_pending(costly, cases, observations)
-        if broken is None and any(r not in (None, "flood", "more_answers") for r in reasons):
+        if broken is None and (look or any(r not in (None, "flood", "more_answers")
+                                           for r in reasons)):
             broken = self._broken()
         if broken is None or (broken[0] == "hang" and self._new_class_logged(logged)):
             # (A defect not found yet first: a group may log both.  Before a JVM's

@@ -93,11 +93,13 @@ class _Slot:
 class Window:
     """Campaign's window of connections, one a case."""
 
-    def _observe_group(self, cases: list) -> list:
+    def _observe_group(self, cases: list, more=None) -> list:
         """Each case on a connection of its own, up to ``connections`` open
         at once: a new one opens as soon as one is done (its answers in and
         LINGER past them, or closed, or its wait over), so a case the target
-        is silent on holds one connection, not the others.  The
+        is silent on holds one connection, not the others.  ``more``: once
+        every case of ``cases`` is sent, the next one for a free connection
+        (appended to ``cases`` by it), until it gives None.  The
         observations, in the order of ``cases``."""
         observations = [Observation() for _ in cases]
         selector = selectors.DefaultSelector()
@@ -105,8 +107,14 @@ class Window:
         open_: dict = {}              # case position -> _Slot
         made = 0
         try:
-            while waiting or open_:
-                while waiting and len(open_) < self.connections:
+            while waiting or open_ or more is not None:
+                while len(open_) < self.connections:
+                    if not waiting:
+                        if more is None or more() is None:
+                            more = None
+                            break
+                        observations.append(Observation())
+                        waiting.append(len(observations) - 1)
                     k = waiting.popleft()
                     slot = self._open_slot(cases[k], observations[k])
                     if slot is not None:
