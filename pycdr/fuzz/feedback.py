@@ -85,9 +85,12 @@ if c_allowed():
 
 class EdgeMap:
     """The shared edge map: created empty, named by ``path`` (the value of
-    PYCDR_COVERAGE), removed by close()."""
+    PYCDR_COVERAGE), removed by close().  ``masked`` and ``uncounted`` may be
+    sets another map has too (the target processes of a campaign each write
+    a map of their own; which edges flicker is the binary's)."""
 
-    def __init__(self, directory: str | None = None):
+    def __init__(self, directory: str | None = None, *, masked: set | None = None,
+                 uncounted: set | None = None):
         if directory is None:
             directory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
         fd, self.path = tempfile.mkstemp(prefix="pycdr-coverage-", dir=directory)
@@ -96,8 +99,9 @@ class EdgeMap:
             self.map = mmap.mmap(fd, MAP_SIZE)
         finally:
             os.close(fd)
-        self.masked: set[int] = set()        # edges that flicker without input
-        self.uncounted: set[int] = set()     # edges whose hit counts vary: passed or not
+        # Edges that flicker without input; edges whose hit counts vary (passed or not).
+        self.masked: set[int] = set() if masked is None else masked
+        self.uncounted: set[int] = set() if uncounted is None else uncounted
         self._flags = None                   # (the two as flag bytes, and what they were of)
 
     def environment(self) -> dict:
