@@ -5,10 +5,11 @@ Two kinds of feedback:
 
 - ``sancov``: the edges a target built with clang's
   ``-fsanitize-coverage=trace-pc-guard`` and pycdr's coverage shim
-  (pycdr/fuzz/coverage_shim.c) passed.  The fuzzer creates the edge map
-  (EdgeMap: a file of MAP_SIZE bytes, in /dev/shm when there is one), names
-  it in the environment variable PYCDR_COVERAGE of the target it spawns,
-  clears it before a case and reads it after.  A feature is an edge with
+  (pycdr/fuzz/coverage_shim.c) passed.  The fuzzer creates an edge map
+  (EdgeMap: a file of MAP_SIZE bytes, in /dev/shm when there is one) for
+  each target process it spawns, names it in that process's environment
+  variable PYCDR_COVERAGE, clears it before a group of cases (or a case)
+  and reads it after (pycdr.fuzz.learning).  A feature is an edge with
   its hit count's bucket (AFL's: 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+), so
   a loop that runs more often is new too.  Edges the target passes while
   nothing is sent to it (a timer thread, a housekeeping loop) are found by
