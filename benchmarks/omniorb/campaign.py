@@ -19,9 +19,10 @@ TypeCodes in a row, in either byte order, for omniORB's nested anys:
 (the target's start included) it took.  --coverage none runs the same
 campaign without feedback (cases from the seeds alone), its processes
 writing their edges into one map that is never cleared, for comparison:
-`edges_past_start` (in both) counts the edges passed but by the target's
-start-up and idle threads (those of a process started alone, before the
-campaign, and left idle 0.5 s).
+`edges_past_start` (in both) counts the edges any process passed (under
+sancov: each map's, every time it is cleared, masked ones too) but those of
+the target's start-up and idle threads (of a process started alone, before
+the campaign, and left idle 0.5 s).
 A line, not a test: it asserts nothing.
 """
 
@@ -41,6 +42,7 @@ sys.path.insert(0, REPO)
 
 from pycdr.fuzz import seeds as S                       # noqa: E402
 from pycdr.fuzz.engine import Campaign                  # noqa: E402
+from pycdr.fuzz import feedback as F                    # noqa: E402
 from pycdr.fuzz.feedback import ENV, EdgeMap            # noqa: E402
 from pycdr.fuzz.target import SpawnedTarget             # noqa: E402
 from pycdr.fuzz.findings import save, save_unconfirmed  # noqa: E402
@@ -61,6 +63,12 @@ def spawn_command(servant: str) -> str:
         return f"{BUILD}/echo/echo_server {ENDPOINT}"
     server = os.path.join(REPO, "tests", "peers", "omni_server.py")
     return f"{BUILD}/omnipy/bin/python-asan {server} --idl {IDL} --interface {INTERFACE} -- {ENDPOINT}"
+
+
+def raw_edges(edge_map) -> set:
+    """Every edge ``edge_map`` shows, masked ones too."""
+    nothing = bytes(F.MAP_SIZE)
+    return {f >> 4 for f in F._features(edge_map.map, nothing, nothing, F.BUCKET)}
 
 
 def start_edges(spawn: str) -> set:
@@ -119,10 +127,23 @@ def main() -> None:
         witness = EdgeMap()
         os.environ[ENV] = witness.path          # (every process started writes into it)
 
+    passed: set = set()                         # under sancov, what the maps showed
+    clear = EdgeMap.reset
+
+    def reset_keeping(edge_map) -> None:
+        passed.update(raw_edges(edge_map))
+        clear(edge_map)
+    EdgeMap.reset = reset_keeping
+
     def edges(c) -> set:
         if witness is not None:
             return set(witness.edges())
         return {f >> 4 for f in c.corpus.seen}
+
+    def all_edges(c) -> set:
+        if witness is not None:
+            return set(witness.edges())
+        return passed | raw_edges(c.edge_map)
     campaign = Campaign(None, seed=options.seed, spawn=spawn, coverage=options.coverage,
                         seed_sources=seed_sources,
                         probe_request=S.idl_probe_request(IDL, INTERFACE))
@@ -151,13 +172,13 @@ def main() -> None:
         except Found:
             pass
         line(campaign)
-        passed = edges(campaign)
+        seen, passed = edges(campaign), all_edges(campaign)
     finally:
         campaign.close()
         if witness is not None:
             witness.close()
     print(json.dumps({"feedback": campaign.feedback_summary(),
-                      "edges": len(passed), "edges_past_start": len(passed - at_start),
+                      "edges": len(seen), "edges_past_start": len(passed - at_start),
                       "cases": campaign.stats.cases, "elapsed": round(campaign.stats.elapsed, 1),
                       "restarts": campaign.stats.restarts,
                       "findings": [{"kind": f.kind, "path": f.path, "folder": f.folder,
