@@ -177,6 +177,10 @@ class Learning:
         if self.feedback == "none":
             return
         if self.edge_map is not None:
+            # (The probes of _calibrate handled first: on a loaded machine an
+            # instrumented target may still be at them, and their edges are
+            # no idle thread's.)
+            self._settle(IDLE_WATCH)
             self.edge_map.calibrate(IDLE_WATCH)
         if self.agent is not None:
             self._calibrate_probes()
@@ -413,17 +417,21 @@ class Learning:
         return self._probes() if self.agent is not None else None
 
     def _map_features(self) -> frozenset:
-        """The edge map's features, once the target has settled (see
-        SANCOV_SETTLE)."""
+        """The edge map's features, once the target has settled."""
+        self._settle(SANCOV_SETTLE_MAX)
+        return self.edge_map.features()
+
+    def _settle(self, longest: float) -> None:
+        """Wait SANCOV_SETTLE seconds, then up to ``longest`` more until the
+        target has no thread running or waiting to run, twice in a row."""
         time.sleep(SANCOV_SETTLE)
         process = self.spawned.process
-        deadline = time.monotonic() + SANCOV_SETTLE_MAX
+        deadline = time.monotonic() + longest
         quiet = 0
         while quiet < 2 and time.monotonic() < deadline and process.poll() is None:
             quiet = 0 if runnable_threads(process.pid) else quiet + 1
             if quiet < 2:
                 time.sleep(SANCOV_SETTLE / 2)
-        return self.edge_map.features()
 
     def _units(self, features) -> set:
         """What of ``features`` a group is searched for: under sancov their
@@ -591,15 +599,20 @@ class Learning:
     def _repeated(self, case: Case, features: frozenset, new: frozenset) -> frozenset:
         """Under sancov, of the ``new`` features ``case`` showed alone (all
         it showed: ``features``), those it shows again, run once more --
-        calibrated as AFL does.  Edges passed one time and not the other
-        flicker (the target's timing, not the input: a connection's end
-        handled after the map was read) and are masked from now on; edges
-        passed as many times as another bucket (a read loop's turns follow
-        TCP's segments) count as passed or not, from now on.  (Run as a
-        bisection's part is, and its minimization's tries: see _run_part.)"""
+        calibrated as AFL does.  Edges passed the first time and not the
+        second flicker (the target's timing, not the input: a connection's
+        end handled after the map was read) and are masked from now on
+        (edges passed the second time only are not: on a loaded machine the
+        first run's answer may come after its wait, its edges after the
+        read); edges passed as many times as another bucket (a read loop's
+        turns follow TCP's segments) count as passed or not, from now on.
+        What the second run showed is seen.  (Run as a bisection's part is,
+        and its minimization's tries: see _run_part.)"""
         again = self._run_part([case])
-        changed = {f >> 4 for f in features ^ again}
-        flicker = changed - ({f >> 4 for f in features} & {f >> 4 for f in again})
+        self._observe(again)
+        first, second = {f >> 4 for f in features}, {f >> 4 for f in again}
+        changed = {f >> 4 for f in features ^ again} & first
+        flicker = first - second
         self.masked_edges |= flicker
         self.uncounted_edges |= changed - flicker
         return frozenset(f for f in new & again if f >> 4 not in changed)
