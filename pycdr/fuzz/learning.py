@@ -480,7 +480,10 @@ class Learning:
         when the campaign runs it (the target is restarted here and they
         show nothing)."""
         self._reset_coverage()
-        self._observe_group(cases)
+        # (Not judged: a connection is watched past its answers no longer than
+        # a case alone is, under sancov; what the target does after, the map
+        # shows once it settled.)
+        self._observe_group(cases, self.linger)
         if self.spawned is not None and self.spawned.exited() is not None:
             self._fresh_target(restart=True)
             return frozenset()
