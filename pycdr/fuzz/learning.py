@@ -78,12 +78,12 @@ SANCOV_RECHECK_LINGER = 0.1
 # Seconds the edge map is watched while the target is idle, before the campaign.
 IDLE_WATCH = 0.5
 # Before the edge map is read, the target is left SANCOV_SETTLE seconds, then
-# up to SANCOV_SETTLE_MAX until it has no thread running or waiting to run,
-# twice in a row: a connection's end is handled after it closed, and a run
-# read before that and one read after would differ by those edges (masked as
-# flickering: a third of omniORB's edges were, so).  (No longer: a target
+# up to SANCOV_SETTLE_MAX more until it has no thread running or waiting to
+# run, twice in a row: a connection's end is handled after it closed, and a
+# run read before that and one read after differ by those edges (masked as
+# flickering: a third of omniORB's edges were, so).  No longer: a target
 # left spinning by a case, as omniORB often is, has a thread running all
-# along.)
+# along.
 SANCOV_SETTLE = 0.001
 SANCOV_SETTLE_MAX = 0.005
 # Cases judged together between two reads of the edge map, under sancov (the
@@ -91,11 +91,8 @@ SANCOV_SETTLE_MAX = 0.005
 # of the map; one that passed new edges is bisected (below) as a JaCoCo
 # group is, at about two runs of a part per halving: a group of 64 is
 # resolved to a case in some 12 runs of a few cases each.  (In 60-s
-# campaigns against omniORB, groups of 256 ran 1.5 times the cases but kept
-# less than half the inputs, their bisections out of runs; the edges were
-# the same.  A group broken by several of its cases together, none doing it
-# alone, is not learned from: a first run in groups of 256 knew 12 % fewer
-# edges.)
+# campaigns against omniORB, groups of 256 kept a third of the inputs groups
+# of 64 kept, their bisections out of runs, and passed fewer edges.)
 SANCOV_GROUP = 64
 # Cases run between two dumps of a JaCoCo agent's probes: a bisection of a
 # group costs about two runs per halving, and a group whose probes are all
