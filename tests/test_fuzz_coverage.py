@@ -3,8 +3,10 @@
 AddressSanitizer), the edge map and its masking of edges that flicker, a
 bounded `pycdr fuzz --coverage sancov --spawn` campaign that reaches the
 server's planted fault (and the same seed without feedback that does not),
-state feedback, the corpus folder a campaign resumes from, minimization and
-the byte-level mutations' fix-ups."""
+a sancov group's new edges put to the case that passes them (bisection), a
+restart that takes the standby and its own edge map, a crash inside a group
+put to its case, state feedback, the corpus folder a campaign resumes from,
+minimization and the byte-level mutations' fix-ups."""
 
 from __future__ import annotations
 
