@@ -347,7 +347,8 @@ class Learning:
 
     def _reset_coverage(self) -> None:
         if self.edge_map is not None:
-            self.edge_map.reset()
+            if not self.dead:              # (a target that could not restart: its map is gone)
+                self.edge_map.reset()
         elif self.agent is not None:
             self._agent_call(self.agent.reset)
 
@@ -415,6 +416,8 @@ class Learning:
 
     def _map_features(self) -> frozenset:
         """The edge map's features, once the target has settled."""
+        if self.dead:
+            return frozenset()
         self._settle(SANCOV_SETTLE_MAX)
         return self.edge_map.features()
 
