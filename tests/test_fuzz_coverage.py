@@ -3,8 +3,10 @@
 AddressSanitizer), the edge map and its masking of edges that flicker, a
 bounded `pycdr fuzz --coverage sancov --spawn` campaign that reaches the
 server's planted fault (and the same seed without feedback that does not),
-state feedback, the corpus folder a campaign resumes from, minimization and
-the byte-level mutations' fix-ups."""
+a sancov group's new edges put to the case that passes them (bisection), a
+restart that takes the standby and its own edge map, a crash inside a group
+put to its case, state feedback, the corpus folder a campaign resumes from,
+minimization and the byte-level mutations' fix-ups."""
 
 from __future__ import annotations
 
@@ -20,12 +22,15 @@ import time
 import pytest
 
 from pycdr.conformance.wire import Observation
+from pycdr.fuzz.case import Case
+from pycdr.fuzz.engine import Campaign
 from pycdr.fuzz.feedback import (BUCKET, Corpus, EdgeMap, Entry, load_folder, save_entry,
                                  state_of, trim)
 from pycdr.fuzz.havoc import fix_lengths, havoc
 from pycdr.fuzz.sanitizer import parse_report, symbolize_frames
-from pycdr.fuzz.mutators import MutationContext
-from pycdr.fuzz.seeds import idl_seeds
+from pycdr.fuzz.mutators import Mutation, MutationContext
+from pycdr.fuzz.prediction import framing, predict
+from pycdr.fuzz.seeds import Seed, idl_seeds
 from pycdr.fuzz.target import SpawnedTarget
 from pycdr.giop.events import MessageReceived
 from pycdr.giop.layout import message_fields
@@ -70,14 +75,18 @@ def server(tmp_path_factory):
     return binary
 
 
-def _locate_request(port: int) -> bytes:
-    """A GIOP 1.2 LocateRequest for the server's object, and its answer."""
+def _locate_message() -> bytes:
+    """A GIOP 1.2 LocateRequest for the server's object."""
     key = b"Echo"
     body = (7).to_bytes(4, "big") + (0).to_bytes(2, "big") + b"\0\0" + \
         len(key).to_bytes(4, "big") + key
-    message = b"GIOP\x01\x02\x00\x03" + len(body).to_bytes(4, "big") + body
+    return b"GIOP\x01\x02\x00\x03" + len(body).to_bytes(4, "big") + body
+
+
+def _locate_request(port: int) -> bytes:
+    """A LocateRequest for the server's object sent, and its answer."""
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(message)
+        s.sendall(_locate_message())
         return s.recv(100)
 
 
@@ -488,3 +497,108 @@ def test_a_pipelined_batchs_answers_go_back_to_their_cases():
     assert answers_by_case(cases, answers + [reply(9)]) is None            # names no case
     assert answers_by_case(cases, answers[:-1]) is None                    # one missing
     assert answers_by_case(cases, answers + [(None, answer_state(error))]) is None
+
+
+# --- groups under sancov ----------------------------------------------------------------
+def _case(index: int, message: bytes) -> Case:
+    case = Case(index, "test", [message], [Mutation("test", "payload")])
+    case.prediction = predict(case.messages)
+    case.batchable, case.tail = framing(case.prediction, case.messages)
+    return case
+
+
+@pytest.fixture
+def sancov_campaign(server, monkeypatch, tmp_path):
+    """A sancov campaign against the server whose corpus is a LocateRequest:
+    what a Request passes is new to it."""
+    monkeypatch.setenv("ASAN_OPTIONS", "symbolize=0")
+    made = []
+
+    def make(**options):
+        made.append(Campaign(None, seed=SEED, spawn=server, coverage="sancov",
+                             seeds=[Seed("locate", [_locate_message()])], minimize=False,
+                             probe_interval=60.0, **options))
+        return made[-1]
+    yield make
+    for campaign in made:
+        campaign.close()
+
+
+def _edges_seen(campaign) -> set:
+    return {f >> 4 for f in campaign.corpus.seen}
+
+
+def test_a_group_whose_one_case_passes_new_edges_keeps_that_case_alone(sancov_campaign):
+    """A group's edge map is read once; when it shows new edges, the case
+    that passes them alone is found (bisection) and kept, and only it: the
+    LocateRequests beside it pass nothing new."""
+    campaign = sancov_campaign()
+    assert campaign.corpus.entries[0].features        # (the first run: its edges are its own)
+    known = _edges_seen(campaign)
+    echo = _case(9, _echo_deep_request(b"plain text that is long enough"))
+    group = [_case(k, _locate_message()) for k in range(9)] + [echo] + \
+        [_case(k, _locate_message()) for k in range(10, 16)]
+    campaign._run_group(group)
+    assert campaign.kept == 1
+    assert campaign.corpus.entries[-1].messages == echo.messages
+    assert _edges_seen(campaign) > known
+    # A group whose edges are all known: kept nothing, bisected nothing.
+    bisections = campaign.bisections
+    campaign._run_group([_case(k, _locate_message()) for k in range(16, 32)])
+    assert campaign.kept == 1 and campaign.bisections == bisections
+
+
+def _start_only_edges(server) -> set:
+    """The edges the server passes starting up and never for a case."""
+    edge_map = EdgeMap()
+    target = SpawnedTarget(server, env=edge_map.environment())
+    try:
+        port = int(target.start().rsplit(":", 1)[1].split("/")[0])
+        time.sleep(0.2)
+        started = set(edge_map.edges())
+        edge_map.reset()
+        _locate_request(port)
+        time.sleep(0.1)
+        return started - set(edge_map.edges())
+    finally:
+        target.stop()
+        edge_map.close()
+
+
+def test_a_restart_under_sancov_takes_the_standby_and_its_own_edge_map(server,
+                                                                        sancov_campaign):
+    """Each process writes a map of its own: a restart takes the standby
+    (started long before), whose start-up is counted as no case's, and the
+    campaign reads the new process's map from then on (the edges a Request
+    passes are found after the restart)."""
+    start_only = _start_only_edges(server)
+    assert start_only
+    campaign = sancov_campaign()
+    first_map = campaign.edge_map.path
+    campaign._run_group([_case(k, _locate_message()) for k in range(16)])
+    assert campaign._fresh_target(restart=True)
+    assert campaign.spawned.standby_used == 1 and campaign.edge_map.path != first_map
+    assert not os.path.exists(first_map)            # (the stopped process's map is gone)
+    # (At once: the new spare starts up meanwhile, writing into a map of its own.)
+    echo = _case(20, _echo_deep_request(b"plain text that is long enough"))
+    campaign._run_group([_case(k, _locate_message()) for k in range(16, 24)] + [echo])
+    assert campaign.kept == 1 and campaign.corpus.entries[-1].messages == echo.messages
+    assert not start_only & (_edges_seen(campaign) | set(campaign._missed))
+
+
+def test_a_crash_inside_a_group_is_put_to_its_case_and_the_others_learned_from(
+        sancov_campaign):
+    """A case of a group that crashes the server is found (alone against a
+    fresh target, three times); the others run again, and the one that
+    passes new edges is kept."""
+    campaign = sancov_campaign()
+    crash = _case(5, _echo_deep_request(b"\xc3\xa9" * 20))
+    echo = _case(11, _echo_deep_request(b"plain text that is long enough"))
+    group = [_case(k, _locate_message()) for k in range(5)] + [crash] + \
+        [_case(k, _locate_message()) for k in range(6, 11)] + [echo] + \
+        [_case(k, _locate_message()) for k in range(12, 16)]
+    campaign._run_group(group)
+    [finding] = campaign.findings.values()
+    assert finding.kind == "crash" and finding.confirmed and finding.case is crash
+    assert finding.details["sanitizer"]["kind"] == "stack-buffer-overflow"
+    assert campaign.kept == 1 and campaign.corpus.entries[-1].messages == echo.messages

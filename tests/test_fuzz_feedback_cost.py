@@ -19,8 +19,8 @@ class CountingCampaign(Campaign):
     """Counts the cases run each on a connection of its own, and the
     pipelined batches."""
 
-    def _observe_group(self, cases, more=None):
-        observations = super()._observe_group(cases, more)
+    def _observe_group(self, cases, more=None, **kw):
+        observations = super()._observe_group(cases, more, **kw)
         # (Counted after: a group's further cases are appended to it meanwhile.)
         self.alone = getattr(self, "alone", 0) + len(cases)
         return observations

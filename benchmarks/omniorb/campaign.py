@@ -3,6 +3,7 @@ benchmarks/omniorb/build.sh, printing how the edges grow.
 
     python benchmarks/omniorb/campaign.py [--servant cxx|python] [--duration S]
         [--every S] [--seed N] [--out DIR] [--catalog] [--until KIND[:REGEX]]
+        [--coverage sancov|none]
 
 --servant cxx (default): the C++ echo servant (echo/echo_server); python:
 omniORBpy's echo server (tests/peers/omni_server.py) in the build's
@@ -15,7 +16,13 @@ the campaign at its first confirmed finding of that kind (crash, cpu, ...),
 one of whose minimized messages matches REGEX in hex if given (eight tk_any
 TypeCodes in a row, in either byte order, for omniORB's nested anys:
 'cpu:(0b000000){8}|(0000000b){8}'), and says how many seconds from the start
-(the target's start included) it took.
+(the target's start included) it took.  --coverage none runs the same
+campaign without feedback (cases from the seeds alone), its processes
+writing their edges into one map that is never cleared, for comparison:
+`edges_past_start` (in both) counts the edges any process passed (under
+sancov: each map's, every time it is cleared, masked ones too) but those of
+the target's start-up and idle threads (of a process started alone, before
+the campaign, and left idle 0.5 s).
 A line, not a test: it asserts nothing.
 """
 
@@ -35,6 +42,9 @@ sys.path.insert(0, REPO)
 
 from pycdr.fuzz import seeds as S                       # noqa: E402
 from pycdr.fuzz.engine import Campaign                  # noqa: E402
+from pycdr.fuzz import feedback as F                    # noqa: E402
+from pycdr.fuzz.feedback import ENV, EdgeMap            # noqa: E402
+from pycdr.fuzz.target import SpawnedTarget             # noqa: E402
 from pycdr.fuzz.findings import save, save_unconfirmed  # noqa: E402
 
 BUILD = os.environ.get("PYCDR_OMNIORB_COV", os.path.expanduser("~/.cache/pycdr/omniorb-4.2.5-cov"))
@@ -55,6 +65,25 @@ def spawn_command(servant: str) -> str:
     return f"{BUILD}/omnipy/bin/python-asan {server} --idl {IDL} --interface {INTERFACE} -- {ENDPOINT}"
 
 
+def raw_edges(edge_map) -> set:
+    """Every edge ``edge_map`` shows, masked ones too."""
+    nothing = bytes(F.MAP_SIZE)
+    return {f >> 4 for f in F._features(edge_map.map, nothing, nothing, F.BUCKET)}
+
+
+def start_edges(spawn: str) -> set:
+    """The edges a process of ``spawn`` passes starting up and idle for 0.5 s."""
+    edge_map = EdgeMap()
+    target = SpawnedTarget(spawn, env=edge_map.environment())
+    try:
+        target.start()
+        time.sleep(0.5)
+        return set(edge_map.edges())
+    finally:
+        target.stop()
+        edge_map.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--servant", choices=("cxx", "python"), default="cxx")
@@ -64,6 +93,7 @@ def main() -> None:
     parser.add_argument("--out", default="omniorb-findings")
     parser.add_argument("--catalog", action="store_true")
     parser.add_argument("--until", default="", metavar="KIND[:REGEX]")
+    parser.add_argument("--coverage", choices=("sancov", "none"), default="sancov")
     options = parser.parse_args()
     os.environ.setdefault("ASAN_OPTIONS", ASAN_OPTIONS)
     spawn = spawn_command(options.servant)
@@ -91,7 +121,30 @@ def main() -> None:
             found.update(kind=f.kind, seconds=round(time.monotonic() - began, 1),
                          case=f.case.index, folder=f.folder,
                          details={k: v for k, v in f.details.items() if k != "sanitizer_report"})
-    campaign = Campaign(None, seed=options.seed, spawn=spawn, coverage="sancov",
+    at_start = start_edges(spawn)
+    witness = None
+    if options.coverage == "none":
+        witness = EdgeMap()
+        os.environ[ENV] = witness.path          # (every process started writes into it)
+
+    passed: set = set()                         # under sancov, what the maps showed
+    clear = EdgeMap.reset
+
+    def reset_keeping(edge_map) -> None:
+        passed.update(raw_edges(edge_map))
+        clear(edge_map)
+    EdgeMap.reset = reset_keeping
+
+    def edges(c) -> set:
+        if witness is not None:
+            return set(witness.edges())
+        return {f >> 4 for f in c.corpus.seen}
+
+    def all_edges(c) -> set:
+        if witness is not None:
+            return set(witness.edges())
+        return passed | raw_edges(c.edge_map)
+    campaign = Campaign(None, seed=options.seed, spawn=spawn, coverage=options.coverage,
                         seed_sources=seed_sources,
                         probe_request=S.idl_probe_request(IDL, INTERFACE))
     campaign.on_finding = on_finding
@@ -102,9 +155,9 @@ def main() -> None:
 
     def line(c) -> None:
         fb = c.feedback_summary()
-        print(f"{time.monotonic() - began:7.0f}  {c.stats.cases:5}  {fb['edges']:5}  "
-              f"{fb['features']:8}  {fb['kept']:4}  {fb['corpus']:6}  {c.stats.restarts:8}  "
-              f"{len(c.findings)}+{len(c.unconfirmed)}u", flush=True)
+        print(f"{time.monotonic() - began:7.0f}  {c.stats.cases:5}  {len(edges(c)):5}  "
+              f"{fb.get('features', 0):8}  {fb.get('kept', 0):4}  {fb.get('corpus', 0):6}  "
+              f"{c.stats.restarts:8}  {len(c.findings)}+{len(c.unconfirmed)}u", flush=True)
 
     def progress(c) -> None:
         if time.monotonic() - began >= next_line[0]:
@@ -119,9 +172,13 @@ def main() -> None:
         except Found:
             pass
         line(campaign)
+        seen, passed = edges(campaign), all_edges(campaign)
     finally:
         campaign.close()
+        if witness is not None:
+            witness.close()
     print(json.dumps({"feedback": campaign.feedback_summary(),
+                      "edges": len(seen), "edges_past_start": len(passed - at_start),
                       "cases": campaign.stats.cases, "elapsed": round(campaign.stats.elapsed, 1),
                       "restarts": campaign.stats.restarts,
                       "findings": [{"kind": f.kind, "path": f.path, "folder": f.folder,

@@ -26,6 +26,7 @@ class Case:
     tail: bool = False
     parent: object = None        # the corpus entry it was mutated from (feedback campaigns)
     addressed: bool = False      # its making read the target's address (MutationContext)
+    rerun_of: object = None      # the corpus entry it runs again unmutated (a first run's)
 
     @property
     def path(self) -> str:

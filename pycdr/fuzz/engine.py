@@ -159,23 +159,23 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         self.stop_on_finding = stop_on_finding   # the campaign ends at its first finding
         self.tls = tls                 # TLS options, for targets that speak TLS
         self._setup_cost(REPRODUCTIONS)  # (what cases cost a --spawn target: pycdr.fuzz.cost)
-        # Feedback (see pycdr.fuzz.learning): the environment the target needs.
-        env = self._setup_feedback(coverage, spawn, corpus_dir)
-        if coverage == "sancov":
-            # One process at a time writes the edge map, one case at a time.
-            standby, batch = False, 1
-        elif self.agent is not None:
+        # Feedback (see pycdr.fuzz.learning): under sancov, each target
+        # process's own edge map.
+        per_launch = self._setup_feedback(coverage, spawn, corpus_dir)
+        if self.agent is not None:
             # The agent's port is the target process's: one process at a time.
             standby = False
         # (standby: the next process started while the current one runs, see SpawnedTarget)
-        self.spawned = SpawnedTarget(spawn, standby=standby, env=env or None) if spawn else None
+        self.spawned = SpawnedTarget(spawn, standby=standby, per_launch=per_launch) \
+            if spawn else None
         self.target_text = target_text
         if self.spawned is not None:
             try:
                 self.target_text = self.spawned.start()
             except BaseException:
-                self._close_feedback()          # (the edge map's file goes too)
+                self._close_feedback()
                 raise
+            self._target_started()              # (under sancov: its edge map)
             self._note_start_threads()          # (a JVM's: see pycdr.fuzz.threads)
         self.target = resolve(self.target_text, tls)
         self.timeout = timeout
@@ -271,9 +271,9 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         self._taken = start_index - 1
         self._ahead_end = start_index + max_cases if max_cases is not None else None
         # With feedback, groups of the feedback's size (the corpus learns between
-        # them); batches only under state feedback, whose answers go back to their
-        # cases by request id (sancov's edges and JaCoCo's probes are the whole
-        # target's: a batch shows none per case).
+        # them); batches under state feedback, whose answers go back to their
+        # cases by request id, and under sancov, whose edges are the whole
+        # target's, a batch's as a group's (see _run_batch).
         group_cases = GROUP_CASES if self.feedback == "none" else self.feedback_group
         # Batchable cases for the reused connection (under state feedback, no
         # two of a batch with a request id in common).
@@ -315,8 +315,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             # that did not, the next ones go as groups for a while (longer
             # after each failure in a row: a target that answers otherwise
             # than pycdr's prediction is not pipelined for long).
-            pipelining = concurrent and self._pipe_pause == 0 and \
-                self.feedback in ("none", "state")
+            pipelining = concurrent and self._pipe_pause == 0 and self.agent is None
             if self.feedback == "state" and pipelining:
                 # Only cases whose answers can be told from the others': no
                 # request id twice (answers_by_case; one another case of the
@@ -407,6 +406,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         rss_before = self.spawned.rss() if self.spawned is not None else None
         logged, called = self._logged_count(), self._callout_mark()
         cost_mark = self._cost_mark()
+        self._before_group()
         try:
             if self._pipe is None:
                 self._pipe = _Pipe(self.target.host, self.target.port, self.target.object_key,
@@ -418,6 +418,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                                 answers=answers)
         except OSError:
             ok = False
+        # (Under sancov, the batch's edges: its sentinel's are known from the first.)
+        group_features = self._group_features()
         states = None
         if ok and answers is not None:
             states = answers_by_case(cases, answers)
@@ -437,6 +439,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
                 self._close_pipe()
             if states is not None:
                 self._learn_pipelined(cases, states)
+            elif group_features is not None:
+                self._learn_group(cases, None, group_features)
             return
         self._close_pipe()
         self._pipe_failures += 1
@@ -626,12 +630,13 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         if calls:
             broken, in_flight = ("callback", self._callout_details(calls)), list(cases)
         if broken is not None:
-            if self.agent is None and not again:
+            if group_features is None and not again:
                 # A connection that went as with a conforming server shows
                 # what the target did, broken later or not: learned from (a
                 # target that breaks in most groups, omniORB 4.2.5 spinning,
-                # is still learned from).  Under jacoco the group's probes
-                # are the breakage's too: not.
+                # is still learned from).  Under sancov and jacoco the
+                # group's edges or probes are the breakage's too: not (the
+                # cases but the one that did it run again after).
                 clean = [k for k, r in enumerate(reasons) if r is None]
                 self._learn_group([cases[k] for k in clean],
                                   [observations[k] for k in clean], None)
@@ -965,6 +970,7 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             self.notes.append(f"restart failed: {e}")
             self.dead = True
             return False
+        self._target_started()              # (under sancov: its edge map)
         self.target = resolve(self.target_text, self.tls)
         before = self.ctx.address()
         self.ctx.object_key = self.target.object_key

@@ -5,10 +5,11 @@ Two kinds of feedback:
 
 - ``sancov``: the edges a target built with clang's
   ``-fsanitize-coverage=trace-pc-guard`` and pycdr's coverage shim
-  (pycdr/fuzz/coverage_shim.c) passed.  The fuzzer creates the edge map
-  (EdgeMap: a file of MAP_SIZE bytes, in /dev/shm when there is one), names
-  it in the environment variable PYCDR_COVERAGE of the target it spawns,
-  clears it before a case and reads it after.  A feature is an edge with
+  (pycdr/fuzz/coverage_shim.c) passed.  The fuzzer creates an edge map
+  (EdgeMap: a file of MAP_SIZE bytes, in /dev/shm when there is one) for
+  each target process it spawns, names it in that process's environment
+  variable PYCDR_COVERAGE, clears it before a group of cases (or a case)
+  and reads it after (pycdr.fuzz.learning).  A feature is an edge with
   its hit count's bucket (AFL's: 1, 2, 3, 4-7, 8-15, 16-31, 32-127, 128+), so
   a loop that runs more often is new too.  Edges the target passes while
   nothing is sent to it (a timer thread, a housekeeping loop) are found by
@@ -85,9 +86,12 @@ if c_allowed():
 
 class EdgeMap:
     """The shared edge map: created empty, named by ``path`` (the value of
-    PYCDR_COVERAGE), removed by close()."""
+    PYCDR_COVERAGE), removed by close().  ``masked`` and ``uncounted`` may be
+    sets another map has too (the target processes of a campaign each write
+    a map of their own; which edges flicker is the binary's)."""
 
-    def __init__(self, directory: str | None = None):
+    def __init__(self, directory: str | None = None, *, masked: set | None = None,
+                 uncounted: set | None = None):
         if directory is None:
             directory = "/dev/shm" if os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
         fd, self.path = tempfile.mkstemp(prefix="pycdr-coverage-", dir=directory)
@@ -96,8 +100,9 @@ class EdgeMap:
             self.map = mmap.mmap(fd, MAP_SIZE)
         finally:
             os.close(fd)
-        self.masked: set[int] = set()        # edges that flicker without input
-        self.uncounted: set[int] = set()     # edges whose hit counts vary: passed or not
+        # Edges that flicker without input; edges whose hit counts vary (passed or not).
+        self.masked: set[int] = set() if masked is None else masked
+        self.uncounted: set[int] = set() if uncounted is None else uncounted
         self._flags = None                   # (the two as flag bytes, and what they were of)
 
     def environment(self) -> dict:

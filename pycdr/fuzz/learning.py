@@ -3,28 +3,32 @@ from a corpus that learns instead of from the seeds alone.
 
 With feedback, case ``i`` is no longer made from the seed and its index
 alone: which input it mutates depends on what the campaign kept so far.
-With ``sancov`` cases run one at a time (the edge map is the target's, not a
-connection's); with ``state`` in groups and pipelined batches as without
-feedback, the corpus learning between them (a batch's answers go back to
-their cases by request id, a MessageError to the case whose violation came
-next; a case sharing a request id with another goes in a group).  Before the first
+Cases run in groups and pipelined batches as without feedback, the corpus
+learning between them.  Under ``state`` a batch's answers go back to their
+cases by request id (a MessageError to the case whose violation came next;
+a case sharing a request id with another goes in a group).  Before the first
 case every input of the corpus (the seeds and a --corpus-dir folder's inputs)
 runs once, unmutated, so that what they reach
 is known (under ``state`` in pipelined batches where a batch can hold
-them, the others together, each on a connection of its own: _first_run);
+them, the others together, each on a connection of its own: _first_run;
+under ``sancov`` in groups: _first_run_grouped);
 under ``sancov`` the map is first watched while the target is idle, and the
 edges that flicker are masked.  A kept input is minimized first (feedback.trim);
 under ``state`` the tries still to come if none held run together, each on a
 connection of its own, and the first that held is taken (the same result as
 one try at a time).
 
-Under ``jacoco:HOST:PORT`` (a JVM target started with the JaCoCo agent,
-pycdr.fuzz.jacoco) a feature is a probe that ran (a class and a probe index).
-The agent's probes are the whole JVM's, so they are dumped (and reset) once a
-group of JACOCO_GROUP cases is done; a group that ran probes not seen before
-is *bisected*: its halves run again, each on its own, dumped, down to the
-cases that run the new probes alone, which are kept.  Probes that ran while
-the target was idle are masked first, as sancov's edges are."""
+Under ``sancov`` (each target process writes an edge map of its own: a
+standby starting up writes into its own, see _target_started) and under
+``jacoco:HOST:PORT`` (a JVM target started with the JaCoCo agent,
+pycdr.fuzz.jacoco, a feature is a probe that ran: a class and a probe
+index) what a case did is the whole target's, not a connection's: the map
+is read (the agent's probes dumped), and reset, once a group or a batch is
+done, SANCOV_GROUP or JACOCO_GROUP cases.  A group that passed edges (ran
+probes) not seen before is *bisected*: its halves run again, each on its
+own, down to the cases that pass the new ones alone, which are kept (under
+sancov once they pass them again, run once more: _repeated).  Edges passed
+(probes run) while the target was idle are masked first."""
 
 from __future__ import annotations
 
@@ -40,6 +44,7 @@ from .havoc import fix_lengths, havoc
 from .jacoco import PROBE_BITS, JacocoAgent, JacocoError, class_of, parse_address
 from .mutators import Mutation, fix_size, mutate
 from .prediction import framing, predict, suspicion
+from .target import runnable_threads
 from .window import FIRST_BATCH, LINGER, _Pipe
 
 # Share of cases mutated by havoc (byte level) rather than the structure-aware mutators.
@@ -72,6 +77,23 @@ RECHECK_LINGER = 0.5
 SANCOV_RECHECK_LINGER = 0.1
 # Seconds the edge map is watched while the target is idle, before the campaign.
 IDLE_WATCH = 0.5
+# Before the edge map is read, the target is left SANCOV_SETTLE seconds, then
+# up to SANCOV_SETTLE_MAX more until it has no thread running or waiting to
+# run, twice in a row: a connection's end is handled after it closed, and a
+# run read before that and one read after differ by those edges (masked as
+# flickering: a third of omniORB's edges were, so).  No longer: a target
+# left spinning by a case, as omniORB often is, has a thread running all
+# along.
+SANCOV_SETTLE = 0.001
+SANCOV_SETTLE_MAX = 0.005
+# Cases judged together between two reads of the edge map, under sancov (the
+# corpus's first run too): a group whose edges are all known costs one read
+# of the map; one that passed new edges is bisected (below) as a JaCoCo
+# group is, at about two runs of a part per halving: a group of 64 is
+# resolved to a case in some 12 runs of a few cases each.  (In 60-s
+# campaigns against omniORB, groups of 256 kept a third of the inputs groups
+# of 64 kept, their bisections out of runs, and passed fewer edges.)
+SANCOV_GROUP = 64
 # Cases run between two dumps of a JaCoCo agent's probes: a bisection of a
 # group costs about two runs per halving, and a group whose probes are all
 # known one dump.
@@ -93,9 +115,10 @@ BISECTION_TRIES = 3
 class Learning:
     """The feedback part of a Campaign (mixed into it)."""
 
-    def _setup_feedback(self, feedback: str, spawn: str | None, corpus_dir: str | None) -> dict:
-        """Checks the feedback kind, creates the edge map under ``sancov``;
-        the environment the spawned target needs."""
+    def _setup_feedback(self, feedback: str, spawn: str | None, corpus_dir: str | None):
+        """Checks the feedback kind; under ``sancov``, what makes each spawned
+        target process its own edge map (SpawnedTarget's ``per_launch``),
+        else None."""
         self.agent = None              # a JacocoAgent, under jacoco:HOST:PORT
         if feedback.startswith("jacoco:"):
             self.agent = JacocoAgent(*parse_address(feedback[len("jacoco:"):]))
@@ -104,7 +127,8 @@ class Learning:
             raise PycdrError(f"unknown coverage kind {feedback!r}: one of "
                              + ", ".join(FEEDBACK_KINDS) + ", jacoco:HOST:PORT")
         self.feedback = feedback
-        self.feedback_group = JACOCO_GROUP if self.agent is not None else FEEDBACK_GROUP
+        self.feedback_group = JACOCO_GROUP if self.agent is not None else \
+            SANCOV_GROUP if feedback == "sancov" else FEEDBACK_GROUP
         self.masked_probes: set = set()     # probes that run without input, under jacoco
         self.initial_probes = 0
         self.bisections = 0            # groups bisected
@@ -112,8 +136,12 @@ class Learning:
         self.unattributed = 0          # new probes no case ran alone, given up on
         self._missed = Counter()       # new probe -> bisections that did not find it
         self.identified: list = []     # the last cases found by bisection
-        self.edge_map = None
-        self.masked_edges = 0
+        self.edge_map = None           # the current target process's, under sancov
+        # Edges that flicker, edges whose counts vary: the binary's, shared by the maps
+        # of all its processes (EdgeMap.masked, .uncounted).
+        self.masked_edges: set = set()
+        self.uncounted_edges: set = set()
+        self._edges_seen: set = set()  # the edges of corpus.seen, under sancov
         self.linger = SANCOV_LINGER if feedback == "sancov" else LINGER
         self.recheck_linger = SANCOV_RECHECK_LINGER if feedback == "sancov" else RECHECK_LINGER
         self.kept = 0                  # inputs kept by this campaign
@@ -129,9 +157,16 @@ class Learning:
             if not spawn:
                 raise PycdrError("--coverage sancov needs --spawn: the fuzzer starts the "
                                  "target with the edge map in its environment")
-            self.edge_map = EdgeMap()
-            return self.edge_map.environment()
-        return {}
+            return lambda: EdgeMap(masked=self.masked_edges, uncounted=self.uncounted_edges)
+        return None
+
+    def _target_started(self) -> None:
+        """The spawned target was (re)started: under sancov its process's map
+        is read from now on, emptied first (what its start-up passed is no
+        case's; a standby may have been started long ago)."""
+        if self.feedback == "sancov":
+            self.edge_map = self.spawned.own
+            self.edge_map.reset()
 
     def _start_feedback(self) -> None:
         """After the target answers: idle edges masked, the corpus's inputs
@@ -139,6 +174,10 @@ class Learning:
         if self.feedback == "none":
             return
         if self.edge_map is not None:
+            # (The probes of _calibrate handled first: on a loaded machine an
+            # instrumented target may still be at them, and their edges are
+            # no idle thread's.)
+            self._settle(IDLE_WATCH)
             self.edge_map.calibrate(IDLE_WATCH)
         if self.agent is not None:
             self._calibrate_probes()
@@ -146,19 +185,37 @@ class Learning:
             self.corpus.entries.append(Entry(list(seed.messages), seed.name,
                                              body_types=seed.body_types))
         self.corpus.entries += self._resumed          # (origin "corpus": no seed of theirs)
-        together = self._first_run(self.corpus.entries) if self.feedback == "state" else {}
-        for k, entry in enumerate(self.corpus.entries):
-            features = together.get(k)
-            if features is None:
-                features = self._features_of(entry.messages, entry.origin)
-            if features is None:
-                continue
-            entry.features = self.corpus.new_features(features)
-            self.corpus.observe(features)
+        if self.feedback == "sancov":
+            self._first_run_grouped(self.corpus.entries)
+        else:
+            together = self._first_run(self.corpus.entries) if self.feedback == "state" else {}
+            for k, entry in enumerate(self.corpus.entries):
+                features = together.get(k)
+                if features is None:
+                    features = self._features_of(entry.messages, entry.origin)
+                if features is None:
+                    continue
+                entry.features = self.corpus.new_features(features)
+                self._observe(features)
         self.initial_features = len(self.corpus.seen)
         if self.edge_map is not None:
-            self.initial_edges = len({f >> 4 for f in self.corpus.seen})
+            self.initial_edges = len(self._edges_seen)
         self.initial_probes = len(self.corpus.seen) if self.agent is not None else 0
+
+    def _first_run_grouped(self, entries) -> None:
+        """The corpus's first run under sancov: its inputs in groups, as the
+        campaign's cases (Campaign._run_group: each on a connection of its
+        own; a target one of them broke is restarted, and the input that did
+        it found, a finding as a case's).  A group's edges are the corpus's;
+        an input found by bisection to pass new ones alone gets them as its
+        features (_learn_found)."""
+        cases = [_rerun_case(entry) for entry in entries]
+        for case, entry in zip(cases, entries):
+            case.rerun_of = entry
+        for at in range(0, len(cases), self.feedback_group):
+            if self.dead:
+                return
+            self._run_group(cases[at:at + self.feedback_group], again=True)
 
     def _first_run(self, entries) -> dict:
         """The corpus's first run under state feedback: position -> features.
@@ -290,9 +347,17 @@ class Learning:
 
     def _reset_coverage(self) -> None:
         if self.edge_map is not None:
-            self.edge_map.reset()
+            if not self.dead:              # (a target that could not restart: its map is gone)
+                self.edge_map.reset()
         elif self.agent is not None:
             self._agent_call(self.agent.reset)
+
+    def _observe(self, features) -> None:
+        """``features`` were shown: seen by the corpus (and, under sancov,
+        their edges)."""
+        self.corpus.observe(features)
+        if self.feedback == "sancov":
+            self._edges_seen.update(f >> 4 for f in features)
 
     def _agent_call(self, call):
         """``call()`` on the agent; None (and a note, once) when the agent
@@ -330,7 +395,7 @@ class Learning:
 
     def _read_features(self, obs) -> frozenset:
         if self.edge_map is not None:
-            return self.edge_map.features()
+            return self._map_features()
         if self.agent is not None:
             return self._probes()
         return state_features(state_of(obs)) if obs is not None else frozenset()
@@ -339,48 +404,121 @@ class Learning:
         self._reset_coverage()
 
     def _before_group(self) -> None:
-        if self.agent is not None:
-            self._reset_coverage()
+        self._reset_coverage()
 
     def _group_features(self) -> frozenset | None:
-        """Under jacoco, the probes a group of cases ran (read as soon as
-        they are done); None otherwise."""
+        """Under sancov and jacoco, the features a group of cases showed
+        together (read as soon as they are done; the map's or the agent's
+        are the whole target's); None otherwise (each case's are its own)."""
+        if self.edge_map is not None:
+            return self._map_features()
         return self._probes() if self.agent is not None else None
 
+    def _map_features(self) -> frozenset:
+        """The edge map's features, once the target has settled."""
+        if self.dead:
+            return frozenset()
+        self._settle(SANCOV_SETTLE_MAX)
+        return self.edge_map.features()
+
+    def _settle(self, longest: float) -> None:
+        """Wait SANCOV_SETTLE seconds, then up to ``longest`` more until the
+        target has no thread running or waiting to run, twice in a row."""
+        time.sleep(SANCOV_SETTLE)
+        process = self.spawned.process
+        deadline = time.monotonic() + longest
+        quiet = 0
+        while quiet < 2 and time.monotonic() < deadline and process.poll() is None:
+            quiet = 0 if runnable_threads(process.pid) else quiet + 1
+            if quiet < 2:
+                time.sleep(SANCOV_SETTLE / 2)
+
+    def _units(self, features) -> set:
+        """What of ``features`` a group is searched for: under sancov their
+        edges (a group's hit counts are its cases' added up: a bucket is a
+        case's only when it runs alone), else the features."""
+        return {f >> 4 for f in features} if self.feedback == "sancov" else set(features)
+
     def _learn_group(self, cases, observations, features: frozenset | None) -> None:
-        """What a group of cases showed.  Under jacoco (``features``: the
-        group's probes): when some are new, the cases that run them alone
-        are found by bisection (_bisect) and kept."""
-        if self.agent is None:
+        """What a group of cases showed.  Under sancov and jacoco
+        (``features``: the group's edges or probes, _group_features): when
+        some are new (under sancov, an edge not seen before), the cases that
+        show them alone are found by bisection (_bisect) and kept
+        (_learn_found).  What no case was found to show is looked for again
+        when a later group shows it, BISECTION_TRIES times at most (but in
+        the corpus's first run: its inputs are all kept)."""
+        if features is None:
             for case, obs in zip(cases, observations):
                 self._learn(case, obs)
             return
-        new = self.corpus.new_features(features)
+        if self.feedback == "sancov":
+            new = self._units(features) - self._edges_seen
+        else:
+            new = set(self.corpus.new_features(features))
         if not new:
-            self.corpus.observe(features)
+            self._observe(features)
             return
         self.bisections += 1
-        found = self._bisect(list(cases), set(new))
         attributed = set()
-        for case, probes in found:
-            attributed |= probes
-            entry = self._keep(case, frozenset(probes))
-            self.identified.append({
-                "case": case.index, "input": entry.name, "probes": len(probes),
-                "classes": sorted({class_of(f, self.agent.class_names) for f in probes})[:5]})
-            del self.identified[:-IDENTIFIED_SHOWN]
+        for case, wanted, ran in self._bisect(list(cases), new, features):
+            attributed |= wanted
+            self._learn_found(case, wanted, ran)
         missed = new - attributed
+        if all(case.rerun_of is not None for case in cases):
+            missed = set()
         self._missed.update(missed)
         again = {f for f in missed if self._missed[f] < BISECTION_TRIES}
         self.unattributed += len(missed) - len(again)
-        self.corpus.observe(features - again)
+        if again:
+            features = [f for f in features if not self._units((f,)) & again]
+        self._observe(features)
 
-    def _bisect(self, cases: list, new: set) -> list:
-        """The cases of ``cases`` (a group that ran the probes ``new``, not
-        seen before) that run some of them alone, each with those of ``new``
-        it ran (a probe goes to the first case found to run it), in at most
+    def _run_part(self, cases) -> frozenset:
+        """Under sancov and jacoco, the features ``cases`` (a part of a group,
+        or a case alone) show, run again on a connection each, as a group
+        runs but not judged: one that crashed the target is looked for
+        when the campaign runs it (the target is restarted here and they
+        show nothing)."""
+        self._reset_coverage()
+        # (Not judged: a connection is watched past its answers no longer than
+        # a case alone is, under sancov; what the target does after, the map
+        # shows once it settled.)
+        self._observe_group(cases, linger=self.linger)
+        if self.spawned is not None and self.spawned.exited() is not None:
+            self._fresh_target(restart=True)
+            return frozenset()
+        return self._group_features()
+
+    def _learn_found(self, case: Case, wanted: set, ran: frozenset) -> None:
+        """``case`` alone showed ``ran``, the features of its group ``wanted``
+        among them: kept (with them, and under sancov the edges it passes
+        again: _repeated), or in the corpus's first run (a kept input run
+        again) their input's features."""
+        if self.feedback == "sancov":
+            new = self.corpus.new_features(ran)
+            self._observe(ran)          # (a group's counts are not a case's: these are)
+            new = self._repeated(case, ran, new)
+        else:
+            new = frozenset(wanted)
+        if not new:
+            return
+        if case.rerun_of is not None:
+            case.rerun_of.features = case.rerun_of.features | new
+            return
+        entry = self._keep(case, new)
+        if self.agent is not None:
+            self.identified.append({
+                "case": case.index, "input": entry.name, "probes": len(new),
+                "classes": sorted({class_of(f, self.agent.class_names) for f in new})[:5]})
+            del self.identified[:-IDENTIFIED_SHOWN]
+
+    def _bisect(self, cases: list, new: set, ran: frozenset) -> list:
+        """The cases of ``cases`` (a group that showed the features ``ran``,
+        ``new`` among their units (_units) not seen before) that show some of
+        them alone: each with those of ``new`` it showed (one goes to the
+        first case found to show it) and what it showed alone, in at most
         BISECTION_RUNS runs: a part's first half runs again, on its own, and
-        is searched for what of ``new`` it ran; the second half for the
+        is searched for what of ``new`` it showed; the second half for the
         rest.  A part of one case is that case alone."""
         budget = [BISECTION_RUNS]
         found = []
@@ -388,27 +526,25 @@ class Learning:
         def run(part) -> frozenset:
             budget[0] -= 1
             self.bisection_runs += 1
-            self._reset_coverage()
-            self._observe_group(part)
-            return self._probes()
+            return self._run_part(part)
 
         def search(part, wanted: set, ran: frozenset | None = None) -> set:
-            """What of ``wanted`` the cases of ``part`` were found to run."""
+            """What of ``wanted`` the cases of ``part`` were found to show."""
             if ran is None:
                 if budget[0] <= 0 or self.dead:
                     return set()
                 ran = run(part)
-            wanted = wanted & ran
+            wanted = wanted & self._units(ran)
             if not wanted:
                 return set()
             if len(part) == 1:
-                found.append((part[0], wanted))
+                found.append((part[0], wanted, ran))
                 return wanted
             half = len(part) // 2
             got = search(part[:half], wanted)
             rest = wanted - got
             return got | (search(part[half:], rest) if rest else set())
-        search(cases, new, frozenset(new))
+        search(cases, new, ran)
         return found
 
     def _learn_pipelined(self, cases, states) -> None:
@@ -419,7 +555,7 @@ class Learning:
         for case, state in zip(cases, states):
             features = state_features(state)
             new = self.corpus.new_features(features)
-            self.corpus.observe(features)
+            self._observe(features)
             if new:
                 self._new_in_batches.append((case, new, self.stats.cases))
         waiting = self._new_in_batches
@@ -450,7 +586,7 @@ class Learning:
             return
         features = self._read_features(obs)
         new = self.corpus.new_features(features)
-        self.corpus.observe(features)
+        self._observe(features)
         if not new:
             return
         if self.agent is not None:
@@ -458,26 +594,31 @@ class Learning:
             # meanwhile is not the case's).
             again = self._features_of(case.messages, case.seed_name)
             new = new & (again or frozenset())
-            if not new:
-                return
         if self.edge_map is not None:
-            # Calibrated as AFL does: run again, only what it does again
-            # counts.  Edges passed one time and not the other flicker (the
-            # target's timing, not the input: a connection's end handled
-            # after the map was read) and are masked from now on; edges
-            # passed as many times as another bucket (a read loop's turns
-            # follow TCP's segments) count as passed or not, from now on.
-            again = self._features_of(case.messages, case.seed_name)
-            if again is None:
-                return
-            changed = {f >> 4 for f in features ^ again}
-            flicker = changed - ({f >> 4 for f in features} & {f >> 4 for f in again})
-            self.edge_map.masked |= flicker
-            self.edge_map.uncounted |= changed - flicker
-            new = frozenset(f for f in new & again if f >> 4 not in changed)
-            if not new:
-                return
-        self._keep(case, new)
+            new = self._repeated(case, features, new)
+        if new:
+            self._keep(case, new)
+
+    def _repeated(self, case: Case, features: frozenset, new: frozenset) -> frozenset:
+        """Under sancov, of the ``new`` features ``case`` showed alone (all
+        it showed: ``features``), those it shows again, run once more --
+        calibrated as AFL does.  Edges passed the first time and not the
+        second flicker (the target's timing, not the input: a connection's
+        end handled after the map was read) and are masked from now on
+        (edges passed the second time only are not: on a loaded machine the
+        first run's answer may come after its wait, its edges after the
+        read); edges passed as many times as another bucket (a read loop's
+        turns follow TCP's segments) count as passed or not, from now on.
+        What the second run showed is seen.  (Run as a bisection's part is,
+        and its minimization's tries: see _run_part.)"""
+        again = self._run_part([case])
+        self._observe(again)
+        first, second = {f >> 4 for f in features}, {f >> 4 for f in again}
+        changed = {f >> 4 for f in features ^ again} & first
+        flicker = first - second
+        self.masked_edges |= flicker
+        self.uncounted_edges |= changed - flicker
+        return frozenset(f for f in new & again if f >> 4 not in changed)
 
     def _keep(self, case: Case, new: frozenset) -> Entry:
         """``case`` brought the features ``new``: kept, minimized first (the
@@ -490,9 +631,14 @@ class Learning:
             # the whole target's: one at a time.)
             together = (lambda candidates: self._trim_together(candidates, new, case.seed_name)) \
                 if self.feedback == "state" else None
+            if self.feedback == "sancov":
+                def features(m):
+                    return self._run_part([_rerun_case(Entry(list(m), case.seed_name))])
+            else:
+                def features(m):
+                    return self._features_of(m, case.seed_name) or set()
             try:
-                messages = trim(messages,
-                                lambda m: new <= (self._features_of(m, case.seed_name) or set()),
+                messages = trim(messages, lambda m: new <= features(m),
                                 TRIM_BUDGET, lambda m, at, n: cut_fixed(m, at, n, self.ctx),
                                 together)
             finally:
@@ -541,10 +687,10 @@ class Learning:
                    corpus=len(self.corpus.entries),
                    kept=self.kept)
         if self.feedback == "sancov":
-            out.update(edges=len({f >> 4 for f in self.corpus.seen}),
-                       initial_edges=self.initial_edges,
-                       masked_edges=len(self.edge_map.masked) if self.edge_map is not None
-                       else self.masked_edges)
+            out.update(edges=len(self._edges_seen), initial_edges=self.initial_edges,
+                       masked_edges=len(self.masked_edges), bisections=self.bisections,
+                       bisection_runs=self.bisection_runs,
+                       unattributed_edges=self.unattributed)
         if self.agent is not None:
             # (probes: those seen, and those run but to be looked for again)
             pending = sum(1 for f, n in self._missed.items()
@@ -561,10 +707,7 @@ class Learning:
     def _close_feedback(self) -> None:
         if self.agent is not None:
             self.agent.close()
-        if self.edge_map is not None:
-            self.masked_edges = len(self.edge_map.masked)
-            self.edge_map.close()
-            self.edge_map = None
+        # (Under sancov each target process's map goes with it: SpawnedTarget.stop.)
 
 
 def _rerun_case(entry) -> Case:

@@ -82,11 +82,21 @@ class _Launch:
     every bad message) is dropped, not piled up for the whole campaign, but
     for a sanitizer's report (pycdr.fuzz.sanitizer), which is kept."""
 
-    def __init__(self, command: str, env: dict | None = None):
-        self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
-                                        env=None if env is None else {**os.environ, **env},
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True, errors="replace")
+    def __init__(self, command: str, env: dict | None = None, own=None):
+        # What this process alone has (SpawnedTarget's ``per_launch``), closed
+        # once it is stopped.
+        self.own = own
+        if own is not None:
+            env = {**(env or {}), **own.environment()}
+        try:
+            self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
+                                            env=None if env is None else {**os.environ, **env},
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                            text=True, errors="replace")
+        except BaseException:
+            if own is not None:
+                own.close()
+            raise
         self.lines: queue.Queue = queue.Queue()
         self.started = threading.Event()
         self.address_text = ""
@@ -204,6 +214,8 @@ class _Launch:
                 stream.close()
             except (OSError, AttributeError):
                 pass
+        if self.own is not None:
+            self.own.close()
         return cpu
 
 
@@ -230,12 +242,20 @@ class SpawnedTarget:
     row, each time sooner than a process that has just been started is
     listening.  A target that listens on a fixed port cannot have a standby
     (it cannot listen beside the current one, or would share its port):
-    the standby is then given up for the rest of the campaign."""
+    the standby is then given up for the rest of the campaign.
+
+    ``per_launch``, when given, is called for each process started: what it
+    returns (an object with ``environment()``, added to that process's
+    environment, and ``close()``, called once the process is stopped) is the
+    process's own (``own``: the current process's), as the edge map each
+    process of a sancov campaign writes, so that a standby starting up
+    writes into its own."""
 
     def __init__(self, command: str, *, start_timeout: float = 30.0, standby: bool = False,
-                 env: dict | None = None):
+                 env: dict | None = None, per_launch=None):
         self.command = command
         self.env = env               # added to the environment of the processes started
+        self.per_launch = per_launch
         self.start_timeout = start_timeout
         self.standby = standby
         self._launch: _Launch | None = None
@@ -252,9 +272,18 @@ class SpawnedTarget:
     def process(self) -> subprocess.Popen | None:
         return None if self._launch is None else self._launch.process
 
+    @property
+    def own(self):
+        """What ``per_launch`` gave the current process (None without)."""
+        return None if self._launch is None else self._launch.own
+
+    def _new_launch(self) -> _Launch:
+        return _Launch(self.command, self.env,
+                       None if self.per_launch is None else self.per_launch())
+
     def start(self) -> str:
         began = time.monotonic()
-        self._launch = _Launch(self.command, self.env)
+        self._launch = self._new_launch()
         try:
             self.address_text = self._launch.address(self.start_timeout)
         except PycdrError:
@@ -270,9 +299,9 @@ class SpawnedTarget:
         if self.standby and self._standby is None:
             self._standby, self._spare = self._spare, None
         if self.standby and self._standby is None:
-            self._standby = _Launch(self.command, self.env)
+            self._standby = self._new_launch()
         if self.standby and self._spare is None:
-            self._spare = _Launch(self.command, self.env)
+            self._spare = self._new_launch()
 
     def _take_standby(self) -> _Launch | None:
         """The standby, started and listening elsewhere than the current

@@ -35,10 +35,12 @@ class _Slot:
     """One case's connection in a window (Campaign._observe_group): what
     Wire.observe does, a read at a time, without blocking."""
 
-    def __init__(self, wire: Wire, obs: Observation, want: int, timeout: float, sent: int):
+    def __init__(self, wire: Wire, obs: Observation, want: int, timeout: float, sent: int,
+                 linger: float = LINGER):
         self.wire = wire
         self.obs = obs
         self.want = want
+        self.linger = linger
         self.start = time.monotonic()
         self.until = self.start + timeout        # the wait, then the linger's end
         self.lingering = False
@@ -50,7 +52,7 @@ class _Slot:
             self.lingering = True
             if self.want:
                 self.obs.answer_time = now - self.start
-            self.until = min(self.until, now + LINGER) if self.want else self.until
+            self.until = min(self.until, now + self.linger) if self.want else self.until
 
     def read(self) -> bool:
         """Take what came; True when the connection is done."""
@@ -93,10 +95,10 @@ class _Slot:
 class Window:
     """Campaign's window of connections, one a case."""
 
-    def _observe_group(self, cases: list, more=None) -> list:
+    def _observe_group(self, cases: list, more=None, linger: float = LINGER) -> list:
         """Each case on a connection of its own, up to ``connections`` open
         at once: a new one opens as soon as one is done (its answers in and
-        LINGER past them, or closed, or its wait over), so a case the target
+        ``linger`` past them, or closed, or its wait over), so a case the target
         is silent on holds one connection, not the others.  ``more``: once
         every case of ``cases`` is sent, the next one for a free connection
         (appended to ``cases`` by it), until it gives None.  The
@@ -116,7 +118,7 @@ class Window:
                         observations.append(Observation())
                         waiting.append(len(observations) - 1)
                     k = waiting.popleft()
-                    slot = self._open_slot(cases[k], observations[k])
+                    slot = self._open_slot(cases[k], observations[k], linger)
                     if slot is not None:
                         open_[k] = slot
                         selector.register(slot.wire.sock, selectors.EVENT_READ, k)
@@ -150,7 +152,7 @@ class Window:
                 self.latency.add(obs.answer_time)
         return observations
 
-    def _open_slot(self, case, obs: Observation):
+    def _open_slot(self, case, obs: Observation, linger: float = LINGER):
         try:
             wire = self.target.wire(connect_timeout=self.probe_timeout)
         except OSError as e:
@@ -161,8 +163,8 @@ class Window:
                 break
         wire.sock.setblocking(False)
         want = case.prediction.wanted
-        return _Slot(wire, obs, want, self.answer_timeout() if want else LINGER * 2,
-                     sum(map(len, case.messages)))
+        return _Slot(wire, obs, want, self.answer_timeout() if want else linger * 2,
+                     sum(map(len, case.messages)), linger)
 
 
 class Batches:
