@@ -307,7 +307,8 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             if pipelining and not self._pipelining_pays():
                 pipelining = False
                 if self.own_connection_answers[1] < PIPE_EVIDENCE and \
-                        len(group) >= 2 * PIPE_EVIDENCE:
+                        len(group) >= PIPE_EVIDENCE and \
+                        sum(c.batchable for c in group) >= PIPE_EVIDENCE:
                     # (The evidence first: the group so far runs now.)
                     self._run_group(group)
                     group = []
