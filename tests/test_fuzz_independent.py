@@ -279,6 +279,34 @@ def test_one_silent_probe_is_not_a_hang(tmp_path):
     assert campaign.stats.restarts == 0
 
 
+def test_a_connection_not_taken_in_time_is_silence_not_a_refusal(tmp_path):
+    """A probe whose connection the target does not take in time (its
+    accept queue full: a JVM in a long collection) finds it silent, to be
+    judged as a hang or a slow target; only a refused connection says it
+    is gone (a crash)."""
+    import dataclasses
+    import socket
+    campaign, _ = _campaign(f"{RAW} --no-faults", tmp_path, minimize=False)
+    full, closed = socket.socket(), socket.socket()
+    try:
+        full.bind(("127.0.0.1", 0))
+        full.listen(0)
+        closed.bind(("127.0.0.1", 0))          # bound, not listening: refused
+        target = campaign.target
+        campaign.target = dataclasses.replace(target, port=full.getsockname()[1])
+        taken = campaign.target.wire(connect_timeout=1.0)     # the queue's one place
+        try:
+            assert campaign._probe_one("locate", 0.2) == "silent"
+        finally:
+            taken.close()
+        campaign.target = dataclasses.replace(target, port=closed.getsockname()[1])
+        assert campaign._probe_one("locate", 0.2) == "refused"
+    finally:
+        full.close()
+        closed.close()
+        campaign.close()
+
+
 def test_raw_server_does_not_use_pycdr():
     with open(os.path.join(HERE, "raw_giop_server.py")) as f:
         source = f.read()

@@ -131,8 +131,12 @@ class TargetHealth:
             with self.target.wire(connect_timeout=max(timeout, self.probe_timeout)) as wire:
                 wire.send(self._probe_messages[kind])
                 obs = wire.observe(Observation(), want=1, timeout=timeout)
-        except OSError:
-            return "refused"
+        except OSError as e:
+            # A connection not taken in time is silence, not a refusal: a
+            # target too busy to accept (a JVM in a long collection, its
+            # accept queue full) is judged as one that does not answer, not
+            # as a crash (whose search sent the cases in flight again).
+            return "silent" if isinstance(e.__cause__ or e, TimeoutError) else "refused"
         if obs.answer_time is not None and any(
                 isinstance(e.message, (LocateReply, Reply)) for e in obs.messages):
             self.probe_latency[kind].add(obs.answer_time)
