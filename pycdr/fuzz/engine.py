@@ -8,11 +8,9 @@ and its index.  A case's messages go to the target in one of two ways:
   no fragment chain left open, no close expected) share one connection, a
   batch at a time, closed by a LocateRequest "sentinel"; the number of
   answers is predicted by pycdr's own sans-I/O GIOP connection (the reference
-  ORB's logic), so waiting stops as soon as they are in.  Batches start once
-  the target answered such cases as predicted on connections of their own
-  often enough (Window._pipelining_pays); after batches that did not go as
-  predicted, pipelining pauses (a target that answers otherwise is not
-  pipelined for long);
+  ORB's logic), so waiting stops as soon as they are in.  After batches that
+  did not go as predicted, pipelining pauses (a target that answers otherwise
+  is not pipelined for long);
 - in groups: every other case (and every case while pipelining pauses) on a
   connection of its own, up to ``connections`` at once in a sliding window.
 
@@ -73,7 +71,7 @@ from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, framing, predict, suspicion
 from .target import SpawnedTarget, resolve
-from .window import FIRST_BATCH, LINGER, PIPE_EVIDENCE, Batches, Window, _Pipe
+from .window import FIRST_BATCH, LINGER, Batches, Window, _Pipe
 
 # A search's look for a spin: shorter than SPIN_CONFIRM (see _reproduces_together).
 SEARCH_SPIN_CONFIRM = 0.1
@@ -215,9 +213,6 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
         self._pipe_failures = 0            # batches in a row not as predicted
         self._pipe_pause = 0               # cases to send as groups before pipelining again
         self._batch_now = min(FIRST_BATCH, self.batch_size)   # the next batch's size
-        # Batchable cases run on connections of their own: [answered as
-        # predicted, in all] (see Window._pipelining_pays).
-        self.own_connection_answers = [0, 0]
         self._needs_restart = False
         self.dead = False                  # the target is gone and cannot be restarted
         self._pipe: _Pipe | None = None
@@ -321,14 +316,6 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             # after each failure in a row: a target that answers otherwise
             # than pycdr's prediction is not pipelined for long).
             pipelining = concurrent and self._pipe_pause == 0 and self.agent is None
-            if pipelining and not self._pipelining_pays():
-                pipelining = False
-                if self.own_connection_answers[1] < PIPE_EVIDENCE and \
-                        len(group) >= PIPE_EVIDENCE and \
-                        sum(c.batchable for c in group) >= PIPE_EVIDENCE:
-                    # (The evidence first: the group so far runs now.)
-                    self._run_group(group)
-                    group = []
             if self.feedback == "state" and pipelining:
                 # Only cases whose answers can be told from the others': no
                 # request id twice (answers_by_case; one another case of the

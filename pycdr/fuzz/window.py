@@ -29,16 +29,6 @@ HELD = 64
 # its own (a target that never answers as predicted, the OpenJDK ORB at
 # some 35 ms of its CPU a case, was sent a whole batch twice each time).
 FIRST_BATCH = 4
-# Batches are tried only once PIPE_EVIDENCE batchable cases have run on
-# connections of their own and the share of them the target answered as
-# predicted (went_as_predicted) makes a first batch go as predicted with
-# odds of PIPE_ODDS at least (that share to the power FIRST_BATCH): a
-# failed batch's cases are all sent again, and a target that answers few
-# malformed cases as predicted (the OpenJDK ORB, whose costliest cases
-# allocate gigabytes) paid for each failed batch's cases twice, and for a
-# look at its health while it worked them off.
-PIPE_EVIDENCE = 16
-PIPE_ODDS = 0.5
 
 
 class _Slot:
@@ -157,20 +147,10 @@ class Window:
             for slot in open_.values():
                 slot.wire.close()
             selector.close()
-        for case, obs in zip(cases, observations):
+        for obs in observations:
             if obs.answer_time is not None:
                 self.latency.add(obs.answer_time)
-            if case.batchable:
-                self.own_connection_answers[0] += went_as_predicted(obs, case.prediction)
-                self.own_connection_answers[1] += 1
         return observations
-
-    def _pipelining_pays(self) -> bool:
-        """Whether the batchable cases run on connections of their own so
-        far say a first batch is likely to go as predicted (see
-        PIPE_EVIDENCE)."""
-        hits, seen = self.own_connection_answers
-        return seen >= PIPE_EVIDENCE and (hits / seen) ** FIRST_BATCH >= PIPE_ODDS
 
     def _open_slot(self, case, obs: Observation, linger: float = LINGER):
         try:
@@ -185,15 +165,6 @@ class Window:
         want = case.prediction.wanted
         return _Slot(wire, obs, want, self.answer_timeout() if want else linger * 2,
                      sum(map(len, case.messages)), linger)
-
-
-def went_as_predicted(obs: Observation, p) -> bool:
-    """Whether a batchable case's own connection showed what a pipelined
-    batch needs of it: exactly the answers predicted, none closing the
-    connection, and the connection left up."""
-    return not (obs.connect_error or obs.flooded or obs.timed_out or obs.closed
-                or obs.violations) and len(obs.messages) == p.answers and \
-        not any(isinstance(e.message, CloseConnection) for e in obs.messages)
 
 
 class Batches:
