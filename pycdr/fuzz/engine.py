@@ -66,7 +66,7 @@ from .case import _TYPE_NAMES, Case, Verdict, trigger_location, trigger_signatur
 from .cost import CaseCost
 from .findings import Finding, ddmin, known_hit, minimize
 from .learning import Learning, answers_by_case
-from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE, RECOVERY_WAIT,
+from .health import (BROKEN, BROKEN_BY_STATUS, LOG_SETTLE,
                      SPIN_WINDOW, TIMEOUT_FLOOR, Latency, TargetHealth)
 from .mutators import MutationContext, mutate, target_profile
 from .prediction import Prediction, framing, predict, suspicion
@@ -938,67 +938,6 @@ class Campaign(TargetHealth, Learning, CallOuts, DeadThreads, CaseCost, Window):
             if s.name == case.seed_name:
                 return s
         return None
-
-    def _fresh_target(self, *, restart: bool) -> bool:
-        """A target to run a case alone against: under --spawn restarted
-        (when ``restart``, or when it does not answer) and answering probes;
-        without, the one there, if it answers.  False when there is none."""
-        if self.dead:
-            return False
-        if self.spawned is None:
-            # A target we cannot restart may be slow for a while (a JVM's
-            # pause on a busy machine): it gets time to answer again.
-            deadline = time.monotonic() + RECOVERY_WAIT
-            while True:
-                if self._health() in ("alive", "slow"):
-                    return True
-                if time.monotonic() >= deadline:
-                    break
-                time.sleep(0.2)
-            self.dead = True
-            return False
-        if not restart and not self._needs_restart and self._health() in ("alive", "slow"):
-            return True
-        return self._restart()
-
-    def _restart(self) -> bool:
-        """Restart the spawned target and wait until it answers probes."""
-        self._close_pipe()
-        try:
-            self.target_text = self.spawned.restart()
-        except PycdrError as e:
-            self.notes.append(f"restart failed: {e}")
-            self.dead = True
-            return False
-        self._target_started()              # (under sancov: its edge map)
-        self.target = resolve(self.target_text, self.tls)
-        before = self.ctx.address()
-        self.ctx.object_key = self.target.object_key
-        self.ctx.profile, self.ctx.ior = target_profile(self.target)
-        if self.ctx.address() != before:
-            # Cases made ahead whose making read the old object key or
-            # address are made again (a target restarted on its port with
-            # its key keeps them; a standby listens on a port of its own,
-            # and most cases hold nothing of the address).
-            for k, case in enumerate(list(self._ahead)):
-                if case.addressed:
-                    self._ahead[k] = self.make_case(case.index)
-        self._build_probes()
-        self.stats.restarts += 1
-        self._needs_restart = False
-        deadline = time.monotonic() + self.spawned.start_timeout
-        while time.monotonic() < deadline:
-            if self._probe() in ("alive", "slow"):
-                return True
-            time.sleep(0.05)
-        self.notes.append("the restarted target did not answer")
-        self.dead = True
-        return False
-
-    def recover(self) -> bool:
-        """A working target again (restarted under --spawn); False when the
-        campaign cannot go on."""
-        return self._fresh_target(restart=False)
 
     def reproduces(self, kind: str, messages, *, fresh: bool = False) -> bool:
         """Whether ``messages`` alone do ``kind`` to the target: run on a
